@@ -1,0 +1,92 @@
+/**
+ * vid: turn HTML compositions into finished videos, parameterised by typed template
+ * variables.
+ *
+ * @example
+ * ```ts
+ * import { readComposition, renderComposition } from "@vid/cli";
+ *
+ * const composition = await readComposition("examples/hello");
+ * console.log(composition.declarations.map((d) => d.id));
+ * const result = await renderComposition({
+ *   target: "examples/hello",
+ *   values: { title: "Launch day" },
+ *   output: "renders/launch.mp4",
+ * });
+ * console.log(`${result.frames} frames in ${result.elapsedMs} ms`);
+ * ```
+ *
+ * @module
+ */
+
+export {
+  type AspectRatio,
+  aspectRatioOf,
+  type Composition,
+  DEFAULT_ENTRY,
+  parseComposition,
+  readComposition,
+  resolveCompositionFile,
+} from "./src/composition/composition.ts";
+export { isCssColor } from "./src/composition/color.ts";
+export {
+  type DeclarationsResult,
+  DeclarationsSyntaxError,
+  type DroppedDeclaration,
+  type EnumOption,
+  parseDeclarations,
+  VARIABLE_TYPES,
+  type VariableDeclaration,
+  type Variables,
+  type VariableType,
+  type VariableValue,
+} from "./src/composition/declarations.ts";
+export {
+  CompositionError,
+  StrictVariablesError,
+  type VariableProblem,
+  VariablesInputError,
+} from "./src/composition/errors.ts";
+export {
+  checkOverrides,
+  loadOverrides,
+  mergeVariables,
+  type OverrideSources,
+  parseInlineVariables,
+  readVariablesFile,
+  type ResolvedVariables,
+  resolveVariables,
+} from "./src/composition/variables.ts";
+export {
+  type Chunk,
+  chunkCount,
+  chunkPlan,
+  ChunkPlanError,
+  type ChunkPlanOptions,
+  DEFAULT_CHUNK_SIZE,
+  DEFAULT_MAX_PARALLEL_CHUNKS,
+} from "./src/render/chunk_plan.ts";
+export {
+  codecArgs,
+  EncodeError,
+  OUTPUT_FORMATS,
+  type OutputFormat,
+  QUALITIES,
+  type Quality,
+} from "./src/render/encode.ts";
+export {
+  ChunkFailedError,
+  defaultWorkers,
+  frameCount,
+  RenderCancelledError,
+  renderComposition,
+  RenderOptionError,
+  type RenderOptions,
+  type RenderProgress,
+  type RenderResult,
+} from "./src/render/render.ts";
+export { type CaptureMode } from "./src/render/browser.ts";
+export { type CapturePreference } from "./src/render/capture_mode.ts";
+export { PageError } from "./src/render/capture.ts";
+export { MissingDependencyError } from "./src/render/system.ts";
+export { type RuntimeConfig, runtimeScript, type VidPageApi } from "./src/runtime/page_runtime.ts";

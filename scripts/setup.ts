@@ -1,0 +1,166 @@
+/**
+ * Prepares a machine to render and test vid: checks the system programs rendering needs
+ * (chromium-headless-shell, Chromium, ffmpeg/ffprobe, fonts), installs the missing ones with
+ * apt when running as root, and caches the npm dependencies. Run by `deno task setup` and at
+ * the start of `deno task hello` and `deno task test`.
+ *
+ * It is idempotent and makes no apt calls when everything is already installed. When it cannot
+ * install (not root, or no apt-get) it prints the exact command to run and exits 1.
+ *
+ * @module
+ */
+
+import { fileURLToPath } from "node:url";
+import {
+  findChromium,
+  findFfmpeg,
+  findHeadlessShell,
+  SYSTEM_PACKAGES,
+  which,
+} from "../src/render/system.ts";
+
+/** What the check found for one required program (or the fonts). */
+interface Requirement {
+  /** Name printed in the report, e.g. `ffmpeg`. */
+  name: string;
+  /** Where it was found, or undefined when missing. */
+  found?: string;
+  /** Debian packages to install when it is missing. */
+  packages: string[];
+}
+
+/** Output of a finished child process. */
+interface CommandOutput {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
+
+async function output(program: string, args: string[], cwd?: string): Promise<CommandOutput> {
+  const result = await new Deno.Command(program, {
+    args,
+    cwd,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    code: result.code,
+    stdout: decoder.decode(result.stdout),
+    stderr: decoder.decode(result.stderr),
+  };
+}
+
+/** Debian packages among `packages` that dpkg reports as fully installed. */
+async function installedPackages(packages: string[]): Promise<Set<string>> {
+  // `dpkg -s` prints one stanza per known package and exits non-zero if any is unknown, so
+  // the stanzas are read rather than the exit code.
+  const { stdout } = await output("dpkg", ["-s", ...packages]);
+  const installed = new Set<string>();
+  for (const stanza of stdout.split(/\n\s*\n/)) {
+    const name = /^Package:\s*(\S+)/m.exec(stanza)?.[1];
+    const status = /^Status:\s*(.+)$/m.exec(stanza)?.[1].trim();
+    if (name && status === "install ok installed") installed.add(name);
+  }
+  return installed;
+}
+
+async function checkFonts(): Promise<Requirement> {
+  const packages = SYSTEM_PACKAGES.fonts;
+  const fcList = await which("fc-list");
+  const fontCount = fcList
+    ? (await output(fcList, [])).stdout.split("\n").filter((line) => line.trim() !== "").length
+    : 0;
+  if (await which("dpkg")) {
+    const installed = await installedPackages(packages);
+    const missing = packages.filter((name) => !installed.has(name));
+    if (missing.length > 0) return { name: "fonts", packages: missing };
+  }
+  if (fontCount === 0) return { name: "fonts", packages };
+  return { name: "fonts", found: `${fontCount} fonts (fc-list)`, packages };
+}
+
+async function checkAll(): Promise<Requirement[]> {
+  const { ffmpeg, ffprobe } = await findFfmpeg();
+  return [
+    {
+      name: "chromium-headless-shell",
+      found: await findHeadlessShell(),
+      packages: SYSTEM_PACKAGES["chromium-headless-shell"],
+    },
+    { name: "chromium", found: await findChromium(), packages: SYSTEM_PACKAGES.chromium },
+    { name: "ffmpeg", found: ffmpeg, packages: SYSTEM_PACKAGES.ffmpeg },
+    { name: "ffprobe", found: ffprobe, packages: SYSTEM_PACKAGES.ffmpeg },
+    await checkFonts(),
+  ];
+}
+
+function missingPackages(requirements: Requirement[]): string[] {
+  const packages = requirements.filter((r) => r.found === undefined).flatMap((r) => r.packages);
+  return [...new Set(packages)];
+}
+
+function isRoot(): boolean {
+  return Deno.uid() === 0;
+}
+
+async function aptInstall(packages: string[]): Promise<boolean> {
+  const aptGet = await which("apt-get");
+  if (!aptGet) return false;
+  console.log(`setup: installing with apt-get: ${packages.join(" ")}`);
+  const env = { DEBIAN_FRONTEND: "noninteractive" };
+  const run = async (args: string[]): Promise<boolean> => {
+    const command = new Deno.Command(aptGet, {
+      args,
+      env,
+      stdin: "null",
+      stdout: "inherit",
+      stderr: "inherit",
+    });
+    return (await command.output()).code === 0;
+  };
+  return await run(["update"]) &&
+    await run(["install", "-y", "--no-install-recommends", ...packages]);
+}
+
+function reportMissing(packages: string[], requirements: Requirement[]): void {
+  const names = requirements.filter((r) => r.found === undefined).map((r) => r.name);
+  console.error(`setup: missing ${names.join(", ")} (Debian packages: ${packages.join(" ")}).`);
+  console.error("Install them with:");
+  console.error(`  sudo apt-get install -y ${packages.join(" ")}`);
+  console.error("or run `npx --yes deno@2 task setup` as root.");
+}
+
+async function cacheNpmDependencies(): Promise<boolean> {
+  const result = await output(Deno.execPath(), ["install", "--quiet"], ROOT);
+  if (result.code !== 0) {
+    console.error("setup: `deno install` failed:");
+    console.error(result.stdout + result.stderr);
+  }
+  return result.code === 0;
+}
+
+async function main(): Promise<number> {
+  let requirements = await checkAll();
+  let missing = missingPackages(requirements);
+  if (missing.length > 0 && isRoot() && await which("apt-get")) {
+    if (!await aptInstall(missing)) {
+      console.error("setup: apt-get failed.");
+      return 1;
+    }
+    requirements = await checkAll();
+    missing = missingPackages(requirements);
+  }
+  if (missing.length > 0) {
+    reportMissing(missing, requirements);
+    return 1;
+  }
+  const width = Math.max(...requirements.map((r) => r.name.length));
+  for (const { name, found } of requirements) console.log(`ok  ${name.padEnd(width)}  ${found}`);
+  return await cacheNpmDependencies() ? 0 : 1;
+}
+
+Deno.exit(await main());

@@ -1,0 +1,45 @@
+/**
+ * The `vid` command tree. Each command group lives in its own file under `src/cli/`.
+ *
+ * @module
+ */
+
+import { Command, CommanderError } from "@commander-js/extra-typings";
+import denoJson from "../../deno.json" with { type: "json" };
+import { registerInfo } from "./info.ts";
+import { registerRender } from "./render.ts";
+import { EXIT } from "./shared.ts";
+import { registerValidate } from "./validate.ts";
+
+/** The CLI's version, from deno.json. */
+export const VERSION: string = denoJson.version;
+
+/** Builds the `vid` program. */
+export function buildProgram(): Command {
+  const program = new Command()
+    .name("vid")
+    .description(
+      "Turn HTML compositions into finished videos, parameterised by typed template variables.",
+    )
+    .version(VERSION, "-V, --version")
+    .showHelpAfterError("(run with --help for usage)")
+    .exitOverride();
+  registerInfo(program);
+  registerValidate(program);
+  registerRender(program);
+  return program;
+}
+
+/** Runs the CLI with `args`; returns the exit code. */
+export async function main(args: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(args, { from: "user" });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    throw error;
+  }
+  return typeof Deno.exitCode === "number" ? Deno.exitCode : EXIT.ok;
+}

@@ -1,0 +1,121 @@
+/**
+ * `vid render [dir]`: renders a composition locally to mp4, webm or mov.
+ *
+ * @module
+ */
+
+import { type Command, Option } from "@commander-js/extra-typings";
+import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
+import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
+import { defaultWorkers, RenderCancelledError, renderComposition } from "../render/render.ts";
+import { progressReporter } from "./progress.ts";
+import {
+  EXIT,
+  frameRangeArg,
+  integerIn,
+  positiveInteger,
+  reportError,
+  VARIABLES_HELP,
+  warn,
+} from "./shared.ts";
+
+/** Registers `vid render`. */
+export function registerRender(program: Command): void {
+  program
+    .command("render")
+    .description(
+      "Render a composition to a video file on this machine (headless Chromium + ffmpeg).\n" +
+        "Frame n shows the page at t = n / fps; the file appears only when complete.",
+    )
+    .argument("[target]", "project directory or HTML file", ".")
+    .option(
+      "-c, --composition <file>",
+      "entry HTML file inside the project directory",
+      "index.html",
+    )
+    .option("-o, --output <path>", "output file (default: renders/<composition-id>.<format>)")
+    .option("--fps <n>", "frames per second, integer 1-240", integerIn("--fps", 1, 240), 30)
+    .addOption(
+      new Option("--format <format>", "mp4 (H.264), webm (VP9 + alpha), mov (ProRes 4444 + alpha)")
+        .choices(OUTPUT_FORMATS).default("mp4" as const),
+    )
+    .addOption(
+      new Option("--quality <preset>", "encoder preset").choices(QUALITIES)
+        .default("standard" as const),
+    )
+    .option(
+      "--workers <n>",
+      `parallel browser windows (default: ${defaultWorkers()} on this machine)`,
+      positiveInteger("--workers"),
+    )
+    .option(
+      "--frames <from-to>",
+      "render only frames from..to, inclusive (e.g. 0-59)",
+      frameRangeArg,
+    )
+    .option("--variables <json>", VARIABLES_HELP.variables)
+    .option("--variables-file <path>", VARIABLES_HELP.variablesFile)
+    .option("--strict-variables", VARIABLES_HELP.strict)
+    .addOption(
+      new Option(
+        "--capture <mode>",
+        "capture path: auto probes BeginFrame (chromium-headless-shell), else screenshots",
+      ).choices(CAPTURE_PREFERENCES).default("auto" as const),
+    )
+    .option("--json", "print a machine-readable summary on stdout")
+    .option("-v, --verbose", "print the capture path, workers and chunk plan")
+    .action(async (target, options) => {
+      const controller = new AbortController();
+      const stop = () => controller.abort();
+      Deno.addSignalListener("SIGINT", stop);
+      Deno.addSignalListener("SIGTERM", stop);
+      try {
+        const result = await renderComposition({
+          target,
+          composition: options.composition,
+          output: options.output,
+          fps: options.fps,
+          format: options.format,
+          quality: options.quality,
+          workers: options.workers,
+          frames: options.frames,
+          variables: options.variables,
+          variablesFile: options.variablesFile,
+          strictVariables: options.strictVariables,
+          capture: options.capture,
+          signal: controller.signal,
+          onWarning: warn,
+          onProgress: progressReporter(),
+        });
+        if (options.json) {
+          console.log(JSON.stringify({ ok: true, ...result }, null, 2));
+          return;
+        }
+        if (options.verbose) {
+          console.error(
+            `capture: ${result.captureMode}, workers: ${result.workers}, chunks: ${result.chunks}`,
+          );
+        }
+        console.log(
+          `rendered ${result.output}\n  ${result.frames} frames, ${result.width}x${result.height}, ` +
+            `${result.fps} fps, ${
+              result.durationSeconds.toFixed(2)
+            } s of video, ${result.format}\n` +
+            `  ${(result.elapsedMs / 1000).toFixed(1)} s wall, ${
+              result.renderFps.toFixed(1)
+            } fps ` +
+            `(${result.captureMode}, ${result.workers} worker${result.workers > 1 ? "s" : ""})`,
+        );
+      } catch (error) {
+        if (error instanceof RenderCancelledError) {
+          console.error("render cancelled; no output written");
+          Deno.exitCode = EXIT.cancelled;
+          return;
+        }
+        Deno.exitCode = reportError(error, options.json);
+      } finally {
+        Deno.removeSignalListener("SIGINT", stop);
+        Deno.removeSignalListener("SIGTERM", stop);
+      }
+    });
+}

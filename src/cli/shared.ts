@@ -1,0 +1,101 @@
+/**
+ * Pieces every `vid` command shares: option parsers, exit codes, printing of warnings
+ * and errors. Commands parse flags, call the SDK and print; no business logic here.
+ *
+ * @module
+ */
+
+import { InvalidArgumentError } from "@commander-js/extra-typings";
+import {
+  CompositionError,
+  StrictVariablesError,
+  VariablesInputError,
+} from "../composition/errors.ts";
+import { MissingDependencyError } from "../render/system.ts";
+import { RenderOptionError } from "../render/render.ts";
+
+/** Exit codes of the CLI. */
+export const EXIT = {
+  ok: 0,
+  /** Invalid input (composition, variables in strict mode) or a failed render. */
+  failed: 1,
+  /** Bad command line: unknown flag, malformed flag value. */
+  usage: 2,
+  /** Interrupted with Ctrl-C or SIGTERM. */
+  cancelled: 130,
+} as const;
+
+/** Help texts of the variable flags, shared by every command that takes them. */
+export const VARIABLES_HELP = {
+  variables: "inline JSON object of variable overrides (wins over --variables-file)",
+  variablesFile: "JSON or JSONC file holding an object of variable overrides",
+  strict: "fail on undeclared keys or wrong types instead of warning",
+} as const;
+
+/** Parses an integer flag within `min`..`max`, naming the flag on error. */
+export function integerIn(flag: string, min: number, max: number): (value: string) => number {
+  return (value: string): number => {
+    const n = Number(value);
+    if (value.trim() === "" || !Number.isInteger(n) || n < min || n > max) {
+      throw new InvalidArgumentError(`${flag} must be an integer from ${min} to ${max}.`);
+    }
+    return n;
+  };
+}
+
+/** Parses a positive integer flag. */
+export function positiveInteger(flag: string): (value: string) => number {
+  return integerIn(flag, 1, Number.MAX_SAFE_INTEGER);
+}
+
+/** Parses `--frames <from>-<to>`. */
+export function frameRangeArg(value: string): { from: number; to: number } {
+  const parts = value.split("-");
+  const [from, to] = parts.map((p) => Number(p));
+  if (
+    parts.length !== 2 || parts.some((p) => p.trim() === "") || !Number.isInteger(from) ||
+    !Number.isInteger(to) || from < 0 || to < from
+  ) {
+    throw new InvalidArgumentError(
+      `--frames must be <from>-<to> with whole frame numbers, from <= to (e.g. 0-59).`,
+    );
+  }
+  return { from, to };
+}
+
+/** Writes a warning line to stderr. */
+export function warn(message: string): void {
+  console.error(`warning: ${message}`);
+}
+
+/** Exit code for an error thrown by the SDK. */
+export function exitCodeFor(error: unknown): number {
+  if (error instanceof VariablesInputError) return EXIT.usage;
+  if (error instanceof RenderOptionError) return EXIT.usage;
+  if (
+    error instanceof CompositionError || error instanceof StrictVariablesError ||
+    error instanceof MissingDependencyError
+  ) return EXIT.failed;
+  return EXIT.failed;
+}
+
+/** Prints an SDK error to stderr (or as JSON on stdout) and returns its exit code. */
+export function reportError(error: unknown, json = false): number {
+  const err = error instanceof Error ? error : new Error(String(error));
+  const code = exitCodeFor(err);
+  if (json) {
+    const body: Record<string, unknown> = {
+      ok: false,
+      error: { name: err.name, message: err.message },
+    };
+    const field = (err as { field?: unknown }).field;
+    if (typeof field === "string") (body.error as Record<string, unknown>).field = field;
+    if (err instanceof StrictVariablesError) {
+      (body.error as Record<string, unknown>).problems = err.problems;
+    }
+    console.log(JSON.stringify(body, null, 2));
+  } else {
+    console.error(`error: ${err.message}`);
+  }
+  return code;
+}

@@ -1,0 +1,262 @@
+/**
+ * The composition model: finds the top-level composition element of an HTML file with a
+ * real HTML parser and reads its root attributes and variable declarations.
+ *
+ * @module
+ */
+
+import { parse } from "parse5";
+import type { DefaultTreeAdapterMap } from "parse5";
+import { readFile, stat } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import { isCssColor } from "./color.ts";
+import {
+  DeclarationsSyntaxError,
+  type DroppedDeclaration,
+  parseDeclarations,
+  type VariableDeclaration,
+} from "./declarations.ts";
+import { CompositionError } from "./errors.ts";
+
+type Node = DefaultTreeAdapterMap["node"];
+type Element = DefaultTreeAdapterMap["element"];
+
+/** The aspect ratios the hosted service knows; anything else is `null`. */
+export type AspectRatio = "16:9" | "9:16" | "1:1";
+
+/** A parsed composition. */
+export interface Composition {
+  /** Absolute path of the HTML file. */
+  file: string;
+  /** Absolute path of the project directory (the file's folder). */
+  projectDir: string;
+  /** Entry file name relative to the project directory. */
+  entry: string;
+  /** `data-composition-id`. */
+  id: string;
+  /** `data-width` in pixels. */
+  width: number;
+  /** `data-height` in pixels. */
+  height: number;
+  /** `data-duration` in seconds. */
+  duration: number;
+  /** Derived from width and height; null when it is none of the known ratios. */
+  aspectRatio: AspectRatio | null;
+  /** Declarations that passed every check. */
+  declarations: VariableDeclaration[];
+  /** Declarations dropped with a reason (shown as warnings). */
+  dropped: DroppedDeclaration[];
+}
+
+/** Default entry file inside a project directory. */
+export const DEFAULT_ENTRY = "index.html";
+
+/**
+ * The aspect ratio of a size, if it is exactly 16:9, 9:16 or 1:1.
+ *
+ * @example
+ * ```ts
+ * aspectRatioOf(1920, 1080); // "16:9"
+ * aspectRatioOf(1000, 700); // null
+ * ```
+ */
+export function aspectRatioOf(width: number, height: number): AspectRatio | null {
+  if (width * 9 === height * 16) return "16:9";
+  if (width * 16 === height * 9) return "9:16";
+  if (width === height) return "1:1";
+  return null;
+}
+
+function isElement(node: Node): node is Element {
+  return "tagName" in node;
+}
+
+function attribute(element: Element, name: string): string | undefined {
+  return element.attrs.find((a) => a.name === name)?.value;
+}
+
+/** Depth-first search for the first element carrying `data-composition-id`. */
+function findRoot(node: Node): Element | undefined {
+  if (isElement(node) && attribute(node, "data-composition-id") !== undefined) return node;
+  const children = "childNodes" in node ? node.childNodes : [];
+  for (const child of children) {
+    const found = findRoot(child);
+    if (found) return found;
+  }
+  // <template> content lives in a separate fragment.
+  if (isElement(node) && node.tagName === "template" && "content" in node) {
+    return findRoot((node as DefaultTreeAdapterMap["template"]).content);
+  }
+  return undefined;
+}
+
+function positiveInteger(file: string, root: Element, name: string): number {
+  const raw = attribute(root, name);
+  if (raw === undefined) {
+    throw new CompositionError(
+      `${file}: the composition root has no ${name} attribute (a positive integer in pixels)`,
+      file,
+      name,
+    );
+  }
+  // Decimal digits only: Number() would also take "0x780", "1e3" or "1920.0".
+  const value = /^\+?\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new CompositionError(
+      `${file}: ${name}="${raw}" is not a positive integer number of pixels`,
+      file,
+      name,
+      raw,
+    );
+  }
+  return value;
+}
+
+function positiveSeconds(file: string, root: Element, name: string): number {
+  const raw = attribute(root, name);
+  if (raw === undefined) {
+    throw new CompositionError(
+      `${file}: the composition root has no ${name} attribute (positive seconds, e.g. "5")`,
+      file,
+      name,
+    );
+  }
+  // A decimal number: Number() would also take "0x5" or "0b1".
+  const value = /^\+?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(raw.trim())
+    ? Number(raw.trim())
+    : NaN;
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new CompositionError(
+      `${file}: ${name}="${raw}" is not a positive number of seconds`,
+      file,
+      name,
+      raw,
+    );
+  }
+  return value;
+}
+
+/**
+ * Parses composition HTML. `file` is used in messages and to derive the project directory.
+ *
+ * @example
+ * ```ts
+ * const c = parseComposition(
+ *   '<div data-composition-id="intro" data-width="1080" data-height="1920" data-duration="3"></div>',
+ *   "/tmp/intro/index.html",
+ * );
+ * c.aspectRatio; // "9:16"
+ * ```
+ */
+export function parseComposition(html: string, file: string): Composition {
+  const root = findRoot(parse(html));
+  if (!root) {
+    throw new CompositionError(
+      `${file}: no composition element found; the top-level element needs a ` +
+        `data-composition-id attribute`,
+      file,
+      "data-composition-id",
+    );
+  }
+  const rawId = attribute(root, "data-composition-id") ?? "";
+  const id = rawId.trim();
+  if (id === "") {
+    throw new CompositionError(
+      `${file}: data-composition-id is empty; give the composition a name`,
+      file,
+      "data-composition-id",
+      rawId,
+    );
+  }
+  const width = positiveInteger(file, root, "data-width");
+  const height = positiveInteger(file, root, "data-height");
+  const duration = positiveSeconds(file, root, "data-duration");
+  const rawDeclarations = attribute(root, "data-composition-variables");
+  let declarations: VariableDeclaration[] = [];
+  let dropped: DroppedDeclaration[] = [];
+  if (rawDeclarations !== undefined && rawDeclarations.trim() !== "") {
+    try {
+      ({ declarations, dropped } = parseDeclarations(rawDeclarations, isCssColor));
+    } catch (error) {
+      if (error instanceof DeclarationsSyntaxError) {
+        throw new CompositionError(
+          `${file}: ${error.message}`,
+          file,
+          error.field,
+          rawDeclarations,
+        );
+      }
+      throw error;
+    }
+  }
+  const absolute = resolve(file);
+  return {
+    file: absolute,
+    projectDir: dirname(absolute),
+    entry: basename(absolute),
+    id,
+    width,
+    height,
+    duration,
+    aspectRatio: aspectRatioOf(width, height),
+    declarations,
+    dropped,
+  };
+}
+
+/**
+ * Resolves a CLI target to the composition file: a file is used as is; a directory
+ * means `<dir>/<entry>` (entry defaults to `index.html`).
+ *
+ * @example
+ * ```ts
+ * await resolveCompositionFile("examples/hello"); // ".../examples/hello/index.html"
+ * ```
+ */
+export async function resolveCompositionFile(
+  target = ".",
+  entry: string = DEFAULT_ENTRY,
+): Promise<string> {
+  let info;
+  try {
+    info = await stat(target);
+  } catch {
+    throw new CompositionError(`${target}: no such file or directory`, target, "dir");
+  }
+  if (info.isFile()) return resolve(target);
+  const file = join(target, entry);
+  try {
+    const entryInfo = await stat(file);
+    if (entryInfo.isFile()) return resolve(file);
+  } catch {
+    // reported below
+  }
+  throw new CompositionError(
+    `${file}: composition entry not found; pass --composition <file> to pick another entry`,
+    file,
+    "composition",
+  );
+}
+
+/**
+ * Reads and parses a composition from a project directory or an HTML file.
+ *
+ * @example
+ * ```ts
+ * const composition = await readComposition("examples/hello");
+ * console.log(composition.id, composition.width, composition.height);
+ * ```
+ */
+export async function readComposition(
+  target = ".",
+  entry: string = DEFAULT_ENTRY,
+): Promise<Composition> {
+  const file = await resolveCompositionFile(target, entry);
+  let html: string;
+  try {
+    html = await readFile(file, "utf8");
+  } catch (error) {
+    throw new CompositionError(`${file}: ${(error as Error).message}`, file);
+  }
+  return parseComposition(html, file);
+}

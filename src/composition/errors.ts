@@ -1,0 +1,66 @@
+/**
+ * Errors raised while reading a composition or its variables. Each carries the
+ * offending file and field so the CLI can name them and callers can branch on them.
+ *
+ * @module
+ */
+
+/** A composition file could not be read or its root element is invalid. */
+export class CompositionError extends Error {
+  override name = "CompositionError";
+  /** Path of the HTML file. */
+  readonly file: string;
+  /** Attribute (or other field) at fault, when there is one. */
+  readonly field?: string;
+  /** The bad value as written, when there is one. */
+  readonly value?: string;
+
+  constructor(message: string, file: string, field?: string, value?: string) {
+    super(message);
+    this.file = file;
+    this.field = field;
+    this.value = value;
+  }
+}
+
+/** `--variables` / `--variables-file` could not be read or is not a JSON object. */
+export class VariablesInputError extends Error {
+  override name = "VariablesInputError";
+  /** The flag at fault: `--variables` or `--variables-file`. */
+  readonly field: string;
+
+  constructor(message: string, field: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/** One problem found when checking overrides against the declarations. */
+export interface VariableProblem {
+  /** The override key. */
+  key: string;
+  /** What the declaration expects, in words. */
+  expected: string;
+  /** What was given, as JSON. */
+  given: string;
+  /** The full sentence shown to the user. */
+  message: string;
+}
+
+/** Overrides failed `--strict-variables` checking; carries every problem found. */
+export class StrictVariablesError extends Error {
+  override name = "StrictVariablesError";
+  /** Every problem, in override key order. */
+  readonly problems: VariableProblem[];
+  /** The first key at fault. */
+  readonly field: string;
+
+  constructor(problems: VariableProblem[]) {
+    super(
+      `variables do not match the composition's declarations (--strict-variables):\n` +
+        problems.map((p) => `  - ${p.message}`).join("\n"),
+    );
+    this.problems = problems;
+    this.field = problems[0]?.key ?? "variables";
+  }
+}

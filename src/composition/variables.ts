@@ -1,0 +1,230 @@
+/**
+ * Caller overrides of template variables: reading `--variables` / `--variables-file`,
+ * checking them against the declarations (warnings, or errors with
+ * `--strict-variables`) and merging them over the defaults.
+ *
+ * Precedence, lowest first: declared defaults < `--variables-file` < `--variables`.
+ * In warn mode every override is passed to the page as given, even when it does not
+ * match its declaration; the composition decides what to do with it.
+ *
+ * @module
+ */
+
+import { readFile } from "node:fs/promises";
+import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
+import { isCssColor } from "./color.ts";
+import { typeMismatch, type VariableDeclaration, type Variables } from "./declarations.ts";
+import { StrictVariablesError, type VariableProblem, VariablesInputError } from "./errors.ts";
+
+/** Where overrides come from; both optional. */
+export interface OverrideSources {
+  /** Inline JSON object text (`--variables`). */
+  variables?: string;
+  /** Path of a JSON or JSONC file holding an object (`--variables-file`). */
+  variablesFile?: string;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Parses inline `--variables` JSON. Throws {@linkcode VariablesInputError} when it is
+ * not a JSON object.
+ *
+ * @example
+ * ```ts
+ * parseInlineVariables('{"title":"Hi"}'); // { title: "Hi" }
+ * ```
+ */
+export function parseInlineVariables(text: string): Variables {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new VariablesInputError(
+      `--variables is not valid JSON (${(error as Error).message}); ` +
+        `pass an object such as '{"title":"Hello"}'`,
+      "--variables",
+    );
+  }
+  if (!isPlainObject(value)) {
+    throw new VariablesInputError(
+      `--variables must be a JSON object such as '{"title":"Hello"}', got ${
+        Array.isArray(value) ? "an array" : JSON.stringify(value)
+      }`,
+      "--variables",
+    );
+  }
+  return value;
+}
+
+/**
+ * Reads a `--variables-file` (JSON, or JSONC with comments and trailing commas).
+ *
+ * @example
+ * ```ts
+ * const values = await readVariablesFile("vars.jsonc");
+ * ```
+ */
+export async function readVariablesFile(path: string): Promise<Variables> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    throw new VariablesInputError(
+      `--variables-file ${path}: cannot read it (${(error as Error).message})`,
+      "--variables-file",
+    );
+  }
+  // Editors on Windows often save a byte-order mark, which the JSON grammar rejects.
+  if (text.startsWith("\uFEFF")) text = text.slice(1);
+  const errors: ParseError[] = [];
+  const value: unknown = parseJsonc(text, errors, { allowTrailingComma: true });
+  if (errors.length > 0) {
+    const first = errors[0];
+    const before = text.slice(0, first.offset);
+    const line = before.split("\n").length;
+    const column = first.offset - before.lastIndexOf("\n");
+    throw new VariablesInputError(
+      `--variables-file ${path}:${line}:${column}: ${printParseErrorCode(first.error)}; ` +
+        `the file must hold one JSON object`,
+      "--variables-file",
+    );
+  }
+  if (!isPlainObject(value)) {
+    throw new VariablesInputError(
+      `--variables-file ${path}: must hold a JSON object of variable values`,
+      "--variables-file",
+    );
+  }
+  return value;
+}
+
+/**
+ * Loads both override sources and merges them (inline wins over the file).
+ *
+ * @example
+ * ```ts
+ * await loadOverrides({ variables: '{"title":"Hi"}', variablesFile: "base.json" });
+ * ```
+ */
+export async function loadOverrides(sources: OverrideSources): Promise<Variables> {
+  const fromFile = sources.variablesFile !== undefined
+    ? await readVariablesFile(sources.variablesFile)
+    : {};
+  const inline = sources.variables !== undefined ? parseInlineVariables(sources.variables) : {};
+  return { ...fromFile, ...inline };
+}
+
+/**
+ * Checks every override key against the declarations and returns all problems:
+ * undeclared keys (including keys whose declaration was dropped) and wrong types.
+ *
+ * @example
+ * ```ts
+ * checkOverrides([{ id: "n", type: "number", label: "n" }], { n: "5", extra: 1 });
+ * // [{ key: "n", expected: "a finite number", given: '"5"', ... }, { key: "extra", ... }]
+ * ```
+ */
+export function checkOverrides(
+  declarations: readonly VariableDeclaration[],
+  overrides: Variables,
+): VariableProblem[] {
+  const byId = new Map(declarations.map((d) => [d.id, d]));
+  const problems: VariableProblem[] = [];
+  for (const [key, value] of Object.entries(overrides)) {
+    const given = JSON.stringify(value) ?? String(value);
+    const declaration = byId.get(key);
+    if (!declaration) {
+      const known = declarations.map((d) => d.id).join(", ") || "none";
+      problems.push({
+        key,
+        expected: "a declared variable",
+        given,
+        message: `"${key}" is not declared by the composition (declared: ${known})`,
+      });
+      continue;
+    }
+    const expected = typeMismatch(declaration, value, isCssColor);
+    if (expected !== null) {
+      problems.push({
+        key,
+        expected,
+        given,
+        message: `"${key}" (${declaration.type}) expects ${expected}, got ${given}`,
+      });
+    }
+  }
+  return problems;
+}
+
+/** Value a declaration without a default starts with. */
+export function fallbackValue(declaration: VariableDeclaration): string | number | boolean {
+  switch (declaration.type) {
+    case "string":
+      return "";
+    case "number":
+      return 0;
+    case "boolean":
+      return false;
+    case "color":
+      return "#000000";
+    case "enum":
+      return declaration.options?.[0]?.value ?? "";
+  }
+}
+
+/**
+ * Defaults merged with overrides: what `window.__vid.getVariables()` returns. A
+ * declaration without a default starts at `""`, `0`, `false`, `"#000000"` or its first
+ * enum option.
+ *
+ * @example
+ * ```ts
+ * mergeVariables([{ id: "title", type: "string", label: "Title", default: "Hi" }], {});
+ * // { title: "Hi" }
+ * ```
+ */
+export function mergeVariables(
+  declarations: readonly VariableDeclaration[],
+  overrides: Variables,
+): Variables {
+  const values: Variables = {};
+  for (const declaration of declarations) {
+    values[declaration.id] = declaration.default ?? fallbackValue(declaration);
+  }
+  return { ...values, ...overrides };
+}
+
+/** Result of {@linkcode resolveVariables}. */
+export interface ResolvedVariables {
+  /** The merged values for the page. */
+  values: Variables;
+  /** The raw overrides after merging file and inline. */
+  overrides: Variables;
+  /** Problems found; warnings unless strict (strict throws instead). */
+  problems: VariableProblem[];
+}
+
+/**
+ * Loads, checks and merges overrides in one go. With `strict`, any problem throws a
+ * {@linkcode StrictVariablesError} listing all of them.
+ *
+ * @example
+ * ```ts
+ * const composition = await readComposition("examples/hello");
+ * const { values, problems } = await resolveVariables(composition.declarations, {
+ *   variables: '{"title":"Launch day"}',
+ * });
+ * ```
+ */
+export async function resolveVariables(
+  declarations: readonly VariableDeclaration[],
+  sources: OverrideSources & { strict?: boolean },
+): Promise<ResolvedVariables> {
+  const overrides = await loadOverrides(sources);
+  const problems = checkOverrides(declarations, overrides);
+  if (sources.strict && problems.length > 0) throw new StrictVariablesError(problems);
+  return { values: mergeVariables(declarations, overrides), overrides, problems };
+}

@@ -1,0 +1,237 @@
+/**
+ * Launches headless Chromium for capture and opens composition pages in it. Two capture
+ * modes: `beginframe` (chromium-headless-shell driven by HeadlessExperimental.beginFrame,
+ * the fast and exact path) and `screenshot` (Page.captureScreenshot, the fallback that
+ * works on any Chromium). Parallel pages are real windows: plain tabs stall on capture.
+ *
+ * @module
+ */
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { CdpConnection, CdpSession } from "./cdp.ts";
+import {
+  findChromium,
+  findHeadlessShell,
+  MissingDependencyError,
+  SYSTEM_PACKAGES,
+} from "./system.ts";
+
+/** How frames are captured. */
+export type CaptureMode = "beginframe" | "screenshot";
+
+/** Flags every launch uses: no network chatter, no first-run, fresh profile. */
+const COMMON_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--no-default-browser-check",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-extensions",
+  "--disable-dev-shm-usage",
+  "--disable-renderer-backgrounding",
+  "--disable-background-timer-throttling",
+  "--disable-backgrounding-occluded-windows",
+  "--hide-scrollbars",
+  "--mute-audio",
+  "--font-render-hinting=none",
+  "--force-color-profile=srgb",
+  "--remote-debugging-port=0",
+];
+
+/** Flags that hand the compositor's clock to BeginFrame calls. */
+const BEGIN_FRAME_FLAGS = [
+  "--deterministic-mode",
+  "--enable-begin-frame-control",
+  "--disable-new-content-rendering-timeout",
+  "--run-all-compositor-stages-before-draw",
+  "--disable-threaded-animation",
+  "--disable-threaded-scrolling",
+  "--disable-checker-imaging",
+];
+
+/** Options of {@linkcode launchBrowser}. */
+export interface LaunchOptions {
+  /** Capture mode the browser is launched for. */
+  mode: CaptureMode;
+  /** Browser binary; found on the system when omitted. */
+  executablePath?: string;
+  /** Give up on start-up after this many ms. @default 30000 */
+  timeoutMs?: number;
+}
+
+/** A running browser. */
+export interface Browser {
+  readonly mode: CaptureMode;
+  readonly connection: CdpConnection;
+  readonly process: ChildProcess;
+  /** Kills the browser and removes its profile. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Options of {@linkcode openPage}. */
+export interface PageOptions {
+  width: number;
+  height: number;
+  /** Script evaluated before any page script (the vid runtime). */
+  initScript: string;
+  /** Transparent page background, for alpha output. */
+  transparent?: boolean;
+}
+
+async function browserPath(mode: CaptureMode): Promise<string> {
+  if (mode === "beginframe") {
+    const shell = await findHeadlessShell();
+    if (!shell) {
+      throw new MissingDependencyError(
+        "chromium-headless-shell",
+        SYSTEM_PACKAGES["chromium-headless-shell"],
+        "VID_HEADLESS_SHELL",
+      );
+    }
+    return shell;
+  }
+  const chromium = (await findChromium()) ?? (await findHeadlessShell());
+  if (!chromium) {
+    throw new MissingDependencyError("chromium", SYSTEM_PACKAGES.chromium, "VID_CHROMIUM");
+  }
+  return chromium;
+}
+
+/**
+ * Starts a browser for `mode` and connects to it over CDP.
+ *
+ * @example
+ * ```ts
+ * const browser = await launchBrowser({ mode: "beginframe" });
+ * await browser.close();
+ * ```
+ */
+export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
+  const executable = options.executablePath ?? await browserPath(options.mode);
+  const profile = await mkdtemp(join(tmpdir(), "vid-chromium-"));
+  const args = [
+    ...COMMON_FLAGS,
+    ...(options.mode === "beginframe" ? BEGIN_FRAME_FLAGS : []),
+    `--user-data-dir=${profile}`,
+    "about:blank",
+  ];
+  const child = spawn(executable, args, { stdio: ["ignore", "ignore", "pipe"] });
+  const timeoutMs = options.timeoutMs ?? 30000;
+  let stderr = "";
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`${executable} did not start within ${timeoutMs} ms:\n${stderr}`));
+    }, timeoutMs);
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (chunk: string) => {
+      stderr += chunk;
+      const match = stderr.match(/DevTools listening on (ws:\/\/\S+)/);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot start ${executable}: ${error.message}`));
+    });
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${executable} exited with code ${code} during start-up:\n${stderr}`));
+    });
+  });
+  // Keep draining stderr so the browser never blocks on a full pipe.
+  child.stderr!.removeAllListeners("data");
+  if (process.env.VID_DEBUG_BROWSER) child.stderr!.pipe(process.stderr);
+  else child.stderr!.resume();
+  const connection = await CdpConnection.connect(url);
+  let closing: Promise<void> | undefined;
+  return {
+    mode: options.mode,
+    connection,
+    process: child,
+    close(): Promise<void> {
+      closing ??= (async () => {
+        connection.close();
+        if (child.exitCode === null && child.signalCode === null) {
+          const exited = new Promise((resolve) => child.once("exit", resolve));
+          child.kill("SIGKILL");
+          await exited;
+        }
+        await rm(profile, { recursive: true, force: true });
+      })();
+      return closing;
+    },
+  };
+}
+
+/**
+ * Opens a new window with the vid runtime installed before any page script.
+ * The page is blank; navigate with {@linkcode navigate}.
+ */
+export async function openPage(browser: Browser, options: PageOptions): Promise<CdpSession> {
+  const { targetId } = await browser.connection.send<{ targetId: string }>(
+    "Target.createTarget",
+    {
+      url: "about:blank",
+      width: options.width,
+      height: options.height,
+      newWindow: true,
+      enableBeginFrameControl: browser.mode === "beginframe",
+    },
+  );
+  const { sessionId } = await browser.connection.send<{ sessionId: string }>(
+    "Target.attachToTarget",
+    { targetId, flatten: true },
+  );
+  const page = new CdpSession(browser.connection, sessionId, targetId);
+  await Promise.all([
+    page.send("Page.enable"),
+    page.send("Runtime.enable"),
+    page.send("Emulation.setDeviceMetricsOverride", {
+      width: options.width,
+      height: options.height,
+      deviceScaleFactor: 1,
+      mobile: false,
+    }),
+    page.send("Emulation.setFocusEmulationEnabled", { enabled: true }),
+    page.send("Page.addScriptToEvaluateOnNewDocument", { source: options.initScript }),
+    options.transparent
+      ? page.send("Emulation.setDefaultBackgroundColorOverride", {
+        color: { r: 0, g: 0, b: 0, a: 0 },
+      })
+      : Promise.resolve(),
+  ]);
+  return page;
+}
+
+/** Navigates and resolves once the load event fired. */
+export async function navigate(page: CdpSession, url: string, timeoutMs = 60000): Promise<void> {
+  const loaded = page.once("Page.loadEventFired");
+  const result = await page.send<{ errorText?: string }>("Page.navigate", { url });
+  if (result.errorText) throw new Error(`cannot load ${url}: ${result.errorText}`);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    loaded,
+    new Promise((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${url} did not finish loading within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/** Closes a page's window. */
+export async function closePage(page: CdpSession): Promise<void> {
+  await page.connection.send("Target.closeTarget", { targetId: page.targetId }).catch(() => {});
+}

@@ -1,0 +1,164 @@
+/**
+ * A minimal Chrome DevTools Protocol client over the browser's WebSocket, with flat
+ * sessions. The capture hot path sends raw CDP (seek, BeginFrame, screenshot), so a thin
+ * client with no page abstraction is all rendering needs. Web standards only: runs under
+ * Deno and Node 22.
+ *
+ * @module
+ */
+
+/** The browser connection closed (crashed or was killed) while a call was pending. */
+export class CdpClosedError extends Error {
+  override name = "CdpClosedError";
+}
+
+/** A CDP method returned an error. */
+export class CdpError extends Error {
+  override name = "CdpError";
+  /** The CDP method that failed. */
+  readonly field: string;
+  constructor(method: string, message: string) {
+    super(`${method}: ${message}`);
+    this.field = method;
+  }
+}
+
+type Params = Record<string, unknown>;
+type Listener = (params: Params, sessionId?: string) => void;
+
+interface Pending {
+  method: string;
+  resolve: (value: Params) => void;
+  reject: (error: Error) => void;
+}
+
+/** One WebSocket connection to a browser. */
+export class CdpConnection {
+  #socket: WebSocket;
+  #nextId = 1;
+  #pending = new Map<number, Pending>();
+  #listeners = new Map<string, Set<Listener>>();
+  #closed = false;
+
+  private constructor(socket: WebSocket) {
+    this.#socket = socket;
+    socket.onmessage = (event) => this.#onMessage(String(event.data));
+    socket.onclose = () => this.#onClose();
+    socket.onerror = () => this.#onClose();
+  }
+
+  /** Opens a connection to `ws://…/devtools/browser/…`. */
+  static connect(url: string): Promise<CdpConnection> {
+    return new Promise((resolve, reject) => {
+      const socket = new WebSocket(url);
+      socket.onopen = () => resolve(new CdpConnection(socket));
+      socket.onerror = () => reject(new CdpClosedError(`cannot connect to the browser at ${url}`));
+    });
+  }
+
+  /** Whether the connection has closed. */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Sends a command; `sessionId` targets an attached page. */
+  send<T = Params>(method: string, params: Params = {}, sessionId?: string): Promise<T> {
+    if (this.#closed) {
+      return Promise.reject(new CdpClosedError(`${method}: the browser connection is closed`));
+    }
+    const id = this.#nextId++;
+    const message: Params = { id, method, params };
+    if (sessionId) message.sessionId = sessionId;
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { method, resolve: resolve as (v: Params) => void, reject });
+      this.#socket.send(JSON.stringify(message));
+    });
+  }
+
+  /** Subscribes to an event; returns the unsubscribe function. */
+  on(method: string, listener: Listener): () => void {
+    let set = this.#listeners.get(method);
+    if (!set) this.#listeners.set(method, set = new Set());
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+
+  /** Closes the socket. */
+  close(): void {
+    if (!this.#closed) this.#socket.close();
+    this.#onClose();
+  }
+
+  #onMessage(text: string): void {
+    const message = JSON.parse(text) as {
+      id?: number;
+      method?: string;
+      params?: Params;
+      result?: Params;
+      error?: { message: string; data?: string };
+      sessionId?: string;
+    };
+    if (message.id !== undefined) {
+      const pending = this.#pending.get(message.id);
+      if (!pending) return;
+      this.#pending.delete(message.id);
+      if (message.error) {
+        const detail = message.error.data ? ` (${message.error.data})` : "";
+        pending.reject(new CdpError(pending.method, message.error.message + detail));
+      } else {
+        pending.resolve(message.result ?? {});
+      }
+      return;
+    }
+    if (message.method) {
+      for (const listener of this.#listeners.get(message.method) ?? []) {
+        listener(message.params ?? {}, message.sessionId);
+      }
+    }
+  }
+
+  #onClose(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const pending of this.#pending.values()) {
+      pending.reject(new CdpClosedError(`${pending.method}: the browser connection closed`));
+    }
+    this.#pending.clear();
+    for (const listener of this.#listeners.get("__closed") ?? []) listener({});
+  }
+}
+
+/** A flat session attached to one page target. */
+export class CdpSession {
+  readonly connection: CdpConnection;
+  readonly sessionId: string;
+  readonly targetId: string;
+
+  constructor(connection: CdpConnection, sessionId: string, targetId: string) {
+    this.connection = connection;
+    this.sessionId = sessionId;
+    this.targetId = targetId;
+  }
+
+  /** Sends a command to this page. */
+  send<T = Params>(method: string, params: Params = {}): Promise<T> {
+    return this.connection.send<T>(method, params, this.sessionId);
+  }
+
+  /** Subscribes to an event of this page. */
+  on(method: string, listener: (params: Params) => void): () => void {
+    return this.connection.on(method, (params, sessionId) => {
+      if (sessionId === this.sessionId) listener(params);
+    });
+  }
+
+  /** Resolves with the next `method` event of this page. */
+  once(method: string): Promise<Params> {
+    return new Promise((resolve) => {
+      const off = this.on(method, (params) => {
+        off();
+        resolve(params);
+      });
+    });
+  }
+}

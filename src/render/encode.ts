@@ -1,0 +1,261 @@
+/**
+ * Video encoding with ffmpeg: frames are piped to an ffmpeg process per chunk, and
+ * chunks are joined with the concat demuxer without re-encoding.
+ *
+ * Output formats and quality presets (documented in the README):
+ *
+ * | format | codec | pixel format | draft | standard | high |
+ * |---|---|---|---|---|---|
+ * | mp4 | H.264 (libx264), faststart | yuv420p | ultrafast, CRF 28 | veryfast, CRF 20 | medium, CRF 16 |
+ * | webm | VP9 (libvpx-vp9) with alpha | yuva420p | realtime, cpu-used 8, CRF 40 | realtime, cpu-used 5, CRF 32 | good, cpu-used 2, CRF 24 |
+ * | mov | ProRes 4444 (prores_ks) with alpha | yuva444p10le | qscale 16 | qscale 8 | qscale 3 |
+ *
+ * yuv420p needs even dimensions: an odd width or height is padded by one transparent
+ * (black, for mp4) pixel on the right or bottom.
+ *
+ * @module
+ */
+
+import { spawn } from "node:child_process";
+import { writeFile } from "node:fs/promises";
+
+/** Output container and codec family. */
+export type OutputFormat = "mp4" | "webm" | "mov";
+/** Encoder quality preset. */
+export type Quality = "draft" | "standard" | "high";
+
+/** The accepted output formats. */
+export const OUTPUT_FORMATS: readonly OutputFormat[] = ["mp4", "webm", "mov"];
+/** The accepted quality presets. */
+export const QUALITIES: readonly Quality[] = ["draft", "standard", "high"];
+
+/** Whether a format carries an alpha channel (and so is captured as PNG). */
+export function hasAlpha(format: OutputFormat): boolean {
+  return format !== "mp4";
+}
+
+/** ffmpeg failed; carries the tail of its log. */
+export class EncodeError extends Error {
+  override name = "EncodeError";
+  /** The output file ffmpeg was writing. */
+  readonly field: string;
+  constructor(message: string, output: string) {
+    super(message);
+    this.field = output;
+  }
+}
+
+/** Video codec arguments for a format and quality. */
+export function codecArgs(format: OutputFormat, quality: Quality): string[] {
+  switch (format) {
+    case "mp4": {
+      const preset = { draft: "ultrafast", standard: "veryfast", high: "medium" }[quality];
+      const crf = { draft: "28", standard: "20", high: "16" }[quality];
+      return [
+        "-c:v",
+        "libx264",
+        "-preset",
+        preset,
+        "-crf",
+        crf,
+        "-pix_fmt",
+        "yuv420p",
+        "-flags",
+        "+cgop",
+        "-movflags",
+        "+faststart",
+      ];
+    }
+    case "webm": {
+      const args = {
+        draft: ["-deadline", "realtime", "-cpu-used", "8", "-crf", "40"],
+        standard: ["-deadline", "realtime", "-cpu-used", "5", "-crf", "32"],
+        high: ["-deadline", "good", "-cpu-used", "2", "-crf", "24"],
+      }[quality];
+      return [
+        "-c:v",
+        "libvpx-vp9",
+        ...args,
+        "-b:v",
+        "0",
+        "-row-mt",
+        "1",
+        "-pix_fmt",
+        "yuva420p",
+        "-auto-alt-ref",
+        "0",
+      ];
+    }
+    case "mov": {
+      const q = { draft: "16", standard: "8", high: "3" }[quality];
+      return [
+        "-c:v",
+        "prores_ks",
+        "-profile:v",
+        "4444",
+        "-qscale:v",
+        q,
+        "-pix_fmt",
+        "yuva444p10le",
+        "-vendor",
+        "apl0",
+      ];
+    }
+  }
+}
+
+/** Options of {@linkcode startEncoder}. */
+export interface EncoderOptions {
+  ffmpeg: string;
+  output: string;
+  fps: number;
+  format: OutputFormat;
+  quality: Quality;
+  width: number;
+  height: number;
+  /** Image format of the frames written. */
+  frameFormat: "jpeg" | "png";
+}
+
+/** A running ffmpeg process fed one image per frame. */
+export interface Encoder {
+  /** Writes one encoded image (JPEG or PNG bytes); resolves when ffmpeg took it. */
+  write(frame: Uint8Array): Promise<void>;
+  /** Closes the input and waits for ffmpeg to finish the file. */
+  finish(): Promise<void>;
+  /** Kills ffmpeg. */
+  abort(): void;
+}
+
+function evenPadFilter(width: number, height: number): string[] {
+  if (width % 2 === 0 && height % 2 === 0) return [];
+  return ["-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2:0:0:color=black@0"];
+}
+
+/**
+ * Starts ffmpeg reading images from stdin and writing one closed-GOP segment that
+ * starts on a keyframe, so segments can be joined with `-c copy`.
+ *
+ * @example
+ * ```ts
+ * const encoder = startEncoder({ ffmpeg: "ffmpeg", output: "chunk.mp4", fps: 30,
+ *   format: "mp4", quality: "standard", width: 320, height: 180, frameFormat: "jpeg" });
+ * await encoder.write(jpegBytes);
+ * await encoder.finish();
+ * ```
+ */
+export function startEncoder(options: EncoderOptions): Encoder {
+  const args = [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-y",
+    "-f",
+    "image2pipe",
+    "-framerate",
+    String(options.fps),
+    "-c:v",
+    options.frameFormat === "jpeg" ? "mjpeg" : "png",
+    "-i",
+    "pipe:0",
+    ...evenPadFilter(options.width, options.height),
+    ...codecArgs(options.format, options.quality),
+    "-fps_mode",
+    "passthrough",
+    "-r",
+    String(options.fps),
+    options.output,
+  ];
+  const child = spawn(options.ffmpeg, args, { stdio: ["pipe", "ignore", "pipe"] });
+  let log = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (text: string) => {
+    log = (log + text).slice(-4000);
+  });
+  let failure: Error | undefined;
+  const exited = new Promise<void>((resolve) => {
+    child.on("error", (error) => {
+      failure = new EncodeError(`cannot run ffmpeg: ${error.message}`, options.output);
+      resolve();
+    });
+    child.on("exit", (code, signal) => {
+      if (code !== 0) {
+        failure ??= new EncodeError(
+          `ffmpeg failed writing ${options.output} (${signal ?? `exit ${code}`}): ${log.trim()}`,
+          options.output,
+        );
+      }
+      resolve();
+    });
+  });
+  child.stdin.on("error", () => {/* reported through the exit status */});
+  return {
+    write(frame: Uint8Array): Promise<void> {
+      if (failure) return Promise.reject(failure);
+      return new Promise((resolve, reject) => {
+        const ok = child.stdin.write(frame, (error) => {
+          if (error) reject(failure ?? error);
+        });
+        if (ok) resolve();
+        else child.stdin.once("drain", resolve);
+      });
+    },
+    async finish(): Promise<void> {
+      child.stdin.end();
+      await exited;
+      if (failure) throw failure;
+    },
+    abort(): void {
+      child.kill("SIGKILL");
+    },
+  };
+}
+
+/** Runs ffmpeg with `args` to completion; rejects with its log on failure. */
+export function runFfmpeg(ffmpeg: string, args: string[], output: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", ...args], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let log = "";
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (text: string) => {
+      log = (log + text).slice(-4000);
+    });
+    child.on(
+      "error",
+      (error) => reject(new EncodeError(`cannot run ffmpeg: ${error.message}`, output)),
+    );
+    child.on("exit", (code) => {
+      if (code === 0) resolve();
+      else reject(new EncodeError(`ffmpeg failed writing ${output}: ${log.trim()}`, output));
+    });
+  });
+}
+
+/**
+ * Joins chunk files (same codec and settings) into `output` with the concat demuxer and
+ * `-c copy`: no re-encode, so chunk seams are bit-exact.
+ */
+export async function concatChunks(
+  ffmpeg: string,
+  chunkFiles: string[],
+  listFile: string,
+  output: string,
+  format: OutputFormat,
+): Promise<void> {
+  const list = chunkFiles.map((f) => `file '${f.replaceAll("'", "'\\''")}'`).join("\n") + "\n";
+  await writeFile(listFile, list);
+  await runFfmpeg(ffmpeg, [
+    "-f",
+    "concat",
+    "-safe",
+    "0",
+    "-i",
+    listFile,
+    "-c",
+    "copy",
+    ...(format === "mp4" || format === "mov" ? ["-movflags", "+faststart"] : []),
+    output,
+  ], output);
+}

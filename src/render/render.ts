@@ -1,0 +1,368 @@
+/**
+ * Local render orchestration: composition + variables -> chunk plan -> parallel chunk
+ * renders in one browser (one window per worker) -> concat -> the output file, which
+ * appears only when complete.
+ *
+ * @module
+ */
+
+import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
+import { availableParallelism, tmpdir } from "node:os";
+import { basename, dirname, join, resolve } from "node:path";
+import { type Composition, readComposition } from "../composition/composition.ts";
+import type { Variables } from "../composition/declarations.ts";
+import type { VariableProblem } from "../composition/errors.ts";
+import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
+import { StrictVariablesError } from "../composition/errors.ts";
+import type { Browser, CaptureMode } from "./browser.ts";
+import { CdpClosedError } from "./cdp.ts";
+import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
+import { type Chunk, chunkPlan } from "./chunk_plan.ts";
+import {
+  concatChunks,
+  OUTPUT_FORMATS,
+  type OutputFormat,
+  QUALITIES,
+  type Quality,
+} from "./encode.ts";
+import { renderChunk } from "./render_chunk.ts";
+import { serveProject } from "./serve.ts";
+import { requireFfmpeg } from "./system.ts";
+
+/** An option of a render is out of range; names the option. */
+export class RenderOptionError extends Error {
+  override name = "RenderOptionError";
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(`${field}: ${message}`);
+    this.field = field;
+  }
+}
+
+/** A chunk failed (after its retry, for a browser crash). */
+export class ChunkFailedError extends Error {
+  override name = "ChunkFailedError";
+  readonly field = "chunk";
+  readonly chunk: Chunk;
+  constructor(chunk: Chunk, cause: Error) {
+    super(`chunk ${chunk.index} (frames ${chunk.from}-${chunk.to}) failed: ${cause.message}`, {
+      cause,
+    });
+    this.chunk = chunk;
+  }
+}
+
+/** The render was cancelled through its abort signal. */
+export class RenderCancelledError extends Error {
+  override name = "RenderCancelledError";
+  readonly field = "signal";
+  constructor() {
+    super("render cancelled");
+  }
+}
+
+/** Progress of a running render. */
+export interface RenderProgress {
+  /** Frames captured and encoded so far. */
+  framesDone: number;
+  /** Frames to render. */
+  framesTotal: number;
+  /** Average frames per second since capture started. */
+  fps: number;
+  /** Seconds left at the current rate; undefined before the first frame. */
+  etaSeconds?: number;
+  /** What the renderer is doing. */
+  stage: "starting" | "rendering" | "joining" | "done";
+}
+
+/** Options of {@linkcode renderComposition}. */
+export interface RenderOptions {
+  /** Project directory or HTML file. @default "." */
+  target?: string;
+  /** Entry HTML file inside the project directory. @default "index.html" */
+  composition?: string;
+  /** Output path. @default "renders/<composition-id>.<format>" */
+  output?: string;
+  /** Frames per second, integer 1-240. @default 30 */
+  fps?: number;
+  /** @default "mp4" */
+  format?: OutputFormat;
+  /** @default "standard" */
+  quality?: Quality;
+  /** Parallel windows. @default min(cores, 4) */
+  workers?: number;
+  /** Render only frames `from`..`to` (inclusive). */
+  frames?: { from: number; to: number };
+  /** Inline JSON overrides (`--variables`). */
+  variables?: string;
+  /** JSON/JSONC overrides file (`--variables-file`). */
+  variablesFile?: string;
+  /** Overrides as an object (SDK); merged over the file and inline ones. */
+  values?: Variables;
+  /** Fail on undeclared keys or wrong types. */
+  strictVariables?: boolean;
+  /** Capture path. @default "auto" */
+  capture?: CapturePreference;
+  /** Seed of the page's `Math.random`. @default 1 */
+  seed?: number;
+  /** `Date.now()` at time 0. @default the render's start time, whole seconds */
+  epochMs?: number;
+  /** Called on progress (every frame). */
+  onProgress?: (progress: RenderProgress) => void;
+  /** Called once per variable problem in warn mode and per dropped declaration. */
+  onWarning?: (message: string) => void;
+  /** Aborts the render: workers and ffmpeg stop, temp files are removed. */
+  signal?: AbortSignal;
+}
+
+/** What a finished render produced. */
+export interface RenderResult {
+  output: string;
+  compositionId: string;
+  width: number;
+  height: number;
+  fps: number;
+  format: OutputFormat;
+  quality: Quality;
+  /** First and last frame rendered. */
+  from: number;
+  to: number;
+  /** Frames in the output. */
+  frames: number;
+  /** Seconds of video. */
+  durationSeconds: number;
+  captureMode: CaptureMode;
+  workers: number;
+  chunks: number;
+  elapsedMs: number;
+  /** Frames per second achieved, whole command. */
+  renderFps: number;
+  /** Variable problems reported as warnings. */
+  warnings: VariableProblem[];
+}
+
+/** Default worker count for this machine. */
+export function defaultWorkers(): number {
+  return Math.max(1, Math.min(availableParallelism(), 4));
+}
+
+/** Total frames of a composition: round(duration x fps). */
+export function frameCount(durationSeconds: number, fps: number): number {
+  return Math.max(1, Math.round(durationSeconds * fps));
+}
+
+/** Checks fps, format, quality, workers; throws {@linkcode RenderOptionError}. */
+export function checkRenderOptions(options: RenderOptions): void {
+  const fps = options.fps ?? 30;
+  if (!Number.isInteger(fps) || fps < 1 || fps > 240) {
+    throw new RenderOptionError("--fps", `must be an integer from 1 to 240, got ${fps}`);
+  }
+  if (options.format !== undefined && !OUTPUT_FORMATS.includes(options.format)) {
+    throw new RenderOptionError(
+      "--format",
+      `must be one of ${OUTPUT_FORMATS.join(", ")}, got ${options.format}`,
+    );
+  }
+  if (options.quality !== undefined && !QUALITIES.includes(options.quality)) {
+    throw new RenderOptionError(
+      "--quality",
+      `must be one of ${QUALITIES.join(", ")}, got ${options.quality}`,
+    );
+  }
+  if (
+    options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers < 1)
+  ) {
+    throw new RenderOptionError("--workers", `must be a positive integer, got ${options.workers}`);
+  }
+}
+
+function frameRange(options: RenderOptions, total: number): { from: number; to: number } {
+  if (!options.frames) return { from: 0, to: total - 1 };
+  const { from, to } = options.frames;
+  if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to < from || to >= total) {
+    throw new RenderOptionError(
+      "--frames",
+      `must be <from>-<to> with 0 <= from <= to <= ${total - 1} (the composition has ${total} ` +
+        `frames), got ${from}-${to}`,
+    );
+  }
+  return { from, to };
+}
+
+async function mergedValues(
+  composition: Composition,
+  options: RenderOptions,
+): Promise<{ values: Variables; problems: VariableProblem[] }> {
+  const resolved = await resolveVariables(composition.declarations, {
+    variables: options.variables,
+    variablesFile: options.variablesFile,
+    strict: options.strictVariables,
+  });
+  if (!options.values) return resolved;
+  const overrides = { ...resolved.overrides, ...options.values };
+  const problems = checkOverrides(composition.declarations, overrides);
+  if (options.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
+  return { values: mergeVariables(composition.declarations, overrides), problems };
+}
+
+/**
+ * Renders a composition to a video file on this machine.
+ *
+ * @example
+ * ```ts
+ * const result = await renderComposition({
+ *   target: "examples/hello",
+ *   variables: '{"title":"Launch day"}',
+ *   output: "renders/launch.mp4",
+ * });
+ * console.log(result.frames, result.renderFps);
+ * ```
+ */
+export async function renderComposition(options: RenderOptions = {}): Promise<RenderResult> {
+  const started = performance.now();
+  checkRenderOptions(options);
+  const fps = options.fps ?? 30;
+  const format = options.format ?? "mp4";
+  const quality = options.quality ?? "standard";
+  const composition = await readComposition(options.target ?? ".", options.composition);
+  for (const dropped of composition.dropped) {
+    options.onWarning?.(
+      `declaration ${dropped.index}${
+        dropped.id ? ` ("${dropped.id}")` : ""
+      } dropped: ${dropped.reason}`,
+    );
+  }
+  const { values, problems } = await mergedValues(composition, options);
+  for (const problem of problems) options.onWarning?.(problem.message);
+  const total = frameCount(composition.duration, fps);
+  const range = frameRange(options, total);
+  const frames = range.to - range.from + 1;
+  const workers = Math.min(options.workers ?? defaultWorkers(), frames);
+  const chunks = chunkPlan({
+    from: range.from,
+    frames,
+    targetChunkFrames: Math.ceil(frames / workers),
+    maxParallelChunks: workers,
+  });
+  const ffmpeg = await requireFfmpeg();
+  const output = resolve(options.output ?? join("renders", `${composition.id}.${format}`));
+  const signal = options.signal;
+  signal?.throwIfAborted();
+
+  const progress: RenderProgress = {
+    framesDone: 0,
+    framesTotal: frames,
+    fps: 0,
+    stage: "starting",
+  };
+  options.onProgress?.({ ...progress });
+  const work = await mkdtemp(join(tmpdir(), "vid-render-"));
+  const server = await serveProject(composition.projectDir);
+  let browser: Browser | undefined;
+  let relaunch: Promise<Browser> | undefined;
+  const abortController = new AbortController();
+  const onAbort = () => abortController.abort();
+  signal?.addEventListener("abort", onAbort);
+  try {
+    browser = await launchForCapture(options.capture ?? "auto");
+    const epochMs = options.epochMs ?? Math.floor(Date.now() / 1000) * 1000;
+    let captureStart = 0;
+    const onFrame = () => {
+      if (captureStart === 0) captureStart = performance.now();
+      progress.framesDone++;
+      progress.stage = "rendering";
+      const seconds = (performance.now() - captureStart) / 1000;
+      progress.fps = seconds > 0 ? progress.framesDone / seconds : 0;
+      progress.etaSeconds = progress.fps > 0
+        ? (progress.framesTotal - progress.framesDone) / progress.fps
+        : undefined;
+      options.onProgress?.({ ...progress });
+    };
+    const chunkFiles = chunks.map((c) => join(work, `chunk-${c.index}.${format}`));
+    const runChunk = async (chunk: Chunk): Promise<void> => {
+      const job = {
+        url: server.url + encodeURI(composition.entry),
+        width: composition.width,
+        height: composition.height,
+        fps,
+        format,
+        quality,
+        variables: values,
+        seed: options.seed ?? 1,
+        epochMs,
+        chunk,
+        output: chunkFiles[chunk.index],
+        ffmpeg,
+      };
+      const before = progress.framesDone;
+      try {
+        await renderChunk(browser!, job, onFrame, abortController.signal);
+      } catch (error) {
+        if (!(error instanceof CdpClosedError) || abortController.signal.aborted) throw error;
+        // The browser crashed: relaunch it once for everybody and retry this chunk once.
+        progress.framesDone = before;
+        const crashed = browser!;
+        relaunch ??= crashed.close().then(() => launchForCapture(crashed.mode));
+        browser = await relaunch;
+        try {
+          await renderChunk(browser, job, onFrame, abortController.signal);
+        } catch (retryError) {
+          throw new ChunkFailedError(chunk, retryError as Error);
+        }
+      }
+    };
+    const results = await Promise.allSettled(chunks.map(runChunk));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (signal?.aborted) throw new RenderCancelledError();
+    if (failed) throw failed.reason;
+
+    progress.stage = "joining";
+    options.onProgress?.({ ...progress });
+    await mkdir(dirname(output), { recursive: true });
+    const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.${format}`);
+    try {
+      if (chunkFiles.length === 1) {
+        await rename(chunkFiles[0], partial).catch(async () => {
+          await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), partial, format);
+        });
+      } else {
+        await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), partial, format);
+      }
+      await rename(partial, output);
+    } catch (error) {
+      await rm(partial, { force: true });
+      throw error;
+    }
+    progress.stage = "done";
+    options.onProgress?.({ ...progress });
+    const elapsedMs = performance.now() - started;
+    return {
+      output,
+      compositionId: composition.id,
+      width: composition.width,
+      height: composition.height,
+      fps,
+      format,
+      quality,
+      from: range.from,
+      to: range.to,
+      frames,
+      durationSeconds: frames / fps,
+      captureMode: browser.mode,
+      workers,
+      chunks: chunks.length,
+      elapsedMs,
+      renderFps: frames / (elapsedMs / 1000),
+      warnings: problems,
+    };
+  } catch (error) {
+    if (signal?.aborted) throw new RenderCancelledError();
+    throw error;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    abortController.abort();
+    await browser?.close();
+    await server.close();
+    await rm(work, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * Finds the system programs rendering needs (Chromium and ffmpeg) and says exactly how
+ * to install them when they are missing. Never downloads a browser.
+ *
+ * @module
+ */
+
+import { access, constants } from "node:fs/promises";
+import { delimiter, join } from "node:path";
+import process from "node:process";
+
+/** A required program that is not installed. */
+export class MissingDependencyError extends Error {
+  override name = "MissingDependencyError";
+  /** The program that is missing, e.g. `ffmpeg`. */
+  readonly field: string;
+  /** The Debian packages that provide it. */
+  readonly packages: string[];
+
+  constructor(program: string, packages: string[], envVar?: string) {
+    super(
+      `${program} was not found. Install it with:\n` +
+        `  sudo apt-get install -y ${packages.join(" ")}\n` +
+        `or run \`npx --yes deno@2 task setup\` as root` +
+        (envVar ? `, or point ${envVar} at an existing binary.` : "."),
+    );
+    this.field = program;
+    this.packages = packages;
+  }
+}
+
+/** The Debian packages the project needs, by purpose. */
+export const SYSTEM_PACKAGES: Readonly<Record<string, string[]>> = {
+  "chromium-headless-shell": ["chromium-headless-shell"],
+  chromium: ["chromium"],
+  ffmpeg: ["ffmpeg"],
+  fonts: ["fonts-dejavu-core", "fonts-liberation", "fonts-noto-core"],
+};
+
+async function isExecutable(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** First executable named `name` on PATH, or undefined. */
+export async function which(name: string): Promise<string | undefined> {
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join(dir, name);
+    if (await isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+async function firstExecutable(candidates: (string | undefined)[]): Promise<string | undefined> {
+  for (const candidate of candidates) {
+    if (candidate && await isExecutable(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+/**
+ * Path of `chromium-headless-shell` (the real binary, not Debian's wrapper script), the
+ * browser that supports BeginFrame capture. `VID_HEADLESS_SHELL` overrides.
+ */
+export async function findHeadlessShell(): Promise<string | undefined> {
+  return await firstExecutable([
+    process.env.VID_HEADLESS_SHELL,
+    "/usr/lib/chromium/chromium-headless-shell",
+    await which("chromium-headless-shell"),
+  ]);
+}
+
+/** Path of full Chromium (screenshot capture fallback). `VID_CHROMIUM` overrides. */
+export async function findChromium(): Promise<string | undefined> {
+  return await firstExecutable([
+    process.env.VID_CHROMIUM,
+    "/usr/lib/chromium/chromium",
+    await which("chromium"),
+    await which("chromium-browser"),
+    await which("google-chrome"),
+  ]);
+}
+
+/** Paths of ffmpeg and ffprobe. `VID_FFMPEG` / `VID_FFPROBE` override. */
+export async function findFfmpeg(): Promise<{ ffmpeg?: string; ffprobe?: string }> {
+  return {
+    ffmpeg: await firstExecutable([process.env.VID_FFMPEG, await which("ffmpeg")]),
+    ffprobe: await firstExecutable([process.env.VID_FFPROBE, await which("ffprobe")]),
+  };
+}
+
+/** Path of ffmpeg, or a {@linkcode MissingDependencyError} with the install hint. */
+export async function requireFfmpeg(): Promise<string> {
+  const { ffmpeg } = await findFfmpeg();
+  if (!ffmpeg) throw new MissingDependencyError("ffmpeg", SYSTEM_PACKAGES.ffmpeg, "VID_FFMPEG");
+  return ffmpeg;
+}
+
+/** Path of ffprobe, or a {@linkcode MissingDependencyError} with the install hint. */
+export async function requireFfprobe(): Promise<string> {
+  const { ffprobe } = await findFfmpeg();
+  if (!ffprobe) throw new MissingDependencyError("ffprobe", SYSTEM_PACKAGES.ffmpeg, "VID_FFPROBE");
+  return ffprobe;
+}

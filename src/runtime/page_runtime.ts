@@ -1,0 +1,354 @@
+/// <reference lib="dom" />
+/**
+ * The code that runs inside the composition page, installed before any page script:
+ * `window.__vid` (variables, seek hooks, delay handles), a virtual clock, seeded
+ * randomness, seek adapters and the readiness gate.
+ *
+ * {@linkcode vidPageRuntime} is serialised with `Function.prototype.toString` and
+ * evaluated in the page, so it must not reference anything outside its own body.
+ *
+ * Time model: the page starts at virtual time 0 and time only moves when the renderer
+ * seeks to a frame. Seeking to frame n steps through every frame between the current one
+ * and n (firing due timers in order, then one requestAnimationFrame round per frame),
+ * so a chunk that starts at frame 120 sees exactly the state a render from frame 0 sees.
+ * Then custom `onSeek` hooks, GSAP timelines and CSS/WAAPI animations are set to
+ * t = n / fps, and the readiness gate waits for fonts, images and delay handles.
+ *
+ * @module
+ */
+
+/** What the renderer passes to the page runtime. */
+export interface RuntimeConfig {
+  /** Merged variables returned by `window.__vid.getVariables()`. */
+  variables: Record<string, unknown>;
+  /** Seed of `Math.random` and `crypto.getRandomValues`. */
+  seed: number;
+  /** What `Date.now()` returns at virtual time 0 (ms since the Unix epoch). */
+  epochMs: number;
+  /** Frames per second; frame n is shown at t = n / fps. */
+  fps: number;
+  /** How long the readiness gate waits for fonts, images and delay handles. */
+  readyTimeoutMs: number;
+}
+
+/** The page-side API, `window.__vid`. */
+export interface VidPageApi {
+  /** Declared defaults merged with caller overrides, as a fresh frozen object. */
+  getVariables(): Readonly<Record<string, unknown>>;
+  /** Registers `fn(t)` to run on every seek with the frame time in seconds; returns an unsubscribe function. */
+  onSeek(fn: (t: number) => void | Promise<void>): () => void;
+  /** Holds the capture of the current frame until the returned function is called. */
+  delay(label?: string): () => void;
+  /** Current virtual time in seconds. */
+  readonly time: number;
+  /** Renderer entry point: moves the page to `frame` and resolves when it is ready to capture. */
+  seek(frame: number): Promise<void>;
+}
+
+/**
+ * Installs `window.__vid` and the deterministic environment. Runs in the page.
+ */
+export function vidPageRuntime(config: RuntimeConfig): void {
+  const w = globalThis as unknown as Record<string, unknown> & Window;
+  if (w.__vid) return;
+
+  const realSetTimeout = globalThis.setTimeout.bind(globalThis);
+  const RealDate = Date;
+  const fps = config.fps;
+  let nowMs = 0;
+  let currentFrame = -1;
+  const pageErrors: string[] = [];
+
+  // --- seeded randomness (mulberry32) ---
+  let state = config.seed >>> 0;
+  const random = (): number => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let x = state;
+    x = Math.imul(x ^ (x >>> 15), x | 1);
+    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
+    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
+  };
+  Math.random = random;
+  const fillRandom = <T extends ArrayBufferView | null>(array: T): T => {
+    if (array) {
+      const bytes = new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+      for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(random() * 256);
+    }
+    return array;
+  };
+  Object.defineProperty(crypto, "getRandomValues", { value: fillRandom, configurable: true });
+  Object.defineProperty(crypto, "randomUUID", {
+    configurable: true,
+    value: () => {
+      const b = fillRandom(new Uint8Array(16));
+      b[6] = (b[6] & 0x0f) | 0x40;
+      b[8] = (b[8] & 0x3f) | 0x80;
+      const h = Array.from(b, (v) => v.toString(16).padStart(2, "0")).join("");
+      return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${
+        h.slice(20)
+      }`;
+    },
+  });
+
+  // --- virtual clock ---
+  function VirtualDate(this: unknown, ...args: unknown[]): unknown {
+    if (!new.target) return new RealDate(config.epochMs + nowMs).toString();
+    const date = args.length === 0
+      ? new RealDate(config.epochMs + nowMs)
+      : new (RealDate as unknown as new (...a: unknown[]) => Date)(...args);
+    Object.setPrototypeOf(date, new.target.prototype);
+    return date;
+  }
+  VirtualDate.prototype = RealDate.prototype;
+  Object.assign(VirtualDate, {
+    now: () => config.epochMs + nowMs,
+    parse: RealDate.parse,
+    UTC: RealDate.UTC,
+  });
+  w.Date = VirtualDate as unknown as DateConstructor;
+  Object.defineProperty(performance, "now", { value: () => nowMs, configurable: true });
+
+  interface Timer {
+    id: number;
+    due: number;
+    seq: number;
+    fn: (...args: unknown[]) => void;
+    args: unknown[];
+    interval?: number;
+  }
+  const timers = new Map<number, Timer>();
+  let nextTimerId = 1;
+  let seq = 0;
+  const toCallback = (handler: unknown): (...args: unknown[]) => void =>
+    typeof handler === "function"
+      ? handler as (...args: unknown[]) => void
+      : () => (0, eval)(String(handler));
+  const addTimer = (handler: unknown, delay: unknown, args: unknown[], repeat: boolean) => {
+    const ms = Math.max(0, Number(delay) || 0);
+    const id = nextTimerId++;
+    timers.set(id, {
+      id,
+      due: nowMs + ms,
+      seq: seq++,
+      fn: toCallback(handler),
+      args,
+      interval: repeat ? Math.max(1, ms) : undefined,
+    });
+    return id;
+  };
+  w.setTimeout =
+    ((handler: unknown, delay?: unknown, ...args: unknown[]) =>
+      addTimer(handler, delay, args, false)) as unknown as typeof setTimeout;
+  w.setInterval =
+    ((handler: unknown, delay?: unknown, ...args: unknown[]) =>
+      addTimer(handler, delay, args, true)) as unknown as typeof setInterval;
+  w.clearTimeout = ((id?: number) => {
+    if (id !== undefined) timers.delete(id);
+  }) as typeof clearTimeout;
+  w.clearInterval = w.clearTimeout as unknown as typeof clearInterval;
+
+  let frameCallbacks = new Map<number, FrameRequestCallback>();
+  let nextFrameId = 1;
+  w.requestAnimationFrame = (callback: FrameRequestCallback): number => {
+    const id = nextFrameId++;
+    frameCallbacks.set(id, callback);
+    return id;
+  };
+  w.cancelAnimationFrame = (id: number): void => {
+    frameCallbacks.delete(id);
+  };
+
+  const recordError = (error: unknown): void => {
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    pageErrors.push(message);
+  };
+  globalThis.addEventListener("error", (event) => {
+    recordError(event.error ?? event.message);
+  });
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    recordError(event.reason);
+  });
+
+  // --- animations (CSS animations, CSS transitions, WAAPI) ---
+  // Each animation is driven from the virtual time at which it first appeared. An
+  // animation the page paused itself is left to the page.
+  const births = new Map<Animation, number>();
+  const scanAnimations = (): void => {
+    if (!document.getAnimations) return;
+    for (const animation of document.getAnimations()) {
+      if (births.has(animation)) continue;
+      if (animation.playState === "paused") {
+        births.set(animation, Number.NaN);
+        continue;
+      }
+      births.set(animation, nowMs);
+      animation.pause();
+    }
+  };
+  const applyAnimations = (): void => {
+    for (const [animation, birth] of births) {
+      if (Number.isNaN(birth)) continue;
+      animation.currentTime = (nowMs - birth) * animation.playbackRate;
+    }
+  };
+
+  const runTimersUntil = async (targetMs: number): Promise<void> => {
+    let fired = 0;
+    while (true) {
+      let next: Timer | undefined;
+      for (const timer of timers.values()) {
+        if (timer.due > targetMs) continue;
+        if (!next || timer.due < next.due || (timer.due === next.due && timer.seq < next.seq)) {
+          next = timer;
+        }
+      }
+      if (!next) break;
+      if (++fired > 100000) {
+        throw new Error("more than 100000 timer callbacks in one frame: a timer loop?");
+      }
+      nowMs = Math.max(nowMs, next.due);
+      if (next.interval !== undefined) {
+        next.due += next.interval;
+        next.seq = seq++;
+      } else {
+        timers.delete(next.id);
+      }
+      try {
+        next.fn(...next.args);
+      } catch (error) {
+        recordError(error);
+      }
+      await Promise.resolve();
+      scanAnimations();
+    }
+    nowMs = targetMs;
+  };
+
+  const runFrameCallbacks = (): void => {
+    const callbacks = frameCallbacks;
+    frameCallbacks = new Map();
+    for (const callback of callbacks.values()) {
+      try {
+        callback(nowMs);
+      } catch (error) {
+        recordError(error);
+      }
+    }
+    scanAnimations();
+  };
+
+  const seekHooks = new Set<(t: number) => void | Promise<void>>();
+  const delays = new Map<number, string>();
+  let nextDelayId = 1;
+
+  const seekTimelines = (t: number): void => {
+    const registry = w.__timelines as unknown;
+    if (!registry || typeof registry !== "object") return;
+    const timelines = Array.isArray(registry) ? registry : Object.values(registry);
+    for (const timeline of timelines) {
+      const tl = timeline as { pause?: () => void; seek?: (t: number, s: boolean) => void };
+      if (typeof tl?.seek !== "function") continue;
+      tl.pause?.();
+      tl.seek(t, false);
+    }
+  };
+
+  const sleep = (ms: number) => new Promise<void>((resolve) => realSetTimeout(resolve, ms));
+
+  const waitReady = async (frame: number): Promise<void> => {
+    const deadline = RealDate.now() + config.readyTimeoutMs;
+    const timeout = (what: string) =>
+      new Error(
+        `frame ${frame}: ${what} not ready after ${config.readyTimeoutMs} ms`,
+      );
+    if (document.fonts && document.fonts.status !== "loaded") {
+      await Promise.race([
+        document.fonts.ready,
+        sleep(config.readyTimeoutMs).then(() => {
+          throw timeout("fonts");
+        }),
+      ]);
+    }
+    for (const image of Array.from(document.images)) {
+      if (image.complete || !image.src) continue;
+      const left = deadline - RealDate.now();
+      await Promise.race([
+        image.decode().catch(() => undefined),
+        sleep(Math.max(0, left)).then(() => {
+          throw timeout(`image ${image.currentSrc || image.src}`);
+        }),
+      ]);
+    }
+    while (delays.size > 0) {
+      if (RealDate.now() > deadline) {
+        const labels = Array.from(delays.values()).map((l) => `"${l}"`).join(", ");
+        throw new Error(
+          `frame ${frame}: __vid.delay(${labels}) was not released within ` +
+            `${config.readyTimeoutMs} ms`,
+        );
+      }
+      await sleep(2);
+    }
+  };
+
+  const api: VidPageApi = {
+    getVariables: () => Object.freeze(structuredClone(config.variables)),
+    onSeek(fn) {
+      seekHooks.add(fn);
+      return () => seekHooks.delete(fn);
+    },
+    delay(label = "delay") {
+      const id = nextDelayId++;
+      delays.set(id, label);
+      return () => {
+        delays.delete(id);
+      };
+    },
+    get time() {
+      return nowMs / 1000;
+    },
+    async seek(frame: number): Promise<void> {
+      if (frame < currentFrame) {
+        throw new Error(
+          `frame ${frame}: the page is already at frame ${currentFrame}; seeks only move forward`,
+        );
+      }
+      scanAnimations();
+      for (let step = currentFrame + 1; step <= frame; step++) {
+        await runTimersUntil((step * 1000) / fps);
+        runFrameCallbacks();
+      }
+      currentFrame = frame;
+      const t = frame / fps;
+      nowMs = t * 1000;
+      for (const hook of seekHooks) {
+        try {
+          await hook(t);
+        } catch (error) {
+          recordError(error);
+        }
+      }
+      seekTimelines(t);
+      scanAnimations();
+      applyAnimations();
+      if (pageErrors.length > 0) {
+        throw new Error(`frame ${frame}: the page threw ${pageErrors[0]}`);
+      }
+      await waitReady(frame);
+    },
+  };
+  Object.defineProperty(w, "__vid", { value: Object.freeze(api), enumerable: false });
+}
+
+/**
+ * The script text that installs the runtime with `config`, for
+ * `Page.addScriptToEvaluateOnNewDocument`.
+ *
+ * @example
+ * ```ts
+ * const source = runtimeScript({ variables: { title: "Hi" }, seed: 1, epochMs: 0, fps: 30, readyTimeoutMs: 30000 });
+ * ```
+ */
+export function runtimeScript(config: RuntimeConfig): string {
+  return `(${vidPageRuntime.toString()})(${JSON.stringify(config)});`;
+}
