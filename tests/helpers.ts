@@ -1,0 +1,201 @@
+/**
+ * Shared test helpers: run the `vid` command as a user would, build small fixture
+ * projects, and inspect produced videos with ffprobe/ffmpeg (frame counts, pixel
+ * colours, per-frame hashes).
+ *
+ * @module
+ */
+
+import { fileURLToPath } from "node:url";
+
+/** Repository root. */
+export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
+
+/** Result of running a command. */
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `vid <args>` (deno run -A cli.ts) from the repository root. */
+export async function runVid(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<RunResult> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `${ROOT}cli.ts`, ...args],
+    cwd: options.cwd ?? ROOT,
+    env: { NO_COLOR: "1", ...options.env },
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const decoder = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: decoder.decode(output.stdout),
+    stderr: decoder.decode(output.stderr),
+  };
+}
+
+/** Options of {@linkcode compositionHtml}. */
+export interface FixtureOptions {
+  id?: string;
+  width?: number;
+  height?: number;
+  duration?: number;
+  /** Declarations for `data-composition-variables`. */
+  variables?: unknown[];
+  /** Extra markup for `<head>` (styles, scripts). */
+  head?: string;
+  /** Markup after the composition root (plain scripts). */
+  after?: string;
+}
+
+/** A full composition page whose root holds `body`. */
+export function compositionHtml(body: string, options: FixtureOptions = {}): string {
+  const width = options.width ?? 320;
+  const height = options.height ?? 180;
+  const declarations = options.variables
+    ? ` data-composition-variables='${JSON.stringify(options.variables).replaceAll("'", "&#39;")}'`
+    : "";
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><style>
+html, body { margin: 0; width: ${width}px; height: ${height}px; overflow: hidden; background: #000; }
+#root { position: relative; width: ${width}px; height: ${height}px; }
+</style>${options.head ?? ""}</head>
+<body><div id="root" data-composition-id="${
+    options.id ?? "fixture"
+  }" data-width="${width}" data-height="${height}" data-duration="${
+    options.duration ?? 1
+  }"${declarations}>${body}</div>${options.after ?? ""}</body></html>`;
+}
+
+/** Writes a project directory with `index.html` and extra files; returns its path. */
+export async function makeProject(
+  html: string,
+  files: Record<string, string | Uint8Array> = {},
+): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "vid-test-" });
+  await Deno.writeTextFile(`${dir}/index.html`, html);
+  for (const [name, content] of Object.entries(files)) {
+    const path = `${dir}/${name}`;
+    await Deno.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
+    if (typeof content === "string") await Deno.writeTextFile(path, content);
+    else await Deno.writeFile(path, content);
+  }
+  return dir;
+}
+
+async function run(cmd: string, args: string[]): Promise<Uint8Array> {
+  const output = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
+  if (output.code !== 0) {
+    throw new Error(`${cmd} ${args.join(" ")} failed: ${new TextDecoder().decode(output.stderr)}`);
+  }
+  return output.stdout;
+}
+
+/** What ffprobe says of a video's first video stream. */
+export interface VideoInfo {
+  codec: string;
+  pixFmt: string;
+  width: number;
+  height: number;
+  /** Frames decoded (counted, not estimated). */
+  frames: number;
+  /** Frame rate as a number. */
+  fps: number;
+  /** Container duration in seconds. */
+  duration: number;
+  /** Whether an audio stream exists. */
+  hasAudio: boolean;
+  /** The container format names. */
+  formatName: string;
+}
+
+/** Probes a video with ffprobe, counting frames. */
+export async function probeVideo(file: string): Promise<VideoInfo> {
+  const out = await run("ffprobe", [
+    "-v",
+    "error",
+    "-count_frames",
+    "-show_entries",
+    "stream=codec_type,codec_name,pix_fmt,width,height,nb_read_frames,r_frame_rate:format=duration,format_name",
+    "-of",
+    "json",
+    file,
+  ]);
+  const json = JSON.parse(new TextDecoder().decode(out)) as {
+    streams: Record<string, string | number>[];
+    format: { duration: string; format_name: string };
+  };
+  const video = json.streams.find((s) => s.codec_type === "video")!;
+  const [num, den] = String(video.r_frame_rate).split("/").map(Number);
+  return {
+    codec: String(video.codec_name),
+    pixFmt: String(video.pix_fmt),
+    width: Number(video.width),
+    height: Number(video.height),
+    frames: Number(video.nb_read_frames),
+    fps: num / den,
+    duration: Number(json.format.duration),
+    hasAudio: json.streams.some((s) => s.codec_type === "audio"),
+    formatName: json.format.format_name,
+  };
+}
+
+/** An RGB(A) colour. */
+export type Rgba = [number, number, number, number];
+
+/**
+ * The colour of pixel (x, y) in every frame, in frame order. `alpha` decodes with the
+ * alpha channel (webm VP9 needs the libvpx decoder for it).
+ */
+export async function pixelSeries(
+  file: string,
+  x: number,
+  y: number,
+  options: { alpha?: boolean } = {},
+): Promise<Rgba[]> {
+  const decoder = options.alpha && file.endsWith(".webm") ? ["-c:v", "libvpx-vp9"] : [];
+  const raw = await run("ffmpeg", [
+    "-v",
+    "error",
+    ...decoder,
+    "-i",
+    file,
+    "-vf",
+    `format=rgba,crop=1:1:${x}:${y}`,
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "rgba",
+    "-",
+  ]);
+  const colours: Rgba[] = [];
+  for (let i = 0; i + 3 < raw.length; i += 4) {
+    colours.push([raw[i], raw[i + 1], raw[i + 2], raw[i + 3]]);
+  }
+  return colours;
+}
+
+/** Per-frame MD5 of the decoded pictures (ffmpeg's framemd5), in frame order. */
+export async function frameHashes(file: string): Promise<string[]> {
+  const out = new TextDecoder().decode(
+    await run("ffmpeg", ["-v", "error", "-i", file, "-map", "0:v:0", "-f", "framemd5", "-"]),
+  );
+  return out.split("\n").filter((l) => l && !l.startsWith("#")).map((l) =>
+    l.split(",").at(-1)!.trim()
+  );
+}
+
+/** Whether two colours are within `tolerance` on every channel. */
+export function near(a: readonly number[], b: readonly number[], tolerance = 8): boolean {
+  return a.every((v, i) => i >= b.length || Math.abs(v - b[i]) <= tolerance);
+}
+
+/** Asserts-friendly description of a colour. */
+export function rgb(c: readonly number[]): string {
+  return `rgb(${c.slice(0, 3).join(", ")})`;
+}
