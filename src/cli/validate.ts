@@ -36,6 +36,7 @@ export function registerValidate(program: Command): void {
         const problems: VariableProblem[] = checkOverrides(c.declarations, overrides);
         const strictFailure = options.strictVariables === true && problems.length > 0;
         const values = mergeVariables(c.declarations, overrides);
+        const strictError = strictFailure ? new StrictVariablesError(problems) : undefined;
         if (options.json) {
           console.log(JSON.stringify(
             {
@@ -46,6 +47,15 @@ export function registerValidate(program: Command): void {
               values,
               problems,
               dropped: c.dropped,
+              // The same error shape as every other failing --json command.
+              ...(strictError && {
+                error: {
+                  name: strictError.name,
+                  message: strictError.message,
+                  field: strictError.field,
+                  problems,
+                },
+              }),
             },
             null,
             2,
@@ -55,7 +65,7 @@ export function registerValidate(program: Command): void {
             warn(`declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} dropped: ${d.reason}`);
           }
           if (strictFailure) {
-            console.error(`error: ${new StrictVariablesError(problems).message}`);
+            console.error(`error: ${strictError!.message}`);
           } else {
             for (const p of problems) warn(p.message);
             console.log(

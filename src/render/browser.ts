@@ -197,6 +197,7 @@ export async function openPage(browser: Browser, options: PageOptions): Promise<
   await Promise.all([
     page.send("Page.enable"),
     page.send("Runtime.enable"),
+    page.send("Inspector.enable"),
     page.send("Emulation.setDeviceMetricsOverride", {
       width: options.width,
       height: options.height,
@@ -233,5 +234,6 @@ export async function navigate(page: CdpSession, url: string, timeoutMs = 60000)
 
 /** Closes a page's window. */
 export async function closePage(page: CdpSession): Promise<void> {
+  page.dispose();
   await page.connection.send("Target.closeTarget", { targetId: page.targetId }).catch(() => {});
 }

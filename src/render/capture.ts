@@ -6,7 +6,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import type { CdpSession } from "./cdp.ts";
+import { CdpClosedError, type CdpSession } from "./cdp.ts";
 import type { CaptureMode } from "./browser.ts";
 
 /** The page threw, or was not ready, at a frame. */
@@ -49,6 +49,7 @@ export async function seekFrame(page: CdpSession, frame: number): Promise<void> 
   try {
     await evaluate(page, `window.__vid.seek(${frame})`);
   } catch (error) {
+    if (error instanceof CdpClosedError) throw error;
     const message = (error as Error).message.replace(/^Error: /, "");
     throw new PageError(frame, message);
   }

@@ -43,7 +43,7 @@ export async function probeBeginFrame(browser: Browser): Promise<boolean> {
             interval: 33,
             screenshot: { format: "jpeg", quality: 50 },
           }),
-          5000,
+          10000,
           "BeginFrame probe",
         );
         if (typeof result.screenshotData === "string" && result.screenshotData.length > 0) {

@@ -133,23 +133,42 @@ export class CdpSession {
   readonly connection: CdpConnection;
   readonly sessionId: string;
   readonly targetId: string;
+  #crash: Promise<never>;
+  #fail: (error: Error) => void = () => {};
+  #unsubscribe: (() => void)[];
 
   constructor(connection: CdpConnection, sessionId: string, targetId: string) {
     this.connection = connection;
     this.sessionId = sessionId;
     this.targetId = targetId;
+    // A crashed renderer never answers: calls in flight fail instead of hanging.
+    this.#crash = new Promise<never>((_, reject) => this.#fail = reject);
+    this.#crash.catch(() => {});
+    this.#unsubscribe = [
+      connection.on("Inspector.targetCrashed", (_params, id) => {
+        if (id === sessionId) this.#fail(new CdpClosedError("the page's renderer crashed"));
+      }),
+      connection.on("Target.detachedFromTarget", (params) => {
+        if (params.sessionId === sessionId) {
+          this.#fail(new CdpClosedError("the page was detached (closed or crashed)"));
+        }
+      }),
+      connection.on("__closed", () => this.#fail(new CdpClosedError("the browser closed"))),
+    ];
   }
 
   /** Sends a command to this page. */
   send<T = Params>(method: string, params: Params = {}): Promise<T> {
-    return this.connection.send<T>(method, params, this.sessionId);
+    return Promise.race([this.connection.send<T>(method, params, this.sessionId), this.#crash]);
   }
 
   /** Subscribes to an event of this page. */
   on(method: string, listener: (params: Params) => void): () => void {
-    return this.connection.on(method, (params, sessionId) => {
+    const off = this.connection.on(method, (params, sessionId) => {
       if (sessionId === this.sessionId) listener(params);
     });
+    this.#unsubscribe.push(off);
+    return off;
   }
 
   /** Resolves with the next `method` event of this page. */
@@ -160,5 +179,11 @@ export class CdpSession {
         resolve(params);
       });
     });
+  }
+
+  /** Drops this session's event subscriptions (after its target closed). */
+  dispose(): void {
+    for (const off of this.#unsubscribe) off();
+    this.#unsubscribe = [];
   }
 }

@@ -46,8 +46,8 @@ export interface ChunkPlanOptions {
 export class ChunkPlanError extends Error {
   override name = "ChunkPlanError";
   readonly field: string;
-  constructor(field: string, value: unknown) {
-    super(`${field} must be a positive integer, got ${JSON.stringify(value)}`);
+  constructor(field: string, value: unknown, expected = "a positive integer") {
+    super(`${field} must be ${expected}, got ${JSON.stringify(value)}`);
     this.field = field;
   }
 }
@@ -81,6 +81,9 @@ export function chunkCount(options: ChunkPlanOptions): number {
 export function chunkPlan(options: ChunkPlanOptions): Chunk[] {
   const count = chunkCount(options);
   const start = options.from ?? 0;
+  if (!Number.isInteger(start) || start < 0) {
+    throw new ChunkPlanError("from", options.from, "a non-negative integer");
+  }
   const base = Math.floor(options.frames / count);
   const extra = options.frames % count;
   const chunks: Chunk[] = [];

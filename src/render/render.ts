@@ -9,12 +9,13 @@
 import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
 import { availableParallelism, tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
+import process from "node:process";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
-import type { Browser, CaptureMode } from "./browser.ts";
+import { type Browser, type CaptureMode, launchBrowser } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
 import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import { type Chunk, chunkPlan } from "./chunk_plan.ts";
@@ -134,11 +135,22 @@ export interface RenderResult {
   captureMode: CaptureMode;
   workers: number;
   chunks: number;
+  /** Chunks rendered a second time after a browser crash. */
+  retries: number;
   elapsedMs: number;
   /** Frames per second achieved, whole command. */
   renderFps: number;
   /** Variable problems reported as warnings. */
   warnings: VariableProblem[];
+}
+
+/**
+ * Readiness gate timeout per frame: `VID_READY_TIMEOUT_MS` when it is a positive number
+ * (tests use a short one), else 30 s.
+ */
+function readyTimeoutMs(): number {
+  const ms = Number(process.env.VID_READY_TIMEOUT_MS);
+  return Number.isFinite(ms) && ms > 0 ? ms : 30000;
 }
 
 /** Default worker count for this machine. */
@@ -267,6 +279,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
     browser = await launchForCapture(options.capture ?? "auto");
     const epochMs = options.epochMs ?? Math.floor(Date.now() / 1000) * 1000;
     let captureStart = 0;
+    let retries = 0;
     const onFrame = () => {
       if (captureStart === 0) captureStart = performance.now();
       progress.framesDone++;
@@ -290,19 +303,25 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
         variables: values,
         seed: options.seed ?? 1,
         epochMs,
+        readyTimeoutMs: readyTimeoutMs(),
         chunk,
         output: chunkFiles[chunk.index],
         ffmpeg,
       };
-      const before = progress.framesDone;
+      let done = 0;
+      const countFrame = () => {
+        done++;
+        onFrame();
+      };
       try {
-        await renderChunk(browser!, job, onFrame, abortController.signal);
+        await renderChunk(browser!, job, countFrame, abortController.signal);
       } catch (error) {
         if (!(error instanceof CdpClosedError) || abortController.signal.aborted) throw error;
         // The browser crashed: relaunch it once for everybody and retry this chunk once.
-        progress.framesDone = before;
+        retries++;
+        progress.framesDone -= done;
         const crashed = browser!;
-        relaunch ??= crashed.close().then(() => launchForCapture(crashed.mode));
+        relaunch ??= crashed.close().then(() => launchBrowser({ mode: crashed.mode }));
         browser = await relaunch;
         try {
           await renderChunk(browser, job, onFrame, abortController.signal);
@@ -351,6 +370,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
       captureMode: browser.mode,
       workers,
       chunks: chunks.length,
+      retries,
       elapsedMs,
       renderFps: frames / (elapsedMs / 1000),
       warnings: problems,
