@@ -8,7 +8,6 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { tmpdir } from "node:os";
 import {
   compositionHtml,
   makeProject,
@@ -60,13 +59,13 @@ function alive(pid: number): boolean {
 }
 
 /** Starts `vid render` and resolves once it reports rendering progress on stderr. */
-async function startRender(args: string[]) {
+async function startRender(args: string[], env: Record<string, string> = {}) {
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", `${ROOT}cli.ts`, "render", ...args],
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
-    env: { NO_COLOR: "1" },
+    env: { NO_COLOR: "1", ...env },
   }).spawn();
   let stderr = "";
   const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
@@ -94,14 +93,6 @@ async function startRender(args: string[]) {
       return { code: status.code, signal: status.signal, stdout, stderr };
     },
   };
-}
-
-async function renderTempDirs(): Promise<Set<string>> {
-  const names = new Set<string>();
-  for await (const entry of Deno.readDir(tmpdir())) {
-    if (entry.name.startsWith("vid-render-")) names.add(entry.name);
-  }
-  return names;
 }
 
 describe("vid render under interference", () => {
@@ -141,8 +132,11 @@ describe("vid render under interference", () => {
   it("stops on SIGINT: exit 130, browser and ffmpeg gone, no output, no temp files", async () => {
     const dir = await fadeProject();
     const output = `${dir}/renders/out.mp4`;
-    const before = await renderTempDirs();
-    const render = await startRender([dir, "--output", output, "--fps", String(FPS)]);
+    // A private TMPDIR shows exactly what this render leaves behind.
+    const temp = await Deno.makeTempDir({ prefix: "vid-tmpdir-" });
+    const render = await startRender([dir, "--output", output, "--fps", String(FPS)], {
+      TMPDIR: temp,
+    });
     const children = await childrenOf(render.child.pid);
     const grandchildren = (await Promise.all(children.map(childrenOf))).flat();
     assert.ok(children.length >= 2, "expected the browser and ffmpeg to be running");
@@ -160,9 +154,10 @@ describe("vid render under interference", () => {
       // no renders folder at all is fine
     }
     assert.deepEqual(left, []);
-    const after = await renderTempDirs();
-    const added = [...after].filter((name) => !before.has(name));
-    assert.deepEqual(added, [], "temp folders left behind");
+    const leftovers = [];
+    for await (const entry of Deno.readDir(temp)) leftovers.push(entry.name);
+    assert.deepEqual(leftovers, [], "temp files left behind");
+    await Deno.remove(temp, { recursive: true });
     await Deno.remove(dir, { recursive: true });
   });
 });

@@ -55,6 +55,7 @@ const BEGIN_FRAME_FLAGS = [
   "--disable-threaded-animation",
   "--disable-threaded-scrolling",
   "--disable-checker-imaging",
+  "--disable-partial-raster",
 ];
 
 /** Options of {@linkcode launchBrowser}. */
@@ -106,6 +107,22 @@ async function browserPath(mode: CaptureMode): Promise<string> {
 }
 
 /**
+ * Removes a browser profile. A process of the killed browser may still be finishing a
+ * write when the main process exits (ENOTEMPTY), so it is tried a few times.
+ */
+async function removeProfile(profile: string): Promise<void> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      await rm(profile, { recursive: true, force: true });
+      return;
+    } catch (error) {
+      if (attempt >= 5) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
+/**
  * Starts a browser for `mode` and connects to it over CDP.
  *
  * @example
@@ -123,7 +140,9 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
     `--user-data-dir=${profile}`,
     "about:blank",
   ];
-  const child = spawn(executable, args, { stdio: ["ignore", "ignore", "pipe"] });
+  // Its own process group, so close() can kill the zygote, GPU, network and renderer
+  // processes with it: killed alone, the main process leaves them writing to the profile.
+  const child = spawn(executable, args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
   const timeoutMs = options.timeoutMs ?? 30000;
   let stderr = "";
   const url = await new Promise<string>((resolve, reject) => {
@@ -162,12 +181,16 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
     close(): Promise<void> {
       closing ??= (async () => {
         connection.close();
-        if (child.exitCode === null && child.signalCode === null) {
-          const exited = new Promise((resolve) => child.once("exit", resolve));
+        const exited = child.exitCode === null && child.signalCode === null
+          ? new Promise((resolve) => child.once("exit", resolve))
+          : undefined;
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
           child.kill("SIGKILL");
-          await exited;
         }
-        await rm(profile, { recursive: true, force: true });
+        await exited;
+        await removeProfile(profile);
       })();
       return closing;
     },

@@ -26,7 +26,7 @@ import {
   QUALITIES,
   type Quality,
 } from "./encode.ts";
-import { renderChunk } from "./render_chunk.ts";
+import { type PageSpec, renderChunk } from "./render_chunk.ts";
 import { serveProject } from "./serve.ts";
 import { requireFfmpeg } from "./system.ts";
 
@@ -92,6 +92,8 @@ export interface RenderOptions {
   quality?: Quality;
   /** Parallel windows. @default min(cores, 4) */
   workers?: number;
+  /** Frames per chunk (each chunk is one closed-GOP segment). @default 60 */
+  chunkSize?: number;
   /** Render only frames `from`..`to` (inclusive). */
   frames?: { from: number; to: number };
   /** Inline JSON overrides (`--variables`). */
@@ -152,6 +154,9 @@ function readyTimeoutMs(): number {
   const ms = Number(process.env.VID_READY_TIMEOUT_MS);
   return Number.isFinite(ms) && ms > 0 ? ms : 30000;
 }
+
+/** Frames per chunk of a local render; workers pull chunks from a queue. */
+export const LOCAL_CHUNK_FRAMES = 60;
 
 /** Default worker count for this machine. */
 export function defaultWorkers(): number {
@@ -249,13 +254,15 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
   const total = frameCount(composition.duration, fps);
   const range = frameRange(options, total);
   const frames = range.to - range.from + 1;
-  const workers = Math.min(options.workers ?? defaultWorkers(), frames);
+  // Chunks do not depend on the worker count, so any --workers gives identical frames.
+  const chunkSize = options.chunkSize ?? LOCAL_CHUNK_FRAMES;
   const chunks = chunkPlan({
     from: range.from,
     frames,
-    targetChunkFrames: Math.ceil(frames / workers),
-    maxParallelChunks: workers,
+    chunkSize,
+    maxParallelChunks: Math.ceil(frames / chunkSize),
   });
+  const workers = Math.min(options.workers ?? defaultWorkers(), chunks.length);
   const ffmpeg = await requireFfmpeg();
   const output = resolve(options.output ?? join("renders", `${composition.id}.${format}`));
   const signal = options.signal;
@@ -271,17 +278,17 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
   const work = await mkdtemp(join(tmpdir(), "vid-render-"));
   const server = await serveProject(composition.projectDir);
   let browser: Browser | undefined;
-  let relaunch: Promise<Browser> | undefined;
   const abortController = new AbortController();
   const onAbort = () => abortController.abort();
   signal?.addEventListener("abort", onAbort);
   try {
     browser = await launchForCapture(options.capture ?? "auto");
     const epochMs = options.epochMs ?? Math.floor(Date.now() / 1000) * 1000;
-    let captureStart = 0;
+    // Timed from here, not from the first frame: one frame over a few microseconds
+    // would read as a rate of 100000 fps.
+    const captureStart = performance.now();
     let retries = 0;
     const onFrame = () => {
-      if (captureStart === 0) captureStart = performance.now();
       progress.framesDone++;
       progress.stage = "rendering";
       const seconds = (performance.now() - captureStart) / 1000;
@@ -292,47 +299,68 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
       options.onProgress?.({ ...progress });
     };
     const chunkFiles = chunks.map((c) => join(work, `chunk-${c.index}.${format}`));
-    const runChunk = async (chunk: Chunk): Promise<void> => {
-      const job = {
-        url: server.url + encodeURI(composition.entry),
-        width: composition.width,
-        height: composition.height,
-        fps,
-        format,
-        quality,
-        variables: values,
-        seed: options.seed ?? 1,
-        epochMs,
-        readyTimeoutMs: readyTimeoutMs(),
-        chunk,
-        output: chunkFiles[chunk.index],
-        ffmpeg,
-      };
-      let done = 0;
-      const countFrame = () => {
-        done++;
-        onFrame();
-      };
+    const spec: PageSpec = {
+      url: server.url + encodeURI(composition.entry),
+      width: composition.width,
+      height: composition.height,
+      fps,
+      format,
+      variables: values,
+      seed: options.seed ?? 1,
+      epochMs,
+      readyTimeoutMs: readyTimeoutMs(),
+    };
+    const relaunches = new WeakMap<Browser, Promise<Browser>>();
+    const replaceBrowser = async (crashed: Browser): Promise<Browser> => {
+      let next = relaunches.get(crashed);
+      if (!next) {
+        next = crashed.close().then(() => launchBrowser({ mode: crashed.mode }));
+        relaunches.set(crashed, next);
+      }
+      browser = await next;
+      return browser;
+    };
+    let nextChunk = 0;
+    // Every chunk gets a fresh page fast-forwarded to its first frame, whatever the worker
+    // count: Chromium keeps raster state between frames (layer raster scales, tiles), so a
+    // page's history would otherwise show in the pixels and --workers would change them.
+    const worker = async (): Promise<void> => {
       try {
-        await renderChunk(browser!, job, countFrame, abortController.signal);
-      } catch (error) {
-        if (!(error instanceof CdpClosedError) || abortController.signal.aborted) throw error;
-        // The browser crashed: relaunch it once for everybody and retry this chunk once.
-        retries++;
-        progress.framesDone -= done;
-        const crashed = browser!;
-        relaunch ??= crashed.close().then(() => launchBrowser({ mode: crashed.mode }));
-        browser = await relaunch;
-        try {
-          await renderChunk(browser, job, onFrame, abortController.signal);
-        } catch (retryError) {
-          throw new ChunkFailedError(chunk, retryError as Error);
+        while (nextChunk < chunks.length) {
+          const chunk = chunks[nextChunk++];
+          const out = { chunk, output: chunkFiles[chunk.index], quality, ffmpeg };
+          let done = 0;
+          const countFrame = () => {
+            done++;
+            onFrame();
+          };
+          const used = browser!;
+          try {
+            await renderChunk(used, spec, out, countFrame, abortController.signal);
+          } catch (error) {
+            if (!(error instanceof CdpClosedError) || abortController.signal.aborted) throw error;
+            // The browser crashed: relaunch it (once for all workers), retry this chunk once.
+            retries++;
+            progress.framesDone -= done;
+            try {
+              const relaunched = await replaceBrowser(used);
+              await renderChunk(relaunched, spec, out, onFrame, abortController.signal);
+            } catch (retryError) {
+              if (abortController.signal.aborted) throw retryError;
+              throw new ChunkFailedError(chunk, retryError as Error);
+            }
+          }
         }
+      } catch (error) {
+        abortController.abort();
+        throw error;
       }
     };
-    const results = await Promise.allSettled(chunks.map(runChunk));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    const results = await Promise.allSettled(
+      Array.from({ length: workers }, worker),
+    );
     if (signal?.aborted) throw new RenderCancelledError();
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
 
     progress.stage = "joining";
