@@ -145,29 +145,40 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
   const child = spawn(executable, args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
   const timeoutMs = options.timeoutMs ?? 30000;
   let stderr = "";
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new Error(`${executable} did not start within ${timeoutMs} ms:\n${stderr}`));
-    }, timeoutMs);
-    child.stderr!.setEncoding("utf8");
-    child.stderr!.on("data", (chunk: string) => {
-      stderr += chunk;
-      const match = stderr.match(/DevTools listening on (ws:\/\/\S+)/);
-      if (match) {
+  let url: string;
+  try {
+    url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        child.kill("SIGKILL");
+        reject(new Error(`${executable} did not start within ${timeoutMs} ms:\n${stderr}`));
+      }, timeoutMs);
+      child.stderr!.setEncoding("utf8");
+      child.stderr!.on("data", (chunk: string) => {
+        stderr += chunk;
+        const match = stderr.match(/DevTools listening on (ws:\/\/\S+)/);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]);
+        }
+      });
+      child.on("error", (error) => {
         clearTimeout(timer);
-        resolve(match[1]);
-      }
+        reject(new Error(`cannot start ${executable}: ${error.message}`));
+      });
+      child.on("exit", (code) => {
+        clearTimeout(timer);
+        reject(new Error(`${executable} exited with code ${code} during start-up:\n${stderr}`));
+      });
     });
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      reject(new Error(`cannot start ${executable}: ${error.message}`));
-    });
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${executable} exited with code ${code} during start-up:\n${stderr}`));
-    });
-  });
+  } catch (error) {
+    try {
+      process.kill(-child.pid!, "SIGKILL");
+    } catch {
+      // already gone
+    }
+    await removeProfile(profile);
+    throw error;
+  }
   // Keep draining stderr so the browser never blocks on a full pipe.
   child.stderr!.removeAllListeners("data");
   if (process.env.VID_DEBUG_BROWSER) child.stderr!.pipe(process.stderr);

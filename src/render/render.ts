@@ -28,7 +28,8 @@ import {
 } from "./encode.ts";
 import { type PageSpec, renderChunk } from "./render_chunk.ts";
 import { serveProject } from "./serve.ts";
-import { requireFfmpeg } from "./system.ts";
+import { requireFfmpeg, requireFfprobe } from "./system.ts";
+import { discoverMedia, mixAudio, muxAudio, prepareVideoProxies } from "./media.ts";
 
 /** An option of a render is out of range; names the option. */
 export class RenderOptionError extends Error {
@@ -73,7 +74,7 @@ export interface RenderProgress {
   /** Seconds left at the current rate; undefined before the first frame. */
   etaSeconds?: number;
   /** What the renderer is doing. */
-  stage: "starting" | "rendering" | "joining" | "done";
+  stage: "starting" | "preparing media" | "rendering" | "joining" | "done";
 }
 
 /** Options of {@linkcode renderComposition}. */
@@ -310,6 +311,16 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
       epochMs,
       readyTimeoutMs: readyTimeoutMs(),
     };
+    progress.stage = "preparing media";
+    options.onProgress?.({ ...progress });
+    const media = await discoverMedia(browser, spec);
+    const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
+    spec.videoProxies = await prepareVideoProxies(media, {
+      ffmpeg,
+      ffprobe,
+      workDir: work,
+      serve: (name, file) => server.mount(name, file),
+    });
     const relaunches = new WeakMap<Browser, Promise<Browser>>();
     const replaceBrowser = async (crashed: Browser): Promise<Browser> => {
       let next = relaunches.get(crashed);
@@ -368,13 +379,23 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
     await mkdir(dirname(output), { recursive: true });
     const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.${format}`);
     try {
+      const soundtrack = join(work, "soundtrack.wav");
+      const audible = await mixAudio(media, {
+        ffmpeg,
+        ffprobe,
+        duration: frames / fps,
+        startAt: range.from / fps,
+        output: soundtrack,
+      });
+      const joined = audible ? join(work, `joined.${format}`) : partial;
       if (chunkFiles.length === 1) {
-        await rename(chunkFiles[0], partial).catch(async () => {
-          await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), partial, format);
+        await rename(chunkFiles[0], joined).catch(async () => {
+          await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, format);
         });
       } else {
-        await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), partial, format);
+        await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, format);
       }
+      if (audible) await muxAudio(ffmpeg, joined, soundtrack, partial, format);
       await rename(partial, output);
     } catch (error) {
       await rm(partial, { force: true });
@@ -409,8 +430,8 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
   } finally {
     signal?.removeEventListener("abort", onAbort);
     abortController.abort();
-    await browser?.close();
-    await server.close();
+    // Each step runs even when an earlier one fails, so nothing is left behind.
+    await Promise.allSettled([browser?.close(), server.close()]);
     await rm(work, { recursive: true, force: true });
   }
 }

@@ -32,6 +32,8 @@ export interface PageSpec {
   epochMs: number;
   /** Readiness gate timeout per frame. @default 30000 */
   readyTimeoutMs?: number;
+  /** Frame-exact stand-ins of `<video>` sources (see `prepareVideoProxies`). */
+  videoProxies?: Record<string, { url: string; fps: number }>;
 }
 
 /** How one chunk is encoded. */
@@ -76,6 +78,7 @@ export async function openComposition(browser: Browser, spec: PageSpec): Promise
       epochMs: spec.epochMs,
       fps: spec.fps,
       readyTimeoutMs: spec.readyTimeoutMs ?? 30000,
+      videoProxies: spec.videoProxies,
     }),
   });
   try {

@@ -46,7 +46,31 @@ export interface ProjectServer {
   readonly url: string;
   /** Paths requested that did not exist (for missing-asset errors). */
   readonly missing: string[];
+  /**
+   * Serves `file` (outside the project, e.g. a prepared media proxy) at `/__vid/<name>`;
+   * returns its absolute URL.
+   */
+  mount(name: string, file: string): string;
   close(): Promise<void>;
+}
+
+/** Parses a single `bytes=a-b` range against `size`; undefined when absent or unusable. */
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | undefined {
+  const match = header?.match(/^bytes=(\d*)-(\d*)$/);
+  if (!match || (match[1] === "" && match[2] === "")) return undefined;
+  let start: number;
+  let end: number;
+  if (match[1] === "") {
+    start = Math.max(0, size - Number(match[2]));
+    end = size - 1;
+  } else {
+    start = Number(match[1]);
+    end = match[2] === "" ? size - 1 : Math.min(Number(match[2]), size - 1);
+  }
+  return start <= end && start < size ? { start, end } : undefined;
 }
 
 /**
@@ -62,13 +86,15 @@ export interface ProjectServer {
 export async function serveProject(root: string): Promise<ProjectServer> {
   const base = await realpath(root);
   const missing: string[] = [];
+  const mounts = new Map<string, string>();
   const server: Server = createServer(async (request, response) => {
     try {
       const url = new URL(request.url ?? "/", "http://localhost");
       let path = decodeURIComponent(url.pathname);
       if (path.endsWith("/")) path += "index.html";
-      const file = await realpath(join(base, path)).catch(() => undefined);
-      if (!file || (file !== base && !file.startsWith(base + sep))) {
+      const mounted = mounts.get(path);
+      const file = mounted ?? await realpath(join(base, path)).catch(() => undefined);
+      if (!file || (!mounted && file !== base && !file.startsWith(base + sep))) {
         missing.push(path);
         response.writeHead(404, { "content-type": "text/plain" }).end(`not found: ${path}`);
         return;
@@ -78,17 +104,28 @@ export async function serveProject(root: string): Promise<ProjectServer> {
         response.writeHead(404).end();
         return;
       }
-      response.writeHead(200, {
+      const headers: Record<string, string> = {
         "content-type": MIME_TYPES[extname(file).toLowerCase()] ?? "application/octet-stream",
-        "content-length": String(info.size),
+        "accept-ranges": "bytes",
         "cache-control": "no-store",
         "access-control-allow-origin": "*",
-      });
-      if (request.method === "HEAD") {
+      };
+      // Media elements seek with range requests.
+      const range = parseRange(request.headers.range, info.size);
+      if (request.headers.range && !range) {
+        response.writeHead(416, { "content-range": `bytes */${info.size}` }).end();
+        return;
+      }
+      const start = range?.start ?? 0;
+      const end = range?.end ?? info.size - 1;
+      headers["content-length"] = String(info.size === 0 ? 0 : end - start + 1);
+      if (range) headers["content-range"] = `bytes ${start}-${end}/${info.size}`;
+      response.writeHead(range ? 206 : 200, headers);
+      if (request.method === "HEAD" || info.size === 0) {
         response.end();
         return;
       }
-      createReadStream(file).pipe(response);
+      createReadStream(file, { start, end }).pipe(response);
     } catch (error) {
       response.writeHead(500).end(String(error));
     }
@@ -96,9 +133,14 @@ export async function serveProject(root: string): Promise<ProjectServer> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;
+  const url = `http://127.0.0.1:${port}/`;
   return {
-    url: `http://127.0.0.1:${port}/`,
+    url,
     missing,
+    mount(name: string, file: string): string {
+      mounts.set(`/__vid/${name}`, file);
+      return `${url}__vid/${encodeURIComponent(name)}`;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections?.();

@@ -29,6 +29,32 @@ export interface RuntimeConfig {
   fps: number;
   /** How long the readiness gate waits for fonts, images and delay handles. */
   readyTimeoutMs: number;
+  /**
+   * Frame-exact stand-ins for `<video>` sources, keyed by the source's absolute URL: an
+   * intra-coded copy at the source's frame rate, prepared by the renderer with ffmpeg.
+   */
+  videoProxies?: Record<string, { url: string; fps: number }>;
+}
+
+/**
+ * A `<video>` or `<audio>` element as the renderer sees it. Timing attributes (seconds):
+ * `data-start` (when it starts on the composition timeline, default 0),
+ * `data-media-start` (where in the source it starts, default 0), `data-duration` (how
+ * long it plays, default to the end of the source), `data-volume` (gain, default 1),
+ * `data-playback-rate` (default 1); plus the standard `muted` and `loop` attributes.
+ */
+export interface MediaDescriptor {
+  kind: "video" | "audio";
+  /** Absolute URL of the source. */
+  src: string;
+  start: number;
+  mediaStart: number;
+  /** Null when it plays to the end of its source (or of the composition). */
+  duration: number | null;
+  volume: number;
+  muted: boolean;
+  loop: boolean;
+  playbackRate: number;
 }
 
 /** The page-side API, `window.__vid`. */
@@ -43,6 +69,8 @@ export interface VidPageApi {
   readonly time: number;
   /** Renderer entry point: moves the page to `frame` and resolves when it is ready to capture. */
   seek(frame: number): Promise<void>;
+  /** Renderer entry point: the page's `<video>` and `<audio>` elements. */
+  media(): MediaDescriptor[];
 }
 
 /**
@@ -53,6 +81,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
   if (w.__vid) return;
 
   const realSetTimeout = globalThis.setTimeout.bind(globalThis);
+  const clearTimer = globalThis.clearTimeout.bind(globalThis);
   const RealDate = Date;
   const fps = config.fps;
   let nowMs = 0;
@@ -291,6 +320,98 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     }
   };
 
+  // --- <video> and <audio>: never play on their own; videos are seeked frame-exactly ---
+  const numberAttribute = (el: Element, name: string, fallback: number): number => {
+    const raw = el.getAttribute(name);
+    const value = raw === null || raw.trim() === "" ? Number.NaN : Number(raw);
+    return Number.isFinite(value) ? value : fallback;
+  };
+  const originalSource = new WeakMap<HTMLMediaElement, string>();
+  const sourceOf = (el: HTMLMediaElement): string => {
+    const known = originalSource.get(el);
+    if (known) return known;
+    const src = el.currentSrc || el.src || el.querySelector("source")?.src || "";
+    if (src) originalSource.set(el, src);
+    return src;
+  };
+  const describe = (el: HTMLMediaElement): MediaDescriptor => {
+    const duration = numberAttribute(el, "data-duration", Number.NaN);
+    return {
+      kind: el instanceof HTMLVideoElement ? "video" : "audio",
+      src: sourceOf(el),
+      start: numberAttribute(el, "data-start", 0),
+      mediaStart: numberAttribute(el, "data-media-start", 0),
+      duration: Number.isFinite(duration) && duration > 0 ? duration : null,
+      volume: Math.max(0, numberAttribute(el, "data-volume", 1)),
+      muted: el.hasAttribute("muted") || el.muted,
+      loop: el.loop,
+      playbackRate: numberAttribute(el, "data-playback-rate", 1) || 1,
+    };
+  };
+  const mediaElements = (): HTMLMediaElement[] =>
+    Array.from(document.querySelectorAll<HTMLMediaElement>("video, audio"));
+  const untilEvent = (el: EventTarget, name: string, what: string): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const timer = realSetTimeout(
+        () => reject(new Error(`${what} timed out after ${config.readyTimeoutMs} ms`)),
+        config.readyTimeoutMs,
+      );
+      el.addEventListener(name, () => {
+        clearTimer(timer);
+        resolve();
+      }, { once: true });
+      el.addEventListener("error", () => {
+        clearTimer(timer);
+        reject(new Error(`${what} failed: cannot load ${sourceOf(el as HTMLMediaElement)}`));
+      }, { once: true });
+    });
+  const seekVideos = async (t: number): Promise<void> => {
+    for (const el of mediaElements()) {
+      el.autoplay = false;
+      if (!el.paused) el.pause();
+      el.muted = true;
+      if (!(el instanceof HTMLVideoElement)) continue;
+      const d = describe(el);
+      if (!d.src) continue;
+      const proxy = config.videoProxies?.[d.src];
+      if (proxy && el.src !== proxy.url) {
+        const loaded = untilEvent(el, "loadeddata", `video ${d.src}`);
+        el.src = proxy.url;
+        el.load();
+        await loaded;
+      } else if (el.readyState < 2) {
+        await untilEvent(el, "loadeddata", `video ${d.src}`);
+      }
+      const local = Math.max(0, t - d.start);
+      const played = d.duration === null ? local : Math.min(local, d.duration);
+      let mediaTime = d.mediaStart + played * d.playbackRate;
+      const length = el.duration;
+      if (Number.isFinite(length) && length > 0) {
+        if (d.loop && mediaTime >= length) {
+          const span = length - d.mediaStart;
+          mediaTime = span > 0 ? d.mediaStart + ((mediaTime - d.mediaStart) % span) : 0;
+        }
+        mediaTime = Math.min(mediaTime, length);
+      }
+      // Aim at the middle of the source frame that covers mediaTime, so rounding in the
+      // decoder's timestamps can never pick its neighbour.
+      const fps = proxy?.fps ?? 0;
+      let target = mediaTime;
+      if (fps > 0) {
+        const last = Number.isFinite(length)
+          ? Math.max(0, Math.ceil(length * fps - 1e-6) - 1)
+          : Infinity;
+        const index = Math.min(Math.floor(mediaTime * fps + 1e-6), last);
+        target = (index + 0.5) / fps;
+      }
+      if (Math.abs(el.currentTime - target) > 1e-6) {
+        const seeked = untilEvent(el, "seeked", `video ${d.src} seek`);
+        el.currentTime = target;
+        await seeked;
+      }
+    }
+  };
+
   const api: VidPageApi = {
     getVariables: () => Object.freeze(structuredClone(config.variables)),
     onSeek(fn) {
@@ -307,6 +428,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     get time() {
       return nowMs / 1000;
     },
+    media: () => mediaElements().map(describe).filter((d) => d.src !== ""),
     async seek(frame: number): Promise<void> {
       if (frame < currentFrame) {
         throw new Error(
@@ -331,6 +453,11 @@ export function vidPageRuntime(config: RuntimeConfig): void {
       seekTimelines(t);
       scanAnimations();
       applyAnimations();
+      try {
+        await seekVideos(t);
+      } catch (error) {
+        recordError(error);
+      }
       if (pageErrors.length > 0) {
         throw new Error(`frame ${frame}: the page threw ${pageErrors[0]}`);
       }
