@@ -29,10 +29,11 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 }
 
 /**
- * Whether BeginFrame capture returns an image in `browser`. The first frame of a new
- * window often has no surface to read back yet, so a few frames are tried.
+ * Whether BeginFrame capture returns an image in `browser`: undefined when it does, else
+ * why not. The first frame of a new window often has no surface to read back yet, so a
+ * few frames are tried.
  */
-export async function probeBeginFrame(browser: Browser): Promise<boolean> {
+export async function probeBeginFrame(browser: Browser): Promise<string | undefined> {
   try {
     const page = await openPage(browser, { width: 64, height: 64, initScript: "" });
     try {
@@ -47,15 +48,15 @@ export async function probeBeginFrame(browser: Browser): Promise<boolean> {
           "BeginFrame probe",
         );
         if (typeof result.screenshotData === "string" && result.screenshotData.length > 0) {
-          return true;
+          return undefined;
         }
       }
-      return false;
+      return "BeginFrame returned no image in 5 frames";
     } finally {
       await closePage(page);
     }
-  } catch {
-    return false;
+  } catch (error) {
+    return (error as Error).message;
   }
 }
 
@@ -69,22 +70,31 @@ export async function probeBeginFrame(browser: Browser): Promise<boolean> {
  * console.log(browser.mode); // "beginframe" where chromium-headless-shell is installed
  * ```
  */
-export async function launchForCapture(preference: CapturePreference = "auto"): Promise<Browser> {
+export async function launchForCapture(
+  preference: CapturePreference = "auto",
+  onFallback: (reason: string) => void = () => {},
+): Promise<Browser> {
   const env = process.env.VID_CAPTURE;
   const wanted = preference === "auto" && (env === "beginframe" || env === "screenshot")
     ? env
     : preference;
   if (wanted === "screenshot") return await launchBrowser({ mode: "screenshot" });
   let browser: Browser | undefined;
+  let reason: string | undefined;
   try {
     browser = await launchBrowser({ mode: "beginframe" });
-    if (await probeBeginFrame(browser)) return browser;
+    reason = await probeBeginFrame(browser);
+    if (reason === undefined) return browser;
   } catch (error) {
     if (wanted === "beginframe") throw error;
+    reason = (error as Error).message.split("\n")[0];
   }
   await browser?.close();
   if (wanted === "beginframe") {
-    throw new Error("BeginFrame capture does not work with this chromium-headless-shell");
+    throw new Error(
+      `BeginFrame capture does not work with this chromium-headless-shell: ${reason}`,
+    );
   }
+  onFallback(reason);
   return await launchBrowser({ mode: "screenshot" });
 }

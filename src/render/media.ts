@@ -34,6 +34,8 @@ export interface MediaProbe {
   duration: number;
   hasVideo: boolean;
   hasAudio: boolean;
+  /** Channels of the first audio stream; 0 without audio. */
+  audioChannels: number;
 }
 
 /** Runs ffprobe on a file or URL. */
@@ -43,7 +45,7 @@ export function probeMedia(ffprobe: string, src: string): Promise<MediaProbe> {
       "-v",
       "error",
       "-show_entries",
-      "stream=codec_type,avg_frame_rate,r_frame_rate:format=duration",
+      "stream=codec_type,avg_frame_rate,r_frame_rate,channels:format=duration",
       "-of",
       "json",
       src,
@@ -62,11 +64,17 @@ export function probeMedia(ffprobe: string, src: string): Promise<MediaProbe> {
         return;
       }
       const json = JSON.parse(out) as {
-        streams?: { codec_type: string; avg_frame_rate?: string; r_frame_rate?: string }[];
+        streams?: {
+          codec_type: string;
+          avg_frame_rate?: string;
+          r_frame_rate?: string;
+          channels?: number;
+        }[];
         format?: { duration?: string };
       };
       const streams = json.streams ?? [];
       const video = streams.find((s) => s.codec_type === "video");
+      const audio = streams.find((s) => s.codec_type === "audio");
       const rate = (text?: string) => {
         const [n, d] = (text ?? "0/1").split("/").map(Number);
         return d > 0 && Number.isFinite(n / d) ? n / d : 0;
@@ -75,7 +83,8 @@ export function probeMedia(ffprobe: string, src: string): Promise<MediaProbe> {
         fps: video ? rate(video.avg_frame_rate) || rate(video.r_frame_rate) : 0,
         duration: Number(json.format?.duration ?? 0) || 0,
         hasVideo: video !== undefined,
-        hasAudio: streams.some((s) => s.codec_type === "audio"),
+        hasAudio: audio !== undefined,
+        audioChannels: audio ? Number(audio.channels) || 0 : 0,
       });
     });
   });
@@ -211,6 +220,9 @@ export async function mixAudio(
     );
     steps.push(`atrim=duration=${length.toFixed(6)}`);
     steps.push(`volume=${item.volume}`);
+    // Mono plays on both speakers at full level, as in the browser; ffmpeg's own
+    // mono-to-stereo upmix would lower it by 3 dB.
+    if (probe.audioChannels === 1) steps.push("pan=stereo|c0=c0|c1=c0");
     steps.push("aresample=48000", "aformat=sample_fmts=fltp:channel_layouts=stereo");
     const delayMs = Math.round(Math.max(0, item.start - startAt) * 1000);
     if (delayMs > 0) steps.push(`adelay=${delayMs}:all=1`);

@@ -6,18 +6,13 @@
  * @module
  */
 
-import { mkdir, mkdtemp, rename, rm } from "node:fs/promises";
-import { availableParallelism, tmpdir } from "node:os";
+import { mkdir, rename, rm } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import process from "node:process";
-import { type Composition, readComposition } from "../composition/composition.ts";
-import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
-import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
-import { StrictVariablesError } from "../composition/errors.ts";
-import { type Browser, type CaptureMode, launchBrowser } from "./browser.ts";
+import type { CaptureMode } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
-import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
+import type { CapturePreference } from "./capture_mode.ts";
 import { type Chunk, chunkPlan } from "./chunk_plan.ts";
 import {
   concatChunks,
@@ -26,10 +21,14 @@ import {
   QUALITIES,
   type Quality,
 } from "./encode.ts";
-import { type PageSpec, renderChunk } from "./render_chunk.ts";
-import { serveProject } from "./serve.ts";
-import { requireFfmpeg, requireFfprobe } from "./system.ts";
-import { discoverMedia, mixAudio, muxAudio, prepareVideoProxies } from "./media.ts";
+import { mixAudio, muxAudio } from "./media.ts";
+import { renderChunk } from "./render_chunk.ts";
+import {
+  type CompositionSource,
+  openRenderSession,
+  prepareComposition,
+  type RenderSession,
+} from "./session.ts";
 
 /** An option of a render is out of range; names the option. */
 export class RenderOptionError extends Error {
@@ -78,11 +77,7 @@ export interface RenderProgress {
 }
 
 /** Options of {@linkcode renderComposition}. */
-export interface RenderOptions {
-  /** Project directory or HTML file. @default "." */
-  target?: string;
-  /** Entry HTML file inside the project directory. @default "index.html" */
-  composition?: string;
+export interface RenderOptions extends CompositionSource {
   /** Output path. @default "renders/<composition-id>.<format>" */
   output?: string;
   /** Frames per second, integer 1-240. @default 30 */
@@ -97,14 +92,6 @@ export interface RenderOptions {
   chunkSize?: number;
   /** Render only frames `from`..`to` (inclusive). */
   frames?: { from: number; to: number };
-  /** Inline JSON overrides (`--variables`). */
-  variables?: string;
-  /** JSON/JSONC overrides file (`--variables-file`). */
-  variablesFile?: string;
-  /** Overrides as an object (SDK); merged over the file and inline ones. */
-  values?: Variables;
-  /** Fail on undeclared keys or wrong types. */
-  strictVariables?: boolean;
   /** Capture path. @default "auto" */
   capture?: CapturePreference;
   /** Seed of the page's `Math.random`. @default 1 */
@@ -113,8 +100,6 @@ export interface RenderOptions {
   epochMs?: number;
   /** Called on progress (every frame). */
   onProgress?: (progress: RenderProgress) => void;
-  /** Called once per variable problem in warn mode and per dropped declaration. */
-  onWarning?: (message: string) => void;
   /** Aborts the render: workers and ffmpeg stop, temp files are removed. */
   signal?: AbortSignal;
 }
@@ -145,15 +130,6 @@ export interface RenderResult {
   renderFps: number;
   /** Variable problems reported as warnings. */
   warnings: VariableProblem[];
-}
-
-/**
- * Readiness gate timeout per frame: `VID_READY_TIMEOUT_MS` when it is a positive number
- * (tests use a short one), else 30 s.
- */
-function readyTimeoutMs(): number {
-  const ms = Number(process.env.VID_READY_TIMEOUT_MS);
-  return Number.isFinite(ms) && ms > 0 ? ms : 30000;
 }
 
 /** Frames per chunk of a local render; workers pull chunks from a queue. */
@@ -207,22 +183,6 @@ function frameRange(options: RenderOptions, total: number): { from: number; to: 
   return { from, to };
 }
 
-async function mergedValues(
-  composition: Composition,
-  options: RenderOptions,
-): Promise<{ values: Variables; problems: VariableProblem[] }> {
-  const resolved = await resolveVariables(composition.declarations, {
-    variables: options.variables,
-    variablesFile: options.variablesFile,
-    strict: options.strictVariables,
-  });
-  if (!options.values) return resolved;
-  const overrides = { ...resolved.overrides, ...options.values };
-  const problems = checkOverrides(composition.declarations, overrides);
-  if (options.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
-  return { values: mergeVariables(composition.declarations, overrides), problems };
-}
-
 /**
  * Renders a composition to a video file on this machine.
  *
@@ -242,16 +202,8 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
   const fps = options.fps ?? 30;
   const format = options.format ?? "mp4";
   const quality = options.quality ?? "standard";
-  const composition = await readComposition(options.target ?? ".", options.composition);
-  for (const dropped of composition.dropped) {
-    options.onWarning?.(
-      `declaration ${dropped.index}${
-        dropped.id ? ` ("${dropped.id}")` : ""
-      } dropped: ${dropped.reason}`,
-    );
-  }
-  const { values, problems } = await mergedValues(composition, options);
-  for (const problem of problems) options.onWarning?.(problem.message);
+  const prepared = await prepareComposition(options);
+  const { composition, problems } = prepared;
   const total = frameCount(composition.duration, fps);
   const range = frameRange(options, total);
   const frames = range.to - range.from + 1;
@@ -264,7 +216,6 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
     maxParallelChunks: Math.ceil(frames / chunkSize),
   });
   const workers = Math.min(options.workers ?? defaultWorkers(), chunks.length);
-  const ffmpeg = await requireFfmpeg();
   const output = resolve(options.output ?? join("renders", `${composition.id}.${format}`));
   const signal = options.signal;
   signal?.throwIfAborted();
@@ -276,15 +227,26 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
     stage: "starting",
   };
   options.onProgress?.({ ...progress });
-  const work = await mkdtemp(join(tmpdir(), "vid-render-"));
-  const server = await serveProject(composition.projectDir);
-  let browser: Browser | undefined;
   const abortController = new AbortController();
   const onAbort = () => abortController.abort();
   signal?.addEventListener("abort", onAbort);
+  let session: RenderSession | undefined;
   try {
-    browser = await launchForCapture(options.capture ?? "auto");
-    const epochMs = options.epochMs ?? Math.floor(Date.now() / 1000) * 1000;
+    session = await openRenderSession({
+      prepared,
+      fps,
+      format,
+      capture: options.capture,
+      seed: options.seed,
+      epochMs: options.epochMs,
+      onWarning: options.onWarning,
+      onStage: (stage) => {
+        progress.stage = stage;
+        options.onProgress?.({ ...progress });
+      },
+    });
+    const { spec, ffmpeg, workDir: work } = session;
+    const live = session;
     // Timed from here, not from the first frame: one frame over a few microseconds
     // would read as a rate of 100000 fps.
     const captureStart = performance.now();
@@ -300,37 +262,6 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
       options.onProgress?.({ ...progress });
     };
     const chunkFiles = chunks.map((c) => join(work, `chunk-${c.index}.${format}`));
-    const spec: PageSpec = {
-      url: server.url + encodeURI(composition.entry),
-      width: composition.width,
-      height: composition.height,
-      fps,
-      format,
-      variables: values,
-      seed: options.seed ?? 1,
-      epochMs,
-      readyTimeoutMs: readyTimeoutMs(),
-    };
-    progress.stage = "preparing media";
-    options.onProgress?.({ ...progress });
-    const media = await discoverMedia(browser, spec);
-    const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
-    spec.videoProxies = await prepareVideoProxies(media, {
-      ffmpeg,
-      ffprobe,
-      workDir: work,
-      serve: (name, file) => server.mount(name, file),
-    });
-    const relaunches = new WeakMap<Browser, Promise<Browser>>();
-    const replaceBrowser = async (crashed: Browser): Promise<Browser> => {
-      let next = relaunches.get(crashed);
-      if (!next) {
-        next = crashed.close().then(() => launchBrowser({ mode: crashed.mode }));
-        relaunches.set(crashed, next);
-      }
-      browser = await next;
-      return browser;
-    };
     let nextChunk = 0;
     // Every chunk gets a fresh page fast-forwarded to its first frame, whatever the worker
     // count: Chromium keeps raster state between frames (layer raster scales, tiles), so a
@@ -345,7 +276,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
             done++;
             onFrame();
           };
-          const used = browser!;
+          const used = live.browser;
           try {
             await renderChunk(used, spec, out, countFrame, abortController.signal);
           } catch (error) {
@@ -354,7 +285,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
             retries++;
             progress.framesDone -= done;
             try {
-              const relaunched = await replaceBrowser(used);
+              const relaunched = await live.replaceBrowser(used);
               await renderChunk(relaunched, spec, out, onFrame, abortController.signal);
             } catch (retryError) {
               if (abortController.signal.aborted) throw retryError;
@@ -380,9 +311,9 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
     const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.${format}`);
     try {
       const soundtrack = join(work, "soundtrack.wav");
-      const audible = await mixAudio(media, {
+      const audible = await mixAudio(session.media, {
         ffmpeg,
-        ffprobe,
+        ffprobe: session.ffprobe,
         duration: frames / fps,
         startAt: range.from / fps,
         output: soundtrack,
@@ -416,7 +347,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
       to: range.to,
       frames,
       durationSeconds: frames / fps,
-      captureMode: browser.mode,
+      captureMode: session.browser.mode,
       workers,
       chunks: chunks.length,
       retries,
@@ -430,8 +361,6 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
   } finally {
     signal?.removeEventListener("abort", onAbort);
     abortController.abort();
-    // Each step runs even when an earlier one fails, so nothing is left behind.
-    await Promise.allSettled([browser?.close(), server.close()]);
-    await rm(work, { recursive: true, force: true });
+    await session?.close();
   }
 }

@@ -1,0 +1,207 @@
+/**
+ * What every render of a composition sets up before capturing frames, shared by
+ * `renderComposition` and `renderStill`: the composition with its merged variables, a
+ * loopback server for the project, a capture browser, a temp folder, and frame-exact
+ * stand-ins for the page's videos.
+ *
+ * @module
+ */
+
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import process from "node:process";
+import { type Composition, readComposition } from "../composition/composition.ts";
+import type { Variables } from "../composition/declarations.ts";
+import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
+import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
+import type { MediaDescriptor } from "../runtime/page_runtime.ts";
+import { type Browser, launchBrowser } from "./browser.ts";
+import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
+import type { OutputFormat } from "./encode.ts";
+import { discoverMedia, prepareVideoProxies } from "./media.ts";
+import type { PageSpec } from "./render_chunk.ts";
+import { type ProjectServer, serveProject } from "./serve.ts";
+import { requireFfmpeg, requireFfprobe } from "./system.ts";
+
+/** Where the composition and its variables come from. */
+export interface CompositionSource {
+  /** Project directory or HTML file. @default "." */
+  target?: string;
+  /** Entry HTML file inside the project directory. @default "index.html" */
+  composition?: string;
+  /** Inline JSON overrides (`--variables`). */
+  variables?: string;
+  /** JSON/JSONC overrides file (`--variables-file`). */
+  variablesFile?: string;
+  /** Overrides as an object (SDK); merged over the file and inline ones. */
+  values?: Variables;
+  /** Fail on undeclared keys or wrong types. */
+  strictVariables?: boolean;
+  /** Called once per variable problem in warn mode and per dropped declaration. */
+  onWarning?: (message: string) => void;
+}
+
+/** A composition with the values its page will see. */
+export interface PreparedComposition {
+  composition: Composition;
+  values: Variables;
+  /** Variable problems (warnings; strict mode throws instead). */
+  problems: VariableProblem[];
+}
+
+/**
+ * Reads the composition, warns about dropped declarations and merges the overrides.
+ *
+ * @example
+ * ```ts
+ * const { composition, values } = await prepareComposition({ target: "examples/hello" });
+ * ```
+ */
+export async function prepareComposition(source: CompositionSource): Promise<PreparedComposition> {
+  const composition = await readComposition(source.target ?? ".", source.composition);
+  for (const d of composition.dropped) {
+    source.onWarning?.(
+      `declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} dropped: ${d.reason}`,
+    );
+  }
+  const resolved = await resolveVariables(composition.declarations, {
+    variables: source.variables,
+    variablesFile: source.variablesFile,
+    strict: source.strictVariables,
+  });
+  let { values, problems } = resolved;
+  if (source.values) {
+    const overrides = { ...resolved.overrides, ...source.values };
+    problems = checkOverrides(composition.declarations, overrides);
+    if (source.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
+    values = mergeVariables(composition.declarations, overrides);
+  }
+  for (const problem of problems) source.onWarning?.(problem.message);
+  return { composition, values, problems };
+}
+
+/** Options of {@linkcode openRenderSession}. */
+export interface SessionOptions {
+  prepared: PreparedComposition;
+  fps: number;
+  format: OutputFormat;
+  /** @default "auto" */
+  capture?: CapturePreference;
+  /** @default 1 */
+  seed?: number;
+  /** @default the current time, whole seconds */
+  epochMs?: number;
+  /** Told when the capture path falls back. */
+  onWarning?: (message: string) => void;
+  /** Told when the session starts preparing media. */
+  onStage?: (stage: "preparing media") => void;
+}
+
+/** A ready-to-capture render environment. Close it when done. */
+export interface RenderSession {
+  readonly spec: PageSpec;
+  readonly server: ProjectServer;
+  /** Temp folder, removed by {@linkcode RenderSession.close}. */
+  readonly workDir: string;
+  readonly ffmpeg: string;
+  /** Path of ffprobe; only looked up when the page has media. */
+  readonly ffprobe: string;
+  /** The page's `<video>` and `<audio>` elements. */
+  readonly media: MediaDescriptor[];
+  /** The current browser (replaced after a crash). */
+  readonly browser: Browser;
+  /** Relaunches a crashed browser once, however many workers saw it crash. */
+  replaceBrowser(crashed: Browser): Promise<Browser>;
+  /** Closes the browser and server and removes the temp folder; never throws. */
+  close(): Promise<void>;
+}
+
+/**
+ * Readiness gate timeout per frame: `VID_READY_TIMEOUT_MS` when it is a positive number
+ * (tests use a short one), else 30 s.
+ */
+function readyTimeoutMs(): number {
+  const ms = Number(process.env.VID_READY_TIMEOUT_MS);
+  return Number.isFinite(ms) && ms > 0 ? ms : 30000;
+}
+
+/**
+ * Starts the server and browser for a prepared composition and readies its media.
+ *
+ * @example
+ * ```ts
+ * const session = await openRenderSession({ prepared, fps: 30, format: "mp4" });
+ * try {
+ *   // render chunks with session.browser and session.spec
+ * } finally {
+ *   await session.close();
+ * }
+ * ```
+ */
+export async function openRenderSession(options: SessionOptions): Promise<RenderSession> {
+  const { composition, values } = options.prepared;
+  const ffmpeg = await requireFfmpeg();
+  const workDir = await mkdtemp(join(tmpdir(), "vid-render-"));
+  let server: ProjectServer | undefined;
+  let browser: Browser | undefined;
+  const close = async (): Promise<void> => {
+    // Each step runs even when an earlier one fails, so nothing is left behind.
+    await Promise.allSettled([browser?.close(), server?.close()]);
+    await rm(workDir, { recursive: true, force: true });
+  };
+  try {
+    server = await serveProject(composition.projectDir);
+    browser = await launchForCapture(
+      options.capture ?? "auto",
+      (reason) =>
+        options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`),
+    );
+    const spec: PageSpec = {
+      url: server.url + encodeURI(composition.entry),
+      width: composition.width,
+      height: composition.height,
+      fps: options.fps,
+      format: options.format,
+      variables: values,
+      seed: options.seed ?? 1,
+      epochMs: options.epochMs ?? Math.floor(Date.now() / 1000) * 1000,
+      readyTimeoutMs: readyTimeoutMs(),
+    };
+    options.onStage?.("preparing media");
+    const media = await discoverMedia(browser, spec);
+    const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
+    const projectServer = server;
+    spec.videoProxies = await prepareVideoProxies(media, {
+      ffmpeg,
+      ffprobe,
+      workDir,
+      serve: (name, file) => projectServer.mount(name, file),
+    });
+    const relaunches = new WeakMap<Browser, Promise<Browser>>();
+    return {
+      spec,
+      server,
+      workDir,
+      ffmpeg,
+      ffprobe,
+      media,
+      get browser(): Browser {
+        return browser!;
+      },
+      async replaceBrowser(crashed: Browser): Promise<Browser> {
+        let next = relaunches.get(crashed);
+        if (!next) {
+          next = crashed.close().then(() => launchBrowser({ mode: crashed.mode }));
+          relaunches.set(crashed, next);
+        }
+        browser = await next;
+        return browser;
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
