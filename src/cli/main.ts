@@ -8,6 +8,7 @@ import { Command, CommanderError } from "@commander-js/extra-typings";
 import denoJson from "../../deno.json" with { type: "json" };
 import { registerInfo } from "./info.ts";
 import { registerRender } from "./render.ts";
+import { registerStill } from "./still.ts";
 import { EXIT } from "./shared.ts";
 import { registerValidate } from "./validate.ts";
 
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
   registerInfo(program);
   registerValidate(program);
   registerRender(program);
+  registerStill(program);
   return program;
 }
 

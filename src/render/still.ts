@@ -1,0 +1,159 @@
+/**
+ * Stills: one frame of a composition as a PNG or JPEG image, exactly as that frame
+ * appears in the video. `vid still` and the hosted server's `thumbnail_url` use it.
+ *
+ * @module
+ */
+
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { basename, dirname, extname, join, resolve } from "node:path";
+import type { CaptureMode } from "./browser.ts";
+import { createCapturer, seekFrame } from "./capture.ts";
+import type { CapturePreference } from "./capture_mode.ts";
+import { frameCount, RenderOptionError } from "./render.ts";
+import { openComposition } from "./render_chunk.ts";
+import { type CompositionSource, openRenderSession, prepareComposition } from "./session.ts";
+
+/** Options of {@linkcode renderStill}. */
+export interface StillOptions extends CompositionSource {
+  /** Frame to capture (0-based). Give `frame` or `time`, not both. @default 0 */
+  frame?: number;
+  /** Time in seconds; the frame shown then, floor(time x fps). */
+  time?: number;
+  /** Frame rate used to turn `time` into a frame. @default 30 */
+  fps?: number;
+  /** `.png` or `.jpg`/`.jpeg`. @default "renders/<composition-id>-<frame>.png" */
+  output?: string;
+  /** JPEG quality 1-100. @default 90 */
+  jpegQuality?: number;
+  /** @default "auto" */
+  capture?: CapturePreference;
+  /** @default 1 */
+  seed?: number;
+  epochMs?: number;
+}
+
+/** What {@linkcode renderStill} wrote. */
+export interface StillResult {
+  output: string;
+  compositionId: string;
+  frame: number;
+  /** Seconds: frame / fps. */
+  time: number;
+  width: number;
+  height: number;
+  imageFormat: "png" | "jpeg";
+  bytes: number;
+  captureMode: CaptureMode;
+}
+
+function imageFormatOf(output: string): "png" | "jpeg" {
+  const ext = extname(output).toLowerCase();
+  if (ext === ".png") return "png";
+  if (ext === ".jpg" || ext === ".jpeg") return "jpeg";
+  throw new RenderOptionError(
+    "--output",
+    `a still is written as .png, .jpg or .jpeg, got "${basename(output)}"`,
+  );
+}
+
+/** Resolves `frame`/`time` to a frame number inside the composition. */
+function pickFrame(options: StillOptions, total: number, fps: number): number {
+  if (options.frame !== undefined && options.time !== undefined) {
+    throw new RenderOptionError("--frame", "give --frame or --time, not both");
+  }
+  let frame = options.frame ?? 0;
+  if (options.time !== undefined) {
+    if (!Number.isFinite(options.time) || options.time < 0) {
+      throw new RenderOptionError(
+        "--time",
+        `must be a number of seconds >= 0, got ${options.time}`,
+      );
+    }
+    frame = Math.floor(options.time * fps + 1e-9);
+  }
+  if (!Number.isInteger(frame) || frame < 0 || frame >= total) {
+    const field = options.time !== undefined ? "--time" : "--frame";
+    throw new RenderOptionError(
+      field,
+      `is outside the composition: it has frames 0-${total - 1} (${
+        (total / fps).toFixed(3)
+      } s at ${fps} fps), got frame ${frame}`,
+    );
+  }
+  return frame;
+}
+
+/**
+ * Renders one frame to an image file.
+ *
+ * @example
+ * ```ts
+ * const still = await renderStill({ target: "examples/hello", time: 2.5, output: "poster.png" });
+ * console.log(still.frame); // 75
+ * ```
+ */
+export async function renderStill(options: StillOptions = {}): Promise<StillResult> {
+  const fps = options.fps ?? 30;
+  if (!Number.isInteger(fps) || fps < 1 || fps > 240) {
+    throw new RenderOptionError("--fps", `must be an integer from 1 to 240, got ${fps}`);
+  }
+  const quality = options.jpegQuality ?? 90;
+  if (!Number.isInteger(quality) || quality < 1 || quality > 100) {
+    throw new RenderOptionError("--quality", `must be an integer from 1 to 100, got ${quality}`);
+  }
+  if (options.output !== undefined) imageFormatOf(options.output);
+  const prepared = await prepareComposition(options);
+  const { composition } = prepared;
+  const frame = pickFrame(options, frameCount(composition.duration, fps), fps);
+  const output = resolve(
+    options.output ?? join("renders", `${composition.id}-${frame}.png`),
+  );
+  const imageFormat = imageFormatOf(output);
+  const session = await openRenderSession({
+    prepared,
+    fps,
+    format: "mp4",
+    capture: options.capture,
+    seed: options.seed,
+    epochMs: options.epochMs,
+    onWarning: options.onWarning,
+  });
+  try {
+    const page = await openComposition(session.browser, session.spec);
+    let image: Uint8Array;
+    try {
+      await seekFrame(page.page, frame);
+      image = await createCapturer(page.page, {
+        mode: session.browser.mode,
+        format: imageFormat,
+        quality,
+        fps,
+      }).capture();
+    } finally {
+      await page.close();
+    }
+    await mkdir(dirname(output), { recursive: true });
+    const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}`);
+    try {
+      await writeFile(partial, image);
+      await rename(partial, output);
+    } catch (error) {
+      await rm(partial, { force: true });
+      throw error;
+    }
+    return {
+      output,
+      compositionId: composition.id,
+      frame,
+      time: frame / fps,
+      width: composition.width,
+      height: composition.height,
+      imageFormat,
+      bytes: image.length,
+      captureMode: session.browser.mode,
+    };
+  } finally {
+    await session.close();
+  }
+}
