@@ -97,7 +97,21 @@ export function probeMedia(ffprobe: string, src: string): Promise<MediaProbe> {
 export async function discoverMedia(browser: Browser, spec: PageSpec): Promise<MediaDescriptor[]> {
   const composition = await openComposition(browser, { ...spec, videoProxies: undefined });
   try {
-    return await evaluate(composition.page, "window.__vid.media()") as MediaDescriptor[];
+    // Let every element request its source (or fail) first, so a missing file is known.
+    // AbortSignal.timeout runs on a real timer; the page's setTimeout is virtual.
+    return await evaluate(
+      composition.page,
+      `(async () => {
+        const pending = [...document.querySelectorAll("video, audio")]
+          .filter((el) => el.readyState < 1 && !el.error && (el.currentSrc || el.src));
+        await Promise.all(pending.map((el) => new Promise((settle) => {
+          el.addEventListener("loadedmetadata", settle, { once: true });
+          el.addEventListener("error", settle, { once: true });
+          AbortSignal.timeout(10000).addEventListener("abort", settle);
+        })));
+        return window.__vid.media();
+      })()`,
+    ) as MediaDescriptor[];
   } finally {
     await composition.close();
   }

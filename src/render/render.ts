@@ -304,6 +304,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
     if (signal?.aborted) throw new RenderCancelledError();
     const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
     if (failed) throw failed.reason;
+    session.checkMissingAssets();
 
     progress.stage = "joining";
     options.onProgress?.({ ...progress });
@@ -317,6 +318,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
         duration: frames / fps,
         startAt: range.from / fps,
         output: soundtrack,
+        input: session.input,
       });
       const joined = audible ? join(work, `joined.${format}`) : partial;
       if (chunkFiles.length === 1) {

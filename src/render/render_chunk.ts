@@ -13,6 +13,7 @@ import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
 import { type Capturer, createCapturer, seekFrame } from "./capture.ts";
 import type { Chunk } from "./chunk_plan.ts";
+import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
 import { type Encoder, hasAlpha, type OutputFormat, type Quality, startEncoder } from "./encode.ts";
 
 /** What a composition page is opened with. */
@@ -34,6 +35,8 @@ export interface PageSpec {
   readyTimeoutMs?: number;
   /** Frame-exact stand-ins of `<video>` sources (see `prepareVideoProxies`). */
   videoProxies?: Record<string, { url: string; fps: number }>;
+  /** Remote URLs from variables, answered from local copies (see `fetchRemoteMedia`). */
+  remote?: RemoteAssets;
 }
 
 /** How one chunk is encoded. */
@@ -82,6 +85,7 @@ export async function openComposition(browser: Browser, spec: PageSpec): Promise
     }),
   });
   try {
+    await serveRemoteAssets(page, spec.remote ?? {});
     await navigate(page, spec.url);
   } catch (error) {
     await closePage(page);

@@ -20,6 +20,7 @@ import { type Browser, launchBrowser } from "./browser.ts";
 import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import type { OutputFormat } from "./encode.ts";
 import { discoverMedia, prepareVideoProxies } from "./media.ts";
+import { fetchRemoteMedia } from "./remote.ts";
 import type { PageSpec } from "./render_chunk.ts";
 import { type ProjectServer, serveProject } from "./serve.ts";
 import { requireFfmpeg, requireFfprobe } from "./system.ts";
@@ -81,6 +82,28 @@ export async function prepareComposition(source: CompositionSource): Promise<Pre
   return { composition, values, problems };
 }
 
+/** The page asked for project files that do not exist. */
+export class MissingAssetError extends Error {
+  override name = "MissingAssetError";
+  /** The first missing path. */
+  readonly field: string;
+  readonly paths: string[];
+  constructor(file: string, paths: string[]) {
+    super(
+      `${file} uses ${paths.length === 1 ? "a file" : "files"} missing from the project: ` +
+        `${paths.join(", ")} (check the path and letter case, and that no ignore rule drops it)`,
+    );
+    this.field = paths[0];
+    this.paths = paths;
+  }
+}
+
+/** Throws when the project server answered 404 to the page (favicon aside). */
+function checkMissingAssets(server: ProjectServer, file: string): void {
+  const paths = [...new Set(server.missing)].filter((p) => p !== "/favicon.ico");
+  if (paths.length > 0) throw new MissingAssetError(file, paths);
+}
+
 /** Options of {@linkcode openRenderSession}. */
 export interface SessionOptions {
   prepared: PreparedComposition;
@@ -109,6 +132,10 @@ export interface RenderSession {
   readonly ffprobe: string;
   /** The page's `<video>` and `<audio>` elements. */
   readonly media: MediaDescriptor[];
+  /** What ffmpeg reads for a page URL (the local copy of a remote one). */
+  input(src: string): string;
+  /** Throws {@linkcode MissingAssetError} if the page asked for files the project lacks. */
+  checkMissingAssets(): void;
   /** The current browser (replaced after a crash). */
   readonly browser: Browser;
   /** Relaunches a crashed browser once, however many workers saw it crash. */
@@ -169,13 +196,18 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       readyTimeoutMs: readyTimeoutMs(),
     };
     options.onStage?.("preparing media");
+    spec.remote = await fetchRemoteMedia(values, workDir);
+    const remote = spec.remote;
+    const input = (src: string): string => remote[src]?.file ?? src;
     const media = await discoverMedia(browser, spec);
+    checkMissingAssets(server, composition.file);
     const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
     const projectServer = server;
     spec.videoProxies = await prepareVideoProxies(media, {
       ffmpeg,
       ffprobe,
       workDir,
+      input,
       serve: (name, file) => projectServer.mount(name, file),
     });
     const relaunches = new WeakMap<Browser, Promise<Browser>>();
@@ -186,6 +218,8 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ffmpeg,
       ffprobe,
       media,
+      input,
+      checkMissingAssets: () => checkMissingAssets(projectServer, composition.file),
       get browser(): Browser {
         return browser!;
       },
