@@ -39,7 +39,24 @@ export async function main(args: string[]): Promise<number> {
     await program.parseAsync(args, { from: "user" });
   } catch (error) {
     if (error instanceof CommanderError) {
-      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      if (error.exitCode === 0) return EXIT.ok;
+      // Machines asking for --json get the usage error in the same shape as other errors.
+      if (args.includes("--json")) {
+        console.log(JSON.stringify(
+          {
+            ok: false,
+            error: {
+              name: "UsageError",
+              code: error.code,
+              message: error.message.replace(/^error: /, ""),
+              field: error.message.match(/option '(-[-\w]+)/)?.[1],
+            },
+          },
+          null,
+          2,
+        ));
+      }
+      return EXIT.usage;
     }
     throw error;
   }
