@@ -62,6 +62,7 @@ export function registerRender(program: Command): void {
         "capture path: auto probes BeginFrame (chromium-headless-shell), else screenshots",
       ).choices(CAPTURE_PREFERENCES).default("auto" as const),
     )
+    .option("--hdr", "HDR mp4: 10-bit HEVC, BT.2020 primaries, HLG transfer (local only)")
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")
     .action(async (target, options) => {
@@ -77,6 +78,7 @@ export function registerRender(program: Command): void {
           fps: options.fps,
           format: options.format,
           quality: options.quality,
+          hdr: options.hdr,
           workers: options.workers,
           frames: options.frames,
           variables: options.variables,

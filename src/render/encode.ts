@@ -10,6 +10,10 @@
  * | webm | VP9 (libvpx-vp9) with alpha | yuva420p | realtime, cpu-used 8, CRF 40 | realtime, cpu-used 5, CRF 32 | good, cpu-used 2, CRF 24 |
  * | mov | ProRes 4444 (prores_ks) with alpha | yuva444p10le | qscale 16 | qscale 8 | qscale 3 |
  *
+ * HDR (`--hdr`, mp4 only): HEVC Main 10 (libx265, same presets, CRF 28/22/18), BT.2020
+ * primaries and matrix, HLG transfer (arib-std-b67), limited range. Frames are captured
+ * as sRGB, converted to BT.2020 and carried with HLG, which SDR displays show correctly.
+ *
  * yuv420p needs even dimensions: an odd width or height is padded by one transparent
  * (black, for mp4) pixel on the right or bottom.
  *
@@ -46,7 +50,36 @@ export class EncodeError extends Error {
 }
 
 /** Video codec arguments for a format and quality. */
-export function codecArgs(format: OutputFormat, quality: Quality): string[] {
+export function codecArgs(format: OutputFormat, quality: Quality, hdr = false): string[] {
+  if (hdr) {
+    if (format !== "mp4") throw new Error(`HDR output is mp4 only, not ${format}`);
+    const preset = { draft: "ultrafast", standard: "veryfast", high: "medium" }[quality];
+    const crf = { draft: "28", standard: "22", high: "18" }[quality];
+    return [
+      "-c:v",
+      "libx265",
+      "-preset",
+      preset,
+      "-crf",
+      crf,
+      "-pix_fmt",
+      "yuv420p10le",
+      "-tag:v",
+      "hvc1",
+      "-x265-params",
+      "colorprim=bt2020:transfer=arib-std-b67:colormatrix=bt2020nc:range=limited:log-level=error",
+      "-color_primaries",
+      "bt2020",
+      "-color_trc",
+      "arib-std-b67",
+      "-colorspace",
+      "bt2020nc",
+      "-color_range",
+      "tv",
+      "-movflags",
+      "+faststart",
+    ];
+  }
   switch (format) {
     case "mp4": {
       const preset = { draft: "ultrafast", standard: "veryfast", high: "medium" }[quality];
@@ -115,6 +148,8 @@ export interface EncoderOptions {
   height: number;
   /** Image format of the frames written. */
   frameFormat: "jpeg" | "png";
+  /** 10-bit HEVC, BT.2020 primaries, HLG transfer (mp4 only). */
+  hdr?: boolean;
 }
 
 /** A running ffmpeg process fed one image per frame. */
@@ -127,9 +162,18 @@ export interface Encoder {
   abort(): void;
 }
 
-function evenPadFilter(width: number, height: number): string[] {
-  if (width % 2 === 0 && height % 2 === 0) return [];
-  return ["-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2:0:0:color=black@0"];
+/** The video filters: pad odd sizes to even; for HDR, sRGB to BT.2020 10-bit. */
+function videoFilters(width: number, height: number, hdr: boolean): string[] {
+  const filters: string[] = [];
+  if (width % 2 !== 0 || height % 2 !== 0) {
+    filters.push("pad=ceil(iw/2)*2:ceil(ih/2)*2:0:0:color=black@0");
+  }
+  if (hdr) {
+    filters.push(
+      "colorspace=all=bt2020:trc=bt2020-10:format=yuv420p10:iall=bt709:itrc=srgb:irange=pc:range=tv",
+    );
+  }
+  return filters.length > 0 ? ["-vf", filters.join(",")] : [];
 }
 
 /**
@@ -158,8 +202,8 @@ export function startEncoder(options: EncoderOptions): Encoder {
     options.frameFormat === "jpeg" ? "mjpeg" : "png",
     "-i",
     "pipe:0",
-    ...evenPadFilter(options.width, options.height),
-    ...codecArgs(options.format, options.quality),
+    ...videoFilters(options.width, options.height, options.hdr === true),
+    ...codecArgs(options.format, options.quality, options.hdr === true),
     "-fps_mode",
     "passthrough",
     "-r",

@@ -88,6 +88,11 @@ export interface RenderOptions extends CompositionSource {
   quality?: Quality;
   /** Parallel windows. @default min(cores, 4) */
   workers?: number;
+  /**
+   * High-dynamic-range mp4: 10-bit HEVC, BT.2020, HLG. In-process only: the distributed
+   * path rejects it. @default false
+   */
+  hdr?: boolean;
   /** Frames per chunk (each chunk is one closed-GOP segment). @default 60 */
   chunkSize?: number;
   /** Render only frames `from`..`to` (inclusive). */
@@ -113,6 +118,8 @@ export interface RenderResult {
   fps: number;
   format: OutputFormat;
   quality: Quality;
+  /** Whether the output is HDR (10-bit HEVC, HLG). */
+  hdr: boolean;
   /** First and last frame rendered. */
   from: number;
   to: number;
@@ -163,6 +170,12 @@ export function checkRenderOptions(options: RenderOptions): void {
       `must be one of ${QUALITIES.join(", ")}, got ${options.quality}`,
     );
   }
+  if (options.hdr && (options.format ?? "mp4") !== "mp4") {
+    throw new RenderOptionError(
+      "--hdr",
+      `HDR output is an mp4 (10-bit HEVC, HLG); it cannot be ${options.format}`,
+    );
+  }
   if (
     options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers < 1)
   ) {
@@ -202,6 +215,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
   const fps = options.fps ?? 30;
   const format = options.format ?? "mp4";
   const quality = options.quality ?? "standard";
+  const hdr = options.hdr === true;
   const prepared = await prepareComposition(options);
   const { composition, problems } = prepared;
   const total = frameCount(composition.duration, fps);
@@ -270,7 +284,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
       try {
         while (nextChunk < chunks.length) {
           const chunk = chunks[nextChunk++];
-          const out = { chunk, output: chunkFiles[chunk.index], quality, ffmpeg };
+          const out = { chunk, output: chunkFiles[chunk.index], quality, ffmpeg, hdr };
           let done = 0;
           const countFrame = () => {
             done++;
@@ -345,6 +359,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
       fps,
       format,
       quality,
+      hdr,
       from: range.from,
       to: range.to,
       frames,

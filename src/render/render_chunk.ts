@@ -47,6 +47,8 @@ export interface ChunkOutput {
   quality: Quality;
   /** Path of ffmpeg. */
   ffmpeg: string;
+  /** 10-bit HLG HEVC (mp4 only). */
+  hdr?: boolean;
 }
 
 /** A composition loaded in a browser window, ready to render frames in order. */
@@ -125,6 +127,7 @@ export async function renderRange(
     width: spec.width,
     height: spec.height,
     frameFormat: alpha ? "png" : "jpeg",
+    hdr: out.hdr,
   });
   const abort = () => encoder.abort();
   signal?.addEventListener("abort", abort);
