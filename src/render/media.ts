@@ -222,10 +222,17 @@ export async function mixAudio(
     const probe = await probeMedia(options.ffprobe, input);
     if (!probe.hasAudio) continue;
     const n = filters.length;
-    inputs.push(...(item.loop ? ["-stream_loop", "-1"] : []), "-i", input);
+    // A loop restarts at data-media-start, as the picture does: the whole file loops when
+    // that is 0, else the trimmed span is repeated.
+    const loopSpan = item.loop && item.mediaStart > 0 ? probe.duration - item.mediaStart : 0;
+    const loopFile = item.loop && loopSpan <= 0;
+    inputs.push(...(loopFile ? ["-stream_loop", "-1"] : []), "-i", input);
     // The part of this element's playback that falls inside [startAt, end).
     const skip = Math.max(0, startAt - item.start);
     const steps = [`atrim=start=${item.mediaStart}`, "asetpts=PTS-STARTPTS"];
+    if (loopSpan > 0) {
+      steps.push("aresample=48000", `aloop=loop=-1:size=${Math.round(loopSpan * 48000)}`);
+    }
     if (item.playbackRate !== 1) steps.push(tempo(item.playbackRate));
     if (skip > 0) steps.push(`atrim=start=${skip.toFixed(6)}`, "asetpts=PTS-STARTPTS");
     const length = Math.min(
