@@ -8,6 +8,7 @@ import { Command, CommanderError } from "@commander-js/extra-typings";
 import denoJson from "../../deno.json" with { type: "json" };
 import { registerInfo } from "./info.ts";
 import { registerRender } from "./render.ts";
+import { registerServer } from "./server.ts";
 import { registerStill } from "./still.ts";
 import { EXIT } from "./shared.ts";
 import { registerValidate } from "./validate.ts";
@@ -24,11 +25,13 @@ export function buildProgram(): Command {
     )
     .version(VERSION, "-V, --version")
     .showHelpAfterError("(run with --help for usage)")
+    .enablePositionalOptions()
     .exitOverride();
   registerInfo(program);
   registerValidate(program);
   registerRender(program);
   registerStill(program);
+  registerServer(program);
   return program;
 }
 

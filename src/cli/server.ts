@@ -1,0 +1,128 @@
+/**
+ * `vid server`: run the hosted render API on this host, and its admin commands
+ * (`vid server users add`, `vid server keys create`).
+ *
+ * @module
+ */
+
+import type { Command } from "@commander-js/extra-typings";
+import { addUser, createApiKey } from "../server/accounts.ts";
+import { openDataDir, startServer } from "../server/server.ts";
+import { integerIn, positiveInteger, reportError } from "./shared.ts";
+
+const DEFAULT_DATA_DIR = "vid-data";
+
+async function readStdin(): Promise<string> {
+  const text = await new Response(Deno.stdin.readable).text();
+  return text.replace(/\r?\n$/, "");
+}
+
+/** Registers `vid server` and its admin subcommands. */
+export function registerServer(program: Command): void {
+  const server = program
+    .command("server")
+    .description(
+      "Run the hosted render API (/v3) on this host: SQLite state, local or S3 storage,\n" +
+        "renders on this machine. Admin: `vid server users add`, `vid server keys create`.",
+    )
+    .option(
+      "--port <n>",
+      "port to listen on (0 picks a free one)",
+      integerIn("--port", 0, 65535),
+      8787,
+    )
+    .option("--host <address>", "address to listen on", "127.0.0.1")
+    .option("--data-dir <dir>", "database, secret and stored files", DEFAULT_DATA_DIR)
+    .option("--workers <n>", "renders in parallel", positiveInteger("--workers"), 1)
+    .option("--public-url <url>", "base URL clients reach this server at (for signed links)")
+    .option(
+      "--storage <url>",
+      "file:///path or s3://bucket?endpoint=…&path_style=1 (default: <data-dir>/storage)",
+    )
+    .option("--allow-http-callbacks", "accept http:// callback URLs to loopback (development)")
+    // `vid server users add … --data-dir x`: the subcommand's own --data-dir, not this one.
+    .enablePositionalOptions()
+    .action(async (options) => {
+      try {
+        const running = await startServer({
+          port: options.port,
+          hostname: options.host,
+          dataDir: options.dataDir,
+          workers: options.workers,
+          publicUrl: options.publicUrl,
+          storage: options.storage,
+          allowHttpCallbacks: options.allowHttpCallbacks,
+        });
+        console.log(`vid server listening on ${running.url} (data: ${options.dataDir})`);
+        if (running.requeued > 0) {
+          console.log(`re-queued ${running.requeued} render(s) interrupted by the last stop`);
+        }
+        const stopped = Promise.withResolvers<void>();
+        const stop = () => stopped.resolve();
+        Deno.addSignalListener("SIGINT", stop);
+        Deno.addSignalListener("SIGTERM", stop);
+        await stopped.promise;
+        console.log("stopping: in-flight renders go back to the queue");
+        await running.close();
+        Deno.removeSignalListener("SIGINT", stop);
+        Deno.removeSignalListener("SIGTERM", stop);
+      } catch (error) {
+        Deno.exitCode = reportError(error);
+      }
+    });
+
+  server
+    .command("users")
+    .description("Manage local accounts")
+    .command("add")
+    .description(
+      "Add an account. The password is read from standard input unless --password is given.",
+    )
+    .argument("<email>", "the account's email")
+    .option(
+      "--password <password>",
+      "password (visible to other users of this machine: prefer stdin)",
+    )
+    .option("--credits <n>", "starting credit balance", integerIn("--credits", 0, 1e12), 1000)
+    .option("--data-dir <dir>", "the server's data folder", DEFAULT_DATA_DIR)
+    .option("--json", "print machine-readable JSON")
+    .action(async (email, options) => {
+      try {
+        const password = options.password ?? await readStdin();
+        const db = await openDataDir(options.dataDir);
+        try {
+          const account = await addUser(db, email, password, options.credits);
+          if (options.json) console.log(JSON.stringify({ ok: true, ...account }, null, 2));
+          else console.log(`added ${account.email} (${account.id}), ${account.credits} credits`);
+        } finally {
+          db.close();
+        }
+      } catch (error) {
+        Deno.exitCode = reportError(error, options.json);
+      }
+    });
+
+  server
+    .command("keys")
+    .description("Manage API keys")
+    .command("create")
+    .description("Create an API key for an account; the key is printed once")
+    .argument("<email>", "the account's email")
+    .option("--name <name>", "a label for the key", "default")
+    .option("--data-dir <dir>", "the server's data folder", DEFAULT_DATA_DIR)
+    .option("--json", "print machine-readable JSON")
+    .action(async (email, options) => {
+      try {
+        const db = await openDataDir(options.dataDir);
+        try {
+          const { id, key } = await createApiKey(db, email, options.name);
+          if (options.json) console.log(JSON.stringify({ ok: true, id, key }, null, 2));
+          else console.log(key);
+        } finally {
+          db.close();
+        }
+      } catch (error) {
+        Deno.exitCode = reportError(error, options.json);
+      }
+    });
+}

@@ -1,0 +1,143 @@
+/**
+ * Accounts and credentials: local accounts (email + password, for the OAuth sign-in
+ * page), long-lived API keys (stored as SHA-256 hashes, shown once), credit balances,
+ * and resolving the `Authorization: Bearer …` header of a request to an account.
+ *
+ * @module
+ */
+
+import type { DatabaseSync } from "node:sqlite";
+import { now, type Row } from "./db.ts";
+import { ApiError } from "./errors.ts";
+import { hashPassword, randomId, sha256Hex } from "./secrets.ts";
+
+/** Default credit balance of a new account. */
+export const DEFAULT_CREDITS = 1000;
+
+/** An account as the API shows it. */
+export interface Account {
+  id: string;
+  email: string;
+  credits: number;
+}
+
+/** Who is calling. */
+export interface Caller {
+  account: Account;
+  credential: "api_key" | "oauth";
+}
+
+/** An account or key operation was refused. */
+export class AccountError extends Error {
+  override name = "AccountError";
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/** Creates a local account. */
+export async function addUser(
+  db: DatabaseSync,
+  email: string,
+  password: string,
+  credits: number = DEFAULT_CREDITS,
+): Promise<Account> {
+  if (!/^[^\s@]+@[^\s@]+$/.test(email)) {
+    throw new AccountError("email", `"${email}" is not an email address`);
+  }
+  if (password.length < 8) {
+    throw new AccountError("password", "the password needs at least 8 characters");
+  }
+  if (!Number.isFinite(credits) || credits < 0) {
+    throw new AccountError("credits", "credits must be a number >= 0");
+  }
+  const existing = db.prepare("select id from accounts where email = ?").get(email);
+  if (existing) throw new AccountError("email", `an account for ${email} exists already`);
+  const id = randomId("acct", 8);
+  db.prepare(
+    "insert into accounts (id, email, password_hash, credits, created_at) values (?, ?, ?, ?, ?)",
+  ).run(id, email, await hashPassword(password), credits, now());
+  return { id, email, credits };
+}
+
+/** Finds an account by email. */
+export function accountByEmail(db: DatabaseSync, email: string): Account | undefined {
+  const row = db.prepare("select id, email, credits from accounts where email = ?").get(email) as
+    | Row
+    | undefined;
+  return row ? toAccount(row) : undefined;
+}
+
+function toAccount(row: Row): Account {
+  return { id: String(row.id), email: String(row.email), credits: Number(row.credits) };
+}
+
+/** Reads an account by id. */
+export function accountById(db: DatabaseSync, id: string): Account | undefined {
+  const row = db.prepare("select id, email, credits from accounts where id = ?").get(id) as
+    | Row
+    | undefined;
+  return row ? toAccount(row) : undefined;
+}
+
+/**
+ * Creates an API key for an account; the key itself is returned once and only its hash
+ * is stored.
+ */
+export async function createApiKey(
+  db: DatabaseSync,
+  email: string,
+  name = "default",
+): Promise<{ id: string; key: string }> {
+  const account = accountByEmail(db, email);
+  if (!account) throw new AccountError("email", `no account for ${email}; add it with users add`);
+  const key = randomId("vid_sk", 24);
+  const id = randomId("key", 6);
+  db.prepare(
+    "insert into api_keys (id, account_id, name, key_hash, created_at) values (?, ?, ?, ?, ?)",
+  ).run(id, account.id, name, await sha256Hex(key), now());
+  return { id, key };
+}
+
+/**
+ * Resolves `Authorization: Bearer <credential>` to the caller, or throws a 401 that says
+ * what is wrong.
+ */
+export async function authenticate(
+  db: DatabaseSync,
+  header: string | undefined | null,
+): Promise<Caller> {
+  if (!header) {
+    throw new ApiError(
+      401,
+      "vid_unauthorized",
+      "missing credential: send Authorization: Bearer <API key or access token>",
+    );
+  }
+  const match = header.match(/^Bearer\s+(\S+)$/i);
+  if (!match) {
+    throw new ApiError(401, "vid_unauthorized", "the Authorization header must be Bearer <token>");
+  }
+  const credential = match[1];
+  const hash = await sha256Hex(credential);
+  if (credential.startsWith("vid_sk_")) {
+    const row = db.prepare(
+      "select account_id from api_keys where key_hash = ? and revoked_at is null",
+    ).get(hash) as Row | undefined;
+    const account = row ? accountById(db, String(row.account_id)) : undefined;
+    if (!account) throw new ApiError(401, "vid_unauthorized", "invalid or revoked API key");
+    return { account, credential: "api_key" };
+  }
+  const row = db.prepare(
+    "select account_id, expires_at from tokens where token_hash = ? and kind = 'access'",
+  ).get(hash) as Row | undefined;
+  if (!row) throw new ApiError(401, "vid_unauthorized", "invalid access token");
+  if (Number(row.expires_at) <= Math.floor(Date.now() / 1000)) {
+    throw new ApiError(401, "vid_unauthorized", "the access token expired; refresh it");
+  }
+  const account = accountById(db, String(row.account_id));
+  if (!account) throw new ApiError(401, "vid_unauthorized", "invalid access token");
+  return { account, credential: "oauth" };
+}

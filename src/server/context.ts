@@ -1,0 +1,38 @@
+/**
+ * What the API handlers and the render queue share.
+ *
+ * @module
+ */
+
+import type { DatabaseSync } from "node:sqlite";
+import type { Storage } from "./storage.ts";
+
+/** Upload limit of a project zip: 200 MB (spec "Limits"). */
+export const MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
+/** How long an upload URL stays valid. */
+export const UPLOAD_URL_SECONDS = 3600;
+/** How long a minted download URL stays valid. */
+export const DOWNLOAD_URL_SECONDS = 900;
+/** Credits a render costs per second of output at 1080p; 4k costs 1.5 times that. */
+export const CREDITS_PER_SECOND = 1;
+/** The 4k price multiplier of the spec. */
+export const RESOLUTION_MULTIPLIER: Readonly<Record<"1080p" | "4k", number>> = {
+  "1080p": 1,
+  "4k": 1.5,
+};
+
+/** Settings of a running server. */
+export interface ServerContext {
+  db: DatabaseSync;
+  storage: Storage;
+  /** HMAC secret for upload/download URLs and webhook signatures. */
+  secret: string;
+  /** Base URL clients reach the server at, without a trailing slash. */
+  publicUrl: string;
+  /** Folder for temp work. */
+  workDir: string;
+  /** Allow `http://` callback URLs to loopback (development). */
+  allowHttpCallbacks: boolean;
+  /** Tells the render queue that work is waiting. */
+  wake(): void;
+}

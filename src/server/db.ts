@@ -1,0 +1,117 @@
+/**
+ * The server's state in SQLite (`node:sqlite`): accounts, API keys, tokens, assets,
+ * renders, idempotency keys and webhook deliveries. Everything a restart needs is here,
+ * so a server killed mid-render re-queues the work and loses nothing.
+ *
+ * @module
+ */
+
+import { DatabaseSync } from "node:sqlite";
+
+const SCHEMA = `
+create table if not exists accounts (
+  id text primary key,
+  email text not null unique,
+  password_hash text not null,
+  credits real not null default 0,
+  created_at text not null
+);
+create table if not exists api_keys (
+  id text primary key,
+  account_id text not null references accounts(id),
+  name text not null,
+  key_hash text not null unique,
+  created_at text not null,
+  revoked_at text
+);
+create table if not exists tokens (
+  token_hash text primary key,
+  kind text not null check (kind in ('access', 'refresh', 'code')),
+  account_id text not null references accounts(id),
+  expires_at integer not null,
+  data text,
+  used_at integer
+);
+create table if not exists assets (
+  id text primary key,
+  account_id text not null references accounts(id),
+  status text not null check (status in ('pending_upload', 'ready')),
+  size_bytes integer not null,
+  sha256 text,
+  filename text,
+  composition text not null,
+  project text,
+  created_at text not null,
+  ready_at text
+);
+create table if not exists renders (
+  seq integer primary key autoincrement,
+  id text not null unique,
+  account_id text not null references accounts(id),
+  asset_id text,
+  status text not null check (status in ('queued', 'rendering', 'completed', 'failed')),
+  progress real not null default 0,
+  error text,
+  request text not null,
+  width integer,
+  height integer,
+  duration_seconds real,
+  credits real not null default 0,
+  warnings text not null default '[]',
+  callback_url text,
+  callback_id text,
+  created_at text not null,
+  started_at text,
+  completed_at text,
+  deleted_at text
+);
+create table if not exists idempotency (
+  account_id text not null,
+  scope text not null,
+  key text not null,
+  request_hash text not null,
+  object_id text not null,
+  created_at text not null,
+  primary key (account_id, scope, key)
+);
+create table if not exists webhook_deliveries (
+  id text primary key,
+  render_id text not null,
+  url text not null,
+  status text not null check (status in ('pending', 'delivered', 'failed')),
+  attempts integer not null default 0,
+  last_status integer,
+  last_error text,
+  created_at text not null,
+  finished_at text
+);
+`;
+
+/** Opens (and migrates) the database file. */
+export function openDatabase(file: string): DatabaseSync {
+  const db = new DatabaseSync(file);
+  db.exec("pragma journal_mode = wal; pragma foreign_keys = on; pragma busy_timeout = 5000;");
+  db.exec(SCHEMA);
+  return db;
+}
+
+/** The current time as ISO 8601. */
+export function now(): string {
+  return new Date().toISOString();
+}
+
+/** A row as SQLite returns it. */
+export type Row = Record<string, string | number | null>;
+
+/** Runs `fn` in a transaction (immediate, so concurrent writers wait). */
+export function transaction<T>(db: DatabaseSync, fn: () => T): T {
+  db.exec("begin immediate");
+  try {
+    const result = fn();
+    db.exec("commit");
+    return result;
+  } catch (error) {
+    db.exec("rollback");
+    throw error;
+  }
+}

@@ -1,0 +1,117 @@
+/**
+ * `vid server`: the hosted render API on this host. Opens the data folder (SQLite
+ * database, signing secret, storage), re-queues renders a previous run left in flight,
+ * starts the render workers and serves the API.
+ *
+ * @module
+ */
+
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { createApp } from "./app.ts";
+import type { ServerContext } from "./context.ts";
+import { openDatabase } from "./db.ts";
+import { startQueue } from "./queue.ts";
+import { randomId } from "./secrets.ts";
+import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
+
+/** Options of {@linkcode startServer}. */
+export interface ServerOptions {
+  /** Port on 127.0.0.1 (or `hostname`); 0 picks a free one. @default 8787 */
+  port?: number;
+  /** @default "127.0.0.1" */
+  hostname?: string;
+  /** Folder for the database, secret and (by default) stored files. */
+  dataDir: string;
+  /** Parallel renders. @default 1 */
+  workers?: number;
+  /** Base URL clients use; signed links point there. @default the listening address */
+  publicUrl?: string;
+  /** Storage URL (`file:///…` or `s3://bucket?endpoint=…`). @default <dataDir>/storage */
+  storage?: string;
+  /** Accept http:// callback URLs to loopback (development only). */
+  allowHttpCallbacks?: boolean;
+}
+
+/** A running server. */
+export interface RunningServer {
+  /** Base URL it listens at, e.g. `http://127.0.0.1:8787`. */
+  url: string;
+  /** Renders that were in flight at the last stop and went back to the queue. */
+  requeued: number;
+  /** Stops accepting requests, sends in-flight renders back to the queue, closes the database. */
+  close(): Promise<void>;
+}
+
+/** Opens the data folder's database (for admin commands). */
+export async function openDataDir(dataDir: string): Promise<ReturnType<typeof openDatabase>> {
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  return openDatabase(join(dataDir, "vid.db"));
+}
+
+async function loadSecret(dataDir: string): Promise<string> {
+  const file = join(dataDir, "secret");
+  try {
+    return (await readFile(file, "utf8")).trim();
+  } catch {
+    const secret = randomId("sec", 32);
+    await writeFile(file, secret + "\n", { mode: 0o600 });
+    await chmod(file, 0o600);
+    return secret;
+  }
+}
+
+/**
+ * Starts the API and the render queue.
+ *
+ * @example
+ * ```ts
+ * const server = await startServer({ dataDir: "./vid-data", port: 0 });
+ * console.log(server.url);
+ * await server.close();
+ * ```
+ */
+export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const dataDir = resolve(options.dataDir);
+  const db = await openDataDir(dataDir);
+  const secret = await loadSecret(dataDir);
+  const storage: Storage = options.storage
+    ? storageFromUrl(options.storage)
+    : new FsStorage(join(dataDir, "storage"));
+  const { requeueInterrupted } = await import("./queue.ts");
+  const requeued = requeueInterrupted({ db });
+  let queueWake: () => void = () => {};
+  const ctx: ServerContext = {
+    db,
+    storage,
+    secret,
+    publicUrl: "",
+    workDir: join(dataDir, "work"),
+    allowHttpCallbacks: options.allowHttpCallbacks === true,
+    wake: () => queueWake(),
+  };
+  const app = createApp(ctx);
+  const hostname = options.hostname ?? "127.0.0.1";
+  const listening = Promise.withResolvers<Deno.NetAddr>();
+  const server = Deno.serve({
+    port: options.port ?? 8787,
+    hostname,
+    onListen: (addr) => listening.resolve(addr as Deno.NetAddr),
+  }, app.fetch);
+  const addr = await listening.promise;
+  const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
+  const url = `http://${host}:${addr.port}`;
+  ctx.publicUrl = (options.publicUrl ?? url).replace(/\/+$/, "");
+  const queue = startQueue(ctx, options.workers ?? 1);
+  queueWake = () => queue.wake();
+  queue.wake();
+  return {
+    url,
+    requeued,
+    async close(): Promise<void> {
+      await server.shutdown();
+      await queue.stop();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,465 @@
+/**
+ * Render webhooks: when a render has a `callback_url`, the server POSTs a
+ * {@linkcode WebhookPayload} to it once the render terminates (completed or failed),
+ * whether or not anyone is polling. The `callback_id` given with the render is echoed.
+ *
+ * Request sent to the receiver:
+ *
+ * ```text
+ * POST <callback_url>
+ * content-type: application/json
+ * user-agent: vid-webhooks/1
+ * vid-signature: t=1767225600,v1=5f2b…(64 hex digits)
+ * vid-delivery-attempt: 1
+ *
+ * {"render_id":"…","status":"completed","callback_id":"…","video_url":"https://…","error":null}
+ * ```
+ *
+ * `vid-signature` is `t=<unix seconds>,v1=<hex HMAC-SHA256>`. The HMAC key is the shared
+ * webhook secret (UTF-8) and the signed message is `"<t>.<raw body>"`: the timestamp
+ * exactly as written in the header, a full stop, then the request body bytes as received.
+ *
+ * To verify, a receiver:
+ *
+ * 1. reads the raw body before parsing it (re-serialising parsed JSON changes the bytes);
+ * 2. splits the header on `,` into `key=value` parts, takes `t` and every `v1`;
+ * 3. computes HMAC-SHA256(secret, `${t}.${rawBody}`) as lowercase hex and compares it with
+ *    each `v1` in constant time;
+ * 4. rejects the request if `t` is more than 5 minutes away from its own clock, so a
+ *    captured request cannot be replayed later.
+ *
+ * {@linkcode verifyWebhook} does all of this. Each retry is signed afresh with a new
+ * timestamp, so a delivery that succeeds after long backoff still verifies. Receivers
+ * should answer 2xx quickly and deduplicate on `render_id`: a delivery whose response was
+ * lost is sent again.
+ *
+ * Retries: 2xx means delivered. 408, 429, 5xx, network errors and timeouts are retried
+ * with exponential backoff (1 s, 2 s, 4 s… capped at 60 s, with jitter), 6 attempts in
+ * all by default. Any other status, including redirects (which are never followed), is
+ * final: the receiver has said the request itself is wrong.
+ *
+ * @module
+ */
+
+/** Name of the request header carrying the signature. */
+export const SIGNATURE_HEADER = "vid-signature";
+/** Name of the request header carrying the 1-based attempt number. */
+export const ATTEMPT_HEADER = "vid-delivery-attempt";
+/** `user-agent` of delivery requests. */
+export const USER_AGENT = "vid-webhooks/1";
+/** Longest `callback_url` accepted, in characters. */
+export const MAX_CALLBACK_URL_LENGTH = 2048;
+
+/** The JSON body POSTed to `callback_url` when a render terminates. */
+export interface WebhookPayload {
+  /** Id of the render. */
+  render_id: string;
+  /** How the render ended. */
+  status: "completed" | "failed";
+  /** The opaque `callback_id` given with the render, echoed; `null` when none was given. */
+  callback_id: string | null;
+  /** Where the finished video can be fetched; `null` unless `status` is `"completed"`. */
+  video_url: string | null;
+  /** Why the render failed; `null` unless `status` is `"failed"`. */
+  error: string | null;
+}
+
+const encoder = new TextEncoder();
+
+function assertSecret(secret: string): void {
+  if (typeof secret !== "string" || secret.length === 0) {
+    throw new TypeError("webhook secret must be a non-empty string");
+  }
+}
+
+function hmacKey(secret: string): Promise<CryptoKey> {
+  assertSecret(secret);
+  return crypto.subtle.importKey(
+    "raw",
+    encoder.encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+}
+
+async function hmacHex(secret: string, message: string): Promise<string> {
+  const mac = await crypto.subtle.sign("HMAC", await hmacKey(secret), encoder.encode(message));
+  return Array.from(new Uint8Array(mac), (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * Signs a webhook body and returns the {@linkcode SIGNATURE_HEADER} value,
+ * `t=<timestamp>,v1=<hex HMAC-SHA256 of "<timestamp>.<body>">`.
+ *
+ * @param secret The shared webhook secret; must not be empty.
+ * @param timestamp Unix time in whole seconds.
+ * @param body The exact request body that will be sent.
+ * @returns The header value.
+ * @throws {TypeError} When `secret` is empty or `timestamp` is not a non-negative integer.
+ *
+ * @example
+ * ```ts
+ * const body = JSON.stringify({ render_id: "r_1", status: "completed" });
+ * const header = await signWebhook("s3cret", Math.floor(Date.now() / 1000), body);
+ * // "t=1767225600,v1=…"
+ * ```
+ */
+export async function signWebhook(
+  secret: string,
+  timestamp: number,
+  body: string,
+): Promise<string> {
+  if (!Number.isSafeInteger(timestamp) || timestamp < 0) {
+    throw new TypeError(
+      `webhook timestamp must be a non-negative integer of seconds, got ${timestamp}`,
+    );
+  }
+  return `t=${timestamp},v1=${await hmacHex(secret, `${timestamp}.${body}`)}`;
+}
+
+/** Options of {@linkcode verifyWebhook}. */
+export interface VerifyWebhookOptions {
+  /** Largest accepted distance between the signed timestamp and `now`, in seconds. @default 300 */
+  toleranceSeconds?: number;
+  /** The receiver's clock, in unix seconds. @default Date.now() / 1000 */
+  now?: number;
+}
+
+/** Compares two equal-purpose strings without an early exit, so timing reveals no prefix. */
+function timingSafeEqual(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let difference = 0;
+  for (let i = 0; i < a.length; i++) difference |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return difference === 0;
+}
+
+/**
+ * Checks a {@linkcode SIGNATURE_HEADER} value against the raw request body. Several `v1`
+ * parts may be present (as during a secret rotation); one matching is enough.
+ *
+ * @param secret The shared webhook secret; must not be empty.
+ * @param header The header value as received, or `null` when the header is missing.
+ * @param body The raw request body, before any JSON parsing.
+ * @param options Clock and tolerance.
+ * @returns `true` when a signature matches and the timestamp is within tolerance of `now`;
+ * `false` for a missing, malformed, stale or non-matching header.
+ * @throws {TypeError} When `secret` is empty.
+ *
+ * @example
+ * ```ts
+ * const body = await request.text();
+ * if (!await verifyWebhook(secret, request.headers.get(SIGNATURE_HEADER), body)) {
+ *   return new Response("bad signature", { status: 400 });
+ * }
+ * const payload: WebhookPayload = JSON.parse(body);
+ * ```
+ */
+export async function verifyWebhook(
+  secret: string,
+  header: string | null,
+  body: string,
+  options: VerifyWebhookOptions = {},
+): Promise<boolean> {
+  assertSecret(secret);
+  if (header === null) return false;
+  let timestamp: string | undefined;
+  const signatures: string[] = [];
+  for (const part of header.split(",")) {
+    const separator = part.indexOf("=");
+    if (separator < 0) return false;
+    const name = part.slice(0, separator).trim();
+    const value = part.slice(separator + 1).trim();
+    if (name === "t") {
+      if (timestamp !== undefined || !/^\d{1,15}$/.test(value)) return false;
+      timestamp = value;
+    } else if (name === "v1") {
+      signatures.push(value.toLowerCase());
+    }
+  }
+  if (timestamp === undefined || signatures.length === 0) return false;
+  const tolerance = options.toleranceSeconds ?? 300;
+  const now = options.now ?? Date.now() / 1000;
+  if (!(Math.abs(now - Number(timestamp)) <= tolerance)) return false;
+  const expected = await hmacHex(secret, `${timestamp}.${body}`);
+  let matched = false;
+  // Every candidate is compared, so timing does not reveal which one matched.
+  for (const signature of signatures) matched = timingSafeEqual(expected, signature) || matched;
+  return matched;
+}
+
+/** A `callback_url` was rejected. The message says why and never echoes credentials. */
+export class CallbackUrlError extends Error {
+  override name = "CallbackUrlError";
+  /** The render field at fault. */
+  readonly field = "callback_url";
+}
+
+/** Options of {@linkcode checkCallbackUrl}. */
+export interface CheckCallbackUrlOptions {
+  /**
+   * Also accept `http://` to the loopback host (`127.0.0.1`, `[::1]`, `localhost`), for
+   * local development. Other hosts must still use https.
+   * @default false
+   */
+  allowHttpLoopback?: boolean;
+}
+
+const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["127.0.0.1", "[::1]", "localhost"]);
+
+/**
+ * Validates a render's `callback_url` when the render is submitted, so a bad URL is
+ * refused up front instead of failing silently when the render ends.
+ *
+ * @param url The `callback_url` as given.
+ * @param options Whether http to loopback is allowed.
+ * @returns The parsed URL.
+ * @throws {CallbackUrlError} When the URL is too long (over 2048 characters), does not
+ * parse, is not https (or loopback http when allowed), or carries a user name or password.
+ *
+ * @example
+ * ```ts
+ * checkCallbackUrl("https://example.com/hooks/vid"); // URL
+ * checkCallbackUrl("http://example.com/hooks/vid"); // throws: callback_url must be an https:// URL
+ * checkCallbackUrl("http://127.0.0.1:8080/hook", { allowHttpLoopback: true }); // URL
+ * ```
+ */
+export function checkCallbackUrl(url: string, options: CheckCallbackUrlOptions = {}): URL {
+  if (typeof url !== "string") {
+    throw new CallbackUrlError(`callback_url must be a string, got ${typeof url}`);
+  }
+  if (url.length > MAX_CALLBACK_URL_LENGTH) {
+    throw new CallbackUrlError(
+      `callback_url is ${url.length} characters long; the limit is ${MAX_CALLBACK_URL_LENGTH}`,
+    );
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CallbackUrlError(`callback_url is not a valid absolute URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.username !== "" || parsed.password !== "") {
+    throw new CallbackUrlError(
+      "callback_url must not contain a user name or password; authenticate with the signature",
+    );
+  }
+  if (parsed.protocol === "https:") return parsed;
+  if (
+    options.allowHttpLoopback && parsed.protocol === "http:" && LOOPBACK_HOSTS.has(parsed.hostname)
+  ) {
+    return parsed;
+  }
+  const hint = options.allowHttpLoopback
+    ? " (http is allowed only to 127.0.0.1, [::1] and localhost)"
+    : "";
+  throw new CallbackUrlError(
+    `callback_url must be an https:// URL${hint}, got ${JSON.stringify(parsed.href)}`,
+  );
+}
+
+/** Outcome of {@linkcode deliverWebhook}. */
+export interface DeliveryResult {
+  /** Whether the receiver answered 2xx. */
+  delivered: boolean;
+  /** Requests made, including the successful one. */
+  attempts: number;
+  /** HTTP status of the last response, when there was one. */
+  status?: number;
+  /** Why the last attempt failed; absent when delivered. */
+  error?: string;
+}
+
+/** Options of {@linkcode deliverWebhook}. */
+export interface DeliverWebhookOptions {
+  /** The `callback_url`, already accepted by {@linkcode checkCallbackUrl}. */
+  url: string;
+  /** What to send. */
+  payload: WebhookPayload;
+  /** The shared webhook secret used to sign each request. */
+  secret: string;
+  /** Most requests to make, the first included. @default 6 */
+  attempts?: number;
+  /**
+   * Delay in milliseconds after failed attempt `attempt` (1-based) before the next one.
+   * @default {@linkcode backoffDelay}
+   */
+  backoffMs?: (attempt: number) => number;
+  /** Per-request limit in milliseconds, for connecting and receiving the status. @default 10000 */
+  timeoutMs?: number;
+  /** Stops delivery: an in-flight request is cancelled and no further attempt is made. */
+  signal?: AbortSignal;
+  /** The fetch implementation. @default globalThis.fetch */
+  fetch?: typeof fetch;
+  /** The clock used for signature timestamps, in milliseconds. @default Date.now */
+  now?: () => number;
+  /** Waits between attempts. @default an abortable `setTimeout` */
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * The default retry delay: 1 s after the first failed attempt, doubling each time, with
+ * ±20 % jitter so many webhooks failing together do not retry in lockstep; never over 60 s.
+ *
+ * @param attempt The failed attempt, from 1.
+ * @param random A source of numbers in [0, 1). @default Math.random
+ * @returns Milliseconds to wait.
+ *
+ * @example
+ * ```ts
+ * backoffDelay(1); // 800…1200
+ * backoffDelay(3); // 3200…4800
+ * backoffDelay(10); // 48000…60000
+ * ```
+ */
+export function backoffDelay(attempt: number, random: () => number = Math.random): number {
+  const base = Math.min(1000 * 2 ** Math.max(attempt - 1, 0), 60_000);
+  return Math.min(Math.round(base * (0.8 + 0.4 * random())), 60_000);
+}
+
+function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+function positiveInteger(field: string, value: number): void {
+  if (!Number.isInteger(value) || value <= 0) {
+    throw new RangeError(`${field} must be a positive integer, got ${value}`);
+  }
+}
+
+/** Serialises in the documented field order, whatever the order of the object given. */
+function payloadBody(payload: WebhookPayload): string {
+  const { render_id, status, callback_id, video_url, error } = payload;
+  return JSON.stringify({ render_id, status, callback_id, video_url, error });
+}
+
+/**
+ * POSTs a signed {@linkcode WebhookPayload} to `url`, retrying with backoff until the
+ * receiver answers 2xx, gives a final answer, or the attempts run out. Never throws for
+ * delivery failures: the outcome is in the result. The URL is not re-checked here;
+ * validate it with {@linkcode checkCallbackUrl} when the render is submitted.
+ *
+ * @param options Where, what, the secret, and retry settings.
+ * @returns Whether it was delivered, after how many attempts, and the last status or error.
+ * @throws {RangeError} When `attempts` or `timeoutMs` is not a positive integer.
+ *
+ * @example
+ * ```ts
+ * const result = await deliverWebhook({
+ *   url: "https://example.com/hooks/vid",
+ *   secret: Deno.env.get("VID_WEBHOOK_SECRET")!,
+ *   payload: {
+ *     render_id: "r_1",
+ *     status: "completed",
+ *     callback_id: "order-42",
+ *     video_url: "https://vid.example.com/renders/r_1.mp4",
+ *     error: null,
+ *   },
+ * });
+ * if (!result.delivered) console.error(`webhook failed after ${result.attempts}: ${result.error}`);
+ * ```
+ */
+export async function deliverWebhook(options: DeliverWebhookOptions): Promise<DeliveryResult> {
+  const maxAttempts = options.attempts ?? 6;
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  positiveInteger("attempts", maxAttempts);
+  positiveInteger("timeoutMs", timeoutMs);
+  const backoff = options.backoffMs ?? ((attempt: number) => backoffDelay(attempt));
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const now = options.now ?? Date.now;
+  const signal = options.signal;
+  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, signal));
+  const body = payloadBody(options.payload);
+
+  let status: number | undefined;
+  let error = "not attempted";
+  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+    if (signal?.aborted) {
+      return { delivered: false, attempts: attempt - 1, status, error: "aborted" };
+    }
+    const outcome = await attemptDelivery(doFetch, options.url, body, {
+      signature: await signWebhook(options.secret, Math.floor(now() / 1000), body),
+      attempt,
+      timeoutMs,
+      signal,
+    });
+    status = outcome.status ?? status;
+    if (outcome.delivered) return { delivered: true, attempts: attempt, status };
+    error = outcome.error;
+    if (signal?.aborted) return { delivered: false, attempts: attempt, status, error: "aborted" };
+    if (!outcome.retry) return { delivered: false, attempts: attempt, status, error };
+    if (attempt < maxAttempts) await sleep(Math.max(0, backoff(attempt)));
+  }
+  return { delivered: false, attempts: maxAttempts, status, error };
+}
+
+type AttemptOutcome =
+  | { delivered: true; status: number }
+  | { delivered: false; retry: boolean; status?: number; error: string };
+
+async function attemptDelivery(
+  doFetch: typeof fetch,
+  url: string,
+  body: string,
+  request: { signature: string; attempt: number; timeoutMs: number; signal?: AbortSignal },
+): Promise<AttemptOutcome> {
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, request.timeoutMs);
+  const forwardAbort = (): void => controller.abort();
+  request.signal?.addEventListener("abort", forwardAbort, { once: true });
+  try {
+    const response = await doFetch(url, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "user-agent": USER_AGENT,
+        [SIGNATURE_HEADER]: request.signature,
+        [ATTEMPT_HEADER]: String(request.attempt),
+      },
+      body,
+      // A redirect could lead to plain http or an internal host that checkCallbackUrl
+      // never saw, so the receiver must give its final URL.
+      redirect: "manual",
+      signal: controller.signal,
+    });
+    // The response body is of no interest; cancelling frees the connection.
+    await response.body?.cancel().catch(() => {});
+    const status = response.status;
+    if (status >= 200 && status < 300) return { delivered: true, status };
+    const retry = status === 408 || status === 429 || status >= 500;
+    const reason = status >= 300 && status < 400 ? " (redirects are not followed)" : "";
+    return {
+      delivered: false,
+      retry,
+      status,
+      error: `callback_url answered HTTP ${status}${reason}`,
+    };
+  } catch (cause) {
+    if (timedOut) {
+      return { delivered: false, retry: true, error: `timed out after ${request.timeoutMs} ms` };
+    }
+    return { delivered: false, retry: true, error: `request failed: ${errorMessage(cause)}` };
+  } finally {
+    clearTimeout(timer);
+    request.signal?.removeEventListener("abort", forwardAbort);
+  }
+}
+
+/** Node's fetch says only "fetch failed"; the reason (ECONNREFUSED…) is in `cause`. */
+function errorMessage(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  return error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : error.message;
+}
