@@ -216,6 +216,12 @@ export function vidPageRuntime(config: RuntimeConfig): void {
   };
   const applyAnimations = (): void => {
     for (const [animation, birth] of births) {
+      // Cancelled (its class or element went away, or the page called cancel()): setting
+      // its time would bring it back, above the page's current animations.
+      if (animation.playState === "idle") {
+        births.delete(animation);
+        continue;
+      }
       if (Number.isNaN(birth)) continue;
       animation.currentTime = (nowMs - birth) * animation.playbackRate;
     }
