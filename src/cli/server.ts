@@ -40,6 +40,10 @@ export function registerServer(program: Command): void {
       "file:///path or s3://bucket?endpoint=…&path_style=1 (default: <data-dir>/storage)",
     )
     .option("--allow-http-callbacks", "accept http:// callback URLs to loopback (development)")
+    .option(
+      "--allow-private-urls",
+      "let url render sources reach private/loopback hosts (development)",
+    )
     // `vid server users add … --data-dir x`: the subcommand's own --data-dir, not this one.
     .enablePositionalOptions()
     .action(async (options) => {
@@ -52,6 +56,7 @@ export function registerServer(program: Command): void {
           publicUrl: options.publicUrl,
           storage: options.storage,
           allowHttpCallbacks: options.allowHttpCallbacks,
+          allowPrivateUrls: options.allowPrivateUrls,
         });
         console.log(`vid server listening on ${running.url} (data: ${options.dataDir})`);
         if (running.requeued > 0) {

@@ -8,7 +8,7 @@
 
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
@@ -28,7 +28,9 @@ import { now, type Row, transaction } from "./db.ts";
 import { ApiError, invalid, notFound } from "./errors.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
 import { CallbackUrlError, checkCallbackUrl } from "./webhooks.ts";
+import { fetchProjectUrl } from "./url_source.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
+import { zipSync } from "fflate";
 
 /** The project facts stored with a ready asset. */
 export interface AssetProject {
@@ -222,6 +224,69 @@ async function readLimited(c: Context, limit: number): Promise<Uint8Array> {
 }
 
 /**
+ * Checks a project zip, stores it and marks the asset ready with the facts of its
+ * composition; a bad project is a 422 `vid_project_invalid` naming the problem.
+ */
+async function ingestProject(
+  ctx: ServerContext,
+  id: string,
+  zip: Uint8Array,
+  composition: string,
+): Promise<void> {
+  await mkdir(ctx.workDir, { recursive: true });
+  const dir = await mkdtemp(join(ctx.workDir, "upload-"));
+  try {
+    let project: AssetProject;
+    try {
+      const extracted = await extractProjectZip(zip, join(dir, "project"), { composition });
+      const parsed = extracted.composition;
+      project = {
+        id: parsed.id,
+        width: parsed.width,
+        height: parsed.height,
+        duration: parsed.duration,
+        declarations: parsed.declarations,
+      };
+    } catch (error) {
+      if (error instanceof ProjectZipError) {
+        const zipError: ProjectZipError = error;
+        throw new ApiError(422, "vid_project_invalid", zipError.message, zipError.field);
+      }
+      throw error;
+    }
+    await ctx.storage.putBytes(`assets/${id}/project.zip`, zip, "application/zip");
+    ctx.db.prepare(
+      "update assets set status = 'ready', project = ?, ready_at = ? where id = ?",
+    ).run(JSON.stringify(project), now(), id);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Downloads a `url` render source (SSRF-guarded) into a new ready asset of the caller's;
+ * a single HTML file becomes a one-file project.
+ */
+async function assetFromUrl(
+  ctx: ServerContext,
+  who: Caller,
+  url: string,
+  composition: string,
+): Promise<string> {
+  const fetched = await fetchProjectUrl(url, {
+    allowPrivate: ctx.allowPrivateUrls,
+    maxBytes: MAX_UPLOAD_BYTES,
+  });
+  const zip = fetched.kind === "zip" ? fetched.bytes : zipSync({ [composition]: fetched.bytes });
+  const id = randomId("ast");
+  ctx.db.prepare(
+    "insert into assets (id, account_id, status, size_bytes, filename, composition, created_at) values (?, ?, 'pending_upload', ?, ?, ?, ?)",
+  ).run(id, who.account.id, zip.length, fetched.url, composition, now());
+  await ingestProject(ctx, id, zip, composition);
+  return id;
+}
+
+/**
  * Builds the API.
  *
  * @example
@@ -345,35 +410,7 @@ export function createApp(ctx: ServerContext): Hono {
     if (row.sha256 && (await sha256Hex(zip)) !== row.sha256) {
       throw invalid("body", "the upload does not match the declared sha256");
     }
-    const dir = await mkdtemp(join(ctx.workDir, "upload-"));
-    try {
-      let project: AssetProject;
-      try {
-        const extracted = await extractProjectZip(zip, join(dir, "project"), {
-          composition: String(row.composition),
-        });
-        const c0 = extracted.composition;
-        project = {
-          id: c0.id,
-          width: c0.width,
-          height: c0.height,
-          duration: c0.duration,
-          declarations: c0.declarations,
-        };
-      } catch (error) {
-        if (error instanceof ProjectZipError) {
-          const zipError: ProjectZipError = error;
-          throw new ApiError(422, "vid_project_invalid", zipError.message, zipError.field);
-        }
-        throw error;
-      }
-      await ctx.storage.putBytes(`assets/${id}/project.zip`, zip, "application/zip");
-      ctx.db.prepare(
-        "update assets set status = 'ready', project = ?, ready_at = ? where id = ?",
-      ).run(JSON.stringify(project), now(), id);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    await ingestProject(ctx, id, zip, String(row.composition));
     const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
     return c.json(await assetJson(ctx, ready));
   });
@@ -419,24 +456,29 @@ export function createApp(ctx: ServerContext): Hono {
     if (callbackId !== null && (typeof callbackId !== "string" || callbackId.length > 255)) {
       throw invalid("callback_id", "must be a string of at most 255 characters");
     }
-    if (body.url !== undefined) {
-      throw invalid(
-        "url",
-        "this server renders uploaded assets only; upload the project and pass asset_id",
-      );
+    if (body.url !== undefined && body.asset_id !== undefined) {
+      throw invalid("url", "give asset_id or url, not both");
     }
-    if (typeof body.asset_id !== "string") throw invalid("asset_id", "is required");
+    if (body.url === undefined && typeof body.asset_id !== "string") {
+      throw invalid("asset_id", "is required (or give url)");
+    }
+    if (body.url !== undefined && typeof body.url !== "string") {
+      throw invalid("url", "must be an http(s) URL of a zip or an HTML file");
+    }
     const requestHash = await sha256Hex(JSON.stringify(body));
     const earlier = replayed(ctx, who, "renders", key, requestHash);
     if (earlier) {
       const row = ctx.db.prepare("select * from renders where id = ?").get(earlier) as Row;
       return c.json(await renderJson(ctx, row), 200);
     }
+    const assetId = body.url !== undefined
+      ? await assetFromUrl(ctx, who, String(body.url), composition)
+      : String(body.asset_id);
     const asset = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
-      body.asset_id,
+      assetId,
       who.account.id,
     ) as Row | undefined;
-    if (!asset) throw notFound("asset", body.asset_id);
+    if (!asset) throw notFound("asset", assetId);
     if (asset.status !== "ready") {
       throw new ApiError(
         409,

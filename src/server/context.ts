@@ -33,6 +33,8 @@ export interface ServerContext {
   workDir: string;
   /** Allow `http://` callback URLs to loopback (development). */
   allowHttpCallbacks: boolean;
+  /** Let `url` render sources reach private and loopback addresses (development). */
+  allowPrivateUrls: boolean;
   /** Tells the render queue that work is waiting. */
   wake(): void;
 }

@@ -31,6 +31,8 @@ export interface ServerOptions {
   storage?: string;
   /** Accept http:// callback URLs to loopback (development only). */
   allowHttpCallbacks?: boolean;
+  /** Let `url` render sources reach private and loopback addresses (development only). */
+  allowPrivateUrls?: boolean;
 }
 
 /** A running server. */
@@ -88,6 +90,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     publicUrl: "",
     workDir: join(dataDir, "work"),
     allowHttpCallbacks: options.allowHttpCallbacks === true,
+    allowPrivateUrls: options.allowPrivateUrls === true,
     wake: () => queueWake(),
   };
   const app = createApp(ctx);
