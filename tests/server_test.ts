@@ -216,7 +216,8 @@ describe("vid server", () => {
     await Deno.writeFile(file, new Uint8Array(await video.arrayBuffer()));
     const info = await probeVideo(file);
     assert.equal(info.frames, 30);
-    assert.equal(info.width, 320);
+    assert.deepEqual([info.width, info.height], [1920, 1080], "1080p 16:9 by default");
+    assert.deepEqual([done.width, done.height], [1920, 1080]);
     const thumbnail = await fetch(String(done.thumbnail_url));
     assert.equal(thumbnail.headers.get("content-type"), "image/jpeg");
     assert.deepEqual([...new Uint8Array(await thumbnail.arrayBuffer()).slice(0, 2)], [0xff, 0xd8]);
@@ -467,7 +468,7 @@ describe("vid server", () => {
     const assetId = await upload(projectZip(slow));
     const submitted = await api("/v3/vid/renders", {
       method: "POST",
-      body: JSON.stringify({ asset_id: assetId, fps: 30 }),
+      body: JSON.stringify({ asset_id: assetId, fps: 10, aspect_ratio: "1:1" }),
     });
     const id = String(submitted.body.render_id);
     const deadline = Date.now() + 60000;
@@ -482,7 +483,8 @@ describe("vid server", () => {
     const video = await fetch(String(done.video_url));
     const file = await Deno.makeTempFile({ suffix: ".mp4" });
     await Deno.writeFile(file, new Uint8Array(await video.arrayBuffer()));
-    assert.equal((await probeVideo(file)).frames, 120);
+    const info = await probeVideo(file);
+    assert.deepEqual([info.frames, info.width, info.height], [40, 1080, 1080]);
     await Deno.remove(file);
   });
 });

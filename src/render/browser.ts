@@ -66,6 +66,11 @@ export interface LaunchOptions {
   executablePath?: string;
   /** Give up on start-up after this many ms. @default 30000 */
   timeoutMs?: number;
+  /**
+   * Device pixels per CSS pixel for every window. BeginFrame screenshots ignore the
+   * per-page emulated scale, so the scale is a launch flag. @default 1
+   */
+  scale?: number;
 }
 
 /** A running browser. */
@@ -85,6 +90,8 @@ export interface PageOptions {
   initScript: string;
   /** Transparent page background, for alpha output. */
   transparent?: boolean;
+  /** Device pixels per CSS pixel. @default 1 */
+  scale?: number;
 }
 
 async function browserPath(mode: CaptureMode): Promise<string> {
@@ -138,6 +145,9 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
     ...COMMON_FLAGS,
     ...(options.mode === "beginframe" ? BEGIN_FRAME_FLAGS : []),
     `--user-data-dir=${profile}`,
+    ...(options.scale && options.scale !== 1
+      ? [`--force-device-scale-factor=${options.scale}`]
+      : []),
     "about:blank",
   ];
   // Its own process group, so close() can kill the zygote, GPU, network and renderer
@@ -235,7 +245,7 @@ export async function openPage(browser: Browser, options: PageOptions): Promise<
     page.send("Emulation.setDeviceMetricsOverride", {
       width: options.width,
       height: options.height,
-      deviceScaleFactor: 1,
+      deviceScaleFactor: options.scale ?? 1,
       mobile: false,
     }),
     page.send("Emulation.setFocusEmulationEnabled", { enabled: true }),

@@ -73,16 +73,17 @@ export async function probeBeginFrame(browser: Browser): Promise<string | undefi
 export async function launchForCapture(
   preference: CapturePreference = "auto",
   onFallback: (reason: string) => void = () => {},
+  scale = 1,
 ): Promise<Browser> {
   const env = process.env.VID_CAPTURE;
   const wanted = preference === "auto" && (env === "beginframe" || env === "screenshot")
     ? env
     : preference;
-  if (wanted === "screenshot") return await launchBrowser({ mode: "screenshot" });
+  if (wanted === "screenshot") return await launchBrowser({ mode: "screenshot", scale });
   let browser: Browser | undefined;
   let reason: string | undefined;
   try {
-    browser = await launchBrowser({ mode: "beginframe" });
+    browser = await launchBrowser({ mode: "beginframe", scale });
     reason = await probeBeginFrame(browser);
     if (reason === undefined) return browser;
   } catch (error) {
@@ -96,5 +97,5 @@ export async function launchForCapture(
     );
   }
   onFallback(reason);
-  return await launchBrowser({ mode: "screenshot" });
+  return await launchBrowser({ mode: "screenshot", scale });
 }

@@ -150,6 +150,11 @@ export interface EncoderOptions {
   frameFormat: "jpeg" | "png";
   /** 10-bit HEVC, BT.2020 primaries, HLG transfer (mp4 only). */
   hdr?: boolean;
+  /**
+   * Final frame size when it differs from the frames written: they are scaled to fit
+   * and centred on black (letterbox or pillarbox).
+   */
+  outputSize?: { width: number; height: number };
 }
 
 /** A running ffmpeg process fed one image per frame. */
@@ -162,9 +167,26 @@ export interface Encoder {
   abort(): void;
 }
 
-/** The video filters: pad odd sizes to even; for HDR, sRGB to BT.2020 10-bit. */
-function videoFilters(width: number, height: number, hdr: boolean): string[] {
+/**
+ * The video filters: fit into the output size; pad odd sizes to even; for HDR, sRGB to
+ * BT.2020 10-bit.
+ */
+function videoFilters(
+  width: number,
+  height: number,
+  hdr: boolean,
+  outputSize?: { width: number; height: number },
+): string[] {
   const filters: string[] = [];
+  if (outputSize && (outputSize.width !== width || outputSize.height !== height)) {
+    const { width: w, height: h } = outputSize;
+    filters.push(
+      `scale=${w}:${h}:force_original_aspect_ratio=decrease:flags=lanczos`,
+      `pad=${w}:${h}:(ow-iw)/2:(oh-ih)/2:color=black`,
+    );
+    width = w;
+    height = h;
+  }
   if (width % 2 !== 0 || height % 2 !== 0) {
     filters.push("pad=ceil(iw/2)*2:ceil(ih/2)*2:0:0:color=black@0");
   }
@@ -202,7 +224,7 @@ export function startEncoder(options: EncoderOptions): Encoder {
     options.frameFormat === "jpeg" ? "mjpeg" : "png",
     "-i",
     "pipe:0",
-    ...videoFilters(options.width, options.height, options.hdr === true),
+    ...videoFilters(options.width, options.height, options.hdr === true, options.outputSize),
     ...codecArgs(options.format, options.quality, options.hdr === true),
     "-fps_mode",
     "passthrough",

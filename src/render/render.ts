@@ -93,6 +93,12 @@ export interface RenderOptions extends CompositionSource {
    * path rejects it. @default false
    */
   hdr?: boolean;
+  /**
+   * Final frame size. The page is captured at the device scale that fits it (sharp, not
+   * upscaled) and centred on black when the aspect ratios differ. @default the
+   * composition's size
+   */
+  outputSize?: { width: number; height: number };
   /** Frames per chunk (each chunk is one closed-GOP segment). @default 60 */
   chunkSize?: number;
   /** Render only frames `from`..`to` (inclusive). */
@@ -168,6 +174,15 @@ export function checkRenderOptions(options: RenderOptions): void {
     throw new RenderOptionError(
       "--quality",
       `must be one of ${QUALITIES.join(", ")}, got ${options.quality}`,
+    );
+  }
+  const size = options.outputSize;
+  if (
+    size && ![size.width, size.height].every((n) => Number.isInteger(n) && n > 0 && n <= 8192)
+  ) {
+    throw new RenderOptionError(
+      "outputSize",
+      `width and height must be integers from 1 to 8192, got ${size.width}x${size.height}`,
     );
   }
   if (options.hdr && (options.format ?? "mp4") !== "mp4") {
@@ -253,6 +268,7 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
       capture: options.capture,
       seed: options.seed,
       epochMs: options.epochMs,
+      outputSize: options.outputSize,
       onWarning: options.onWarning,
       onStage: (stage) => {
         progress.stage = stage;
@@ -354,8 +370,8 @@ export async function renderComposition(options: RenderOptions = {}): Promise<Re
     return {
       output,
       compositionId: composition.id,
-      width: composition.width,
-      height: composition.height,
+      width: options.outputSize?.width ?? composition.width,
+      height: options.outputSize?.height ?? composition.height,
       fps,
       format,
       quality,

@@ -37,6 +37,10 @@ export interface PageSpec {
   videoProxies?: Record<string, { url: string; fps: number }>;
   /** Remote URLs from variables, answered from local copies (see `fetchRemoteMedia`). */
   remote?: RemoteAssets;
+  /** Device pixels per CSS pixel: frames are captured at width x scale. @default 1 */
+  scale?: number;
+  /** Final frame size; captured frames are fitted into it (see `EncoderOptions`). */
+  outputSize?: { width: number; height: number };
 }
 
 /** How one chunk is encoded. */
@@ -76,6 +80,7 @@ export async function openComposition(browser: Browser, spec: PageSpec): Promise
   const page = await openPage(browser, {
     width: spec.width,
     height: spec.height,
+    scale: spec.scale,
     transparent: alpha,
     initScript: runtimeScript({
       variables: spec.variables,
@@ -124,10 +129,11 @@ export async function renderRange(
     fps: spec.fps,
     format: spec.format,
     quality: out.quality,
-    width: spec.width,
-    height: spec.height,
+    width: Math.round(spec.width * (spec.scale ?? 1)),
+    height: Math.round(spec.height * (spec.scale ?? 1)),
     frameFormat: alpha ? "png" : "jpeg",
     hdr: out.hdr,
+    outputSize: spec.outputSize,
   });
   const abort = () => encoder.abort();
   signal?.addEventListener("abort", abort);

@@ -115,6 +115,8 @@ export interface SessionOptions {
   seed?: number;
   /** @default the current time, whole seconds */
   epochMs?: number;
+  /** Final frame size; the page is captured at the scale that fits it, then centred. */
+  outputSize?: { width: number; height: number };
   /** Told when the capture path falls back. */
   onWarning?: (message: string) => void;
   /** Told when the session starts preparing media. */
@@ -168,6 +170,11 @@ function readyTimeoutMs(): number {
  */
 export async function openRenderSession(options: SessionOptions): Promise<RenderSession> {
   const { composition, values } = options.prepared;
+  const size = options.outputSize;
+  // Captured sharp at the scale that fits the output size, never stretched.
+  const scale = size
+    ? Math.min(size.width / composition.width, size.height / composition.height)
+    : 1;
   const ffmpeg = await requireFfmpeg();
   const workDir = await mkdtemp(join(tmpdir(), "vid-render-"));
   let server: ProjectServer | undefined;
@@ -183,6 +190,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       options.capture ?? "auto",
       (reason) =>
         options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`),
+      scale,
     );
     const spec: PageSpec = {
       url: server.url + encodeURI(composition.entry),
@@ -194,6 +202,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       seed: options.seed ?? 1,
       epochMs: options.epochMs ?? Math.floor(Date.now() / 1000) * 1000,
       readyTimeoutMs: readyTimeoutMs(),
+      ...(size ? { outputSize: size, scale } : {}),
     };
     options.onStage?.("preparing media");
     spec.remote = await fetchRemoteMedia(values, workDir);
@@ -226,7 +235,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       async replaceBrowser(crashed: Browser): Promise<Browser> {
         let next = relaunches.get(crashed);
         if (!next) {
-          next = crashed.close().then(() => launchBrowser({ mode: crashed.mode }));
+          next = crashed.close().then(() => launchBrowser({ mode: crashed.mode, scale }));
           relaunches.set(crashed, next);
         }
         browser = await next;

@@ -20,12 +20,14 @@ import {
   CREDITS_PER_SECOND,
   DOWNLOAD_URL_SECONDS,
   MAX_UPLOAD_BYTES,
+  OUTPUT_SIZES,
   RESOLUTION_MULTIPLIER,
   type ServerContext,
   UPLOAD_URL_SECONDS,
 } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
 import { ApiError, invalid, notFound } from "./errors.ts";
+import { oauthRoutes } from "./oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
 import { CallbackUrlError, checkCallbackUrl } from "./webhooks.ts";
 import { fetchProjectUrl } from "./url_source.ts";
@@ -538,8 +540,8 @@ export function createApp(ctx: ServerContext): Hono {
         who.account.id,
         String(asset.id),
         JSON.stringify(request),
-        project.width,
-        project.height,
+        OUTPUT_SIZES[resolution][aspectRatio].width,
+        OUTPUT_SIZES[resolution][aspectRatio].height,
         duration,
         credits,
         JSON.stringify(problems.map((p) => p.message)),
@@ -564,7 +566,11 @@ export function createApp(ctx: ServerContext): Hono {
     const token = c.req.query("token");
     let before = Number.MAX_SAFE_INTEGER;
     if (token !== undefined) {
-      before = Number(atob(token.replaceAll("-", "+").replaceAll("_", "/")));
+      try {
+        before = Number(atob(token.replaceAll("-", "+").replaceAll("_", "/")));
+      } catch {
+        before = NaN; // not base64
+      }
       if (!Number.isInteger(before)) throw invalid("token", "is not a token this server issued");
     }
     const all = c.req.query("all") === "true" || c.req.query("all") === "1";
@@ -633,6 +639,8 @@ export function createApp(ctx: ServerContext): Hono {
       },
     });
   });
+
+  app.route("/oauth", oauthRoutes(ctx));
 
   return app;
 }

@@ -38,3 +38,22 @@ export interface ServerContext {
   /** Tells the render queue that work is waiting. */
   wake(): void;
 }
+
+/** Output frame size of each resolution and aspect ratio. */
+export const OUTPUT_SIZES: Readonly<
+  Record<
+    "1080p" | "4k",
+    Readonly<Record<"16:9" | "9:16" | "1:1", { width: number; height: number }>>
+  >
+> = {
+  "1080p": {
+    "16:9": { width: 1920, height: 1080 },
+    "9:16": { width: 1080, height: 1920 },
+    "1:1": { width: 1080, height: 1080 },
+  },
+  "4k": {
+    "16:9": { width: 3840, height: 2160 },
+    "9:16": { width: 2160, height: 3840 },
+    "1:1": { width: 2160, height: 2160 },
+  },
+};

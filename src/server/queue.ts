@@ -79,6 +79,7 @@ async function renderOne(ctx: ServerContext, row: Row, signal: AbortSignal): Pro
       quality: request.quality,
       values: request.variables,
       strictVariables: request.strict_variables,
+      outputSize: { width: Number(row.width), height: Number(row.height) },
       signal,
       onProgress: (p) => {
         const t = Date.now();
