@@ -95,6 +95,10 @@ async function checkAll(): Promise<Requirement[]> {
     { name: "ffmpeg", found: ffmpeg, packages: SYSTEM_PACKAGES.ffmpeg },
     { name: "ffprobe", found: ffprobe, packages: SYSTEM_PACKAGES.ffmpeg },
     await checkFonts(),
+    // The README's server quickstart (examples/server_quickstart.sh) talks HTTP with these.
+    { name: "curl", found: await which("curl"), packages: ["curl"] },
+    { name: "jq", found: await which("jq"), packages: ["jq"] },
+    { name: "zip", found: await which("zip"), packages: ["zip"] },
   ];
 }
 

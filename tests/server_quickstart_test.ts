@@ -1,0 +1,37 @@
+/**
+ * The README's server quickstart (examples/server_quickstart.sh) runs as written: start
+ * the server, create a user and key, upload a zip, render, poll and download a playable
+ * video. Keeps the documented script from rotting.
+ *
+ * @module
+ */
+
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { compositionHtml, makeProject, probeVideo, ROOT } from "./helpers.ts";
+
+describe("examples/server_quickstart.sh", () => {
+  it("ends with a playable video downloaded from the server", async () => {
+    const project = await makeProject(compositionHtml(
+      `<h1 id="t" style="color:#fff;margin:0"></h1>`,
+      {
+        variables: [{ id: "title", type: "string", default: "x" }],
+        after: `<script>t.textContent = window.__vid.getVariables().title;</script>`,
+      },
+    ));
+    const output = `${project}/out/video.mp4`;
+    const result = await new Deno.Command("bash", {
+      args: [`${ROOT}examples/server_quickstart.sh`, project, output],
+      cwd: ROOT,
+      stdout: "piped",
+      stderr: "piped",
+      stdin: "null",
+    }).output();
+    const text = new TextDecoder().decode(result.stdout) + new TextDecoder().decode(result.stderr);
+    assert.equal(result.code, 0, text);
+    assert.match(text, /completed 1/);
+    const info = await probeVideo(output);
+    assert.deepEqual([info.codec, info.frames, info.width, info.height], ["h264", 30, 1920, 1080]);
+    await Deno.remove(project, { recursive: true });
+  });
+});
