@@ -10,7 +10,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { fetchProjectUrl, isPublicAddress } from "../src/server/url_source.ts";
-import { ApiError } from "../src/server/errors.ts";
+import type { ApiError } from "../src/server/errors.ts";
 import { compositionHtml, probeVideo, ROOT, runVid } from "./helpers.ts";
 
 async function serveBytes(body: Uint8Array | string, type: string) {

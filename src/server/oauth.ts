@@ -465,7 +465,7 @@ export function oauthRoutes(ctx: ServerContext, options: OAuthOptions = {}): Hon
       "Sign in",
       `<h1>Sign in to approve vid</h1>
 <p>The <strong>vid command-line tool</strong> asks to render videos with your account
-(scope <code>${escapeHtml(request.scope)}</code>). Approving sends its credentials to
+(scope <code>${escapeHtml(request.scope)}</code>). Approving sends a one-time code to
 <code>${escapeHtml(target.origin)}</code>.</p>
 ${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ""}
 <form method="post" action="authorize">
