@@ -13,45 +13,8 @@ import { DatabaseSync } from "node:sqlite";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { ROOT, runVid } from "./helpers.ts";
+import { type ServerProcess, startServerProcess } from "./server_process.ts";
 import { accessTokenSecondsFrom, OAuthConfigError } from "../src/server/oauth.ts";
-
-interface Server {
-  url: string;
-  stop(): Promise<void>;
-}
-
-async function startServer(dataDir: string, env: Record<string, string> = {}): Promise<Server> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${ROOT}cli.ts`, "server", "--port", "0", "--data-dir", dataDir],
-    env,
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let out = "";
-  while (!/listening on (\S+)/.test(out)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`server exited: ${out}`);
-    out += value;
-  }
-  const url = out.match(/listening on (\S+)/)![1];
-  (async () => {
-    while (!(await reader.read()).done) { /* drain */ }
-  })();
-  child.stderr.pipeTo(new WritableStream());
-  return {
-    url,
-    async stop() {
-      try {
-        child.kill("SIGTERM");
-      } catch {
-        // already gone
-      }
-      await child.status;
-    },
-  };
-}
 
 function base64Url(bytes: ArrayBuffer | Uint8Array): string {
   return btoa(String.fromCharCode(...new Uint8Array(bytes)))
@@ -113,7 +76,7 @@ interface MeBody {
 }
 
 /** One OAuth client session against a server: the browser half and the CLI half. */
-function client(server: () => Server) {
+function client(server: () => ServerProcess) {
   const authorizeUrl = (params: Record<string, string | undefined>): string => {
     const url = new URL(`${server().url}/oauth/authorize`);
     for (const [name, value] of Object.entries(params)) {
@@ -206,7 +169,7 @@ function client(server: () => Server) {
 
 describe("vid server OAuth", () => {
   let dataDir: string;
-  let server: Server;
+  let server: ServerProcess;
   const oauth = client(() => server);
 
   before(async () => {
@@ -222,7 +185,7 @@ describe("vid server OAuth", () => {
       dataDir,
     ]);
     assert.equal(added.code, 0, added.stderr);
-    server = await startServer(dataDir);
+    server = await startServerProcess(dataDir);
   });
 
   after(async () => {
@@ -567,7 +530,7 @@ describe("vid server OAuth", () => {
       ["server", "users", "add", EMAIL, "--password", PASSWORD, "--data-dir", shortDir],
     );
     assert.equal(added.code, 0, added.stderr);
-    const shortLived = await startServer(shortDir, { VID_ACCESS_TOKEN_SECONDS: "1" });
+    const shortLived = await startServerProcess(shortDir, [], { VID_ACCESS_TOKEN_SECONDS: "1" });
     const shortClient = client(() => shortLived);
     try {
       const tokens = await shortClient.login();

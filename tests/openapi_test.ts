@@ -20,6 +20,7 @@ import type { ValidateFunction } from "ajv";
 import addFormats from "ajv-formats";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { compositionHtml, ROOT, runVid } from "./helpers.ts";
+import { type ServerProcess, startServerProcess } from "./server_process.ts";
 
 type Json = Record<string, unknown>;
 
@@ -297,54 +298,6 @@ function schemaPointers(doc: Json): string[] {
   return found;
 }
 
-interface Server {
-  url: string;
-  stop(): Promise<void>;
-}
-
-async function startServer(dataDir: string): Promise<Server> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      `${ROOT}cli.ts`,
-      "server",
-      "--port",
-      "0",
-      "--data-dir",
-      dataDir,
-      // The url source is served from loopback below.
-      "--allow-private-urls",
-    ],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let out = "";
-  while (!/listening on (\S+)/.test(out)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`server exited: ${out}`);
-    out += value;
-  }
-  const url = out.match(/listening on (\S+)/)![1];
-  (async () => {
-    while (!(await reader.read()).done) { /* drain */ }
-  })();
-  child.stderr.pipeTo(new WritableStream());
-  return {
-    url,
-    async stop() {
-      try {
-        child.kill("SIGTERM");
-      } catch {
-        // already gone
-      }
-      await child.status;
-    },
-  };
-}
-
 const VARIABLES = compositionHtml(
   `<div style="position:absolute;inset:0;animation:fade 1s linear both"></div>`,
   {
@@ -367,7 +320,7 @@ describe("api/openapi.yaml against the real server", () => {
   const doc = parseYaml(Deno.readTextFileSync(`${ROOT}api/openapi.yaml`)) as Json;
   const contract = new Contract(doc);
   let dataDir: string;
-  let server: Server;
+  let server: ServerProcess;
   let key: string;
   let otherKey: string;
 
@@ -471,7 +424,7 @@ describe("api/openapi.yaml against the real server", () => {
     const k2 = await runVid(["server", "keys", "create", "bo@example.com", "--data-dir", dataDir]);
     assert.equal(k2.code, 0, k2.stderr);
     otherKey = k2.stdout.trim();
-    server = await startServer(dataDir);
+    server = await startServerProcess(dataDir, ["--allow-private-urls"]);
   });
 
   after(async () => {

@@ -12,58 +12,9 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { zipSync } from "fflate";
-import { compositionHtml, probeVideo, ROOT, runVid } from "./helpers.ts";
+import { compositionHtml, probeVideo, runVid } from "./helpers.ts";
+import { type ServerProcess, startServerProcess } from "./server_process.ts";
 import { verifyWebhook } from "../src/server/webhooks.ts";
-
-interface Server {
-  url: string;
-  process: Deno.ChildProcess;
-  stop(signal?: Deno.Signal): Promise<void>;
-}
-
-async function startServer(dataDir: string, extra: string[] = []): Promise<Server> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      `${ROOT}cli.ts`,
-      "server",
-      "--port",
-      "0",
-      "--data-dir",
-      dataDir,
-      "--allow-http-callbacks",
-      ...extra,
-    ],
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let out = "";
-  while (!/listening on (\S+)/.test(out)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`server exited: ${out}`);
-    out += value;
-  }
-  const url = out.match(/listening on (\S+)/)![1];
-  (async () => {
-    while (!(await reader.read()).done) { /* drain */ }
-  })();
-  child.stderr.pipeTo(new WritableStream());
-  return {
-    url,
-    process: child,
-    async stop(signal: Deno.Signal = "SIGTERM") {
-      try {
-        child.kill(signal);
-      } catch {
-        // already gone
-      }
-      await child.status;
-    },
-  };
-}
 
 const FADE = compositionHtml(
   `<div id="box" style="position:absolute;inset:0;animation:fade 1s linear both"></div>`,
@@ -85,7 +36,7 @@ function projectZip(html = FADE): Uint8Array<ArrayBuffer> {
 
 describe("vid server", () => {
   let dataDir: string;
-  let server: Server;
+  let server: ServerProcess;
   let key: string;
   let otherKey: string;
 
@@ -162,7 +113,7 @@ describe("vid server", () => {
       .stdout.trim();
     const secret = await Deno.stat(`${dataDir}/vid.db`);
     assert.ok(secret.isFile);
-    server = await startServer(dataDir);
+    server = await startServerProcess(dataDir, ["--allow-http-callbacks"]);
   });
 
   after(async () => {
@@ -477,7 +428,7 @@ describe("vid server", () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     await server.stop("SIGKILL");
-    server = await startServer(dataDir);
+    server = await startServerProcess(dataDir, ["--allow-http-callbacks"]);
     const done = await waitFor(id);
     assert.equal(done.status, "completed", String(done.error));
     const video = await fetch(String(done.video_url));
