@@ -6,8 +6,10 @@
 
 import { Command, CommanderError } from "@commander-js/extra-typings";
 import denoJson from "../../deno.json" with { type: "json" };
+import { registerAuth } from "./auth.ts";
 import { registerInfo } from "./info.ts";
 import { registerRender } from "./render.ts";
+import { registerCloud } from "./cloud.ts";
 import { registerServer } from "./server.ts";
 import { registerStill } from "./still.ts";
 import { EXIT } from "./shared.ts";
@@ -31,7 +33,9 @@ export function buildProgram(): Command {
   registerValidate(program);
   registerRender(program);
   registerStill(program);
+  registerCloud(program);
   registerServer(program);
+  registerAuth(program);
   return program;
 }
 

@@ -13,6 +13,7 @@ import {
 } from "../composition/errors.ts";
 import { MissingDependencyError } from "../render/system.ts";
 import { RenderOptionError } from "../render/render.ts";
+import { CloudRenderError } from "../cloud/render.ts";
 
 /** Exit codes of the CLI. */
 export const EXIT = {
@@ -72,6 +73,7 @@ export function warn(message: string): void {
 export function exitCodeFor(error: unknown): number {
   if (error instanceof VariablesInputError) return EXIT.usage;
   if (error instanceof RenderOptionError) return EXIT.usage;
+  if (error instanceof CloudRenderError) return EXIT.usage;
   if (
     error instanceof CompositionError || error instanceof StrictVariablesError ||
     error instanceof MissingDependencyError

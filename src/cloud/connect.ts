@@ -1,0 +1,49 @@
+/**
+ * Connects the CLI to the hosted API with the active credential (spec "Authentication"
+ * 6-8): `CLOUD_API_KEY`, `VID_API_KEY`, then the credentials file; `CLOUD_API_URL` sets
+ * the address. An OAuth sign-in is refreshed once on a 401 and the request replayed.
+ *
+ * @module
+ */
+
+import process from "node:process";
+import { type Authenticator, CloudClient, type CloudClientOptions } from "./client.ts";
+import { type Env, type OAuthCredentials, resolveCredential } from "./credentials.ts";
+import { refreshStoredCredential } from "./oauth_client.ts";
+
+/** Options of {@linkcode connectCloud}. */
+export interface ConnectOptions {
+  onRetry?: CloudClientOptions["onRetry"];
+  onWarning?: (message: string) => void;
+  env?: Env;
+}
+
+/**
+ * A client for the active credential, or a `NotSignedInError` saying how to sign in.
+ *
+ * @example
+ * ```ts
+ * const client = await connectCloud();
+ * const me = await client.request<{ email: string }>("GET", "/v3/me");
+ * ```
+ */
+export async function connectCloud(options: ConnectOptions = {}): Promise<CloudClient> {
+  const env = options.env ?? process.env;
+  const resolved = await resolveCredential(env);
+  if (resolved.warning) options.onWarning?.(resolved.warning);
+  let credential = resolved.credential;
+  const auth: Authenticator = {
+    header: () =>
+      `Bearer ${credential.type === "api_key" ? credential.api_key : credential.access_token}`,
+    refresh: async () => {
+      if (credential.type !== "oauth" || resolved.source !== "file") return false;
+      credential = await refreshStoredCredential(
+        credential as OAuthCredentials,
+        resolved.baseUrl,
+        env,
+      );
+      return true;
+    },
+  };
+  return new CloudClient({ baseUrl: resolved.baseUrl, auth, onRetry: options.onRetry });
+}

@@ -1,0 +1,389 @@
+/**
+ * `vid cloud render`: resolve the project, detect its aspect ratio, zip it, upload it
+ * straight to storage, submit, poll and download; or render an uploaded asset
+ * (`assetId`) or a `url` without uploading. Every flag is checked before any network call.
+ *
+ * Idempotency: the same key (the user's `--idempotency-key`, or one generated for this
+ * invocation) is sent to both the upload and the submit, so retries inside one run never
+ * create a second asset or bill twice. A re-run without `--idempotency-key` uses a new key.
+ *
+ * @module
+ */
+
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import { type AspectRatio, aspectRatioOf, readComposition } from "../composition/composition.ts";
+import type { Variables } from "../composition/declarations.ts";
+import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
+import { checkOverrides, loadOverrides } from "../composition/variables.ts";
+import { OUTPUT_FORMATS, type OutputFormat, QUALITIES, type Quality } from "../render/encode.ts";
+import { type PackagedFile, packageProject } from "../project/package.ts";
+import { CloudApiError, type CloudClient } from "./client.ts";
+
+/** Upload limit of the hosted service (spec "Limits"). */
+export const CLOUD_MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
+/** Accepted `--resolution` values. */
+export const RESOLUTIONS = ["1080p", "4k"] as const;
+/** Accepted `--aspect-ratio` values. */
+export const ASPECT_RATIOS: readonly AspectRatio[] = ["16:9", "9:16", "1:1"];
+const IDEMPOTENCY_KEY = /^[A-Za-z0-9_:.-]{1,255}$/;
+
+/** A flag is wrong; names it. Raised before any network call. */
+export class CloudRenderError extends Error {
+  override name = "CloudRenderError";
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(`${field}: ${message}`);
+    this.field = field;
+  }
+}
+
+/** Options of {@linkcode cloudRender}; the CLI flags of `vid cloud render`. */
+export interface CloudRenderOptions {
+  /** Project directory. @default "." */
+  target?: string;
+  /** Entry HTML file. @default "index.html" */
+  composition?: string;
+  /** @default 30 */
+  fps?: number;
+  /** @default "standard" */
+  quality?: Quality;
+  /** @default "mp4" */
+  format?: OutputFormat;
+  /** @default "1080p" */
+  resolution?: (typeof RESOLUTIONS)[number];
+  /** @default detected from the composition; "16:9" for assetId/url */
+  aspectRatio?: AspectRatio;
+  /** @default "renders/<render_id>.<format>" */
+  output?: string;
+  dryRun?: boolean;
+  assetId?: string;
+  url?: string;
+  variables?: string;
+  variablesFile?: string;
+  strictVariables?: boolean;
+  noWait?: boolean;
+  callbackUrl?: string;
+  callbackId?: string;
+  /** Seconds between polls. @default 10 */
+  pollInterval?: number;
+  /** Minutes to wait for the render. @default 60 */
+  maxWait?: number;
+  idempotencyKey?: string;
+  onWarning?: (message: string) => void;
+  /** Told about each step ("packaging", "uploading", "submitted", "rendering" …). */
+  onStage?: (stage: string, detail?: Record<string, unknown>) => void;
+  signal?: AbortSignal;
+}
+
+/** What `--dry-run` reports. */
+export interface DryRunReport {
+  dryRun: true;
+  projectDir: string;
+  composition: string;
+  aspectRatio: AspectRatio;
+  compressedBytes: number;
+  uncompressedBytes: number;
+  fileCount: number;
+  largest: PackagedFile[];
+  siteId: string;
+  sha256: string;
+  warnings: string[];
+}
+
+/** The render record the API returns. */
+export interface CloudRenderRecord {
+  render_id: string;
+  asset_id: string | null;
+  status: "queued" | "rendering" | "completed" | "failed" | "deleted";
+  progress: number;
+  error: string | null;
+  video_url: string | null;
+  thumbnail_url: string | null;
+  [field: string]: unknown;
+}
+
+/** What {@linkcode cloudRender} did. */
+export type CloudRenderResult =
+  | DryRunReport
+  | {
+    dryRun: false;
+    renderId: string;
+    assetId: string | null;
+    status: "queued";
+    uploadedBytes: number;
+  }
+  | {
+    dryRun: false;
+    renderId: string;
+    assetId: string | null;
+    status: "completed";
+    output: string;
+    uploadedBytes: number;
+    render: CloudRenderRecord;
+  };
+
+/**
+ * Checks every flag that can be checked without the network (spec errors included:
+ * 4k has no alpha path).
+ */
+export function checkCloudRenderOptions(options: CloudRenderOptions): void {
+  const fps = options.fps ?? 30;
+  if (!Number.isInteger(fps) || fps < 1 || fps > 240) {
+    throw new CloudRenderError("--fps", `must be an integer from 1 to 240, got ${fps}`);
+  }
+  const format = options.format ?? "mp4";
+  if (!OUTPUT_FORMATS.includes(format)) {
+    throw new CloudRenderError("--format", `must be one of ${OUTPUT_FORMATS.join(", ")}`);
+  }
+  if (!QUALITIES.includes(options.quality ?? "standard")) {
+    throw new CloudRenderError("--quality", `must be one of ${QUALITIES.join(", ")}`);
+  }
+  const resolution = options.resolution ?? "1080p";
+  if (!RESOLUTIONS.includes(resolution)) {
+    throw new CloudRenderError("--resolution", `must be one of ${RESOLUTIONS.join(", ")}`);
+  }
+  if (resolution === "4k" && format !== "mp4") {
+    throw new CloudRenderError(
+      "--resolution",
+      `4k cannot be ${format}: the 4k path has no alpha channel. Use mp4, or render alpha at native resolution`,
+    );
+  }
+  if (options.aspectRatio !== undefined && !ASPECT_RATIOS.includes(options.aspectRatio)) {
+    throw new CloudRenderError("--aspect-ratio", `must be one of ${ASPECT_RATIOS.join(", ")}`);
+  }
+  if (options.assetId !== undefined && options.url !== undefined) {
+    throw new CloudRenderError("--asset-id", "give --asset-id or --url, not both");
+  }
+  if (options.dryRun && (options.assetId !== undefined || options.url !== undefined)) {
+    throw new CloudRenderError(
+      "--dry-run",
+      "inspects a local project's zip; drop --asset-id/--url",
+    );
+  }
+  if (options.url !== undefined && !/^https?:\/\//i.test(options.url)) {
+    throw new CloudRenderError("--url", "must be an http(s) URL of a zip or an HTML file");
+  }
+  if (options.callbackUrl !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(options.callbackUrl);
+    } catch {
+      // reported below
+    }
+    // http is only for a loopback receiver of a self-hosted development server (started
+    // with --allow-http-callbacks, which decides); anything else must be https.
+    const loopback = url?.protocol === "http:" &&
+      ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+    if (url?.protocol !== "https:" && !loopback) {
+      throw new CloudRenderError("--callback-url", "must be an https:// URL");
+    }
+  }
+  if (options.callbackId !== undefined && options.callbackId.length > 255) {
+    throw new CloudRenderError("--callback-id", "must be at most 255 characters");
+  }
+  if (options.idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(options.idempotencyKey)) {
+    throw new CloudRenderError(
+      "--idempotency-key",
+      "must be 1 to 255 characters of A-Z a-z 0-9 _ : . -",
+    );
+  }
+  if (options.pollInterval !== undefined && !(options.pollInterval > 0)) {
+    throw new CloudRenderError("--poll-interval", "must be a positive number of seconds");
+  }
+  if (options.maxWait !== undefined && !(options.maxWait > 0)) {
+    throw new CloudRenderError("--max-wait", "must be a positive number of minutes");
+  }
+}
+
+/** The spec's aspect ratios only: a composition of another shape gets the nearest. */
+function detectAspectRatio(width: number, height: number, warn: (m: string) => void): AspectRatio {
+  const exact = aspectRatioOf(width, height);
+  if (exact) return exact;
+  const nearest: AspectRatio = width > height ? "16:9" : width < height ? "9:16" : "1:1";
+  warn(
+    `${width}x${height} is not 16:9, 9:16 or 1:1; rendering as ${nearest} (letterboxed). ` +
+      `Pass --aspect-ratio to choose.`,
+  );
+  return nearest;
+}
+
+function randomKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return `vid-cli-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  // An "abort" event fires once: a signal aborted earlier (Ctrl-C during the upload) would
+  // never wake this listener, and the poll would go on.
+  signal?.throwIfAborted();
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    }, { once: true });
+  });
+}
+
+/**
+ * Runs the cloud render pipeline. `connect` is called only when the network is needed
+ * (never for `dryRun`), so a dry run needs no sign-in.
+ *
+ * @example
+ * ```ts
+ * const result = await cloudRender({ target: "examples/hello" }, () => connectCloud());
+ * if (!result.dryRun && result.status === "completed") console.log(result.output);
+ * ```
+ */
+export async function cloudRender(
+  options: CloudRenderOptions,
+  connect: () => Promise<CloudClient>,
+): Promise<CloudRenderResult> {
+  checkCloudRenderOptions(options);
+  const warn = options.onWarning ?? (() => {});
+  const stage = options.onStage ?? (() => {});
+  const composition = options.composition ?? "index.html";
+  const format = options.format ?? "mp4";
+  const overrides: Variables = await loadOverrides({
+    variables: options.variables,
+    variablesFile: options.variablesFile,
+  });
+  let aspectRatio = options.aspectRatio ?? "16:9";
+  let zip: Uint8Array<ArrayBuffer> | undefined;
+  let sha256: string | undefined;
+  if (options.assetId === undefined && options.url === undefined) {
+    const projectDir = resolve(options.target ?? ".");
+    const parsed = await readComposition(projectDir, composition);
+    aspectRatio = options.aspectRatio ?? detectAspectRatio(parsed.width, parsed.height, warn);
+    const problems: VariableProblem[] = checkOverrides(parsed.declarations, overrides);
+    if (options.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
+    for (const problem of problems) warn(problem.message);
+    stage("packaging", { projectDir });
+    const pkg = await packageProject(projectDir, {
+      composition,
+      maxBytes: CLOUD_MAX_UPLOAD_BYTES,
+    });
+    for (const warning of pkg.warnings ?? []) warn(warning);
+    if (options.dryRun) {
+      return {
+        dryRun: true,
+        projectDir,
+        composition: pkg.entry,
+        aspectRatio,
+        compressedBytes: pkg.compressedBytes,
+        uncompressedBytes: pkg.uncompressedBytes,
+        fileCount: pkg.fileCount,
+        largest: pkg.largest,
+        siteId: pkg.siteId,
+        sha256: pkg.sha256,
+        warnings: pkg.warnings ?? [],
+      };
+    }
+    zip = new Uint8Array(pkg.zip);
+    sha256 = pkg.sha256;
+  }
+
+  // Cancelled while packaging, signing in, creating the asset or uploading: stop before
+  // the next step, and above all before submitting a render that would be billed.
+  options.signal?.throwIfAborted();
+  const client = await connect();
+  const key = options.idempotencyKey ?? randomKey();
+  let assetId = options.assetId ?? null;
+  let uploadedBytes = 0;
+  if (zip) {
+    stage("uploading", { bytes: zip.length, idempotencyKey: key });
+    const asset = await client.request<{ asset_id: string; status: string; upload_url?: string }>(
+      "POST",
+      "/v3/assets",
+      {
+        body: { size_bytes: zip.length, sha256, composition },
+        idempotencyKey: key,
+        what: "create the asset",
+      },
+    );
+    assetId = asset.asset_id;
+    if (asset.status !== "ready") {
+      if (!asset.upload_url) throw new CloudApiError(500, "vid_internal", "no upload_url given");
+      options.signal?.throwIfAborted();
+      await client.upload(asset.upload_url, zip, "upload the project zip");
+      uploadedBytes = zip.length;
+    }
+  }
+  options.signal?.throwIfAborted();
+  stage("submitting", { assetId });
+  const submitted = await client.request<CloudRenderRecord>("POST", "/v3/vid/renders", {
+    body: {
+      ...(options.url !== undefined ? { url: options.url } : { asset_id: assetId }),
+      composition,
+      fps: options.fps ?? 30,
+      quality: options.quality ?? "standard",
+      format,
+      resolution: options.resolution ?? "1080p",
+      aspect_ratio: aspectRatio,
+      variables: overrides,
+      strict_variables: options.strictVariables === true,
+      ...(options.callbackUrl !== undefined ? { callback_url: options.callbackUrl } : {}),
+      ...(options.callbackId !== undefined ? { callback_id: options.callbackId } : {}),
+    },
+    idempotencyKey: key,
+    what: "submit the render",
+  });
+  const renderId = submitted.render_id;
+  stage("submitted", { renderId, assetId: submitted.asset_id });
+  if (options.noWait) {
+    return {
+      dryRun: false,
+      renderId,
+      assetId: submitted.asset_id,
+      status: "queued",
+      uploadedBytes,
+    };
+  }
+  const deadline = Date.now() + (options.maxWait ?? 60) * 60000;
+  let render = submitted;
+  while (render.status !== "completed") {
+    if (render.status === "failed") {
+      throw new CloudApiError(0, "render_failed", `render ${renderId} failed: ${render.error}`);
+    }
+    if (Date.now() > deadline) {
+      throw new CloudApiError(
+        0,
+        "max_wait",
+        `render ${renderId} is still ${render.status} after ${options.maxWait ?? 60} min; ` +
+          `check it later with: vid cloud get ${renderId}`,
+      );
+    }
+    await sleep((options.pollInterval ?? 10) * 1000, options.signal);
+    render = await client.request<CloudRenderRecord>("GET", `/v3/vid/renders/${renderId}`, {
+      what: "poll the render",
+    });
+    stage("rendering", { renderId, status: render.status, progress: render.progress });
+  }
+  const output = resolve(options.output ?? join("renders", `${renderId}.${format}`));
+  stage("downloading", { output });
+  await downloadTo(client, render.video_url!, output);
+  return {
+    dryRun: false,
+    renderId,
+    assetId: render.asset_id,
+    status: "completed",
+    output,
+    uploadedBytes,
+    render,
+  };
+}
+
+/** Downloads a signed URL to `output` through a temp file (nothing partial is left). */
+export async function downloadTo(client: CloudClient, url: string, output: string): Promise<void> {
+  const response = await client.download(url, "download the video");
+  await mkdir(dirname(output), { recursive: true });
+  const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}`);
+  try {
+    await writeFile(partial, new Uint8Array(await response.arrayBuffer()));
+    await rename(partial, output);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
+}
