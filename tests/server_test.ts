@@ -15,6 +15,7 @@ import { zipSync } from "fflate";
 import { compositionHtml, probeVideo, runVid } from "./helpers.ts";
 import { type ServerProcess, startServerProcess } from "./server_process.ts";
 import { verifyWebhook } from "../src/server/webhooks.ts";
+import { signPath, verifyPath } from "../src/server/secrets.ts";
 
 const FADE = compositionHtml(
   `<div id="box" style="position:absolute;inset:0;animation:fade 1s linear both"></div>`,
@@ -334,6 +335,41 @@ describe("vid server", () => {
     assert.equal(r1.body.render_id, r2.body.render_id);
     assert.equal((await api("/v3/me")).body.credits, before - 1, "billed once");
     await waitFor(String(r1.body.render_id));
+  });
+
+  it("marks a render whose page throws as failed, with the error, and refunds its credits", async () => {
+    const broken = compositionHtml("<div></div>", {
+      id: "broken",
+      after: `<script>setTimeout(() => { throw new Error("logo service down"); }, 100);</script>`,
+    });
+    const assetId = await upload(projectZip(broken));
+    const before = (await api("/v3/me")).body.credits as number;
+    const submitted = await api("/v3/vid/renders", {
+      method: "POST",
+      body: JSON.stringify({ asset_id: assetId, fps: 10 }),
+    });
+    assert.equal(submitted.status, 201);
+    assert.equal((await api("/v3/me")).body.credits, before - 1, "charged at submission");
+    const done = await waitFor(String(submitted.body.render_id));
+    assert.equal(done.status, "failed");
+    assert.match(String(done.error), /logo service down/);
+    assert.equal(done.video_url, null);
+    assert.equal((await api("/v3/me")).body.credits, before, "refunded after the failure");
+  });
+
+  it("refuses signed links once expired, and links signed for another path", async () => {
+    const secret = (await Deno.readTextFile(`${dataDir}/secret`)).trim();
+    const path = "/v3/files/rnd_x/video";
+    const now = Math.floor(Date.now() / 1000);
+    const sig = await signPath(secret, "video", path, now + 60);
+    assert.ok(await verifyPath(secret, "video", path, now + 60, sig, now));
+    assert.ok(!(await verifyPath(secret, "video", path, now + 60, sig, now + 61)), "expired");
+    assert.ok(!(await verifyPath(secret, "video", "/v3/files/rnd_y/video", now + 60, sig, now)));
+    assert.ok(!(await verifyPath(secret, "thumbnail", path, now + 60, sig, now)));
+    const expired = await signPath(secret, "video", path, now - 1);
+    const response = await fetch(`${server.url}${path}?expires=${now - 1}&sig=${expired}`);
+    assert.equal(response.status, 403);
+    assert.match((await response.json()).error.message, /expired or invalid/);
   });
 
   it("refuses a render the balance cannot pay with 402 before queuing", async () => {
