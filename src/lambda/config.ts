@@ -1,0 +1,404 @@
+/**
+ * The render configuration of the distributed path and the execution input that carries
+ * it to the workflow, with {@linkcode validateConfig}: the check the SDK runs before any
+ * cloud call.
+ *
+ * One execution input starts one render. It is the whole payload of `StartExecution`, so
+ * the workflow's 262144-byte input limit applies to its serialised JSON. The state machine
+ * (see `state_machine.ts`) hands it unchanged to every task, so the plan, each chunk worker
+ * and the assembler see exactly what the caller sent:
+ *
+ * ```json
+ * {
+ *   "renderId": "r-20240501-abc123",
+ *   "bucketName": "vid-renders-123",
+ *   "siteId": "site-0123456789abcdef",
+ *   "serveUrl": "https://vid-renders-123.s3.us-east-1.amazonaws.com/sites/site-0123456789abcdef/",
+ *   "composition": "index.html",
+ *   "outputKey": "renders/r-20240501-abc123/out.mp4",
+ *   "config": { "fps": 30, "width": 1920, "height": 1080, "format": "mp4",
+ *               "variables": { "title": "Hello", "logo": "https://cdn.example.com/logo.png" } }
+ * }
+ * ```
+ *
+ * Formats: `mp4` (H.264), `webm` (VP9 with alpha) and `mov` (ProRes 4444 with alpha), the
+ * same set as a local render, because chunks are encoded by the shared chunk renderer and
+ * joined with the concat demuxer without re-encoding, which all three support. HDR is not
+ * accepted (spec: in-process only).
+ *
+ * @module
+ */
+
+import type { OutputFormat, Quality } from "../render/encode.ts";
+import { chunkCount, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
+
+/** Workflow execution input limit: the whole serialised payload, UTF-8 bytes (256 KiB). */
+export const MAX_EXECUTION_INPUT_BYTES = 262144;
+
+/** Output formats a distributed render accepts. */
+export const LAMBDA_FORMATS: readonly OutputFormat[] = ["mp4", "webm", "mov"];
+/** Quality presets a distributed render accepts (those of the encoder). */
+export const LAMBDA_QUALITIES: readonly Quality[] = ["draft", "standard", "high"];
+
+/** Signed notification sent when the render terminates. */
+export interface WebhookConfig {
+  /** `https://` URL (plain `http://` only for a loopback receiver during development). */
+  url: string;
+  /** Shared secret the payload is signed with. */
+  secret: string;
+}
+
+/** The SDK's `config` of a distributed render (spec: "Render configuration"). */
+export interface RenderConfig {
+  /** Frames per second, integer 1-240. @default 30 */
+  fps?: number;
+  /** Output width in pixels. @default the composition's `data-width` */
+  width?: number;
+  /** Output height in pixels. @default the composition's `data-height` */
+  height?: number;
+  /** One of {@linkcode LAMBDA_FORMATS}. @default "mp4" */
+  format?: OutputFormat;
+  /** Encoder preset. @default "standard" */
+  quality?: Quality;
+  /** Overrides of the composition's declared variables: typed primitives, media as URLs. */
+  variables?: Record<string, string | number | boolean>;
+  /** Frames per chunk. @default 240 */
+  chunkSize?: number;
+  /** Cap on chunks, and so on chunk workers running at once for this render. @default 16 */
+  maxParallelChunks?: number;
+  /** Ceiling on frames per chunk, used only when `chunkSize` is unset. */
+  targetChunkFrames?: number;
+  /** High-dynamic-range output: always rejected here; render HDR with `vid render --hdr`. */
+  hdr?: boolean;
+  /** Seed of the page's `Math.random`, the same in every chunk. @default 1 */
+  seed?: number;
+  /**
+   * `Date.now()` at time 0, the same in every chunk so clocks agree across chunk seams.
+   * @default the execution's start time, whole seconds
+   */
+  epochMs?: number;
+  /** Called when the render terminates. */
+  webhook?: WebhookConfig;
+}
+
+/**
+ * The input of one workflow execution: everything a task needs to find the site, render
+ * its chunk and write the output. `renderToLambda` builds it and starts the execution
+ * with `renderId` as the execution name.
+ */
+export interface ExecutionInput {
+  /** Identifier of the render; also the execution name, so 1-80 of `A-Z a-z 0-9 - _`. */
+  renderId: string;
+  /** Bucket holding the site, the chunk files and the output (`RenderBucketName`). */
+  bucketName: string;
+  /** Content-addressed identifier of the uploaded site. */
+  siteId: string;
+  /** Absolute `http(s)` URL of the uploaded site's root, ending in `/`. */
+  serveUrl: string;
+  /** Entry HTML file inside the site. @default "index.html" */
+  composition?: string;
+  /** Object key of the rendered video in `bucketName`. */
+  outputKey: string;
+  /** The render configuration. */
+  config: RenderConfig;
+}
+
+/** Options of {@linkcode validateConfig}. */
+export interface ValidateConfigOptions {
+  /** Reserved concurrency of the render function (`vid lambda deploy --concurrency`). */
+  reservedConcurrency?: number;
+  /** Receives warnings (throttling). @default console.warn */
+  onWarning?(message: string): void;
+}
+
+/** A field of the execution input is invalid; `field` is its path, e.g. `config.fps`. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  readonly field: string;
+  constructor(field: string, message: string) {
+    super(`[validateConfig] ${field}: ${message}`);
+    this.field = field;
+  }
+}
+
+/** The serialised execution input exceeds {@linkcode MAX_EXECUTION_INPUT_BYTES}. */
+export class ExecutionInputTooLargeError extends ConfigError {
+  override name = "ExecutionInputTooLargeError";
+  /** UTF-8 bytes of the serialised input. */
+  readonly bytes: number;
+  /** The limit, {@linkcode MAX_EXECUTION_INPUT_BYTES}. */
+  readonly limit: number;
+  constructor(bytes: number, largest?: { field: string; bytes: number }) {
+    const culprit = largest
+      ? `; the largest field is ${largest.field} (${largest.bytes} bytes)`
+      : "";
+    super(
+      "config",
+      `the execution input is ${bytes} bytes, over the workflow limit of ` +
+        `${MAX_EXECUTION_INPUT_BYTES} bytes (256 KiB)${culprit}. Pass media as URLs ` +
+        "(a string variable holding a URL the composition loads at render time), " +
+        "not inlined as base64 data",
+    );
+    this.bytes = bytes;
+    this.limit = MAX_EXECUTION_INPUT_BYTES;
+  }
+}
+
+/** `hdr: true` was asked of a distributed render. */
+export class HdrNotSupportedError extends ConfigError {
+  override name = "HdrNotSupportedError";
+  constructor() {
+    super(
+      "config.hdr",
+      "High-dynamic-range mp4 in distributed mode is rejected; render HDR in-process with " +
+        "vid render --hdr",
+    );
+  }
+}
+
+const CONFIG_KEYS: ReadonlySet<string> = new Set([
+  "fps",
+  "width",
+  "height",
+  "format",
+  "quality",
+  "variables",
+  "chunkSize",
+  "maxParallelChunks",
+  "targetChunkFrames",
+  "hdr",
+  "seed",
+  "epochMs",
+  "webhook",
+]);
+
+const RENDER_ID = /^[A-Za-z0-9_-]{1,80}$/;
+const MAX_DIMENSION = 8192;
+
+/**
+ * UTF-8 bytes of a value serialised as JSON, as the workflow counts its input.
+ *
+ * @example
+ * ```ts
+ * serializedBytes({ title: "€" }); // 15: the euro sign is three bytes
+ * ```
+ */
+export function serializedBytes(value: unknown): number {
+  return new TextEncoder().encode(JSON.stringify(value) ?? "").byteLength;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The biggest leaf of the input, to point at the inlined media that broke the limit. */
+function largestField(input: unknown): { field: string; bytes: number } | undefined {
+  let best: { field: string; bytes: number } | undefined;
+  const visit = (value: unknown, path: string): void => {
+    if (isPlainObject(value)) {
+      for (const [key, child] of Object.entries(value)) visit(child, path ? `${path}.${key}` : key);
+    } else if (Array.isArray(value)) {
+      value.forEach((child, i) => visit(child, `${path}[${i}]`));
+    } else {
+      const bytes = serializedBytes(value);
+      if (!best || bytes > best.bytes) best = { field: path, bytes };
+    }
+  };
+  visit(input, "");
+  return best;
+}
+
+function requireString(input: Record<string, unknown>, key: string): string {
+  const value = input[key];
+  if (typeof value !== "string" || value.length === 0) {
+    throw new ConfigError(key, `must be a non-empty string, got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+function checkInteger(
+  config: Record<string, unknown>,
+  key: string,
+  min: number,
+  max: number,
+): void {
+  const value = config[key];
+  if (value === undefined) return;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(
+      `config.${key}`,
+      `must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`,
+    );
+  }
+}
+
+function checkWebhook(value: unknown): void {
+  if (!isPlainObject(value)) {
+    throw new ConfigError("config.webhook", "must be an object { url, secret }");
+  }
+  let url: URL | undefined;
+  try {
+    url = new URL(String(value.url));
+  } catch {
+    // reported below
+  }
+  // Plain http only reaches a receiver on this machine (local stack development).
+  const loopback = url?.protocol === "http:" &&
+    ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
+  if (url?.protocol !== "https:" && !loopback) {
+    throw new ConfigError(
+      "config.webhook.url",
+      `must be an https:// URL, got ${JSON.stringify(value.url)}`,
+    );
+  }
+  if (typeof value.secret !== "string" || value.secret.length === 0) {
+    throw new ConfigError("config.webhook.secret", "must be a non-empty string");
+  }
+}
+
+function checkTopLevel(input: Record<string, unknown>): void {
+  const renderId = requireString(input, "renderId");
+  if (!RENDER_ID.test(renderId)) {
+    throw new ConfigError(
+      "renderId",
+      `must be 1-80 characters of A-Z a-z 0-9 - _ (it names the execution), got ${
+        JSON.stringify(renderId)
+      }`,
+    );
+  }
+  requireString(input, "bucketName");
+  const siteId = requireString(input, "siteId");
+  if (siteId.includes("/")) {
+    throw new ConfigError("siteId", `must not contain "/", got ${JSON.stringify(siteId)}`);
+  }
+  const serveUrl = requireString(input, "serveUrl");
+  if (!URL.canParse(serveUrl) || !/^https?:$/.test(new URL(serveUrl).protocol)) {
+    throw new ConfigError("serveUrl", `must be an http(s) URL, got ${JSON.stringify(serveUrl)}`);
+  }
+  if (input.composition !== undefined) {
+    const composition = requireString(input, "composition");
+    if (composition.startsWith("/") || composition.split("/").includes("..")) {
+      throw new ConfigError(
+        "composition",
+        `must be a path inside the site, got ${JSON.stringify(composition)}`,
+      );
+    }
+  }
+  const outputKey = requireString(input, "outputKey");
+  if (outputKey.startsWith("/")) {
+    throw new ConfigError("outputKey", `must not start with "/", got ${JSON.stringify(outputKey)}`);
+  }
+}
+
+function checkRenderConfig(config: Record<string, unknown>): void {
+  for (const key of Object.keys(config)) {
+    if (!CONFIG_KEYS.has(key)) {
+      throw new ConfigError(
+        `config.${key}`,
+        `is not a render configuration field; known fields: ${[...CONFIG_KEYS].join(", ")}`,
+      );
+    }
+  }
+  if (config.hdr !== undefined && config.hdr !== false) {
+    if (config.hdr === true) throw new HdrNotSupportedError();
+    throw new ConfigError("config.hdr", `must be a boolean, got ${JSON.stringify(config.hdr)}`);
+  }
+  checkInteger(config, "fps", 1, 240);
+  checkInteger(config, "width", 1, MAX_DIMENSION);
+  checkInteger(config, "height", 1, MAX_DIMENSION);
+  if (config.format !== undefined && !LAMBDA_FORMATS.includes(config.format as OutputFormat)) {
+    throw new ConfigError(
+      "config.format",
+      `must be one of ${LAMBDA_FORMATS.join(", ")}, got ${JSON.stringify(config.format)}`,
+    );
+  }
+  if (config.quality !== undefined && !LAMBDA_QUALITIES.includes(config.quality as Quality)) {
+    throw new ConfigError(
+      "config.quality",
+      `must be one of ${LAMBDA_QUALITIES.join(", ")}, got ${JSON.stringify(config.quality)}`,
+    );
+  }
+  if (config.variables !== undefined && !isPlainObject(config.variables)) {
+    throw new ConfigError(
+      "config.variables",
+      `must be an object of variable overrides, got ${JSON.stringify(config.variables)}`,
+    );
+  }
+  checkInteger(config, "seed", 0, Number.MAX_SAFE_INTEGER);
+  checkInteger(config, "epochMs", 0, Number.MAX_SAFE_INTEGER);
+  if (config.webhook !== undefined) checkWebhook(config.webhook);
+  // The planner owns the chunk option rules and their errors (ChunkPlanError).
+  chunkCount({
+    frames: 1,
+    chunkSize: config.chunkSize as number | undefined,
+    targetChunkFrames: config.targetChunkFrames as number | undefined,
+    maxParallelChunks: config.maxParallelChunks as number | undefined,
+  });
+}
+
+/**
+ * Checks a distributed render's execution input before any cloud call. Pure: no network,
+ * no clock.
+ *
+ * Throws {@linkcode ExecutionInputTooLargeError} when the serialised input exceeds
+ * {@linkcode MAX_EXECUTION_INPUT_BYTES} (checked first, whatever else is wrong),
+ * {@linkcode HdrNotSupportedError} for `config.hdr: true`, `ChunkPlanError` (from the
+ * shared chunk planner) for a bad `chunkSize`, `targetChunkFrames` or `maxParallelChunks`,
+ * and {@linkcode ConfigError} for any other bad field. Warns through `onWarning` when the
+ * function's reserved concurrency is below `maxParallelChunks`: chunks then wait for a
+ * free function instance and the render is throttled.
+ *
+ * @example
+ * ```ts
+ * const input = validateConfig({
+ *   renderId: "r1",
+ *   bucketName: "vid-renders",
+ *   siteId: "site-0123456789abcdef",
+ *   serveUrl: "https://vid-renders.s3.amazonaws.com/sites/site-0123456789abcdef/",
+ *   outputKey: "renders/r1/out.mp4",
+ *   config: { fps: 30, format: "mp4", variables: { title: "Hi" } },
+ * }, { reservedConcurrency: 8, onWarning: (m) => console.warn(m) }); // warns: 8 < 16
+ * ```
+ *
+ * @param input The execution input, as it will be passed to `StartExecution`.
+ * @param options Function concurrency to compare with, and the warning sink.
+ * @returns The same input, typed.
+ */
+export function validateConfig(
+  input: ExecutionInput,
+  options: ValidateConfigOptions = {},
+): ExecutionInput {
+  const bytes = serializedBytes(input);
+  if (bytes > MAX_EXECUTION_INPUT_BYTES) {
+    throw new ExecutionInputTooLargeError(bytes, largestField(input));
+  }
+  if (!isPlainObject(input)) {
+    throw new ConfigError("input", `must be an object, got ${JSON.stringify(input)}`);
+  }
+  const record = input as unknown as Record<string, unknown>;
+  checkTopLevel(record);
+  if (!isPlainObject(record.config)) {
+    throw new ConfigError("config", `must be an object, got ${JSON.stringify(record.config)}`);
+  }
+  checkRenderConfig(record.config);
+
+  const { reservedConcurrency } = options;
+  if (reservedConcurrency !== undefined) {
+    if (!Number.isInteger(reservedConcurrency) || reservedConcurrency < 0) {
+      throw new ConfigError(
+        "reservedConcurrency",
+        `must be a non-negative integer, got ${JSON.stringify(reservedConcurrency)}`,
+      );
+    }
+    const maxParallelChunks = input.config.maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS;
+    if (reservedConcurrency < maxParallelChunks) {
+      (options.onWarning ?? console.warn)(
+        `reserved concurrency of the render function (${reservedConcurrency}) is lower than ` +
+          `maxParallelChunks (${maxParallelChunks}): renders will be throttled, chunks waiting ` +
+          "for a free function instance. Deploy with a higher --concurrency or lower " +
+          "--max-parallel-chunks",
+      );
+    }
+  }
+  return input;
+}

@@ -1,0 +1,742 @@
+/**
+ * A local Step Functions endpoint: a loopback HTTP server speaking the AWS JSON 1.0
+ * protocol of the Step Functions API, so the real `SFNClient` (with `endpoint` set to
+ * this server) drives it. Executions run the real ASL definition with
+ * aws-local-stepfunctions; every Task state is handed to the caller's `invoke` with its
+ * `Resource` (the Lambda function ARN) and its payload, in place of Lambda.
+ *
+ * Operations: `CreateStateMachine`, `DescribeStateMachine`, `StartExecution`,
+ * `DescribeExecution`, `GetExecutionHistory`, `StopExecution`. Errors use the AWS JSON
+ * error shape (`__type`, `message`, HTTP 400), so the client raises its typed exceptions
+ * (`ExecutionDoesNotExist`, `StateMachineDoesNotExist`, `InvalidExecutionInput`,
+ * `InvalidArn`, `InvalidDefinition`, `InvalidName`, `ExecutionAlreadyExists`,
+ * `StateMachineAlreadyExists`).
+ *
+ * The history is rebuilt from the interpreter's event log in Step Functions' event types:
+ * `ExecutionStarted`, `<Type>StateEntered` / `<Type>StateExited`, `LambdaFunctionScheduled`
+ * / `Started` / `Succeeded` / `Failed` / `TimedOut` (one Scheduled per attempt, so retries
+ * show), `MapStateStarted` (with `length`), `MapIterationStarted` / `Succeeded` / `Failed` /
+ * `Aborted`, `MapStateSucceeded` / `Failed`, and `ExecutionSucceeded` / `Failed` /
+ * `Aborted` / `TimedOut`.
+ *
+ * A function error reaches the workflow as Lambda reports it: error name = the thrown
+ * error's `name`, cause = `{"errorType","errorMessage"}` as JSON (Lambda's own cause adds a
+ * `trace`); an error named
+ * `Lambda.*` (a stand-in for a throttle or a service error) keeps its plain message.
+ *
+ * @module
+ */
+
+import { Buffer } from "node:buffer";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { StateMachine, type StateMachineDefinition } from "aws-local-stepfunctions";
+import { MAX_EXECUTION_INPUT_BYTES } from "./config.ts";
+
+/** Options of {@linkcode startLocalStepFunctions}. */
+export interface LocalStepFunctionsOptions {
+  /** Port to listen on; 0 picks a free one. @default 0 */
+  port?: number;
+  /** Loopback address to listen on. @default "127.0.0.1" */
+  hostname?: string;
+  /** Region written into ARNs. @default "us-east-1" */
+  region?: string;
+  /** Account id written into ARNs. @default "000000000000" */
+  accountId?: string;
+  /**
+   * Runs a Task state: what Lambda would do with `payload` for `functionArn`. Its return
+   * value is the task's result; a throw is the function's error.
+   */
+  invoke: (functionArn: string, payload: unknown) => Promise<unknown>;
+  /**
+   * Fixed pause before every retry, in milliseconds, in place of the definition's
+   * `IntervalSeconds` / `BackoffRate` (fast local loops). @default the definition's policy
+   */
+  retryIntervalMs?: number;
+}
+
+/** A running local Step Functions endpoint. */
+export interface LocalStepFunctions {
+  /** Base URL for `new SFNClient({ endpoint })`. */
+  endpoint: string;
+  /** Region of the ARNs this endpoint issues. */
+  region: string;
+  /**
+   * Registers a state machine (as `CreateStateMachine` does) and returns its ARN.
+   * Throws when the definition is not valid ASL.
+   */
+  createStateMachine(name: string, definition: object): string;
+  /** Aborts running executions and stops the server. */
+  close(): Promise<void>;
+}
+
+/** An API error in the AWS JSON shape; `type` becomes the client's exception name. */
+class SfnApiError extends Error {
+  readonly type: string;
+  constructor(type: string, message: string) {
+    super(message);
+    this.name = type;
+    this.type = type;
+  }
+}
+
+/** A Step Functions history event as the API returns it. */
+interface HistoryEvent {
+  timestamp: number;
+  type: string;
+  id: number;
+  previousEventId: number;
+  [details: string]: unknown;
+}
+
+type ExecutionStatus = "RUNNING" | "SUCCEEDED" | "FAILED" | "TIMED_OUT" | "ABORTED";
+
+interface MachineRecord {
+  arn: string;
+  name: string;
+  definition: StateMachineDefinition;
+  definitionText: string;
+  roleArn: string;
+  type: string;
+  creationDate: number;
+  /** Task state name -> its Resource. */
+  tasks: Map<string, string>;
+  /** Names of the states that have a Retry field. */
+  retryStates: string[];
+  /** Map state name -> its ItemsPath and InputPath, to report the item count. */
+  maps: Map<string, { itemsPath?: string; inputPath?: string | null }>;
+}
+
+interface ExecutionRecord {
+  arn: string;
+  name: string;
+  machine: MachineRecord;
+  status: ExecutionStatus;
+  startDate: number;
+  stopDate?: number;
+  input: string;
+  output?: string;
+  error?: string;
+  cause?: string;
+  stopRequest?: { error?: string; cause?: string };
+  events: HistoryEvent[];
+  abort(): void;
+  /** Settles when the interpreter's event log is fully recorded. */
+  finished: Promise<void>;
+}
+
+/** Names Step Functions accepts: 1-80 characters, no whitespace, brackets, wildcards,
+ * special characters or control characters. */
+const NAME = /^[^\s<>{}[\]?*"#%\\^|~`$&,;:/\p{Cc}]{1,80}$/u;
+const seconds = (ms: number): number => ms / 1000;
+
+function collectStates(
+  states: Record<string, Record<string, unknown>>,
+  machine: Pick<MachineRecord, "tasks" | "retryStates" | "maps">,
+): void {
+  for (const [name, state] of Object.entries(states)) {
+    if (state.Type === "Task") machine.tasks.set(name, String(state.Resource));
+    if (Array.isArray(state.Retry)) machine.retryStates.push(name);
+    const nested: unknown[] = [];
+    if (state.Type === "Map") {
+      machine.maps.set(name, {
+        itemsPath: state.ItemsPath as string | undefined,
+        inputPath: state.InputPath as string | null | undefined,
+      });
+      nested.push(state.ItemProcessor ?? state.Iterator);
+    }
+    if (state.Type === "Parallel") nested.push(...(state.Branches as unknown[]));
+    for (const sub of nested) {
+      collectStates((sub as { States: Record<string, Record<string, unknown>> }).States, machine);
+    }
+  }
+}
+
+/** Resolves `$` or `$.a.b` paths; anything fancier is reported as unknown. */
+function simplePath(path: string | null | undefined, value: unknown): unknown {
+  if (path === undefined || path === "$") return value;
+  if (path === null || !/^\$(\.[A-Za-z_][A-Za-z0-9_]*)+$/.test(path)) return undefined;
+  let current = value;
+  for (const key of path.slice(2).split(".")) {
+    if (typeof current !== "object" || current === null) return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(value ?? null);
+}
+
+/** The error a Task reports when the function throws, shaped as Lambda reports it. */
+function functionError(thrown: unknown): Error {
+  const original = thrown instanceof Error ? thrown : new Error(String(thrown));
+  const errorType = original.name || "Error";
+  // Lambda's cause also carries a `trace`; a stand-in's stack names only the test harness
+  // and would bury the message in every chunk failure's cause.
+  const message = errorType.startsWith("Lambda.")
+    ? original.message
+    : JSON.stringify({ errorType, errorMessage: original.message });
+  const error = new Error(message);
+  error.name = errorType;
+  return error;
+}
+
+/** Turns the interpreter's event log into Step Functions history events. */
+class HistoryRecorder {
+  readonly #execution: ExecutionRecord;
+  /** Task state name -> effective payloads of attempts not yet in the history, in order. */
+  readonly #payloads = new Map<string, unknown[]>();
+  /** `<state>#<iteration>` of tasks whose failure a Catch handled. */
+  readonly #caught = new Set<string>();
+  /** Map iterations: index -> still running, and the failure it ended on, if any. */
+  readonly #iterations = new Map<number, { done: boolean; failure?: boolean }>();
+
+  constructor(execution: ExecutionRecord) {
+    this.#execution = execution;
+  }
+
+  /** Notes the payload a Task attempt sent, before its event reaches {@linkcode record}. */
+  payloadSent(state: string, payload: unknown): void {
+    const queue = this.#payloads.get(state) ?? [];
+    queue.push(payload);
+    this.#payloads.set(state, queue);
+  }
+
+  #add(type: string, details: Record<string, unknown> = {}, timestamp = Date.now()): void {
+    const events = this.#execution.events;
+    const id = events.length + 1;
+    events.push({ timestamp: seconds(timestamp), type, id, previousEventId: id - 1, ...details });
+  }
+
+  #scheduled(state: string, input: unknown, timestamp: number): void {
+    const resource = this.#execution.machine.tasks.get(state);
+    const payload = this.#payloads.get(state)?.shift() ?? input;
+    this.#add("LambdaFunctionScheduled", {
+      lambdaFunctionScheduledEventDetails: {
+        resource,
+        input: json(payload),
+        inputDetails: { truncated: false },
+      },
+    }, timestamp);
+    this.#add("LambdaFunctionStarted", {}, timestamp);
+  }
+
+  #finish(status: ExecutionStatus, timestamp: number): void {
+    const execution = this.#execution;
+    if (execution.status !== "RUNNING") return;
+    execution.status = status;
+    execution.stopDate = timestamp;
+  }
+
+  // deno-lint-ignore no-explicit-any
+  record(event: any): void {
+    const at: number = event.timestamp ?? Date.now();
+    const execution = this.#execution;
+    const state = event.state as { name: string; type: string; input: unknown; output?: unknown };
+    const iteration = typeof event.index === "number" ? event.index : undefined;
+    const key = state ? `${state.name}#${iteration ?? ""}` : "";
+    if (iteration !== undefined && event.type.startsWith("State")) {
+      const entry = this.#iterations.get(iteration);
+      if (entry) entry.failure = event.type === "StateFailed";
+    }
+    switch (event.type) {
+      case "ExecutionStarted":
+        this.#add("ExecutionStarted", {
+          executionStartedEventDetails: {
+            input: execution.input,
+            inputDetails: { truncated: false },
+            roleArn: execution.machine.roleArn,
+          },
+        }, at);
+        break;
+      case "StateEntered": {
+        this.#add(`${state.type}StateEntered`, {
+          stateEnteredEventDetails: {
+            name: state.name,
+            input: json(state.input),
+            inputDetails: { truncated: false },
+          },
+        }, at);
+        if (state.type === "Task") this.#scheduled(state.name, state.input, at);
+        if (state.type === "Map") {
+          const map = execution.machine.maps.get(state.name);
+          const items = simplePath(map?.itemsPath, simplePath(map?.inputPath, state.input));
+          if (Array.isArray(items)) {
+            this.#add(
+              "MapStateStarted",
+              { mapStateStartedEventDetails: { length: items.length } },
+              at,
+            );
+          }
+        }
+        break;
+      }
+      case "StateRetried":
+        if (state.type === "Task") this.#scheduled(state.name, state.input, at);
+        break;
+      case "StateCaught":
+        this.#caught.add(key);
+        break;
+      case "StateFailed":
+        if (state.type === "Task") {
+          const timedOut = event.Error === "States.Timeout";
+          this.#add(timedOut ? "LambdaFunctionTimedOut" : "LambdaFunctionFailed", {
+            [timedOut ? "lambdaFunctionTimedOutEventDetails" : "lambdaFunctionFailedEventDetails"]:
+              {
+                error: event.Error,
+                cause: typeof event.Cause === "string" ? event.Cause : json(event.Cause),
+              },
+          }, at);
+        }
+        if (state.type === "Map") {
+          // The interpreter drops the failed iteration's own event once the Map fails, and
+          // reports nothing for the iterations it aborted: settle every open iteration here.
+          for (const [index, entry] of this.#iterations) {
+            if (entry.done) continue;
+            entry.done = true;
+            const type = entry.failure ? "MapIterationFailed" : "MapIterationAborted";
+            const detailsKey = entry.failure
+              ? "mapIterationFailedEventDetails"
+              : "mapIterationAbortedEventDetails";
+            this.#add(type, { [detailsKey]: { name: state.name, index } }, at);
+          }
+          this.#add("MapStateFailed", {}, at);
+        }
+        break;
+      case "StateExited":
+        if (state.type === "Task" && !this.#caught.delete(key)) {
+          this.#add("LambdaFunctionSucceeded", {
+            lambdaFunctionSucceededEventDetails: {
+              output: json(state.output),
+              outputDetails: { truncated: false },
+            },
+          }, at);
+        }
+        if (state.type === "Map") {
+          this.#iterations.clear();
+          this.#add("MapStateSucceeded", {}, at);
+        }
+        this.#add(`${state.type}StateExited`, {
+          stateExitedEventDetails: {
+            name: state.name,
+            output: json(state.output),
+            outputDetails: { truncated: false },
+          },
+        }, at);
+        break;
+      case "MapIterationStarted":
+        this.#iterations.set(event.index, { done: false });
+        this.#add("MapIterationStarted", {
+          mapIterationStartedEventDetails: { name: event.parentState.name, index: event.index },
+        }, at);
+        break;
+      case "MapIterationSucceeded":
+      case "MapIterationFailed": {
+        const entry = this.#iterations.get(event.index);
+        if (entry?.done) break;
+        if (entry) entry.done = true;
+        const detailsKey = event.type === "MapIterationSucceeded"
+          ? "mapIterationSucceededEventDetails"
+          : "mapIterationFailedEventDetails";
+        this.#add(event.type, {
+          [detailsKey]: { name: event.parentState.name, index: event.index },
+        }, at);
+        break;
+      }
+      case "ExecutionSucceeded":
+        execution.output = json(event.output);
+        this.#finish("SUCCEEDED", at);
+        this.#add("ExecutionSucceeded", {
+          executionSucceededEventDetails: {
+            output: execution.output,
+            outputDetails: { truncated: false },
+          },
+        }, at);
+        break;
+      case "ExecutionFailed":
+        execution.error = String(event.Error);
+        execution.cause = typeof event.Cause === "string" ? event.Cause : json(event.Cause);
+        this.#finish("FAILED", at);
+        this.#add("ExecutionFailed", {
+          executionFailedEventDetails: { error: execution.error, cause: execution.cause },
+        }, at);
+        break;
+      case "ExecutionAborted":
+        execution.error = execution.stopRequest?.error;
+        execution.cause = execution.stopRequest?.cause;
+        this.#finish("ABORTED", at);
+        this.#add("ExecutionAborted", {
+          executionAbortedEventDetails: { error: execution.error, cause: execution.cause },
+        }, at);
+        break;
+      case "ExecutionTimeout":
+        execution.error = "States.Timeout";
+        this.#finish("TIMED_OUT", at);
+        this.#add("ExecutionTimedOut", {
+          executionTimedOutEventDetails: { error: execution.error },
+        }, at);
+        break;
+    }
+  }
+}
+
+/**
+ * Starts a local Step Functions endpoint on loopback.
+ *
+ * @example
+ * ```ts
+ * import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+ *
+ * const local = await startLocalStepFunctions({
+ *   invoke: (functionArn, payload) => runWorker(functionArn, payload),
+ * });
+ * const stateMachineArn = local.createStateMachine("vid-render", definition);
+ * const sfn = new SFNClient({
+ *   endpoint: local.endpoint,
+ *   region: local.region,
+ *   credentials: { accessKeyId: "local", secretAccessKey: "local" },
+ * });
+ * await sfn.send(new StartExecutionCommand({ stateMachineArn, input: "{}" }));
+ * await local.close();
+ * ```
+ *
+ * @param options Port, ARN region and account, and the stand-in for Lambda.
+ * @returns The endpoint, a way to register state machines, and `close`.
+ */
+export async function startLocalStepFunctions(
+  options: LocalStepFunctionsOptions,
+): Promise<LocalStepFunctions> {
+  const region = options.region ?? "us-east-1";
+  const accountId = options.accountId ?? "000000000000";
+  const machines = new Map<string, MachineRecord>();
+  const executions = new Map<string, ExecutionRecord>();
+
+  function machineArn(name: string): string {
+    return `arn:aws:states:${region}:${accountId}:stateMachine:${name}`;
+  }
+
+  function checkArn(arn: unknown, kind: "stateMachine" | "execution"): string {
+    const parts = typeof arn === "string" ? arn.split(":") : [];
+    const expected = kind === "stateMachine" ? 7 : 8;
+    if (
+      parts.length !== expected || parts[0] !== "arn" || parts[2] !== "states" || parts[5] !== kind
+    ) {
+      throw new SfnApiError("InvalidArn", `Invalid Arn: '${String(arn)}'`);
+    }
+    return arn as string;
+  }
+
+  function createMachine(
+    name: unknown,
+    definitionText: unknown,
+    roleArn = `arn:aws:iam::${accountId}:role/vid-local-states`,
+    type = "STANDARD",
+  ): MachineRecord {
+    if (typeof name !== "string" || !NAME.test(name)) {
+      throw new SfnApiError("InvalidName", `Invalid Name: '${String(name)}'`);
+    }
+    let definition: StateMachineDefinition;
+    try {
+      definition = JSON.parse(String(definitionText));
+      new StateMachine(definition);
+    } catch (error) {
+      throw new SfnApiError("InvalidDefinition", `Invalid State Machine Definition: ${error}`);
+    }
+    const arn = machineArn(name);
+    const existing = machines.get(arn);
+    if (existing) {
+      if (existing.definitionText === definitionText && existing.roleArn === roleArn) {
+        return existing;
+      }
+      throw new SfnApiError("StateMachineAlreadyExists", `State Machine Already Exists: '${arn}'`);
+    }
+    const machine: MachineRecord = {
+      arn,
+      name,
+      definition,
+      definitionText: String(definitionText),
+      roleArn,
+      type,
+      creationDate: Date.now(),
+      tasks: new Map(),
+      retryStates: [],
+      maps: new Map(),
+    };
+    collectStates(definition.States as unknown as Record<string, Record<string, unknown>>, machine);
+    machines.set(arn, machine);
+    return machine;
+  }
+
+  function getMachine(arn: unknown): MachineRecord {
+    const machine = machines.get(checkArn(arn, "stateMachine"));
+    if (!machine) {
+      throw new SfnApiError("StateMachineDoesNotExist", `State Machine Does Not Exist: '${arn}'`);
+    }
+    return machine;
+  }
+
+  function getExecution(arn: unknown): ExecutionRecord {
+    const execution = executions.get(checkArn(arn, "execution"));
+    if (!execution) {
+      throw new SfnApiError("ExecutionDoesNotExist", `Execution Does Not Exist: '${arn}'`);
+    }
+    return execution;
+  }
+
+  function startExecution(request: Record<string, unknown>): ExecutionRecord {
+    const machine = getMachine(request.stateMachineArn);
+    const name = request.name === undefined ? crypto.randomUUID() : request.name;
+    if (typeof name !== "string" || !NAME.test(name)) {
+      throw new SfnApiError("InvalidName", `Invalid Name: '${String(name)}'`);
+    }
+    const input = request.input === undefined ? "{}" : String(request.input);
+    const bytes = new TextEncoder().encode(input).byteLength;
+    if (bytes > MAX_EXECUTION_INPUT_BYTES) {
+      throw new SfnApiError(
+        "InvalidExecutionInput",
+        `Execution input is ${bytes} bytes, over the maximum of ${MAX_EXECUTION_INPUT_BYTES} bytes`,
+      );
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(input);
+    } catch (error) {
+      throw new SfnApiError(
+        "InvalidExecutionInput",
+        `Invalid State Machine Execution Input: ${error}`,
+      );
+    }
+    const arn = `arn:aws:states:${region}:${accountId}:execution:${machine.name}:${name}`;
+    const existing = executions.get(arn);
+    if (existing) {
+      if (existing.status === "RUNNING" && existing.input === input) return existing;
+      throw new SfnApiError("ExecutionAlreadyExists", `Execution Already Exists: '${arn}'`);
+    }
+
+    const execution: ExecutionRecord = {
+      arn,
+      name,
+      machine,
+      status: "RUNNING",
+      startDate: Date.now(),
+      input,
+      events: [],
+      abort: () => {},
+      finished: Promise.resolve(),
+    };
+    const recorder = new HistoryRecorder(execution);
+    const handlers = Object.fromEntries(
+      [...machine.tasks].map(([state, resource]) => [
+        state,
+        async (payload: unknown) => {
+          recorder.payloadSent(state, payload);
+          let result: unknown;
+          try {
+            result = await options.invoke(resource, payload);
+          } catch (error) {
+            throw functionError(error);
+          }
+          return JSON.parse(json(result));
+        },
+      ]),
+    );
+    const retryIntervalMs = options.retryIntervalMs;
+    const run = new StateMachine(machine.definition, { validationOptions: { noValidate: true } })
+      .run(parsed as never, {
+        overrides: {
+          taskResourceLocalHandlers: handlers,
+          retryIntervalOverrides: retryIntervalMs === undefined
+            ? undefined
+            : Object.fromEntries(machine.retryStates.map((s) => [s, retryIntervalMs])),
+        },
+        noThrowOnAbort: true,
+        context: {
+          Execution: {
+            Id: arn,
+            Name: name,
+            RoleArn: machine.roleArn,
+            StartTime: new Date(execution.startDate).toISOString(),
+          },
+          StateMachine: { Id: machine.arn, Name: machine.name },
+        },
+      });
+    // The outcome is read from the event log; the result promise only needs a handler.
+    run.result.catch(() => {});
+    execution.abort = run.abort;
+    execution.finished = (async () => {
+      for await (const event of run.eventLogs) recorder.record(event);
+    })();
+    executions.set(arn, execution);
+    return execution;
+  }
+
+  async function stopExecution(request: Record<string, unknown>): Promise<ExecutionRecord> {
+    const execution = getExecution(request.executionArn);
+    if (execution.status === "RUNNING") {
+      execution.stopRequest = {
+        error: request.error as string | undefined,
+        cause: request.cause as string | undefined,
+      };
+      execution.abort();
+      await execution.finished;
+    }
+    return execution;
+  }
+
+  function describeExecution(execution: ExecutionRecord): Record<string, unknown> {
+    return {
+      executionArn: execution.arn,
+      stateMachineArn: execution.machine.arn,
+      name: execution.name,
+      status: execution.status,
+      startDate: seconds(execution.startDate),
+      stopDate: execution.stopDate === undefined ? undefined : seconds(execution.stopDate),
+      input: execution.input,
+      inputDetails: { included: true },
+      output: execution.output,
+      outputDetails: execution.output === undefined ? undefined : { included: true },
+      error: execution.error,
+      cause: execution.cause,
+    };
+  }
+
+  function history(request: Record<string, unknown>): Record<string, unknown> {
+    const execution = getExecution(request.executionArn);
+    const max = Math.min(Number(request.maxResults) || 100, 1000);
+    const start = request.nextToken === undefined ? 0 : Number(request.nextToken);
+    if (!Number.isInteger(start) || start < 0) {
+      throw new SfnApiError("InvalidToken", `Invalid Token: '${request.nextToken}'`);
+    }
+    let events = [...execution.events];
+    if (request.reverseOrder === true) events.reverse();
+    if (request.includeExecutionData === false) {
+      events = events.map((event) => {
+        const copy = structuredClone(event);
+        for (const value of Object.values(copy)) {
+          if (typeof value === "object" && value !== null) {
+            delete (value as Record<string, unknown>).input;
+            delete (value as Record<string, unknown>).output;
+          }
+        }
+        return copy;
+      });
+    }
+    const page = events.slice(start, start + max);
+    const next = start + max < events.length ? String(start + max) : undefined;
+    return { events: page, nextToken: next };
+  }
+
+  async function dispatch(operation: string, request: Record<string, unknown>): Promise<unknown> {
+    switch (operation) {
+      case "CreateStateMachine": {
+        const machine = createMachine(
+          request.name,
+          request.definition,
+          request.roleArn as string | undefined,
+          request.type as string | undefined,
+        );
+        return { stateMachineArn: machine.arn, creationDate: seconds(machine.creationDate) };
+      }
+      case "DescribeStateMachine": {
+        const machine = getMachine(request.stateMachineArn);
+        return {
+          stateMachineArn: machine.arn,
+          name: machine.name,
+          status: "ACTIVE",
+          definition: machine.definitionText,
+          roleArn: machine.roleArn,
+          type: machine.type,
+          creationDate: seconds(machine.creationDate),
+        };
+      }
+      case "StartExecution": {
+        const execution = startExecution(request);
+        return { executionArn: execution.arn, startDate: seconds(execution.startDate) };
+      }
+      case "DescribeExecution":
+        return describeExecution(getExecution(request.executionArn));
+      case "GetExecutionHistory":
+        return history(request);
+      case "StopExecution": {
+        const execution = await stopExecution(request);
+        return { stopDate: seconds(execution.stopDate ?? Date.now()) };
+      }
+      default:
+        throw new SfnApiError("UnknownOperationException", `Unknown operation: ${operation}`);
+    }
+  }
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of request) chunks.push(chunk as Uint8Array);
+    const body = Buffer.concat(chunks).toString("utf8");
+    const target = String(request.headers["x-amz-target"] ?? "");
+    const send = (status: number, payload: unknown, errorType?: string): void => {
+      const text = JSON.stringify(payload);
+      response.writeHead(status, {
+        "content-type": "application/x-amz-json-1.0",
+        "content-length": Buffer.byteLength(text),
+        "x-amzn-requestid": crypto.randomUUID(),
+        ...(errorType ? { "x-amzn-errortype": errorType } : {}),
+      });
+      response.end(text);
+    };
+    try {
+      if (request.method !== "POST" || !target.startsWith("AWSStepFunctions.")) {
+        throw new SfnApiError(
+          "UnknownOperationException",
+          `Expected POST with X-Amz-Target: AWSStepFunctions.<Operation>, got ${request.method} ${
+            target || "(no target)"
+          }`,
+        );
+      }
+      let parsed: unknown;
+      try {
+        parsed = body ? JSON.parse(body) : {};
+      } catch {
+        throw new SfnApiError("SerializationException", "Request body is not JSON");
+      }
+      send(200, await dispatch(target.slice("AWSStepFunctions.".length), parsed as never));
+    } catch (error) {
+      if (error instanceof SfnApiError) {
+        send(400, { __type: error.type, message: error.message }, error.type);
+      } else {
+        send(500, { __type: "InternalFailure", message: String(error) }, "InternalFailure");
+      }
+    }
+  }
+
+  const server = createServer((request, response) => void handle(request, response));
+  const hostname = options.hostname ?? "127.0.0.1";
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, hostname, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = hostname.includes(":") ? `[${hostname}]` : hostname;
+
+  return {
+    endpoint: `http://${host}:${port}`,
+    region,
+    createStateMachine(name: string, definition: object): string {
+      try {
+        return createMachine(name, JSON.stringify(definition)).arn;
+      } catch (error) {
+        throw error instanceof SfnApiError
+          ? new Error(`createStateMachine ${name}: ${error.message}`)
+          : error;
+      }
+    },
+    async close(): Promise<void> {
+      const running = [...executions.values()].filter((e) => e.status === "RUNNING");
+      for (const execution of running) {
+        execution.stopRequest = { error: "LocalStepFunctionsClosed" };
+        execution.abort();
+      }
+      await Promise.all(running.map((e) => e.finished));
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
