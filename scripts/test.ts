@@ -3,6 +3,11 @@
  * `deno check mod.ts cli.ts` (one test each), then `deno test` over `tests/` with a JUnit report
  * that is parsed for the counts. Run by `deno task test` after setup.
  *
+ * A run without arguments then tests the Pulumi program in `pulumi/` under Node: `npm install`
+ * there (a quick no-op once `node_modules` matches `package-lock.json`), `tsc --noEmit` (one
+ * test), and its unit tests (`node --test` with the tsx loader, Pulumi mocks), counted from
+ * their JUnit report like those of `deno test`.
+ *
  * Extra arguments go to `deno test`; a path among them replaces `tests/`:
  *
  * ```sh
@@ -38,6 +43,8 @@ interface TestCase {
 
 const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
 const JUNIT_PATH = ".test-results/junit.xml";
+const PULUMI_DIR: string = `${ROOT}pulumi`;
+const PULUMI_JUNIT_PATH = ".test-results/pulumi-junit.xml";
 
 /** `deno test` flags whose value may follow as a separate argument. */
 const FLAGS_WITH_VALUE: ReadonlySet<string> = new Set([
@@ -57,11 +64,17 @@ const FLAGS_WITH_VALUE: ReadonlySet<string> = new Set([
 /** Deno marks a parent test that failed only because of its steps with this message. */
 const STEP_FAILURE = /^\d+ test steps? failed/;
 
-async function runCheck(name: string, args: string[], tally: Tally): Promise<void> {
+async function runCheck(
+  name: string,
+  args: string[],
+  tally: Tally,
+  program: string = Deno.execPath(),
+  cwd: string = ROOT,
+): Promise<void> {
   const started = performance.now();
-  const result = await new Deno.Command(Deno.execPath(), {
+  const result = await new Deno.Command(program, {
     args,
-    cwd: ROOT,
+    cwd,
     stdin: "null",
     stdout: "piped",
     stderr: "piped",
@@ -74,7 +87,8 @@ async function runCheck(name: string, args: string[], tally: Tally): Promise<voi
   }
   tally.failed++;
   tally.failures.push(name);
-  console.log(`FAIL  ${name}: deno ${args.join(" ")}`);
+  const command = program === Deno.execPath() ? "deno" : program;
+  console.log(`FAIL  ${name}: ${command} ${args.join(" ")}`);
   const decoder = new TextDecoder();
   console.log((decoder.decode(result.stdout) + decoder.decode(result.stderr)).trimEnd());
 }
@@ -196,23 +210,102 @@ async function runTests(extraArgs: string[]): Promise<Tally> {
   return tally;
 }
 
+/**
+ * Installs, type-checks and unit-tests the Pulumi program in `pulumi/` with Node (Pulumi's
+ * SDK targets Node; there is no Pulumi CLI here, the tests use `pulumi.runtime.setMocks`).
+ */
+async function runPulumiTests(): Promise<Tally> {
+  const tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
+  const fail = (reason: string): Tally => {
+    tally.failed++;
+    tally.failures.push(`pulumi: ${reason}`);
+    return tally;
+  };
+  console.log("\n$ npm install --no-audit --no-fund (pulumi/)");
+  try {
+    const install = await new Deno.Command("npm", {
+      args: ["install", "--no-audit", "--no-fund"],
+      cwd: PULUMI_DIR,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    if (install.code !== 0) {
+      const decoder = new TextDecoder();
+      console.log((decoder.decode(install.stdout) + decoder.decode(install.stderr)).trimEnd());
+      return fail(`npm install exited with code ${install.code}`);
+    }
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return fail("npm not found (Node.js 20+ needed)");
+    throw error;
+  }
+  await runCheck(
+    "pulumi check",
+    ["node_modules/typescript/bin/tsc", "-p", "."],
+    tally,
+    "node",
+    PULUMI_DIR,
+  );
+
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(`${PULUMI_DIR}/tests`)) {
+    if (entry.isFile && entry.name.endsWith("_test.ts")) files.push(`tests/${entry.name}`);
+  }
+  files.sort();
+  await Deno.remove(`${ROOT}${PULUMI_JUNIT_PATH}`).catch(() => {});
+  const args = [
+    "--import",
+    "tsx",
+    "--test",
+    "--test-reporter=spec",
+    "--test-reporter-destination=stdout",
+    "--test-reporter=junit",
+    `--test-reporter-destination=${ROOT}${PULUMI_JUNIT_PATH}`,
+    ...files,
+  ];
+  console.log(`\n$ node ${args.join(" ")} (pulumi/)`);
+  const { code } = await new Deno.Command("node", {
+    args,
+    cwd: PULUMI_DIR,
+    stdin: "null",
+    stdout: "inherit",
+    stderr: "inherit",
+  }).output();
+  let xml: string;
+  try {
+    xml = await Deno.readTextFile(`${ROOT}${PULUMI_JUNIT_PATH}`);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+    return fail(`node --test exited with code ${code} without writing ${PULUMI_JUNIT_PATH}`);
+  }
+  // node:test names every case's class `test`; name them after the suite instead.
+  const cases = parseJunit(xml).map((testCase) => ({ ...testCase, classname: "pulumi/tests" }));
+  countCases(cases, tally);
+  if (code !== 0 && tally.failed === 0) fail(`node --test exited with code ${code}`);
+  return tally;
+}
+
 async function main(args: string[]): Promise<number> {
   const checks: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
   await runCheck("fmt", ["fmt", "--check"], checks);
   await runCheck("lint", ["lint"], checks);
   await runCheck("check", ["check", "mod.ts", "cli.ts"], checks);
   const tests = await runTests(args);
+  const pulumi: Tally = args.length === 0
+    ? await runPulumiTests()
+    : { passed: 0, failed: 0, skipped: 0, failures: [] };
 
-  const failures = [...checks.failures, ...tests.failures];
+  const failures = [...checks.failures, ...tests.failures, ...pulumi.failures];
   if (failures.length > 0) {
     console.log("\nFailed:");
     for (const name of failures) console.log(`  ${name}`);
   }
   const noTestsRan = tests.passed + tests.failed === 0;
   if (noTestsRan) console.log("\nNo tests ran: check the path and --filter given to deno test.");
-  const passed = checks.passed + tests.passed;
-  const failed = checks.failed + tests.failed;
-  const skipped = tests.skipped > 0 ? `, ${tests.skipped} skipped` : "";
+  const passed = checks.passed + tests.passed + pulumi.passed;
+  const failed = checks.failed + tests.failed + pulumi.failed;
+  const skippedCount = tests.skipped + pulumi.skipped;
+  const skipped = skippedCount > 0 ? `, ${skippedCount} skipped` : "";
   console.log(`\n${passed} passed, ${failed} failed${skipped}`);
   return failed > 0 || noTestsRan ? 1 : 0;
 }

@@ -1,0 +1,21 @@
+/**
+ * Pulumi program of `vid lambda deploy`: the render bucket, the render function, the Step
+ * Functions state machine and their IAM roles, in the caller's AWS account and region.
+ *
+ * `vid lambda deploy` builds the worker bundle into `../dist/worker` first (config
+ * `workerPath`), sets `memory` and `concurrency` from its flags, runs `pulumi up` here and
+ * prints the two outputs, which the SDK takes as `bucketName` and `stateMachineArn`.
+ *
+ * @module
+ */
+
+import * as pulumi from "@pulumi/pulumi";
+import { readStackSettings } from "./config.ts";
+import { createRenderStack } from "./stack.ts";
+
+const stack = createRenderStack("vid", readStackSettings(new pulumi.Config()));
+
+/** Name of the render bucket (the SDK's `bucketName`). */
+export const RenderBucketName: pulumi.Output<string> = stack.bucket.bucket;
+/** ARN of the render state machine (the SDK's `stateMachineArn`). */
+export const RenderStateMachineArn: pulumi.Output<string> = stack.stateMachine.arn;
