@@ -90,3 +90,35 @@ export { type CapturePreference } from "./src/render/capture_mode.ts";
 export { PageError } from "./src/render/capture.ts";
 export { MissingDependencyError } from "./src/render/system.ts";
 export { type RuntimeConfig, runtimeScript, type VidPageApi } from "./src/runtime/page_runtime.ts";
+export {
+  type CostEstimate,
+  DEFAULT_LAMBDA_MEMORY_MB,
+  deploySite,
+  type DeploySiteOptions,
+  getRenderProgress,
+  LAMBDA_USD_PER_GB_SECOND,
+  type LambdaRenderProgress,
+  type LambdaRenderStatus,
+  type RenderHandle,
+  type RenderProgressOptions,
+  renderToLambda,
+  type RenderToLambdaOptions,
+  type S3Options,
+  type SfnOptions,
+  type SiteHandle,
+  siteHandleFromId,
+  type SiteHandleOptions,
+  type SiteManifest,
+  USD_PER_STATE_TRANSITION,
+} from "./src/lambda/sdk.ts";
+export {
+  ConfigError,
+  type ExecutionInput,
+  ExecutionInputTooLargeError,
+  HdrNotSupportedError,
+  MAX_EXECUTION_INPUT_BYTES,
+  type RenderConfig,
+  validateConfig,
+} from "./src/lambda/config.ts";
+export { stateMachineDefinition } from "./src/lambda/state_machine.ts";
+export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";

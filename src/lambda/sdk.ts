@@ -1,0 +1,820 @@
+/**
+ * The distributed render SDK: {@linkcode deploySite} uploads a project once under its
+ * content address, {@linkcode renderToLambda} starts one workflow execution per render and
+ * {@linkcode getRenderProgress} reads where a render is from the workflow's history (and
+ * the worker's progress objects in the bucket, when there are any).
+ *
+ * Bucket layout:
+ *
+ * ```
+ * sites/<siteId>/<path>              every file of the packaged project
+ * sites/<siteId>/site.json           the site manifest, written last
+ * renders/<renderId>/progress.json   optional, written by the worker
+ * renders/<renderId>/chunks/<i>.json optional, written by the worker
+ * ```
+ *
+ * Only web standards, `node:` modules and the AWS SDK are used, so the SDK runs under
+ * Node as well as Deno.
+ *
+ * @module
+ */
+
+import {
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  type S3ClientConfig,
+} from "@aws-sdk/client-s3";
+import {
+  DescribeExecutionCommand,
+  GetExecutionHistoryCommand,
+  type HistoryEvent,
+  SFNClient,
+  type SFNClientConfig,
+  StartExecutionCommand,
+} from "@aws-sdk/client-sfn";
+import { unzipSync } from "fflate";
+import process from "node:process";
+import { type PackagedFile, packageProject } from "../project/package.ts";
+import { ConfigError, type ExecutionInput, type RenderConfig, validateConfig } from "./config.ts";
+import { STATE_NAMES } from "./state_machine.ts";
+
+/** Where and how to reach S3 (or an S3-compatible service such as s3rver). */
+export interface S3Options {
+  /** AWS region. @default `AWS_REGION`, then `AWS_DEFAULT_REGION`, then `"us-east-1"` */
+  region?: string;
+  /** Endpoint of an S3-compatible service, e.g. `http://127.0.0.1:4568`. */
+  endpoint?: string;
+  /** Address buckets as `<endpoint>/<bucket>`; most loopback services need this. */
+  forcePathStyle?: boolean;
+  /** Access keys; the SDK's default chain when unset. */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+}
+
+/** Where and how to reach Step Functions. */
+export interface SfnOptions {
+  /** AWS region. @default the region of the state machine or execution ARN */
+  region?: string;
+  /** Endpoint of a Step Functions-compatible service (the local stack). */
+  endpoint?: string;
+  /** Access keys; the SDK's default chain when unset. */
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+}
+
+/** An uploaded site: what a render needs to find the project in the bucket. */
+export interface SiteHandle {
+  /** Content-addressed identifier: `site-` and 16 hex digits of the project zip's SHA-256. */
+  siteId: string;
+  /** Bucket holding the site. */
+  bucketName: string;
+  /** Key prefix of the site's files: `sites/<siteId>/`. */
+  prefix: string;
+  /** Absolute URL of the site's root, ending in `/`. */
+  serveUrl: string;
+  /** Entry HTML file inside the site. */
+  composition: string;
+  /** Files of the site, sorted by path; empty for a handle from {@linkcode siteHandleFromId}. */
+  files: PackagedFile[];
+  /** Whether this call uploaded anything (false when the site already existed). */
+  uploaded: boolean;
+}
+
+/** The manifest stored as `sites/<siteId>/site.json`. */
+export interface SiteManifest {
+  siteId: string;
+  /** Hex SHA-256 of the deterministic project zip. */
+  sha256: string;
+  /** Entry HTML file inside the site. */
+  composition: string;
+  /** Every file and its size in bytes. */
+  files: PackagedFile[];
+  /** Sum of the file sizes. */
+  totalBytes: number;
+  /** ISO 8601 time of the upload. */
+  created: string;
+}
+
+/** Options of {@linkcode deploySite}. */
+export interface DeploySiteOptions {
+  /** The project directory to package. */
+  projectDir: string;
+  /** Bucket to upload to (the stack output `RenderBucketName`). */
+  bucketName: string;
+  /** Composition entry relative to `projectDir`. @default "index.html" */
+  composition?: string;
+  /** S3 connection options, or a ready client (which the caller keeps and destroys). */
+  s3?: S3Options | S3Client;
+  /** Files uploaded at once. @default 8 */
+  uploadConcurrency?: number;
+}
+
+/** Options of {@linkcode siteHandleFromId}. */
+export interface SiteHandleOptions {
+  /** Entry HTML file inside the site. @default "index.html" */
+  composition?: string;
+  /** S3 connection options, used to build `serveUrl`. */
+  s3?: S3Options;
+}
+
+/** Options of {@linkcode renderToLambda}. */
+export interface RenderToLambdaOptions {
+  /** The site to render, from {@linkcode deploySite} or {@linkcode siteHandleFromId}. */
+  siteHandle: SiteHandle;
+  /** Bucket of the site, chunks and output (`RenderBucketName`); must be the site's bucket. */
+  bucketName: string;
+  /** The workflow (`RenderStateMachineArn`). */
+  stateMachineArn: string;
+  /** The render configuration. */
+  config: RenderConfig;
+  /** Object key of the output video. @default `renders/<renderId>/out.<format>` */
+  outputKey?: string;
+  /** Entry HTML file inside the site. @default the site handle's `composition` */
+  composition?: string;
+  /** Identifier of the render and name of the execution. @default a fresh `r-…` id */
+  renderId?: string;
+  /** Step Functions connection options, or a ready client (kept by the caller). */
+  sfn?: SfnOptions | SFNClient;
+  /** Reserved concurrency of the render function, to warn about throttling. */
+  reservedConcurrency?: number;
+  /** Receives warnings. @default console.warn */
+  onWarning?(message: string): void;
+}
+
+/** One started render. */
+export interface RenderHandle {
+  /** Identifier of the render; the execution's name. */
+  renderId: string;
+  /** ARN of the workflow execution. */
+  executionArn: string;
+  /** Bucket the output is written to. */
+  bucketName: string;
+  /** Object key of the output video. */
+  outputKey: string;
+  /** When the execution started. */
+  startedAt: Date;
+}
+
+/** Options of {@linkcode getRenderProgress}: an execution ARN, or a render id and workflow. */
+export interface RenderProgressOptions {
+  /** ARN of the execution (from {@linkcode RenderHandle}). */
+  executionArn?: string;
+  /** Render id, with `stateMachineArn`, when the execution ARN is not at hand. */
+  renderId?: string;
+  /** The workflow, with `renderId`. */
+  stateMachineArn?: string;
+  /** Bucket of the render. @default the execution input's `bucketName` */
+  bucketName?: string;
+  /** Step Functions connection options, or a ready client (kept by the caller). */
+  sfn?: SfnOptions | SFNClient;
+  /**
+   * S3 connection options or client, to read the worker's progress objects; `false` skips
+   * them. @default the SDK's default chain in the execution's region
+   */
+  s3?: S3Options | S3Client | false;
+  /** Memory of the render function in MB, for the cost estimate. @default 10240 */
+  memoryMb?: number;
+}
+
+/** Status of a distributed render. */
+export type LambdaRenderStatus = "running" | "succeeded" | "failed" | "aborted" | "timed-out";
+
+/** A rough cost of a render so far. */
+export interface CostEstimate {
+  /** Function time: seconds of tasks (chunk iterations, plan, assemble) x memory in GB. */
+  lambdaGbSeconds: number;
+  /**
+   * US dollars: `lambdaGbSeconds` x $0.0000166667 (x86 Lambda, per GB-second) plus
+   * $0.000025 per state transition (Standard workflows). Lambda request charges, S3
+   * requests and storage, and data transfer are not included.
+   */
+  usd: number;
+  /** State transitions counted (states entered). */
+  stateTransitions: number;
+}
+
+/** Where a distributed render is. */
+export interface LambdaRenderProgress {
+  renderId: string;
+  executionArn: string;
+  status: LambdaRenderStatus;
+  /** Chunks rendered. */
+  chunksDone: number;
+  /** Chunks of the plan; 0 until the plan is known. */
+  chunksTotal: number;
+  /** Frames rendered, when known. */
+  framesDone?: number;
+  /** Frames of the render, once planned. */
+  framesTotal?: number;
+  /** Failures: the execution's error (a failed chunk's cause names chunk and frames). */
+  errors: string[];
+  /** Bucket of the output. */
+  bucketName: string;
+  /** Object key of the output. */
+  outputKey: string;
+  /** `s3://<bucket>/<key>` once the render succeeded. */
+  outputLocation?: string;
+  /** Rough cost so far. */
+  costEstimate: CostEstimate;
+  /** When the execution started. */
+  startedAt?: Date;
+  /** When the execution stopped. */
+  stoppedAt?: Date;
+}
+
+/** Price of Lambda compute (x86, us-east-1), US dollars per GB-second. */
+export const LAMBDA_USD_PER_GB_SECOND = 0.0000166667;
+/** Price of one Standard workflow state transition, US dollars. */
+export const USD_PER_STATE_TRANSITION = 0.000025;
+/** Memory of the render function assumed by the cost estimate (the deploy default), MB. */
+export const DEFAULT_LAMBDA_MEMORY_MB = 10240;
+
+const CONTENT_TYPES: Record<string, string> = {
+  html: "text/html; charset=utf-8",
+  htm: "text/html; charset=utf-8",
+  js: "text/javascript; charset=utf-8",
+  mjs: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  json: "application/json",
+  txt: "text/plain; charset=utf-8",
+  svg: "image/svg+xml",
+  png: "image/png",
+  jpg: "image/jpeg",
+  jpeg: "image/jpeg",
+  gif: "image/gif",
+  webp: "image/webp",
+  avif: "image/avif",
+  mp4: "video/mp4",
+  webm: "video/webm",
+  mov: "video/quicktime",
+  mp3: "audio/mpeg",
+  wav: "audio/wav",
+  ogg: "audio/ogg",
+  m4a: "audio/mp4",
+  woff: "font/woff",
+  woff2: "font/woff2",
+  ttf: "font/ttf",
+  otf: "font/otf",
+};
+
+function contentType(path: string): string {
+  const ext = path.slice(path.lastIndexOf(".") + 1).toLowerCase();
+  return CONTENT_TYPES[ext] ?? "application/octet-stream";
+}
+
+function defaultRegion(): string {
+  return process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || "us-east-1";
+}
+
+function trimSlashes(path: string): string {
+  return path.replace(/^\/+|\/+$/g, "");
+}
+
+/** The site's URL as the bucket serves it, for the connection options given. */
+function serveUrlFor(
+  bucketName: string,
+  prefix: string,
+  location: { region: string; endpoint?: string; forcePathStyle?: boolean },
+): string {
+  if (location.endpoint) {
+    const url = new URL(location.endpoint);
+    const base = trimSlashes(url.pathname);
+    if (location.forcePathStyle) {
+      url.pathname = `${base ? `/${base}` : ""}/${bucketName}/${prefix}`;
+    } else {
+      url.hostname = `${bucketName}.${url.hostname}`;
+      url.pathname = `${base ? `/${base}` : ""}/${prefix}`;
+    }
+    return url.href;
+  }
+  return location.forcePathStyle
+    ? `https://s3.${location.region}.amazonaws.com/${bucketName}/${prefix}`
+    : `https://${bucketName}.s3.${location.region}.amazonaws.com/${prefix}`;
+}
+
+function s3ClientFor(options: S3Options = {}, region?: string): S3Client {
+  const config: S3ClientConfig = {
+    region: options.region ?? region ?? defaultRegion(),
+    endpoint: options.endpoint,
+    forcePathStyle: options.forcePathStyle,
+    credentials: options.credentials,
+    // S3-compatible services (s3rver) reject the checksum trailers the SDK otherwise adds.
+    requestChecksumCalculation: options.endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
+    responseChecksumValidation: options.endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
+  };
+  return new S3Client(config);
+}
+
+function sfnClientFor(options: SfnOptions = {}, arn?: string): SFNClient {
+  const config: SFNClientConfig = {
+    region: options.region ?? arnRegion(arn) ?? defaultRegion(),
+    endpoint: options.endpoint,
+    credentials: options.credentials,
+  };
+  return new SFNClient(config);
+}
+
+/** Region field of an ARN (`arn:aws:states:<region>:…`). */
+function arnRegion(arn?: string): string | undefined {
+  const region = arn?.split(":")[3];
+  return region ? region : undefined;
+}
+
+/** Where a ready S3 client sends requests, for `serveUrl`. */
+async function clientLocation(
+  client: S3Client,
+): Promise<{ region: string; endpoint?: string; forcePathStyle?: boolean }> {
+  const config = client.config as unknown as {
+    region: () => Promise<string>;
+    endpoint?: () => Promise<{ protocol: string; hostname: string; port?: number; path: string }>;
+    isCustomEndpoint?: boolean;
+    forcePathStyle?: boolean;
+  };
+  const region = await config.region();
+  let endpoint: string | undefined;
+  if (config.endpoint && config.isCustomEndpoint !== false) {
+    const e = await config.endpoint();
+    endpoint = `${e.protocol}//${e.hostname}${e.port ? `:${e.port}` : ""}${e.path ?? ""}`;
+  }
+  return { region, endpoint, forcePathStyle: config.forcePathStyle };
+}
+
+function isNotFound(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === "NotFound" || e?.name === "NoSuchKey" ||
+    e?.$metadata?.httpStatusCode === 404;
+}
+
+/** Runs `work` over `items`, at most `limit` at once. */
+async function eachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
+    while (next < items.length) await work(items[next++]);
+  });
+  await Promise.all(lanes);
+}
+
+/**
+ * Packages a project (see `packageProject`: deterministic zip, upload rules) and uploads
+ * each included file to `sites/<siteId>/<path>`, then `sites/<siteId>/site.json`. The
+ * site id is the zip's content address, so when `site.json` already exists for it the
+ * whole upload is skipped (`uploaded: false`): the same tree is never uploaded twice, and
+ * any change gives a new site id.
+ *
+ * @example
+ * ```ts
+ * import { deploySite } from "@vid/cli";
+ *
+ * const site = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders-123" });
+ * console.log(site.siteId, site.uploaded ? "uploaded" : "already there");
+ * ```
+ *
+ * @param options Project, bucket, entry and S3 connection.
+ * @returns The site handle to pass to {@linkcode renderToLambda}.
+ */
+export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle> {
+  const pkg = await packageProject(options.projectDir, { composition: options.composition });
+  const ownClient = !(options.s3 instanceof S3Client);
+  const client = options.s3 instanceof S3Client ? options.s3 : s3ClientFor(options.s3);
+  try {
+    const location = options.s3 instanceof S3Client
+      ? await clientLocation(options.s3)
+      : { region: defaultRegion(), ...options.s3 };
+    const prefix = `sites/${pkg.siteId}/`;
+    const handle: SiteHandle = {
+      siteId: pkg.siteId,
+      bucketName: options.bucketName,
+      prefix,
+      serveUrl: serveUrlFor(options.bucketName, prefix, location),
+      composition: pkg.entry,
+      files: pkg.files,
+      uploaded: false,
+    };
+    const manifestKey = `${prefix}site.json`;
+    try {
+      await client.send(new HeadObjectCommand({ Bucket: options.bucketName, Key: manifestKey }));
+      return handle;
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+    }
+    const contents = unzipSync(pkg.zip);
+    await eachLimited(pkg.files, options.uploadConcurrency ?? 8, async (file) => {
+      await client.send(
+        new PutObjectCommand({
+          Bucket: options.bucketName,
+          Key: prefix + file.path,
+          Body: contents[file.path],
+          ContentType: contentType(file.path),
+        }),
+      );
+    });
+    const manifest: SiteManifest = {
+      siteId: pkg.siteId,
+      sha256: pkg.sha256,
+      composition: pkg.entry,
+      files: pkg.files,
+      totalBytes: pkg.uncompressedBytes,
+      created: new Date().toISOString(),
+    };
+    await client.send(
+      new PutObjectCommand({
+        Bucket: options.bucketName,
+        Key: manifestKey,
+        Body: JSON.stringify(manifest, null, 2),
+        ContentType: "application/json",
+      }),
+    );
+    return { ...handle, uploaded: true };
+  } finally {
+    if (ownClient) client.destroy();
+  }
+}
+
+/**
+ * A minimal handle of a site uploaded earlier (`--site-id`), without packaging or any
+ * request. `files` is empty and `uploaded` false.
+ *
+ * @example
+ * ```ts
+ * import { siteHandleFromId } from "@vid/cli";
+ *
+ * const site = siteHandleFromId("site-0123456789abcdef", "vid-renders-123", {
+ *   s3: { region: "eu-west-1" },
+ * });
+ * site.serveUrl; // https://vid-renders-123.s3.eu-west-1.amazonaws.com/sites/site-0123456789abcdef/
+ * ```
+ */
+export function siteHandleFromId(
+  siteId: string,
+  bucketName: string,
+  options: SiteHandleOptions = {},
+): SiteHandle {
+  if (!/^[A-Za-z0-9_-]+$/.test(siteId)) {
+    throw new ConfigError("siteId", `must be a site id such as site-0123456789abcdef`);
+  }
+  const prefix = `sites/${siteId}/`;
+  return {
+    siteId,
+    bucketName,
+    prefix,
+    serveUrl: serveUrlFor(bucketName, prefix, { region: defaultRegion(), ...options.s3 }),
+    composition: options.composition ?? "index.html",
+    files: [],
+    uploaded: false,
+  };
+}
+
+/** A fresh render id: time and randomness, valid as an execution name. */
+function newRenderId(): string {
+  const random = crypto.getRandomValues(new Uint8Array(6));
+  const hex = [...random].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `r-${Date.now().toString(36)}-${hex}`;
+}
+
+/**
+ * Starts one distributed render: builds the execution input, checks it with
+ * `validateConfig` before any request (an input over 256 KiB is rejected with a
+ * `[validateConfig] config:` error and nothing is sent), then starts one workflow
+ * execution named after the render id.
+ *
+ * @example
+ * ```ts
+ * import { deploySite, renderToLambda } from "@vid/cli";
+ *
+ * const siteHandle = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders-123" });
+ * const render = await renderToLambda({
+ *   siteHandle,
+ *   bucketName: "vid-renders-123",
+ *   stateMachineArn: "arn:aws:states:us-east-1:123456789012:stateMachine:vid-render",
+ *   config: { fps: 30, width: 1920, height: 1080, format: "mp4", variables: { title: "Hi" } },
+ *   outputKey: "out/hello.mp4",
+ * });
+ * console.log(render.renderId, render.executionArn);
+ * ```
+ */
+export async function renderToLambda(options: RenderToLambdaOptions): Promise<RenderHandle> {
+  const { siteHandle, bucketName } = options;
+  if (siteHandle.bucketName !== bucketName) {
+    throw new ConfigError(
+      "bucketName",
+      `the site ${siteHandle.siteId} is in bucket ${siteHandle.bucketName}, not ${bucketName}; ` +
+        "deploy the site to the render bucket",
+    );
+  }
+  const renderId = options.renderId ?? newRenderId();
+  const input: ExecutionInput = {
+    renderId,
+    bucketName,
+    siteId: siteHandle.siteId,
+    serveUrl: siteHandle.serveUrl,
+    composition: options.composition ?? siteHandle.composition,
+    outputKey: options.outputKey ?? `renders/${renderId}/out.${options.config.format ?? "mp4"}`,
+    config: options.config,
+  };
+  validateConfig(input, {
+    reservedConcurrency: options.reservedConcurrency,
+    onWarning: options.onWarning,
+  });
+  const body = JSON.stringify(input);
+  const ownClient = !(options.sfn instanceof SFNClient);
+  const client = options.sfn instanceof SFNClient
+    ? options.sfn
+    : sfnClientFor(options.sfn, options.stateMachineArn);
+  try {
+    const started = await client.send(
+      new StartExecutionCommand({
+        stateMachineArn: options.stateMachineArn,
+        name: renderId,
+        input: body,
+      }),
+    );
+    if (!started.executionArn) throw new Error("StartExecution returned no executionArn");
+    return {
+      renderId,
+      executionArn: started.executionArn,
+      bucketName,
+      outputKey: input.outputKey,
+      startedAt: started.startDate ?? new Date(),
+    };
+  } finally {
+    if (ownClient) client.destroy();
+  }
+}
+
+const STATUS: Record<string, LambdaRenderStatus> = {
+  RUNNING: "running",
+  PENDING_REDRIVE: "running",
+  SUCCEEDED: "succeeded",
+  FAILED: "failed",
+  ABORTED: "aborted",
+  TIMED_OUT: "timed-out",
+};
+
+/** The execution ARN of a render: the state machine ARN with `execution` and the name. */
+function executionArnOf(stateMachineArn: string, renderId: string): string {
+  const parts = stateMachineArn.split(":");
+  if (parts.length < 7 || parts[5] !== "stateMachine") {
+    throw new ConfigError(
+      "stateMachineArn",
+      `must be a state machine ARN, got ${JSON.stringify(stateMachineArn)}`,
+    );
+  }
+  return [...parts.slice(0, 5), "execution", parts[6], renderId].join(":");
+}
+
+async function readHistory(client: SFNClient, executionArn: string): Promise<HistoryEvent[]> {
+  const events: HistoryEvent[] = [];
+  let nextToken: string | undefined;
+  do {
+    const page = await client.send(
+      new GetExecutionHistoryCommand({ executionArn, nextToken, maxResults: 1000 }),
+    );
+    events.push(...(page.events ?? []));
+    nextToken = page.nextToken;
+  } while (nextToken);
+  return events;
+}
+
+async function readJsonObject(
+  client: S3Client,
+  bucket: string,
+  key: string,
+): Promise<Record<string, unknown> | undefined> {
+  try {
+    const object = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    const value = JSON.parse(await object.Body!.transformToString());
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? value : undefined;
+  } catch {
+    return undefined; // absent, unreadable or not JSON: the history is enough
+  }
+}
+
+const num = (value: unknown): number | undefined =>
+  typeof value === "number" && Number.isFinite(value) ? value : undefined;
+
+interface PlannedChunk {
+  index: number;
+  frames: number;
+}
+
+/** What the history says about the plan, the chunks and the task time. */
+function readEvents(events: HistoryEvent[], now: number) {
+  let framesTotal: number | undefined;
+  let chunks: PlannedChunk[] | undefined;
+  let mapLength: number | undefined;
+  const done = new Set<number>();
+  const iterationStart = new Map<number, number>();
+  const taskStart = new Map<string, number>();
+  let taskMs = 0;
+  let transitions = 0;
+  const errors: string[] = [];
+  const time = (e: HistoryEvent) => e.timestamp?.getTime() ?? now;
+
+  for (const e of events) {
+    const type = e.type ?? "";
+    if (type.endsWith("StateEntered")) transitions++;
+    if (type === "TaskStateEntered") {
+      const name = e.stateEnteredEventDetails?.name ?? "";
+      taskStart.set(name, time(e));
+    } else if (type === "TaskStateExited") {
+      const name = e.stateExitedEventDetails?.name ?? "";
+      const start = taskStart.get(name);
+      if (start !== undefined) taskMs += time(e) - start;
+      taskStart.delete(name);
+      if (name === STATE_NAMES.plan && e.stateExitedEventDetails?.output) {
+        try {
+          const plan = JSON.parse(e.stateExitedEventDetails.output);
+          framesTotal = num(plan.totalFrames);
+          if (Array.isArray(plan.chunks)) {
+            chunks = plan.chunks.map((c: Record<string, unknown>, i: number) => ({
+              index: num(c.index) ?? i,
+              frames: num(c.frames) ?? 0,
+            }));
+          }
+        } catch {
+          // not the plan's JSON: count chunks from the Map instead
+        }
+      }
+    } else if (type === "MapStateStarted") {
+      mapLength = e.mapStateStartedEventDetails?.length;
+    } else if (type === "MapIterationStarted") {
+      const index = e.mapIterationStartedEventDetails?.index;
+      if (index !== undefined) iterationStart.set(index, time(e));
+    } else if (
+      type === "MapIterationSucceeded" || type === "MapIterationFailed" ||
+      type === "MapIterationAborted"
+    ) {
+      const details = e.mapIterationSucceededEventDetails ?? e.mapIterationFailedEventDetails ??
+        e.mapIterationAbortedEventDetails;
+      const index = details?.index;
+      if (index === undefined) continue;
+      if (type === "MapIterationSucceeded") done.add(index);
+      const start = iterationStart.get(index);
+      if (start !== undefined) taskMs += time(e) - start;
+      iterationStart.delete(index);
+    } else if (type === "ExecutionFailed") {
+      const d = e.executionFailedEventDetails;
+      errors.push(`${d?.error ?? "Error"}: ${d?.cause ?? "the execution failed"}`);
+    } else if (type === "ExecutionTimedOut") {
+      const d = e.executionTimedOutEventDetails;
+      errors.push(`${d?.error ?? "States.Timeout"}: ${d?.cause ?? "the execution timed out"}`);
+    } else if (type === "ExecutionAborted") {
+      const d = e.executionAbortedEventDetails;
+      errors.push(`${d?.error ?? "Aborted"}: ${d?.cause ?? "the execution was stopped"}`);
+    }
+  }
+  // Tasks and iterations still running count up to now.
+  for (const start of [...taskStart.values(), ...iterationStart.values()]) taskMs += now - start;
+  return { framesTotal, chunks, mapLength, done, taskMs, transitions, errors };
+}
+
+/**
+ * Where a distributed render is, from `DescribeExecution` and `GetExecutionHistory`, plus
+ * the worker's progress objects when they exist: `renders/<renderId>/progress.json`
+ * (numbers `framesTotal`, `chunksTotal`, and `framesDone`, `chunksDone`, `errors` when
+ * present) and `renders/<renderId>/chunks/<index>.json`, which the worker writes once a
+ * chunk is uploaded (`{ index, from, to, frames, key, bytes, renderedAt }`: the chunk
+ * counts as done) or, for partial progress, with a number `framesDone` (or a string
+ * `error`). Absent or unreadable objects are ignored.
+ *
+ * Chunks are done when their Map iteration succeeded; a failed chunk's error names the
+ * chunk and its frames (`chunk 3 (frames 90-119) failed: …`). The cost estimate assumes
+ * Lambda at $0.0000166667 per GB-second (x86) times `memoryMb` for the time of every task
+ * and chunk iteration (retries and back-off included, so it is an upper bound), plus
+ * $0.000025 per state transition; request charges and S3 are not included.
+ *
+ * @example
+ * ```ts
+ * import { getRenderProgress } from "@vid/cli";
+ *
+ * const p = await getRenderProgress({ executionArn: render.executionArn });
+ * console.log(p.status, `${p.chunksDone}/${p.chunksTotal}`, p.outputLocation ?? "");
+ * ```
+ */
+export async function getRenderProgress(
+  options: RenderProgressOptions,
+): Promise<LambdaRenderProgress> {
+  let executionArn = options.executionArn;
+  if (!executionArn) {
+    if (!options.renderId || !options.stateMachineArn) {
+      throw new ConfigError(
+        "executionArn",
+        "pass executionArn, or renderId together with stateMachineArn",
+      );
+    }
+    executionArn = executionArnOf(options.stateMachineArn, options.renderId);
+  }
+  const ownSfn = !(options.sfn instanceof SFNClient);
+  const sfn = options.sfn instanceof SFNClient
+    ? options.sfn
+    : sfnClientFor(options.sfn, executionArn);
+  let described;
+  let events: HistoryEvent[];
+  try {
+    described = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+    events = await readHistory(sfn, executionArn);
+  } finally {
+    if (ownSfn) sfn.destroy();
+  }
+
+  let input: Partial<ExecutionInput> = {};
+  try {
+    input = JSON.parse(described.input ?? "{}");
+  } catch {
+    // keep the defaults
+  }
+  const renderId = input.renderId ?? described.name ?? options.renderId ?? "";
+  const bucketName = options.bucketName ?? input.bucketName ?? "";
+  const outputKey = input.outputKey ?? "";
+  const status = STATUS[described.status ?? ""] ?? "running";
+  const now = described.stopDate?.getTime() ?? Date.now();
+  const seen = readEvents(events, now);
+
+  let chunksTotal = seen.chunks?.length ?? seen.mapLength ?? 0;
+  let chunksDone = seen.done.size;
+  let framesTotal = seen.framesTotal;
+  let framesDone: number | undefined = seen.chunks
+    ? seen.chunks.filter((c) => seen.done.has(c.index)).reduce((sum, c) => sum + c.frames, 0)
+    : undefined;
+  const errors = [...seen.errors];
+  if (status === "failed" && errors.length === 0 && described.cause) {
+    errors.push(`${described.error ?? "Error"}: ${described.cause}`);
+  }
+
+  if (options.s3 !== false && bucketName && renderId) {
+    const ownS3 = !(options.s3 instanceof S3Client);
+    const s3 = options.s3 instanceof S3Client
+      ? options.s3
+      : s3ClientFor(options.s3, arnRegion(executionArn));
+    try {
+      const base = `renders/${renderId}/`;
+      const progress = await readJsonObject(s3, bucketName, `${base}progress.json`);
+      if (progress) {
+        chunksTotal = Math.max(chunksTotal, num(progress.chunksTotal) ?? 0);
+        chunksDone = Math.max(chunksDone, num(progress.chunksDone) ?? 0);
+        framesTotal = framesTotal ?? num(progress.framesTotal);
+        const frames = num(progress.framesDone);
+        if (frames !== undefined) framesDone = Math.max(framesDone ?? 0, frames);
+        if (Array.isArray(progress.errors)) {
+          for (const e of progress.errors) {
+            if (typeof e === "string" && !errors.includes(e)) errors.push(e);
+          }
+        }
+      }
+      if (status === "running" && seen.chunks) {
+        // Frames of chunks still rendering, from their own progress objects.
+        const pending = seen.chunks.filter((c) => !seen.done.has(c.index));
+        const partial = await Promise.all(
+          pending.map((c) => readJsonObject(s3, bucketName, `${base}chunks/${c.index}.json`)),
+        );
+        let extra = 0;
+        partial.forEach((chunk, i) => {
+          if (!chunk) return;
+          const partialFrames = num(chunk.framesDone);
+          if (partialFrames !== undefined) {
+            extra += Math.min(partialFrames, pending[i].frames);
+          } else if (typeof chunk.error !== "string") {
+            // The worker writes the object once the chunk is uploaded: the chunk is done,
+            // its Map iteration just not recorded yet.
+            extra += pending[i].frames;
+            chunksDone++;
+          }
+          if (typeof chunk.error === "string") {
+            const message = `chunk ${pending[i].index}: ${chunk.error}`;
+            if (!errors.includes(message)) errors.push(message);
+          }
+        });
+        if (extra > 0) framesDone = (framesDone ?? 0) + extra;
+      }
+    } finally {
+      if (ownS3) s3.destroy();
+    }
+  }
+
+  const memoryMb = options.memoryMb ?? DEFAULT_LAMBDA_MEMORY_MB;
+  const lambdaGbSeconds = (seen.taskMs / 1000) * (memoryMb / 1024);
+  const usd = lambdaGbSeconds * LAMBDA_USD_PER_GB_SECOND +
+    seen.transitions * USD_PER_STATE_TRANSITION;
+  return {
+    renderId,
+    executionArn,
+    status,
+    chunksDone: status === "succeeded" ? Math.max(chunksDone, chunksTotal) : chunksDone,
+    chunksTotal,
+    framesDone: status === "succeeded" && framesTotal !== undefined ? framesTotal : framesDone,
+    framesTotal,
+    errors,
+    bucketName,
+    outputKey,
+    outputLocation: status === "succeeded" && bucketName && outputKey
+      ? `s3://${bucketName}/${outputKey}`
+      : undefined,
+    costEstimate: { lambdaGbSeconds, usd, stateTransitions: seen.transitions },
+    startedAt: described.startDate,
+    stoppedAt: described.stopDate,
+  };
+}

@@ -1,0 +1,401 @@
+/**
+ * The Lambda worker of `vid lambda`: one function serving the three tasks of the state
+ * machine (`src/lambda/state_machine.ts`), dispatched on the payload's `task`.
+ *
+ * - `plan`: reads the composition, returns {@linkcode planChunks} for
+ *   `round(duration x fps)` frames and writes `renders/<renderId>/progress.json`.
+ * - `renderChunk`: renders one chunk with the shared chunk renderer (`renderChunk` of
+ *   `src/render/render_chunk.ts`, the same code as `vid render`), uploads it to
+ *   `<VID_CHUNK_PREFIX><renderId>/chunk-<index>.<format>` and writes
+ *   `renders/<renderId>/chunks/<index>.json` (one object per chunk, so parallel chunks
+ *   never race on one progress object).
+ * - `assemble`: downloads the chunks in order, joins them with the concat demuxer
+ *   (`-c copy`), mixes the soundtrack once for the whole timeline and muxes it, uploads
+ *   the result to `outputKey`, writes the final `progress.json` and sends the optional
+ *   signed webhook.
+ *
+ * How the page is loaded: the site lives in the bucket under `sites/<siteId>/<path>`, one
+ * object per project file, and is private, so Chromium cannot load `serveUrl` without
+ * presigning every sub-resource. The worker instead downloads the site to
+ * `<tmpdir>/vid-sites/<siteId>` and serves it on loopback with `serveProject`, exactly as
+ * a local render does. Site ids are content addresses, so the copy is kept for the warm
+ * container's later invocations. `serveUrl` is not fetched.
+ *
+ * Browser: `VID_HEADLESS_SHELL` / `VID_CHROMIUM` (or the system's Chromium) as locally. On
+ * AWS (`AWS_LAMBDA_FUNCTION_NAME` set and neither variable given) the binary comes from
+ * `@sparticuz/chromium`, imported lazily so that nothing else needs it. ffmpeg is
+ * `VID_FFMPEG` or the first on `PATH` (a Lambda layer's `/opt/bin`).
+ *
+ * Progress objects (JSON) in the bucket:
+ *
+ * ```
+ * renders/<renderId>/progress.json      { renderId, status: "rendering" | "done", framesTotal,
+ *                                         chunksTotal, updatedAt, outputKey?, outputUrl?, bytes? }
+ * renders/<renderId>/chunks/<index>.json { index, from, to, frames, key, bytes, renderedAt }
+ * ```
+ *
+ * Failures are thrown (the message names the chunk); the state machine's catch records
+ * them. Node built-ins and web standards only: this file is bundled for Node 22.
+ *
+ * @module
+ */
+
+import { mkdir, mkdtemp, rename, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve, sep } from "node:path";
+import process from "node:process";
+import { frameCount } from "../src/render/render.ts";
+import { renderChunk } from "../src/render/render_chunk.ts";
+import { concatChunks, type OutputFormat, type Quality } from "../src/render/encode.ts";
+import { mixAudio, muxAudio } from "../src/render/media.ts";
+import {
+  openRenderSession,
+  prepareComposition,
+  type RenderSession,
+} from "../src/render/session.ts";
+import { requireFfmpeg } from "../src/render/system.ts";
+import { deliverWebhook } from "../src/server/webhooks.ts";
+import type { ExecutionInput } from "../src/lambda/config.ts";
+import {
+  type AssemblePayload,
+  type ChunkResult,
+  planChunks,
+  type PlanPayload,
+  type PlanResult,
+  type RenderChunkPayload,
+  type TaskPayload,
+} from "../src/lambda/state_machine.ts";
+import { downloadFile, listKeys, objectUrl, putJson, uploadFile } from "./s3.ts";
+
+/** Result of the `assemble` task. */
+export interface AssembleResult {
+  bucketName: string;
+  outputKey: string;
+  /** Where the video can be fetched (the endpoint's path-style URL, or the AWS one). */
+  outputUrl: string;
+  /** Size of the output object. */
+  bytes: number;
+  /** Frames of the video. */
+  frames: number;
+  /** Whether a soundtrack was mixed in. */
+  audio: boolean;
+}
+
+/** What the worker returns for each task. */
+export type TaskResult = PlanResult | ChunkResult | AssembleResult;
+
+const CONTENT_TYPES: Record<OutputFormat, string> = {
+  mp4: "video/mp4",
+  webm: "video/webm",
+  mov: "video/quicktime",
+};
+
+/** Lambda entry point (`index.handler` in the bundle). */
+export async function handler(event: PlanPayload): Promise<PlanResult>;
+export async function handler(event: RenderChunkPayload): Promise<ChunkResult>;
+export async function handler(event: AssemblePayload): Promise<AssembleResult>;
+export async function handler(event: TaskPayload): Promise<TaskResult>;
+export async function handler(event: TaskPayload): Promise<TaskResult> {
+  switch (event?.task) {
+    case "plan":
+      return await plan(event);
+    case "renderChunk":
+      return await renderOneChunk(event);
+    case "assemble":
+      return await assemble(event);
+    default:
+      throw new TypeError(
+        `unknown task ${JSON.stringify((event as { task?: unknown })?.task)}; ` +
+          `expected "plan", "renderChunk" or "assemble"`,
+      );
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tasks
+
+async function plan(event: PlanPayload): Promise<PlanResult> {
+  const { input } = event;
+  const site = await siteDir(input);
+  const { composition } = await prepareComposition({
+    target: site,
+    composition: input.composition,
+    values: input.config.variables,
+  });
+  const totalFrames = frameCount(composition.duration, fps(input));
+  const result = planChunks(input, totalFrames);
+  await putJson(input.bucketName, progressKey(input), {
+    renderId: input.renderId,
+    status: "rendering",
+    framesTotal: totalFrames,
+    chunksTotal: result.chunks.length,
+    updatedAt: new Date().toISOString(),
+  });
+  return result;
+}
+
+async function renderOneChunk(event: RenderChunkPayload): Promise<ChunkResult> {
+  const { input, chunk } = event;
+  const format = formatOf(input);
+  const key = `${chunkPrefix()}${input.renderId}/chunk-${chunk.index}.${format}`;
+  let bytes = 0;
+  try {
+    const session = await openSession(input, event.executionStartTime);
+    try {
+      const output = join(session.workDir, `chunk-${chunk.index}.${format}`);
+      await renderChunk(session.browser, session.spec, {
+        chunk,
+        output,
+        quality: qualityOf(input),
+        ffmpeg: session.ffmpeg,
+      });
+      session.checkMissingAssets();
+      bytes = (await stat(output)).size;
+      await uploadFile(input.bucketName, key, output, CONTENT_TYPES[format]);
+    } finally {
+      await session.close();
+    }
+  } catch (error) {
+    throw chunkError(`chunk ${chunk.index} (frames ${chunk.from}-${chunk.to})`, error);
+  }
+  await putJson(input.bucketName, `renders/${input.renderId}/chunks/${chunk.index}.json`, {
+    index: chunk.index,
+    from: chunk.from,
+    to: chunk.to,
+    frames: chunk.frames,
+    key,
+    bytes,
+    renderedAt: new Date().toISOString(),
+  });
+  return { index: chunk.index, key };
+}
+
+async function assemble(event: AssemblePayload): Promise<AssembleResult> {
+  const { input } = event;
+  const format = formatOf(input);
+  const rate = fps(input);
+  const chunks = [...event.chunks].sort((a, b) => a.index - b.index);
+  chunks.forEach((c, i) => {
+    if (c.index !== i) throw new Error(`assemble: chunk ${i} is missing from the results`);
+  });
+  const work = await mkdtemp(join(tmpdir(), "vid-assemble-"));
+  try {
+    const files = await Promise.all(chunks.map(async (c) => {
+      const file = join(work, `chunk-${c.index}.${format}`);
+      try {
+        await downloadFile(input.bucketName, c.key, file);
+      } catch (error) {
+        throw chunkError(`chunk ${c.index} (s3://${input.bucketName}/${c.key})`, error);
+      }
+      return file;
+    }));
+    const ffmpeg = await requireFfmpeg();
+    const joined = join(work, `joined.${format}`);
+    await concatChunks(ffmpeg, files, join(work, "chunks.txt"), joined, format);
+
+    // The soundtrack is mixed once, for the whole timeline: the page's media are found by
+    // the same session set-up as a local render.
+    const soundtrack = join(work, "soundtrack.wav");
+    let audio = false;
+    const session = await openSession(input, event.executionStartTime);
+    try {
+      audio = await mixAudio(session.media, {
+        ffmpeg,
+        ffprobe: session.ffprobe,
+        duration: event.totalFrames / rate,
+        output: soundtrack,
+        input: session.input,
+      });
+    } finally {
+      await session.close();
+    }
+    let final = joined;
+    if (audio) {
+      final = join(work, `final.${format}`);
+      await muxAudio(ffmpeg, joined, soundtrack, final, format);
+    }
+    const bytes = (await stat(final)).size;
+    await uploadFile(input.bucketName, input.outputKey, final, CONTENT_TYPES[format]);
+    const outputUrl = objectUrl(input.bucketName, input.outputKey);
+    await putJson(input.bucketName, progressKey(input), {
+      renderId: input.renderId,
+      status: "done",
+      framesTotal: event.totalFrames,
+      chunksTotal: chunks.length,
+      outputKey: input.outputKey,
+      outputUrl,
+      bytes,
+      updatedAt: new Date().toISOString(),
+    });
+    const webhook = input.config.webhook;
+    if (webhook) {
+      const delivery = await deliverWebhook({
+        url: webhook.url,
+        secret: webhook.secret,
+        attempts: 3,
+        payload: {
+          render_id: input.renderId,
+          status: "completed",
+          callback_id: null,
+          video_url: outputUrl,
+          error: null,
+        },
+      });
+      if (!delivery.delivered) {
+        console.warn(
+          `webhook ${webhook.url} not delivered after ${delivery.attempts} attempts: ` +
+            delivery.error,
+        );
+      }
+    }
+    return {
+      bucketName: input.bucketName,
+      outputKey: input.outputKey,
+      outputUrl,
+      bytes,
+      frames: event.totalFrames,
+      audio,
+    };
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+function fps(input: ExecutionInput): number {
+  return input.config.fps ?? 30;
+}
+
+function formatOf(input: ExecutionInput): OutputFormat {
+  return input.config.format ?? "mp4";
+}
+
+function qualityOf(input: ExecutionInput): Quality {
+  return input.config.quality ?? "standard";
+}
+
+function chunkPrefix(): string {
+  return process.env.VID_CHUNK_PREFIX ?? "chunks/";
+}
+
+function progressKey(input: ExecutionInput): string {
+  return `renders/${input.renderId}/progress.json`;
+}
+
+/** An error whose message names `what`, keeping the original error's name as its type. */
+function chunkError(what: string, error: unknown): Error {
+  const cause = error instanceof Error ? error : new Error(String(error));
+  const wrapped = new Error(`${what} failed: ${cause.message}`, { cause });
+  wrapped.name = cause.name;
+  return wrapped;
+}
+
+/**
+ * On AWS without a browser given, points the browser lookup at `@sparticuz/chromium`'s
+ * binary. The import is dynamic (and external to the bundle) so local runs never load it.
+ */
+async function useLambdaChromium(): Promise<void> {
+  const env = process.env;
+  if (!env.AWS_LAMBDA_FUNCTION_NAME || env.VID_HEADLESS_SHELL || env.VID_CHROMIUM) return;
+  const name = "@sparticuz/chromium";
+  const mod = await import(name);
+  const chromium = mod.default ?? mod;
+  const path: string = await chromium.executablePath();
+  env.VID_HEADLESS_SHELL = path;
+  env.VID_CHROMIUM = path;
+}
+
+/** The render session of a task: the same set-up as `vid render` (server, browser, media). */
+async function openSession(
+  input: ExecutionInput,
+  executionStartTime: string,
+): Promise<RenderSession> {
+  const site = await siteDir(input);
+  const prepared = await prepareComposition({
+    target: site,
+    composition: input.composition,
+    values: input.config.variables,
+    onWarning: (message) => console.warn(message),
+  });
+  const { composition } = prepared;
+  const width = input.config.width ?? composition.width;
+  const height = input.config.height ?? composition.height;
+  const outputSize = width !== composition.width || height !== composition.height
+    ? { width, height }
+    : undefined;
+  const started = Date.parse(executionStartTime);
+  const epochMs = input.config.epochMs ??
+    (Number.isFinite(started) ? Math.floor(started / 1000) * 1000 : undefined);
+  await useLambdaChromium();
+  return await openRenderSession({
+    prepared,
+    fps: fps(input),
+    format: formatOf(input),
+    seed: input.config.seed,
+    epochMs,
+    outputSize,
+    onWarning: (message) => console.warn(message),
+  });
+}
+
+/** Downloads of sites in progress or done in this container, by site id. */
+const sites = new Map<string, Promise<string>>();
+
+/** The local copy of the input's site, downloaded once per container. */
+function siteDir(input: ExecutionInput): Promise<string> {
+  const { bucketName, siteId } = input;
+  const cacheKey = `${bucketName}/${siteId}`;
+  let pending = sites.get(cacheKey);
+  if (!pending) {
+    pending = downloadSite(bucketName, siteId);
+    sites.set(cacheKey, pending);
+    pending.catch(() => sites.delete(cacheKey));
+  }
+  return pending;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function downloadSite(bucket: string, siteId: string): Promise<string> {
+  if (!/^[A-Za-z0-9_-]+$/.test(siteId)) throw new Error(`invalid site id ${siteId}`);
+  const root = join(tmpdir(), "vid-sites");
+  const dir = join(root, siteId);
+  const marker = `${dir}.complete`;
+  if (await exists(marker)) return dir;
+  const prefix = `sites/${siteId}/`;
+  const keys = (await listKeys(bucket, prefix)).filter((k) => !k.endsWith("/"));
+  if (keys.length === 0) {
+    throw new Error(`site ${siteId} not found: no objects under s3://${bucket}/${prefix}`);
+  }
+  await mkdir(root, { recursive: true });
+  const staging = await mkdtemp(join(root, `.${siteId}-`));
+  try {
+    const base = resolve(staging);
+    const queue = [...keys];
+    const worker = async (): Promise<void> => {
+      for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
+        const file = resolve(base, key.slice(prefix.length));
+        if (!file.startsWith(base + sep)) throw new Error(`unsafe key in site: ${key}`);
+        await downloadFile(bucket, key, file);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(8, keys.length) }, worker));
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dirname(dir), { recursive: true });
+    await rename(staging, dir);
+    await writeFile(marker, `${keys.length}\n`);
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true });
+    throw error;
+  }
+  return dir;
+}
