@@ -80,22 +80,26 @@ export async function launchForCapture(
     ? env
     : preference;
   if (wanted === "screenshot") return await launchBrowser({ mode: "screenshot", scale });
-  let browser: Browser | undefined;
   let reason: string | undefined;
-  try {
-    browser = await launchBrowser({ mode: "beginframe", scale });
-    reason = await probeBeginFrame(browser);
-    if (reason === undefined) return browser;
-  } catch (error) {
-    if (wanted === "beginframe") throw error;
-    reason = (error as Error).message.split("\n")[0];
+  // A loaded machine sometimes starves the first frames of a new browser; one relaunch
+  // before falling back keeps the fast path.
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    let browser: Browser | undefined;
+    try {
+      browser = await launchBrowser({ mode: "beginframe", scale });
+      reason = await probeBeginFrame(browser);
+      if (reason === undefined) return browser;
+    } catch (error) {
+      if (wanted === "beginframe" && attempt === 2) throw error;
+      reason = (error as Error).message.split("\n")[0];
+    }
+    await browser?.close();
   }
-  await browser?.close();
   if (wanted === "beginframe") {
     throw new Error(
       `BeginFrame capture does not work with this chromium-headless-shell: ${reason}`,
     );
   }
-  onFallback(reason);
+  onFallback(reason ?? "the BeginFrame probe failed");
   return await launchBrowser({ mode: "screenshot", scale });
 }
