@@ -11,7 +11,8 @@ import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { fetchProjectUrl, isPublicAddress } from "../src/server/url_source.ts";
 import type { ApiError } from "../src/server/errors.ts";
-import { compositionHtml, probeVideo, ROOT, runVid } from "./helpers.ts";
+import { compositionHtml, probeVideo } from "./helpers.ts";
+import { createAccount, startServerProcess } from "./server_process.ts";
 
 async function serveBytes(body: Uint8Array | string, type: string) {
   const server = createServer((_request, response) => {
@@ -83,39 +84,10 @@ describe("url render sources", () => {
       }),
       "text/html",
     );
-    await runVid([
-      "server",
-      "users",
-      "add",
-      "u@example.com",
-      "--password",
-      "longenough",
-      "--data-dir",
-      dataDir,
-    ]);
-    const key = (await runVid(["server", "keys", "create", "u@example.com", "--data-dir", dataDir]))
-      .stdout.trim();
-    const child = new Deno.Command(Deno.execPath(), {
-      args: [
-        "run",
-        "-A",
-        `${ROOT}cli.ts`,
-        "server",
-        "--port",
-        "0",
-        "--data-dir",
-        dataDir,
-        "--allow-private-urls",
-      ],
-      stdout: "piped",
-      stderr: "null",
-      stdin: "null",
-    }).spawn();
+    const key = await createAccount(dataDir, "u@example.com");
+    const server = await startServerProcess(dataDir, ["--allow-private-urls"]);
     try {
-      const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-      let out = "";
-      while (!/listening on (\S+)/.test(out)) out += (await reader.read()).value ?? "";
-      const base = out.match(/listening on (\S+)/)![1];
+      const base = server.url;
       const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
       const submitted = await fetch(`${base}/v3/vid/renders`, {
         method: "POST",
@@ -139,10 +111,8 @@ describe("url render sources", () => {
       );
       assert.equal((await probeVideo(file)).frames, 5);
       await Deno.remove(file);
-      reader.cancel();
     } finally {
-      child.kill("SIGTERM");
-      await child.status;
+      await server.stop();
       source.close();
       await Deno.remove(dataDir, { recursive: true });
     }
