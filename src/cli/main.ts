@@ -8,6 +8,7 @@ import { Command, CommanderError } from "@commander-js/extra-typings";
 import denoJson from "../../deno.json" with { type: "json" };
 import { registerAuth } from "./auth.ts";
 import { registerInfo } from "./info.ts";
+import { registerLambda } from "./lambda.ts";
 import { registerRender } from "./render.ts";
 import { registerCloud } from "./cloud.ts";
 import { registerServer } from "./server.ts";
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerCloud(program);
   registerServer(program);
   registerAuth(program);
+  registerLambda(program);
   return program;
 }
 

@@ -1,0 +1,449 @@
+/**
+ * `vid lambda`: distributed rendering on AWS Lambda and Step Functions (or the local
+ * stack): `local`, `deploy`, `sites create`, `render`, `progress`.
+ *
+ * @module
+ */
+
+import { type Command, Option } from "@commander-js/extra-typings";
+import { fileURLToPath } from "node:url";
+import { loadOverrides } from "../composition/variables.ts";
+import type { RenderConfig } from "../lambda/config.ts";
+import { LAMBDA_FORMATS, LAMBDA_QUALITIES } from "../lambda/config.ts";
+import { startLocalStack } from "../lambda/local_stack.ts";
+import {
+  deploySite,
+  getRenderProgress,
+  type LambdaRenderProgress,
+  renderToLambda,
+  type S3Options,
+  type SfnOptions,
+  siteHandleFromId,
+} from "../lambda/sdk.ts";
+import { EXIT, integerIn, positiveInteger, reportError, VARIABLES_HELP, warn } from "./shared.ts";
+
+const PULUMI_DIR = fileURLToPath(new URL("../../pulumi/", import.meta.url));
+
+const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
+  "  --bucket / VID_LAMBDA_BUCKET                      render bucket (RenderBucketName)\n" +
+  "  --state-machine-arn / VID_LAMBDA_STATE_MACHINE_ARN the workflow (RenderStateMachineArn)\n" +
+  "  --region / AWS_REGION                             AWS region (default us-east-1)\n" +
+  "  VID_S3_ENDPOINT                                   S3-compatible endpoint (path-style)\n" +
+  "  VID_SFN_ENDPOINT                                  Step Functions-compatible endpoint\n" +
+  "Credentials come from the AWS SDK's default chain (AWS_ACCESS_KEY_ID, ...).\n" +
+  "`vid lambda local` prints these assignments for the local stack.";
+
+/** A usage problem of a `vid lambda` command (exit 2). */
+class LambdaUsageError extends Error {
+  override name = "UsageError";
+}
+
+interface ConnectionFlags {
+  bucket?: string;
+  stateMachineArn?: string;
+  region?: string;
+}
+
+interface Connection {
+  region: string;
+  s3: S3Options;
+  sfn: SfnOptions;
+  bucket(): string;
+  stateMachineArn(): string;
+}
+
+function connection(flags: ConnectionFlags): Connection {
+  const env = (name: string) => Deno.env.get(name) || undefined;
+  const region = flags.region ?? env("AWS_REGION") ?? env("AWS_DEFAULT_REGION") ?? "us-east-1";
+  const s3Endpoint = env("VID_S3_ENDPOINT");
+  const pathStyle = env("VID_S3_FORCE_PATH_STYLE");
+  return {
+    region,
+    s3: {
+      region,
+      endpoint: s3Endpoint,
+      forcePathStyle: pathStyle !== undefined
+        ? /^(1|true)$/i.test(pathStyle)
+        : s3Endpoint !== undefined,
+    },
+    sfn: { region, endpoint: env("VID_SFN_ENDPOINT") },
+    bucket() {
+      const bucket = flags.bucket ?? env("VID_LAMBDA_BUCKET");
+      if (!bucket) {
+        throw new LambdaUsageError(
+          "no render bucket: pass --bucket or set VID_LAMBDA_BUCKET (the RenderBucketName " +
+            "output of `vid lambda deploy`, or printed by `vid lambda local`)",
+        );
+      }
+      return bucket;
+    },
+    stateMachineArn() {
+      const arn = flags.stateMachineArn ?? env("VID_LAMBDA_STATE_MACHINE_ARN");
+      if (!arn) {
+        throw new LambdaUsageError(
+          "no state machine: pass --state-machine-arn or set VID_LAMBDA_STATE_MACHINE_ARN (the " +
+            "RenderStateMachineArn output of `vid lambda deploy`, or printed by `vid lambda local`)",
+        );
+      }
+      return arn;
+    },
+  };
+}
+
+function fail(error: unknown, json: boolean | undefined): void {
+  const code = reportError(error, json);
+  Deno.exitCode = error instanceof LambdaUsageError ? EXIT.usage : code;
+}
+
+function progressLine(p: LambdaRenderProgress): string {
+  const frames = p.framesTotal !== undefined
+    ? `, frames ${p.framesDone ?? 0}/${p.framesTotal}`
+    : "";
+  const cost = `, ~$${p.costEstimate.usd.toFixed(4)}`;
+  const where = p.outputLocation ? ` ${p.outputLocation}` : "";
+  return `${p.status}: chunks ${p.chunksDone}/${p.chunksTotal}${frames}${cost}${where}`;
+}
+
+function progressJson(p: LambdaRenderProgress): Record<string, unknown> {
+  return {
+    ...p,
+    startedAt: p.startedAt?.toISOString(),
+    stoppedAt: p.stoppedAt?.toISOString(),
+  };
+}
+
+async function pulumiOnPath(): Promise<boolean> {
+  try {
+    const out = await new Deno.Command("pulumi", {
+      args: ["version"],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    return out.success;
+  } catch {
+    return false;
+  }
+}
+
+/** Registers `vid lambda`. */
+export function registerLambda(program: Command): void {
+  const lambda = program
+    .command("lambda")
+    .description(
+      "Distributed rendering: one Step Functions execution per render, one Lambda invocation\n" +
+        "per chunk. `vid lambda local` runs the whole stack on this machine.",
+    );
+
+  lambda
+    .command("local")
+    .description(
+      "Start the stack locally (s3rver, local Step Functions, the worker under Node 22) and\n" +
+        "print its outputs and the environment for the other `vid lambda` commands. Stays up\n" +
+        "until Ctrl-C or SIGTERM.",
+    )
+    .option(
+      "--port <n>",
+      "S3 port (Step Functions on the next); default: free ports",
+      (v) => integerIn("--port", 1, 65534)(v),
+    )
+    .option("--data-dir <dir>", "keep the bucket's objects in this folder")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (options) => {
+      try {
+        const stack = await startLocalStack({
+          port: options.port,
+          dataDir: options.dataDir,
+          onLog: (text) => console.error(text.trimEnd()),
+        });
+        if (options.json) {
+          const { close: _close, ...outputs } = stack;
+          console.log(JSON.stringify({ ok: true, ...outputs }, null, 2));
+        } else {
+          console.log(`RenderBucketName       ${stack.RenderBucketName}`);
+          console.log(`RenderStateMachineArn  ${stack.RenderStateMachineArn}`);
+          console.log(`S3 endpoint            ${stack.s3Endpoint}`);
+          console.log(`Step Functions         ${stack.sfnEndpoint}`);
+          console.log("\n# use the stack from another shell:");
+          for (const [key, value] of Object.entries(stack.env)) {
+            console.log(`export ${key}=${value}`);
+          }
+        }
+        await new Promise<void>((resolve) => {
+          const stop = () => {
+            Deno.removeSignalListener("SIGINT", stop);
+            Deno.removeSignalListener("SIGTERM", stop);
+            resolve();
+          };
+          Deno.addSignalListener("SIGINT", stop);
+          Deno.addSignalListener("SIGTERM", stop);
+        });
+        await stack.close();
+      } catch (error) {
+        fail(error, options.json);
+      }
+    });
+
+  lambda
+    .command("deploy")
+    .description(
+      "Deploy the stack (bucket, function, state machine) once per account and region with\n" +
+        "Pulumi; needs the Pulumi CLI on PATH. Prints RenderBucketName and RenderStateMachineArn.",
+    )
+    .option(
+      "--concurrency <n>",
+      "reserved concurrency of the render function",
+      positiveInteger("--concurrency"),
+    )
+    .option(
+      "--memory <mb>",
+      "memory of the render function, MB",
+      integerIn("--memory", 128, 10240),
+      10240,
+    )
+    .option("--stack <name>", "Pulumi stack", "dev")
+    .option("--region <region>", "AWS region (env AWS_REGION)")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (options) => {
+      try {
+        if (!(await pulumiOnPath())) {
+          throw new Error(
+            "the Pulumi CLI (`pulumi`) is not on PATH; `vid lambda deploy` needs it. Install it " +
+              "from https://www.pulumi.com/docs/install/ (e.g. `curl -fsSL https://get.pulumi.com " +
+              "| sh`), then run the command again",
+          );
+        }
+        const region = options.region ?? Deno.env.get("AWS_REGION") ?? "us-east-1";
+        const run = async (args: string[], quiet = false): Promise<string> => {
+          const out = await new Deno.Command("pulumi", {
+            args,
+            cwd: PULUMI_DIR,
+            stdin: "null",
+            stdout: "piped",
+            stderr: quiet ? "piped" : "inherit",
+          }).output();
+          const text = new TextDecoder().decode(out.stdout);
+          if (!out.success) throw new Error(`pulumi ${args.join(" ")} failed (${out.code})`);
+          if (!quiet && !options.json) console.error(text.trimEnd());
+          return text;
+        };
+        await run(["stack", "select", "--create", options.stack, "--non-interactive"], true);
+        const config = ["-c", `aws:region=${region}`, "-c", `vid-lambda:memory=${options.memory}`];
+        if (options.concurrency !== undefined) {
+          config.push("-c", `vid-lambda:concurrency=${options.concurrency}`);
+        }
+        await run(["up", "--yes", "--non-interactive", "--stack", options.stack, ...config]);
+        const outputs = JSON.parse(
+          await run(["stack", "output", "--json", "--stack", options.stack], true),
+        );
+        if (options.json) {
+          console.log(JSON.stringify({ ok: true, region, ...outputs }, null, 2));
+        } else {
+          console.log(`RenderBucketName       ${outputs.RenderBucketName}`);
+          console.log(`RenderStateMachineArn  ${outputs.RenderStateMachineArn}`);
+        }
+      } catch (error) {
+        fail(error, options.json);
+      }
+    });
+
+  const sites = lambda.command("sites").description("Upload projects to the render bucket");
+  sites
+    .command("create")
+    .description(
+      "Upload the project once under its content address; prints the Site ID. An unchanged\n" +
+        "project uploads nothing." + ENV_HELP,
+    )
+    .argument("<projectDir>", "project directory")
+    .option("-c, --composition <file>", "entry HTML file", "index.html")
+    .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
+    .option("--region <region>", "AWS region (env AWS_REGION)")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (projectDir, options) => {
+      try {
+        const conn = connection(options);
+        const site = await deploySite({
+          projectDir,
+          composition: options.composition,
+          bucketName: conn.bucket(),
+          s3: conn.s3,
+        });
+        if (options.json) {
+          console.log(JSON.stringify({ ok: true, ...site }, null, 2));
+        } else {
+          if (!site.uploaded) console.error(`site ${site.siteId} already uploaded`);
+          console.log(site.siteId);
+        }
+      } catch (error) {
+        fail(error, options.json);
+      }
+    });
+
+  lambda
+    .command("render")
+    .description(
+      "Start one distributed render. Without --site-id the project is uploaded first (a\n" +
+        "no-op when unchanged). Prints the render id and execution ARN at once, or with\n" +
+        "--wait streams progress lines until the render finishes." + ENV_HELP,
+    )
+    .argument("<projectDir>", "project directory")
+    .option("--site-id <id>", "render a site uploaded earlier; skip packaging and upload")
+    .option("-c, --composition <file>", "entry HTML file", "index.html")
+    .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
+    .option("--width <px>", "output width", positiveInteger("--width"))
+    .option("--height <px>", "output height", positiveInteger("--height"))
+    .option("--fps <n>", "frames per second, integer 1-240", integerIn("--fps", 1, 240))
+    .addOption(new Option("--format <format>", "output format").choices(LAMBDA_FORMATS))
+    .addOption(new Option("--quality <preset>", "encoder preset").choices(LAMBDA_QUALITIES))
+    .option("--variables <json>", VARIABLES_HELP.variables)
+    .option("--variables-file <path>", VARIABLES_HELP.variablesFile)
+    .option("--output-key <key>", "object key of the output (default renders/<id>/out.<ext>)")
+    .option(
+      "--max-parallel-chunks <n>",
+      "cap on chunks (default 16)",
+      positiveInteger("--max-parallel-chunks"),
+    )
+    .option(
+      "--target-chunk-frames <n>",
+      "ceiling on frames per chunk when --chunk-size is unset",
+      positiveInteger("--target-chunk-frames"),
+    )
+    .option("--chunk-size <n>", "frames per chunk (default 240)", positiveInteger("--chunk-size"))
+    .option("--wait", "stream progress until the render finishes")
+    .option(
+      "--poll-interval <ms>",
+      "milliseconds between progress polls with --wait",
+      positiveInteger("--poll-interval"),
+      1000,
+    )
+    .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
+    .option("--region <region>", "AWS region (env AWS_REGION)")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (projectDir, options) => {
+      try {
+        const conn = connection(options);
+        const bucketName = conn.bucket();
+        const stateMachineArn = conn.stateMachineArn();
+        const variables = options.variables !== undefined || options.variablesFile !== undefined
+          ? await loadOverrides({
+            variables: options.variables,
+            variablesFile: options.variablesFile,
+          })
+          : undefined;
+        const config: RenderConfig = {
+          fps: options.fps,
+          width: options.width,
+          height: options.height,
+          format: options.format,
+          quality: options.quality,
+          variables: variables as RenderConfig["variables"],
+          chunkSize: options.chunkSize,
+          maxParallelChunks: options.maxParallelChunks,
+          targetChunkFrames: options.targetChunkFrames,
+        };
+        for (const key of Object.keys(config) as (keyof RenderConfig)[]) {
+          if (config[key] === undefined) delete config[key];
+        }
+        const siteHandle = options.siteId
+          ? siteHandleFromId(options.siteId, bucketName, {
+            composition: options.composition,
+            s3: conn.s3,
+          })
+          : await deploySite({
+            projectDir,
+            composition: options.composition,
+            bucketName,
+            s3: conn.s3,
+          });
+        const handle = await renderToLambda({
+          siteHandle,
+          bucketName,
+          stateMachineArn,
+          config,
+          outputKey: options.outputKey,
+          sfn: conn.sfn,
+          onWarning: warn,
+        });
+        const started = {
+          renderId: handle.renderId,
+          executionArn: handle.executionArn,
+          siteId: siteHandle.siteId,
+          bucketName: handle.bucketName,
+          outputKey: handle.outputKey,
+        };
+        if (!options.wait) {
+          if (options.json) {
+            console.log(JSON.stringify({ ok: true, status: "running", ...started }, null, 2));
+          } else {
+            console.log(handle.renderId);
+            console.log(handle.executionArn);
+          }
+          return;
+        }
+        if (!options.json) console.error(`started ${handle.renderId}`);
+        let last = "";
+        let progress: LambdaRenderProgress;
+        while (true) {
+          progress = await getRenderProgress({
+            executionArn: handle.executionArn,
+            bucketName,
+            sfn: conn.sfn,
+            s3: conn.s3,
+          });
+          const line = progressLine(progress);
+          if (line !== last) {
+            if (options.json) {
+              console.error(JSON.stringify({ event: "progress", ...progressJson(progress) }));
+            } else console.error(line);
+            last = line;
+          }
+          if (progress.status !== "running") break;
+          await new Promise((resolve) => setTimeout(resolve, options.pollInterval));
+        }
+        const ok = progress.status === "succeeded";
+        if (options.json) {
+          console.log(JSON.stringify({ ok, ...started, ...progressJson(progress) }, null, 2));
+        } else if (ok) {
+          console.log(progress.outputLocation);
+        } else {
+          for (const e of progress.errors) console.error(`error: ${e}`);
+          console.error(`render ${handle.renderId} ${progress.status}`);
+        }
+        if (!ok) Deno.exitCode = EXIT.failed;
+      } catch (error) {
+        fail(error, options.json);
+      }
+    });
+
+  lambda
+    .command("progress")
+    .description("Where a render is: status, chunks, frames, errors, cost so far." + ENV_HELP)
+    .argument("<render>", "render id (with the state machine) or execution ARN")
+    .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
+    .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
+    .option("--region <region>", "AWS region (env AWS_REGION)")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (render, options) => {
+      try {
+        const flags: ConnectionFlags = options;
+        const conn = connection(flags);
+        const bucketName = flags.bucket ?? Deno.env.get("VID_LAMBDA_BUCKET") ?? undefined;
+        const progress = await getRenderProgress({
+          ...(render.startsWith("arn:")
+            ? { executionArn: render }
+            : { renderId: render, stateMachineArn: conn.stateMachineArn() }),
+          bucketName,
+          sfn: conn.sfn,
+          s3: conn.s3,
+        });
+        if (options.json) {
+          console.log(JSON.stringify({ ok: true, ...progressJson(progress) }, null, 2));
+        } else {
+          console.log(`${progress.renderId}  ${progressLine(progress)}`);
+          for (const e of progress.errors) console.log(`  error: ${e}`);
+        }
+      } catch (error) {
+        fail(error, options.json);
+      }
+    });
+}

