@@ -8,7 +8,7 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
@@ -152,7 +152,15 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
   ];
   // Its own process group, so close() can kill the zygote, GPU, network and renderer
   // processes with it: killed alone, the main process leaves them writing to the profile.
-  const child = spawn(executable, args, { stdio: ["ignore", "ignore", "pipe"], detached: true });
+  // Chromium's scratch files (shared memory with --disable-dev-shm-usage) go inside the
+  // profile, so removing the profile removes them even after a SIGKILL.
+  const scratch = join(profile, "tmp");
+  await mkdir(scratch, { recursive: true });
+  const child = spawn(executable, args, {
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
+    env: { ...process.env, TMPDIR: scratch },
+  });
   const timeoutMs = options.timeoutMs ?? 30000;
   let stderr = "";
   let url: string;
