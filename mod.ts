@@ -121,4 +121,15 @@ export {
   validateConfig,
 } from "./src/lambda/config.ts";
 export { stateMachineDefinition } from "./src/lambda/state_machine.ts";
+export {
+  type BatchManifestRow,
+  type BatchRowStatus,
+  renderBatch,
+  type RenderBatchOptions,
+} from "./src/lambda/batch.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
+export {
+  estimateChunkSeconds,
+  SECONDS_PER_1080P_FRAME_AT_MAX_MEMORY,
+  timeCapWarning,
+} from "./src/lambda/time_cap.ts";

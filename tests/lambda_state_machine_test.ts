@@ -190,6 +190,10 @@ describe("stateMachineDefinition", () => {
     assert.deepEqual(retry[2].ErrorEquals, ["States.TaskFailed"]);
     assert.equal(retry[2].MaxAttempts, 3);
     assert.deepEqual(task.Catch, [{
+      ErrorEquals: ["States.Timeout", "Sandbox.Timedout"],
+      ResultPath: "$.error",
+      Next: STATE_NAMES.recordChunkTimeout,
+    }, {
       ErrorEquals: ["States.ALL"],
       ResultPath: "$.error",
       Next: STATE_NAMES.recordChunkFailure,
@@ -427,8 +431,11 @@ describe("local Step Functions endpoint, task bodies stubbed", () => {
     });
     const execution = await finish(await start(input));
     assert.equal(execution.status, "FAILED");
-    assert.equal(execution.error, "Sandbox.Timedout");
-    assert.match(execution.cause!, /^chunk 0 \(frames 0-29\) failed: /);
+    assert.equal(execution.error, "ChunkTimedOut");
+    assert.match(
+      execution.cause!,
+      /^chunk 0 \(frames 0-29\) hit the \d+ s function time cap: use smaller chunks /,
+    );
     assert.equal(s.attempts.get(0), 1);
   });
 

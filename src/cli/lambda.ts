@@ -20,11 +20,12 @@ import {
   type SfnOptions,
   siteHandleFromId,
 } from "../lambda/sdk.ts";
+import { registerLambdaBatch } from "./lambda_batch.ts";
 import { EXIT, integerIn, positiveInteger, reportError, VARIABLES_HELP, warn } from "./shared.ts";
 
 const PULUMI_DIR = fileURLToPath(new URL("../../pulumi/", import.meta.url));
 
-const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
+export const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
   "  --bucket / VID_LAMBDA_BUCKET                      render bucket (RenderBucketName)\n" +
   "  --state-machine-arn / VID_LAMBDA_STATE_MACHINE_ARN the workflow (RenderStateMachineArn)\n" +
   "  --region / AWS_REGION                             AWS region (default us-east-1)\n" +
@@ -34,17 +35,17 @@ const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
   "`vid lambda local` prints these assignments for the local stack.";
 
 /** A usage problem of a `vid lambda` command (exit 2). */
-class LambdaUsageError extends Error {
+export class LambdaUsageError extends Error {
   override name = "UsageError";
 }
 
-interface ConnectionFlags {
+export interface ConnectionFlags {
   bucket?: string;
   stateMachineArn?: string;
   region?: string;
 }
 
-interface Connection {
+export interface Connection {
   region: string;
   s3: S3Options;
   sfn: SfnOptions;
@@ -52,7 +53,7 @@ interface Connection {
   stateMachineArn(): string;
 }
 
-function connection(flags: ConnectionFlags): Connection {
+export function connection(flags: ConnectionFlags): Connection {
   const env = (name: string) => Deno.env.get(name) || undefined;
   const region = flags.region ?? env("AWS_REGION") ?? env("AWS_DEFAULT_REGION") ?? "us-east-1";
   const s3Endpoint = env("VID_S3_ENDPOINT");
@@ -90,7 +91,18 @@ function connection(flags: ConnectionFlags): Connection {
   };
 }
 
-function fail(error: unknown, json: boolean | undefined): void {
+/** The function time cap for the warning: `VID_LAMBDA_TIMEOUT_SECONDS`, else 900. */
+function timeoutFromEnv(): number {
+  const raw = Deno.env.get("VID_LAMBDA_TIMEOUT_SECONDS");
+  if (!raw) return 900;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new LambdaUsageError(`VID_LAMBDA_TIMEOUT_SECONDS must be a positive integer, got ${raw}`);
+  }
+  return value;
+}
+
+export function fail(error: unknown, json: boolean | undefined): void {
   const code = reportError(error, json);
   Deno.exitCode = error instanceof LambdaUsageError ? EXIT.usage : code;
 }
@@ -140,7 +152,10 @@ export function registerLambda(program: Command): void {
     .description(
       "Start the stack locally (s3rver, local Step Functions, the worker under Node 22) and\n" +
         "print its outputs and the environment for the other `vid lambda` commands. Stays up\n" +
-        "until Ctrl-C or SIGTERM.",
+        "until Ctrl-C or SIGTERM.\n\n" +
+        "Time cap: each task may run --timeout seconds (env VID_LAMBDA_TIMEOUT_SECONDS, default " +
+        "900, Lambda's 15 minutes); a chunk that runs longer fails the render with ChunkTimedOut, " +
+        "naming the chunk, its frames and the fix (smaller chunks or more memory).",
     )
     .option(
       "--port <n>",
@@ -148,12 +163,18 @@ export function registerLambda(program: Command): void {
       (v) => integerIn("--port", 1, 65534)(v),
     )
     .option("--data-dir <dir>", "keep the bucket's objects in this folder")
+    .option(
+      "--timeout <s>",
+      "emulated function time cap per task, seconds (env VID_LAMBDA_TIMEOUT_SECONDS; default 900)",
+      positiveInteger("--timeout"),
+    )
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (options) => {
       try {
         const stack = await startLocalStack({
           port: options.port,
           dataDir: options.dataDir,
+          timeoutSeconds: options.timeout,
           onLog: (text) => console.error(text.trimEnd()),
         });
         if (options.json) {
@@ -309,6 +330,12 @@ export function registerLambda(program: Command): void {
       positiveInteger("--target-chunk-frames"),
     )
     .option("--chunk-size <n>", "frames per chunk (default 240)", positiveInteger("--chunk-size"))
+    .option(
+      "--memory <mb>",
+      "memory the render function was deployed with, MB, for the time-cap warning (default " +
+        "10240; the cap is env VID_LAMBDA_TIMEOUT_SECONDS, default 900)",
+      integerIn("--memory", 128, 10240),
+    )
     .option("--wait", "stream progress until the render finishes")
     .option(
       "--poll-interval <ms>",
@@ -362,6 +389,8 @@ export function registerLambda(program: Command): void {
           config,
           outputKey: options.outputKey,
           sfn: conn.sfn,
+          memoryMb: options.memory,
+          timeoutSeconds: timeoutFromEnv(),
           onWarning: warn,
         });
         const started = {
@@ -414,6 +443,8 @@ export function registerLambda(program: Command): void {
         fail(error, options.json);
       }
     });
+
+  registerLambdaBatch(lambda);
 
   lambda
     .command("progress")

@@ -171,6 +171,23 @@ export interface LocalStackOptions {
   workerBundle?: string;
   /** Receives each task's stderr (the worker's logs). @default dropped */
   onLog?(text: string): void;
+  /**
+   * The emulated function time cap: seconds a task may run before it fails with
+   * `States.Timeout` (a chunk: `ChunkTimedOut`, naming the chunk and the fix).
+   * @default env `VID_LAMBDA_TIMEOUT_SECONDS`, else 900 (Lambda's 15 minutes)
+   */
+  timeoutSeconds?: number;
+}
+
+/** The local stack's time cap: `VID_LAMBDA_TIMEOUT_SECONDS` when set, else 900. */
+export function localTimeoutSeconds(): number {
+  const raw = Deno.env.get("VID_LAMBDA_TIMEOUT_SECONDS");
+  if (raw === undefined || raw === "") return 900;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`VID_LAMBDA_TIMEOUT_SECONDS must be a positive integer, got ${raw}`);
+  }
+  return value;
 }
 
 /** A running local stack: the deploy outputs plus endpoints. */
@@ -185,6 +202,8 @@ export interface LocalStack {
   sfnEndpoint: string;
   /** Region of the ARNs. */
   region: string;
+  /** The emulated function time cap, seconds. */
+  timeoutSeconds: number;
   /** Environment for the `vid lambda` commands (and the SDK's default credential chain). */
   env: Record<string, string>;
   /** Stops everything. */
@@ -206,6 +225,7 @@ export interface LocalStack {
  */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const region = options.region ?? "us-east-1";
+  const timeoutSeconds = options.timeoutSeconds ?? localTimeoutSeconds();
   const [node, bundle] = await Promise.all([node22(), workerBundle(options.workerBundle)]);
   const s3 = await startS3Server({ port: options.port, directory: options.dataDir });
   const closers: (() => Promise<void>)[] = [() => s3.close()];
@@ -287,7 +307,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     const functionArn = `arn:aws:lambda:${region}:000000000000:function:vid-render`;
     const RenderStateMachineArn = sfn.createStateMachine(
       "vid-render",
-      stateMachineDefinition({ functionArn }),
+      stateMachineDefinition({ functionArn }, { taskTimeoutSeconds: timeoutSeconds }),
     );
     return {
       RenderBucketName: LOCAL_BUCKET,
@@ -295,6 +315,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       s3Endpoint: s3.endpoint,
       sfnEndpoint: sfn.endpoint,
       region,
+      timeoutSeconds,
       env: {
         VID_LAMBDA_BUCKET: LOCAL_BUCKET,
         VID_LAMBDA_STATE_MACHINE_ARN: RenderStateMachineArn,
@@ -303,6 +324,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         AWS_REGION: region,
         AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
         AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+        VID_LAMBDA_TIMEOUT_SECONDS: String(timeoutSeconds),
       },
       close,
     };

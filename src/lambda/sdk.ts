@@ -39,6 +39,7 @@ import process from "node:process";
 import { type PackagedFile, packageProject } from "../project/package.ts";
 import { ConfigError, type ExecutionInput, type RenderConfig, validateConfig } from "./config.ts";
 import { STATE_NAMES } from "./state_machine.ts";
+import { timeCapWarning } from "./time_cap.ts";
 
 /** Where and how to reach S3 (or an S3-compatible service such as s3rver). */
 export interface S3Options {
@@ -137,6 +138,21 @@ export interface RenderToLambdaOptions {
   sfn?: SfnOptions | SFNClient;
   /** Reserved concurrency of the render function, to warn about throttling. */
   reservedConcurrency?: number;
+  /**
+   * Memory of the render function, MB (`vid lambda deploy --memory`), to warn before
+   * starting when the largest chunk is likely to hit the time cap. @default 10240
+   */
+  memoryMb?: number;
+  /**
+   * The function time cap, seconds (900 on Lambda; `VID_LAMBDA_TIMEOUT_SECONDS` on the
+   * local stack), for the same warning. @default 900
+   */
+  timeoutSeconds?: number;
+  /**
+   * Total frames of the render, when known, so the warning uses the planner's largest
+   * chunk. @default unknown: the largest chunk is `chunkSize` (else `targetChunkFrames`, else 240)
+   */
+  frames?: number;
   /** Receives warnings. @default console.warn */
   onWarning?(message: string): void;
 }
@@ -519,6 +535,12 @@ export async function renderToLambda(options: RenderToLambdaOptions): Promise<Re
     reservedConcurrency: options.reservedConcurrency,
     onWarning: options.onWarning,
   });
+  const timeCap = timeCapWarning(options.config, {
+    memoryMb: options.memoryMb,
+    timeoutSeconds: options.timeoutSeconds,
+    frames: options.frames,
+  });
+  if (timeCap) (options.onWarning ?? console.warn)(timeCap);
   const body = JSON.stringify(input);
   const ownClient = !(options.sfn instanceof SFNClient);
   const client = options.sfn instanceof SFNClient

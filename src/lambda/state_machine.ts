@@ -5,6 +5,7 @@
  * ```
  * Plan (Task) ──> RenderChunks (Map over the plan's chunks) ──> Assemble (Task) ──> Done
  *                   └ RenderChunk (Task, Retry) ──Catch──> RecordChunkFailure ──> ChunkFailed (Fail)
+ *                                               └─Catch (timeout)──> RecordChunkTimeout ──┘
  * ```
  *
  * Design choices:
@@ -37,6 +38,11 @@
  *   `RecordChunkFailure` builds the cause `chunk <i> (frames <from>-<to>) failed: <cause>`
  *   and `ChunkFailed` fails the iteration with the chunk's own error name. The Map, and
  *   so the execution, fail with that error and cause.
+ * - A chunk that hit the time cap (`States.Timeout`, `Sandbox.Timedout`) is caught first, by
+ *   its own Catch: `RecordChunkTimeout` fails the iteration with the error
+ *   {@linkcode CHUNK_TIMED_OUT} and the cause `chunk <i> (frames <from>-<to>) hit the <n> s
+ *   function time cap: use smaller chunks (...) or more memory (...)`, so the fix reaches
+ *   `getRenderProgress().errors` on AWS and locally alike, not a bare `States.Timeout`.
  *
  * @module
  */
@@ -82,6 +88,7 @@ export const STATE_NAMES = {
   map: "RenderChunks",
   renderChunk: "RenderChunk",
   recordChunkFailure: "RecordChunkFailure",
+  recordChunkTimeout: "RecordChunkTimeout",
   chunkFailed: "ChunkFailed",
   assemble: "Assemble",
   done: "Done",
@@ -160,6 +167,31 @@ const LAMBDA_SERVICE_ERRORS = [
   "Lambda.TooManyRequestsException",
 ];
 const TIMEOUT_ERRORS = ["States.Timeout", "Sandbox.Timedout"];
+
+/** Error name of an execution whose chunk hit the function time cap. */
+export const CHUNK_TIMED_OUT = "ChunkTimedOut";
+
+/** The fix named by a chunk time-out's cause. */
+export const TIME_CAP_FIX =
+  "use smaller chunks (--chunk-size / --target-chunk-frames) or more memory " +
+  "(vid lambda deploy --memory)";
+
+/**
+ * The cause of a chunk that hit the time cap, as the workflow writes it.
+ *
+ * @example
+ * ```ts
+ * chunkTimeoutCause({ index: 3, from: 90, to: 119 }, 900);
+ * // "chunk 3 (frames 90-119) hit the 900 s function time cap: use smaller chunks ..."
+ * ```
+ */
+export function chunkTimeoutCause(
+  chunk: Pick<Chunk, "index" | "from" | "to">,
+  timeoutSeconds: number,
+): string {
+  return `chunk ${chunk.index} (frames ${chunk.from}-${chunk.to}) hit the ${timeoutSeconds} s ` +
+    `function time cap: ${TIME_CAP_FIX}`;
+}
 
 function nonNegativeInteger(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 0) {
@@ -261,12 +293,21 @@ export function stateMachineDefinition(
               Resource: arns.renderChunk,
               TimeoutSeconds: timeout,
               Retry: retry,
-              Catch: [{
-                ErrorEquals: ["States.ALL"],
-                ResultPath: "$.error",
-                Next: S.recordChunkFailure,
-              }],
+              Catch: [
+                { ErrorEquals: TIMEOUT_ERRORS, ResultPath: "$.error", Next: S.recordChunkTimeout },
+                { ErrorEquals: ["States.ALL"], ResultPath: "$.error", Next: S.recordChunkFailure },
+              ],
               End: true,
+            },
+            [S.recordChunkTimeout]: {
+              Type: "Pass",
+              Parameters: {
+                Error: CHUNK_TIMED_OUT,
+                // TIME_CAP_FIX has no quote, brace or backslash (States.Format escapes).
+                "Cause.$": `States.Format('chunk {} (frames {}-{}) hit the ${timeout} s ` +
+                  `function time cap: ${TIME_CAP_FIX}', $.chunk.index, $.chunk.from, $.chunk.to)`,
+              },
+              Next: S.chunkFailed,
             },
             [S.recordChunkFailure]: {
               Type: "Pass",
