@@ -87,9 +87,16 @@ export {
 } from "./src/render/render.ts";
 export { type CaptureMode } from "./src/render/browser.ts";
 export { type CapturePreference } from "./src/render/capture_mode.ts";
+export { type CompositionSource } from "./src/render/session.ts";
+export { type PackagedFile } from "./src/project/package.ts";
 export { PageError } from "./src/render/capture.ts";
 export { MissingDependencyError } from "./src/render/system.ts";
-export { type RuntimeConfig, runtimeScript, type VidPageApi } from "./src/runtime/page_runtime.ts";
+export {
+  type MediaDescriptor,
+  type RuntimeConfig,
+  runtimeScript,
+  type VidPageApi,
+} from "./src/runtime/page_runtime.ts";
 export {
   type CostEstimate,
   DEFAULT_LAMBDA_MEMORY_MB,
@@ -119,8 +126,16 @@ export {
   MAX_EXECUTION_INPUT_BYTES,
   type RenderConfig,
   validateConfig,
+  type ValidateConfigOptions,
+  type WebhookConfig,
 } from "./src/lambda/config.ts";
-export { stateMachineDefinition } from "./src/lambda/state_machine.ts";
+export {
+  type AslDefinition,
+  type AslState,
+  stateMachineDefinition,
+  type StateMachineOptions,
+  type WorkflowFunctions,
+} from "./src/lambda/state_machine.ts";
 export {
   type BatchManifestRow,
   type BatchRowStatus,
@@ -129,7 +144,9 @@ export {
 } from "./src/lambda/batch.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
+  type ChunkEstimateInput,
   estimateChunkSeconds,
   SECONDS_PER_1080P_FRAME_AT_MAX_MEMORY,
   timeCapWarning,
+  type TimeCapWarningOptions,
 } from "./src/lambda/time_cap.ts";

@@ -61,13 +61,17 @@ export interface DroppedDeclaration {
 
 /** Result of {@linkcode parseDeclarations}. */
 export interface DeclarationsResult {
+  /** The usable declarations, in document order. */
   declarations: VariableDeclaration[];
+  /** Entries that were skipped, each with the reason. */
   dropped: DroppedDeclaration[];
 }
 
 /** Thrown by {@linkcode parseDeclarations} when the attribute is not a JSON array. */
 export class DeclarationsSyntaxError extends Error {
+  /** Always `"DeclarationsSyntaxError"`. */
   override name = "DeclarationsSyntaxError";
+  /** The attribute at fault. */
   readonly field = "data-composition-variables";
 }
 

@@ -7,6 +7,7 @@
 
 /** A composition file could not be read or its root element is invalid. */
 export class CompositionError extends Error {
+  /** Always `"CompositionError"`. */
   override name = "CompositionError";
   /** Path of the HTML file. */
   readonly file: string;
@@ -15,6 +16,14 @@ export class CompositionError extends Error {
   /** The bad value as written, when there is one. */
   readonly value?: string;
 
+  /**
+   * Creates the error for one composition file.
+   *
+   * @param message What is wrong, naming the fix.
+   * @param file Path of the HTML file.
+   * @param field Attribute at fault, when there is one.
+   * @param value The bad value as written, when there is one.
+   */
   constructor(message: string, file: string, field?: string, value?: string) {
     super(message);
     this.file = file;
@@ -25,10 +34,17 @@ export class CompositionError extends Error {
 
 /** `--variables` / `--variables-file` could not be read or is not a JSON object. */
 export class VariablesInputError extends Error {
+  /** Always `"VariablesInputError"`. */
   override name = "VariablesInputError";
   /** The flag at fault: `--variables` or `--variables-file`. */
   readonly field: string;
 
+  /**
+   * Creates the error for one flag.
+   *
+   * @param message What is wrong, naming the fix.
+   * @param field The flag at fault.
+   */
   constructor(message: string, field: string) {
     super(message);
     this.field = field;
@@ -49,12 +65,18 @@ export interface VariableProblem {
 
 /** Overrides failed `--strict-variables` checking; carries every problem found. */
 export class StrictVariablesError extends Error {
+  /** Always `"StrictVariablesError"`. */
   override name = "StrictVariablesError";
   /** Every problem, in override key order. */
   readonly problems: VariableProblem[];
   /** The first key at fault. */
   readonly field: string;
 
+  /**
+   * Creates the error, listing every problem in its message.
+   *
+   * @param problems Every problem found, in override key order (at least one).
+   */
   constructor(problems: VariableProblem[]) {
     super(
       `variables do not match the composition's declarations (--strict-variables):\n` +

@@ -113,8 +113,16 @@ export interface ValidateConfigOptions {
 
 /** A field of the execution input is invalid; `field` is its path, e.g. `config.fps`. */
 export class ConfigError extends Error {
+  /** Always `"ConfigError"` (subclasses set their own). */
   override name = "ConfigError";
+  /** Path of the invalid field, e.g. `config.fps`. */
   readonly field: string;
+  /**
+   * Creates the error for one field.
+   *
+   * @param field Path of the invalid field.
+   * @param message What is wrong and how to fix it; prefixed with `[validateConfig] <field>: `.
+   */
   constructor(field: string, message: string) {
     super(`[validateConfig] ${field}: ${message}`);
     this.field = field;
@@ -123,11 +131,18 @@ export class ConfigError extends Error {
 
 /** The serialised execution input exceeds {@linkcode MAX_EXECUTION_INPUT_BYTES}. */
 export class ExecutionInputTooLargeError extends ConfigError {
+  /** Always `"ExecutionInputTooLargeError"`. */
   override name = "ExecutionInputTooLargeError";
   /** UTF-8 bytes of the serialised input. */
   readonly bytes: number;
   /** The limit, {@linkcode MAX_EXECUTION_INPUT_BYTES}. */
   readonly limit: number;
+  /**
+   * Creates the error, naming the size, the limit, the largest field and the fix.
+   *
+   * @param bytes UTF-8 bytes of the serialised input.
+   * @param largest The largest field and its size, named in the message as the likely culprit.
+   */
   constructor(bytes: number, largest?: { field: string; bytes: number }) {
     const culprit = largest
       ? `; the largest field is ${largest.field} (${largest.bytes} bytes)`
@@ -146,6 +161,7 @@ export class ExecutionInputTooLargeError extends ConfigError {
 
 /** `hdr: true` was asked of a distributed render. */
 export class HdrNotSupportedError extends ConfigError {
+  /** Always `"HdrNotSupportedError"`. */
   override name = "HdrNotSupportedError";
   constructor() {
     super(

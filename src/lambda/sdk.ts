@@ -41,6 +41,25 @@ import { ConfigError, type ExecutionInput, type RenderConfig, validateConfig } f
 import { STATE_NAMES } from "./state_machine.ts";
 import { timeCapWarning } from "./time_cap.ts";
 
+/**
+ * A ready `S3Client` of `@aws-sdk/client-s3`, which the caller keeps and destroys.
+ *
+ * An internal alias, not a re-export: `deno doc --lint` reports any type of an npm package
+ * used in a public signature as private (denoland/deno#27364), and re-exporting the AWS
+ * client would drag its whole API into this package's documentation.
+ *
+ * @internal
+ */
+type ReadyS3Client = S3Client;
+
+/**
+ * A ready `SFNClient` of `@aws-sdk/client-sfn`, kept by the caller; an internal alias for
+ * the reason given at {@linkcode ReadyS3Client}.
+ *
+ * @internal
+ */
+type ReadySfnClient = SFNClient;
+
 /** Where and how to reach S3 (or an S3-compatible service such as s3rver). */
 export interface S3Options {
   /** AWS region. @default `AWS_REGION`, then `AWS_DEFAULT_REGION`, then `"us-east-1"` */
@@ -83,6 +102,7 @@ export interface SiteHandle {
 
 /** The manifest stored as `sites/<siteId>/site.json`. */
 export interface SiteManifest {
+  /** Content-addressed identifier of the site (`site-` and 16 hex digits). */
   siteId: string;
   /** Hex SHA-256 of the deterministic project zip. */
   sha256: string;
@@ -105,7 +125,7 @@ export interface DeploySiteOptions {
   /** Composition entry relative to `projectDir`. @default "index.html" */
   composition?: string;
   /** S3 connection options, or a ready client (which the caller keeps and destroys). */
-  s3?: S3Options | S3Client;
+  s3?: S3Options | ReadyS3Client;
   /** Files uploaded at once. @default 8 */
   uploadConcurrency?: number;
 }
@@ -135,7 +155,7 @@ export interface RenderToLambdaOptions {
   /** Identifier of the render and name of the execution. @default a fresh `r-…` id */
   renderId?: string;
   /** Step Functions connection options, or a ready client (kept by the caller). */
-  sfn?: SfnOptions | SFNClient;
+  sfn?: SfnOptions | ReadySfnClient;
   /** Reserved concurrency of the render function, to warn about throttling. */
   reservedConcurrency?: number;
   /**
@@ -182,12 +202,12 @@ export interface RenderProgressOptions {
   /** Bucket of the render. @default the execution input's `bucketName` */
   bucketName?: string;
   /** Step Functions connection options, or a ready client (kept by the caller). */
-  sfn?: SfnOptions | SFNClient;
+  sfn?: SfnOptions | ReadySfnClient;
   /**
    * S3 connection options or client, to read the worker's progress objects; `false` skips
    * them. @default the SDK's default chain in the execution's region
    */
-  s3?: S3Options | S3Client | false;
+  s3?: S3Options | ReadyS3Client | false;
   /** Memory of the render function in MB, for the cost estimate. @default 10240 */
   memoryMb?: number;
 }
@@ -211,8 +231,11 @@ export interface CostEstimate {
 
 /** Where a distributed render is. */
 export interface LambdaRenderProgress {
+  /** Identifier of the render; the execution's name. */
   renderId: string;
+  /** ARN of the workflow execution. */
   executionArn: string;
+  /** Where the execution is: running, or how it ended. */
   status: LambdaRenderStatus;
   /** Chunks rendered. */
   chunksDone: number;

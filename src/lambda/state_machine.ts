@@ -77,8 +77,11 @@ export type AslState = Record<string, unknown>;
 
 /** An Amazon States Language definition. */
 export interface AslDefinition {
+  /** Free text describing the workflow. */
   Comment?: string;
+  /** Name of the first state. */
   StartAt: string;
+  /** Every top-level state, by name. */
   States: Record<string, AslState>;
 }
 

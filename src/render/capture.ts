@@ -11,10 +11,18 @@ import type { CaptureMode } from "./browser.ts";
 
 /** The page threw, or was not ready, at a frame. */
 export class PageError extends Error {
+  /** Always `"PageError"`. */
   override name = "PageError";
   /** The frame at which it happened. */
   readonly frame: number;
+  /** The field at fault: the frame. */
   readonly field = "frame";
+  /**
+   * Creates the error for one frame.
+   *
+   * @param frame The frame at which the page failed.
+   * @param message What happened; prefixed with `frame <n>: ` unless it already is.
+   */
   constructor(frame: number, message: string) {
     super(message.startsWith(`frame ${frame}`) ? message : `frame ${frame}: ${message}`);
     this.frame = frame;

@@ -44,8 +44,17 @@ export interface ChunkPlanOptions {
 
 /** A chunk planning option is out of range. */
 export class ChunkPlanError extends Error {
+  /** Always `"ChunkPlanError"`. */
   override name = "ChunkPlanError";
+  /** The option at fault, e.g. `chunkSize`. */
   readonly field: string;
+  /**
+   * Creates the error, naming the option, what it must be and what was given.
+   *
+   * @param field The option at fault.
+   * @param value The value given, shown as JSON.
+   * @param expected What the option must be, in words.
+   */
   constructor(field: string, value: unknown, expected = "a positive integer") {
     super(`${field} must be ${expected}, got ${JSON.stringify(value)}`);
     this.field = field;

@@ -40,9 +40,16 @@ export function hasAlpha(format: OutputFormat): boolean {
 
 /** ffmpeg failed; carries the tail of its log. */
 export class EncodeError extends Error {
+  /** Always `"EncodeError"`. */
   override name = "EncodeError";
   /** The output file ffmpeg was writing. */
   readonly field: string;
+  /**
+   * Creates the error for one output file.
+   *
+   * @param message What failed, with the tail of ffmpeg's log.
+   * @param output The output file ffmpeg was writing.
+   */
   constructor(message: string, output: string) {
     super(message);
     this.field = output;

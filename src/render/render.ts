@@ -32,8 +32,16 @@ import {
 
 /** An option of a render is out of range; names the option. */
 export class RenderOptionError extends Error {
+  /** Always `"RenderOptionError"`. */
   override name = "RenderOptionError";
+  /** The option at fault, e.g. `fps`. */
   readonly field: string;
+  /**
+   * Creates the error for one option.
+   *
+   * @param field The option at fault.
+   * @param message What is wrong; prefixed with `<field>: `.
+   */
   constructor(field: string, message: string) {
     super(`${field}: ${message}`);
     this.field = field;
@@ -42,9 +50,18 @@ export class RenderOptionError extends Error {
 
 /** A chunk failed (after its retry, for a browser crash). */
 export class ChunkFailedError extends Error {
+  /** Always `"ChunkFailedError"`. */
   override name = "ChunkFailedError";
+  /** The field at fault: the chunk. */
   readonly field = "chunk";
+  /** The chunk that failed: its index and frame range. */
   readonly chunk: Chunk;
+  /**
+   * Creates the error, naming the chunk and its frames.
+   *
+   * @param chunk The chunk that failed.
+   * @param cause Why it failed; kept as the error's `cause`.
+   */
   constructor(chunk: Chunk, cause: Error) {
     super(`chunk ${chunk.index} (frames ${chunk.from}-${chunk.to}) failed: ${cause.message}`, {
       cause,
@@ -55,7 +72,9 @@ export class ChunkFailedError extends Error {
 
 /** The render was cancelled through its abort signal. */
 export class RenderCancelledError extends Error {
+  /** Always `"RenderCancelledError"`. */
   override name = "RenderCancelledError";
+  /** The option that cancelled the render: its abort signal. */
   readonly field = "signal";
   constructor() {
     super("render cancelled");
@@ -82,9 +101,9 @@ export interface RenderOptions extends CompositionSource {
   output?: string;
   /** Frames per second, integer 1-240. @default 30 */
   fps?: number;
-  /** @default "mp4" */
+  /** Container and codec of the output. @default "mp4" */
   format?: OutputFormat;
-  /** @default "standard" */
+  /** Encoder preset. @default "standard" */
   quality?: Quality;
   /** Parallel windows. @default min(cores, 4) */
   workers?: number;
@@ -117,27 +136,39 @@ export interface RenderOptions extends CompositionSource {
 
 /** What a finished render produced. */
 export interface RenderResult {
+  /** Path of the output file. */
   output: string;
+  /** The composition's `data-composition-id`. */
   compositionId: string;
+  /** Output width in pixels. */
   width: number;
+  /** Output height in pixels. */
   height: number;
+  /** Frames per second of the output. */
   fps: number;
+  /** Container and codec of the output. */
   format: OutputFormat;
+  /** Encoder preset used. */
   quality: Quality;
   /** Whether the output is HDR (10-bit HEVC, HLG). */
   hdr: boolean;
   /** First and last frame rendered. */
   from: number;
+  /** Last frame rendered (inclusive). */
   to: number;
   /** Frames in the output. */
   frames: number;
   /** Seconds of video. */
   durationSeconds: number;
+  /** Capture path used: BeginFrame or screenshots. */
   captureMode: CaptureMode;
+  /** Parallel windows used. */
   workers: number;
+  /** Chunks the frames were split into. */
   chunks: number;
   /** Chunks rendered a second time after a browser crash. */
   retries: number;
+  /** Wall time of the whole render, milliseconds. */
   elapsedMs: number;
   /** Frames per second achieved, whole command. */
   renderFps: number;

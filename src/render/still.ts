@@ -26,24 +26,33 @@ export interface StillOptions extends CompositionSource {
   output?: string;
   /** JPEG quality 1-100. @default 90 */
   jpegQuality?: number;
-  /** @default "auto" */
+  /** Capture path. @default "auto" */
   capture?: CapturePreference;
-  /** @default 1 */
+  /** Seed of the page's `Math.random`. @default 1 */
   seed?: number;
+  /** `Date.now()` at time 0. @default the still's start time, whole seconds */
   epochMs?: number;
 }
 
 /** What {@linkcode renderStill} wrote. */
 export interface StillResult {
+  /** Path of the image written. */
   output: string;
+  /** The composition's `data-composition-id`. */
   compositionId: string;
+  /** The frame captured (0-based). */
   frame: number;
   /** Seconds: frame / fps. */
   time: number;
+  /** Image width in pixels. */
   width: number;
+  /** Image height in pixels. */
   height: number;
+  /** Image format, from the output's extension. */
   imageFormat: "png" | "jpeg";
+  /** Size of the image file. */
   bytes: number;
+  /** Capture path used: BeginFrame or screenshots. */
   captureMode: CaptureMode;
 }
 

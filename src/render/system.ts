@@ -11,12 +11,20 @@ import process from "node:process";
 
 /** A required program that is not installed. */
 export class MissingDependencyError extends Error {
+  /** Always `"MissingDependencyError"`. */
   override name = "MissingDependencyError";
   /** The program that is missing, e.g. `ffmpeg`. */
   readonly field: string;
   /** The Debian packages that provide it. */
   readonly packages: string[];
 
+  /**
+   * Creates the error, naming the program and how to install it.
+   *
+   * @param program The program that is missing.
+   * @param packages The Debian packages that provide it.
+   * @param envVar Environment variable that can point at an existing binary instead.
+   */
   constructor(program: string, packages: string[], envVar?: string) {
     super(
       `${program} was not found. Install it with:\n` +

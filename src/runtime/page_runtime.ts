@@ -44,16 +44,23 @@ export interface RuntimeConfig {
  * `data-playback-rate` (default 1); plus the standard `muted` and `loop` attributes.
  */
 export interface MediaDescriptor {
+  /** The element's tag. */
   kind: "video" | "audio";
   /** Absolute URL of the source. */
   src: string;
+  /** Seconds on the composition timeline when it starts (`data-start`). */
   start: number;
+  /** Seconds into the source where it starts (`data-media-start`). */
   mediaStart: number;
   /** Null when it plays to the end of its source (or of the composition). */
   duration: number | null;
+  /** Gain (`data-volume`). */
   volume: number;
+  /** The element's `muted` attribute. */
   muted: boolean;
+  /** The element's `loop` attribute. */
   loop: boolean;
+  /** Speed of the source (`data-playback-rate`). */
   playbackRate: number;
 }
 
