@@ -156,7 +156,14 @@ describe("Lambda worker bundle under Node 22", () => {
       node22(),
       (async () => {
         const dir = join(scratch, "bundle");
-        await run(Deno.execPath(), ["run", "-A", "scripts/build_worker.ts", "--outdir", dir], {
+        await run(Deno.execPath(), [
+          "run",
+          "-A",
+          "scripts/build_worker.ts",
+          "--bundle-only",
+          "--outdir",
+          dir,
+        ], {
           cwd: ROOT,
         });
         return dir;

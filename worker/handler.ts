@@ -21,17 +21,17 @@
  * a local render does. Site ids are content addresses, so the copy is kept for the warm
  * container's later invocations. `serveUrl` is not fetched.
  *
- * Browser: `VID_HEADLESS_SHELL` / `VID_CHROMIUM` (or the system's Chromium) as locally. On
- * AWS (`AWS_LAMBDA_FUNCTION_NAME` set and neither variable given) the binary comes from
- * `@sparticuz/chromium`, imported lazily so that nothing else needs it. ffmpeg is
- * `VID_FFMPEG` or the first on `PATH` (a Lambda layer's `/opt/bin`).
+ * Binaries: `worker/lambda_runtime.ts` chooses them once per process, before the first
+ * render: the `VID_*` variables win, then (on AWS, `AWS_LAMBDA_FUNCTION_NAME` set) the
+ * Chromium, ffmpeg and ffprobe packaged beside the bundle, then the system's, as locally.
  *
  * Progress objects (JSON) in the bucket:
  *
  * ```
  * renders/<renderId>/progress.json      { renderId, status: "rendering" | "done", framesTotal,
  *                                         chunksTotal, updatedAt, outputKey?, outputUrl?, bytes? }
- * renders/<renderId>/chunks/<index>.json { index, from, to, frames, key, bytes, renderedAt }
+ * renders/<renderId>/chunks/<index>.json { index, from, to, frames, key, bytes, renderedAt,
+ *                                         capture: "beginframe" | "screenshot" }
  * ```
  *
  * Failures are thrown (the message names the chunk); the state machine's catch records
@@ -65,6 +65,7 @@ import {
   type RenderChunkPayload,
   type TaskPayload,
 } from "../src/lambda/state_machine.ts";
+import { prepareRuntime } from "./lambda_runtime.ts";
 import { downloadFile, listKeys, objectUrl, putJson, uploadFile } from "./s3.ts";
 
 /** Result of the `assemble` task. */
@@ -100,8 +101,10 @@ export async function handler(event: TaskPayload): Promise<TaskResult> {
     case "plan":
       return await plan(event);
     case "renderChunk":
+      await prepareRuntime();
       return await renderOneChunk(event);
     case "assemble":
+      await prepareRuntime();
       return await assemble(event);
     default:
       throw new TypeError(
@@ -139,9 +142,11 @@ async function renderOneChunk(event: RenderChunkPayload): Promise<ChunkResult> {
   const format = formatOf(input);
   const key = `${chunkPrefix()}${input.renderId}/chunk-${chunk.index}.${format}`;
   let bytes = 0;
+  let capture = "";
   try {
     const session = await openSession(input, event.executionStartTime);
     try {
+      capture = session.browser.mode;
       const output = join(session.workDir, `chunk-${chunk.index}.${format}`);
       await renderChunk(session.browser, session.spec, {
         chunk,
@@ -166,6 +171,7 @@ async function renderOneChunk(event: RenderChunkPayload): Promise<ChunkResult> {
     key,
     bytes,
     renderedAt: new Date().toISOString(),
+    capture,
   });
   return { index: chunk.index, key };
 }
@@ -292,21 +298,6 @@ function chunkError(what: string, error: unknown): Error {
   return wrapped;
 }
 
-/**
- * On AWS without a browser given, points the browser lookup at `@sparticuz/chromium`'s
- * binary. The import is dynamic (and external to the bundle) so local runs never load it.
- */
-async function useLambdaChromium(): Promise<void> {
-  const env = process.env;
-  if (!env.AWS_LAMBDA_FUNCTION_NAME || env.VID_HEADLESS_SHELL || env.VID_CHROMIUM) return;
-  const name = "@sparticuz/chromium";
-  const mod = await import(name);
-  const chromium = mod.default ?? mod;
-  const path: string = await chromium.executablePath();
-  env.VID_HEADLESS_SHELL = path;
-  env.VID_CHROMIUM = path;
-}
-
 /** The render session of a task: the same set-up as `vid render` (server, browser, media). */
 async function openSession(
   input: ExecutionInput,
@@ -328,7 +319,6 @@ async function openSession(
   const started = Date.parse(executionStartTime);
   const epochMs = input.config.epochMs ??
     (Number.isFinite(started) ? Math.floor(started / 1000) * 1000 : undefined);
-  await useLambdaChromium();
   return await openRenderSession({
     prepared,
     fps: fps(input),

@@ -118,7 +118,7 @@ export async function workerBundle(path?: string): Promise<string> {
     if (path) throw new Error(`worker bundle ${path} not found; build it: deno task build:worker`);
   }
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", join(ROOT, "scripts", "build_worker.ts")],
+    args: ["run", "-A", join(ROOT, "scripts", "build_worker.ts"), "--bundle-only"],
     cwd: ROOT,
     stdin: "null",
     stdout: "piped",

@@ -58,6 +58,14 @@ const BEGIN_FRAME_FLAGS = [
   "--disable-partial-raster",
 ];
 
+/**
+ * Extra launch flags from `VID_CHROMIUM_FLAGS` (whitespace-separated): the Lambda worker
+ * passes `@sparticuz/chromium`'s recommended flags this way (`worker/lambda_runtime.ts`).
+ */
+function extraFlags(): string[] {
+  return (process.env.VID_CHROMIUM_FLAGS ?? "").split(/\s+/).filter((flag) => flag !== "");
+}
+
 /** Options of {@linkcode launchBrowser}. */
 export interface LaunchOptions {
   /** Capture mode the browser is launched for. */
@@ -144,6 +152,7 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
   const args = [
     ...COMMON_FLAGS,
     ...(options.mode === "beginframe" ? BEGIN_FRAME_FLAGS : []),
+    ...extraFlags(),
     `--user-data-dir=${profile}`,
     ...(options.scale && options.scale !== 1
       ? [`--force-device-scale-factor=${options.scale}`]

@@ -20,7 +20,7 @@
  * @module
  */
 
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { writeFile } from "node:fs/promises";
 
 /** Output container and codec family. */
@@ -205,6 +205,25 @@ function videoFilters(
   return filters.length > 0 ? ["-vf", filters.join(",")] : [];
 }
 
+/** Per ffmpeg binary: the option that keeps the input timestamps, probed once. */
+const passthroughOption = new Map<string, string>();
+
+/**
+ * `-fps_mode passthrough` (ffmpeg 5.1+) or, for an older ffmpeg that refuses it (the static
+ * build shipped to Lambda), its former spelling `-vsync passthrough`.
+ */
+function timestampPassthrough(ffmpeg: string): string[] {
+  let option = passthroughOption.get(ffmpeg);
+  if (option === undefined) {
+    const args = ["-loglevel", "quiet", "-fps_mode", "passthrough", "-version"];
+    const probe = spawnSync(ffmpeg, args, { stdio: "ignore" });
+    // Only a refusal (exit 1) switches; a missing binary is reported by the real run.
+    option = probe.status === 1 ? "-vsync" : "-fps_mode";
+    passthroughOption.set(ffmpeg, option);
+  }
+  return [option, "passthrough"];
+}
+
 /**
  * Starts ffmpeg reading images from stdin and writing one closed-GOP segment that
  * starts on a keyframe, so segments can be joined with `-c copy`.
@@ -233,8 +252,7 @@ export function startEncoder(options: EncoderOptions): Encoder {
     "pipe:0",
     ...videoFilters(options.width, options.height, options.hdr === true, options.outputSize),
     ...codecArgs(options.format, options.quality, options.hdr === true),
-    "-fps_mode",
-    "passthrough",
+    ...timestampPassthrough(options.ffmpeg),
     "-r",
     String(options.fps),
     options.output,
