@@ -11,6 +11,7 @@ import { registerInfo } from "./info.ts";
 import { registerLambda } from "./lambda.ts";
 import { registerRender } from "./render.ts";
 import { registerCloud } from "./cloud.ts";
+import { registerPreview } from "./preview.ts";
 import { registerServer } from "./server.ts";
 import { registerStill } from "./still.ts";
 import { EXIT } from "./shared.ts";
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   registerStill(program);
   registerCloud(program);
   registerServer(program);
+  registerPreview(program);
   registerAuth(program);
   registerLambda(program);
   return program;

@@ -1,0 +1,103 @@
+/**
+ * `vid preview [dir]`: a live studio for a composition on loopback.
+ *
+ * @module
+ */
+
+import type { Command } from "@commander-js/extra-typings";
+import { DEFAULT_PREVIEW_PORT, startPreview } from "../preview/server.ts";
+import { integerIn, positiveInteger, reportError } from "./shared.ts";
+
+/** Tries `xdg-open url`; returns what to tell the user when it could not. */
+async function openBrowser(url: string): Promise<string | undefined> {
+  try {
+    const child = new Deno.Command("xdg-open", {
+      args: [url],
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    const status = await child.status;
+    return status.success
+      ? undefined
+      : `--open: xdg-open could not open a browser (exit ${status.code}); open ${url} yourself`;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      return `--open: xdg-open is not available on this machine; open ${url} in a browser`;
+    }
+    return `--open: ${(error as Error).message}; open ${url} in a browser`;
+  }
+}
+
+/** Registers `vid preview`. */
+export function registerPreview(program: Command): void {
+  program
+    .command("preview")
+    .description(
+      "Serve a live studio for a composition on 127.0.0.1: the stage at its true aspect ratio,\n" +
+        "play/pause, a frame-exact timeline, a variables panel, reload on file edits, and a\n" +
+        "Render button (mp4 into <dir>/renders/). Ctrl-C stops it.",
+    )
+    .argument("[target]", "project directory or HTML file", ".")
+    .option(
+      "-c, --composition <file>",
+      "entry HTML file inside the project directory",
+      "index.html",
+    )
+    .option(
+      "--port <n>",
+      `port on 127.0.0.1 (0 picks a free one)`,
+      integerIn("--port", 0, 65535),
+      DEFAULT_PREVIEW_PORT,
+    )
+    .option(
+      "--fps <n>",
+      "frames per second of the stage and of renders, integer 1-240",
+      integerIn("--fps", 1, 240),
+      30,
+    )
+    .option(
+      "--workers <n>",
+      "parallel browser windows of a render (default: as vid render)",
+      positiveInteger("--workers"),
+    )
+    .option("--open", "open the studio in the default browser (xdg-open)")
+    .option("--json", 'print {"url", "port"} as one JSON line once listening')
+    .action(async (target, options) => {
+      const log = (message: string) => console.error(`vid preview: ${message}`);
+      try {
+        const preview = await startPreview({
+          target,
+          composition: options.composition,
+          port: options.port,
+          fps: options.fps,
+          workers: options.workers,
+          onLog: log,
+        });
+        if (options.json) {
+          console.log(JSON.stringify({ url: preview.url, port: preview.port }));
+        } else {
+          console.log(`vid preview: ${preview.url}`);
+          console.error(
+            `vid preview: watching ${preview.projectDir}; renders go to ${preview.rendersDir}; ` +
+              `Ctrl-C stops`,
+          );
+        }
+        const stopped = Promise.withResolvers<void>();
+        const stop = () => stopped.resolve();
+        Deno.addSignalListener("SIGINT", stop);
+        Deno.addSignalListener("SIGTERM", stop);
+        if (options.open) {
+          // Not awaited: a browser started in the foreground must not hold up Ctrl-C.
+          openBrowser(preview.url).then((problem) => problem && log(problem));
+        }
+        await stopped.promise;
+        Deno.removeSignalListener("SIGINT", stop);
+        Deno.removeSignalListener("SIGTERM", stop);
+        await preview.close();
+        log("stopped");
+      } catch (error) {
+        Deno.exitCode = reportError(error, options.json);
+      }
+    });
+}

@@ -1,0 +1,73 @@
+/**
+ * Puts the vid page runtime into a composition's HTML for the preview stage. Rendering
+ * installs the runtime with `Page.addScriptToEvaluateOnNewDocument`; a page in the
+ * studio's iframe gets the very same script as the first element of its `<head>`, so it
+ * runs before any page script and the stage seeks exactly as capture does.
+ *
+ * @module
+ */
+
+import { parse } from "parse5";
+import type { DefaultTreeAdapterMap } from "parse5";
+import { type RuntimeConfig, runtimeScript } from "../runtime/page_runtime.ts";
+
+type ParentNode = DefaultTreeAdapterMap["parentNode"];
+type ChildNode = DefaultTreeAdapterMap["childNode"];
+type Element = DefaultTreeAdapterMap["element"];
+
+function isElement(node: ChildNode): node is Element {
+  return "tagName" in node;
+}
+
+function childElement(parent: ParentNode, tag: string): Element | undefined {
+  return parent.childNodes.find((n): n is Element => isElement(n) && n.tagName === tag);
+}
+
+/**
+ * Where in `html` a script must go to run before every page script without changing the
+ * document mode: right after `<head …>`, else after `<html …>`, else after the doctype,
+ * else at the very start. Offsets are in UTF-16 code units, as JavaScript strings count.
+ */
+export function runtimeInsertionOffset(html: string): number {
+  const document = parse(html, { sourceCodeLocationInfo: true });
+  const html5 = childElement(document, "html");
+  const head = html5 ? childElement(html5, "head") : undefined;
+  const headTag = head?.sourceCodeLocation?.startTag;
+  if (headTag) return headTag.endOffset;
+  const htmlTag = html5?.sourceCodeLocation?.startTag;
+  if (htmlTag) return htmlTag.endOffset;
+  const doctype = document.childNodes.find((n) => n.nodeName === "#documentType");
+  return doctype?.sourceCodeLocation?.endOffset ?? 0;
+}
+
+/**
+ * The runtime script as an inline `<script>` element. `</script` and `<!--` inside it
+ * (a variable value could hold either) are escaped so the HTML parser cannot end or
+ * comment out the element early; `<\/` means `</` inside a JavaScript string.
+ */
+export function runtimeScriptElement(config: RuntimeConfig): string {
+  const source = runtimeScript(config)
+    .replace(/<\/(script)/gi, "<\\/$1")
+    .replace(/<!--/g, "<\\!--");
+  return `<script data-vid-runtime>${source}</script>`;
+}
+
+/**
+ * Returns `html` with the vid runtime installed before any of its own scripts.
+ *
+ * @example
+ * ```ts
+ * const page = injectRuntime("<!doctype html><html><head></head><body></body></html>", {
+ *   variables: { title: "Hi" },
+ *   seed: 1,
+ *   epochMs: 0,
+ *   fps: 30,
+ *   readyTimeoutMs: 30000,
+ * });
+ * page.indexOf("data-vid-runtime") < page.indexOf("<body>"); // true
+ * ```
+ */
+export function injectRuntime(html: string, config: RuntimeConfig): string {
+  const at = runtimeInsertionOffset(html);
+  return html.slice(0, at) + runtimeScriptElement(config) + html.slice(at);
+}

@@ -1,0 +1,502 @@
+/**
+ * The preview server behind `vid preview`: serves the studio page, the composition (with
+ * the vid runtime injected, so the stage seeks exactly as capture does), the project's
+ * files, a JSON API (composition, variable checks, renders), and a server-sent event
+ * stream that tells the studio about file edits and render progress. Loopback only.
+ *
+ * Routes:
+ *
+ * - `GET /`: the studio.
+ * - `GET /__preview/composition`: size, duration, fps, frames, declarations, defaults.
+ * - `POST /__preview/variables`: `{values}` checked with the CLI's own checks.
+ * - `GET /__preview/events`: server-sent events `change` and `render`.
+ * - `POST /__preview/render`, `GET /__preview/render`: start one render, read its status.
+ * - `GET /__preview/renders/<file>`: a finished render, for download.
+ * - anything else: the project's files; the entry HTML gets the runtime with the
+ *   variables of its `vars` query parameter (JSON) at the frame rate of `fps`.
+ *
+ * @module
+ */
+
+import { readFile, realpath, stat } from "node:fs/promises";
+import { basename, join, resolve } from "node:path";
+import { type Composition, readComposition } from "../composition/composition.ts";
+import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
+import type { VariableProblem } from "../composition/errors.ts";
+import { checkOverrides, mergeVariables } from "../composition/variables.ts";
+import { frameCount } from "../render/render.ts";
+import { type ProjectServer, serveProject } from "../render/serve.ts";
+import { injectRuntime } from "./inject.ts";
+import { createRenderJobs, type PreviewRenderStatus, RenderBusyError } from "./render_job.ts";
+import { studioPage } from "./studio_page.ts";
+import { type ProjectWatcher, watchProject } from "./watch.ts";
+
+/** The port `vid preview` listens on unless told otherwise. */
+export const DEFAULT_PREVIEW_PORT = 4700;
+
+/** Prefix of the studio's own routes; everything else is the project. */
+export const PREVIEW_PREFIX = "/__preview/";
+
+/** The port is taken, or not a port. */
+export class PreviewPortError extends Error {
+  override name = "PreviewPortError";
+  /** The flag at fault. */
+  readonly field = "--port";
+  /** The port asked for. */
+  readonly port: number;
+  constructor(port: number, message: string) {
+    super(message);
+    this.port = port;
+  }
+}
+
+/** Options of {@linkcode startPreview}. */
+export interface PreviewOptions {
+  /** Project directory or HTML file. @default "." */
+  target?: string;
+  /** Entry HTML file inside the project directory. @default "index.html" */
+  composition?: string;
+  /** Port on 127.0.0.1; 0 picks a free one. @default DEFAULT_PREVIEW_PORT (4700) */
+  port?: number;
+  /** Frames per second of the stage and of renders, integer 1-240. @default 30 */
+  fps?: number;
+  /** Folder the Render button writes to. @default "<project>/renders" */
+  rendersDir?: string;
+  /** Quiet period after file edits before the stage reloads, in ms. @default 120 */
+  debounceMs?: number;
+  /** Parallel browser windows of a render. @default as `vid render` */
+  workers?: number;
+  /** Told about file edits, renders and watcher failures (one line each). */
+  onLog?: (message: string) => void;
+}
+
+/** A running preview server. */
+export interface PreviewServer {
+  /** The studio's address, e.g. `http://127.0.0.1:4700/`. */
+  readonly url: string;
+  readonly port: number;
+  /** Absolute path of the project directory. */
+  readonly projectDir: string;
+  /** Absolute path of the folder renders go to. */
+  readonly rendersDir: string;
+  /** Stops a running render, the watcher and the server. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** What `GET /__preview/composition` answers. */
+export interface PreviewComposition {
+  id: string;
+  entry: string;
+  width: number;
+  height: number;
+  duration: number;
+  aspectRatio: string | null;
+  fps: number;
+  frames: number;
+  declarations: VariableDeclaration[];
+  dropped: Composition["dropped"];
+  defaults: Variables;
+}
+
+/** What `POST /__preview/variables` answers. */
+export interface VariablesCheck {
+  /** The same problems (and messages) `vid render --variables` reports. */
+  problems: VariableProblem[];
+  /** The values that differ from the defaults: what `--variables` needs. */
+  overrides: Variables;
+  /** `overrides` as the JSON text for `--variables`. */
+  variablesJson: string;
+}
+
+/**
+ * Checks studio values with the CLI's checks and finds the overrides worth passing.
+ *
+ * @example
+ * ```ts
+ * const check = checkStudioValues(
+ *   [{ id: "n", type: "number", label: "n", default: 1 }],
+ *   { n: "x" },
+ * );
+ * check.problems[0].message; // '"n" (number) expects a finite number, got "x"'
+ * ```
+ */
+export function checkStudioValues(
+  declarations: readonly VariableDeclaration[],
+  values: Variables,
+): VariablesCheck {
+  const defaults = mergeVariables(declarations, {});
+  const overrides: Variables = {};
+  for (const [key, value] of Object.entries(values)) {
+    if (!(key in defaults) || defaults[key] !== value) overrides[key] = value;
+  }
+  return {
+    problems: checkOverrides(declarations, values),
+    overrides,
+    variablesJson: JSON.stringify(overrides),
+  };
+}
+
+function describeComposition(c: Composition, fps: number): PreviewComposition {
+  return {
+    id: c.id,
+    entry: c.entry,
+    width: c.width,
+    height: c.height,
+    duration: c.duration,
+    aspectRatio: c.aspectRatio,
+    fps,
+    frames: frameCount(c.duration, fps),
+    declarations: c.declarations,
+    dropped: c.dropped,
+    defaults: mergeVariables(c.declarations, {}),
+  };
+}
+
+function errorBody(error: unknown): { ok: false; error: Record<string, unknown> } {
+  const err = error instanceof Error ? error : new Error(String(error));
+  const field = (err as { field?: unknown }).field;
+  return {
+    ok: false,
+    error: {
+      name: err.name,
+      message: err.message,
+      ...(typeof field === "string" ? { field } : {}),
+    },
+  };
+}
+
+const NO_STORE = { "cache-control": "no-store" };
+
+function json(body: unknown, status = 200): Response {
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...NO_STORE },
+  });
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Reads a JSON object body; undefined when it is not one. */
+async function readObject(request: Request): Promise<Record<string, unknown> | undefined> {
+  try {
+    const body: unknown = await request.json();
+    return isPlainObject(body) ? body : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function fpsParam(raw: string | null, fallback: number): number {
+  const n = Number(raw);
+  return raw !== null && Number.isInteger(n) && n >= 1 && n <= 240 ? n : fallback;
+}
+
+/** Host names the server answers to: loopback only, against DNS rebinding. */
+function isLoopbackHost(host: string | null, port: number): boolean {
+  return host !== null &&
+    [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(host.toLowerCase());
+}
+
+/**
+ * Starts the preview server for a composition on 127.0.0.1. The composition is read
+ * first, so an invalid one fails here with its {@linkcode CompositionError}.
+ *
+ * @example
+ * ```ts
+ * const preview = await startPreview({ target: "examples/hello", port: 0 });
+ * console.log(`vid preview: ${preview.url}`);
+ * // … later
+ * await preview.close();
+ * ```
+ */
+export async function startPreview(options: PreviewOptions = {}): Promise<PreviewServer> {
+  const target = options.target ?? ".";
+  const fps = options.fps ?? 30;
+  const first = await readComposition(target, options.composition);
+  const projectDir = await realpath(first.projectDir);
+  const entryFile = first.file;
+  const entryPath = "/" + first.entry;
+  const rendersDir = resolve(options.rendersDir ?? join(projectDir, "renders"));
+  // Date.now() at time 0 stays put while the server runs, so reloads look the same.
+  const epochMs = Math.floor(Date.now() / 1000) * 1000;
+  const log = options.onLog ?? (() => {});
+  const read = () => readComposition(target, options.composition);
+
+  const encoder = new TextEncoder();
+  const streams = new Set<ReadableStreamDefaultController<Uint8Array>>();
+  const broadcast = (event: string, data: unknown): void => {
+    const chunk = encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    for (const stream of streams) {
+      try {
+        stream.enqueue(chunk);
+      } catch {
+        streams.delete(stream);
+      }
+    }
+  };
+
+  let lastRenderEvent = 0;
+  let lastRenderState = "";
+  const jobs = createRenderJobs({
+    target,
+    composition: options.composition,
+    rendersDir,
+    workers: options.workers,
+    onStatus: (status: PreviewRenderStatus) => {
+      // Every frame reports progress; the studio needs a few updates a second.
+      const now = performance.now();
+      if (status.state === lastRenderState && now - lastRenderEvent < 100) return;
+      lastRenderEvent = now;
+      lastRenderState = status.state;
+      broadcast("render", status);
+      if (status.state === "done") log(`rendered ${status.output}`);
+      if (status.state === "failed") log(`render failed: ${status.error?.message}`);
+    },
+  });
+
+  let changes = 0;
+  let watcher: ProjectWatcher | undefined;
+  let project: ProjectServer | undefined;
+  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
+  let ping: ReturnType<typeof setInterval> | undefined;
+  let closing: Promise<void> | undefined;
+
+  const stageHtml = async (url: URL): Promise<Response> => {
+    const html = await readFile(entryFile, "utf8");
+    let values: Variables = {};
+    const raw = url.searchParams.get("vars");
+    if (raw !== null) {
+      try {
+        const parsed: unknown = JSON.parse(raw);
+        if (isPlainObject(parsed)) values = parsed;
+      } catch {
+        return new Response(`vars: not a JSON object of variable values`, { status: 400 });
+      }
+    }
+    // A composition mid-edit may not parse; its page still loads with the values given.
+    const declarations = await read().then((c) => c.declarations, () => []);
+    const page = injectRuntime(html, {
+      variables: mergeVariables(declarations, values),
+      seed: 1,
+      epochMs,
+      fps: fpsParam(url.searchParams.get("fps"), fps),
+      readyTimeoutMs: 30000,
+    });
+    return new Response(page, {
+      headers: { "content-type": "text/html; charset=utf-8", ...NO_STORE },
+    });
+  };
+
+  const proxy = async (request: Request, url: URL): Promise<Response> => {
+    const headers = new Headers();
+    const range = request.headers.get("range");
+    if (range) headers.set("range", range);
+    const answer = await fetch(project!.url + url.pathname.slice(1) + url.search, {
+      method: request.method === "HEAD" ? "HEAD" : "GET",
+      headers,
+    });
+    const out = new Headers();
+    for (const name of ["content-type", "content-length", "content-range", "accept-ranges"]) {
+      const value = answer.headers.get(name);
+      if (value !== null) out.set(name, value);
+    }
+    out.set("cache-control", "no-store");
+    return new Response(answer.body, { status: answer.status, headers: out });
+  };
+
+  const download = async (name: string): Promise<Response> => {
+    const file = join(rendersDir, name);
+    if (name !== basename(name) || name.startsWith(".") || !name.endsWith(".mp4")) {
+      return json(errorBody(new Error(`not a render: ${name}`)), 404);
+    }
+    const info = await stat(file).catch(() => undefined);
+    if (!info?.isFile()) return json(errorBody(new Error(`no such render: ${name}`)), 404);
+    const data = await Deno.open(file, { read: true });
+    return new Response(data.readable, {
+      headers: {
+        "content-type": "video/mp4",
+        "content-length": String(info.size),
+        "content-disposition": `attachment; filename="${name}"`,
+        ...NO_STORE,
+      },
+    });
+  };
+
+  const events = (): Response => {
+    let own: ReadableStreamDefaultController<Uint8Array> | undefined;
+    const body = new ReadableStream<Uint8Array>({
+      start(controller) {
+        own = controller;
+        streams.add(controller);
+        controller.enqueue(
+          encoder.encode(`event: hello\ndata: ${JSON.stringify({ changes })}\n\n`),
+        );
+      },
+      cancel() {
+        if (own) streams.delete(own);
+      },
+    });
+    return new Response(body, {
+      headers: {
+        "content-type": "text/event-stream",
+        "connection": "keep-alive",
+        ...NO_STORE,
+      },
+    });
+  };
+
+  const api = async (request: Request, route: string): Promise<Response> => {
+    if (request.method === "POST" && !request.headers.get("content-type")?.includes("json")) {
+      // Also keeps other sites' plain form posts out: JSON needs a CORS preflight.
+      return json(errorBody(new Error("send the body as application/json")), 415);
+    }
+    if (route === "composition" && request.method === "GET") {
+      try {
+        return json({ ok: true, composition: describeComposition(await read(), fps) });
+      } catch (error) {
+        return json(errorBody(error), 422);
+      }
+    }
+    if (route === "variables" && request.method === "POST") {
+      const body = await readObject(request);
+      if (!body || !isPlainObject(body.values)) {
+        return json(errorBody(new Error('send {"values": {…}}')), 400);
+      }
+      try {
+        const c = await read();
+        return json({ ok: true, ...checkStudioValues(c.declarations, body.values) });
+      } catch (error) {
+        return json(errorBody(error), 422);
+      }
+    }
+    if (route === "events" && request.method === "GET") return events();
+    if (route === "render" && request.method === "GET") return json(jobs.status());
+    if (route === "render" && request.method === "POST") {
+      const body = await readObject(request);
+      if (!body || !isPlainObject(body.values)) {
+        return json(errorBody(new Error('send {"values": {…}}')), 400);
+      }
+      try {
+        const c = await read();
+        const problems = checkOverrides(c.declarations, body.values);
+        if (problems.length > 0) {
+          return json({
+            ok: false,
+            error: {
+              name: "StrictVariablesError",
+              message: `fix the marked values before rendering: ${
+                problems.map((p) => p.message).join("; ")
+              }`,
+              field: problems[0].key,
+              problems,
+            },
+          }, 400);
+        }
+        const status = jobs.start({ values: body.values, fps, compositionId: c.id });
+        log(`rendering ${c.id} into ${rendersDir}`);
+        return json({ ok: true, status }, 202);
+      } catch (error) {
+        return json(errorBody(error), error instanceof RenderBusyError ? 409 : 422);
+      }
+    }
+    if (route.startsWith("renders/") && request.method === "GET") {
+      return await download(decodeURIComponent(route.slice("renders/".length)));
+    }
+    return json(
+      errorBody(new Error(`no such route: ${request.method} ${PREVIEW_PREFIX}${route}`)),
+      404,
+    );
+  };
+
+  const handler = async (request: Request): Promise<Response> => {
+    const port = server?.addr.port ?? 0;
+    if (!isLoopbackHost(request.headers.get("host"), port)) {
+      return new Response("vid preview answers only on 127.0.0.1 and localhost", { status: 403 });
+    }
+    const url = new URL(request.url);
+    try {
+      if (url.pathname === "/" && request.method === "GET") {
+        return new Response(studioPage(), {
+          headers: { "content-type": "text/html; charset=utf-8", ...NO_STORE },
+        });
+      }
+      if (url.pathname.startsWith(PREVIEW_PREFIX)) {
+        return await api(request, url.pathname.slice(PREVIEW_PREFIX.length));
+      }
+      if (request.method !== "GET" && request.method !== "HEAD") {
+        return new Response("method not allowed", { status: 405 });
+      }
+      if (decodeURIComponent(url.pathname) === entryPath) return await stageHtml(url);
+      return await proxy(request, url);
+    } catch (error) {
+      return json(errorBody(error), 500);
+    }
+  };
+
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      watcher?.close();
+      if (ping !== undefined) clearInterval(ping);
+      await jobs.close();
+      for (const stream of streams) {
+        try {
+          stream.close();
+        } catch {
+          // the client went away first
+        }
+      }
+      streams.clear();
+      await Promise.allSettled([server?.shutdown(), project?.close()]);
+    })();
+    return closing;
+  };
+
+  try {
+    project = await serveProject(projectDir);
+    const port = options.port ?? DEFAULT_PREVIEW_PORT;
+    try {
+      server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, handler);
+    } catch (error) {
+      if (error instanceof Deno.errors.AddrInUse) {
+        throw new PreviewPortError(
+          port,
+          `--port ${port}: the port is already in use on 127.0.0.1 (another vid preview?); ` +
+            `pass --port <n> for another port, or --port 0 for any free one`,
+        );
+      }
+      throw error;
+    }
+    watcher = watchProject(projectDir, (paths) => {
+      changes++;
+      log(`changed: ${paths.join(", ")}`);
+      broadcast("change", { paths, changes });
+    }, {
+      debounceMs: options.debounceMs,
+      ignoreDirs: [rendersDir],
+      onError: (error) => log(`file watching stopped: ${error.message}`),
+    });
+    // Proxies drop idle streams; a comment line every 15 s keeps the event stream open.
+    ping = setInterval(() => {
+      for (const stream of streams) {
+        try {
+          stream.enqueue(encoder.encode(": ping\n\n"));
+        } catch {
+          streams.delete(stream);
+        }
+      }
+    }, 15000);
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  const port = server.addr.port;
+  return {
+    url: `http://127.0.0.1:${port}/`,
+    port,
+    projectDir,
+    rendersDir,
+    close,
+  };
+}
