@@ -1,8 +1,18 @@
 /**
- * `vid lambda render-batch` and `renderBatch`, worker stubbed: s3rver plus the local Step
- * Functions endpoint with a one-state machine (no Lambda worker runs). A small proxy in
- * front of the Step Functions endpoint delays `StartExecution` responses and records how
- * many are in flight at once.
+ * `vid lambda render-batch`, `vid lambda progress --manifest` and `renderBatch`.
+ *
+ * Part 1, worker stubbed: s3rver plus the local Step Functions endpoint running the real
+ * render state machine, whose Task states go to an in-process stand-in of the worker
+ * (plan: the real planner; renderChunk: nothing; assemble: writes a small JSON object
+ * holding the row's variables at the row's outputKey). Everything around it is real: the
+ * CLI process, the AWS SDK clients, HTTP on loopback, the ASL interpreter. A proxy in
+ * front of the Step Functions endpoint delays `StartExecution` responses, records how
+ * many are in flight at once, and can answer them with AWS's `ThrottlingException`.
+ *
+ * Part 2, real worker: the local stack (`startLocalStack`, the worker bundle under Node
+ * 22 with Chromium and ffmpeg) renders a 20-row personalised batch from one command; each
+ * output in the bucket is a video of the row's colour. 200 real renders take about 10
+ * minutes on our 2-core machines (about 3 s each), so the 200-row batch runs in part 1.
  *
  * @module
  */
@@ -13,17 +23,47 @@ import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Buffer } from "node:buffer";
 import { join } from "node:path";
-import { CreateBucketCommand, ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
-import { renderBatch } from "../src/lambda/batch.ts";
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import {
+  type BatchManifestRow,
+  getBatchProgress,
+  largeBatchGuidance,
+  renderBatch,
+} from "../src/lambda/batch.ts";
+import type { ExecutionInput } from "../src/lambda/config.ts";
 import { startLocalStepFunctions } from "../src/lambda/local_sfn.ts";
 import {
   LOCAL_BUCKET,
+  type LocalStack,
   S3_CREDENTIALS,
   type S3Server,
+  startLocalStack,
   startS3Server,
 } from "../src/lambda/local_stack.ts";
 import { siteHandleFromId } from "../src/lambda/sdk.ts";
-import { compositionHtml, makeProject, runVid } from "./helpers.ts";
+import {
+  type AssemblePayload,
+  planChunks,
+  type RenderChunkPayload,
+  stateMachineDefinition,
+  type TaskPayload,
+} from "../src/lambda/state_machine.ts";
+import {
+  compositionHtml,
+  makeProject,
+  near,
+  pixelSeries,
+  probeVideo,
+  rgb,
+  ROOT,
+  runVid,
+} from "./helpers.ts";
 
 const REGION = "us-east-1";
 const HTML = compositionHtml(`<div></div>`, {
@@ -31,29 +71,148 @@ const HTML = compositionHtml(`<div></div>`, {
   variables: [{ id: "title", type: "string", label: "Title", default: "Hi" }],
 });
 
-describe("vid lambda render-batch (worker stubbed)", () => {
+/** What the proxy in front of the Step Functions endpoint saw and does. */
+interface ProxyState {
+  /** StartExecution calls received (throttled ones included). */
+  starts: number;
+  /** StartExecution calls in flight now, and the most at once. */
+  inFlight: number;
+  max: number;
+  /** Answer the next `throttleNext` StartExecution calls with a ThrottlingException. */
+  throttleNext: number;
+  /** Always throttle StartExecution calls whose body holds one of these outputKeys. */
+  throttleKeys: Set<string>;
+  /** StartExecution calls answered with a ThrottlingException. */
+  throttled: number;
+  /** Start calls per outputKey (from the execution input). */
+  byKey: Map<string, number>;
+  /** Milliseconds each StartExecution response is held back. */
+  startDelayMs: number;
+}
+
+/** AWS's answer to a throttled call of a JSON 1.0 protocol service (HTTP 400). */
+function throttleResponse(res: import("node:http").ServerResponse): void {
+  const body = JSON.stringify({
+    __type: "com.amazon.coral.availability#ThrottlingException",
+    message: "Rate exceeded",
+  });
+  res.writeHead(400, {
+    "content-type": "application/x-amz-json-1.0",
+    "x-amzn-errortype":
+      "ThrottlingException:http://internal.amazon.com/coral/com.amazon.coral.availability/",
+    "x-amzn-requestid": crypto.randomUUID(),
+    "content-length": String(Buffer.byteLength(body)),
+  });
+  res.end(body);
+}
+
+/** Starts the proxy; returns its server and endpoint. */
+async function startProxy(
+  target: URL,
+  state: ProxyState,
+): Promise<{ server: Server; endpoint: string }> {
+  const server = createServer((req, res) => {
+    const chunks: Uint8Array[] = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      const payload = Buffer.concat(chunks);
+      const isStart = String(req.headers["x-amz-target"] ?? "").endsWith(".StartExecution");
+      if (isStart) {
+        state.starts++;
+        let key = "";
+        try {
+          key = JSON.parse(JSON.parse(payload.toString()).input).outputKey ?? "";
+        } catch {
+          // not a render's input
+        }
+        state.byKey.set(key, (state.byKey.get(key) ?? 0) + 1);
+        if (state.throttleNext > 0 || state.throttleKeys.has(key)) {
+          if (!state.throttleKeys.has(key)) state.throttleNext--;
+          state.throttled++;
+          throttleResponse(res);
+          return;
+        }
+        state.inFlight++;
+        state.max = Math.max(state.max, state.inFlight);
+      }
+      const upstream = request({
+        hostname: target.hostname,
+        port: target.port,
+        path: req.url,
+        method: req.method,
+        headers: req.headers,
+      }, (up) => {
+        const body: Uint8Array[] = [];
+        up.on("data", (c) => body.push(c));
+        up.on("end", () => {
+          setTimeout(() => {
+            if (isStart) state.inFlight--;
+            res.writeHead(up.statusCode ?? 500, up.headers);
+            res.end(Buffer.concat(body));
+          }, isStart ? state.startDelayMs : 0);
+        });
+      });
+      upstream.end(payload);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+/** Rows of a `--json` manifest, as `[line, status]` pairs. */
+const statuses = (rows: BatchManifestRow[]) => rows.map((r) => [r.line, r.status]);
+
+describe("vid lambda render-batch (worker stubbed: real state machine, stand-in tasks)", () => {
   let s3: S3Server;
   let sfn: Awaited<ReturnType<typeof startLocalStepFunctions>>;
   let proxy: Server;
-  let proxyEndpoint: string;
   let stateMachineArn: string;
   let project: string;
   let scratch: string;
   let s3Client: S3Client;
-  const counter = { inFlight: 0, max: 0, starts: 0 };
+  const state: ProxyState = {
+    starts: 0,
+    inFlight: 0,
+    max: 0,
+    throttleNext: 0,
+    throttleKeys: new Set(),
+    throttled: 0,
+    byKey: new Map(),
+    startDelayMs: 100,
+  };
   let env: Record<string, string>;
+
+  /** The worker's stand-in: the real planner, no rendering, the row's variables as output. */
+  const invoke = async (_arn: string, payload: unknown): Promise<unknown> => {
+    const task = payload as TaskPayload;
+    if (task.task === "plan") return planChunks(task.input as ExecutionInput, 3);
+    if (task.task === "renderChunk") {
+      const { chunk, input } = task as RenderChunkPayload;
+      return { index: chunk.index, key: `chunks/${input.renderId}/${chunk.index}` };
+    }
+    const { input } = task as AssemblePayload;
+    await s3Client.send(
+      new PutObjectCommand({
+        Bucket: input.bucketName,
+        Key: input.outputKey,
+        Body: JSON.stringify({ variables: input.config.variables ?? {} }),
+        ContentType: "application/json",
+      }),
+    );
+    return { bucketName: input.bucketName, outputKey: input.outputKey };
+  };
 
   before(async () => {
     [s3, sfn, project, scratch] = await Promise.all([
       startS3Server(),
-      startLocalStepFunctions({ region: REGION, invoke: () => Promise.resolve({}) }),
+      startLocalStepFunctions({ region: REGION, invoke, retryIntervalMs: 10 }),
       makeProject(HTML),
       Deno.makeTempDir({ prefix: "vid-lambda-batch-" }),
     ]);
-    stateMachineArn = sfn.createStateMachine("vid-render", {
-      StartAt: "Done",
-      States: { Done: { Type: "Succeed" } },
-    });
+    stateMachineArn = sfn.createStateMachine(
+      "vid-render",
+      stateMachineDefinition({ functionArn: `arn:aws:lambda:${REGION}:0:function:vid-render` }),
+    );
     s3Client = new S3Client({
       region: REGION,
       endpoint: s3.endpoint,
@@ -61,44 +220,13 @@ describe("vid lambda render-batch (worker stubbed)", () => {
       credentials: S3_CREDENTIALS,
     });
     await s3Client.send(new CreateBucketCommand({ Bucket: LOCAL_BUCKET }));
-    const target = new URL(sfn.endpoint);
-    proxy = createServer((req, res) => {
-      const chunks: Uint8Array[] = [];
-      req.on("data", (c) => chunks.push(c));
-      req.on("end", () => {
-        const isStart = String(req.headers["x-amz-target"] ?? "").endsWith(".StartExecution");
-        if (isStart) {
-          counter.starts++;
-          counter.inFlight++;
-          counter.max = Math.max(counter.max, counter.inFlight);
-        }
-        const upstream = request({
-          hostname: target.hostname,
-          port: target.port,
-          path: req.url,
-          method: req.method,
-          headers: req.headers,
-        }, (up) => {
-          const body: Uint8Array[] = [];
-          up.on("data", (c) => body.push(c));
-          up.on("end", () => {
-            setTimeout(() => {
-              if (isStart) counter.inFlight--;
-              res.writeHead(up.statusCode ?? 500, up.headers);
-              res.end(Buffer.concat(body));
-            }, isStart ? 100 : 0);
-          });
-        });
-        upstream.end(Buffer.concat(chunks));
-      });
-    });
-    await new Promise<void>((resolve) => proxy.listen(0, "127.0.0.1", resolve));
-    proxyEndpoint = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const started = await startProxy(new URL(sfn.endpoint), state);
+    proxy = started.server;
     env = {
       VID_LAMBDA_BUCKET: LOCAL_BUCKET,
       VID_LAMBDA_STATE_MACHINE_ARN: stateMachineArn,
       VID_S3_ENDPOINT: s3.endpoint,
-      VID_SFN_ENDPOINT: proxyEndpoint,
+      VID_SFN_ENDPOINT: started.endpoint,
       AWS_REGION: REGION,
       AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
       AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
@@ -124,70 +252,99 @@ describe("vid lambda render-batch (worker stubbed)", () => {
     JSON.stringify({ outputKey: "out/a.mp4", variables: { title: "A" } }), // 1 ok
     "{not json", // 2 malformed
     JSON.stringify({ variables: { title: "B" } }), // 3 no outputKey
-    JSON.stringify({ outputKey: "out/c.mp4", variables: { title: 5 } }), // 4 wrong type
-    "", // 5 blank: skipped
+    JSON.stringify({ outputKey: "out/c.mp4", variables: { title: 5 } }), // 4 wrong type: warns
+    "   ", // 5 blank: skipped
     JSON.stringify({ outputKey: "out/a.mp4" }), // 6 duplicate of line 1
     JSON.stringify({ outputKey: "out/big.mp4", variables: { title: "x".repeat(300_000) } }), // 7
     JSON.stringify({ outputKey: "out/d.mp4" }), // 8 ok, no variables
   ];
 
-  const sites = async () =>
-    (await s3Client.send(new ListObjectsV2Command({ Bucket: LOCAL_BUCKET, Prefix: "sites/" })))
-      .KeyCount ?? 0;
+  const keys = async (prefix: string): Promise<string[]> => {
+    const found: string[] = [];
+    let token: string | undefined;
+    do {
+      const page = await s3Client.send(
+        new ListObjectsV2Command({
+          Bucket: LOCAL_BUCKET,
+          Prefix: prefix,
+          ContinuationToken: token,
+        }),
+      );
+      found.push(...(page.Contents ?? []).map((o) => o.Key!));
+      token = page.NextContinuationToken;
+    } while (token);
+    return found;
+  };
 
-  it("--dry-run: valid rows would-invoke; nothing started, nothing uploaded", async () => {
+  const readObject = async (key: string): Promise<string> => {
+    const object = await s3Client.send(new GetObjectCommand({ Bucket: LOCAL_BUCKET, Key: key }));
+    return await object.Body!.transformToString();
+  };
+
+  const vid = (args: string[]) => runVid(["lambda", ...args], { env });
+
+  it("--dry-run: one row per line (blank: skipped); nothing started, nothing uploaded", async () => {
     const file = await batchFile("mixed.jsonl", mixed());
-    const out = await runVid(
-      ["lambda", "render-batch", project, "--batch", file, "--dry-run", "--json"],
-      { env },
-    );
+    const out = await vid(["render-batch", project, "--batch", file, "--dry-run", "--json"]);
     assert.equal(out.code, 1, out.stderr); // some rows fail to start
-    const rows = JSON.parse(out.stdout);
-    assert.deepEqual(
-      rows.map((r: { line: number; status: string }) => [r.line, r.status]),
-      [
-        [1, "would-invoke"],
-        [2, "failed-to-start"],
-        [3, "failed-to-start"],
-        [4, "would-invoke"],
-        [6, "failed-to-start"],
-        [7, "failed-to-start"],
-        [8, "would-invoke"],
-      ],
-    );
-    assert.ok(rows.every((r: { executionArn: unknown }) => r.executionArn === null));
-    assert.equal(counter.starts, 0);
-    assert.equal(await sites(), 0);
+    const rows: BatchManifestRow[] = JSON.parse(out.stdout);
+    assert.deepEqual(statuses(rows), [
+      [1, "would-invoke"],
+      [2, "failed-to-start"],
+      [3, "failed-to-start"],
+      [4, "would-invoke"],
+      [5, "skipped"],
+      [6, "failed-to-start"],
+      [7, "failed-to-start"],
+      [8, "would-invoke"],
+    ]);
+    assert.deepEqual(rows[4], {
+      line: 5,
+      outputKey: null,
+      status: "skipped",
+      executionArn: null,
+      error: "blank line",
+    });
+    for (const row of rows) {
+      assert.deepEqual(
+        Object.keys(row).filter((k) => k !== "renderId").sort(),
+        ["error", "executionArn", "line", "outputKey", "status"],
+      );
+      assert.equal(row.executionArn, null);
+    }
+    assert.equal(state.starts, 0);
+    assert.deepEqual(await keys("sites/"), []);
   });
 
   it("starts the valid rows; bad rows fail to start with their line numbers", async () => {
     const file = await batchFile("mixed.jsonl", mixed());
-    const out = await runVid(["lambda", "render-batch", project, "--batch", file, "--json"], {
-      env,
-    });
+    const out = await vid(["render-batch", project, "--batch", file, "--json"]);
     assert.equal(out.code, 1, out.stderr);
-    const rows = JSON.parse(out.stdout);
-    const byLine = new Map(rows.map((r: { line: number }) => [r.line, r]));
-    assert.equal(rows.length, 7);
+    const rows: BatchManifestRow[] = JSON.parse(out.stdout);
+    assert.equal(rows.length, 8);
+    const byLine = new Map(rows.map((r) => [r.line, r]));
     for (const line of [1, 4, 8]) {
-      const row = byLine.get(line) as { status: string; executionArn: string };
+      const row = byLine.get(line)!;
       assert.equal(row.status, "started");
-      assert.match(row.executionArn, /^arn:aws:states:.*:execution:vid-render:/);
+      assert.equal(row.error, null);
+      assert.match(row.executionArn!, /^arn:aws:states:.*:execution:vid-render:b-[0-9a-f]{40}$/);
     }
-    const error = (line: number) => (byLine.get(line) as { error: string }).error;
-    assert.match(error(2), /not valid JSON/);
-    assert.match(error(3), /outputKey/);
+    const error = (line: number) => byLine.get(line)!.error!;
+    assert.match(error(2), /^line 2: not valid JSON/);
+    assert.match(error(3), /^line 3: "outputKey" must be a non-empty string/);
     assert.match(error(6), /duplicate outputKey out\/a\.mp4 \(first on line 1\)/);
     assert.match(error(7), /\[validateConfig\] config: .*262144/);
-    assert.match(out.stderr, /line 4: "title"/); // wrong type: warning only
-    assert.equal(counter.starts, 3);
-    assert.ok(await sites() > 0); // deployed once
+    assert.equal(byLine.get(5)!.status, "skipped");
+    assert.match(out.stderr, /line 4: "title"/); // wrong type: a warning only
+    assert.equal(state.starts, 3);
+    assert.ok((await keys("sites/")).length > 0); // deployed once
 
-    const human = await runVid(
-      ["lambda", "render-batch", project, "--batch", file, "--dry-run"],
-      { env },
+    const human = await vid(["render-batch", project, "--batch", file, "--dry-run"]);
+    assert.match(
+      human.stdout,
+      /^3 would invoke, 4 failed to start, 1 skipped\n1 out\/a\.mp4 - would-invoke\n2 - - failed-to-start\n/,
     );
-    assert.match(human.stdout, /^3 would invoke, 4 failed to start\n1 out\/a\.mp4 -\n/);
+    assert.match(human.stdout, /\n5 - - skipped\n/);
   });
 
   it("strict variables: a wrong type fails to start (SDK)", async () => {
@@ -208,48 +365,405 @@ describe("vid lambda render-batch (worker stubbed)", () => {
     assert.match(rows[0].error!, /"title"/);
   });
 
+  it("a final newline is not a line; blank lines in a row each get a row", async () => {
+    const path = join(scratch, "blanks.jsonl");
+    await Deno.writeTextFile(path, `{"outputKey":"k/1.mp4"}\n\n\r\n{"outputKey":"k/2.mp4"}\n`);
+    const rows = await renderBatch({
+      batchFile: path,
+      siteHandle: siteHandleFromId("site-0123456789abcdef", LOCAL_BUCKET),
+      bucketName: LOCAL_BUCKET,
+      stateMachineArn,
+      dryRun: true,
+    });
+    assert.deepEqual(statuses(rows), [
+      [1, "would-invoke"],
+      [2, "skipped"],
+      [3, "skipped"],
+      [4, "would-invoke"],
+    ]);
+  });
+
   it("--max-concurrent 2: never more than 2 StartExecution in flight", async () => {
     const file = await batchFile(
       "ten.jsonl",
       Array.from({ length: 10 }, (_, i) => JSON.stringify({ outputKey: `c/${i}.mp4` })),
     );
-    counter.max = 0;
-    const before = counter.starts;
-    const out = await runVid(
-      ["lambda", "render-batch", project, "--batch", file, "--max-concurrent", "2"],
-      { env },
-    );
+    state.max = 0;
+    const before = state.starts;
+    const out = await vid(["render-batch", project, "--batch", file, "--max-concurrent", "2"]);
     assert.equal(out.code, 0, out.stderr);
-    assert.match(out.stdout, /^10 started, 0 failed to start\n/);
-    assert.equal(counter.starts - before, 10);
-    assert.equal(counter.max, 2);
+    assert.match(out.stdout, /^10 started, 0 already started, 0 failed to start, 0 skipped\n/);
+    assert.equal(state.starts - before, 10);
+    assert.equal(state.max, 2);
   });
 
   it("--variables-file is refused", async () => {
     const file = await batchFile("one.jsonl", [JSON.stringify({ outputKey: "v.mp4" })]);
-    const out = await runVid(
-      ["lambda", "render-batch", project, "--batch", file, "--variables-file", "x.json"],
-      { env },
-    );
+    const out = await vid(["render-batch", project, "--batch", file, "--variables-file", "x.json"]);
     assert.equal(out.code, 2);
     assert.match(out.stderr, /variables are inline per row/);
   });
 
-  it("streams a 5,000-line file (--dry-run)", async () => {
+  it("a missing batch file is an error naming it, before anything is uploaded", async () => {
+    const missing = join(scratch, "nope.jsonl");
+    const out = await vid(["render-batch", project, "--batch", missing, "--json"]);
+    assert.equal(out.code, 1);
+    const body = JSON.parse(out.stdout);
+    assert.equal(body.error.field, "batchFile");
+    assert.match(body.error.message, /cannot read the batch file .*nope\.jsonl/);
+  });
+
+  it("streams a 10,000-line file in seconds (--dry-run), with the large-batch guidance", async () => {
     const file = await batchFile(
       "big.jsonl",
       Array.from(
-        { length: 5000 },
+        { length: 10_000 },
         (_, i) => JSON.stringify({ outputKey: `b/${i}.mp4`, variables: { title: `T${i}` } }),
       ),
     );
-    const out = await runVid(
-      ["lambda", "render-batch", project, "--batch", file, "--dry-run", "--json"],
-      { env },
-    );
+    const t0 = performance.now();
+    const out = await vid([
+      "render-batch",
+      project,
+      "--batch",
+      file,
+      "--dry-run",
+      "--json",
+      "--reserved-concurrency",
+      "320",
+    ]);
+    const seconds = (performance.now() - t0) / 1000;
     assert.equal(out.code, 0, out.stderr);
-    const rows = JSON.parse(out.stdout);
-    assert.equal(rows.length, 5000);
-    assert.equal(rows[4999].line, 5000);
+    const rows: BatchManifestRow[] = JSON.parse(out.stdout);
+    assert.equal(rows.length, 10_000);
+    assert.equal(rows[9999].line, 10_000);
+    assert.ok(rows.every((r) => r.status === "would-invoke"));
+    assert.ok(seconds < 30, `10,000-line dry run took ${seconds.toFixed(1)} s`);
+    // 10,000 entries, --max-concurrent 50 (default) > floor(320 / 16) = 20.
+    assert.match(
+      out.stderr,
+      /batch of 10000 entries \(more than 1000\): --max-concurrent 50 is above floor\(reservedConcurrency 320 \/ maxParallelChunks 16\) = 20;.*Use --max-concurrent near 20/,
+    );
+
+    const within = await runVid(
+      ["lambda", "render-batch", project, "--batch", file, "--dry-run", "--max-concurrent", "20"],
+      { env: { ...env, VID_LAMBDA_RESERVED_CONCURRENCY: "320" } },
+    );
+    assert.equal(within.code, 0, within.stderr);
+    assert.doesNotMatch(within.stderr, /more than 1000/);
+    assert.match(within.stdout, /^10000 would invoke, 0 failed to start, 0 skipped\n/);
+  });
+
+  it("large-batch guidance: above 1000 entries only, against floor(reserved / chunks)", () => {
+    const at = (entries: number, maxConcurrent: number, reservedConcurrency?: number) =>
+      largeBatchGuidance({ entries, maxConcurrent, reservedConcurrency, maxParallelChunks: 8 });
+    assert.equal(at(1000, 50, 80), undefined); // not above 1000
+    assert.match(at(1001, 11, 80)!, /--max-concurrent 11 is above .* = 10;/);
+    assert.equal(at(1001, 10, 80), undefined); // at the advised value
+    assert.match(at(1001, 10)!, /pass --reserved-concurrency/); // unknown: the rule itself
+  });
+
+  it("200 lines, 3 broken: 197 renders whose outputs are in the bucket; a rerun starts nothing", async () => {
+    const lines = Array.from(
+      { length: 200 },
+      (_, i) =>
+        JSON.stringify({ outputKey: `p/${i + 1}.json`, variables: { title: `Hi #${i + 1}` } }),
+    );
+    lines[49] = "{broken"; // line 50
+    lines[99] = JSON.stringify({ outputKey: 7 }); // line 100
+    lines[149] = JSON.stringify({ outputKey: "p/1.json" }); // line 150: duplicate of line 1
+    const file = await batchFile("two-hundred.jsonl", lines);
+    const manifest = join(scratch, "two-hundred.manifest.json");
+    const before = state.starts;
+    state.max = 0;
+    const out = await vid([
+      "render-batch",
+      project,
+      "--batch",
+      file,
+      "--max-concurrent",
+      "20",
+      "--manifest",
+      manifest,
+    ]);
+    assert.equal(out.code, 1, out.stderr);
+    assert.match(out.stdout, /^197 started, 0 already started, 3 failed to start, 0 skipped\n/);
+    assert.equal(out.stdout.trim().split("\n").length, 201); // summary + one row per line
+    assert.equal(state.starts - before, 197);
+    assert.ok(state.max <= 20, `${state.max} start calls in flight at once`);
+    assert.ok(state.max >= 2, `the starts ran one at a time (${state.max})`);
+
+    const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+    assert.deepEqual(rows.map((r) => r.line), Array.from({ length: 200 }, (_, i) => i + 1));
+    assert.deepEqual(
+      rows.filter((r) => r.status === "failed-to-start").map((r) => r.line),
+      [50, 100, 150],
+    );
+
+    const sfnOptions = { endpoint: sfn.endpoint, region: REGION, credentials: S3_CREDENTIALS };
+    let progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
+    for (let i = 0; i < 100 && !progress.done; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
+    }
+    assert.equal(progress.succeeded, 197, JSON.stringify(progress.rows.find((r) => r.errors[0])));
+    const outputs = await keys("p/");
+    assert.equal(outputs.length, 197);
+    for (const line of [1, 2, 99, 151, 200]) {
+      assert.deepEqual(JSON.parse(await readObject(`p/${line}.json`)), {
+        variables: { title: `Hi #${line}` },
+      });
+    }
+
+    const cli = await vid(["progress", "--manifest", manifest, "--json"]);
+    assert.equal(cli.code, 0, cli.stderr);
+    const report = JSON.parse(cli.stdout);
+    assert.equal(report.total, 200);
+    assert.equal(report.executions, 197);
+    assert.equal(report.succeeded, 197);
+    assert.equal(report.notStarted, 3);
+    assert.equal(report.done, true);
+    assert.equal(report.rows[49].status, "failed-to-start");
+    assert.match(report.rows[49].errors[0], /^line 50: not valid JSON/);
+    assert.equal(report.rows[0].outputLocation, `s3://${LOCAL_BUCKET}/p/1.json`);
+    const human = await vid(["progress", "--manifest", manifest]);
+    assert.match(
+      human.stdout,
+      /^batch: 200 rows, 197 executions: 197 succeeded, 0 running, 0 failed; 3 rows not started;/,
+    );
+
+    const again = await vid(["render-batch", project, "--batch", file, "--json"]);
+    assert.equal(again.code, 1, again.stderr);
+    const rerun: BatchManifestRow[] = JSON.parse(again.stdout);
+    assert.equal(state.starts - before, 197); // no StartExecution at all
+    assert.equal(rerun.filter((r) => r.status === "already-started").length, 197);
+    for (const [i, row] of rerun.entries()) {
+      assert.equal(row.executionArn, rows[i].executionArn, `line ${row.line}`);
+    }
+  });
+
+  it("throttled start calls are retried with backoff; every row starts", async () => {
+    const file = await batchFile(
+      "throttle.jsonl",
+      Array.from({ length: 12 }, (_, i) => JSON.stringify({ outputKey: `t/${i}.mp4` })),
+    );
+    const before = { starts: state.starts, throttled: state.throttled };
+    state.throttleNext = 5;
+    state.startDelayMs = 0;
+    try {
+      const out = await vid(["render-batch", project, "--batch", file, "--max-concurrent", "3"]);
+      assert.equal(out.code, 0, out.stderr);
+      assert.match(out.stdout, /^12 started, 0 already started, 0 failed to start, 0 skipped\n/);
+      assert.equal(state.throttled - before.throttled, 5);
+      assert.equal(state.starts - before.starts, 12 + 5); // each throttled call retried once
+      assert.match(out.stderr, /^5 throttled start call\(s\) were retried with backoff$/m);
+    } finally {
+      state.throttleNext = 0;
+      state.startDelayMs = 100;
+    }
+  });
+
+  it("a row throttled past the retry budget fails to start, naming throttling (SDK)", async () => {
+    const file = await batchFile("budget.jsonl", [
+      JSON.stringify({ outputKey: "u/ok-1.mp4" }),
+      JSON.stringify({ outputKey: "u/always-throttled.mp4" }),
+      JSON.stringify({ outputKey: "u/ok-2.mp4" }),
+    ]);
+    state.throttleKeys.add("u/always-throttled.mp4");
+    const retried: number[] = [];
+    try {
+      const rows = await renderBatch({
+        batchFile: file,
+        siteHandle: siteHandleFromId("site-0123456789abcdef", LOCAL_BUCKET),
+        bucketName: LOCAL_BUCKET,
+        stateMachineArn,
+        sfn: { endpoint: env.VID_SFN_ENDPOINT, region: REGION, credentials: S3_CREDENTIALS },
+        startAttempts: 4,
+        retryBaseMs: 20,
+        onRetry: (line) => retried.push(line),
+      });
+      assert.deepEqual(statuses(rows), [[1, "started"], [2, "failed-to-start"], [3, "started"]]);
+      assert.match(
+        rows[1].error!,
+        /^line 2: the start call was throttled on all 4 attempts \(ThrottlingException: Rate exceeded\); lower --max-concurrent/,
+      );
+      assert.equal(state.byKey.get("u/always-throttled.mp4"), 4);
+      assert.deepEqual(retried, [2, 2, 2]);
+    } finally {
+      state.throttleKeys.clear();
+    }
+  });
+
+  it("Ctrl-C: no new rows start, calls in flight finish, the manifest is still written; a rerun resumes", async () => {
+    const file = await batchFile(
+      "interrupt.jsonl",
+      Array.from({ length: 40 }, (_, i) => JSON.stringify({ outputKey: `i/${i}.mp4` })),
+    );
+    const manifest = join(scratch, "interrupt.manifest.json");
+    const before = state.starts;
+    state.startDelayMs = 400;
+    let rows: BatchManifestRow[];
+    try {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          `${ROOT}cli.ts`,
+          "lambda",
+          "render-batch",
+          project,
+          "--batch",
+          file,
+          "--max-concurrent",
+          "2",
+          "--manifest",
+          manifest,
+          "--json",
+        ],
+        cwd: ROOT,
+        env: { NO_COLOR: "1", ...env },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      for (let i = 0; i < 600 && state.starts - before < 3; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.ok(state.starts - before >= 3, "the batch never started");
+      child.kill("SIGINT");
+      const out = await child.output();
+      const stderr = new TextDecoder().decode(out.stderr);
+      assert.equal(out.code, 130, stderr);
+      assert.match(stderr, /interrupted: starting no more rows/);
+      assert.equal(state.inFlight, 0);
+      rows = JSON.parse(await Deno.readTextFile(manifest));
+      assert.deepEqual(JSON.parse(new TextDecoder().decode(out.stdout)), rows);
+    } finally {
+      state.startDelayMs = 100;
+    }
+    assert.equal(rows.length, 40);
+    const started = rows.filter((r) => r.status === "started").length;
+    const notStarted = rows.filter((r) => r.status === "not-started");
+    assert.equal(started + notStarted.length, 40);
+    assert.equal(started, state.starts - before); // every call in flight was waited for
+    assert.ok(started < 40 && started >= 3, `${started} started`);
+    assert.match(notStarted[0].error!, /interrupted before this row was started/);
+
+    const resumed = await vid(["render-batch", project, "--batch", file, "--json"]);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    const after: BatchManifestRow[] = JSON.parse(resumed.stdout);
+    assert.equal(after.filter((r) => r.status === "already-started").length, started);
+    assert.equal(after.filter((r) => r.status === "started").length, 40 - started);
+    assert.equal(state.starts - before, 40);
+  });
+});
+
+describe("vid lambda render-batch with the real worker (local stack)", () => {
+  /** Row colours: each row's video is filled with its own. */
+  const COLOURS = Array.from({ length: 20 }, (_, i) => {
+    const r = (i * 53) % 256;
+    const g = (i * 97 + 60) % 256;
+    const b = (i * 151 + 120) % 256;
+    return [r, g, b];
+  });
+  const hex = (c: number[]) => `#${c.map((v) => v.toString(16).padStart(2, "0")).join("")}`;
+  /** 320x180, 0.3 s: 3 frames at 10 fps, filled with the variable `fill`. */
+  const PERSONAL = compositionHtml(`<div id="fill"></div>`, {
+    id: "batch-real",
+    duration: 0.3,
+    variables: [{ id: "fill", type: "color", label: "Fill", default: "#000000" }],
+    head: `<style>#fill { position: absolute; inset: 0; }</style>`,
+    after: `<script>
+document.getElementById("fill").style.background = String(window.__vid.getVariables().fill);
+</script>`,
+  });
+
+  let stack: LocalStack;
+  let project: string;
+  let scratch: string;
+  let s3Client: S3Client;
+
+  before(async () => {
+    [stack, project, scratch] = await Promise.all([
+      startLocalStack(),
+      makeProject(PERSONAL),
+      Deno.makeTempDir({ prefix: "vid-lambda-batch-real-" }),
+    ]);
+    s3Client = new S3Client({
+      region: stack.region,
+      endpoint: stack.s3Endpoint,
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+    });
+  });
+
+  after(async () => {
+    s3Client?.destroy();
+    await stack?.close();
+    if (project) await Deno.remove(project, { recursive: true });
+    if (scratch) await Deno.remove(scratch, { recursive: true });
+  });
+
+  it("20 personalised rows render from one command; each video has its row's colour", async () => {
+    const lines = COLOURS.map((c, i) =>
+      JSON.stringify({ outputKey: `people/${i + 1}.mp4`, variables: { fill: hex(c) } })
+    );
+    const file = join(scratch, "people.jsonl");
+    await Deno.writeTextFile(file, lines.join("\n") + "\n");
+    const manifest = join(scratch, "people.manifest.json");
+    const t0 = performance.now();
+    const out = await runVid([
+      "lambda",
+      "render-batch",
+      project,
+      "--batch",
+      file,
+      "--fps",
+      "10",
+      "--manifest",
+      manifest,
+    ], { env: stack.env });
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(out.stdout, /^20 started, 0 already started, 0 failed to start, 0 skipped\n/);
+    const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+
+    const sfnOptions = {
+      endpoint: stack.sfnEndpoint,
+      region: stack.region,
+      credentials: S3_CREDENTIALS,
+    };
+    let progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
+    while (!progress.done && performance.now() - t0 < 240_000) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    console.log(`20 real renders through the local stack: ${seconds.toFixed(1)} s`);
+    assert.equal(
+      progress.succeeded,
+      20,
+      JSON.stringify(progress.rows.filter((r) => r.status !== "succeeded")),
+    );
+
+    for (const [i, colour] of COLOURS.entries()) {
+      const key = `people/${i + 1}.mp4`;
+      const object = await s3Client.send(
+        new GetObjectCommand({ Bucket: stack.RenderBucketName, Key: key }),
+      );
+      const path = join(scratch, `${i + 1}.mp4`);
+      await Deno.writeFile(path, await object.Body!.transformToByteArray());
+      const info = await probeVideo(path);
+      assert.equal(info.frames, 3, key);
+      assert.deepEqual([info.width, info.height], [320, 180]);
+      const [pixel] = await pixelSeries(path, 160, 90);
+      assert.ok(near(pixel, colour, 12), `${key}: ${rgb(pixel)}, want ${rgb(colour)}`);
+    }
+
+    const again = await runVid(
+      ["lambda", "render-batch", project, "--batch", file, "--fps", "10"],
+      { env: stack.env },
+    );
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /^0 started, 20 already started, 0 failed to start, 0 skipped\n/);
   });
 });

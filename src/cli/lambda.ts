@@ -20,7 +20,7 @@ import {
   type SfnOptions,
   siteHandleFromId,
 } from "../lambda/sdk.ts";
-import { registerLambdaBatch } from "./lambda_batch.ts";
+import { printBatchProgress, registerLambdaBatch } from "./lambda_batch.ts";
 import { EXIT, integerIn, positiveInteger, reportError, VARIABLES_HELP, warn } from "./shared.ts";
 
 const PULUMI_DIR = fileURLToPath(new URL("../../pulumi/", import.meta.url));
@@ -448,8 +448,12 @@ export function registerLambda(program: Command): void {
 
   lambda
     .command("progress")
-    .description("Where a render is: status, chunks, frames, errors, cost so far." + ENV_HELP)
-    .argument("<render>", "render id (with the state machine) or execution ARN")
+    .description(
+      "Where a render is: status, chunks, frames, errors, cost so far. With --manifest, where\n" +
+        "every row of a batch is, with totals." + ENV_HELP,
+    )
+    .argument("[render]", "render id (with the state machine) or execution ARN")
+    .option("--manifest <file>", "a batch's manifest (`vid lambda render-batch --manifest`)")
     .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
     .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
     .option("--region <region>", "AWS region (env AWS_REGION)")
@@ -458,6 +462,15 @@ export function registerLambda(program: Command): void {
       try {
         const flags: ConnectionFlags = options;
         const conn = connection(flags);
+        if (options.manifest !== undefined) {
+          if (render !== undefined) {
+            throw new LambdaUsageError("pass a render or --manifest <file>, not both");
+          }
+          return await printBatchProgress(options.manifest, conn, options);
+        }
+        if (render === undefined) {
+          throw new LambdaUsageError("pass a render id or execution ARN, or --manifest <file>");
+        }
         const bucketName = flags.bucket ?? Deno.env.get("VID_LAMBDA_BUCKET") ?? undefined;
         const progress = await getRenderProgress({
           ...(render.startsWith("arn:")

@@ -1,45 +1,97 @@
 /**
- * Batch distributed rendering: one workflow execution per line of a JSONL file.
+ * Batch distributed rendering: one workflow execution per line of a JSONL file, and the
+ * progress of a whole batch from its manifest.
  *
  * The file is streamed (`node:fs` `createReadStream` + `readline`), never loaded whole,
  * and each line is parsed and validated on its own; a bad line becomes a
  * `failed-to-start` manifest row and never stops the batch.
  *
  * Decisions:
- * - Blank (whitespace-only) lines are skipped: they are not batch entries and produce no
- *   manifest row. Line numbers stay physical (1-based) so every row maps back to its line.
+ * - One manifest row per physical line (1-based). A blank (whitespace-only) line is not a
+ *   batch entry: its row is `skipped` with the reason `blank line`, and nothing starts.
+ *   The newline that ends the file does not begin another line.
  * - A row that could not be started has `status: "failed-to-start"`, `executionArn: null`
- *   and an `error` message.
+ *   and an `error` message naming the line and the reason.
  * - A second row with an `outputKey` already used by an earlier accepted row fails to
  *   start, naming the earlier line.
+ * - Resumable: a row's execution name (its render id) is `b-` and 40 hex digits of the
+ *   SHA-256 of its execution input (site, composition, bucket, outputKey, config), so the
+ *   same row of the same site always maps to the same execution. Before starting, the
+ *   execution is looked up (`DescribeExecution`); one that exists, running or finished,
+ *   makes the row `already-started` with its ARN, and nothing new starts. A rerun of a
+ *   batch is therefore a no-op for the rows that started, and starts the others.
+ * - Throttling (`ThrottlingException` and kin, HTTP 429) and server errors (5xx) from the
+ *   look-up or the start call are retried with exponential backoff and full jitter, up to
+ *   `startAttempts` attempts per row; past that the row fails to start with a reason
+ *   naming throttling. The batch's own Step Functions client is built with
+ *   `maxAttempts: 1`, so this is the only retry policy and every attempt is counted.
+ * - `signal` (Ctrl-C in the CLI) stops starting rows: calls in flight finish, the rest of
+ *   the file is still read and validated, and the rows that would have started become
+ *   `not-started` (a rerun starts them).
  *
  * @module
  */
 
 import { createReadStream } from "node:fs";
+import { readFile, stat } from "node:fs/promises";
+import process from "node:process";
 import { createInterface } from "node:readline";
-import { SFNClient } from "@aws-sdk/client-sfn";
+import { DescribeExecutionCommand, SFNClient } from "@aws-sdk/client-sfn";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { type ExecutionInput, type RenderConfig, validateConfig } from "./config.ts";
-import { renderToLambda, type SfnOptions, type SiteHandle } from "./sdk.ts";
+import {
+  getRenderProgress,
+  type LambdaRenderStatus,
+  renderToLambda,
+  type S3Options,
+  type SfnOptions,
+  type SiteHandle,
+} from "./sdk.ts";
 
-/** Status of a batch manifest row. */
-export type BatchRowStatus = "started" | "would-invoke" | "failed-to-start";
+/**
+ * Status of a batch manifest row:
+ * - `started`: this run started the row's execution;
+ * - `already-started`: the row's execution existed (an earlier run started it);
+ * - `would-invoke`: dry run, the row is valid; nothing was started;
+ * - `failed-to-start`: the line is invalid, or the start call failed (see `error`);
+ * - `skipped`: a blank line; not an entry;
+ * - `not-started`: valid, but the batch was interrupted before the row was started.
+ */
+export type BatchRowStatus =
+  | "started"
+  | "already-started"
+  | "would-invoke"
+  | "failed-to-start"
+  | "skipped"
+  | "not-started";
 
-/** One row of the batch manifest: one per non-blank input line. */
+/** One row of the batch manifest: one per input line. */
 export interface BatchManifestRow {
   /** 1-based line number in the JSONL file. */
   line: number;
   /** The entry's `outputKey`; `null` when the line had none. */
   outputKey: string | null;
+  /** What happened to the row's render (see {@linkcode BatchRowStatus}). */
   status: BatchRowStatus;
-  /** ARN of the started execution; `null` unless `started`. */
+  /** ARN of the execution; `null` unless `started` or `already-started`. */
   executionArn: string | null;
-  /** Render id (execution name) of a started row. */
+  /** Why the row did not start (`failed-to-start`, `skipped`, `not-started`); else `null`. */
+  error: string | null;
+  /** Render id (execution name) of a started or already-started row. */
   renderId?: string;
-  /** Why the row failed to start. */
-  error?: string;
+}
+
+/** Counts of a manifest's rows by status. */
+export interface BatchSummary {
+  /** Rows in the manifest (= lines of the file). */
+  rows: number;
+  started: number;
+  alreadyStarted: number;
+  wouldInvoke: number;
+  failedToStart: number;
+  skipped: number;
+  notStarted: number;
 }
 
 /** Options of {@linkcode renderBatch}. */
@@ -62,36 +114,256 @@ export interface RenderBatchOptions {
   maxConcurrent?: number;
   /** Validate only: every valid row becomes `would-invoke`; nothing is started. */
   dryRun?: boolean;
-  /** Step Functions connection options, or a ready client (kept by the caller). */
-  sfn?: SfnOptions | SFNClient;
-  /** Reserved concurrency of the render function, for the large-batch guidance. */
+  /**
+   * Step Functions connection options, or a ready client (kept by the caller; its own
+   * retry policy then applies on top of this batch's).
+   */
+  sfn?: SfnOptions | import("@aws-sdk/client-sfn").SFNClient;
+  /**
+   * Reserved concurrency of the render function (`vid lambda deploy --concurrency`), for
+   * the large-batch guidance. @default unknown
+   */
   reservedConcurrency?: number;
+  /** Attempts per row when the start call is throttled (or fails with a 5xx). @default 8 */
+  startAttempts?: number;
+  /** First backoff ceiling, ms; doubles per attempt up to 5000 (full jitter). @default 200 */
+  retryBaseMs?: number;
+  /** Stops starting new rows when aborted; calls in flight finish. */
+  signal?: AbortSignal;
   /** Called with each row once its outcome is known (in completion order). */
   onRow?(row: BatchManifestRow): void;
-  /** Receives warnings. @default console.warn */
+  /** Called before each retry of a throttled (or 5xx) call. */
+  onRetry?(line: number, attempt: number, error: Error): void;
+  /** Receives warnings, each distinct message once. @default console.warn */
   onWarning?(message: string): void;
 }
 
-/** Rows above which the concurrency guidance applies. */
+/** Options of {@linkcode getBatchProgress}. */
+export interface BatchProgressOptions {
+  /** The manifest rows (from {@linkcode renderBatch} or {@linkcode readBatchManifest}). */
+  rows: readonly BatchManifestRow[];
+  /** Bucket of the renders. @default each execution input's `bucketName` */
+  bucketName?: string;
+  /** Step Functions connection options, or a ready client (kept by the caller). */
+  sfn?: SfnOptions | import("@aws-sdk/client-sfn").SFNClient;
+  /** S3 connection options or client, for the worker's progress objects; `false` skips. */
+  s3?: S3Options | import("@aws-sdk/client-s3").S3Client | false;
+  /** Executions read at once. @default 10 */
+  concurrency?: number;
+}
+
+/** Where one row of a batch is. */
+export interface BatchRowProgress {
+  /** 1-based line number in the JSONL file. */
+  line: number;
+  /** The row's `outputKey`. */
+  outputKey: string | null;
+  /** ARN of the row's execution, `null` when it never started. */
+  executionArn: string | null;
+  /**
+   * The render's status when the row has an execution; otherwise the manifest status
+   * (`failed-to-start`, `skipped`, `not-started`, `would-invoke`); `unknown` when the
+   * execution could not be read (see `errors`).
+   */
+  status: LambdaRenderStatus | Exclude<BatchRowStatus, "started" | "already-started"> | "unknown";
+  /** Chunks rendered. */
+  chunksDone: number;
+  /** Chunks of the plan; 0 until planned. */
+  chunksTotal: number;
+  /** Failures of the render, or why the row never started. */
+  errors: string[];
+  /** `s3://<bucket>/<key>` once the render succeeded. */
+  outputLocation?: string;
+}
+
+/** Where a whole batch is. */
+export interface BatchProgress {
+  /** One entry per manifest row, in line order. */
+  rows: BatchRowProgress[];
+  /** Rows of the manifest. */
+  total: number;
+  /** Rows with an execution. */
+  executions: number;
+  running: number;
+  succeeded: number;
+  /** Executions that failed, were aborted or timed out. */
+  failed: number;
+  /** Executions that could not be read. */
+  unknown: number;
+  /** Rows without an execution (failed to start, skipped, not started, dry run). */
+  notStarted: number;
+  /** Chunks rendered over every execution. */
+  chunksDone: number;
+  /** Chunks planned over every execution. */
+  chunksTotal: number;
+  /** Sum of the executions' cost estimates so far, US dollars. */
+  usd: number;
+  /** Whether no execution is still running. */
+  done: boolean;
+}
+
+/** A bad argument of {@linkcode renderBatch} or a bad manifest; `field` names it. */
+export class BatchInputError extends Error {
+  /** Always `"BatchInputError"`. */
+  override name = "BatchInputError";
+  /** The offending option or manifest field, e.g. `maxConcurrent` or `[3].line`. */
+  readonly field: string;
+  /**
+   * @param field The offending option or field.
+   * @param message What is wrong and how to fix it.
+   */
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/** Entries (non-blank lines) above which the large-batch concurrency guidance applies. */
 export const LARGE_BATCH_ROWS = 1000;
+/** Default of `maxParallelChunks`, used by the guidance when the config leaves it unset. */
 const DEFAULT_MAX_PARALLEL_CHUNKS = 16;
-const THROTTLE_RETRIES = 6;
-const THROTTLE_BASE_MS = 100;
+const DEFAULT_START_ATTEMPTS = 8;
+const DEFAULT_RETRY_BASE_MS = 200;
+const RETRY_CAP_MS = 5000;
+const INTERRUPTED = "interrupted before this row was started; run the batch again to start it";
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function isThrottle(error: unknown): boolean {
-  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
-  return e?.name === "ThrottlingException" || e?.name === "TooManyRequestsException" ||
-    e?.name === "Throttling" || e?.$metadata?.httpStatusCode === 429;
+interface AwsError {
+  name?: string;
+  message?: string;
+  $metadata?: { httpStatusCode?: number };
 }
 
-function newRenderId(): string {
-  const random = crypto.getRandomValues(new Uint8Array(6));
-  const hex = [...random].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return `r-${Date.now().toString(36)}-${hex}`;
+function isThrottle(error: unknown): boolean {
+  const e = error as AwsError;
+  return e?.name === "ThrottlingException" || e?.name === "TooManyRequestsException" ||
+    e?.name === "Throttling" || e?.name === "RequestLimitExceeded" ||
+    e?.$metadata?.httpStatusCode === 429;
+}
+
+function isRetryable(error: unknown): boolean {
+  const status = (error as AwsError)?.$metadata?.httpStatusCode;
+  return isThrottle(error) || (status !== undefined && status >= 500);
+}
+
+/** JSON with object keys sorted, so equal values hash equally whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (isPlainObject(value)) {
+    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
+    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/**
+ * The deterministic render id (execution name) of a batch row: `b-` and the first 40 hex
+ * digits of the SHA-256 of its execution input without `renderId`. The same row of the
+ * same site always gets the same id, which is what makes a rerun resume.
+ *
+ * @example
+ * ```ts
+ * import { batchRenderId } from "@vid/cli";
+ *
+ * const id = await batchRenderId({
+ *   bucketName: "vid-renders",
+ *   siteId: "site-0123456789abcdef",
+ *   serveUrl: "https://vid-renders.s3.us-east-1.amazonaws.com/sites/site-0123456789abcdef/",
+ *   composition: "index.html",
+ *   outputKey: "out/ada.mp4",
+ *   config: { variables: { title: "Ada" } },
+ * });
+ * id; // "b-" followed by 40 hex digits
+ * ```
+ */
+export async function batchRenderId(input: Omit<ExecutionInput, "renderId">): Promise<string> {
+  const { renderId: _ignored, ...rest } = input as ExecutionInput;
+  const digest = await crypto.subtle.digest(
+    "SHA-256",
+    new TextEncoder().encode(canonicalJson(rest)),
+  );
+  const hex = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return `b-${hex.slice(0, 40)}`;
+}
+
+/** The execution ARN for a name: the state machine ARN with `execution` and the name. */
+function executionArnFor(stateMachineArn: string, name: string): string {
+  const parts = stateMachineArn.split(":");
+  if (parts.length < 7 || parts[5] !== "stateMachine") {
+    throw new BatchInputError(
+      "stateMachineArn",
+      `stateMachineArn must be a state machine ARN (arn:aws:states:<region>:<account>:` +
+        `stateMachine:<name>), got ${JSON.stringify(stateMachineArn)}`,
+    );
+  }
+  return [...parts.slice(0, 5), "execution", parts[6], name].join(":");
+}
+
+/**
+ * The spec's guidance for large batches, or `undefined` when it does not apply: above
+ * {@linkcode LARGE_BATCH_ROWS} entries, `--max-concurrent` should be near
+ * floor(reservedConcurrency / maxParallelChunks). With the reserved concurrency known, a
+ * message only when `maxConcurrent` exceeds that; unknown, a reminder of the rule.
+ *
+ * @example
+ * ```ts
+ * import { largeBatchGuidance } from "@vid/cli";
+ *
+ * largeBatchGuidance({ entries: 5000, maxConcurrent: 50, reservedConcurrency: 320 });
+ * // "batch of 5000 entries (more than 1000): --max-concurrent 50 is above ... = 20; ..."
+ * ```
+ */
+export function largeBatchGuidance(options: {
+  /** Entries (non-blank lines) of the batch. */
+  entries: number;
+  /** The batch's `maxConcurrent`. */
+  maxConcurrent: number;
+  /** `maxParallelChunks` of the renders. @default 16 */
+  maxParallelChunks?: number;
+  /** Reserved concurrency of the render function, when known. */
+  reservedConcurrency?: number;
+}): string | undefined {
+  if (options.entries <= LARGE_BATCH_ROWS) return undefined;
+  const chunks = options.maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS;
+  const head = `batch of ${options.entries} entries (more than ${LARGE_BATCH_ROWS})`;
+  if (options.reservedConcurrency === undefined) {
+    return `${head}: keep --max-concurrent near floor(reservedConcurrency / maxParallelChunks ` +
+      `${chunks}) so renders do not compete for function instances (guidance, not enforced); ` +
+      `pass --reserved-concurrency or set VID_LAMBDA_RESERVED_CONCURRENCY to have it checked`;
+  }
+  const advised = Math.max(1, Math.floor(options.reservedConcurrency / chunks));
+  if (options.maxConcurrent <= advised) return undefined;
+  return `${head}: --max-concurrent ${options.maxConcurrent} is above floor(reservedConcurrency ` +
+    `${options.reservedConcurrency} / maxParallelChunks ${chunks}) = ${advised}; renders will ` +
+    `compete for function instances and be throttled. Use --max-concurrent near ${advised} ` +
+    `(guidance, not enforced)`;
+}
+
+/**
+ * Counts a manifest's rows by status.
+ *
+ * @example
+ * ```ts
+ * import { summarizeBatch } from "@vid/cli";
+ *
+ * const s = summarizeBatch(rows);
+ * console.log(`${s.started} started, ${s.failedToStart} failed to start, ${s.skipped} skipped`);
+ * ```
+ */
+export function summarizeBatch(rows: readonly BatchManifestRow[]): BatchSummary {
+  const count = (status: BatchRowStatus) => rows.filter((r) => r.status === status).length;
+  return {
+    rows: rows.length,
+    started: count("started"),
+    alreadyStarted: count("already-started"),
+    wouldInvoke: count("would-invoke"),
+    failedToStart: count("failed-to-start"),
+    skipped: count("skipped"),
+    notStarted: count("not-started"),
+  };
 }
 
 /** Counting semaphore: at most `limit` holders at once. */
@@ -111,15 +383,49 @@ class Limiter {
   }
 }
 
+/** Resolves after `ms`, or at once (to `false`) when `signal` aborts. */
+function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  if (signal?.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const done = (completed: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(completed);
+    };
+    const onAbort = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Reads the lines of a file one at a time (streamed). */
+async function* lines(path: string): AsyncGenerator<string> {
+  const stream = createReadStream(path, { encoding: "utf8" });
+  const reader = createInterface({ input: stream, crlfDelay: Infinity });
+  try {
+    yield* reader;
+  } finally {
+    reader.close();
+    stream.destroy();
+  }
+}
+
+async function countEntries(path: string): Promise<number> {
+  let entries = 0;
+  for await (const text of lines(path)) if (text.trim() !== "") entries++;
+  return entries;
+}
+
 /**
  * Starts one distributed render per line of a JSONL batch file and returns the manifest,
- * in line order. At most `maxConcurrent` `StartExecution` calls are in flight at once;
- * throttled calls are retried with exponential backoff. `maxConcurrent` does not limit
- * the function concurrency the renders use.
+ * one row per line, in line order. At most `maxConcurrent` `StartExecution` calls are in
+ * flight at once; throttled calls are retried with exponential backoff. `maxConcurrent`
+ * does not limit the function concurrency the renders use. Rows whose execution already
+ * exists (a rerun) are `already-started` and start nothing.
  *
  * @example
  * ```ts
- * import { deploySite, renderBatch } from "@vid/cli";
+ * import { deploySite, renderBatch, summarizeBatch } from "@vid/cli";
  *
  * const siteHandle = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders" });
  * const rows = await renderBatch({
@@ -129,44 +435,99 @@ class Limiter {
  *   stateMachineArn: "arn:aws:states:us-east-1:123456789012:stateMachine:vid-render",
  *   maxConcurrent: 10,
  * });
+ * console.log(summarizeBatch(rows));
  * ```
  */
 export async function renderBatch(options: RenderBatchOptions): Promise<BatchManifestRow[]> {
   const maxConcurrent = options.maxConcurrent ?? 50;
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
-    throw new RangeError(`maxConcurrent must be a positive integer, got ${maxConcurrent}`);
+    throw new BatchInputError(
+      "maxConcurrent",
+      `maxConcurrent must be a positive integer, got ${maxConcurrent}`,
+    );
   }
-  const onWarning = options.onWarning ?? ((m: string) => console.warn(m));
+  const startAttempts = options.startAttempts ?? DEFAULT_START_ATTEMPTS;
+  if (!Number.isInteger(startAttempts) || startAttempts < 1) {
+    throw new BatchInputError(
+      "startAttempts",
+      `startAttempts must be a positive integer, got ${startAttempts}`,
+    );
+  }
+  const retryBaseMs = options.retryBaseMs ?? DEFAULT_RETRY_BASE_MS;
+  try {
+    if (!(await stat(options.batchFile)).isFile()) throw new Error("not a file");
+  } catch (error) {
+    throw new BatchInputError(
+      "batchFile",
+      `cannot read the batch file ${options.batchFile}: ${(error as Error).message}; pass a ` +
+        `JSONL file, one {"outputKey": ..., "variables": {...}} per line`,
+    );
+  }
+  const warned = new Set<string>();
+  const warnOnce = (message: string) => {
+    if (warned.has(message)) return;
+    warned.add(message);
+    (options.onWarning ?? ((m: string) => console.warn(m)))(message);
+  };
   const declarations = options.declarations ?? [];
   const baseConfig: RenderConfig = options.baseConfig ?? {};
+  const signal = options.signal;
+  if (!options.dryRun) executionArnFor(options.stateMachineArn, "check");
+
+  const guidance = largeBatchGuidance({
+    entries: await countEntries(options.batchFile),
+    maxConcurrent,
+    maxParallelChunks: baseConfig.maxParallelChunks,
+    reservedConcurrency: options.reservedConcurrency,
+  });
+  if (guidance) warnOnce(guidance);
+
   const rows: BatchManifestRow[] = [];
   const seen = new Map<string, number>();
   const limiter = new Limiter(maxConcurrent);
   const pending = new Set<Promise<void>>();
-  const ownClient = !options.dryRun && !(options.sfn instanceof SFNClient);
-  const client = options.dryRun
-    ? undefined
-    : options.sfn instanceof SFNClient
-    ? options.sfn
-    : new SFNClient({
-      region: options.sfn?.region ?? options.stateMachineArn.split(":")[3] ??
-        Deno.env.get("AWS_REGION") ?? "us-east-1",
-      endpoint: options.sfn?.endpoint,
-      credentials: options.sfn?.credentials,
-    });
-  let warnedLarge = false;
-  let count = 0;
+  const given = options.sfn instanceof SFNClient ? options.sfn : undefined;
+  const sfnOptions = options.sfn instanceof SFNClient ? undefined : options.sfn;
+  const client = options.dryRun ? undefined : given ?? new SFNClient({
+    region: sfnOptions?.region ?? (options.stateMachineArn.split(":")[3] ||
+      process.env.AWS_REGION || "us-east-1"),
+    endpoint: sfnOptions?.endpoint,
+    credentials: sfnOptions?.credentials,
+    maxAttempts: 1, // retries are this batch's, counted per row (see the module notes)
+  });
 
   const finish = (row: BatchManifestRow) => {
     rows.push(row);
     options.onRow?.(row);
   };
 
-  const start = async (line: number, outputKey: string, config: RenderConfig) => {
-    const renderId = newRenderId();
+  /** The existing execution's ARN, or `undefined` when there is none. */
+  const existing = async (executionArn: string): Promise<string | undefined> => {
     try {
-      for (let attempt = 0;; attempt++) {
+      const described = await client!.send(new DescribeExecutionCommand({ executionArn }));
+      return described.executionArn ?? executionArn;
+    } catch (error) {
+      if ((error as AwsError).name === "ExecutionDoesNotExist") return undefined;
+      throw error;
+    }
+  };
+
+  const start = async (
+    line: number,
+    outputKey: string,
+    config: RenderConfig,
+    renderId: string,
+  ) => {
+    const executionArn = executionArnFor(options.stateMachineArn, renderId);
+    const base = { line, outputKey, renderId };
+    try {
+      for (let attempt = 1;; attempt++) {
         try {
+          const found = await existing(executionArn);
+          if (found) {
+            finish({ ...base, status: "already-started", executionArn: found, error: null });
+            return;
+          }
           const handle = await renderToLambda({
             siteHandle: options.siteHandle,
             bucketName: options.bucketName,
@@ -175,61 +536,70 @@ export async function renderBatch(options: RenderBatchOptions): Promise<BatchMan
             outputKey,
             renderId,
             sfn: client,
-            onWarning,
+            onWarning: warnOnce,
           });
-          finish({
-            line,
-            outputKey,
-            status: "started",
-            executionArn: handle.executionArn,
-            renderId,
-          });
+          finish({ ...base, status: "started", executionArn: handle.executionArn, error: null });
           return;
         } catch (error) {
-          if (!isThrottle(error) || attempt >= THROTTLE_RETRIES) throw error;
-          const delay = THROTTLE_BASE_MS * 2 ** attempt * (0.5 + Math.random());
-          await new Promise((resolve) => setTimeout(resolve, delay));
+          if ((error as AwsError).name === "ExecutionAlreadyExists") {
+            finish({ ...base, status: "already-started", executionArn, error: null });
+            return;
+          }
+          if (!isRetryable(error)) throw error;
+          const e = error as AwsError;
+          const what = `${e.name ?? "Error"}: ${e.message ?? "no message"}`;
+          if (attempt >= startAttempts) {
+            throw new Error(
+              isThrottle(error)
+                ? `line ${line}: the start call was throttled on all ${startAttempts} attempts ` +
+                  `(${what}); lower --max-concurrent, or run the batch again later to resume`
+                : `line ${line}: the start call failed on all ${startAttempts} attempts (${what})`,
+            );
+          }
+          options.onRetry?.(line, attempt, error as Error);
+          const ceiling = Math.min(RETRY_CAP_MS, retryBaseMs * 2 ** (attempt - 1));
+          if (!(await sleep(Math.random() * ceiling, signal))) {
+            finish({
+              line,
+              outputKey,
+              status: "not-started",
+              executionArn: null,
+              error: `line ${line}: ${INTERRUPTED}`,
+            });
+            return;
+          }
         }
       }
     } catch (error) {
+      const message = (error as Error).message ?? String(error);
       finish({
         line,
         outputKey,
         status: "failed-to-start",
         executionArn: null,
-        error: (error as Error).message ?? String(error),
+        error: message.startsWith(`line ${line}:`) ? message : `line ${line}: ${message}`,
       });
     } finally {
       limiter.release();
     }
   };
 
-  const stream = createReadStream(options.batchFile, { encoding: "utf8" });
-  const reader = createInterface({ input: stream, crlfDelay: Infinity });
   let line = 0;
   try {
-    for await (const text of reader) {
+    for await (const text of lines(options.batchFile)) {
       line++;
-      if (text.trim() === "") continue;
-      count++;
-      if (
-        !warnedLarge && count > LARGE_BATCH_ROWS && options.reservedConcurrency !== undefined
-      ) {
-        warnedLarge = true;
-        const chunks = baseConfig.maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS;
-        const advised = Math.floor(options.reservedConcurrency / chunks);
-        if (maxConcurrent > advised) {
-          onWarning(
-            `batch of more than ${LARGE_BATCH_ROWS} entries: --max-concurrent ${maxConcurrent} ` +
-              `is above floor(reservedConcurrency ${options.reservedConcurrency} / ` +
-              `maxParallelChunks ${chunks}) = ${advised}; renders will compete for function ` +
-              `instances and be throttled. Use --max-concurrent near ${advised} (not enforced)`,
-          );
-        }
-      }
       const fail = (outputKey: string | null, error: string) =>
         finish({ line, outputKey, status: "failed-to-start", executionArn: null, error });
-
+      if (text.trim() === "") {
+        finish({
+          line,
+          outputKey: null,
+          status: "skipped",
+          executionArn: null,
+          error: "blank line",
+        });
+        continue;
+      }
       let entry: unknown;
       try {
         entry = JSON.parse(text);
@@ -258,14 +628,13 @@ export async function renderBatch(options: RenderBatchOptions): Promise<BatchMan
           fail(outputKey, `line ${line}: variables do not match the declarations: ${detail}`);
           continue;
         }
-        onWarning(`line ${line}: ${detail}`);
+        warnOnce(`line ${line}: ${detail}`);
       }
       const config: RenderConfig = {
         ...baseConfig,
         variables: variables as RenderConfig["variables"],
       };
-      const input: ExecutionInput = {
-        renderId: "r-batch-check",
+      const input: Omit<ExecutionInput, "renderId"> = {
         bucketName: options.bucketName,
         siteId: options.siteHandle.siteId,
         serveUrl: options.siteHandle.serveUrl,
@@ -273,8 +642,9 @@ export async function renderBatch(options: RenderBatchOptions): Promise<BatchMan
         outputKey,
         config,
       };
+      const renderId = await batchRenderId(input);
       try {
-        validateConfig(input);
+        validateConfig({ renderId, ...input });
       } catch (error) {
         fail(outputKey, `line ${line}: ${(error as Error).message}`);
         continue;
@@ -286,19 +656,162 @@ export async function renderBatch(options: RenderBatchOptions): Promise<BatchMan
       }
       seen.set(outputKey, line);
       if (options.dryRun) {
-        finish({ line, outputKey, status: "would-invoke", executionArn: null });
+        finish({ line, outputKey, status: "would-invoke", executionArn: null, error: null });
         continue;
       }
-      await limiter.acquire(); // back-pressure: reading waits for a free start slot
-      const task = start(line, outputKey, config);
-      pending.add(task);
-      task.finally(() => pending.delete(task));
+      if (!signal?.aborted) {
+        await limiter.acquire(); // back-pressure: reading waits for a free start slot
+        if (!signal?.aborted) {
+          const task = start(line, outputKey, config, renderId);
+          pending.add(task);
+          task.finally(() => pending.delete(task));
+          continue;
+        }
+        limiter.release();
+      }
+      finish({
+        line,
+        outputKey,
+        status: "not-started",
+        executionArn: null,
+        error: `line ${line}: ${INTERRUPTED}`,
+      });
     }
     await Promise.all(pending);
   } finally {
-    reader.close();
-    stream.destroy();
-    if (ownClient) client?.destroy();
+    if (!given) client?.destroy();
   }
   return rows.sort((a, b) => a.line - b.line);
+}
+
+/**
+ * Reads a manifest written by `vid lambda render-batch --manifest` (or `--json`): a JSON
+ * array of rows. Throws {@linkcode BatchInputError} naming the first bad field.
+ *
+ * @example
+ * ```ts
+ * import { getBatchProgress, readBatchManifest } from "@vid/cli";
+ *
+ * const rows = await readBatchManifest("manifest.json");
+ * const progress = await getBatchProgress({ rows });
+ * console.log(`${progress.succeeded}/${progress.executions} done`);
+ * ```
+ */
+export async function readBatchManifest(path: string): Promise<BatchManifestRow[]> {
+  let value: unknown;
+  try {
+    value = JSON.parse(await readFile(path, "utf8"));
+  } catch (error) {
+    throw new BatchInputError(
+      "manifest",
+      `cannot read the manifest ${path}: ${(error as Error).message}; pass the file written ` +
+        `by \`vid lambda render-batch --manifest\``,
+    );
+  }
+  if (!Array.isArray(value)) {
+    throw new BatchInputError("manifest", `the manifest ${path} must be a JSON array of rows`);
+  }
+  return value.map((row, i) => {
+    const bad = (field: string, want: string) =>
+      new BatchInputError(`[${i}].${field}`, `manifest ${path}, row ${i}: "${field}" ${want}`);
+    if (!isPlainObject(row)) throw bad("line", "must be in an object");
+    if (!Number.isInteger(row.line) || (row.line as number) < 1) {
+      throw bad("line", "must be a positive integer");
+    }
+    if (row.outputKey !== null && typeof row.outputKey !== "string") {
+      throw bad("outputKey", "must be a string or null");
+    }
+    if (typeof row.status !== "string") throw bad("status", "must be a string");
+    if (row.executionArn !== null && typeof row.executionArn !== "string") {
+      throw bad("executionArn", "must be a string or null");
+    }
+    return {
+      line: row.line as number,
+      outputKey: row.outputKey as string | null,
+      status: row.status as BatchRowStatus,
+      executionArn: row.executionArn as string | null,
+      error: typeof row.error === "string" ? row.error : null,
+      ...(typeof row.renderId === "string" ? { renderId: row.renderId } : {}),
+    };
+  });
+}
+
+/**
+ * Where a whole batch is: reads every execution of the manifest (at most `concurrency`
+ * at once) with `getRenderProgress` and totals them. Rows that never started count as
+ * `notStarted` with their reason.
+ *
+ * @example
+ * ```ts
+ * import { getBatchProgress, readBatchManifest } from "@vid/cli";
+ *
+ * const p = await getBatchProgress({ rows: await readBatchManifest("manifest.json") });
+ * console.log(`${p.succeeded} succeeded, ${p.running} running, ${p.failed} failed`);
+ * ```
+ */
+export async function getBatchProgress(options: BatchProgressOptions): Promise<BatchProgress> {
+  const concurrency = options.concurrency ?? 10;
+  const sorted = [...options.rows].sort((a, b) => a.line - b.line);
+  const result: BatchRowProgress[] = new Array(sorted.length);
+  let usd = 0;
+  let next = 0;
+  const lane = async () => {
+    while (next < sorted.length) {
+      const i = next++;
+      const row = sorted[i];
+      const base = { line: row.line, outputKey: row.outputKey, executionArn: row.executionArn };
+      if (!row.executionArn) {
+        result[i] = {
+          ...base,
+          status: row.status as Exclude<BatchRowStatus, "started" | "already-started">,
+          chunksDone: 0,
+          chunksTotal: 0,
+          errors: row.error ? [row.error] : [],
+        };
+        continue;
+      }
+      try {
+        const p = await getRenderProgress({
+          executionArn: row.executionArn,
+          bucketName: options.bucketName,
+          sfn: options.sfn,
+          s3: options.s3,
+        });
+        usd += p.costEstimate.usd;
+        result[i] = {
+          ...base,
+          status: p.status,
+          chunksDone: p.chunksDone,
+          chunksTotal: p.chunksTotal,
+          errors: p.errors,
+          ...(p.outputLocation ? { outputLocation: p.outputLocation } : {}),
+        };
+      } catch (error) {
+        result[i] = {
+          ...base,
+          status: "unknown",
+          chunksDone: 0,
+          chunksTotal: 0,
+          errors: [`${(error as Error).name}: ${(error as Error).message}`],
+        };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
+  const count = (test: (r: BatchRowProgress) => boolean) => result.filter(test).length;
+  const running = count((r) => r.status === "running");
+  return {
+    rows: result,
+    total: result.length,
+    executions: count((r) => r.executionArn !== null),
+    running,
+    succeeded: count((r) => r.status === "succeeded"),
+    failed: count((r) => ["failed", "aborted", "timed-out"].includes(r.status)),
+    unknown: count((r) => r.status === "unknown"),
+    notStarted: count((r) => r.executionArn === null),
+    chunksDone: result.reduce((sum, r) => sum + r.chunksDone, 0),
+    chunksTotal: result.reduce((sum, r) => sum + r.chunksTotal, 0),
+    usd,
+    done: running === 0,
+  };
 }
