@@ -312,6 +312,7 @@ describe("vid preview studio", () => {
   });
 
   it("an invalid value shows the CLI's message inline; copy gives the --variables JSON", async () => {
+    const cli = runVid(["validate", project, "--variables", '{"accent":"notacolour"}', "--json"]);
     await page.click("#var-accent", { count: 3 });
     await page.keyboard.type("notacolour");
     await page.waitForFunction(
@@ -319,14 +320,8 @@ describe("vid preview studio", () => {
       { timeout: 10000 },
     );
     const shown = await page.$eval("#problem-accent", (el) => el.textContent);
-    const cli = await runVid([
-      "validate",
-      project,
-      "--variables",
-      '{"accent":"notacolour"}',
-      "--json",
-    ]);
-    const expected = (JSON.parse(cli.stdout) as { problems: { message: string }[] }).problems[0];
+    const expected =
+      (JSON.parse((await cli).stdout) as { problems: { message: string }[] }).problems[0];
     assert.equal(shown, expected.message);
     assert.match(shown!, /"accent" \(color\) expects a CSS colour/);
     assert.ok(await page.$eval(".field[data-id=accent]", (el) => el.classList.contains("invalid")));

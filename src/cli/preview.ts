@@ -34,9 +34,10 @@ export function registerPreview(program: Command): void {
   program
     .command("preview")
     .description(
-      "Serve a live studio for a composition on 127.0.0.1: the stage at its true aspect ratio,\n" +
-        "play/pause, a frame-exact timeline, a variables panel, reload on file edits, and a\n" +
-        "Render button (mp4 into <dir>/renders/). Ctrl-C stops it.",
+      "Serve a live studio for a composition on 127.0.0.1: the stage at its\n" +
+        "true aspect ratio, play/pause, a frame-exact timeline, a variables\n" +
+        "panel, reload on file edits, and a Render button (mp4 files in\n" +
+        "<dir>/renders/). Ctrl-C stops it.",
     )
     .argument("[target]", "project directory or HTML file", ".")
     .option(
