@@ -5,9 +5,14 @@
  * What it creates:
  * - the render bucket (`aws.s3.Bucket`) with a public access block, SSE-S3 default encryption
  *   and a lifecycle rule that expires temporary chunk objects under `chunkPrefix`;
- * - the render function (Lambda, `nodejs22.x`) from an archive of the worker bundle, its log
- *   group and a role that may only write to that log group and read, write and list the render
- *   bucket;
+ * - the render function (Lambda, `nodejs22.x`) from the packaged worker artifact
+ *   (`deno task build:worker` -> `dist/worker/`: the bundle, `@sparticuz/chromium`, static
+ *   ffmpeg and ffprobe, about 226 MB unzipped). Its zip is over the 50 MB a direct upload
+ *   takes, so it goes to a private artifacts bucket as `worker/<hash>.zip` (the artifact's
+ *   content hash from `vid-artifact.json`, so every new build is a new object and a code
+ *   update, and an unchanged one changes nothing) and the function's code points there;
+ *   its log group and a role that may only write to that log group and read, write and list
+ *   the render bucket;
  * - the Step Functions STANDARD state machine from the shared definition
  *   (`src/lambda/state_machine.ts`) and a role that may only invoke the render function.
  *
@@ -16,6 +21,7 @@
 
 import * as aws from "@pulumi/aws";
 import * as pulumi from "@pulumi/pulumi";
+import type { ArtifactManifest } from "../worker/artifact_manifest.ts";
 import { definitionJson } from "./definition.ts";
 
 /** Lambda's maximum memory and the spec's default for the render function, in MB. */
@@ -47,8 +53,8 @@ export interface RenderStackSettings {
    */
   concurrency?: number;
   /**
-   * Directory of the worker bundle, zipped as the function code. `vid lambda deploy` builds it
-   * (esbuild, platform node, Node 22) before running the program.
+   * Directory of the packaged worker, zipped as the function code. `deno task build:worker`
+   * builds it (bundle, Chromium, ffmpeg, ffprobe and `vid-artifact.json`).
    * @default {"../dist/worker"}
    */
   workerPath: string;
@@ -57,7 +63,7 @@ export interface RenderStackSettings {
    * @default {"index.handler"}
    */
   handler: string;
-  /** Layer ARNs of the render function, e.g. one holding a static ffmpeg build. */
+  /** Layer ARNs of the render function (none needed: the artifact carries its binaries). */
   layers: string[];
   /**
    * Key prefix of temporary chunk objects, expired by the bucket's lifecycle rule.
@@ -79,6 +85,8 @@ export interface RenderStackSettings {
 /** The resources of a render stack that callers and tests look at. */
 export interface RenderStack {
   bucket: aws.s3.Bucket;
+  artifactsBucket: aws.s3.Bucket;
+  codeObject: aws.s3.BucketObjectv2;
   renderFunction: aws.lambda.Function;
   logGroup: aws.cloudwatch.LogGroup;
   functionRole: aws.iam.Role;
@@ -92,32 +100,48 @@ export interface RenderStack {
 function assumedBy(service: string): string {
   return JSON.stringify({
     Version: "2012-10-17",
-    Statement: [{ Effect: "Allow", Principal: { Service: service }, Action: "sts:AssumeRole" }],
+    Statement: [{
+      Effect: "Allow",
+      Principal: { Service: service },
+      Action: "sts:AssumeRole",
+    }],
   });
 }
 
-/**
- * Creates the render stack's resources, each named with the prefix `name`.
- *
- * @example
- * ```ts
- * const stack = createRenderStack("vid", readStackSettings(new pulumi.Config()));
- * export const RenderBucketName = stack.bucket.bucket;
- * ```
- */
-export function createRenderStack(name: string, settings: RenderStackSettings): RenderStack {
-  const bucket = new aws.s3.Bucket(`${name}-renders`, {});
-  new aws.s3.BucketPublicAccessBlock(`${name}-renders`, {
+/** A bucket with every kind of public access blocked and SSE-S3 default encryption. */
+function privateBucket(name: string): aws.s3.Bucket {
+  const bucket = new aws.s3.Bucket(name, {});
+  new aws.s3.BucketPublicAccessBlock(name, {
     bucket: bucket.id,
     blockPublicAcls: true,
     blockPublicPolicy: true,
     ignorePublicAcls: true,
     restrictPublicBuckets: true,
   });
-  new aws.s3.BucketServerSideEncryptionConfiguration(`${name}-renders`, {
+  new aws.s3.BucketServerSideEncryptionConfiguration(name, {
     bucket: bucket.id,
     rules: [{ applyServerSideEncryptionByDefault: { sseAlgorithm: "AES256" } }],
   });
+  return bucket;
+}
+
+/**
+ * Creates the render stack's resources, each named with the prefix `name`, the function's
+ * code from the packaged worker in `settings.workerPath` described by `artifact`.
+ *
+ * @example
+ * ```ts
+ * const settings = readStackSettings(new pulumi.Config());
+ * const stack = createRenderStack("vid", settings, readArtifactManifest(settings.workerPath));
+ * export const RenderBucketName = stack.bucket.bucket;
+ * ```
+ */
+export function createRenderStack(
+  name: string,
+  settings: RenderStackSettings,
+  artifact: Pick<ArtifactManifest, "sha256" | "handler">,
+): RenderStack {
+  const bucket = privateBucket(`${name}-renders`);
   new aws.s3.BucketLifecycleConfiguration(`${name}-renders`, {
     bucket: bucket.id,
     rules: [
@@ -170,12 +194,23 @@ export function createRenderStack(name: string, settings: RenderStackSettings): 
     }),
   });
 
+  // The deployer uploads the code and Lambda copies it at deploy time: the function's own
+  // role needs no access to this bucket.
+  const artifactsBucket = privateBucket(`${name}-artifacts`);
+  const codeObject = new aws.s3.BucketObjectv2(`${name}-worker-code`, {
+    bucket: artifactsBucket.id,
+    key: `worker/${artifact.sha256.slice(0, 16)}.zip`,
+    source: new pulumi.asset.FileArchive(settings.workerPath),
+  });
+
   const renderFunction = new aws.lambda.Function(`${name}-render-function`, {
     description: "vid render worker: plans, renders chunks and assembles distributed renders",
     runtime: RUNTIME,
     handler: settings.handler,
     role: functionRole.arn,
-    code: new pulumi.asset.FileArchive(settings.workerPath),
+    s3Bucket: artifactsBucket.id,
+    s3Key: codeObject.key,
+    sourceCodeHash: artifact.sha256,
     architectures: ["x86_64"],
     memorySize: settings.memory,
     timeout: settings.timeout,
@@ -216,6 +251,8 @@ export function createRenderStack(name: string, settings: RenderStackSettings): 
 
   return {
     bucket,
+    artifactsBucket,
+    codeObject,
     renderFunction,
     logGroup,
     functionRole,

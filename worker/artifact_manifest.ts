@@ -9,7 +9,7 @@
  * @module
  */
 
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** File name of the manifest at the artifact root. */
@@ -51,19 +51,20 @@ export class ArtifactManifestError extends Error {
 }
 
 /**
- * Reads `vid-artifact.json` in `dir`.
+ * Reads `vid-artifact.json` in `dir` (synchronously: the Pulumi program needs it while it
+ * declares its resources).
  *
  * @example
  * ```ts
- * const manifest = await readArtifactManifest("dist/worker");
+ * const manifest = readArtifactManifest("dist/worker");
  * console.log(manifest.sha256, manifest.bytes);
  * ```
  */
-export async function readArtifactManifest(dir: string): Promise<ArtifactManifest> {
+export function readArtifactManifest(dir: string): ArtifactManifest {
   const path = join(dir, ARTIFACT_MANIFEST);
   let text: string;
   try {
-    text = await readFile(path, "utf8");
+    text = readFileSync(path, "utf8");
   } catch (error) {
     throw new ArtifactManifestError(
       `${path} not found: ${dir} is not a packaged worker; build it with ` +
@@ -72,7 +73,12 @@ export async function readArtifactManifest(dir: string): Promise<ArtifactManifes
       { cause: error },
     );
   }
-  const value = JSON.parse(text) as Partial<ArtifactManifest>;
+  let value: Partial<ArtifactManifest> = {};
+  try {
+    value = JSON.parse(text) ?? {};
+  } catch {
+    // reported below, as any other manifest this module did not write
+  }
   if (
     value.format !== 1 || typeof value.sha256 !== "string" ||
     !/^[0-9a-f]{64}$/.test(value.sha256) ||
