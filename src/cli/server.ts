@@ -8,7 +8,14 @@
 import type { Command } from "@commander-js/extra-typings";
 import { addUser, createApiKey } from "../server/accounts.ts";
 import { openDataDir, startServer } from "../server/server.ts";
-import { integerIn, positiveInteger, reportError } from "./shared.ts";
+import {
+  DEFAULT_LAMBDA_MAX_IN_FLIGHT,
+  DEFAULT_LAMBDA_POLL_INTERVAL_MS,
+  type RenderBackendConfig,
+  RenderBackendConfigError,
+  resolveRenderBackend,
+} from "../server/render_backend.ts";
+import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
 
@@ -23,7 +30,8 @@ export function registerServer(program: Command): void {
     .command("server")
     .description(
       "Run the hosted render API (/v3) on this host: SQLite state, local or S3 storage,\n" +
-        "renders on this machine. Admin: `vid server users add`, `vid server keys create`.",
+        "renders on this machine or on the distributed backend (--render-backend lambda).\n" +
+        "Admin: `vid server users add`, `vid server keys create`.",
     )
     .option(
       "--port <n>",
@@ -33,7 +41,12 @@ export function registerServer(program: Command): void {
     )
     .option("--host <address>", "address to listen on", "127.0.0.1")
     .option("--data-dir <dir>", "database, secret and stored files", DEFAULT_DATA_DIR)
-    .option("--workers <n>", "renders in parallel", positiveInteger("--workers"), 1)
+    .option(
+      "--workers <n>",
+      "renders in parallel on this machine (local backend)",
+      positiveInteger("--workers"),
+      1,
+    )
     .option("--public-url <url>", "base URL clients reach this server at (for signed links)")
     .option(
       "--storage <url>",
@@ -44,11 +57,70 @@ export function registerServer(program: Command): void {
       "--allow-private-urls",
       "let url render sources reach private/loopback hosts (development)",
     )
+    .option(
+      "--render-backend <kind>",
+      "local (render on this machine) or lambda (Step Functions + Lambda) (env VID_RENDER_BACKEND)",
+    )
+    .option(
+      "--lambda-bucket <name>",
+      "lambda: the render bucket, RenderBucketName (env VID_LAMBDA_BUCKET)",
+    )
+    .option(
+      "--lambda-state-machine <arn>",
+      "lambda: the workflow, RenderStateMachineArn (env VID_LAMBDA_STATE_MACHINE_ARN)",
+    )
+    .option(
+      "--lambda-region <region>",
+      "lambda: AWS region (default: the state machine's; env AWS_REGION)",
+    )
+    .option(
+      "--lambda-s3-endpoint <url>",
+      "lambda: S3-compatible endpoint, path-style (env VID_S3_ENDPOINT)",
+    )
+    .option(
+      "--lambda-sfn-endpoint <url>",
+      "lambda: Step Functions-compatible endpoint (env VID_SFN_ENDPOINT)",
+    )
+    .option(
+      "--lambda-chunk-size <frames>",
+      "lambda: frames per chunk (default 240; env VID_LAMBDA_CHUNK_SIZE)",
+    )
+    .option(
+      "--lambda-max-parallel-chunks <n>",
+      "lambda: chunk workers per render at most (default 16; env VID_LAMBDA_MAX_PARALLEL_CHUNKS)",
+    )
+    .option(
+      "--lambda-max-in-flight <n>",
+      `lambda: distributed renders at once (default ${DEFAULT_LAMBDA_MAX_IN_FLIGHT}; ` +
+        "env VID_LAMBDA_MAX_IN_FLIGHT)",
+    )
+    .option(
+      "--lambda-poll-interval <ms>",
+      `lambda: milliseconds between progress reads (default ${DEFAULT_LAMBDA_POLL_INTERVAL_MS}; ` +
+        "env VID_LAMBDA_POLL_INTERVAL_MS)",
+    )
+    .addHelpText(
+      "after",
+      "\nDistributed backend: credentials come from the AWS SDK's default chain\n" +
+        "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profile, instance role). `vid lambda local`\n" +
+        "prints the VID_* variables of the local stack; with them, `--render-backend lambda`\n" +
+        "is the only flag needed.",
+    )
     // `vid server users add … --data-dir x`: the subcommand's own --data-dir, not this one.
     .enablePositionalOptions()
     .action(async (options) => {
+      let renderBackend: RenderBackendConfig;
+      try {
+        renderBackend = resolveRenderBackend(options, (name) => Deno.env.get(name));
+      } catch (error) {
+        if (!(error instanceof RenderBackendConfigError)) throw error;
+        console.error(`error: ${error.message}`);
+        Deno.exitCode = EXIT.usage;
+        return;
+      }
       try {
         const running = await startServer({
+          renderBackend,
           port: options.port,
           hostname: options.host,
           dataDir: options.dataDir,
@@ -59,6 +131,12 @@ export function registerServer(program: Command): void {
           allowPrivateUrls: options.allowPrivateUrls,
         });
         console.log(`vid server listening on ${running.url} (data: ${options.dataDir})`);
+        if (renderBackend.kind === "lambda") {
+          console.log(
+            `render backend: lambda (bucket ${renderBackend.bucketName}, state machine ` +
+              `${renderBackend.stateMachineArn}, up to ${renderBackend.maxInFlight} renders in flight)`,
+          );
+        }
         if (running.requeued > 0) {
           console.log(`re-queued ${running.requeued} render(s) interrupted by the last stop`);
         }

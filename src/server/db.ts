@@ -92,7 +92,23 @@ export function openDatabase(file: string): DatabaseSync {
   const db = new DatabaseSync(file);
   db.exec("pragma journal_mode = wal; pragma foreign_keys = on; pragma busy_timeout = 5000;");
   db.exec(SCHEMA);
+  migrate(db);
   return db;
+}
+
+/** Columns added after the first release, for databases created before them. */
+const ADDED_COLUMNS: readonly { table: string; column: string; type: string }[] = [
+  // The distributed backend's workflow execution, so a restart resumes polling it.
+  { table: "renders", column: "execution_arn", type: "text" },
+];
+
+function migrate(db: DatabaseSync): void {
+  for (const { table, column, type } of ADDED_COLUMNS) {
+    const columns = db.prepare(`pragma table_info(${table})`).all() as { name: string }[];
+    if (!columns.some((c) => c.name === column)) {
+      db.exec(`alter table ${table} add column ${column} ${type}`);
+    }
+  }
 }
 
 /** The current time as ISO 8601. */
@@ -114,4 +130,9 @@ export function transaction<T>(db: DatabaseSync, fn: () => T): T {
     db.exec("rollback");
     throw error;
   }
+}
+
+/** Records the distributed workflow execution of a render (see `lambda_backend.ts`). */
+export function setExecutionArn(db: DatabaseSync, renderId: string, executionArn: string): void {
+  db.prepare("update renders set execution_arn = ? where id = ?").run(executionArn, renderId);
 }

@@ -1,32 +1,19 @@
 /**
  * The render queue of the hosted server: a bounded pool of workers takes queued renders
- * from SQLite, renders them with the local renderer (the same `renderComposition` as
- * `vid render`), stores the video and a thumbnail, and fires the webhook. State lives in
- * the database, so a restart re-queues renders that were in flight.
+ * from SQLite and hands each to the render backend (`local`: this machine's renderer;
+ * `lambda`: the distributed backend), which stores the video and a thumbnail; the queue
+ * records the outcome, refunds a failure and fires the webhook. State lives in the
+ * database, so a restart re-queues renders that were in flight.
  *
  * @module
  */
 
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
-import { join } from "node:path";
-import type { OutputFormat, Quality } from "../render/encode.ts";
-import { renderComposition } from "../render/render.ts";
-import { renderStill } from "../render/still.ts";
+import { mkdir } from "node:fs/promises";
 import type { ServerContext } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
+import type { RenderBackend, RenderJob, RenderRequest } from "./render_backend.ts";
 import { deliverWebhook, type WebhookPayload } from "./webhooks.ts";
-import { extractProjectZip } from "./zip_check.ts";
 import { randomId } from "./secrets.ts";
-
-/** The stored request of a render. */
-interface RenderRequest {
-  composition: string;
-  fps: number;
-  quality: Quality;
-  format: OutputFormat;
-  variables: Record<string, unknown>;
-  strict_variables: boolean;
-}
 
 /** A running queue. */
 export interface RenderQueue {
@@ -36,7 +23,11 @@ export interface RenderQueue {
   stop(): Promise<void>;
 }
 
-/** Puts renders that were in flight when the server stopped back in the queue. */
+/**
+ * Puts renders that were in flight when the server stopped back in the queue. A render
+ * handed to the distributed backend keeps its `execution_arn`, so it resumes polling that
+ * execution instead of starting another.
+ */
 export function requeueInterrupted(ctx: Pick<ServerContext, "db">): number {
   const result = ctx.db.prepare(
     "update renders set status = 'queued', progress = 0, started_at = null where status = 'rendering'",
@@ -58,54 +49,30 @@ function claim(ctx: ServerContext): Row | undefined {
   });
 }
 
-async function renderOne(ctx: ServerContext, row: Row, signal: AbortSignal): Promise<void> {
+/** Progress is written at most this often per render. */
+const PROGRESS_WRITE_MS = 500;
+
+/** The job a backend gets for a claimed row. */
+function jobOf(ctx: ServerContext, row: Row): RenderJob {
   const id = String(row.id);
-  const request = JSON.parse(String(row.request)) as RenderRequest;
-  const dir = await mkdtemp(join(ctx.workDir, `render-${id}-`));
-  try {
-    const zip = await ctx.storage.get(`assets/${row.asset_id}/project.zip`);
-    if (!zip) throw new Error(`the project of asset ${row.asset_id} is missing from storage`);
-    const bytes = new Uint8Array(await new Response(zip.body).arrayBuffer());
-    const project = join(dir, "project");
-    await extractProjectZip(bytes, project, { composition: request.composition });
-    let lastWrite = 0;
-    const video = join(dir, `video.${request.format}`);
-    await renderComposition({
-      target: project,
-      composition: request.composition,
-      output: video,
-      fps: request.fps,
-      format: request.format,
-      quality: request.quality,
-      values: request.variables,
-      strictVariables: request.strict_variables,
-      outputSize: { width: Number(row.width), height: Number(row.height) },
-      signal,
-      onProgress: (p) => {
-        const t = Date.now();
-        if (t - lastWrite < 500) return;
-        lastWrite = t;
-        const progress = p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0;
-        ctx.db.prepare("update renders set progress = ? where id = ?").run(
-          Math.min(0.99, progress),
-          id,
-        );
-      },
-    });
-    const thumbnail = join(dir, "thumbnail.jpg");
-    await renderStill({
-      target: project,
-      composition: request.composition,
-      time: Math.min(1, Number(row.duration_seconds ?? 0) / 2),
-      fps: request.fps,
-      output: thumbnail,
-      values: request.variables,
-    });
-    await ctx.storage.putFile(`renders/${id}/video.${request.format}`, video);
-    await ctx.storage.putFile(`renders/${id}/thumbnail.jpg`, thumbnail, "image/jpeg");
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  let lastWrite = 0;
+  return {
+    id,
+    assetId: String(row.asset_id),
+    request: JSON.parse(String(row.request)) as RenderRequest,
+    width: Number(row.width),
+    height: Number(row.height),
+    durationSeconds: Number(row.duration_seconds ?? 0),
+    executionArn: (row.execution_arn as string | null | undefined) ?? null,
+    setProgress(fraction: number): void {
+      const t = Date.now();
+      if (t - lastWrite < PROGRESS_WRITE_MS) return;
+      lastWrite = t;
+      // 1 only once the video is stored and the render completed.
+      const progress = Math.min(0.99, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
+      ctx.db.prepare("update renders set progress = ? where id = ?").run(progress, id);
+    },
+  };
 }
 
 async function notify(ctx: ServerContext, id: string): Promise<void> {
@@ -142,16 +109,18 @@ async function notify(ctx: ServerContext, id: string): Promise<void> {
 }
 
 /**
- * Starts `workers` render workers over the server's database.
+ * Starts the backend's `slots` render workers over the server's database: each claims
+ * the oldest queued render, hands it to the backend, records the outcome (a failure
+ * refunds the credits) and fires the webhook.
  *
  * @example
  * ```ts
- * const queue = startQueue(ctx, 1);
+ * const queue = startQueue(ctx, localBackend(1));
  * queue.wake();
  * await queue.stop();
  * ```
  */
-export function startQueue(ctx: ServerContext, workers: number): RenderQueue {
+export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQueue {
   const controller = new AbortController();
   let stopping = false;
   let signalWork: () => void = () => {};
@@ -170,7 +139,7 @@ export function startQueue(ctx: ServerContext, workers: number): RenderQueue {
       }
       const id = String(row.id);
       try {
-        await renderOne(ctx, row, controller.signal);
+        await backend.render(ctx, jobOf(ctx, row), controller.signal);
         ctx.db.prepare(
           "update renders set status = 'completed', progress = 1, completed_at = ? where id = ?",
         ).run(now(), id);
@@ -195,7 +164,7 @@ export function startQueue(ctx: ServerContext, workers: number): RenderQueue {
       notify(ctx, id).catch((error) => console.error(`webhook for ${id}: ${error}`));
     }
   };
-  const running = Array.from({ length: workers }, loop);
+  const running = Array.from({ length: backend.slots }, loop);
   return {
     wake,
     async stop(): Promise<void> {
@@ -203,6 +172,7 @@ export function startQueue(ctx: ServerContext, workers: number): RenderQueue {
       controller.abort();
       wake();
       await Promise.allSettled(running);
+      backend.close();
     },
   };
 }

@@ -1,7 +1,8 @@
 /**
  * `vid server`: the hosted render API on this host. Opens the data folder (SQLite
  * database, signing secret, storage), re-queues renders a previous run left in flight,
- * starts the render workers and serves the API.
+ * starts the render workers over the chosen render backend (this machine, or the
+ * distributed Step Functions + Lambda backend) and serves the API.
  *
  * @module
  */
@@ -12,6 +13,9 @@ import { createApp } from "./app.ts";
 import type { ServerContext } from "./context.ts";
 import { openDatabase } from "./db.ts";
 import { startQueue } from "./queue.ts";
+import { lambdaBackend } from "./lambda_backend.ts";
+import { localBackend } from "./local_backend.ts";
+import type { RenderBackend, RenderBackendConfig } from "./render_backend.ts";
 import { randomId } from "./secrets.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
 
@@ -23,8 +27,14 @@ export interface ServerOptions {
   hostname?: string;
   /** Folder for the database, secret and (by default) stored files. */
   dataDir: string;
-  /** Parallel renders. @default 1 */
+  /** Parallel renders of the local backend. @default 1 */
   workers?: number;
+  /**
+   * Where renders run: on this machine, or handed to the distributed backend (see
+   * `resolveRenderBackend`, which validates flags and environment into this).
+   * @default { kind: "local" }
+   */
+  renderBackend?: RenderBackendConfig;
   /** Base URL clients use; signed links point there. @default the listening address */
   publicUrl?: string;
   /** Storage URL (`file:///…` or `s3://bucket?endpoint=…`). @default <dataDir>/storage */
@@ -41,6 +51,8 @@ export interface RunningServer {
   url: string;
   /** Renders that were in flight at the last stop and went back to the queue. */
   requeued: number;
+  /** The render backend in use and how many renders it runs at once. */
+  backend: { kind: RenderBackend["kind"]; slots: number };
   /** Stops accepting requests, sends in-flight renders back to the queue, closes the database. */
   close(): Promise<void>;
 }
@@ -105,12 +117,17 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   const url = `http://${host}:${addr.port}`;
   ctx.publicUrl = (options.publicUrl ?? url).replace(/\/+$/, "");
-  const queue = startQueue(ctx, options.workers ?? 1);
+  const config = options.renderBackend ?? { kind: "local" };
+  const backend = config.kind === "lambda"
+    ? lambdaBackend(config)
+    : localBackend(options.workers ?? 1);
+  const queue = startQueue(ctx, backend);
   queueWake = () => queue.wake();
   queue.wake();
   return {
     url,
     requeued,
+    backend: { kind: backend.kind, slots: backend.slots },
     async close(): Promise<void> {
       await server.shutdown();
       await queue.stop();

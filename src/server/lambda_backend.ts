@@ -1,0 +1,332 @@
+/**
+ * The `lambda` render backend of `vid server`: each render runs as one execution of the
+ * distributed workflow (Step Functions + Lambda, or the local stack), through the SDK of
+ * `src/lambda/sdk.ts`.
+ *
+ * For a render it:
+ * 1. unpacks the asset's project zip and uploads it as a site with `deploySite` (content
+ *    addressed: a project already in the bucket is not uploaded again);
+ * 2. starts one execution with `renderToLambda`, named after the render id, and stores its
+ *    ARN in the render's row (`execution_arn`) — a restarted server resumes polling that
+ *    execution, and one killed between the start and the write finds it again by name, so
+ *    a render never gets a second execution;
+ * 3. polls `getRenderProgress` and writes the fraction of frames (else chunks) done into
+ *    the render's `progress`;
+ * 4. on success puts the output into the server's storage as `renders/<id>/video.<format>`:
+ *    copied from the render bucket, or, when the storage is an S3 storage on the render
+ *    bucket itself, written there directly by the workflow (no copy at all);
+ * 5. takes the thumbnail from the output with ffmpeg at the time a local render would
+ *    (1 s in, or half of a shorter video): no browser on the server.
+ *
+ * A failed execution fails the render with the execution's error, which names the chunk
+ * and its frames (`chunk 1 (frames 10-19) failed: …`); the queue refunds it as usual.
+ *
+ * @module
+ */
+
+import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { SFNClient } from "@aws-sdk/client-sfn";
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { RenderConfig } from "../lambda/config.ts";
+import {
+  deploySite,
+  getRenderProgress,
+  type LambdaRenderProgress,
+  renderToLambda,
+  type S3Options,
+} from "../lambda/sdk.ts";
+import { runFfmpeg } from "../render/encode.ts";
+import { requireFfmpeg } from "../render/system.ts";
+import type { ServerContext } from "./context.ts";
+import { setExecutionArn } from "./db.ts";
+import { thumbnailTime, unpackProject } from "./local_backend.ts";
+import type { LambdaBackendConfig, RenderBackend, RenderJob } from "./render_backend.ts";
+import { S3Storage } from "./storage.ts";
+
+/**
+ * A render could not be handed to the distributed backend, or its execution did not
+ * succeed. `field` is what is at fault: `variables.<key>`, `executionArn` or `execution`.
+ */
+export class LambdaBackendError extends Error {
+  /** Always `"LambdaBackendError"`. */
+  override name = "LambdaBackendError";
+  /** What is at fault. */
+  readonly field: string;
+  /**
+   * @param field What is at fault.
+   * @param message What happened and, where there is one, the fix.
+   */
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/** Progress reads that may fail in a row (network blips, throttling) before the render fails. */
+const POLL_FAILURES_TOLERATED = 5;
+
+/** The storage key of a render's video. */
+function videoKey(job: RenderJob): string {
+  return `renders/${job.id}/video.${job.request.format}`;
+}
+
+/** The render configuration the workflow gets for a server render. */
+export function lambdaRenderConfig(job: RenderJob, config: LambdaBackendConfig): RenderConfig {
+  const variables: Record<string, string | number | boolean> = {};
+  for (const [key, value] of Object.entries(job.request.variables)) {
+    if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") {
+      throw new LambdaBackendError(
+        `variables.${key}`,
+        `variable ${key} is ${
+          value === null ? "null" : typeof value
+        }: the distributed backend takes string, number and boolean values (pass media as URLs)`,
+      );
+    }
+    variables[key] = value;
+  }
+  return {
+    fps: job.request.fps,
+    width: job.width,
+    height: job.height,
+    format: job.request.format,
+    quality: job.request.quality,
+    variables,
+    ...(config.chunkSize !== undefined ? { chunkSize: config.chunkSize } : {}),
+    ...(config.maxParallelChunks !== undefined
+      ? { maxParallelChunks: config.maxParallelChunks }
+      : {}),
+  };
+}
+
+/** Fraction done: frames when known, else chunks. */
+function fractionDone(progress: LambdaRenderProgress): number {
+  if (progress.framesTotal && progress.framesDone !== undefined) {
+    return progress.framesDone / progress.framesTotal;
+  }
+  return progress.chunksTotal > 0 ? progress.chunksDone / progress.chunksTotal : 0;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/**
+ * An execution error as a person reads it. A failed chunk's cause carries the function's
+ * error as Lambda reports it, JSON (`{"errorType":…,"errorMessage":"chunk 1 (frames
+ * 10-19) failed: …"}`); its message already names the chunk, so it stands alone.
+ */
+export function readableExecutionError(error: string): string {
+  const json = error.indexOf("{");
+  if (json < 0) return error;
+  try {
+    const parsed = JSON.parse(error.slice(json)) as { errorMessage?: unknown };
+    if (typeof parsed.errorMessage !== "string") return error;
+    const before = error.slice(0, json).trimEnd();
+    return /^chunk \d+ /.test(parsed.errorMessage) || before === ""
+      ? parsed.errorMessage
+      : `${before} ${parsed.errorMessage}`;
+  } catch {
+    return error;
+  }
+}
+
+function errorName(error: unknown): string | undefined {
+  return (error as { name?: string })?.name;
+}
+
+/**
+ * The distributed backend: renders run as workflow executions, at most
+ * `config.maxInFlight` at once.
+ *
+ * @example
+ * ```ts
+ * import { lambdaBackend } from "./lambda_backend.ts";
+ * import { startQueue } from "./queue.ts";
+ *
+ * const queue = startQueue(ctx, lambdaBackend({
+ *   kind: "lambda",
+ *   bucketName: "vid-renders-123",
+ *   stateMachineArn: "arn:aws:states:us-east-1:123456789012:stateMachine:vid-render",
+ *   region: "us-east-1",
+ *   s3ForcePathStyle: false,
+ *   maxInFlight: 20,
+ *   pollIntervalMs: 2000,
+ * }));
+ * ```
+ */
+export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
+  const s3Options: S3Options = {
+    region: config.region,
+    endpoint: config.s3Endpoint,
+    forcePathStyle: config.s3ForcePathStyle,
+  };
+  const s3 = new S3Client({
+    ...s3Options,
+    // S3-compatible services (s3rver) reject the checksum trailers the SDK otherwise adds.
+    requestChecksumCalculation: config.s3Endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
+    responseChecksumValidation: config.s3Endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
+  });
+  const sfn = new SFNClient({ region: config.region, endpoint: config.sfnEndpoint });
+
+  /** The object key the workflow writes the video to, and whether that is the storage's own. */
+  const outputOf = (ctx: ServerContext, job: RenderJob): { key: string; inStorage: boolean } => {
+    const storage = ctx.storage;
+    const sameBucket = storage instanceof S3Storage && storage.bucket === config.bucketName &&
+      (storage.endpoint ?? "").replace(/\/+$/, "") === (config.s3Endpoint ?? "");
+    if (!sameBucket) return { key: videoKey(job), inStorage: false };
+    return {
+      key: storage.prefix ? `${storage.prefix}/${videoKey(job)}` : videoKey(job),
+      inStorage: true,
+    };
+  };
+
+  /** The execution named after the render, when an earlier run started it. */
+  const startedEarlier = async (job: RenderJob): Promise<string | undefined> => {
+    try {
+      const found = await getRenderProgress({
+        renderId: job.id,
+        stateMachineArn: config.stateMachineArn,
+        sfn,
+        s3: false,
+      });
+      return found.executionArn;
+    } catch (error) {
+      if (errorName(error) === "ExecutionDoesNotExist") return undefined;
+      throw error;
+    }
+  };
+
+  const start = async (ctx: ServerContext, job: RenderJob, dir: string): Promise<string> => {
+    const renderConfig = lambdaRenderConfig(job, config);
+    const project = await unpackProject(ctx, job, dir);
+    const siteHandle = await deploySite({
+      projectDir: project,
+      bucketName: config.bucketName,
+      composition: job.request.composition,
+      s3: s3Options,
+    });
+    const handle = await renderToLambda({
+      siteHandle,
+      bucketName: config.bucketName,
+      stateMachineArn: config.stateMachineArn,
+      config: renderConfig,
+      renderId: job.id,
+      outputKey: outputOf(ctx, job).key,
+      sfn,
+      frames: Math.round(job.durationSeconds * job.request.fps),
+      onWarning: (message) => console.warn(`render ${job.id}: ${message}`),
+    });
+    return handle.executionArn;
+  };
+
+  const waitForEnd = async (
+    job: RenderJob,
+    executionArn: string,
+    signal: AbortSignal,
+  ): Promise<LambdaRenderProgress> => {
+    let failures = 0;
+    while (true) {
+      signal.throwIfAborted();
+      let progress: LambdaRenderProgress | undefined;
+      try {
+        progress = await getRenderProgress({
+          executionArn,
+          sfn,
+          s3,
+          bucketName: config.bucketName,
+        });
+        failures = 0;
+      } catch (error) {
+        if (errorName(error) === "ExecutionDoesNotExist") {
+          throw new LambdaBackendError(
+            "executionArn",
+            `the workflow execution ${executionArn} of this render no longer exists ` +
+              `(was the state machine replaced?); submit the render again`,
+          );
+        }
+        if (++failures > POLL_FAILURES_TOLERATED) throw error;
+      }
+      if (progress && progress.status !== "running") return progress;
+      if (progress) job.setProgress(fractionDone(progress));
+      await sleep(config.pollIntervalMs, signal);
+    }
+  };
+
+  const deliver = async (
+    ctx: ServerContext,
+    job: RenderJob,
+    progress: LambdaRenderProgress,
+    dir: string,
+  ): Promise<void> => {
+    const video = join(dir, `video.${job.request.format}`);
+    const output = outputOf(ctx, job);
+    if (output.inStorage && progress.outputKey === output.key) {
+      await ctx.storage.download(videoKey(job), video);
+    } else {
+      const object = await s3.send(
+        new GetObjectCommand({ Bucket: progress.bucketName, Key: progress.outputKey }),
+      );
+      const file = await Deno.open(video, { write: true, create: true, truncate: true });
+      await object.Body!.transformToWebStream().pipeTo(file.writable);
+      await ctx.storage.putFile(videoKey(job), video);
+    }
+    const thumbnail = join(dir, "thumbnail.jpg");
+    await runFfmpeg(await requireFfmpeg(), [
+      "-ss",
+      String(thumbnailTime(job.durationSeconds)),
+      "-i",
+      video,
+      "-frames:v",
+      "1",
+      "-q:v",
+      "3",
+      thumbnail,
+    ], thumbnail);
+    await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
+  };
+
+  return {
+    kind: "lambda",
+    slots: config.maxInFlight,
+    async render(ctx: ServerContext, job: RenderJob, signal: AbortSignal): Promise<void> {
+      const dir = await mkdtemp(join(ctx.workDir, `lambda-${job.id}-`));
+      try {
+        let executionArn = job.executionArn ?? await startedEarlier(job);
+        if (!executionArn) {
+          signal.throwIfAborted();
+          executionArn = await start(ctx, job, dir);
+        }
+        if (executionArn !== job.executionArn) setExecutionArn(ctx.db, job.id, executionArn);
+        const progress = await waitForEnd(job, executionArn, signal);
+        if (progress.status !== "succeeded") {
+          const why = progress.errors.length > 0
+            ? progress.errors.map(readableExecutionError).join("; ")
+            : `the execution ${progress.status}`;
+          throw new LambdaBackendError(
+            "execution",
+            `distributed render ${progress.status}: ${why}`,
+          );
+        }
+        await deliver(ctx, job, progress, dir);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+    close(): void {
+      s3.destroy();
+      sfn.destroy();
+    },
+  };
+}

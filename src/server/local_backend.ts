@@ -1,0 +1,87 @@
+/**
+ * The `local` render backend of `vid server`: renders on this machine with the same
+ * `renderComposition` as `vid render`, and the thumbnail with `renderStill`.
+ *
+ * @module
+ */
+
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { renderComposition } from "../render/render.ts";
+import { renderStill } from "../render/still.ts";
+import type { ServerContext } from "./context.ts";
+import type { RenderBackend, RenderJob } from "./render_backend.ts";
+import { extractProjectZip } from "./zip_check.ts";
+
+/**
+ * Reads a render's project zip from storage and unpacks it into `dir/project`.
+ *
+ * @returns The project folder.
+ */
+export async function unpackProject(
+  ctx: ServerContext,
+  job: RenderJob,
+  dir: string,
+): Promise<string> {
+  const zip = await ctx.storage.get(`assets/${job.assetId}/project.zip`);
+  if (!zip) throw new Error(`the project of asset ${job.assetId} is missing from storage`);
+  const bytes = new Uint8Array(await new Response(zip.body).arrayBuffer());
+  const project = join(dir, "project");
+  await extractProjectZip(bytes, project, { composition: job.request.composition });
+  return project;
+}
+
+/** When in the video the thumbnail is taken: 1 s in, or the middle of a shorter video. */
+export function thumbnailTime(durationSeconds: number): number {
+  return Math.min(1, durationSeconds / 2);
+}
+
+async function renderLocally(ctx: ServerContext, job: RenderJob, signal: AbortSignal) {
+  const { request } = job;
+  const dir = await mkdtemp(join(ctx.workDir, `render-${job.id}-`));
+  try {
+    const project = await unpackProject(ctx, job, dir);
+    const video = join(dir, `video.${request.format}`);
+    await renderComposition({
+      target: project,
+      composition: request.composition,
+      output: video,
+      fps: request.fps,
+      format: request.format,
+      quality: request.quality,
+      values: request.variables,
+      strictVariables: request.strict_variables,
+      outputSize: { width: job.width, height: job.height },
+      signal,
+      onProgress: (p) => job.setProgress(p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0),
+    });
+    const thumbnail = join(dir, "thumbnail.jpg");
+    await renderStill({
+      target: project,
+      composition: request.composition,
+      time: thumbnailTime(job.durationSeconds),
+      fps: request.fps,
+      output: thumbnail,
+      values: request.variables,
+    });
+    await ctx.storage.putFile(`renders/${job.id}/video.${request.format}`, video);
+    await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The local backend with `workers` renders in parallel.
+ *
+ * @example
+ * ```ts
+ * import { localBackend } from "./local_backend.ts";
+ * import { startQueue } from "./queue.ts";
+ *
+ * const queue = startQueue(ctx, localBackend(2));
+ * ```
+ */
+export function localBackend(workers: number): RenderBackend {
+  return { kind: "local", slots: workers, render: renderLocally, close: () => {} };
+}
