@@ -146,6 +146,9 @@ export interface RenderSession {
   close(): Promise<void>;
 }
 
+/** The smallest device scale factor Chromium captures at; below it ffmpeg scales down. */
+const MIN_CAPTURE_SCALE = 0.5;
+
 /**
  * Readiness gate timeout per frame: `VID_READY_TIMEOUT_MS` when it is a positive number
  * (tests use a short one), else 30 s.
@@ -171,9 +174,14 @@ function readyTimeoutMs(): number {
 export async function openRenderSession(options: SessionOptions): Promise<RenderSession> {
   const { composition, values } = options.prepared;
   const size = options.outputSize;
-  // Captured sharp at the scale that fits the output size, never stretched.
+  // Captured sharp at the scale that fits the output size, never stretched. Chromium
+  // clamps a device scale factor below 0.5 to 0.5 (a 1920x1080 page asked for at 1/6 comes
+  // back 960x540), so smaller outputs are captured at 0.5 and ffmpeg scales them down.
   const scale = size
-    ? Math.min(size.width / composition.width, size.height / composition.height)
+    ? Math.max(
+      MIN_CAPTURE_SCALE,
+      Math.min(size.width / composition.width, size.height / composition.height),
+    )
     : 1;
   const ffmpeg = await requireFfmpeg();
   const workDir = await mkdtemp(join(tmpdir(), "vid-render-"));
