@@ -101,10 +101,11 @@ export function registerServer(program: Command): void {
     )
     .addHelpText(
       "after",
-      "\nDistributed backend: credentials come from the AWS SDK's default chain\n" +
-        "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profile, instance role). `vid lambda local`\n" +
-        "prints the VID_* variables of the local stack; with them, `--render-backend lambda`\n" +
-        "is the only flag needed.",
+      "\nDistributed backend (--render-backend lambda): credentials come from the AWS\n" +
+        "SDK's default chain (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, profile, role).\n" +
+        "`vid lambda local` prints the VID_* variables of the local stack; with them set,\n" +
+        "--render-backend lambda is the only flag needed. --workers applies to the local\n" +
+        "backend only.",
     )
     // `vid server users add … --data-dir x`: the subcommand's own --data-dir, not this one.
     .enablePositionalOptions()
