@@ -137,10 +137,21 @@ export {
   type WorkflowFunctions,
 } from "./src/lambda/state_machine.ts";
 export {
+  BatchInputError,
   type BatchManifestRow,
+  type BatchProgress,
+  type BatchProgressOptions,
+  batchRenderId,
+  type BatchRowProgress,
   type BatchRowStatus,
+  type BatchSummary,
+  getBatchProgress,
+  LARGE_BATCH_ROWS,
+  largeBatchGuidance,
+  readBatchManifest,
   renderBatch,
   type RenderBatchOptions,
+  summarizeBatch,
 } from "./src/lambda/batch.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
