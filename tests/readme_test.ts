@@ -355,7 +355,15 @@ async function runSetup(scratch: string): Promise<RunSetup> {
   for (const [key, value] of Object.entries(Deno.env.toObject())) {
     if (!/^(CLOUD_|VID_|AWS_)/.test(key)) env[key] = value;
   }
-  Object.assign(env, { HOME: home, PATH: `${bin}:${env.PATH ?? "/usr/bin:/bin"}`, NO_COLOR: "1" });
+  // Deno's cache stays where it is: under the empty HOME every block would fetch it anew.
+  const denoDir = env.DENO_DIR ??
+    `${env.XDG_CACHE_HOME ?? `${env.HOME ?? home}/.cache`}/deno`;
+  Object.assign(env, {
+    HOME: home,
+    DENO_DIR: denoDir,
+    PATH: `${bin}:${env.PATH ?? "/usr/bin:/bin"}`,
+    NO_COLOR: "1",
+  });
   const hello = await Deno.readTextFile(`${ROOT}examples/hello/index.html`);
   return { scratch, env, hello };
 }
