@@ -58,6 +58,16 @@ export {
   resolveVariables,
 } from "./src/composition/variables.ts";
 export {
+  checkTypeName,
+  JSON_SCHEMA_DIALECT,
+  type JsonSchema,
+  TypeNameError,
+  typeNameFor,
+  type TypesGenOptions,
+  variablesJsonSchema,
+  variablesTypeSource,
+} from "./src/composition/types_gen.ts";
+export {
   type Chunk,
   chunkCount,
   chunkPlan,
@@ -137,6 +147,7 @@ export {
   type WorkflowFunctions,
 } from "./src/lambda/state_machine.ts";
 export {
+  type BatchEntry,
   BatchInputError,
   type BatchManifestRow,
   type BatchProgress,

@@ -11,9 +11,11 @@ import { registerInfo } from "./info.ts";
 import { registerLambda } from "./lambda.ts";
 import { registerRender } from "./render.ts";
 import { registerCloud } from "./cloud.ts";
+import { registerCompletions } from "./completions.ts";
 import { registerPreview } from "./preview.ts";
 import { registerServer } from "./server.ts";
 import { registerStill } from "./still.ts";
+import { registerTypes } from "./types.ts";
 import { EXIT } from "./shared.ts";
 import { registerValidate } from "./validate.ts";
 
@@ -40,6 +42,8 @@ export function buildProgram(): Command {
   registerPreview(program);
   registerAuth(program);
   registerLambda(program);
+  registerTypes(program);
+  registerCompletions(program, VERSION);
   return program;
 }
 

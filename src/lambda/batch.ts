@@ -94,8 +94,30 @@ export interface BatchSummary {
   notStarted: number;
 }
 
-/** Options of {@linkcode renderBatch}. */
-export interface RenderBatchOptions {
+/**
+ * One batch entry: one line of the JSONL file (spec: "Batch entry"). `V` types
+ * `variables`, e.g. with the type `vid types` generates, so entries built in code are
+ * checked at compile time before they are written as lines.
+ */
+export interface BatchEntry<
+  V extends { [K in keyof V]?: string | number | boolean } = Record<
+    string,
+    string | number | boolean
+  >,
+> {
+  /** Object key of the rendered video. */
+  outputKey: string;
+  /** Per-entry overrides, inline. */
+  variables?: V;
+}
+
+/** Options of {@linkcode renderBatch}. `V` types `baseConfig.variables`. */
+export interface RenderBatchOptions<
+  V extends { [K in keyof V]?: string | number | boolean } = Record<
+    string,
+    string | number | boolean
+  >,
+> {
   /** Path of the JSONL file: one `{ "outputKey": ..., "variables": {...} }` per line. */
   batchFile: string;
   /** The site every row renders. */
@@ -109,7 +131,7 @@ export interface RenderBatchOptions {
   /** Fail a row whose variables do not match the declarations (else warn). */
   strict?: boolean;
   /** Configuration shared by every row; the row's `variables` replace `variables`. */
-  baseConfig?: RenderConfig;
+  baseConfig?: RenderConfig<V>;
   /** Cap on simultaneous `StartExecution` calls. @default 50 */
   maxConcurrent?: number;
   /** Validate only: every valid row becomes `would-invoke`; nothing is started. */
@@ -438,7 +460,12 @@ async function countEntries(path: string): Promise<number> {
  * console.log(summarizeBatch(rows));
  * ```
  */
-export async function renderBatch(options: RenderBatchOptions): Promise<BatchManifestRow[]> {
+export async function renderBatch<
+  V extends { [K in keyof V]?: string | number | boolean } = Record<
+    string,
+    string | number | boolean
+  >,
+>(options: RenderBatchOptions<V>): Promise<BatchManifestRow[]> {
   const maxConcurrent = options.maxConcurrent ?? 50;
   if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
     throw new BatchInputError(
@@ -470,7 +497,7 @@ export async function renderBatch(options: RenderBatchOptions): Promise<BatchMan
     (options.onWarning ?? ((m: string) => console.warn(m)))(message);
   };
   const declarations = options.declarations ?? [];
-  const baseConfig: RenderConfig = options.baseConfig ?? {};
+  const baseConfig = (options.baseConfig ?? {}) as RenderConfig;
   const signal = options.signal;
   if (!options.dryRun) executionArnFor(options.stateMachineArn, "check");
 

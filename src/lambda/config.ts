@@ -48,8 +48,17 @@ export interface WebhookConfig {
   secret: string;
 }
 
-/** The SDK's `config` of a distributed render (spec: "Render configuration"). */
-export interface RenderConfig {
+/**
+ * The SDK's `config` of a distributed render (spec: "Render configuration"). `V` types
+ * `variables`, e.g. with the type `vid types` generates, so a wrong variable is a
+ * compile error.
+ */
+export interface RenderConfig<
+  V extends { [K in keyof V]?: string | number | boolean } = Record<
+    string,
+    string | number | boolean
+  >,
+> {
   /** Frames per second, integer 1-240. @default 30 */
   fps?: number;
   /** Output width in pixels. @default the composition's `data-width` */
@@ -61,7 +70,7 @@ export interface RenderConfig {
   /** Encoder preset. @default "standard" */
   quality?: Quality;
   /** Overrides of the composition's declared variables: typed primitives, media as URLs. */
-  variables?: Record<string, string | number | boolean>;
+  variables?: V;
   /** Frames per chunk. @default 240 */
   chunkSize?: number;
   /** Cap on chunks, and so on chunk workers running at once for this render. @default 16 */

@@ -138,8 +138,16 @@ export interface SiteHandleOptions {
   s3?: S3Options;
 }
 
-/** Options of {@linkcode renderToLambda}. */
-export interface RenderToLambdaOptions {
+/**
+ * Options of {@linkcode renderToLambda}. `V` types `config.variables` (see
+ * {@linkcode RenderConfig}).
+ */
+export interface RenderToLambdaOptions<
+  V extends { [K in keyof V]?: string | number | boolean } = Record<
+    string,
+    string | number | boolean
+  >,
+> {
   /** The site to render, from {@linkcode deploySite} or {@linkcode siteHandleFromId}. */
   siteHandle: SiteHandle;
   /** Bucket of the site, chunks and output (`RenderBucketName`); must be the site's bucket. */
@@ -147,7 +155,7 @@ export interface RenderToLambdaOptions {
   /** The workflow (`RenderStateMachineArn`). */
   stateMachineArn: string;
   /** The render configuration. */
-  config: RenderConfig;
+  config: RenderConfig<V>;
   /** Object key of the output video. @default `renders/<renderId>/out.<format>` */
   outputKey?: string;
   /** Entry HTML file inside the site. @default the site handle's `composition` */
@@ -535,7 +543,12 @@ function newRenderId(): string {
  * console.log(render.renderId, render.executionArn);
  * ```
  */
-export async function renderToLambda(options: RenderToLambdaOptions): Promise<RenderHandle> {
+export async function renderToLambda<
+  V extends { [K in keyof V]?: string | number | boolean } = Record<
+    string,
+    string | number | boolean
+  >,
+>(options: RenderToLambdaOptions<V>): Promise<RenderHandle> {
   const { siteHandle, bucketName } = options;
   if (siteHandle.bucketName !== bucketName) {
     throw new ConfigError(
@@ -552,13 +565,14 @@ export async function renderToLambda(options: RenderToLambdaOptions): Promise<Re
     serveUrl: siteHandle.serveUrl,
     composition: options.composition ?? siteHandle.composition,
     outputKey: options.outputKey ?? `renders/${renderId}/out.${options.config.format ?? "mp4"}`,
-    config: options.config,
+    // V only narrows what callers may pass; validateConfig checks the values at run time.
+    config: options.config as RenderConfig,
   };
   validateConfig(input, {
     reservedConcurrency: options.reservedConcurrency,
     onWarning: options.onWarning,
   });
-  const timeCap = timeCapWarning(options.config, {
+  const timeCap = timeCapWarning(input.config, {
     memoryMb: options.memoryMb,
     timeoutSeconds: options.timeoutSeconds,
     frames: options.frames,

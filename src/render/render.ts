@@ -9,6 +9,7 @@
 import { mkdir, rename, rm } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
+import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
 import type { CaptureMode } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
@@ -243,7 +244,8 @@ function frameRange(options: RenderOptions, total: number): { from: number; to: 
 }
 
 /**
- * Renders a composition to a video file on this machine.
+ * Renders a composition to a video file on this machine. `V` types `values`, e.g. with
+ * the type `vid types` generates, so a wrong variable is a compile error.
  *
  * @example
  * ```ts
@@ -255,7 +257,10 @@ function frameRange(options: RenderOptions, total: number): { from: number; to: 
  * console.log(result.frames, result.renderFps);
  * ```
  */
-export async function renderComposition(options: RenderOptions = {}): Promise<RenderResult> {
+export async function renderComposition<V extends object = Variables>(
+  typedOptions: Omit<RenderOptions, "values"> & { values?: V } = {},
+): Promise<RenderResult> {
+  const options = typedOptions as RenderOptions;
   const started = performance.now();
   checkRenderOptions(options);
   const fps = options.fps ?? 30;
