@@ -420,16 +420,17 @@ async function logout(json: boolean): Promise<void> {
 export function registerAuth(program: Command): void {
   const auth = program
     .command("auth")
+    .summary("Sign in to the hosted API and manage the stored credential.")
     .description(
       "Sign in to the hosted API (`vid cloud`) and manage the stored credential.\n" +
-        "Credential order: CLOUD_API_KEY, VID_API_KEY, then the credentials file\n" +
+        "Credential order: CLOUD_API_KEY, VID_API_KEY, then the credentials file " +
         "(~/.cloud/credentials, or VID_CREDENTIALS_FILE). CLOUD_API_URL sets the API address.",
     );
 
   auth
     .command("login")
     .description(
-      "Sign in with the browser (OAuth with PKCE; the URL is printed on stderr too), or\n" +
+      "Sign in with the browser (OAuth with PKCE; the URL is printed on stderr too), or " +
         "store an API key with --api-key (hidden prompt, or piped on stdin).",
     )
     .option("--api-key", "store a long-lived API key (CI, headless) instead")

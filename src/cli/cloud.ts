@@ -70,8 +70,9 @@ function describeRender(r: CloudRenderRecord): string {
 export function registerCloud(program: Command): void {
   const cloud = program
     .command("cloud")
+    .summary("Render on the hosted service; list, read or delete your renders.")
     .description(
-      "Render on the hosted service (CLOUD_API_URL; sign in with `vid auth login`), and\n" +
+      "Render on the hosted service (CLOUD_API_URL; sign in with `vid auth login`), and " +
         "list, read or delete your renders.",
     );
 
@@ -99,7 +100,8 @@ export function registerCloud(program: Command): void {
     .addOption(
       new Option(
         "--aspect-ratio <ratio>",
-        "default: from data-width/data-height; 16:9 for --asset-id/--url",
+        "output aspect ratio (default: auto, from data-width/data-height; 16:9 for " +
+          "--asset-id/--url)",
       ).choices(ASPECT_RATIOS),
     )
     .option("-c, --composition <file>", "entry HTML file inside the zip", "index.html")

@@ -26,11 +26,12 @@ import { EXIT, integerIn, positiveInteger, reportError, VARIABLES_HELP, warn } f
 const PULUMI_DIR = fileURLToPath(new URL("../../pulumi/", import.meta.url));
 
 export const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
-  "  --bucket / VID_LAMBDA_BUCKET                      render bucket (RenderBucketName)\n" +
-  "  --state-machine-arn / VID_LAMBDA_STATE_MACHINE_ARN the workflow (RenderStateMachineArn)\n" +
-  "  --region / AWS_REGION                             AWS region (default us-east-1)\n" +
-  "  VID_S3_ENDPOINT                                   S3-compatible endpoint (path-style)\n" +
-  "  VID_SFN_ENDPOINT                                  Step Functions-compatible endpoint\n" +
+  "  --bucket, VID_LAMBDA_BUCKET          render bucket (RenderBucketName)\n" +
+  "  --state-machine-arn,\n" +
+  "    VID_LAMBDA_STATE_MACHINE_ARN       the workflow (RenderStateMachineArn)\n" +
+  "  --region, AWS_REGION                 AWS region (default: us-east-1)\n" +
+  "  VID_S3_ENDPOINT                      S3-compatible endpoint (path-style)\n" +
+  "  VID_SFN_ENDPOINT                     Step Functions-compatible endpoint\n" +
   "Credentials come from the AWS SDK's default chain (AWS_ACCESS_KEY_ID, ...).\n" +
   "`vid lambda local` prints these assignments for the local stack.";
 
@@ -143,15 +144,16 @@ export function registerLambda(program: Command): void {
   const lambda = program
     .command("lambda")
     .description(
-      "Distributed rendering: one Step Functions execution per render, one Lambda invocation\n" +
+      "Distributed rendering: one Step Functions execution per render, one Lambda invocation " +
         "per chunk. `vid lambda local` runs the whole stack on this machine.",
     );
 
   lambda
     .command("local")
+    .summary("Run the whole stack on this machine and print its outputs and environment.")
     .description(
-      "Start the stack locally (s3rver, local Step Functions, the worker under Node 22) and\n" +
-        "print its outputs and the environment for the other `vid lambda` commands. Stays up\n" +
+      "Start the stack locally (s3rver, local Step Functions, the worker under Node 22) and " +
+        "print its outputs and the environment for the other `vid lambda` commands. Stays up " +
         "until Ctrl-C or SIGTERM.\n\n" +
         "Time cap: each task may run --timeout seconds (env VID_LAMBDA_TIMEOUT_SECONDS, default " +
         "900, Lambda's 15 minutes); a chunk that runs longer fails the render with ChunkTimedOut, " +
@@ -159,13 +161,14 @@ export function registerLambda(program: Command): void {
     )
     .option(
       "--port <n>",
-      "S3 port (Step Functions on the next); default: free ports",
+      "S3 port, Step Functions on the next (default: free ports)",
       (v) => integerIn("--port", 1, 65534)(v),
     )
     .option("--data-dir <dir>", "keep the bucket's objects in this folder")
     .option(
       "--timeout <s>",
-      "emulated function time cap per task, seconds (env VID_LAMBDA_TIMEOUT_SECONDS; default 900)",
+      "emulated function time cap per task, seconds (env VID_LAMBDA_TIMEOUT_SECONDS; " +
+        "default: 900)",
       positiveInteger("--timeout"),
     )
     .option("--json", "print machine-readable JSON on stdout")
@@ -207,18 +210,19 @@ export function registerLambda(program: Command): void {
 
   lambda
     .command("deploy")
+    .summary("Deploy the stack once per account and region (Pulumi).")
     .description(
-      "Deploy the stack (bucket, function, state machine) once per account and region with\n" +
+      "Deploy the stack (bucket, function, state machine) once per account and region with " +
         "Pulumi; needs the Pulumi CLI on PATH. Prints RenderBucketName and RenderStateMachineArn.",
     )
     .option(
       "--concurrency <n>",
-      "reserved concurrency of the render function",
+      "reserved concurrency of the render function (default: unreserved)",
       positiveInteger("--concurrency"),
     )
     .option(
       "--memory <mb>",
-      "memory of the render function, MB",
+      "memory of the render function, MB, 128-10240 (the maximum)",
       integerIn("--memory", 128, 10240),
       10240,
     )
@@ -271,8 +275,9 @@ export function registerLambda(program: Command): void {
   const sites = lambda.command("sites").description("Upload projects to the render bucket");
   sites
     .command("create")
+    .summary("Upload the project once; prints its content-addressed Site ID.")
     .description(
-      "Upload the project once under its content address; prints the Site ID. An unchanged\n" +
+      "Upload the project once under its content address; prints the Site ID. An unchanged " +
         "project uploads nothing." + ENV_HELP,
     )
     .argument("<projectDir>", "project directory")
@@ -302,38 +307,63 @@ export function registerLambda(program: Command): void {
 
   lambda
     .command("render")
+    .summary("Start one distributed render; --wait streams progress until it finishes.")
     .description(
-      "Start one distributed render. Without --site-id the project is uploaded first (a\n" +
-        "no-op when unchanged). Prints the render id and execution ARN at once, or with\n" +
+      "Start one distributed render. Without --site-id the project is uploaded first (a " +
+        "no-op when unchanged). Prints the render id and execution ARN at once, or with " +
         "--wait streams progress lines until the render finishes." + ENV_HELP,
     )
     .argument("<projectDir>", "project directory")
     .option("--site-id <id>", "render a site uploaded earlier; skip packaging and upload")
     .option("-c, --composition <file>", "entry HTML file", "index.html")
     .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
-    .option("--width <px>", "output width", positiveInteger("--width"))
-    .option("--height <px>", "output height", positiveInteger("--height"))
-    .option("--fps <n>", "frames per second, integer 1-240", integerIn("--fps", 1, 240))
-    .addOption(new Option("--format <format>", "output format").choices(LAMBDA_FORMATS))
-    .addOption(new Option("--quality <preset>", "encoder preset").choices(LAMBDA_QUALITIES))
+    .option(
+      "--width <px>",
+      "output width in pixels (default: data-width)",
+      positiveInteger("--width"),
+    )
+    .option(
+      "--height <px>",
+      "output height in pixels (default: data-height)",
+      positiveInteger("--height"),
+    )
+    .option(
+      "--fps <n>",
+      "frames per second, integer 1-240 (default: 30)",
+      integerIn("--fps", 1, 240),
+    )
+    .addOption(
+      new Option("--format <format>", "output format (default: mp4)").choices(LAMBDA_FORMATS),
+    )
+    .addOption(
+      new Option("--quality <preset>", "encoder preset (default: standard)")
+        .choices(LAMBDA_QUALITIES),
+    )
     .option("--variables <json>", VARIABLES_HELP.variables)
     .option("--variables-file <path>", VARIABLES_HELP.variablesFile)
-    .option("--output-key <key>", "object key of the output (default renders/<id>/out.<ext>)")
+    .option(
+      "--output-key <key>",
+      "object key of the output (default: renders/<renderId>/out.<format>)",
+    )
     .option(
       "--max-parallel-chunks <n>",
-      "cap on chunks (default 16)",
+      "cap on chunks, so on chunk workers at once (default: 16)",
       positiveInteger("--max-parallel-chunks"),
     )
     .option(
       "--target-chunk-frames <n>",
-      "ceiling on frames per chunk when --chunk-size is unset",
+      "ceiling on frames per chunk; ignored when --chunk-size is set",
       positiveInteger("--target-chunk-frames"),
     )
-    .option("--chunk-size <n>", "frames per chunk (default 240)", positiveInteger("--chunk-size"))
+    .option(
+      "--chunk-size <n>",
+      "frames per chunk (default: 240)",
+      positiveInteger("--chunk-size"),
+    )
     .option(
       "--memory <mb>",
-      "memory the render function was deployed with, MB, for the time-cap warning (default " +
-        "10240; the cap is env VID_LAMBDA_TIMEOUT_SECONDS, default 900)",
+      "memory the render function was deployed with, MB, for the time-cap warning " +
+        "(default: 10240; the cap is env VID_LAMBDA_TIMEOUT_SECONDS, default 900)",
       integerIn("--memory", 128, 10240),
     )
     .option("--wait", "stream progress until the render finishes")
@@ -448,8 +478,9 @@ export function registerLambda(program: Command): void {
 
   lambda
     .command("progress")
+    .summary("Where a render (or with --manifest, a batch) is: status, chunks, cost so far.")
     .description(
-      "Where a render is: status, chunks, frames, errors, cost so far. With --manifest, where\n" +
+      "Where a render is: status, chunks, frames, errors, cost so far. With --manifest, where " +
         "every row of a batch is, with totals." + ENV_HELP,
     )
     .argument("[render]", "render id (with the state machine) or execution ARN")

@@ -27,23 +27,23 @@ const RESERVED_ENV = "VID_LAMBDA_RESERVED_CONCURRENCY";
 
 /** The command's help; a function because `ENV_HELP` comes from the module importing this one. */
 const help = (): string =>
-  'Start one distributed render per line of a JSONL file ({"outputKey": ...,\n' +
-  '"variables": {...}}). The site is deployed once (unless --site-id). Prints a summary\n' +
-  "(started, already started, failed to start, skipped), then one row per line: line,\n" +
-  "outputKey, executionArn, status. Exit status 1 when any row failed to start, 130 when\n" +
+  'Start one distributed render per line of a JSONL file ({"outputKey": ..., ' +
+  '"variables": {...}}). The site is deployed once (unless --site-id). Prints a summary ' +
+  "(started, already started, failed to start, skipped), then one row per line: line, " +
+  "outputKey, executionArn, status. Exit status 1 when any row failed to start, 130 when " +
   "interrupted.\n\n" +
-  "Rows: one per line of the file. A blank line is `skipped` (never started); a line that\n" +
-  "is not a valid entry, or repeats an earlier outputKey, is `failed-to-start` with its line\n" +
+  "Rows: one per line of the file. A blank line is `skipped` (never started); a line that " +
+  "is not a valid entry, or repeats an earlier outputKey, is `failed-to-start` with its line " +
   "number and reason; neither stops the batch.\n\n" +
-  "Resuming: each row's execution name is derived from its content (site, outputKey,\n" +
-  "options, variables), so running the same batch again starts only the rows that have no\n" +
+  "Resuming: each row's execution name is derived from its content (site, outputKey, " +
+  "options, variables), so running the same batch again starts only the rows that have no " +
   "execution yet; the others are `already-started` with their ARN.\n\n" +
-  "Ctrl-C stops starting new rows, waits for the start calls in flight, and still prints\n" +
+  "Ctrl-C stops starting new rows, waits for the start calls in flight, and still prints " +
   "(and writes, with --manifest) the whole manifest; rows not reached are `not-started`.\n\n" +
-  "Throttled start calls are retried with exponential backoff (8 attempts per row).\n" +
-  "Large batches (more than 1000 entries): keep --max-concurrent near\n" +
-  "floor(reservedConcurrency / maxParallelChunks). With --reserved-concurrency (or env\n" +
-  `${RESERVED_ENV}; the value given to \`vid lambda deploy --concurrency\`) a warning says\n` +
+  "Throttled start calls are retried with exponential backoff (8 attempts per row). " +
+  "Large batches (more than 1000 entries): keep --max-concurrent near " +
+  "floor(reservedConcurrency / maxParallelChunks). With --reserved-concurrency (or env " +
+  `${RESERVED_ENV}; the value given to \`vid lambda deploy --concurrency\`) a warning says ` +
   "when --max-concurrent is above that; not enforced." + ENV_HELP;
 
 /** Writes `text` to `path` through a temporary file in the same folder and a rename. */
@@ -82,28 +82,50 @@ function reservedFromEnv(): number | undefined {
 export function registerLambdaBatch(lambda: Command): void {
   lambda
     .command("render-batch")
+    .summary("Start one distributed render per line of a JSONL file.")
     .description(help())
     .argument("<projectDir>", "project directory")
     .requiredOption("--batch <file>", "JSONL file, one batch entry per line")
     .option("--site-id <id>", "render a site uploaded earlier; skip packaging and upload")
     .option("-c, --composition <file>", "entry HTML file", "index.html")
     .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
-    .option("--width <px>", "output width", positiveInteger("--width"))
-    .option("--height <px>", "output height", positiveInteger("--height"))
-    .option("--fps <n>", "frames per second, integer 1-240", integerIn("--fps", 1, 240))
-    .addOption(new Option("--format <format>", "output format").choices(LAMBDA_FORMATS))
-    .addOption(new Option("--quality <preset>", "encoder preset").choices(LAMBDA_QUALITIES))
+    .option(
+      "--width <px>",
+      "output width in pixels (default: data-width)",
+      positiveInteger("--width"),
+    )
+    .option(
+      "--height <px>",
+      "output height in pixels (default: data-height)",
+      positiveInteger("--height"),
+    )
+    .option(
+      "--fps <n>",
+      "frames per second, integer 1-240 (default: 30)",
+      integerIn("--fps", 1, 240),
+    )
+    .addOption(
+      new Option("--format <format>", "output format (default: mp4)").choices(LAMBDA_FORMATS),
+    )
+    .addOption(
+      new Option("--quality <preset>", "encoder preset (default: standard)")
+        .choices(LAMBDA_QUALITIES),
+    )
     .option(
       "--max-parallel-chunks <n>",
-      "cap on chunks per render (default 16)",
+      "cap on chunks per render (default: 16)",
       positiveInteger("--max-parallel-chunks"),
     )
     .option(
       "--target-chunk-frames <n>",
-      "ceiling on frames per chunk when --chunk-size is unset",
+      "ceiling on frames per chunk; ignored when --chunk-size is set",
       positiveInteger("--target-chunk-frames"),
     )
-    .option("--chunk-size <n>", "frames per chunk (default 240)", positiveInteger("--chunk-size"))
+    .option(
+      "--chunk-size <n>",
+      "frames per chunk (default: 240)",
+      positiveInteger("--chunk-size"),
+    )
     .option(
       "--max-concurrent <n>",
       "cap on simultaneous workflow start calls (not on function concurrency)",

@@ -23,6 +23,7 @@ import {
 export function registerRender(program: Command): void {
   program
     .command("render")
+    .summary("Render a composition to a video file on this machine.")
     .description(
       "Render a composition to a video file on this machine (headless Chromium + ffmpeg).\n" +
         "Frame n shows the page at t = n / fps; the file appears only when complete.",

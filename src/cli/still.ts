@@ -21,8 +21,9 @@ function seconds(value: string): number {
 export function registerStill(program: Command): void {
   program
     .command("still")
+    .summary("Render one frame of a composition as an image.")
     .description(
-      "Render one frame of a composition as an image (.png or .jpg), exactly as it appears\n" +
+      "Render one frame of a composition as an image (.png or .jpg), exactly as it appears " +
         "in the video. Pick it with --frame or --time (default: frame 0).",
     )
     .argument("[target]", "project directory or HTML file", ".")

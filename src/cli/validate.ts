@@ -15,6 +15,7 @@ import { EXIT, reportError, VARIABLES_HELP, warn } from "./shared.ts";
 export function registerValidate(program: Command): void {
   program
     .command("validate")
+    .summary("Check a composition and variable overrides against its declarations.")
     .description(
       "Check a composition and variable overrides against its declarations.\n" +
         "Exit status: 0 valid, 1 invalid, 2 usage error.",
