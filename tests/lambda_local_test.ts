@@ -9,6 +9,13 @@
  * The oversized variables come with `--variables-file`: Linux caps one command-line
  * argument at 128 KiB, so 300 KiB of inline `--variables` cannot be passed to a process.
  *
+ * Then the warm worker processes on their own, with a stub handler in place of the worker
+ * bundle (real Node 22 processes; the stub makes reuse, errors, crashes and the time cap
+ * observable): reuse of one process, module state kept between invocations, separate
+ * processes for parallel invocations with only `maxWarm` kept, a handler error keeps the
+ * process, a crash fails with `Lambda.Unknown` and is replaced, the time cap kills with
+ * `Sandbox.Timedout`, idle processes exit, `close()` ends busy ones.
+ *
  * @module
  */
 
@@ -17,7 +24,13 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { renderComposition } from "../src/render/render.ts";
-import { type LocalStack, S3_CREDENTIALS, startLocalStack } from "../src/lambda/local_stack.ts";
+import {
+  type LocalStack,
+  node22,
+  S3_CREDENTIALS,
+  startLocalStack,
+} from "../src/lambda/local_stack.ts";
+import { startWarmWorkers, type WarmWorkersOptions } from "../src/lambda/warm_workers.ts";
 import { compositionHtml, frameHashes, makeProject, probeVideo, runVid } from "./helpers.ts";
 
 /** A 1 s, 320x180 composition: a box sliding and changing colour. */
@@ -125,6 +138,10 @@ describe("vid lambda on the local stack", () => {
       client.destroy();
     }
     assert.equal(local.chunks, 3);
+    // plan + 3 chunks + assemble: some of the five ran in a process that had served before.
+    const stats = stack.workerStats();
+    assert.equal(stats.invocations, 5);
+    assert.ok(stats.reused > 0 && stats.started < 5, JSON.stringify(stats));
     const info = await probeVideo(join(scratch, "lambda.mp4"));
     assert.equal(info.frames, 30);
     assert.equal(info.width, 320);
@@ -183,5 +200,193 @@ describe("vid lambda on the local stack", () => {
     } finally {
       await sfn.shutdown();
     }
+  });
+});
+
+/** A stand-in for the worker bundle: what each invocation does is in its payload. */
+const STUB_HANDLER = `
+import process from "node:process";
+let calls = 0;
+export async function handler(event) {
+  calls++;
+  if (event.sleepMs) await new Promise((resolve) => setTimeout(resolve, event.sleepMs));
+  if (event.throw) {
+    const error = new Error(event.throw.message);
+    error.name = event.throw.name;
+    throw error;
+  }
+  if (event.exit !== undefined) process.exit(event.exit);
+  console.log("a stray line on stdout");
+  return { pid: process.pid, calls };
+}
+`;
+
+/** Whether process `pid` exists. */
+async function running(pid: number): Promise<boolean> {
+  try {
+    await Deno.stat(`/proc/${pid}`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits until process `pid` is gone (or 5 s passed); returns whether it is gone. */
+async function gone(pid: number): Promise<boolean> {
+  for (const deadline = Date.now() + 5000; Date.now() < deadline;) {
+    if (!(await running(pid))) return true;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return false;
+}
+
+describe("warm worker processes (stub handler)", () => {
+  let dir: string;
+  let base: WarmWorkersOptions;
+  const logs: string[] = [];
+
+  before(async () => {
+    dir = await Deno.makeTempDir({ prefix: "vid-warm-" });
+    await Deno.writeTextFile(join(dir, "stub.mjs"), STUB_HANDLER);
+    base = {
+      node: await node22(),
+      bundle: join(dir, "stub.mjs"),
+      env: { PATH: Deno.env.get("PATH") ?? "" },
+      timeoutSeconds: 30,
+      onLog: (text) => logs.push(text),
+    };
+  });
+
+  after(async () => {
+    if (dir) await Deno.remove(dir, { recursive: true });
+  });
+
+  type Reply = { pid: number; calls: number };
+
+  it("one process serves consecutive invocations and keeps its module state (stub handler)", async () => {
+    const workers = startWarmWorkers(base);
+    try {
+      const first = await workers.invoke({}) as Reply;
+      const second = await workers.invoke({}) as Reply;
+      assert.equal(second.pid, first.pid);
+      assert.deepEqual([first.calls, second.calls], [1, 2]);
+      assert.deepEqual(workers.stats(), {
+        started: 1,
+        invocations: 2,
+        reused: 1,
+        idle: 1,
+        busy: 0,
+      });
+      // The handler's own stdout is a log line, not the result.
+      assert.ok(logs.some((line) => line.includes("a stray line on stdout")), logs.join(""));
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it("parallel invocations run in separate processes; only maxWarm stay warm (stub handler)", async () => {
+    const workers = startWarmWorkers({ ...base, maxWarm: 1 });
+    try {
+      const [a, b] = await Promise.all([
+        workers.invoke({ sleepMs: 300 }),
+        workers.invoke({ sleepMs: 300 }),
+      ]) as Reply[];
+      assert.notEqual(a.pid, b.pid);
+      assert.equal(workers.stats().idle, 1);
+      const third = await workers.invoke({}) as Reply;
+      const retired = third.pid === a.pid ? b.pid : a.pid;
+      assert.ok([a.pid, b.pid].includes(third.pid));
+      assert.equal(third.calls, 2);
+      assert.ok(await gone(retired), `process ${retired} should have exited`);
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it("maxWarm 0 starts a fresh process for every invocation (stub handler)", async () => {
+    const workers = startWarmWorkers({ ...base, maxWarm: 0 });
+    try {
+      const first = await workers.invoke({}) as Reply;
+      const second = await workers.invoke({}) as Reply;
+      assert.notEqual(second.pid, first.pid);
+      assert.equal(second.calls, 1);
+      assert.equal(workers.stats().started, 2);
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it("a handler error fails the invocation with its name and keeps the process (stub handler)", async () => {
+    const workers = startWarmWorkers(base);
+    try {
+      const before = await workers.invoke({}) as Reply;
+      await assert.rejects(
+        workers.invoke({ throw: { name: "RenderError", message: "chunk 2 failed" } }),
+        (error: Error) => error.name === "RenderError" && error.message === "chunk 2 failed",
+      );
+      const after = await workers.invoke({}) as Reply;
+      assert.equal(after.pid, before.pid);
+      assert.equal(after.calls, 3);
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it("a crashed process fails its invocation with Lambda.Unknown and is replaced (stub handler)", async () => {
+    const workers = startWarmWorkers(base);
+    try {
+      const before = await workers.invoke({}) as Reply;
+      await assert.rejects(workers.invoke({ exit: 3 }), (error: Error) => {
+        assert.equal(error.name, "Lambda.Unknown");
+        assert.match(error.message, /exited with code 3 without a result/);
+        return true;
+      });
+      const after = await workers.invoke({}) as Reply;
+      assert.notEqual(after.pid, before.pid);
+      assert.equal(after.calls, 1);
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it("past the time cap the process is killed and the invocation fails with Sandbox.Timedout (stub handler)", async () => {
+    const workers = startWarmWorkers({ ...base, timeoutSeconds: 1, killGraceMs: 0 });
+    try {
+      const { pid } = await workers.invoke({}) as Reply;
+      const started = Date.now();
+      await assert.rejects(workers.invoke({ sleepMs: 20_000 }), (error: Error) => {
+        assert.equal(error.name, "Sandbox.Timedout");
+        assert.equal(error.message, "Task timed out after 1.00 seconds");
+        return true;
+      });
+      assert.ok(Date.now() - started < 5000, `${Date.now() - started} ms`);
+      assert.equal(await running(pid), false);
+      const next = await workers.invoke({}) as Reply;
+      assert.notEqual(next.pid, pid);
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it("an idle process exits after idleTimeoutMs (stub handler)", async () => {
+    const workers = startWarmWorkers({ ...base, idleTimeoutMs: 200 });
+    try {
+      const { pid } = await workers.invoke({}) as Reply;
+      assert.ok(await gone(pid), `process ${pid} should have exited`);
+      assert.equal(workers.stats().idle, 0);
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it("close() ends busy processes: their invocations fail (stub handler)", async () => {
+    const workers = startWarmWorkers(base);
+    const { pid } = await workers.invoke({}) as Reply;
+    const pending = workers.invoke({ sleepMs: 20_000 });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await workers.close();
+    await assert.rejects(pending, (error: Error) => error.name === "Lambda.Unknown");
+    assert.equal(await running(pid), false);
+    await assert.rejects(workers.invoke({}), /closed/);
   });
 });

