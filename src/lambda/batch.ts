@@ -36,6 +36,7 @@ import { createReadStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import process from "node:process";
 import { createInterface } from "node:readline";
+import type { S3Client } from "@aws-sdk/client-s3";
 import { DescribeExecutionCommand, SFNClient } from "@aws-sdk/client-sfn";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
@@ -48,6 +49,23 @@ import {
   type SfnOptions,
   type SiteHandle,
 } from "./sdk.ts";
+
+/**
+ * A ready `SFNClient` of `@aws-sdk/client-sfn`, kept by the caller. An internal alias, not a
+ * re-export: `deno doc --lint` reports any npm package's type in a public signature as
+ * private (denoland/deno#27364); see `ReadyS3Client` in sdk.ts.
+ *
+ * @internal
+ */
+type ReadySfnClient = SFNClient;
+
+/**
+ * A ready `S3Client` of `@aws-sdk/client-s3`, kept by the caller; an internal alias for the
+ * reason given at {@linkcode ReadySfnClient}.
+ *
+ * @internal
+ */
+type ReadyS3Client = S3Client;
 
 /**
  * Status of a batch manifest row:
@@ -86,11 +104,17 @@ export interface BatchManifestRow {
 export interface BatchSummary {
   /** Rows in the manifest (= lines of the file). */
   rows: number;
+  /** Rows whose execution this run started. */
   started: number;
+  /** Rows whose execution an earlier run had started. */
   alreadyStarted: number;
+  /** Valid rows of a dry run. */
   wouldInvoke: number;
+  /** Invalid rows, and rows whose start call failed. */
   failedToStart: number;
+  /** Blank lines. */
   skipped: number;
+  /** Valid rows left unstarted by an interruption. */
   notStarted: number;
 }
 
@@ -140,7 +164,7 @@ export interface RenderBatchOptions<
    * Step Functions connection options, or a ready client (kept by the caller; its own
    * retry policy then applies on top of this batch's).
    */
-  sfn?: SfnOptions | import("@aws-sdk/client-sfn").SFNClient;
+  sfn?: SfnOptions | ReadySfnClient;
   /**
    * Reserved concurrency of the render function (`vid lambda deploy --concurrency`), for
    * the large-batch guidance. @default unknown
@@ -167,9 +191,9 @@ export interface BatchProgressOptions {
   /** Bucket of the renders. @default each execution input's `bucketName` */
   bucketName?: string;
   /** Step Functions connection options, or a ready client (kept by the caller). */
-  sfn?: SfnOptions | import("@aws-sdk/client-sfn").SFNClient;
+  sfn?: SfnOptions | ReadySfnClient;
   /** S3 connection options or client, for the worker's progress objects; `false` skips. */
-  s3?: S3Options | import("@aws-sdk/client-s3").S3Client | false;
+  s3?: S3Options | ReadyS3Client | false;
   /** Executions read at once. @default 10 */
   concurrency?: number;
 }
@@ -206,7 +230,9 @@ export interface BatchProgress {
   total: number;
   /** Rows with an execution. */
   executions: number;
+  /** Executions still running. */
   running: number;
+  /** Executions that succeeded. */
   succeeded: number;
   /** Executions that failed, were aborted or timed out. */
   failed: number;
@@ -231,6 +257,8 @@ export class BatchInputError extends Error {
   /** The offending option or manifest field, e.g. `maxConcurrent` or `[3].line`. */
   readonly field: string;
   /**
+   * Creates the error for one option or manifest field.
+   *
    * @param field The offending option or field.
    * @param message What is wrong and how to fix it.
    */
