@@ -19,7 +19,9 @@
  *   `…` (leading `error: ` / `warning: ` aside) must appear in one of the files, string
  *   concatenations joined. Any other `text` block fails.
  * - `ts` blocks are type-checked by `deno check` with `@vid/cli` mapped to the repository's
- *   mod.ts; `json` and `jsonl` blocks must parse; the `html` block that declares variables must
+ *   mod.ts, beside the `hello.variables.ts` that `vid types examples/hello` writes; a `ts`
+ *   block preceded by `<!-- run -->` is also run with `deno run -A`, like a `sh` block.
+ * - `json` and `jsonl` blocks must parse; the `html` block that declares variables must
  *   declare what examples/hello declares.
  *
  * @module
@@ -409,6 +411,25 @@ async function checkTsBlocks(scratch: string): Promise<RunOutcome> {
   assert.ok(ts.length > 0, "no ts block");
   const dir = `${scratch}/ts`;
   await Deno.mkdir(dir);
+  // Blocks may import the type `vid types examples/hello` writes, as the README shows.
+  const types = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      `${ROOT}cli.ts`,
+      "types",
+      `${ROOT}examples/hello`,
+      "-o",
+      "hello.variables.ts",
+    ],
+    cwd: dir,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (types.code !== 0) {
+    return { code: types.code, output: `vid types: ${new TextDecoder().decode(types.stderr)}` };
+  }
   const files: string[] = [];
   for (const block of ts) {
     const file = `${dir}/readme_line_${block.line}.ts`;
