@@ -173,12 +173,8 @@ describe("vid types (CLI)", () => {
   let bad: string;
 
   before(async () => {
-    dir = await Deno.makeTempDir({ dir: `${ROOT}.test-results`, prefix: "types-" }).catch(
-      async () => {
-        await Deno.mkdir(`${ROOT}.test-results`, { recursive: true });
-        return Deno.makeTempDir({ dir: `${ROOT}.test-results`, prefix: "types-" });
-      },
-    );
+    await Deno.mkdir(`${ROOT}.test-results`, { recursive: true });
+    dir = await Deno.makeTempDir({ dir: `${ROOT}.test-results`, prefix: "types-" });
     bad = await makeProject(compositionHtml("", {
       id: "with-dropped",
       variables: [
@@ -280,6 +276,9 @@ describe("vid types (CLI)", () => {
     const result = await runVid(["types", HELLO, "-o", `${blocker}/types.ts`]);
     assert.equal(result.code, 2, result.stderr);
     assert.match(result.stderr, /--output .*blocker\/types\.ts: cannot write it/);
+    assert.equal(await Deno.readTextFile(blocker), "a file, not a folder");
+    const leftovers = [...Deno.readDirSync(dir)].filter((e) => e.name.includes("partial"));
+    assert.deepEqual(leftovers, []);
   });
 });
 
