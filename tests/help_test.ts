@@ -163,6 +163,12 @@ describe("help: the spec's flags and defaults", () => {
     }
   });
 
+  it("vid server: the distributed backend's chunking defaults are the spec's 240 and 16", () => {
+    assert.match(optionHelp("vid server", "--lambda-chunk-size"), /default: 240/);
+    assert.match(optionHelp("vid server", "--lambda-max-parallel-chunks"), /default: 16/);
+    assert.match(optionHelp("vid server", "--render-backend"), /default: local/);
+  });
+
   it("vid auth: login (--api-key), status, refresh, logout", () => {
     optionHelp("vid auth login", "--api-key");
     for (const sub of ["status", "refresh", "logout"]) helpOf(`vid auth ${sub}`);

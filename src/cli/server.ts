@@ -59,7 +59,8 @@ export function registerServer(program: Command): void {
     )
     .option(
       "--render-backend <kind>",
-      "local (render on this machine) or lambda (Step Functions + Lambda) (env VID_RENDER_BACKEND)",
+      "local (render on this machine) or lambda (Step Functions + Lambda) (default: local; " +
+        "env VID_RENDER_BACKEND)",
     )
     .option(
       "--lambda-bucket <name>",
@@ -83,20 +84,21 @@ export function registerServer(program: Command): void {
     )
     .option(
       "--lambda-chunk-size <frames>",
-      "lambda: frames per chunk (default 240; env VID_LAMBDA_CHUNK_SIZE)",
+      "lambda: frames per chunk (default: 240; env VID_LAMBDA_CHUNK_SIZE)",
     )
     .option(
       "--lambda-max-parallel-chunks <n>",
-      "lambda: chunk workers per render at most (default 16; env VID_LAMBDA_MAX_PARALLEL_CHUNKS)",
+      "lambda: chunk workers per render at most (default: 16; env " +
+        "VID_LAMBDA_MAX_PARALLEL_CHUNKS)",
     )
     .option(
       "--lambda-max-in-flight <n>",
-      `lambda: distributed renders at once (default ${DEFAULT_LAMBDA_MAX_IN_FLIGHT}; ` +
+      `lambda: distributed renders at once (default: ${DEFAULT_LAMBDA_MAX_IN_FLIGHT}; ` +
         "env VID_LAMBDA_MAX_IN_FLIGHT)",
     )
     .option(
       "--lambda-poll-interval <ms>",
-      `lambda: milliseconds between progress reads (default ${DEFAULT_LAMBDA_POLL_INTERVAL_MS}; ` +
+      `lambda: milliseconds between progress reads (default: ${DEFAULT_LAMBDA_POLL_INTERVAL_MS}; ` +
         "env VID_LAMBDA_POLL_INTERVAL_MS)",
     )
     .addHelpText(
