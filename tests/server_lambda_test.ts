@@ -8,8 +8,8 @@
  * - a render completes through the workflow (3 chunks of 10 frames): the video behind the
  *   signed URL has 30 frames of 1920x1080 with the composition's colours, the thumbnail is
  *   a JPEG taken from it, the render's `execution_arn` names an execution of the workflow;
- * - a composition that throws at a frame fails the render with the chunk's error, and the
- *   credits come back;
+ * - a composition that throws at a frame fails the render with the chunk's error, the
+ *   credits come back and the signed webhook says so;
  * - `kill -9` mid-render, then a restart: the render resumes polling the same execution and
  *   completes; StartExecution was called once (counted by a forwarding proxy in front of
  *   the local Step Functions endpoint). That server keeps its storage on the render bucket
@@ -42,6 +42,7 @@ import {
   resolveRenderBackend,
 } from "../src/server/render_backend.ts";
 import { FsStorage } from "../src/server/storage.ts";
+import { verifyWebhook } from "../src/server/webhooks.ts";
 
 /** 1 s, 320x180: the whole frame fades from blue to red. */
 const FADE = compositionHtml(
@@ -272,7 +273,11 @@ describe("vid server with the distributed backend (local stack)", () => {
     before(async () => {
       dataDir = await tempDir("vid-server-lambda-");
       key = await createAccount(dataDir, "lambda@example.com", { credits: 100 });
-      server = await startServerProcess(dataDir, LAMBDA_FLAGS, stack.env);
+      server = await startServerProcess(
+        dataDir,
+        [...LAMBDA_FLAGS, "--allow-http-callbacks"],
+        stack.env,
+      );
     });
 
     after(async () => {
@@ -331,19 +336,40 @@ describe("vid server with the distributed backend (local stack)", () => {
       assert.equal((await api(server.url, key, "/v3/me")).body.credits, 99, "not refunded");
     });
 
-    it("fails a render whose page throws, with the chunk's error, and refunds its credits", async () => {
-      const before = (await api(server.url, key, "/v3/me")).body.credits as number;
-      const id = await submit(server.url, key, BROKEN);
-      assert.equal((await api(server.url, key, "/v3/me")).body.credits, before - 1);
-      const done = await waitFor(server.url, key, id, finished);
-      assert.equal(done.status, "failed");
-      assert.equal(
-        done.error,
-        "distributed render failed: chunk 1 (frames 10-19) failed: frame 15: " +
-          "the page threw Error: logo service down",
-      );
-      assert.equal(done.video_url, null);
-      assert.equal((await api(server.url, key, "/v3/me")).body.credits, before, "refunded");
+    it("fails a render whose page throws, with the chunk's error, refunds its credits and fires the webhook", async () => {
+      const received = Promise.withResolvers<{ body: string; signature: string | null }>();
+      const hook = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, async (r) => {
+        received.resolve({ body: await r.text(), signature: r.headers.get("vid-signature") });
+        return new Response("ok");
+      });
+      try {
+        const before = (await api(server.url, key, "/v3/me")).body.credits as number;
+        const id = await submit(server.url, key, BROKEN, {
+          callback_url: `http://127.0.0.1:${hook.addr.port}/hook`,
+          callback_id: "order-7",
+        });
+        assert.equal((await api(server.url, key, "/v3/me")).body.credits, before - 1);
+        const done = await waitFor(server.url, key, id, finished);
+        assert.equal(done.status, "failed");
+        const message = "distributed render failed: chunk 1 (frames 10-19) failed: frame 15: " +
+          "the page threw Error: logo service down";
+        assert.equal(done.error, message);
+        assert.equal(done.video_url, null);
+        assert.equal((await api(server.url, key, "/v3/me")).body.credits, before, "refunded");
+
+        const { body, signature } = await received.promise;
+        assert.deepEqual(JSON.parse(body), {
+          render_id: id,
+          status: "failed",
+          callback_id: "order-7",
+          video_url: null,
+          error: message,
+        });
+        const secret = (await Deno.readTextFile(`${dataDir}/secret`)).trim();
+        assert.ok(await verifyWebhook(secret, signature, body));
+      } finally {
+        await hook.shutdown();
+      }
     });
   });
 
