@@ -6,10 +6,10 @@
  */
 
 import { type Command, Option } from "@commander-js/extra-typings";
-import { fileURLToPath } from "node:url";
 import { loadOverrides } from "../composition/variables.ts";
 import type { RenderConfig } from "../lambda/config.ts";
 import { LAMBDA_FORMATS, LAMBDA_QUALITIES } from "../lambda/config.ts";
+import { deployStack } from "../lambda/deploy.ts";
 import { startLocalStack } from "../lambda/local_stack.ts";
 import {
   deploySite,
@@ -22,8 +22,6 @@ import {
 } from "../lambda/sdk.ts";
 import { printBatchProgress, registerLambdaBatch } from "./lambda_batch.ts";
 import { EXIT, integerIn, positiveInteger, reportError, VARIABLES_HELP, warn } from "./shared.ts";
-
-const PULUMI_DIR = fileURLToPath(new URL("../../pulumi/", import.meta.url));
 
 export const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
   "  --bucket, VID_LAMBDA_BUCKET          render bucket (RenderBucketName)\n" +
@@ -125,20 +123,6 @@ function progressJson(p: LambdaRenderProgress): Record<string, unknown> {
   };
 }
 
-async function pulumiOnPath(): Promise<boolean> {
-  try {
-    const out = await new Deno.Command("pulumi", {
-      args: ["version"],
-      stdin: "null",
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    return out.success;
-  } catch {
-    return false;
-  }
-}
-
 /** Registers `vid lambda`. */
 export function registerLambda(program: Command): void {
   const lambda = program
@@ -213,7 +197,8 @@ export function registerLambda(program: Command): void {
     .summary("Deploy the stack once per account and region (Pulumi).")
     .description(
       "Deploy the stack (bucket, function, state machine) once per account and region with " +
-        "Pulumi; needs the Pulumi CLI on PATH. Prints RenderBucketName and RenderStateMachineArn.",
+        "the Pulumi Automation API; needs the Pulumi CLI on PATH. Builds the packaged worker " +
+        "(Chromium and ffmpeg included) first. Prints RenderBucketName and RenderStateMachineArn.",
     )
     .option(
       "--concurrency <n>",
@@ -228,39 +213,20 @@ export function registerLambda(program: Command): void {
     )
     .option("--stack <name>", "Pulumi stack", "dev")
     .option("--region <region>", "AWS region (env AWS_REGION)")
+    .option(
+      "--worker-path <dir>",
+      "deploy this packaged worker (default: build it into dist/worker first)",
+    )
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (options) => {
       try {
-        if (!(await pulumiOnPath())) {
-          throw new Error(
-            "the Pulumi CLI (`pulumi`) is not on PATH; `vid lambda deploy` needs it. Install it " +
-              "from https://www.pulumi.com/docs/install/ (e.g. `curl -fsSL https://get.pulumi.com " +
-              "| sh`), then run the command again",
-          );
-        }
-        const region = options.region ?? Deno.env.get("AWS_REGION") ?? "us-east-1";
-        const run = async (args: string[], quiet = false): Promise<string> => {
-          const out = await new Deno.Command("pulumi", {
-            args,
-            cwd: PULUMI_DIR,
-            stdin: "null",
-            stdout: "piped",
-            stderr: quiet ? "piped" : "inherit",
-          }).output();
-          const text = new TextDecoder().decode(out.stdout);
-          if (!out.success) throw new Error(`pulumi ${args.join(" ")} failed (${out.code})`);
-          if (!quiet && !options.json) console.error(text.trimEnd());
-          return text;
-        };
-        await run(["stack", "select", "--create", options.stack, "--non-interactive"], true);
-        const config = ["-c", `aws:region=${region}`, "-c", `vid-lambda:memory=${options.memory}`];
-        if (options.concurrency !== undefined) {
-          config.push("-c", `vid-lambda:concurrency=${options.concurrency}`);
-        }
-        await run(["up", "--yes", "--non-interactive", "--stack", options.stack, ...config]);
-        const outputs = JSON.parse(
-          await run(["stack", "output", "--json", "--stack", options.stack], true),
-        );
+        const { region, ...outputs } = await deployStack({
+          stack: options.stack,
+          region: options.region,
+          memory: options.memory,
+          concurrency: options.concurrency,
+          workerPath: options.workerPath,
+        });
         if (options.json) {
           console.log(JSON.stringify({ ok: true, region, ...outputs }, null, 2));
         } else {
