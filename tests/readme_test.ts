@@ -16,13 +16,14 @@
  * - A `text` block right after a `run` block is its expected output: each non-blank line must
  *   appear, in order, in the output, `…` matching anything. A `text` block after
  *   `<!-- source: <file> [<file>…] -->` is a message printed by that code: each piece between
- *   `…` (leading `error: ` / `warning: ` aside) must appear in one of the files, string
- *   concatenations joined. Any other `text` block fails.
- * - `ts` blocks are type-checked by `deno check` with `@vid/cli` mapped to the repository's
+ *   `…` (a leading `error: `, `warning: ` or `compile: ` aside) must appear in one of the
+ *   files, string concatenations joined. Any other `text` block fails.
+ * - `ts` blocks are type-checked by `deno check` with `@vid/cli` (and the npm package's name,
+ *   `vid-sdk`) mapped to the repository's
  *   mod.ts, beside the `hello.variables.ts` that `vid types examples/hello` writes; a `ts`
  *   block preceded by `<!-- run -->` is also run with `deno run -A`, like a `sh` block.
  * - `json` and `jsonl` blocks must parse; the `html` block that declares variables must
- *   declare what examples/hello declares.
+ *   declare what examples/hello declares. A block in any other language fails.
  *
  * @module
  */
@@ -167,6 +168,12 @@ describe("README.md", () => {
     assert.equal(first?.code.trim(), "npx --yes deno@2 task hello\nnpx --yes deno@2 task test");
   });
 
+  it("has fenced blocks only in the languages this test checks", () => {
+    const checked = new Set(["sh", "ts", "text", "json", "jsonl", "html"]);
+    const other = BLOCKS.filter((b) => !checked.has(b.lang));
+    assert.deepEqual(other.map((b) => `README.md:${b.line}: \`\`\`${b.lang}`), []);
+  });
+
   it("has at least one sh block, and every sh block is run or mirrored", () => {
     const sh = BLOCKS.filter((b) => b.lang === "sh");
     assert.ok(sh.length > 10, `only ${sh.length} sh blocks`);
@@ -227,7 +234,7 @@ describe("README.md", () => {
       if (!files) continue;
       const texts = files.map((f) => joinedSource(readFileSync(`${ROOT}${f}`, "utf8")));
       for (const line of block.code.split("\n")) {
-        const message = line.trim().replace(/^(error|warning): /, "");
+        const message = line.trim().replace(/^(error|warning|compile): /, "");
         for (const piece of message.split("…").map((p) => p.trim()).filter(Boolean)) {
           if (!texts.some((t) => t.includes(piece))) {
             problems.push(`README.md:${block.line}: "${piece}" is not in ${files.join(", ")}`);
@@ -400,9 +407,10 @@ async function runBlock(block: Block, setup: RunSetup): Promise<RunOutcome> {
   return { code: result.code, output: new TextDecoder().decode(result.stdout) };
 }
 
-/** A ts block importing the repository's mod.ts where it says `@vid/cli`. */
+/** A ts block importing the repository's mod.ts where it says `@vid/cli` or `vid-sdk`. */
 function withModTs(code: string): string {
-  return `${code.replaceAll('"@vid/cli"', JSON.stringify(`${ROOT}mod.ts`))}\nexport {};\n`;
+  const mod = JSON.stringify(`${ROOT}mod.ts`);
+  return `${code.replaceAll('"@vid/cli"', mod).replaceAll('"vid-sdk"', mod)}\nexport {};\n`;
 }
 
 /** Writes the ts blocks to temp files importing the repository's mod.ts and checks them. */
