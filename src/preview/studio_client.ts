@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * The studio's script, run in the browser on the page of `studio_page.ts`. It is
  * serialised with `Function.prototype.toString`, so {@linkcode studioClient} must not

@@ -1,11 +1,12 @@
-/// <reference lib="dom" />
 /**
  * The code that runs inside the composition page, installed before any page script:
  * `window.__vid` (variables, seek hooks, delay handles), a virtual clock, seeded
  * randomness, seek adapters and the readiness gate.
  *
  * {@linkcode vidPageRuntime} is serialised with `Function.prototype.toString` and
- * evaluated in the page, so it must not reference anything outside its own body.
+ * evaluated in the page, so it must not reference anything outside its own body. Its DOM
+ * types come from the `dom` lib of deno.json's `compilerOptions` (JSR rejects a
+ * `/// <reference lib="dom" />` in a published module).
  *
  * Time model: the page starts at virtual time 0 and time only moves when the renderer
  * seeks to a frame. Seeking to frame n steps through every frame between the current one
