@@ -11,7 +11,8 @@
  * - a composition that throws at a frame fails the render with the chunk's error, the
  *   credits come back and the signed webhook says so;
  * - `kill -9` mid-render, then a restart: the render resumes polling the same execution and
- *   completes; StartExecution was called once (counted by a forwarding proxy in front of
+ *   completes, and so does one whose ARN was never written (found again by its name);
+ *   StartExecution was called once per render (counted by a forwarding proxy in front of
  *   the local Step Functions endpoint). That server keeps its storage on the render bucket
  *   itself, so the workflow writes the video straight to the storage key (no copy);
  * - the same project rendered again is not uploaded again (one site per project).
@@ -387,23 +388,34 @@ describe("vid server with the distributed backend (local stack)", () => {
     try {
       const first = await startServerProcess(dataDir, flags, env);
       const id = await submit(first.url, key, FADE, { variables: { label: "from lambda" } });
-      const deadline = Date.now() + 120000;
-      while (!renderRow(dataDir, id)?.execution_arn && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      // A second render stands for a server killed between StartExecution and writing the ARN.
+      const lost = await submit(first.url, key, FADE, { variables: { label: "lost arn" } });
+      await eventually(
+        () =>
+          Boolean(renderRow(dataDir, id)?.execution_arn && renderRow(dataDir, lost)?.execution_arn),
+        "both executions recorded",
+        120000,
+      );
       const arn = String(renderRow(dataDir, id)?.execution_arn);
+      const lostArn = String(renderRow(dataDir, lost)?.execution_arn);
       assert.match(arn, new RegExp(`:execution:vid-render:${id}$`));
       const killed = await first.stop("SIGKILL");
       assert.equal(killed.signal, "SIGKILL");
       assert.equal(renderRow(dataDir, id)?.status, "rendering", "killed mid-render");
-      assert.equal(proxy.starts(), 1);
+      assert.equal(proxy.starts(), 2);
+      const db = new DatabaseSync(`${dataDir}/vid.db`);
+      db.prepare("update renders set execution_arn = null where id = ?").run(lost);
+      db.close();
 
       second = await startServerProcess(dataDir, flags, env);
-      await eventually(() => /re-queued 1 render/.test(second!.output()), "re-queued line");
+      await eventually(() => /re-queued 2 render/.test(second!.output()), "re-queued line");
       const done = await waitFor(second.url, key, id, finished);
       assert.equal(done.status, "completed", String(done.error));
+      const lostDone = await waitFor(second.url, key, lost, finished);
+      assert.equal(lostDone.status, "completed", String(lostDone.error));
       assert.equal(renderRow(dataDir, id)?.execution_arn, arn, "the same execution");
-      assert.equal(proxy.starts(), 1, "StartExecution was called once across both runs");
+      assert.equal(renderRow(dataDir, lost)?.execution_arn, lostArn, "found again by its name");
+      assert.equal(proxy.starts(), 2, "StartExecution was called once per render across both runs");
 
       const execution = await sfn.send(new DescribeExecutionCommand({ executionArn: arn }));
       assert.equal(JSON.parse(execution.input!).outputKey, `renders/${id}/video.mp4`);
