@@ -33,10 +33,11 @@ async function openBrowser(url: string): Promise<string | undefined> {
 export function registerPreview(program: Command): void {
   program
     .command("preview")
+    .summary("Serve a live studio for a composition.")
     .description(
-      "Serve a live studio for a composition on 127.0.0.1: the stage at its\n" +
-        "true aspect ratio, play/pause, a frame-exact timeline, a variables\n" +
-        "panel, reload on file edits, and a Render button (mp4 files in\n" +
+      "Serve a live studio for a composition on 127.0.0.1: the stage at its " +
+        "true aspect ratio, play/pause, a frame-exact timeline, a variables " +
+        "panel, reload on file edits, and a Render button (mp4 files in " +
         "<dir>/renders/). Ctrl-C stops it.",
     )
     .argument("[target]", "project directory or HTML file", ".")
