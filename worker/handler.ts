@@ -9,8 +9,11 @@
  *   `<VID_CHUNK_PREFIX><renderId>/chunk-<index>.<format>` and writes
  *   `renders/<renderId>/chunks/<index>.json` (one object per chunk, so parallel chunks
  *   never race on one progress object).
+ *   Chunk 0 also returns the composition's media as its page found them
+ *   (`ChunkResult.media`).
  * - `assemble`: downloads the chunks in order, joins them with the concat demuxer
- *   (`-c copy`), mixes the soundtrack once for the whole timeline and muxes it, uploads
+ *   (`-c copy`), mixes the soundtrack once for the whole timeline from chunk 0's media
+ *   (site files read from the site's local copy; no browser) and muxes it, uploads
  *   the result to `outputKey`, writes the final `progress.json` and sends the optional
  *   signed webhook.
  *
@@ -53,11 +56,13 @@ import {
   prepareComposition,
   type RenderSession,
 } from "../src/render/session.ts";
-import { requireFfmpeg } from "../src/render/system.ts";
+import { fetchRemoteMedia } from "../src/render/remote.ts";
+import { requireFfmpeg, requireFfprobe } from "../src/render/system.ts";
 import { deliverWebhook } from "../src/server/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
 import {
   type AssemblePayload,
+  type ChunkMedia,
   type ChunkResult,
   planChunks,
   type PlanPayload,
@@ -143,10 +148,12 @@ async function renderOneChunk(event: RenderChunkPayload): Promise<ChunkResult> {
   const key = `${chunkPrefix()}${input.renderId}/chunk-${chunk.index}.${format}`;
   let bytes = 0;
   let capture = "";
+  let media: ChunkMedia[] | undefined;
   try {
     const session = await openSession(input, event.executionStartTime);
     try {
       capture = session.browser.mode;
+      if (chunk.index === 0) media = portableMedia(session);
       const output = join(session.workDir, `chunk-${chunk.index}.${format}`);
       await renderChunk(session.browser, session.spec, {
         chunk,
@@ -173,7 +180,7 @@ async function renderOneChunk(event: RenderChunkPayload): Promise<ChunkResult> {
     renderedAt: new Date().toISOString(),
     capture,
   });
-  return { index: chunk.index, key };
+  return media ? { index: chunk.index, key, media } : { index: chunk.index, key };
 }
 
 async function assemble(event: AssemblePayload): Promise<AssembleResult> {
@@ -199,22 +206,23 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
     const joined = join(work, `joined.${format}`);
     await concatChunks(ffmpeg, files, join(work, "chunks.txt"), joined, format);
 
-    // The soundtrack is mixed once, for the whole timeline: the page's media are found by
-    // the same session set-up as a local render.
-    const soundtrack = join(work, "soundtrack.wav");
-    let audio = false;
-    const session = await openSession(input, event.executionStartTime);
-    try {
-      audio = await mixAudio(session.media, {
-        ffmpeg,
-        ffprobe: session.ffprobe,
-        duration: event.totalFrames / rate,
-        output: soundtrack,
-        input: session.input,
-      });
-    } finally {
-      await session.close();
+    // The soundtrack is mixed once, for the whole timeline, from the media chunk 0's page
+    // found: no browser here.
+    const media = chunks.find((c) => c.media)?.media;
+    if (!media) {
+      throw new Error(
+        "assemble: no chunk result carries the composition's media (chunk 0 should); " +
+          "were the chunks rendered by an older worker? Render again",
+      );
     }
+    const soundtrack = join(work, "soundtrack.wav");
+    const audio = media.length > 0 && await mixAudio(media, {
+      ffmpeg,
+      ffprobe: await requireFfprobe(),
+      duration: event.totalFrames / rate,
+      output: soundtrack,
+      input: await mediaInputs(input, media, work),
+    });
     let final = joined;
     if (audio) {
       final = join(work, `final.${format}`);
@@ -296,6 +304,39 @@ function chunkError(what: string, error: unknown): Error {
   const wrapped = new Error(`${what} failed: ${cause.message}`, { cause });
   wrapped.name = cause.name;
   return wrapped;
+}
+
+/** The session's media with site sources as paths inside the site (see `ChunkMedia`). */
+function portableMedia(session: RenderSession): ChunkMedia[] {
+  const base = session.server.url;
+  return session.media.map((item) => {
+    if (!item.src.startsWith(base)) return { ...item, site: false };
+    const path = decodeURIComponent(new URL(item.src).pathname.slice(1));
+    return { ...item, src: path, site: true };
+  });
+}
+
+/**
+ * Where ffmpeg reads each media source in `assemble`: site files from the site's local copy
+ * (never outside it), remote URLs from the copies `fetchRemoteMedia` makes, as a render
+ * session would.
+ */
+async function mediaInputs(
+  input: ExecutionInput,
+  media: ChunkMedia[],
+  work: string,
+): Promise<(src: string) => string> {
+  const site = resolve(await siteDir(input));
+  const remote = media.some((item) => !item.site)
+    ? await fetchRemoteMedia(input.config.variables ?? {}, work)
+    : {};
+  const siteSources = new Set(media.filter((item) => item.site).map((item) => item.src));
+  return (src: string): string => {
+    if (!siteSources.has(src)) return remote[src]?.file ?? src;
+    const file = resolve(site, src);
+    if (!file.startsWith(site + sep)) throw new Error(`media source outside the site: ${src}`);
+    return file;
+  };
 }
 
 /** The render session of a task: the same set-up as `vid render` (server, browser, media). */

@@ -25,6 +25,9 @@
  *   (supported by Step Functions and by aws-local-stepfunctions) lets each render carry
  *   its own `maxParallelChunks`. The planner never returns more chunks than that anyway,
  *   so the cap is a guard.
+ * - `assemble` needs the composition's media to mix the soundtrack; chunk 0's result carries
+ *   them (`ChunkResult.media`: what its page discovered, site files as site paths), so the
+ *   assemble invocation launches no browser. They reach it with the other chunk results.
  * - States carry only small data: the plan's result, then the chunk results. Each task
  *   reads the execution input from `$$.Execution.Input` in its `Parameters` /
  *   `ItemSelector`, so an input close to the 256 KiB limit is not copied into the state
@@ -124,12 +127,46 @@ export interface RenderChunkPayload {
   executionStartTime: string;
 }
 
+/**
+ * A `<video>` or `<audio>` element of the composition as a chunk's page found it, portable to
+ * another invocation: a source served from the site is given as its path inside the site.
+ * The fields are those of the page runtime's `MediaDescriptor`, spelled out here because the
+ * Pulumi program compiles this module without the DOM types that one needs.
+ */
+export interface ChunkMedia {
+  /** The element's tag. */
+  kind: "video" | "audio";
+  /** A path inside the site when `site`, else the absolute URL of the source. */
+  src: string;
+  /** True: `src` is a path inside the site (`sounds/a.wav`); false: an absolute URL. */
+  site: boolean;
+  /** Seconds on the composition timeline when it starts (`data-start`). */
+  start: number;
+  /** Seconds into the source where it starts (`data-media-start`). */
+  mediaStart: number;
+  /** Null when it plays to the end of its source (or of the composition). */
+  duration: number | null;
+  /** Gain (`data-volume`). */
+  volume: number;
+  /** The element's `muted` attribute. */
+  muted: boolean;
+  /** The element's `loop` attribute. */
+  loop: boolean;
+  /** Speed of the source (`data-playback-rate`). */
+  playbackRate: number;
+}
+
 /** Result of a `renderChunk` task: where the chunk's file was written. */
 export interface ChunkResult {
   /** The chunk's index in the plan. */
   index: number;
   /** Object key of the chunk file in the input's bucket. */
   key: string;
+  /**
+   * Chunk 0 only: the composition's media, which every chunk's page discovers anyway, so
+   * that `assemble` mixes the soundtrack without loading the page in a browser again.
+   */
+  media?: ChunkMedia[];
 }
 
 /** Payload of the `assemble` task. */
