@@ -24,13 +24,14 @@
  *   block preceded by `<!-- run -->` is also run with `deno run -A`, like a `sh` block.
  * - `json` and `jsonl` blocks must parse; the `html` block that declares variables must
  *   declare what examples/hello declares. A block in any other language fails.
+ * - Links to headings (`#…`) and to repository files must resolve.
  *
  * @module
  */
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { parseComposition, readComposition } from "../mod.ts";
 import { SYSTEM_PACKAGES } from "../src/render/system.ts";
 import { ROOT } from "./helpers.ts";
@@ -166,6 +167,25 @@ describe("README.md", () => {
   it("opens with the quick start: deno task hello, then deno task test", () => {
     const first = BLOCKS.find((b) => b.lang === "sh");
     assert.equal(first?.code.trim(), "npx --yes deno@2 task hello\nnpx --yes deno@2 task test");
+  });
+
+  it("links only to headings and files that exist", () => {
+    const prose = README.replace(/^\s*```[\s\S]*?^\s*```/gm, "");
+    const anchors = new Set(
+      [...prose.matchAll(/^#+ (.+)$/gm)].map((m) =>
+        m[1].toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, "").replace(/\s/g, "-")
+      ),
+    );
+    const broken: string[] = [];
+    for (const [, target] of prose.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^https?:/.test(target)) continue;
+      if (target.startsWith("#")) {
+        if (!anchors.has(target.slice(1))) broken.push(target);
+      } else if (!existsSync(`${ROOT}${target.split("#")[0]}`)) {
+        broken.push(target);
+      }
+    }
+    assert.deepEqual(broken, []);
   });
 
   it("has fenced blocks only in the languages this test checks", () => {
