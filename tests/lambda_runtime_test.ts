@@ -14,7 +14,9 @@
  *   a soundtrack (probed by the packaged ffprobe) whose frames show the animation.
  *
  * The packaged Chromium is built for Amazon Linux 2023; it also runs on this Debian
- * machine, so the render is real. Which capture mode it used is recorded per chunk.
+ * machine, so the render is real. Which capture mode it used is recorded per chunk: the
+ * BeginFrame probe passes with it (it is a headless shell); a second render forces the
+ * screenshot path (`VID_CAPTURE=screenshot`) to show that one works with it too.
  *
  * @module
  */
@@ -286,20 +288,24 @@ describe("Lambda runtime packaging", () => {
       if (project) await Deno.remove(project, { recursive: true });
     });
 
-    it("plans, renders two chunks with the packaged Chromium and ffmpeg, and assembles with audio", async () => {
+    /**
+     * Runs plan, the chunks and assemble from the artifact on the Lambda code path; returns
+     * the driver's result, the worker's stderr, each chunk's capture mode and the video.
+     */
+    async function renderOnLambdaPath(renderId: string, extraEnv: Record<string, string> = {}) {
       const node = await node22();
-      const home = join(scratch, "lambda-home");
-      const tmp = join(scratch, "lambda-tmp");
+      const home = join(scratch, `${renderId}-home`);
+      const tmp = join(scratch, `${renderId}-tmp`);
       await Deno.mkdir(home);
       await Deno.mkdir(tmp);
       await Deno.writeTextFile(join(scratch, "driver.mjs"), DRIVER);
       const input: ExecutionInput = {
-        renderId: "r-runtime",
+        renderId,
         bucketName: BUCKET,
         siteId: SITE_ID,
         serveUrl: `${s3.endpoint}/${BUCKET}/sites/${SITE_ID}/`,
         composition: "index.html",
-        outputKey: "renders/r-runtime/out.mp4",
+        outputKey: `renders/${renderId}/out.mp4`,
         config: { fps: 30, format: "mp4", chunkSize: 8 },
       };
       const { stdout, stderr } = await run(node, [
@@ -319,9 +325,42 @@ describe("Lambda runtime packaging", () => {
           VID_S3_FORCE_PATH_STYLE: "1",
           AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
           AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+          ...extraEnv,
         },
       });
-      const result = JSON.parse(stdout);
+      const get = async (key: string): Promise<Uint8Array> => {
+        const object = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
+        return await object.Body!.transformToByteArray();
+      };
+      const captures: string[] = [];
+      for (const index of [0, 1]) {
+        const chunk = JSON.parse(
+          new TextDecoder().decode(await get(`renders/${renderId}/chunks/${index}.json`)),
+        );
+        captures.push(chunk.capture);
+      }
+      const video = join(scratch, `${renderId}.mp4`);
+      await Deno.writeFile(video, await get(input.outputKey));
+      return { result: JSON.parse(stdout), stderr, captures, video, tmp };
+    }
+
+    /** The video has 15 frames of 320x180, a soundtrack, and the animation's pixels. */
+    async function checkVideo(video: string): Promise<void> {
+      const info = await probeVideo(video);
+      assert.equal(info.frames, 15);
+      assert.equal(info.width, 320);
+      assert.equal(info.height, 180);
+      assert.equal(info.hasAudio, true);
+      // Frame 0: the red box at the left edge; the last frame: blue, at the right.
+      const left = await pixelSeries(video, 30, 70);
+      const right = await pixelSeries(video, 290, 70);
+      assert.ok(near(left[0], [255, 0, 0], 40), `frame 0 at the left: ${rgb(left[0])}`);
+      assert.ok(near(right[14], [0, 0, 255], 60), `frame 14 at the right: ${rgb(right[14])}`);
+      assert.ok(near(right[0], [0, 0, 0], 30), `frame 0 at the right: ${rgb(right[0])}`);
+    }
+
+    it("plans, renders two chunks with the packaged Chromium and ffmpeg, and assembles with audio", async () => {
+      const { result, stderr, captures, video, tmp } = await renderOnLambdaPath("r-runtime");
       assert.equal(result.env.VID_HEADLESS_SHELL, join(tmp, "chromium"), stderr);
       assert.equal(result.env.VID_FFMPEG, join(artifact, PACKAGED_BINARIES.ffmpeg));
       assert.equal(result.env.VID_FFPROBE, join(artifact, PACKAGED_BINARIES.ffprobe));
@@ -332,34 +371,19 @@ describe("Lambda runtime packaging", () => {
       assert.equal(result.plan.totalFrames, 15);
       assert.equal(result.chunks.length, 2);
       assert.equal(result.assembled.audio, true);
-
-      const get = async (key: string): Promise<Uint8Array> => {
-        const object = await client.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
-        return await object.Body!.transformToByteArray();
-      };
-      const captures: string[] = [];
-      for (const index of [0, 1]) {
-        const chunk = JSON.parse(
-          new TextDecoder().decode(await get(`renders/r-runtime/chunks/${index}.json`)),
-        );
-        captures.push(chunk.capture);
-      }
+      // The packaged browser is a headless shell: the BeginFrame probe passes, or falls back.
       assert.ok(captures.every((c) => c === "beginframe" || c === "screenshot"), `${captures}`);
       console.log(`packaged Chromium capture mode per chunk: ${captures.join(", ")}`);
+      await checkVideo(video);
+    });
 
-      const output = join(scratch, "runtime.mp4");
-      await Deno.writeFile(output, await get(input.outputKey));
-      const info = await probeVideo(output);
-      assert.equal(info.frames, 15);
-      assert.equal(info.width, 320);
-      assert.equal(info.height, 180);
-      assert.equal(info.hasAudio, true);
-      // Frame 0: the red box at the left edge; the last frame: blue, at the right.
-      const left = await pixelSeries(output, 30, 70);
-      const right = await pixelSeries(output, 290, 70);
-      assert.ok(near(left[0], [255, 0, 0], 40), `frame 0 at the left: ${rgb(left[0])}`);
-      assert.ok(near(right[14], [0, 0, 255], 60), `frame 14 at the right: ${rgb(right[14])}`);
-      assert.ok(near(right[0], [0, 0, 0], 30), `frame 0 at the right: ${rgb(right[0])}`);
+    it("the screenshot capture path works with the packaged Chromium too", async () => {
+      const { result, captures, video } = await renderOnLambdaPath("r-runtime-shots", {
+        VID_CAPTURE: "screenshot",
+      });
+      assert.equal(result.assembled.audio, true);
+      assert.deepEqual(captures, ["screenshot", "screenshot"]);
+      await checkVideo(video);
     });
   });
 });
