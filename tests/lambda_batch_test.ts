@@ -88,6 +88,15 @@ interface ProxyState {
   byKey: Map<string, number>;
   /** Milliseconds each StartExecution response is held back. */
   startDelayMs: number;
+  /** Drop the connection of the next StartExecution calls before forwarding them. */
+  dropBefore: number;
+  /** Forward the next StartExecution calls, then drop the connection instead of answering. */
+  dropAfter: number;
+  /**
+   * Answer with `connection: close`, so every call has a fresh connection: an HTTP client
+   * may silently resend a request whose pooled connection dropped, hiding the drop.
+   */
+  closeConnections: boolean;
 }
 
 /** AWS's answer to a throttled call of a JSON 1.0 protocol service (HTTP 400). */
@@ -132,6 +141,11 @@ async function startProxy(
           throttleResponse(res);
           return;
         }
+        if (state.dropBefore > 0) {
+          state.dropBefore--;
+          req.socket.destroy();
+          return;
+        }
         state.inFlight++;
         state.max = Math.max(state.max, state.inFlight);
       }
@@ -147,7 +161,15 @@ async function startProxy(
         up.on("end", () => {
           setTimeout(() => {
             if (isStart) state.inFlight--;
-            res.writeHead(up.statusCode ?? 500, up.headers);
+            if (isStart && state.dropAfter > 0) {
+              state.dropAfter--;
+              req.socket.destroy();
+              return;
+            }
+            res.writeHead(up.statusCode ?? 500, {
+              ...up.headers,
+              ...(state.closeConnections ? { connection: "close" } : {}),
+            });
             res.end(Buffer.concat(body));
           }, isStart ? state.startDelayMs : 0);
         });
@@ -179,6 +201,9 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     throttled: 0,
     byKey: new Map(),
     startDelayMs: 100,
+    dropBefore: 0,
+    dropAfter: 0,
+    closeConnections: false,
   };
   let env: Record<string, string>;
 
@@ -591,6 +616,39 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
       assert.deepEqual(retried, [2, 2, 2]);
     } finally {
       state.throttleKeys.clear();
+    }
+  });
+
+  it("a dropped start call is retried; one that started anyway is started, not already-started (SDK)", async () => {
+    const file = await batchFile("drops.jsonl", [
+      JSON.stringify({ outputKey: "d/1.mp4" }),
+      JSON.stringify({ outputKey: "d/2.mp4" }),
+      JSON.stringify({ outputKey: "d/3.mp4" }),
+    ]);
+    const before = state.starts;
+    state.closeConnections = true;
+    state.dropBefore = 1; // never reaches Step Functions
+    state.dropAfter = 1; // starts the execution, but the answer is lost
+    const retried: string[] = [];
+    try {
+      const rows = await renderBatch({
+        batchFile: file,
+        siteHandle: siteHandleFromId("site-0123456789abcdef", LOCAL_BUCKET),
+        bucketName: LOCAL_BUCKET,
+        stateMachineArn,
+        sfn: { endpoint: env.VID_SFN_ENDPOINT, region: REGION, credentials: S3_CREDENTIALS },
+        maxConcurrent: 1,
+        retryBaseMs: 20,
+        onRetry: (_line, _attempt, error) => retried.push(error.message),
+      });
+      assert.deepEqual(statuses(rows), [[1, "started"], [2, "started"], [3, "started"]]);
+      assert.ok(rows.every((r) => r.executionArn?.includes(":execution:vid-render:b-")));
+      assert.equal(retried.length, 2, retried.join("; "));
+      assert.equal(state.starts - before, 3 + 1); // the lost answer's row is found, not restarted
+    } finally {
+      state.dropBefore = 0;
+      state.dropAfter = 0;
+      state.closeConnections = false;
     }
   });
 

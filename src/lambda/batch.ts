@@ -20,11 +20,14 @@
  *   execution is looked up (`DescribeExecution`); one that exists, running or finished,
  *   makes the row `already-started` with its ARN, and nothing new starts. A rerun of a
  *   batch is therefore a no-op for the rows that started, and starts the others.
- * - Throttling (`ThrottlingException` and kin, HTTP 429) and server errors (5xx) from the
- *   look-up or the start call are retried with exponential backoff and full jitter, up to
- *   `startAttempts` attempts per row; past that the row fails to start with a reason
- *   naming throttling. The batch's own Step Functions client is built with
- *   `maxAttempts: 1`, so this is the only retry policy and every attempt is counted.
+ * - Throttling (`ThrottlingException` and kin, HTTP 429), server errors (5xx) and dropped
+ *   connections (`ECONNRESET`, `EPIPE`, `ETIMEDOUT`) from the look-up or the start call are
+ *   retried with exponential backoff and full jitter, up to `startAttempts` attempts per
+ *   row; past that the row fails to start with a reason naming throttling (or the last
+ *   error). A start call that failed without an answer may have started the execution:
+ *   the retry's look-up then finds it, and the row is `started`, not `already-started`.
+ *   The batch's own Step Functions client is built with `maxAttempts: 1`, so this is the
+ *   only retry policy and every attempt is counted.
  * - `signal` (Ctrl-C in the CLI) stops starting rows: calls in flight finish, the rest of
  *   the file is still read and validated, and the rows that would have started become
  *   `not-started` (a rerun starts them).
@@ -170,7 +173,7 @@ export interface RenderBatchOptions<
    * the large-batch guidance. @default unknown
    */
   reservedConcurrency?: number;
-  /** Attempts per row when the start call is throttled (or fails with a 5xx). @default 8 */
+  /** Attempts per row when the start call is throttled, fails with a 5xx or drops. @default 8 */
   startAttempts?: number;
   /** First backoff ceiling, ms; doubles per attempt up to 5000 (full jitter). @default 200 */
   retryBaseMs?: number;
@@ -284,8 +287,12 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 interface AwsError {
   name?: string;
   message?: string;
+  code?: string;
   $metadata?: { httpStatusCode?: number };
 }
+
+/** Connection failures after the request may have been sent: worth another attempt. */
+const NETWORK_ERROR_CODES = ["ECONNRESET", "EPIPE", "ETIMEDOUT"];
 
 function isThrottle(error: unknown): boolean {
   const e = error as AwsError;
@@ -294,9 +301,17 @@ function isThrottle(error: unknown): boolean {
     e?.$metadata?.httpStatusCode === 429;
 }
 
+/** A server error or a dropped connection: the call may or may not have been carried out. */
+function isTransient(error: unknown): boolean {
+  const e = error as AwsError;
+  const status = e?.$metadata?.httpStatusCode;
+  return (status !== undefined && status >= 500) ||
+    NETWORK_ERROR_CODES.includes(e?.code ?? "") || e?.name === "TimeoutError" ||
+    e?.message === "socket hang up";
+}
+
 function isRetryable(error: unknown): boolean {
-  const status = (error as AwsError)?.$metadata?.httpStatusCode;
-  return isThrottle(error) || (status !== undefined && status >= 500);
+  return isThrottle(error) || isTransient(error);
 }
 
 /** JSON with object keys sorted, so equal values hash equally whatever their key order. */
@@ -575,14 +590,26 @@ export async function renderBatch<
   ) => {
     const executionArn = executionArnFor(options.stateMachineArn, renderId);
     const base = { line, outputKey, renderId };
+    // Set when a start call of this run failed in a way that may have started the
+    // execution anyway (connection dropped, 5xx): if it exists then, this run started it.
+    let maybeStarted = false;
+    const exists = (arn: string) =>
+      finish({
+        ...base,
+        status: maybeStarted ? "started" : "already-started",
+        executionArn: arn,
+        error: null,
+      });
     try {
       for (let attempt = 1;; attempt++) {
+        let starting = false;
         try {
           const found = await existing(executionArn);
           if (found) {
-            finish({ ...base, status: "already-started", executionArn: found, error: null });
+            exists(found);
             return;
           }
+          starting = true;
           const handle = await renderToLambda({
             siteHandle: options.siteHandle,
             bucketName: options.bucketName,
@@ -597,10 +624,11 @@ export async function renderBatch<
           return;
         } catch (error) {
           if ((error as AwsError).name === "ExecutionAlreadyExists") {
-            finish({ ...base, status: "already-started", executionArn, error: null });
+            exists(executionArn);
             return;
           }
           if (!isRetryable(error)) throw error;
+          if (starting && isTransient(error)) maybeStarted = true;
           const e = error as AwsError;
           const what = `${e.name ?? "Error"}: ${e.message ?? "no message"}`;
           if (attempt >= startAttempts) {
