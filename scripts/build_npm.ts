@@ -32,15 +32,16 @@
  *   repository. The build fails when such a file is missing.
  * - Package name `vid-sdk` (unscoped: publishing needs no npm organisation), ESM only
  *   (`"type": "module"`), `"engines": {"node": ">=20"}`.
- * - The package is assembled in a temporary folder beside `outdir` and renamed into place,
- *   so a failed build leaves the previous `npm/` (or nothing), never half a package.
+ * - The package is staged and compiled in a temporary folder, copied beside `outdir` and
+ *   renamed into place, so a failed build leaves the previous `npm/` (or nothing), never
+ *   half a package.
  *
  * @module
  */
 
 import { cp, mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from "node:fs/promises";
-import { homedir } from "node:os";
-import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { homedir, tmpdir } from "node:os";
+import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -365,7 +366,9 @@ async function exists(path: string): Promise<boolean> {
  */
 export async function buildTools(): Promise<string> {
   const prefix = join(
-    Deno.env.get("VID_CACHE_DIR") ?? join(homedir(), ".cache", "vid"),
+    homedir(),
+    ".cache",
+    "vid",
     `npm-build-ts${TYPESCRIPT_VERSION}-node${TYPES_NODE_VERSION}`,
   );
   const tsc = join(prefix, "node_modules", "typescript", "bin", "tsc");
@@ -497,8 +500,8 @@ export async function buildNpm(options: BuildNpmOptions = {}): Promise<BuildNpmR
   const dependencies = npmDependencies(graph);
   log(`${sources.length} modules, ${Object.keys(dependencies).length} npm dependencies`);
 
-  await mkdir(dirname(outdir), { recursive: true });
-  const work = await mkdtemp(join(dirname(outdir), ".npm-build-"));
+  const work = await mkdtemp(join(tmpdir(), "vid-npm-build-"));
+  let landing: string | undefined;
   try {
     const staging = join(work, "staging");
     const pkg = join(work, "package");
@@ -561,8 +564,13 @@ export async function buildNpm(options: BuildNpmOptions = {}): Promise<BuildNpmR
     await writeFile(join(pkg, "README.md"), npmReadme(config.version, dependencies));
     await cp(join(ROOT, "LICENSE"), join(pkg, "LICENSE"));
 
+    // Copied beside outdir first, so the final step is a rename on one file system.
+    await mkdir(dirname(outdir), { recursive: true });
+    landing = await mkdtemp(join(dirname(outdir), `.${basename(outdir)}.tmp-`));
+    await cp(pkg, landing, { recursive: true });
     await rm(outdir, { recursive: true, force: true });
-    await rename(pkg, outdir);
+    await rename(landing, outdir);
+    landing = undefined;
     return {
       outdir,
       packageJson: manifest,
@@ -571,6 +579,7 @@ export async function buildNpm(options: BuildNpmOptions = {}): Promise<BuildNpmR
     };
   } finally {
     await rm(work, { recursive: true, force: true });
+    if (landing) await rm(landing, { recursive: true, force: true });
   }
 }
 

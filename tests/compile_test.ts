@@ -282,10 +282,10 @@ describe("runtime files from a compiled layout", () => {
         read.add(relative(ROOT, join(ROOT, dirname(module), url)) || ".");
       }
     }
-    // "." is the root of the local stack (dist/worker/index.mjs, included; the build script
-    // runs only when the bundle is missing); pulumi/ is `vid lambda deploy`, which needs a
-    // checkout (scripts/compile.ts says why).
-    const notFiles = new Set([".", "pulumi"]);
+    // "." is the repository root, which the local stack (dist/worker/index.mjs, included; its
+    // build script runs only when the bundle is missing) and `vid lambda deploy` (pulumi/,
+    // which needs a checkout: scripts/compile.ts says why) resolve their files from.
+    const notFiles = new Set(["."]);
     const uncovered = [...read].filter((path) =>
       !notFiles.has(path) && !RUNTIME_INCLUDES.includes(path) && !modules.includes(path)
     );
