@@ -14,7 +14,9 @@
  * observable): reuse of one process, module state kept between invocations, separate
  * processes for parallel invocations with only `maxWarm` kept, a handler error keeps the
  * process, a crash fails with `Lambda.Unknown` and is replaced, the time cap kills with
- * `Sandbox.Timedout`, idle processes exit, `close()` ends busy ones.
+ * `Sandbox.Timedout`, idle processes exit, `close()` ends busy ones (SIGTERM first, so exit
+ * hooks run), `concurrency` caps busy processes. Last, with the real worker: a stack with
+ * concurrency 1 stopped mid-render leaves none of its workers' browsers running.
  *
  * @module
  */
@@ -207,8 +209,10 @@ describe("vid lambda on the local stack", () => {
 const STUB_HANDLER = `
 import process from "node:process";
 let calls = 0;
+import { writeFileSync } from "node:fs";
 export async function handler(event) {
   calls++;
+  if (event.exitHookFile) process.on("exit", () => writeFileSync(event.exitHookFile, "exit"));
   if (event.sleepMs) await new Promise((resolve) => setTimeout(resolve, event.sleepMs));
   if (event.throw) {
     const error = new Error(event.throw.message);
@@ -276,6 +280,8 @@ describe("warm worker processes (stub handler)", () => {
         reused: 1,
         idle: 1,
         busy: 0,
+        waiting: 0,
+        peakBusy: 1,
       });
       // The handler's own stdout is a log line, not the result.
       assert.ok(logs.some((line) => line.includes("a stray line on stdout")), logs.join(""));
@@ -298,6 +304,24 @@ describe("warm worker processes (stub handler)", () => {
       assert.ok([a.pid, b.pid].includes(third.pid));
       assert.equal(third.calls, 2);
       assert.ok(await gone(retired), `process ${retired} should have exited`);
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it("concurrency caps busy processes; later invocations wait their turn (stub handler)", async () => {
+    const workers = startWarmWorkers({ ...base, concurrency: 2 });
+    try {
+      const pending = Array.from({ length: 5 }, () => workers.invoke({ sleepMs: 300 }));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      assert.equal(workers.stats().waiting, 3);
+      const replies = await Promise.all(pending) as Reply[];
+      assert.equal(replies.length, 5);
+      const stats = workers.stats();
+      assert.equal(stats.peakBusy, 2);
+      assert.equal(stats.started, 2);
+      assert.equal(stats.waiting, 0);
+      assert.equal(new Set(replies.map((r) => r.pid)).size, 2);
     } finally {
       await workers.close();
     }
@@ -379,6 +403,16 @@ describe("warm worker processes (stub handler)", () => {
     }
   });
 
+  it("close() stops a busy process with SIGTERM first, so its exit hooks run (stub handler)", async () => {
+    const marker = join(dir, "exit-hook-ran");
+    const workers = startWarmWorkers(base);
+    const pending = workers.invoke({ exitHookFile: marker, sleepMs: 20_000 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await workers.close();
+    await assert.rejects(pending, (error: Error) => error.name === "Lambda.Unknown");
+    assert.equal(await Deno.readTextFile(marker), "exit");
+  });
+
   it("close() ends busy processes: their invocations fail (stub handler)", async () => {
     const workers = startWarmWorkers(base);
     const { pid } = await workers.invoke({}) as Reply;
@@ -388,5 +422,82 @@ describe("warm worker processes (stub handler)", () => {
     await assert.rejects(pending, (error: Error) => error.name === "Lambda.Unknown");
     assert.equal(await running(pid), false);
     await assert.rejects(workers.invoke({}), /closed/);
+  });
+});
+
+/** Pids of this process's descendants whose command name matches `name`. */
+async function descendants(name: RegExp): Promise<number[]> {
+  const parents = new Map<number, number>();
+  const names = new Map<number, string>();
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
+      // pid (comm) state ppid …; comm may hold spaces and parentheses.
+      const close = stat.lastIndexOf(")");
+      const comm = stat.slice(stat.indexOf("(") + 1, close);
+      const ppid = Number(stat.slice(close + 2).split(" ")[1]);
+      parents.set(Number(entry.name), ppid);
+      names.set(Number(entry.name), comm);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const ours = (pid: number): boolean => {
+    for (let at = parents.get(pid); at !== undefined && at > 1; at = parents.get(at)) {
+      if (at === Deno.pid) return true;
+    }
+    return false;
+  };
+  return [...names].filter(([pid, comm]) => name.test(comm) && ours(pid)).map(([pid]) => pid);
+}
+
+describe("local stack concurrency and clean shutdown (real worker)", () => {
+  let stack: LocalStack;
+  let project: string;
+
+  before(async () => {
+    [stack, project] = await Promise.all([
+      startLocalStack({ concurrency: 1 }),
+      // Long enough that its chunk is still rendering when the stack stops.
+      makeProject(compositionHtml(`<div id="box"></div>`, { id: "lambda-long", duration: 20 })),
+    ]);
+  });
+
+  after(async () => {
+    await stack?.close();
+    if (project) await Deno.remove(project, { recursive: true });
+  });
+
+  it("runs one task at a time, and close() leaves no browser behind", async () => {
+    assert.equal(stack.env.VID_LAMBDA_RESERVED_CONCURRENCY, "1");
+    const site = await runVid(["lambda", "sites", "create", project, "--json"], {
+      env: stack.env,
+    });
+    assert.equal(site.code, 0, site.stderr);
+    const siteId = JSON.parse(site.stdout).siteId;
+    const started = await runVid([
+      "lambda",
+      "render",
+      project,
+      "--site-id",
+      siteId,
+      "--chunk-size",
+      "600",
+      "--json",
+    ], { env: stack.env });
+    assert.equal(started.code, 0, started.stderr);
+    let browsers: number[] = [];
+    for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
+      browsers = await descendants(/chrom|headless/i);
+      if (browsers.length > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    assert.ok(browsers.length > 0, "the chunk's browser should be running");
+    assert.equal(stack.workerStats().peakBusy, 1);
+    await stack.close();
+    const left: number[] = [];
+    for (const pid of browsers) if (!(await gone(pid))) left.push(pid);
+    assert.deepEqual(left, [], "browsers of the stopped workers must be gone");
   });
 });

@@ -141,7 +141,11 @@ export function registerLambda(program: Command): void {
         "until Ctrl-C or SIGTERM.\n\n" +
         "Time cap: each task may run --timeout seconds (env VID_LAMBDA_TIMEOUT_SECONDS, default " +
         "900, Lambda's 15 minutes); a chunk that runs longer fails the render with ChunkTimedOut, " +
-        "naming the chunk, its frames and the fix (smaller chunks or more memory).",
+        "naming the chunk, its frames and the fix (smaller chunks or more memory).\n\n" +
+        "Concurrency: at most --concurrency tasks run at once (env VID_LAMBDA_CONCURRENCY, " +
+        "default twice the CPU count), like the function's reserved concurrency; later tasks " +
+        "wait for a free worker. Workers stay warm between tasks (env VID_LAMBDA_WARM_WORKERS " +
+        "idle processes, default 4; 0 starts a fresh process per task).",
     )
     .option(
       "--port <n>",
@@ -155,6 +159,12 @@ export function registerLambda(program: Command): void {
         "default: 900)",
       positiveInteger("--timeout"),
     )
+    .option(
+      "--concurrency <n>",
+      "most tasks running at once, like reserved concurrency (env VID_LAMBDA_CONCURRENCY; " +
+        "default: twice the CPU count)",
+      positiveInteger("--concurrency"),
+    )
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (options) => {
       try {
@@ -162,6 +172,7 @@ export function registerLambda(program: Command): void {
           port: options.port,
           dataDir: options.dataDir,
           timeoutSeconds: options.timeout,
+          concurrency: options.concurrency,
           onLog: (text) => console.error(text.trimEnd()),
         });
         if (options.json) {
@@ -172,6 +183,7 @@ export function registerLambda(program: Command): void {
           console.log(`RenderStateMachineArn  ${stack.RenderStateMachineArn}`);
           console.log(`S3 endpoint            ${stack.s3Endpoint}`);
           console.log(`Step Functions         ${stack.sfnEndpoint}`);
+          console.log(`Concurrency            ${stack.concurrency} tasks at once`);
           console.log("\n# use the stack from another shell:");
           for (const [key, value] of Object.entries(stack.env)) {
             console.log(`export ${key}=${value}`);

@@ -116,8 +116,9 @@ export async function node22(): Promise<string> {
 export async function workerBundle(path?: string): Promise<string> {
   const bundle = path ?? join(ROOT, "dist", "worker", "index.mjs");
   try {
-    await Deno.stat(bundle);
-    return bundle;
+    const built = (await Deno.stat(bundle)).mtime?.getTime() ?? 0;
+    // A given bundle is used as it is; the default one is rebuilt when its sources changed.
+    if (path || !(await sourcesNewerThan(built))) return bundle;
   } catch {
     if (path) throw new Error(`worker bundle ${path} not found; build it: deno task build:worker`);
   }
@@ -135,6 +136,37 @@ export async function workerBundle(path?: string): Promise<string> {
     );
   }
   return bundle;
+}
+
+/**
+ * True when a source file the worker bundle is built from (`worker/`, `src/`) changed after
+ * `time` (ms). A layout without the build script (a compiled binary) counts as unchanged.
+ */
+async function sourcesNewerThan(time: number): Promise<boolean> {
+  const walk = async (dir: string): Promise<boolean> => {
+    let entries: Deno.DirEntry[];
+    try {
+      entries = await Array.fromAsync(Deno.readDir(dir));
+    } catch {
+      return false;
+    }
+    for (const entry of entries) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory) {
+        if (await walk(path)) return true;
+      } else if (entry.name.endsWith(".ts")) {
+        const mtime = (await Deno.stat(path)).mtime?.getTime() ?? 0;
+        if (mtime > time) return true;
+      }
+    }
+    return false;
+  };
+  try {
+    await Deno.stat(join(ROOT, "scripts", "build_worker.ts"));
+  } catch {
+    return false; // not a checkout: nothing to rebuild from
+  }
+  return await walk(join(ROOT, "worker")) || await walk(join(ROOT, "src"));
 }
 
 /** Options of {@linkcode startLocalStack}. */
@@ -166,6 +198,28 @@ export interface LocalStackOptions {
   warmWorkers?: number;
   /** An idle worker process exits after this many milliseconds. @default 120000 */
   idleTimeoutMs?: number;
+  /**
+   * Most tasks running at once, like the function's reserved concurrency on AWS; later
+   * tasks wait for a free worker in arrival order (waiting counts toward the time cap, as
+   * the workflow's `TimeoutSeconds` runs from the start of the task).
+   * @default env `VID_LAMBDA_CONCURRENCY`, else twice the CPU count (at least 2)
+   */
+  concurrency?: number;
+}
+
+/**
+ * The local stack's concurrency: `VID_LAMBDA_CONCURRENCY` when set, else twice the CPU count
+ * (at least 2). Each running task may hold a browser, so one machine cannot emulate Lambda's
+ * thousand-wide scale-out.
+ */
+export function localConcurrency(): number {
+  const raw = Deno.env.get("VID_LAMBDA_CONCURRENCY");
+  if (raw === undefined || raw === "") return Math.max(2, 2 * navigator.hardwareConcurrency);
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new RangeError(`VID_LAMBDA_CONCURRENCY must be a positive integer, got ${raw}`);
+  }
+  return value;
 }
 
 /** The local stack's warm worker count: `VID_LAMBDA_WARM_WORKERS` when set, else 4. */
@@ -204,6 +258,8 @@ export interface LocalStack {
   region: string;
   /** The emulated function time cap, seconds. */
   timeoutSeconds: number;
+  /** Most tasks running at once (see {@linkcode LocalStackOptions.concurrency}). */
+  concurrency: number;
   /** Environment for the `vid lambda` commands (and the SDK's default credential chain). */
   env: Record<string, string>;
   /** Counters of the worker processes (started, invocations, reused, idle, busy). */
@@ -229,6 +285,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
   const region = options.region ?? "us-east-1";
   const timeoutSeconds = options.timeoutSeconds ?? localTimeoutSeconds();
   const warmWorkers = options.warmWorkers ?? localWarmWorkers();
+  const concurrency = options.concurrency ?? localConcurrency();
   const [node, bundle] = await Promise.all([node22(), workerBundle(options.workerBundle)]);
   const s3 = await startS3Server({ port: options.port, directory: options.dataDir });
   const closers: (() => Promise<void>)[] = [() => s3.close()];
@@ -270,6 +327,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       env: workerEnv,
       timeoutSeconds,
       maxWarm: warmWorkers,
+      concurrency,
       idleTimeoutMs: options.idleTimeoutMs,
       onLog: options.onLog,
     });
@@ -296,6 +354,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       sfnEndpoint: sfn.endpoint,
       region,
       timeoutSeconds,
+      concurrency,
       env: {
         VID_LAMBDA_BUCKET: LOCAL_BUCKET,
         VID_LAMBDA_STATE_MACHINE_ARN: RenderStateMachineArn,
@@ -305,6 +364,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
         AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
         VID_LAMBDA_TIMEOUT_SECONDS: String(timeoutSeconds),
+        VID_LAMBDA_RESERVED_CONCURRENCY: String(concurrency),
       },
       workerStats: () => workers.stats(),
       close,

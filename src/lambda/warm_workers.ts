@@ -5,9 +5,15 @@
  * downloaded sites, the chosen browser) survives between invocations as it does on Lambda.
  *
  * - An invocation takes the most recently used idle process, or starts a new one when none
- *   is idle (Lambda scales out; there is no cap on busy processes).
+ *   is idle (Lambda scales out), up to `concurrency` busy processes, like a function's
+ *   reserved concurrency. Invocations past that wait for a free process in arrival order
+ *   (AWS would throttle them and the workflow's retry would back off; one machine cannot run
+ *   hundreds of browsers at once, so waiting is the useful emulation). The time cap counts
+ *   from when a process takes the invocation.
  * - After an invocation the process stays warm while fewer than `maxWarm` are idle, else it
  *   exits; an idle process exits after `idleTimeoutMs`; `close()` ends them all.
+ * - Processes are stopped with SIGTERM (the driver exits, and the render code's exit hook
+ *   kills the browsers it launched), then SIGKILL if still there after a second.
  * - A handler that throws fails the invocation with its error name and message, and the
  *   process is reused (as on Lambda). A process that exits or crashes without a result fails
  *   the invocation with `Lambda.Unknown` and is discarded. One that runs past the time cap is
@@ -35,6 +41,7 @@ try {
 } catch (error) {
   loadError = error;
 }
+process.on("SIGTERM", () => process.exit(143));
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
 for await (const line of lines) {
   if (line === "") continue;
@@ -69,6 +76,11 @@ export interface WarmWorkersOptions {
    * @default 250
    */
   killGraceMs?: number;
+  /**
+   * Most invocations running at once (the function's reserved concurrency); later ones
+   * wait in arrival order. @default unlimited
+   */
+  concurrency?: number;
   /** Idle processes kept for reuse; 0 starts a fresh process per invocation. @default 4 */
   maxWarm?: number;
   /** An idle process exits after this many milliseconds. @default 120000 */
@@ -89,6 +101,10 @@ export interface WarmWorkersStats {
   idle: number;
   /** Processes busy now. */
   busy: number;
+  /** Invocations waiting now for a free process (past `concurrency`). */
+  waiting: number;
+  /** Most processes busy at once so far. */
+  peakBusy: number;
 }
 
 /** A pool of warm worker processes. */
@@ -194,13 +210,25 @@ class WorkerProcess {
     return this.#stderrTail;
   }
 
-  /** Kills the process (and nothing else) and waits for it. */
-  async kill(): Promise<void> {
-    try {
-      this.#child.kill("SIGKILL");
-    } catch {
-      // already exited
-    }
+  /**
+   * Stops the process and waits for it: SIGTERM first, so the driver exits through the
+   * render code's exit hook (which kills the browsers it launched, in their own process
+   * groups), then SIGKILL after `graceMs`.
+   */
+  async kill(graceMs = 1000): Promise<void> {
+    const signal = (name: Deno.Signal): void => {
+      try {
+        this.#child.kill(name);
+      } catch {
+        // already exited
+      }
+    };
+    signal("SIGTERM");
+    const exited = await Promise.race([
+      this.exited.then(() => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), graceMs)),
+    ]);
+    if (!exited) signal("SIGKILL");
     await this.#writer.close().catch(() => {});
     await this.done;
   }
@@ -233,11 +261,29 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
   const maxWarm = options.maxWarm ?? 4;
   const idleTimeoutMs = options.idleTimeoutMs ?? 120_000;
   const killGraceMs = options.killGraceMs ?? 250;
+  const concurrency = options.concurrency ?? Infinity;
   const idle: WorkerProcess[] = [];
+  /** Invocations waiting for a slot, first come first served. */
+  const queue: (() => void)[] = [];
+  let running = 0;
   const busy = new Set<WorkerProcess>();
   const endings = new Set<Promise<void>>();
   let closed = false;
-  const counts = { started: 0, invocations: 0, reused: 0 };
+  const counts = { started: 0, invocations: 0, reused: 0, peakBusy: 0 };
+
+  const acquire = async (): Promise<void> => {
+    if (running < concurrency) {
+      running++;
+      return;
+    }
+    // release() hands its slot straight to the first waiter, so `running` stays put.
+    await new Promise<void>((resolve) => queue.push(resolve));
+  };
+  const release = (): void => {
+    const next = queue.shift();
+    if (next) next();
+    else running--;
+  };
 
   const track = (ending: Promise<void>): void => {
     endings.add(ending);
@@ -259,6 +305,16 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
 
   const invoke = async (payload: unknown): Promise<unknown> => {
     if (closed) throw new InvocationError("Lambda.Unknown", "the local stack is closed");
+    await acquire();
+    try {
+      if (closed) throw new InvocationError("Lambda.Unknown", "the local stack is closed");
+      return await invokeNow(payload);
+    } finally {
+      release();
+    }
+  };
+
+  const invokeNow = async (payload: unknown): Promise<unknown> => {
     let worker = idle.pop();
     // An idle process that died meanwhile is dropped; the invocation gets a fresh one.
     while (worker && !worker.alive) {
@@ -275,6 +331,7 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
     }
     counts.invocations++;
     busy.add(worker);
+    counts.peakBusy = Math.max(counts.peakBusy, busy.size);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timedOut = new Promise<"timeout">((resolve) => {
       timer = setTimeout(() => resolve("timeout"), options.timeoutSeconds * 1000 + killGraceMs);
@@ -312,9 +369,11 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
 
   return {
     invoke,
-    stats: () => ({ ...counts, idle: idle.length, busy: busy.size }),
+    stats: () => ({ ...counts, idle: idle.length, busy: busy.size, waiting: queue.length }),
     async close(): Promise<void> {
       closed = true;
+      // Waiters wake up, see the pool closed and fail.
+      for (const next of queue.splice(0)) next();
       for (const worker of idle.splice(0)) {
         clearTimeout(worker.idleTimer);
         track(worker.retire());

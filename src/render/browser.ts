@@ -8,6 +8,7 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { rmSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -137,6 +138,36 @@ async function removeProfile(profile: string): Promise<void> {
   }
 }
 
+/** Browsers of this process still running: their process group and profile. */
+const LIVE_BROWSERS: Set<{ pid: number; profile: string }> = new Set();
+let exitHookInstalled = false;
+
+/**
+ * Kills a browser's process group (and removes its profile) when this process exits while
+ * the browser still runs: browsers live in their own process group, so a worker that is
+ * told to stop (the local stack's warm workers exit on SIGTERM) would otherwise leave them
+ * behind.
+ */
+function killOnExit(browser: { pid: number; profile: string }): void {
+  LIVE_BROWSERS.add(browser);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const { pid, profile } of LIVE_BROWSERS) {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+      try {
+        rmSync(profile, { recursive: true, force: true });
+      } catch {
+        // best effort
+      }
+    }
+  });
+}
+
 /**
  * Starts a browser for `mode` and connects to it over CDP.
  *
@@ -170,6 +201,9 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
     detached: true,
     env: { ...process.env, TMPDIR: scratch },
   });
+  const live = { pid: child.pid!, profile };
+  killOnExit(live);
+  child.once("exit", () => LIVE_BROWSERS.delete(live));
   const timeoutMs = options.timeoutMs ?? 30000;
   let stderr = "";
   let url: string;
