@@ -169,8 +169,21 @@ export function registerLambdaBatch(lambda: Command): void {
           );
         }
         const conn = connection(options);
-        const bucketName = conn.bucket();
-        const stateMachineArn = conn.stateMachineArn();
+        // A dry run calls nothing: without a stack configured, stand-in names are enough to
+        // lint the rows (they only count toward each execution input's size).
+        const orDryRun = (get: () => string, standIn: string): string => {
+          try {
+            return get();
+          } catch (error) {
+            if (options.dryRun && error instanceof LambdaUsageError) return standIn;
+            throw error;
+          }
+        };
+        const bucketName = orDryRun(() => conn.bucket(), "dry-run-bucket");
+        const stateMachineArn = orDryRun(
+          () => conn.stateMachineArn(),
+          `arn:aws:states:${conn.region}:000000000000:stateMachine:dry-run`,
+        );
         const reservedConcurrency = options.reservedConcurrency ?? reservedFromEnv();
         let declarations: readonly VariableDeclaration[] = [];
         try {
