@@ -168,6 +168,32 @@ describe("vid lambda on the local stack", () => {
     assert.match(text.stdout, /succeeded: chunks 3\/3/);
   });
 
+  it("a failed render's progress names the chunk, its frames and the page error, readably", async () => {
+    const broken = await makeProject(compositionHtml("<div></div>", {
+      id: "lambda-broken",
+      after: `<script>window.__vid.onSeek((t) => {
+  if (t >= 0.5 && t < 0.52) throw new Error("logo service down");
+});</script>`,
+    }));
+    try {
+      const out = await runVid(
+        ["lambda", "render", broken, "--chunk-size", "10", "--poll-interval", "250", "--wait"],
+        { env: stack.env },
+      );
+      assert.notEqual(out.code, 0, out.stdout);
+      const message = /error: chunk 1 \(frames 10-19\) failed: frame 15: .*logo service down/;
+      assert.match(out.stderr, message);
+      assert.doesNotMatch(out.stderr, /errorType/);
+      const id = out.stderr.match(/started (\S+)/)![1];
+      const text = await runVid(["lambda", "progress", id], { env: stack.env });
+      assert.match(text.stdout, / failed: chunks 2\/3/);
+      assert.match(text.stdout, message);
+      assert.doesNotMatch(text.stdout, /errorType/);
+    } finally {
+      await Deno.remove(broken, { recursive: true });
+    }
+  });
+
   it("deploy without pulumi on PATH exits 1 with the install instructions", async () => {
     const empty = await Deno.makeTempDir({ dir: scratch });
     const result = await runVid(["lambda", "deploy", "--concurrency", "4"], {

@@ -28,6 +28,7 @@ import {
 } from "../src/lambda/state_machine.ts";
 import { estimateChunkSeconds, timeCapWarning } from "../src/lambda/time_cap.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "./s3_server.ts";
+import { runVid } from "./helpers.ts";
 
 const BUCKET = "vid-timecap-test";
 const FUNCTION_ARN = "arn:aws:lambda:us-east-1:000000000000:function:vid-render";
@@ -210,5 +211,37 @@ describe("chunk time estimate and the planner's warning", () => {
     assert.ok(huge[0].endsWith(FIX), huge[0]);
     const small = await warningsFor({ width: 320, height: 180, chunkSize: 10 });
     assert.deepEqual(small, []);
+  });
+
+  it("vid lambda render sizes the warned chunk from the composition (examples/hello: 150 frames)", async () => {
+    const out = await runVid([
+      "lambda",
+      "render",
+      "examples/hello",
+      "--site-id",
+      "site-0123456789abcdef",
+      "--bucket",
+      BUCKET,
+      "--state-machine-arn",
+      "arn:aws:states:us-east-1:000000000000:stateMachine:vid-render",
+      "--memory",
+      "128",
+      "--chunk-size",
+      "2000",
+    ], {
+      env: {
+        VID_SFN_ENDPOINT: "http://127.0.0.1:9",
+        AWS_REGION: "us-east-1",
+        AWS_ACCESS_KEY_ID: "test",
+        AWS_SECRET_ACCESS_KEY: "test",
+      },
+    });
+    assert.notEqual(out.code, 0); // nothing listens on the endpoint
+    assert.match(out.stderr, /the largest chunk \(150 frames at 1920x1080\)/);
+    // The connection failure names the endpoints to check.
+    assert.match(
+      out.stderr,
+      /ECONNREFUSED.*cannot reach the stack \(VID_S3_ENDPOINT=\(AWS\), VID_SFN_ENDPOINT=http:\/\/127\.0\.0\.1:9\)/,
+    );
   });
 });

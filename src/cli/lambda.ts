@@ -6,10 +6,13 @@
  */
 
 import { type Command, Option } from "@commander-js/extra-typings";
+import { readComposition } from "../composition/composition.ts";
 import { loadOverrides } from "../composition/variables.ts";
+import { frameCount } from "../render/render.ts";
 import type { RenderConfig } from "../lambda/config.ts";
 import { LAMBDA_FORMATS, LAMBDA_QUALITIES } from "../lambda/config.ts";
 import { deployStack } from "../lambda/deploy.ts";
+import { readableExecutionError } from "../lambda/execution_error.ts";
 import { startLocalStack } from "../lambda/local_stack.ts";
 import {
   deploySite,
@@ -102,8 +105,23 @@ function timeoutFromEnv(): number {
 }
 
 export function fail(error: unknown, json: boolean | undefined): void {
-  const code = reportError(error, json);
+  const code = reportError(unreachableHint(error), json);
   Deno.exitCode = error instanceof LambdaUsageError ? EXIT.usage : code;
+}
+
+/** A connection failure gets the endpoints to check added to its message. */
+function unreachableHint(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  if (!/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT/.test(error.message)) return error;
+  const endpoints = ["VID_S3_ENDPOINT", "VID_SFN_ENDPOINT"]
+    .map((name) => `${name}=${Deno.env.get(name) ?? "(AWS)"}`)
+    .join(", ");
+  const hinted = new Error(
+    `${error.message}: cannot reach the stack (${endpoints}); is \`vid lambda local\` still ` +
+      "running, or are the endpoints and AWS_REGION right?",
+  );
+  hinted.name = error.name;
+  return hinted;
 }
 
 function progressLine(p: LambdaRenderProgress): string {
@@ -390,6 +408,13 @@ export function registerLambda(program: Command): void {
             bucketName,
             s3: conn.s3,
           });
+        // The composition's length sizes the largest chunk for the time-cap warning; with
+        // --site-id the project folder may be absent, and the warning falls back to the chunk
+        // size.
+        const frames = await readComposition(projectDir, options.composition).then(
+          (composition) => frameCount(composition.duration, options.fps ?? 30),
+          () => undefined,
+        );
         const handle = await renderToLambda({
           siteHandle,
           bucketName,
@@ -398,6 +423,7 @@ export function registerLambda(program: Command): void {
           outputKey: options.outputKey,
           sfn: conn.sfn,
           memoryMb: options.memory,
+          frames,
           timeoutSeconds: timeoutFromEnv(),
           onWarning: warn,
         });
@@ -443,7 +469,7 @@ export function registerLambda(program: Command): void {
         } else if (ok) {
           console.log(progress.outputLocation);
         } else {
-          for (const e of progress.errors) console.error(`error: ${e}`);
+          for (const e of progress.errors) console.error(`error: ${readableExecutionError(e)}`);
           console.error(`render ${handle.renderId} ${progress.status}`);
         }
         if (!ok) Deno.exitCode = EXIT.failed;
@@ -493,7 +519,7 @@ export function registerLambda(program: Command): void {
           console.log(JSON.stringify({ ok: true, ...progressJson(progress) }, null, 2));
         } else {
           console.log(`${progress.renderId}  ${progressLine(progress)}`);
-          for (const e of progress.errors) console.log(`  error: ${e}`);
+          for (const e of progress.errors) console.log(`  error: ${readableExecutionError(e)}`);
         }
       } catch (error) {
         fail(error, options.json);

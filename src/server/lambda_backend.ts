@@ -24,6 +24,7 @@
  * @module
  */
 
+import { readableExecutionError } from "../lambda/execution_error.ts";
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { SFNClient } from "@aws-sdk/client-sfn";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -120,26 +121,6 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     };
     signal.addEventListener("abort", onAbort, { once: true });
   });
-}
-
-/**
- * An execution error as a person reads it. A failed chunk's cause carries the function's
- * error as Lambda reports it, JSON (`{"errorType":…,"errorMessage":"chunk 1 (frames
- * 10-19) failed: …"}`); its message already names the chunk, so it stands alone.
- */
-export function readableExecutionError(error: string): string {
-  const json = error.indexOf("{");
-  if (json < 0) return error;
-  try {
-    const parsed = JSON.parse(error.slice(json)) as { errorMessage?: unknown };
-    if (typeof parsed.errorMessage !== "string") return error;
-    const before = error.slice(0, json).trimEnd();
-    return /^chunk \d+ /.test(parsed.errorMessage) || before === ""
-      ? parsed.errorMessage
-      : `${before} ${parsed.errorMessage}`;
-  } catch {
-    return error;
-  }
 }
 
 function errorName(error: unknown): string | undefined {
