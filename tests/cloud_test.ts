@@ -891,6 +891,18 @@ describe("vid cloud", () => {
     assert.match(rendered.stderr, /vid auth login/);
   });
 
+  it("API errors carry their code and status; an unreachable server names the address to fix", async () => {
+    const missing = await cloud(["get", "rnd_doesnotexist"]);
+    assert.equal(missing.code, 1, describeRun(missing));
+    assert.match(missing.stderr, /^error: .*\(vid_not_found, HTTP 404\)$/m);
+    const json = await cloud(["get", "rnd_doesnotexist", "--json"]);
+    const body = parseJson<{ error: { code: string; status: number } }>(json);
+    assert.deepEqual([body.error.code, body.error.status], ["vid_not_found", 404]);
+    const away = await cloud(["list"], { env: { CLOUD_API_URL: "http://127.0.0.1:9" } });
+    assert.equal(away.code, 1, describeRun(away));
+    assert.match(away.stderr, /check that the server at http:\/\/127\.0\.0\.1:9 runs/);
+  });
+
   it("--max-wait gives up on a render that is still going, saying how to check later", async () => {
     const dir = await project(SLOW);
     const result = await cloud([

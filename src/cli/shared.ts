@@ -92,12 +92,23 @@ export function reportError(error: unknown, json = false): number {
     };
     const field = (err as { field?: unknown }).field;
     if (typeof field === "string") (body.error as Record<string, unknown>).field = field;
+    const api = apiCode(err);
+    if (api) Object.assign(body.error as Record<string, unknown>, api);
     if (err instanceof StrictVariablesError) {
       (body.error as Record<string, unknown>).problems = err.problems;
     }
     console.log(JSON.stringify(body, null, 2));
   } else {
-    console.error(`error: ${err.message}`);
+    const api = apiCode(err);
+    const suffix = api && api.status > 0 ? ` (${api.code}, HTTP ${api.status})` : "";
+    console.error(`error: ${err.message}${suffix}`);
   }
   return code;
+}
+
+/** The hosted API's error code and HTTP status carried by `error`, if any. */
+function apiCode(error: Error): { code: string; status: number } | undefined {
+  const { code, status } = error as { code?: unknown; status?: unknown };
+  if (typeof code !== "string" || typeof status !== "number") return undefined;
+  return { code, status };
 }

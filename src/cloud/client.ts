@@ -171,7 +171,8 @@ export class CloudClient {
           throw new CloudApiError(
             0,
             "network_error",
-            `${what}: ${reason} (after ${attempt} attempts)`,
+            `${what}: ${reason} (after ${attempt} attempts); check that the server at ` +
+              `${this.baseUrl} runs, or set CLOUD_API_URL to its address`,
           );
         }
       }
