@@ -37,11 +37,10 @@ import {
   renderToLambda,
   type S3Options,
 } from "../lambda/sdk.ts";
-import { runFfmpeg } from "../render/encode.ts";
-import { requireFfmpeg } from "../render/system.ts";
 import type { ServerContext } from "./context.ts";
 import { setExecutionArn } from "./db.ts";
-import { thumbnailTime, unpackProject } from "./local_backend.ts";
+import { unpackProject } from "./local_backend.ts";
+import { thumbnailFromVideo } from "./thumbnail.ts";
 import type { LambdaBackendConfig, RenderBackend, RenderJob } from "./render_backend.ts";
 import { S3Storage } from "./storage.ts";
 
@@ -264,17 +263,7 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
       await ctx.storage.putFile(videoKey(job), video);
     }
     const thumbnail = join(dir, "thumbnail.jpg");
-    await runFfmpeg(await requireFfmpeg(), [
-      "-ss",
-      String(thumbnailTime(job.durationSeconds)),
-      "-i",
-      video,
-      "-frames:v",
-      "1",
-      "-q:v",
-      "3",
-      thumbnail,
-    ], thumbnail);
+    await thumbnailFromVideo(video, job.durationSeconds, thumbnail);
     await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
   };
 

@@ -1,6 +1,6 @@
 /**
  * The `local` render backend of `vid server`: renders on this machine with the same
- * `renderComposition` as `vid render`, and the thumbnail with `renderStill`.
+ * `renderComposition` as `vid render`; the thumbnail is a frame of the finished video.
  *
  * @module
  */
@@ -8,9 +8,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { renderComposition } from "../render/render.ts";
-import { renderStill } from "../render/still.ts";
 import type { ServerContext } from "./context.ts";
 import type { RenderBackend, RenderJob } from "./render_backend.ts";
+import { thumbnailFromVideo } from "./thumbnail.ts";
 import { extractProjectZip } from "./zip_check.ts";
 
 /**
@@ -29,11 +29,6 @@ export async function unpackProject(
   const project = join(dir, "project");
   await extractProjectZip(bytes, project, { composition: job.request.composition });
   return project;
-}
-
-/** When in the video the thumbnail is taken: 1 s in, or the middle of a shorter video. */
-export function thumbnailTime(durationSeconds: number): number {
-  return Math.min(1, durationSeconds / 2);
 }
 
 async function renderLocally(ctx: ServerContext, job: RenderJob, signal: AbortSignal) {
@@ -56,14 +51,7 @@ async function renderLocally(ctx: ServerContext, job: RenderJob, signal: AbortSi
       onProgress: (p) => job.setProgress(p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0),
     });
     const thumbnail = join(dir, "thumbnail.jpg");
-    await renderStill({
-      target: project,
-      composition: request.composition,
-      time: thumbnailTime(job.durationSeconds),
-      fps: request.fps,
-      output: thumbnail,
-      values: request.variables,
-    });
+    await thumbnailFromVideo(video, job.durationSeconds, thumbnail);
     await ctx.storage.putFile(`renders/${job.id}/video.${request.format}`, video);
     await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
   } finally {

@@ -1,0 +1,52 @@
+/**
+ * Render thumbnails of `vid server`, for both render backends: one frame of the finished
+ * video, taken with ffmpeg 1 s in (or halfway through a shorter video). No second browser
+ * session: the video already holds the frame.
+ *
+ * @module
+ */
+
+import { runFfmpeg } from "../render/encode.ts";
+import { requireFfmpeg } from "../render/system.ts";
+
+/** When in the video the thumbnail is taken: 1 s in, or the middle of a shorter video. */
+export function thumbnailTime(durationSeconds: number): number {
+  return Math.min(1, durationSeconds / 2);
+}
+
+/**
+ * Writes a JPEG thumbnail of `video` to `output`. A transparent video (webm with VP9 alpha,
+ * mov ProRes 4444) is laid on white first, as a browser shows a page without a background.
+ *
+ * @example
+ * ```ts
+ * await thumbnailFromVideo("video.mp4", 5, "thumbnail.jpg");
+ * ```
+ */
+export async function thumbnailFromVideo(
+  video: string,
+  durationSeconds: number,
+  output: string,
+): Promise<void> {
+  const alpha = /\.(webm|mov)$/i.test(video);
+  await runFfmpeg(await requireFfmpeg(), [
+    // libvpx decodes VP9's alpha channel; ffmpeg's own VP9 decoder drops it.
+    ...(/\.webm$/i.test(video) ? ["-c:v", "libvpx-vp9"] : []),
+    "-ss",
+    String(thumbnailTime(durationSeconds)),
+    "-i",
+    video,
+    ...(alpha
+      ? [
+        "-filter_complex",
+        "[0:v]format=rgba[v];[v]split[a][b];[a]drawbox=c=white:t=fill[bg];" +
+        "[bg][b]overlay=format=auto,format=yuvj420p",
+      ]
+      : []),
+    "-frames:v",
+    "1",
+    "-q:v",
+    "3",
+    output,
+  ], output);
+}
