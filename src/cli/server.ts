@@ -28,9 +28,10 @@ async function readStdin(): Promise<string> {
 export function registerServer(program: Command): void {
   const server = program
     .command("server")
+    .summary("Run the hosted render API (/v3) on this host.")
     .description(
-      "Run the hosted render API (/v3) on this host: SQLite state, local or S3 storage,\n" +
-        "renders on this machine or on the distributed backend (--render-backend lambda).\n" +
+      "Run the hosted render API (/v3) on this host: SQLite state, local or S3 storage, " +
+        "renders on this machine or on the distributed backend (--render-backend lambda).\n\n" +
         "Admin: `vid server users add`, `vid server keys create`.",
     )
     .option(
