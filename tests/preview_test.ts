@@ -419,6 +419,142 @@ describe("vid preview studio", () => {
   });
 });
 
+/** A clip whose every frame has its own flat colour, far from its neighbours'. */
+const CLIP_FILTER = (shift: number) =>
+  `color=black:s=320x180:r=25:d=1,format=yuv444p,` +
+  `geq=lum='32+mod((N+${shift})*71\\,190)':cb='64+mod((N+${shift})*37\\,128)':` +
+  `cr='64+mod((N+${shift})*53\\,128)'`;
+
+const VIDEO_PAGE = `<!doctype html>
+<html><head><meta charset="utf-8"><style>
+html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; background: #000; }
+video { position: absolute; left: 0; top: 0; width: 320px; height: 180px; object-fit: fill; }
+</style></head><body>
+<div id="root" data-composition-id="preview-video" data-width="320" data-height="180"
+  data-duration="1"><video src="clip.mp4" muted></video></div>
+</body></html>
+`;
+
+async function makeClip(file: string, shift: number): Promise<void> {
+  await runFfmpeg([
+    "-y",
+    "-f",
+    "lavfi",
+    "-i",
+    CLIP_FILTER(shift),
+    "-c:v",
+    "libx264",
+    "-pix_fmt",
+    "yuv420p",
+    "-g",
+    "25",
+    "-bf",
+    "2",
+    file,
+  ]);
+}
+
+describe("vid preview studio with <video>", () => {
+  let work: string;
+  let project: string;
+  let preview: PreviewProcess;
+  let browser: Browser;
+  let page: Page;
+  let reference: Promise<string>;
+
+  before(async () => {
+    work = await Deno.makeTempDir({ prefix: "vid-preview-video-test-" });
+    project = `${work}/project`;
+    await Deno.mkdir(project);
+    await Deno.writeTextFile(`${project}/index.html`, VIDEO_PAGE);
+    await makeClip(`${project}/clip.mp4`, 0);
+    const output = `${work}/reference.mp4`;
+    reference = runVid(["render", project, "--output", output]).then((r) => {
+      assert.equal(r.code, 0, r.stderr);
+      return output;
+    });
+    const executablePath = await findChromium();
+    assert.ok(executablePath, "chromium is installed");
+    [preview, browser] = await Promise.all([
+      startPreviewProcess(project),
+      puppeteer.launch({
+        executablePath,
+        headless: true,
+        args: ["--no-sandbox", "--disable-gpu", "--force-color-profile=srgb", "--hide-scrollbars"],
+      }),
+    ]);
+    page = await browser.newPage();
+    await page.setViewport({ width: 1200, height: 700, deviceScaleFactor: 1 });
+    await page.goto(preview.url);
+    await waitForStage(page, 0);
+    await page.select("#zoom", "1");
+  });
+
+  after(async () => {
+    await browser?.close();
+    preview?.child.kill("SIGINT");
+    await preview?.done;
+    await reference?.catch(() => undefined);
+    await Deno.remove(work, { recursive: true });
+  });
+
+  /** How many times the preview server converted a video so far. */
+  const conversions = (): number =>
+    preview.stderr().match(/prepared video clip\.mp4/g)?.length ?? 0;
+
+  it("a paused frame shows the source frame `vid render` shows, from the same proxy", async () => {
+    // Frame 10 is t = 1/3 s: source frame 8 of the 25 fps clip.
+    await scrubTo(page, 10);
+    await waitForStage(page, 10);
+    const src = await page.$eval(
+      "#stage iframe",
+      (el) => (el as HTMLIFrameElement).contentDocument!.querySelector("video")!.src,
+    );
+    assert.match(src, /\/__vid\/p\d+-video-0\.webm$/, "the stage plays the prepared proxy");
+    const studio = await stagePixels(page);
+    const rendered = await videoFrame(await reference, 10);
+    const same = difference(studio, rendered);
+    assert.ok(same.mean < 3 && same.share < 0.01, `studio vs render: ${JSON.stringify(same)}`);
+    const source = difference(studio, await videoFrame(`${project}/clip.mp4`, 8));
+    assert.ok(source.mean < 3 && source.share < 0.01, `source frame 8: ${JSON.stringify(source)}`);
+    for (const neighbour of [7, 9]) {
+      const other = difference(studio, await videoFrame(`${project}/clip.mp4`, neighbour));
+      assert.ok(
+        other.share > 0.03,
+        `source frame ${neighbour} must fail the check: ${JSON.stringify(other)}`,
+      );
+    }
+    assert.equal(conversions(), 1, preview.stderr());
+  });
+
+  it("an edit that leaves the video alone reuses its proxy; a changed video converts again", async () => {
+    const before = (await stageState(page)).generation;
+    await Deno.writeTextFile(
+      `${project}/index.html`,
+      VIDEO_PAGE.replace("background: #000", "background: #111"),
+    );
+    await waitForStage(page, 10, before);
+    assert.equal(conversions(), 1, `no second conversion: ${preview.stderr()}`);
+    const first = await stagePixels(page);
+
+    const edited = (await stageState(page)).generation;
+    // Written elsewhere and renamed in, so the watcher never sees half a file.
+    await makeClip(`${work}/clip.mp4`, 3);
+    await Deno.rename(`${work}/clip.mp4`, `${project}/clip.mp4`);
+    await waitForStage(page, 10, edited);
+    await page.waitForFunction(
+      () => document.getElementById("stage")!.dataset.state === "ready",
+      { timeout: 20000 },
+    );
+    assert.equal(conversions(), 2, preview.stderr());
+    const second = await stagePixels(page);
+    // Source frame 8 of the new clip is frame 11 of the old one.
+    const now = difference(second, await videoFrame(`${project}/clip.mp4`, 8));
+    assert.ok(now.mean < 6, `the new clip's frame 8: ${JSON.stringify(now)}`);
+    assert.ok(difference(first, second).share > 0.03, "the stage shows the new video");
+  });
+});
+
 describe("preview runtime injection and checks", () => {
   const config = {
     variables: { t: "</script><b>x" },

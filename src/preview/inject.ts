@@ -45,15 +45,27 @@ export function runtimeInsertionOffset(html: string): number {
  * (a variable value could hold either) are escaped so the HTML parser cannot end or
  * comment out the element early; `<\/` means `</` inside a JavaScript string.
  */
-export function runtimeScriptElement(config: RuntimeConfig): string {
+export function runtimeScriptElement(
+  config: RuntimeConfig,
+  marks: Readonly<Record<string, string>> = {},
+): string {
   const source = runtimeScript(config)
     .replace(/<\/(script)/gi, "<\\/$1")
     .replace(/<!--/g, "<\\!--");
-  return `<script data-vid-runtime>${source}</script>`;
+  const attributes = Object.entries(marks)
+    .map(([name, value]) => ` data-${name.replace(/[^a-z0-9-]/g, "")}="${escapeAttribute(value)}"`)
+    .join("");
+  return `<script data-vid-runtime${attributes}>${source}</script>`;
+}
+
+function escapeAttribute(value: string): string {
+  return value.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;");
 }
 
 /**
- * Returns `html` with the vid runtime installed before any of its own scripts.
+ * Returns `html` with the vid runtime installed before any of its own scripts. `marks`
+ * become `data-*` attributes of the runtime's `<script>` element, for the studio to read
+ * (the preview marks which set of video proxies the page got).
  *
  * @example
  * ```ts
@@ -67,7 +79,11 @@ export function runtimeScriptElement(config: RuntimeConfig): string {
  * page.indexOf("data-vid-runtime") < page.indexOf("<body>"); // true
  * ```
  */
-export function injectRuntime(html: string, config: RuntimeConfig): string {
+export function injectRuntime(
+  html: string,
+  config: RuntimeConfig,
+  marks: Readonly<Record<string, string>> = {},
+): string {
   const at = runtimeInsertionOffset(html);
-  return html.slice(0, at) + runtimeScriptElement(config) + html.slice(at);
+  return html.slice(0, at) + runtimeScriptElement(config, marks) + html.slice(at);
 }

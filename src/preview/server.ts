@@ -10,10 +10,14 @@
  * - `GET /__preview/composition`: size, duration, fps, frames, declarations, defaults.
  * - `POST /__preview/variables`: `{values}` checked with the CLI's own checks.
  * - `GET /__preview/events`: server-sent events `change` and `render`.
+ * - `POST /__preview/media`: `{media}`, the `__vid.media()` list of a stage page; prepares
+ *   the frame-exact proxies of its `<video>` sources and answers their `version`.
  * - `POST /__preview/render`, `GET /__preview/render`: start one render, read its status.
  * - `GET /__preview/renders/<file>`: a finished render, for download.
  * - anything else: the project's files; the entry HTML gets the runtime with the
- *   variables of its `vars` query parameter (JSON) at the frame rate of `fps`.
+ *   variables of its `vars` query parameter (JSON) at the frame rate of `fps`, and the
+ *   video proxies prepared so far (their version in the runtime element's
+ *   `data-vid-proxies`); proxies themselves are served at `/__vid/<name>`.
  *
  * @module
  */
@@ -29,7 +33,9 @@ import { type ProjectServer, serveProject } from "../render/serve.ts";
 import { injectRuntime } from "./inject.ts";
 import { createRenderJobs, type PreviewRenderStatus, RenderBusyError } from "./render_job.ts";
 import { studioPage } from "./studio_page.ts";
+import { createPreviewVideoProxies, type PreviewVideoProxies } from "./video_proxies.ts";
 import { type ProjectWatcher, watchProject } from "./watch.ts";
+import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 
 /** The port `vid preview` listens on unless told otherwise. */
 export const DEFAULT_PREVIEW_PORT = 4700;
@@ -259,11 +265,15 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
   let changes = 0;
   let watcher: ProjectWatcher | undefined;
   let project: ProjectServer | undefined;
+  let videos: PreviewVideoProxies | undefined;
   let server: Deno.HttpServer<Deno.NetAddr> | undefined;
   let ping: ReturnType<typeof setInterval> | undefined;
   let closing: Promise<void> | undefined;
 
-  const stageHtml = async (url: URL): Promise<Response> => {
+  /** The origin a request's page lives on (the host is checked to be loopback first). */
+  const originOf = (request: Request): string => `http://${request.headers.get("host")}`;
+
+  const stageHtml = async (request: Request, url: URL): Promise<Response> => {
     const html = await readFile(entryFile, "utf8");
     let values: Variables = {};
     const raw = url.searchParams.get("vars");
@@ -283,7 +293,10 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
       epochMs,
       fps: fpsParam(url.searchParams.get("fps"), fps),
       readyTimeoutMs: 30000,
-    });
+      // The same frame-exact stand-ins a render uses, as far as they are prepared: the
+      // studio reports the page's videos and reloads it when this set was behind.
+      videoProxies: videos?.config(originOf(request)),
+    }, { "vid-proxies": String(videos?.version ?? 0) });
     return new Response(page, {
       headers: { "content-type": "text/html; charset=utf-8", ...NO_STORE },
     });
@@ -372,6 +385,23 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
       }
     }
     if (route === "events" && request.method === "GET") return events();
+    if (route === "media" && request.method === "POST") {
+      const body = await readObject(request);
+      const media = body?.media;
+      if (
+        !Array.isArray(media) ||
+        !media.every((m) => isPlainObject(m) && typeof m.src === "string")
+      ) {
+        return json(errorBody(new Error('send {"media": __vid.media()}')), 400);
+      }
+      try {
+        const version = await videos!.prepare(media as MediaDescriptor[], originOf(request));
+        return json({ ok: true, version });
+      } catch (error) {
+        log(`video preparation failed: ${(error as Error).message}`);
+        return json(errorBody(error), 422);
+      }
+    }
     if (route === "render" && request.method === "GET") return json(jobs.status());
     if (route === "render" && request.method === "POST") {
       const body = await readObject(request);
@@ -428,7 +458,7 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
       if (request.method !== "GET" && request.method !== "HEAD") {
         return new Response("method not allowed", { status: 405 });
       }
-      if (decodeURIComponent(url.pathname) === entryPath) return await stageHtml(url);
+      if (decodeURIComponent(url.pathname) === entryPath) return await stageHtml(request, url);
       return await proxy(request, url);
     } catch (error) {
       return json(errorBody(error), 500);
@@ -448,13 +478,14 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
         }
       }
       streams.clear();
-      await Promise.allSettled([server?.shutdown(), project?.close()]);
+      await Promise.allSettled([server?.shutdown(), project?.close(), videos?.close()]);
     })();
     return closing;
   };
 
   try {
     project = await serveProject(projectDir);
+    videos = createPreviewVideoProxies({ projectDir, project, onLog: log });
     const port = options.port ?? DEFAULT_PREVIEW_PORT;
     try {
       server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, handler);

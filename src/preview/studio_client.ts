@@ -9,7 +9,9 @@
  * forward, so showing an earlier frame, or new variable values, loads a fresh iframe
  * beneath the current one, seeks it, then swaps: the picture never flashes blank. Play
  * seeks frame by frame on the studio's own requestAnimationFrame at real-time pace, so a
- * paused frame is the frame the video has.
+ * paused frame is the frame the video has. A page with `<video>` elements reports their
+ * sources to the preview server, which prepares the renderer's frame-exact proxies; the
+ * page loads once more with them, so its videos show the frames a render shows.
  *
  * @module
  */
@@ -58,6 +60,7 @@ export function studioClient(): void {
   }
   interface VidApi {
     seek(frame: number): Promise<void>;
+    media(): { kind: "video" | "audio"; src: string }[];
   }
   interface Live {
     iframe: HTMLIFrameElement;
@@ -113,12 +116,9 @@ export function studioClient(): void {
     stageMessage.hidden = message === "";
   };
 
-  const loadFrame = (key: string): Promise<Live> => {
+  const loadPage = (url: string): Promise<HTMLIFrameElement> => {
     const current = info!;
-    const url = `/${encodeURI(current.entry)}?fps=${current.fps}&r=${reloads}&vars=${
-      encodeURIComponent(JSON.stringify(values))
-    }`;
-    return new Promise<Live>((resolve, reject) => {
+    return new Promise<HTMLIFrameElement>((resolve, reject) => {
       const iframe = document.createElement("iframe");
       iframe.className = "composition";
       iframe.title = `composition ${current.id}`;
@@ -138,11 +138,51 @@ export function studioClient(): void {
           reject(new Error("the composition page has no window.__vid (did it load?)"));
           return;
         }
-        resolve({ iframe, key, frame: -1 });
+        resolve(iframe);
       }, { once: true });
       iframe.src = url;
       stage.append(iframe);
     });
+  };
+
+  /**
+   * Loads the stage page, then has the preview server prepare the frame-exact proxies of
+   * its videos (what a render does before capturing); when the page was served an older
+   * set of proxies than its videos need, it loads once more with the new set.
+   */
+  const loadFrame = async (key: string): Promise<Live> => {
+    const current = info!;
+    const url = `/${encodeURI(current.entry)}?fps=${current.fps}&r=${reloads}&vars=${
+      encodeURIComponent(JSON.stringify(values))
+    }`;
+    for (let attempt = 0;; attempt++) {
+      const iframe = await loadPage(url);
+      const win = iframe.contentWindow as Window & { __vid: VidApi };
+      const media = win.__vid.media().filter((m) => m.kind === "video");
+      if (media.length === 0) return { iframe, key, frame: -1 };
+      const served = iframe.contentDocument?.querySelector<HTMLScriptElement>(
+        "script[data-vid-runtime]",
+      )?.dataset.vidProxies;
+      stage.dataset.state = "preparing";
+      let body: { ok: boolean; version?: number; error?: { message: string } };
+      try {
+        body = await (await fetch("/__preview/media", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ media }),
+        })).json();
+      } catch (error) {
+        iframe.remove();
+        throw new Error(`cannot reach vid preview: ${(error as Error).message}`);
+      }
+      stage.dataset.state = "seeking";
+      if (!body.ok) {
+        iframe.remove();
+        throw new Error(body.error?.message ?? "the videos cannot be prepared");
+      }
+      if (String(body.version) === served || attempt >= 2) return { iframe, key, frame: -1 };
+      iframe.remove();
+    }
   };
 
   const seekIn = async (target: Live, frame: number): Promise<void> => {
