@@ -13,9 +13,12 @@ vid server users add me@example.com --password 'a long password' --data-dir "$da
 key="$(vid server keys create me@example.com --data-dir "$data")"
 
 # 2. Start the server on a free port and read its address.
+# Its own process group (job control on), so the exit trap stops npx, deno and the server.
+set -m
 vid server --port 0 --data-dir "$data" >"$data/server.log" 2>&1 &
 server_pid=$!
-trap 'kill $server_pid 2>/dev/null || true; wait $server_pid 2>/dev/null || true; rm -rf "$data"' EXIT
+set +m
+trap 'kill -- -$server_pid 2>/dev/null || true; wait $server_pid 2>/dev/null || true; rm -rf "$data"' EXIT
 until grep -q "listening on" "$data/server.log"; do sleep 0.2; done
 api="$(grep -o 'http://[^ ]*' "$data/server.log" | head -1)"
 auth="Authorization: Bearer $key"
