@@ -93,6 +93,40 @@ export function connection(flags: ConnectionFlags): Connection {
   };
 }
 
+/**
+ * The render options `vid lambda render` and `vid lambda render-batch` share. Their flag
+ * definitions are written out in each command: a generic helper adding them to a command
+ * makes commander's typed option inference too deep for the type checker.
+ */
+export interface RenderConfigFlags {
+  width?: number;
+  height?: number;
+  fps?: number;
+  format?: RenderConfig["format"];
+  quality?: RenderConfig["quality"];
+  chunkSize?: number;
+  maxParallelChunks?: number;
+  targetChunkFrames?: number;
+}
+
+/** The {@linkcode RenderConfig} of the shared render options; unset ones are left out. */
+export function renderConfigFrom(flags: RenderConfigFlags): RenderConfig {
+  const config: RenderConfig = {
+    fps: flags.fps,
+    width: flags.width,
+    height: flags.height,
+    format: flags.format,
+    quality: flags.quality,
+    chunkSize: flags.chunkSize,
+    maxParallelChunks: flags.maxParallelChunks,
+    targetChunkFrames: flags.targetChunkFrames,
+  };
+  for (const key of Object.keys(config) as (keyof RenderConfig)[]) {
+    if (config[key] === undefined) delete config[key];
+  }
+  return config;
+}
+
 /** The function time cap for the warning: `VID_LAMBDA_TIMEOUT_SECONDS`, else 900. */
 function timeoutFromEnv(): number {
   const raw = Deno.env.get("VID_LAMBDA_TIMEOUT_SECONDS");
@@ -383,20 +417,8 @@ export function registerLambda(program: Command): void {
             variablesFile: options.variablesFile,
           })
           : undefined;
-        const config: RenderConfig = {
-          fps: options.fps,
-          width: options.width,
-          height: options.height,
-          format: options.format,
-          quality: options.quality,
-          variables: variables as RenderConfig["variables"],
-          chunkSize: options.chunkSize,
-          maxParallelChunks: options.maxParallelChunks,
-          targetChunkFrames: options.targetChunkFrames,
-        };
-        for (const key of Object.keys(config) as (keyof RenderConfig)[]) {
-          if (config[key] === undefined) delete config[key];
-        }
+        const config = renderConfigFrom(options);
+        if (variables !== undefined) config.variables = variables as RenderConfig["variables"];
         const siteHandle = options.siteId
           ? siteHandleFromId(options.siteId, bucketName, {
             composition: options.composition,

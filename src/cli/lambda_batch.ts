@@ -17,10 +17,16 @@ import {
   renderBatch,
   summarizeBatch,
 } from "../lambda/batch.ts";
-import type { RenderConfig } from "../lambda/config.ts";
 import { LAMBDA_FORMATS, LAMBDA_QUALITIES } from "../lambda/config.ts";
 import { deploySite, type SiteHandle, siteHandleFromId } from "../lambda/sdk.ts";
-import { type Connection, connection, ENV_HELP, fail, LambdaUsageError } from "./lambda.ts";
+import {
+  type Connection,
+  connection,
+  ENV_HELP,
+  fail,
+  LambdaUsageError,
+  renderConfigFrom,
+} from "./lambda.ts";
 import { EXIT, integerIn, positiveInteger, warn } from "./shared.ts";
 
 const RESERVED_ENV = "VID_LAMBDA_RESERVED_CONCURRENCY";
@@ -192,19 +198,7 @@ export function registerLambdaBatch(lambda: Command): void {
           if (!options.siteId) throw error;
           warn(`cannot read ${projectDir} to check variables: ${(error as Error).message}`);
         }
-        const baseConfig: RenderConfig = {
-          fps: options.fps,
-          width: options.width,
-          height: options.height,
-          format: options.format,
-          quality: options.quality,
-          chunkSize: options.chunkSize,
-          maxParallelChunks: options.maxParallelChunks,
-          targetChunkFrames: options.targetChunkFrames,
-        };
-        for (const key of Object.keys(baseConfig) as (keyof RenderConfig)[]) {
-          if (baseConfig[key] === undefined) delete baseConfig[key];
-        }
+        const baseConfig = renderConfigFrom(options);
         const siteOptions = { composition: options.composition, s3: conn.s3 };
         // The dry run uploads nothing: a handle naming the site is enough to lint the rows.
         const siteHandle: SiteHandle = options.siteId
