@@ -79,10 +79,14 @@ export {
 export {
   codecArgs,
   EncodeError,
+  formatOfPath,
+  GIF_MAX_FPS,
   OUTPUT_FORMATS,
   type OutputFormat,
   QUALITIES,
   type Quality,
+  RENDER_FORMATS,
+  type RenderFormat,
 } from "./src/render/encode.ts";
 export {
   ChunkFailedError,
@@ -94,6 +98,7 @@ export {
   type RenderOptions,
   type RenderProgress,
   type RenderResult,
+  resolveRenderFormat,
 } from "./src/render/render.ts";
 export { type CaptureMode } from "./src/render/browser.ts";
 export { type CapturePreference } from "./src/render/capture_mode.ts";

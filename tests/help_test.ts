@@ -84,11 +84,11 @@ describe("help: the whole tree is described", () => {
 });
 
 describe("help: the spec's flags and defaults", () => {
-  it("vid render: --fps 30, --format mp4|webm|mov, --quality standard, the variable flags", () => {
+  it("vid render: --fps 30, --format mp4|webm|mov|gif|png, --quality standard, the variable flags", () => {
     assert.match(optionHelp("vid render", "--fps"), /1-240.*default: 30/);
     assert.match(
       optionHelp("vid render", "--format"),
-      /choices: "mp4", "webm", "mov", default: "mp4"/,
+      /default: from the --output extension, else mp4\)[\s\S]*choices: "mp4", "webm", "mov", "gif", "png"/,
     );
     assert.match(
       optionHelp("vid render", "--quality"),

@@ -115,7 +115,7 @@ describe("vid render flag validation", () => {
     [["--fps", "241"], "--fps"],
     [["--fps", "1.5"], "--fps"],
     [["--fps", "abc"], "--fps"],
-    [["--format", "gif"], "--format"],
+    [["--format", "avi"], "--format"],
     [["--quality", "ultra"], "--quality"],
     [["--workers", "0"], "--workers"],
     [["--frames", "5"], "--frames"],

@@ -1,12 +1,13 @@
 /**
- * `vid render [dir]`: renders a composition locally to mp4, webm or mov.
+ * `vid render [dir]`: renders a composition locally to mp4, webm, mov, an animated GIF or a
+ * PNG sequence; the `--output` extension picks the format unless `--format` is given.
  *
  * @module
  */
 
 import { type Command, Option } from "@commander-js/extra-typings";
 import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
-import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
+import { GIF_MAX_FPS, QUALITIES, RENDER_FORMATS } from "../render/encode.ts";
 import { defaultWorkers, RenderCancelledError, renderComposition } from "../render/render.ts";
 import { progressReporter } from "./progress.ts";
 import {
@@ -34,11 +35,19 @@ export function registerRender(program: Command): void {
       "entry HTML file inside the project directory",
       "index.html",
     )
-    .option("-o, --output <path>", "output file (default: renders/<composition-id>.<format>)")
+    .option(
+      "-o, --output <path>",
+      "output file; its extension picks the format: .mp4, .webm, .mov, .gif, or a PNG " +
+        "sequence frames/%05d.png (default: renders/<composition-id>.<format>)",
+    )
     .option("--fps <n>", "frames per second, integer 1-240", integerIn("--fps", 1, 240), 30)
     .addOption(
-      new Option("--format <format>", "mp4 (H.264), webm (VP9 + alpha), mov (ProRes 4444 + alpha)")
-        .choices(OUTPUT_FORMATS).default("mp4" as const),
+      new Option(
+        "--format <format>",
+        "mp4 (H.264), webm (VP9 + alpha), mov (ProRes 4444 + alpha), gif (one palette, at " +
+          `most ${GIF_MAX_FPS} fps), png (RGBA sequence; file number = frame index) ` +
+          "(default: from the --output extension, else mp4)",
+      ).choices(RENDER_FORMATS),
     )
     .addOption(
       new Option("--quality <preset>", "encoder preset").choices(QUALITIES)

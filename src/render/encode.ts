@@ -17,6 +17,16 @@
  * yuv420p needs even dimensions: an odd width or height is padded by one transparent
  * (black, for mp4) pixel on the right or bottom.
  *
+ * Image formats of a local render (`vid render` and `renderComposition` only; the hosted
+ * and distributed paths stay video-only):
+ * - `png`, a PNG sequence: one RGBA PNG per frame, named by a printf pattern such as
+ *   `frames/%05d.png`, the number being the frame index (frame n shows t = n / fps, so the
+ *   first file of a whole render is `00000.png`). Every chunk writes its frames into the
+ *   same folder, which is the join: no ffmpeg pass after the chunks.
+ * - `gif`: chunks write opaque PNG frames the same way; the join is one palette pass over
+ *   all of them (palettegen + paletteuse), so the whole GIF shares one 256-colour palette
+ *   instead of one per chunk. Frame rate capped at {@linkcode GIF_MAX_FPS}.
+ *
  * @module
  */
 
@@ -28,14 +38,59 @@ export type OutputFormat = "mp4" | "webm" | "mov";
 /** Encoder quality preset. */
 export type Quality = "draft" | "standard" | "high";
 
+/**
+ * What a local render writes: a video format, an animated GIF, or a PNG sequence. The
+ * hosted and distributed renders write the video formats only ({@linkcode OutputFormat}).
+ */
+export type RenderFormat = OutputFormat | "gif" | "png";
+
 /** The accepted output formats. */
 export const OUTPUT_FORMATS: readonly OutputFormat[] = ["mp4", "webm", "mov"];
+/** The formats a local render accepts. */
+export const RENDER_FORMATS: readonly RenderFormat[] = ["mp4", "webm", "mov", "gif", "png"];
+
+/**
+ * Highest frame rate of a GIF. GIF frame delays are whole hundredths of a second, so 25 fps
+ * (4/100 s) is the fastest common rate every viewer plays evenly, and fewer frames keep the
+ * file small; a GIF render asked for more frames per second renders at this rate.
+ */
+export const GIF_MAX_FPS = 25;
+
+/** Whether a format is written as numbered PNG frames (the chunk output of gif and png). */
+export function isImageSequence(format: RenderFormat): format is "gif" | "png" {
+  return format === "gif" || format === "png";
+}
+
+/**
+ * The format an output path's extension names, `undefined` for a path without an
+ * extension. A `.png` path is a PNG sequence only with a frame-number pattern (`%d`,
+ * `%05d`) in its file name.
+ *
+ * @example
+ * ```ts
+ * formatOfPath("out.webm"); // "webm"
+ * formatOfPath("frames/%05d.png"); // "png"
+ * formatOfPath("out.mkv"); // null: an extension no format writes
+ * ```
+ */
+export function formatOfPath(path: string): RenderFormat | null | undefined {
+  const name = path.split(/[\\/]/).pop() ?? "";
+  const dot = name.lastIndexOf(".");
+  if (dot <= 0) return undefined;
+  const ext = name.slice(dot + 1).toLowerCase();
+  return (RENDER_FORMATS as readonly string[]).includes(ext) ? ext as RenderFormat : null;
+}
+
+/** Whether a file name holds a printf frame-number pattern (`%d` or `%0Nd`). */
+export function hasFramePattern(path: string): boolean {
+  return /%0?\d*d/.test(path.split(/[\\/]/).pop() ?? "");
+}
 /** The accepted quality presets. */
 export const QUALITIES: readonly Quality[] = ["draft", "standard", "high"];
 
 /** Whether a format carries an alpha channel (and so is captured as PNG). */
-export function hasAlpha(format: OutputFormat): boolean {
-  return format !== "mp4";
+export function hasAlpha(format: RenderFormat): boolean {
+  return format !== "mp4" && format !== "gif";
 }
 
 /** ffmpeg failed; carries the tail of its log. */
@@ -149,10 +204,15 @@ export interface EncoderOptions {
   ffmpeg: string;
   output: string;
   fps: number;
-  format: OutputFormat;
+  format: RenderFormat;
   quality: Quality;
   width: number;
   height: number;
+  /**
+   * Number of the first frame file of an image sequence (`output` is then a printf
+   * pattern). @default 0
+   */
+  startNumber?: number;
   /** Image format of the frames written. */
   frameFormat: "jpeg" | "png";
   /** 10-bit HEVC, BT.2020 primaries, HLG transfer (mp4 only). */
@@ -183,6 +243,7 @@ function videoFilters(
   height: number,
   hdr: boolean,
   outputSize?: { width: number; height: number },
+  even = true,
 ): string[] {
   const filters: string[] = [];
   if (outputSize && (outputSize.width !== width || outputSize.height !== height)) {
@@ -194,7 +255,7 @@ function videoFilters(
     width = w;
     height = h;
   }
-  if (width % 2 !== 0 || height % 2 !== 0) {
+  if (even && (width % 2 !== 0 || height % 2 !== 0)) {
     filters.push("pad=ceil(iw/2)*2:ceil(ih/2)*2:0:0:color=black@0");
   }
   if (hdr) {
@@ -237,6 +298,26 @@ function timestampPassthrough(ffmpeg: string): string[] {
  * ```
  */
 export function startEncoder(options: EncoderOptions): Encoder {
+  const sequence = isImageSequence(options.format);
+  // An image sequence is numbered PNG frames (RGBA for png, opaque for the gif palette
+  // pass); a video is one closed-GOP segment.
+  const outputArgs = sequence
+    ? [
+      "-c:v",
+      "png",
+      "-pix_fmt",
+      options.format === "png" ? "rgba" : "rgb24",
+      "-f",
+      "image2",
+      "-start_number",
+      String(options.startNumber ?? 0),
+    ]
+    : [
+      ...codecArgs(options.format as OutputFormat, options.quality, options.hdr === true),
+      ...timestampPassthrough(options.ffmpeg),
+      "-r",
+      String(options.fps),
+    ];
   const args = [
     "-hide_banner",
     "-loglevel",
@@ -250,11 +331,14 @@ export function startEncoder(options: EncoderOptions): Encoder {
     options.frameFormat === "jpeg" ? "mjpeg" : "png",
     "-i",
     "pipe:0",
-    ...videoFilters(options.width, options.height, options.hdr === true, options.outputSize),
-    ...codecArgs(options.format, options.quality, options.hdr === true),
-    ...timestampPassthrough(options.ffmpeg),
-    "-r",
-    String(options.fps),
+    ...videoFilters(
+      options.width,
+      options.height,
+      options.hdr === true,
+      options.outputSize,
+      !sequence,
+    ),
+    ...outputArgs,
     options.output,
   ];
   const child = spawn(options.ffmpeg, args, { stdio: ["pipe", "ignore", "pipe"] });
@@ -349,4 +433,36 @@ export async function concatChunks(
     ...(format === "mp4" || format === "mov" ? ["-movflags", "+faststart"] : []),
     output,
   ], output);
+}
+
+/**
+ * Encodes numbered PNG frames (a printf `pattern` from `startNumber`) into one animated GIF
+ * that loops forever, with a palette generated from all the frames (palettegen) and
+ * applied with dithering (paletteuse): the join of a GIF render's chunks.
+ *
+ * @example
+ * ```ts
+ * await encodeGif("ffmpeg", { pattern: "work/%05d.png", startNumber: 0, fps: 25,
+ *   output: "out.gif" });
+ * ```
+ */
+export async function encodeGif(
+  ffmpeg: string,
+  options: { pattern: string; startNumber: number; fps: number; output: string },
+): Promise<void> {
+  await runFfmpeg(ffmpeg, [
+    "-framerate",
+    String(options.fps),
+    "-start_number",
+    String(options.startNumber),
+    "-i",
+    options.pattern,
+    "-filter_complex",
+    "[0:v]split[a][b];[a]palettegen=stats_mode=full[p];[b][p]paletteuse=dither=sierra2_4a",
+    "-loop",
+    "0",
+    "-f",
+    "gif",
+    options.output,
+  ], options.output);
 }

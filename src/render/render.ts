@@ -6,7 +6,7 @@
  * @module
  */
 
-import { mkdir, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, rename, rm } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
@@ -17,10 +17,16 @@ import type { CapturePreference } from "./capture_mode.ts";
 import { type Chunk, chunkPlan } from "./chunk_plan.ts";
 import {
   concatChunks,
-  OUTPUT_FORMATS,
+  encodeGif,
+  formatOfPath,
+  GIF_MAX_FPS,
+  hasFramePattern,
+  isImageSequence,
   type OutputFormat,
   QUALITIES,
   type Quality,
+  RENDER_FORMATS,
+  type RenderFormat,
 } from "./encode.ts";
 import { mixAudio, muxAudio } from "./media.ts";
 import { renderChunk } from "./render_chunk.ts";
@@ -98,12 +104,19 @@ export interface RenderProgress {
 
 /** Options of {@linkcode renderComposition}. */
 export interface RenderOptions extends CompositionSource {
-  /** Output path. @default "renders/<composition-id>.<format>" */
+  /**
+   * Output path; its extension picks the format when `format` is unset: `.mp4`, `.webm`,
+   * `.mov`, `.gif`, or a PNG sequence named by a frame-number pattern (`frames/%05d.png`).
+   * @default "renders/<composition-id>.<format>" ("renders/<composition-id>/%05d.png")
+   */
   output?: string;
-  /** Frames per second, integer 1-240. @default 30 */
+  /** Frames per second, integer 1-240 (a GIF renders at most {@linkcode GIF_MAX_FPS}). @default 30 */
   fps?: number;
-  /** Container and codec of the output. @default "mp4" */
-  format?: OutputFormat;
+  /**
+   * Container and codec of the output; must agree with the `output` extension.
+   * @default the `output` extension's format, else "mp4"
+   */
+  format?: RenderFormat;
   /** Encoder preset. @default "standard" */
   quality?: Quality;
   /** Parallel windows. @default min(cores, 4) */
@@ -148,7 +161,7 @@ export interface RenderResult {
   /** Frames per second of the output. */
   fps: number;
   /** Container and codec of the output. */
-  format: OutputFormat;
+  format: RenderFormat;
   /** Encoder preset used. */
   quality: Quality;
   /** Whether the output is HDR (10-bit HEVC, HLG). */
@@ -196,12 +209,13 @@ export function checkRenderOptions(options: RenderOptions): void {
   if (!Number.isInteger(fps) || fps < 1 || fps > 240) {
     throw new RenderOptionError("--fps", `must be an integer from 1 to 240, got ${fps}`);
   }
-  if (options.format !== undefined && !OUTPUT_FORMATS.includes(options.format)) {
+  if (options.format !== undefined && !RENDER_FORMATS.includes(options.format)) {
     throw new RenderOptionError(
       "--format",
-      `must be one of ${OUTPUT_FORMATS.join(", ")}, got ${options.format}`,
+      `must be one of ${RENDER_FORMATS.join(", ")}, got ${options.format}`,
     );
   }
+  resolveRenderFormat(options.output, options.format);
   if (options.quality !== undefined && !QUALITIES.includes(options.quality)) {
     throw new RenderOptionError(
       "--quality",
@@ -217,10 +231,11 @@ export function checkRenderOptions(options: RenderOptions): void {
       `width and height must be integers from 1 to 8192, got ${size.width}x${size.height}`,
     );
   }
-  if (options.hdr && (options.format ?? "mp4") !== "mp4") {
+  const format = resolveRenderFormat(options.output, options.format);
+  if (options.hdr && format !== "mp4") {
     throw new RenderOptionError(
       "--hdr",
-      `HDR output is an mp4 (10-bit HEVC, HLG); it cannot be ${options.format}`,
+      `HDR output is an mp4 (10-bit HEVC, HLG); it cannot be ${format}`,
     );
   }
   if (
@@ -228,6 +243,94 @@ export function checkRenderOptions(options: RenderOptions): void {
   ) {
     throw new RenderOptionError("--workers", `must be a positive integer, got ${options.workers}`);
   }
+}
+
+/** Where each format's name comes from, for the messages below. */
+const EXTENSIONS = ".mp4, .webm, .mov, .gif or a PNG sequence such as frames/%05d.png";
+
+/**
+ * The format of a render: `format` when given, else the one the `output` extension names,
+ * else mp4. A `format` that disagrees with the extension, an extension no format writes, and
+ * a `.png` output without a frame-number pattern are errors naming the fix.
+ *
+ * @example
+ * ```ts
+ * resolveRenderFormat("out.webm"); // "webm"
+ * resolveRenderFormat("frames/%05d.png"); // "png"
+ * resolveRenderFormat(undefined, "gif"); // "gif"
+ * resolveRenderFormat("out.webm", "mp4"); // throws RenderOptionError (field "--format")
+ * ```
+ */
+export function resolveRenderFormat(output?: string, format?: RenderFormat): RenderFormat {
+  if (output === undefined) return format ?? "mp4";
+  const named = formatOfPath(output);
+  if (named === null) {
+    const ext = output.slice(output.lastIndexOf("."));
+    throw new RenderOptionError(
+      "--output",
+      `no output format writes ${ext} files (${output}); end the path with ${EXTENSIONS}`,
+    );
+  }
+  if (named === "png" && !hasFramePattern(output)) {
+    throw new RenderOptionError(
+      "--output",
+      `${output} is one image: a PNG sequence needs a frame-number pattern in the file name, ` +
+        `e.g. ${output.replace(/[^/\\]*$/, "%05d.png")}; for a single frame use \`vid still\``,
+    );
+  }
+  if (format !== undefined && named !== undefined && named !== format) {
+    throw new RenderOptionError(
+      "--format",
+      `--format ${format} conflicts with the output extension of ${output} (${named}); drop ` +
+        `--format to render ${named}, or name the output for ${format}` +
+        (format === "png" ? " (e.g. frames/%05d.png)" : ` (e.g. out.${format})`),
+    );
+  }
+  if (format === "png" && named === undefined && !hasFramePattern(output)) {
+    // `--format png -o frames`: the folder of the sequence.
+    return format;
+  }
+  return format ?? named ?? "mp4";
+}
+
+/** The output path: a file, or for a PNG sequence a pattern inside its folder. */
+function outputPath(output: string | undefined, format: RenderFormat, id: string): string {
+  if (format !== "png") return resolve(output ?? join("renders", `${id}.${format}`));
+  if (output === undefined) return resolve("renders", id, "%05d.png");
+  return hasFramePattern(output) ? resolve(output) : resolve(output, "%05d.png");
+}
+
+/**
+ * Makes way for a PNG sequence's folder: it may not exist, or hold only frames of the
+ * pattern (an earlier render, replaced when this one completes); anything else is kept
+ * and the render refused before it starts.
+ */
+async function checkSequenceFolder(pattern: string): Promise<void> {
+  const folder = dirname(pattern);
+  let names: string[];
+  try {
+    names = await readdir(folder);
+  } catch {
+    return;
+  }
+  const frame = sequenceMatcher(basename(pattern));
+  const other = names.find((n) => !frame.test(n));
+  if (other !== undefined) {
+    throw new RenderOptionError(
+      "--output",
+      `${folder} holds ${other}, which is not a frame of ${basename(pattern)}; a PNG sequence ` +
+        `replaces its whole folder, so choose a new or empty folder`,
+    );
+  }
+}
+
+/** A regular expression matching the file names of a printf frame pattern. */
+function sequenceMatcher(pattern: string): RegExp {
+  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const match = pattern.match(/%0?(\d*)d/)!;
+  const head = escape(pattern.slice(0, match.index));
+  const tail = escape(pattern.slice(match.index! + match[0].length));
+  return new RegExp(`^${head}\\d+${tail}$`);
 }
 
 function frameRange(options: RenderOptions, total: number): { from: number; to: number } {
@@ -263,8 +366,8 @@ export async function renderComposition<V extends object = Variables>(
   const options = typedOptions as RenderOptions;
   const started = performance.now();
   checkRenderOptions(options);
-  const fps = options.fps ?? 30;
-  const format = options.format ?? "mp4";
+  const format = resolveRenderFormat(options.output, options.format);
+  const fps = format === "gif" ? Math.min(options.fps ?? 30, GIF_MAX_FPS) : options.fps ?? 30;
   const quality = options.quality ?? "standard";
   const hdr = options.hdr === true;
   const prepared = await prepareComposition(options);
@@ -281,9 +384,14 @@ export async function renderComposition<V extends object = Variables>(
     maxParallelChunks: Math.ceil(frames / chunkSize),
   });
   const workers = Math.min(options.workers ?? defaultWorkers(), chunks.length);
-  const output = resolve(options.output ?? join("renders", `${composition.id}.${format}`));
+  const output = outputPath(options.output, format, composition.id);
+  if (format === "png") await checkSequenceFolder(output);
   const signal = options.signal;
   signal?.throwIfAborted();
+  // A PNG sequence is written into a temp folder beside its own and renamed when complete.
+  const sequenceDir = format === "png"
+    ? join(dirname(dirname(output)), `.${basename(dirname(output))}.partial-${Date.now()}`)
+    : undefined;
 
   const progress: RenderProgress = {
     framesDone: 0,
@@ -327,7 +435,13 @@ export async function renderComposition<V extends object = Variables>(
         : undefined;
       options.onProgress?.({ ...progress });
     };
-    const chunkFiles = chunks.map((c) => join(work, `chunk-${c.index}.${format}`));
+    // Image formats: every chunk writes its numbered frames into one folder.
+    const framesDir = sequenceDir ?? join(work, "frames");
+    const framePattern = join(framesDir, format === "png" ? basename(output) : "%06d.png");
+    if (isImageSequence(format)) await mkdir(framesDir, { recursive: true });
+    const chunkFiles = chunks.map((c) =>
+      isImageSequence(format) ? framePattern : join(work, `chunk-${c.index}.${format}`)
+    );
     let nextChunk = 0;
     // Every chunk gets a fresh page fast-forwarded to its first frame, whatever the worker
     // count: Chromium keeps raster state between frames (layer raster scales, tiles), so a
@@ -374,31 +488,52 @@ export async function renderComposition<V extends object = Variables>(
 
     progress.stage = "joining";
     options.onProgress?.({ ...progress });
-    await mkdir(dirname(output), { recursive: true });
-    const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.${format}`);
-    try {
-      const soundtrack = join(work, "soundtrack.wav");
-      const audible = await mixAudio(session.media, {
-        ffmpeg,
-        ffprobe: session.ffprobe,
-        duration: frames / fps,
-        startAt: range.from / fps,
-        output: soundtrack,
-        input: session.input,
-      });
-      const joined = audible ? join(work, `joined.${format}`) : partial;
-      if (chunkFiles.length === 1) {
-        await rename(chunkFiles[0], joined).catch(async () => {
-          await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, format);
+    if (format === "png") {
+      await replaceFolder(sequenceDir!, dirname(output));
+    } else if (format === "gif") {
+      await mkdir(dirname(output), { recursive: true });
+      const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.gif`);
+      try {
+        await encodeGif(ffmpeg, {
+          pattern: framePattern,
+          startNumber: range.from,
+          fps,
+          output: partial,
         });
-      } else {
-        await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, format);
+        await rename(partial, output);
+      } catch (error) {
+        await rm(partial, { force: true });
+        throw error;
       }
-      if (audible) await muxAudio(ffmpeg, joined, soundtrack, partial, format);
-      await rename(partial, output);
-    } catch (error) {
-      await rm(partial, { force: true });
-      throw error;
+    } else {
+      // The video formats: chunks join with the concat demuxer, audio muxed once.
+      const video = format as OutputFormat;
+      await mkdir(dirname(output), { recursive: true });
+      const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.${video}`);
+      try {
+        const soundtrack = join(work, "soundtrack.wav");
+        const audible = await mixAudio(live.media, {
+          ffmpeg,
+          ffprobe: live.ffprobe,
+          duration: frames / fps,
+          startAt: range.from / fps,
+          output: soundtrack,
+          input: live.input,
+        });
+        const joined = audible ? join(work, `joined.${video}`) : partial;
+        if (chunkFiles.length === 1) {
+          await rename(chunkFiles[0], joined).catch(async () => {
+            await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, video);
+          });
+        } else {
+          await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, video);
+        }
+        if (audible) await muxAudio(ffmpeg, joined, soundtrack, partial, video);
+        await rename(partial, output);
+      } catch (error) {
+        await rm(partial, { force: true });
+        throw error;
+      }
     }
     progress.stage = "done";
     options.onProgress?.({ ...progress });
@@ -431,5 +566,29 @@ export async function renderComposition<V extends object = Variables>(
     signal?.removeEventListener("abort", onAbort);
     abortController.abort();
     await session?.close();
+    if (sequenceDir) await rm(sequenceDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Puts a finished PNG sequence in place: `folder` (absent, or holding only an earlier
+ * sequence, see `checkSequenceFolder`) is moved aside, `partial` renamed to it, the old one
+ * removed. A reader never sees a half-written sequence.
+ */
+async function replaceFolder(partial: string, folder: string): Promise<void> {
+  const old = `${partial}.old`;
+  let moved = false;
+  try {
+    await rename(folder, old);
+    moved = true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  try {
+    await rename(partial, folder);
+  } catch (error) {
+    if (moved) await rename(old, folder);
+    throw error;
+  }
+  if (moved) await rm(old, { recursive: true, force: true });
 }

@@ -14,7 +14,7 @@ import type { CdpSession } from "./cdp.ts";
 import { type Capturer, createCapturer, seekFrame } from "./capture.ts";
 import type { Chunk } from "./chunk_plan.ts";
 import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
-import { type Encoder, hasAlpha, type OutputFormat, type Quality, startEncoder } from "./encode.ts";
+import { type Encoder, hasAlpha, type Quality, type RenderFormat, startEncoder } from "./encode.ts";
 
 /** What a composition page is opened with. */
 export interface PageSpec {
@@ -23,8 +23,8 @@ export interface PageSpec {
   width: number;
   height: number;
   fps: number;
-  /** Decides the capture image format: PNG with alpha for webm/mov, JPEG for mp4. */
-  format: OutputFormat;
+  /** Decides the capture image format: PNG with alpha for webm/mov/png, JPEG for mp4/gif. */
+  format: RenderFormat;
   /** Merged variables for `window.__vid.getVariables()`. */
   variables: Variables;
   /** Seed of the page's `Math.random`. */
@@ -46,7 +46,10 @@ export interface PageSpec {
 /** How one chunk is encoded. */
 export interface ChunkOutput {
   chunk: Chunk;
-  /** Segment file to write (extension matching the format). */
+  /**
+   * Segment file to write (extension matching the format); for an image sequence, a printf
+   * pattern whose numbers are the frame indices.
+   */
   output: string;
   quality: Quality;
   /** Path of ffmpeg. */
@@ -132,6 +135,7 @@ export async function renderRange(
     width: Math.round(spec.width * (spec.scale ?? 1)),
     height: Math.round(spec.height * (spec.scale ?? 1)),
     frameFormat: alpha ? "png" : "jpeg",
+    startNumber: out.chunk.from,
     hdr: out.hdr,
     outputSize: spec.outputSize,
   });

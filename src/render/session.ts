@@ -18,7 +18,7 @@ import { checkOverrides, mergeVariables, resolveVariables } from "../composition
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
 import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
-import type { OutputFormat } from "./encode.ts";
+import type { RenderFormat } from "./encode.ts";
 import { discoverMedia, prepareVideoProxies } from "./media.ts";
 import { fetchRemoteMedia } from "./remote.ts";
 import type { PageSpec } from "./render_chunk.ts";
@@ -108,7 +108,7 @@ function checkMissingAssets(server: ProjectServer, file: string): void {
 export interface SessionOptions {
   prepared: PreparedComposition;
   fps: number;
-  format: OutputFormat;
+  format: RenderFormat;
   /** @default "auto" */
   capture?: CapturePreference;
   /** @default 1 */
