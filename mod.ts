@@ -171,6 +171,14 @@ export {
 } from "./src/lambda/batch.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
+  InitError,
+  type InitOptions,
+  initProject,
+  type InitResult,
+  listStarters,
+} from "./src/init/init.ts";
+export { LibraryNotFoundError } from "./src/init/vendor.ts";
+export {
   type ChunkEstimateInput,
   estimateChunkSeconds,
   SECONDS_PER_1080P_FRAME_AT_MAX_MEMORY,

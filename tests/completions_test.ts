@@ -112,9 +112,19 @@ describe("vid completions bash (real bash)", () => {
   });
 
   it("option values complete to commander's choices, also after --flag=", async () => {
-    assert.deepEqual(await complete(["vid", "render", "--format", ""]), ["mp4", "webm", "mov"]);
+    assert.deepEqual(await complete(["vid", "render", "--format", ""]), [
+      "mp4",
+      "webm",
+      "mov",
+      "gif",
+      "png",
+    ]);
     assert.deepEqual(await complete(["vid", "render", "--format", "=", "w"]), ["webm"]);
-    assert.deepEqual(await complete(["vid", "render", "--format", "="]), ["mp4", "webm", "mov"]);
+    assert.deepEqual(await complete(["vid", "cloud", "render", "--format", "="]), [
+      "mp4",
+      "webm",
+      "mov",
+    ]);
     assert.deepEqual(
       await complete(["vid", "cloud", "render", "--quality", ""]),
       ["draft", "standard", "high"],
@@ -193,8 +203,20 @@ describe("vid completions zsh", () => {
           .filter((l) => l !== "");
       const lambda = TREE.find((c) => c.path === "vid lambda")!;
       assert.deepEqual(sorted(await complete(["vid", "lambda", ""])), sorted(lambda.commands));
-      assert.deepEqual(await complete(["vid", "render", "--format", ""]), ["mp4", "webm", "mov"]);
-      assert.deepEqual(await complete(["vid", "render", "--format=w"]), ["mp4", "webm", "mov"]);
+      assert.deepEqual(await complete(["vid", "render", "--format", ""]), [
+        "mp4",
+        "webm",
+        "mov",
+        "gif",
+        "png",
+      ]);
+      assert.deepEqual(await complete(["vid", "render", "--format=w"]), [
+        "mp4",
+        "webm",
+        "mov",
+        "gif",
+        "png",
+      ]);
       assert.deepEqual(await complete(["vid", "render", "-o", ""]), ["<files>"]);
       assert.deepEqual(await complete(["vid", "cloud", "get", ""]), []);
       const render = TREE.find((c) => c.path === "vid render")!;

@@ -8,6 +8,7 @@ import { Command, CommanderError } from "@commander-js/extra-typings";
 import denoJson from "../../deno.json" with { type: "json" };
 import { registerAuth } from "./auth.ts";
 import { registerInfo } from "./info.ts";
+import { registerInit } from "./init.ts";
 import { registerLambda } from "./lambda.ts";
 import { registerRender } from "./render.ts";
 import { registerCloud } from "./cloud.ts";
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
     .enablePositionalOptions()
     .exitOverride();
   registerInfo(program);
+  registerInit(program);
   registerValidate(program);
   registerRender(program);
   registerStill(program);

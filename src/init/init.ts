@@ -1,0 +1,142 @@
+/**
+ * `initProject`: writes a starter project (see starters.ts) into a folder, with its
+ * libraries vendored, so a designer starts from a composition that already renders.
+ *
+ * A folder that exists and is not empty is refused unless `force` is set, so an init never
+ * overwrites work by accident; with `force` the starter's files replace same-named files
+ * and every other file is kept.
+ *
+ * @module
+ */
+
+import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { type Starter, STARTERS } from "./starters.ts";
+import { libraryFolder, vendorLibrary } from "./vendor.ts";
+
+/** A bad argument of {@linkcode initProject}; `field` names it. */
+export class InitError extends Error {
+  /** Always `"InitError"`. */
+  override name = "InitError";
+  /** The offending option: `template` or `dir`. */
+  readonly field: string;
+  /**
+   * Creates the error for one option.
+   *
+   * @param field The offending option.
+   * @param message What is wrong and how to fix it.
+   */
+  constructor(field: string, message: string) {
+    super(message);
+    this.field = field;
+  }
+}
+
+/** Options of {@linkcode initProject}. */
+export interface InitOptions {
+  /** Folder to create the project in. @default "." */
+  dir?: string;
+  /** Starter name (see {@linkcode listStarters}). @default "social" */
+  template?: string;
+  /** Write into a folder that is not empty (same-named files are replaced). @default false */
+  force?: boolean;
+}
+
+/** What {@linkcode initProject} wrote. */
+export interface InitResult {
+  /** Absolute path of the project folder. */
+  dir: string;
+  /** The starter used. */
+  template: string;
+  /** Project-relative paths written, sorted. */
+  files: string[];
+  /** The composition's size and length. */
+  width: number;
+  height: number;
+  duration: number;
+  /** Suggested output of a first render (its extension picks the format). */
+  output: string;
+}
+
+/**
+ * The starters `vid init --template` accepts.
+ *
+ * @example
+ * ```ts
+ * import { listStarters } from "@vid/cli";
+ *
+ * for (const s of listStarters()) console.log(s.name, s.description);
+ * ```
+ */
+export function listStarters(): { name: string; description: string; libraries: string[] }[] {
+  return STARTERS.map((s) => ({
+    name: s.name,
+    description: s.description,
+    libraries: [...s.libraries],
+  }));
+}
+
+function starterNamed(name: string): Starter {
+  const starter = STARTERS.find((s) => s.name === name);
+  if (!starter) {
+    throw new InitError(
+      "template",
+      `unknown template ${JSON.stringify(name)}; choose one of ${
+        STARTERS.map((s) => s.name).join(", ")
+      } (vid init --list describes them)`,
+    );
+  }
+  return starter;
+}
+
+/**
+ * Creates a starter project: the composition, example batch rows and the vendored
+ * libraries it uses.
+ *
+ * @example
+ * ```ts
+ * import { initProject, renderComposition } from "@vid/cli";
+ *
+ * const project = await initProject({ dir: "my-video", template: "lower-third" });
+ * await renderComposition({ target: project.dir, output: "renders/lower-third.webm" });
+ * ```
+ */
+export async function initProject(options: InitOptions = {}): Promise<InitResult> {
+  const starter = starterNamed(options.template ?? STARTERS[0].name);
+  const dir = resolve(options.dir ?? ".");
+  let existing: string[] = [];
+  try {
+    existing = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOTDIR") {
+      throw new InitError("dir", `${dir} is a file; give a folder for the new project`);
+    }
+  }
+  if (existing.length > 0 && !options.force) {
+    throw new InitError(
+      "dir",
+      `${dir} is not empty (${existing.length} entr${existing.length === 1 ? "y" : "ies"}); ` +
+        `choose a new folder, or pass --force to add the starter's files (same-named files ` +
+        `are replaced)`,
+    );
+  }
+  // Every library is found before anything is written: no half-made project.
+  for (const library of starter.libraries) libraryFolder(library);
+  await mkdir(dir, { recursive: true });
+  const files: string[] = [];
+  for (const [path, text] of Object.entries(starter.files)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true });
+    await writeFile(join(dir, path), text);
+    files.push(path);
+  }
+  for (const library of starter.libraries) files.push(...await vendorLibrary(library, dir));
+  return {
+    dir,
+    template: starter.name,
+    files: files.sort(),
+    width: starter.width,
+    height: starter.height,
+    duration: starter.duration,
+    output: starter.output,
+  };
+}
