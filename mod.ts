@@ -179,6 +179,17 @@ export {
 } from "./src/init/init.ts";
 export { LibraryNotFoundError } from "./src/init/vendor.ts";
 export {
+  type LocalBatchManifestRow,
+  type LocalBatchProgress,
+  type LocalBatchResult,
+  type LocalBatchRowStatus,
+  type LocalBatchSummary,
+  renderBatchLocal,
+  type RenderBatchLocalOptions,
+  summarizeLocalBatch,
+} from "./src/batch/local.ts";
+export { parseCsv, type ParsedBatchLine, readBatchFile } from "./src/batch/entries.ts";
+export {
   type ChunkEstimateInput,
   estimateChunkSeconds,
   SECONDS_PER_1080P_FRAME_AT_MAX_MEMORY,

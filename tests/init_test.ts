@@ -81,7 +81,13 @@ describe("vid init", () => {
     const forced = await runVid(["init", dir, "--template", "lower-third", "--force", "--json"]);
     assert.equal(forced.code, 0, forced.stderr);
     assert.equal(JSON.parse(forced.stdout).template, "lower-third");
-    assert.deepEqual(await files(dir), [".gitignore", "batch.jsonl", "index.html", "mine.txt"]);
+    assert.deepEqual(await files(dir), [
+      ".gitignore",
+      ".vidignore",
+      "batch.jsonl",
+      "index.html",
+      "mine.txt",
+    ]);
   });
 
   it("an unknown template exits non-zero naming --template's choices", async () => {

@@ -11,6 +11,7 @@ import { registerInfo } from "./info.ts";
 import { registerInit } from "./init.ts";
 import { registerLambda } from "./lambda.ts";
 import { registerRender } from "./render.ts";
+import { registerRenderBatch } from "./render_batch.ts";
 import { registerCloud } from "./cloud.ts";
 import { registerCompletions } from "./completions.ts";
 import { registerPreview } from "./preview.ts";
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   registerInit(program);
   registerValidate(program);
   registerRender(program);
+  registerRenderBatch(program);
   registerStill(program);
   registerCloud(program);
   registerServer(program);

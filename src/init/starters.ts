@@ -34,6 +34,12 @@ const FONT = `"Noto Sans", "DejaVu Sans", "Liberation Sans", sans-serif`;
 
 const GITIGNORE = "renders/\n";
 
+/**
+ * Batch files are inputs of the batch, not files the page loads: kept out of uploads, and
+ * out of the project's content address, so editing a row re-renders only that row.
+ */
+const VIDIGNORE = "*.jsonl\n*.csv\n";
+
 /** The declarations attribute: one declaration per line, so a diff shows one variable. */
 function declarations(list: readonly Record<string, unknown>[]): string {
   const lines = list.map((d) => `        ${JSON.stringify(d).replaceAll("'", "&#39;")}`);
@@ -270,6 +276,7 @@ export const STARTERS: readonly Starter[] = [
         { outputKey: "sale.mp4", variables: { headline: "48-hour sale", cta: "Shop now" } },
       ].map((row) => JSON.stringify(row)).join("\n") + "\n",
       ".gitignore": GITIGNORE,
+      ".vidignore": VIDIGNORE,
     },
   },
   {
@@ -291,6 +298,7 @@ export const STARTERS: readonly Starter[] = [
         },
       ].map((row) => JSON.stringify(row)).join("\n") + "\n",
       ".gitignore": GITIGNORE,
+      ".vidignore": VIDIGNORE,
     },
   },
   {
@@ -309,6 +317,7 @@ export const STARTERS: readonly Starter[] = [
         { outputKey: "aurora-sale.mp4", variables: { price: "$99", accent: "#2a9d8f" } },
       ].map((row) => JSON.stringify(row)).join("\n") + "\n",
       ".gitignore": GITIGNORE,
+      ".vidignore": VIDIGNORE,
     },
   },
 ];

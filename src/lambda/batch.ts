@@ -35,14 +35,12 @@
  * @module
  */
 
-import { createReadStream } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import process from "node:process";
-import { createInterface } from "node:readline";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { DescribeExecutionCommand, SFNClient } from "@aws-sdk/client-sfn";
-import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
-import { checkOverrides } from "../composition/variables.ts";
+import { batchFileLines as lines, parseBatchLine } from "../batch/entries.ts";
+import type { VariableDeclaration } from "../composition/declarations.ts";
 import { type ExecutionInput, type RenderConfig, validateConfig } from "./config.ts";
 import {
   getRenderProgress,
@@ -463,18 +461,6 @@ function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   });
 }
 
-/** Reads the lines of a file one at a time (streamed). */
-async function* lines(path: string): AsyncGenerator<string> {
-  const stream = createReadStream(path, { encoding: "utf8" });
-  const reader = createInterface({ input: stream, crlfDelay: Infinity });
-  try {
-    yield* reader;
-  } finally {
-    reader.close();
-    stream.destroy();
-  }
-}
-
 async function countEntries(path: string): Promise<number> {
   let entries = 0;
   for await (const text of lines(path)) if (text.trim() !== "") entries++;
@@ -673,7 +659,8 @@ export async function renderBatch<
       line++;
       const fail = (outputKey: string | null, error: string) =>
         finish({ line, outputKey, status: "failed-to-start", executionArn: null, error });
-      if (text.trim() === "") {
+      const parsed = parseBatchLine(text, line, declarations, options.strict);
+      if (parsed.kind === "blank") {
         finish({
           line,
           outputKey: null,
@@ -683,36 +670,12 @@ export async function renderBatch<
         });
         continue;
       }
-      let entry: unknown;
-      try {
-        entry = JSON.parse(text);
-      } catch (error) {
-        fail(null, `line ${line}: not valid JSON: ${(error as Error).message}`);
+      if (parsed.kind === "invalid") {
+        fail(parsed.outputKey, parsed.error);
         continue;
       }
-      if (!isPlainObject(entry)) {
-        fail(null, `line ${line}: a batch entry must be a JSON object`);
-        continue;
-      }
-      const outputKey = entry.outputKey;
-      if (typeof outputKey !== "string" || outputKey === "") {
-        fail(null, `line ${line}: "outputKey" must be a non-empty string`);
-        continue;
-      }
-      const variables = entry.variables ?? {};
-      if (!isPlainObject(variables)) {
-        fail(outputKey, `line ${line}: "variables" must be a JSON object`);
-        continue;
-      }
-      const problems = checkOverrides(declarations, variables as Variables);
-      if (problems.length > 0) {
-        const detail = problems.map((p) => p.message).join("; ");
-        if (options.strict) {
-          fail(outputKey, `line ${line}: variables do not match the declarations: ${detail}`);
-          continue;
-        }
-        warnOnce(`line ${line}: ${detail}`);
-      }
+      const { outputKey, variables } = parsed;
+      if (parsed.warning) warnOnce(parsed.warning);
       const config: RenderConfig = {
         ...baseConfig,
         variables: variables as RenderConfig["variables"],

@@ -11,7 +11,7 @@ import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
-import type { CaptureMode } from "./browser.ts";
+import type { Browser, CaptureMode } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
 import type { CapturePreference } from "./capture_mode.ts";
 import { type Chunk, chunkPlan } from "./chunk_plan.ts";
@@ -142,6 +142,11 @@ export interface RenderOptions extends CompositionSource {
   seed?: number;
   /** `Date.now()` at time 0. @default the render's start time, whole seconds */
   epochMs?: number;
+  /**
+   * A running browser to render in, left open (e.g. one warm browser shared by a batch).
+   * @default a browser launched for this render
+   */
+  browser?: Browser;
   /** Called on progress (every frame). */
   onProgress?: (progress: RenderProgress) => void;
   /** Aborts the render: workers and ffmpeg stop, temp files are removed. */
@@ -413,6 +418,7 @@ export async function renderComposition<V extends object = Variables>(
       seed: options.seed,
       epochMs: options.epochMs,
       outputSize: options.outputSize,
+      browser: options.browser,
       onWarning: options.onWarning,
       onStage: (stage) => {
         progress.stage = stage;

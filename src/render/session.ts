@@ -121,6 +121,11 @@ export interface SessionOptions {
   onWarning?: (message: string) => void;
   /** Told when the session starts preparing media. */
   onStage?: (stage: "preparing media") => void;
+  /**
+   * A running browser to render in, kept open by {@linkcode RenderSession.close} (one warm
+   * browser shared by the renders of a batch). @default a browser launched for the session
+   */
+  browser?: Browser;
 }
 
 /** A ready-to-capture render environment. Close it when done. */
@@ -189,12 +194,15 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
   let browser: Browser | undefined;
   const close = async (): Promise<void> => {
     // Each step runs even when an earlier one fails, so nothing is left behind.
-    await Promise.allSettled([browser?.close(), server?.close()]);
+    await Promise.allSettled([
+      browser === options.browser ? undefined : browser?.close(),
+      server?.close(),
+    ]);
     await rm(workDir, { recursive: true, force: true });
   };
   try {
     server = await serveProject(composition.projectDir);
-    browser = await launchForCapture(
+    browser = options.browser ?? await launchForCapture(
       options.capture ?? "auto",
       (reason) =>
         options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`),

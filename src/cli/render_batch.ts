@@ -1,0 +1,149 @@
+/**
+ * `vid render-batch [target] --batch rows.jsonl|rows.csv`: one local render per row, in
+ * parallel windows of one browser, outputs under `--out-dir`, a manifest that a rerun
+ * resumes from.
+ *
+ * @module
+ */
+
+import { type Command, Option } from "@commander-js/extra-typings";
+import { relative } from "node:path";
+import {
+  type LocalBatchManifestRow,
+  type LocalBatchProgress,
+  renderBatchLocal,
+  summarizeLocalBatch,
+} from "../batch/local.ts";
+import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
+import { QUALITIES, RENDER_FORMATS } from "../render/encode.ts";
+import { defaultWorkers } from "../render/render.ts";
+import { EXIT, integerIn, positiveInteger, reportError, VARIABLES_HELP, warn } from "./shared.ts";
+
+const HELP = "Render one video per row of a batch file on this machine: JSONL (one " +
+  '{"outputKey": "ada.mp4", "variables": {...}} per line, the format of `vid lambda ' +
+  "render-batch`) or CSV (a header row of variable ids plus outputKey; cells typed by the " +
+  "declarations, an empty cell keeps the default). Each output is <out-dir>/<outputKey>; " +
+  "its extension picks the format (.mp4, .webm, .mov, .gif, name/%05d.png).\n\n" +
+  "Rows render in parallel (--concurrency) in windows of one shared browser. A row whose " +
+  "render fails is `failed`; a line that is not a valid entry (or repeats an outputKey) is " +
+  "`failed-to-start`; blank lines are `skipped`; none of them stops the batch.\n\n" +
+  "The manifest (one row per line: line, outputKey, status, error, renderId, output, bytes) " +
+  "is rewritten to --manifest as rows finish. Running the same batch again skips rows " +
+  "already rendered with the same inputs (project files, variables, format, fps, quality) " +
+  "whose output is intact: `already-rendered`. Ctrl-C cancels the renders in flight (no " +
+  "partial files), writes the manifest, and exits 130; a rerun resumes.\n\n" +
+  "Exit status 1 when any row failed or failed to start.";
+
+function progressLine(p: LocalBatchProgress): string {
+  const eta = p.etaSeconds === undefined ? "--" : `${Math.ceil(p.etaSeconds)}s`;
+  return `batch: ${p.rowsDone}/${p.rowsTotal} rows (${p.rowsFailed} failed, ${p.active} ` +
+    `rendering), ${p.framesDone}/${p.framesKnown} frames of started rows, ETA ${eta}`;
+}
+
+function rowLine(row: LocalBatchManifestRow): string {
+  const where = row.output ? relative(Deno.cwd(), row.output) : "-";
+  const time = row.elapsedMs === undefined ? "" : ` (${(row.elapsedMs / 1000).toFixed(1)} s)`;
+  return `${row.line} ${row.outputKey ?? "-"} ${row.status} ${where}${time}`;
+}
+
+/** Registers `vid render-batch`. */
+export function registerRenderBatch(program: Command): void {
+  program
+    .command("render-batch")
+    .summary("Render one video per row of a JSONL or CSV file on this machine.")
+    .description(HELP)
+    .argument("[target]", "project directory or HTML file", ".")
+    .requiredOption("--batch <file>", "JSONL or CSV batch file")
+    .option("--out-dir <dir>", "folder the outputKeys are relative to", "renders")
+    .option(
+      "--manifest <file>",
+      "manifest file, rewritten as rows finish (default: <out-dir>/vid-batch-manifest.json)",
+    )
+    .option(
+      "-c, --composition <file>",
+      "entry HTML file inside the project directory",
+      "index.html",
+    )
+    .addOption(
+      new Option(
+        "--format <format>",
+        "format of every row (default: from each outputKey's extension)",
+      ).choices(RENDER_FORMATS),
+    )
+    .option("--fps <n>", "frames per second, integer 1-240", integerIn("--fps", 1, 240), 30)
+    .addOption(
+      new Option("--quality <preset>", "encoder preset").choices(QUALITIES)
+        .default("standard" as const),
+    )
+    .option(
+      "--concurrency <n>",
+      `rows rendered at once (default: ${defaultWorkers()} on this machine)`,
+      positiveInteger("--concurrency"),
+    )
+    .addOption(
+      new Option("--capture <mode>", "capture path").choices(CAPTURE_PREFERENCES)
+        .default("auto" as const),
+    )
+    .option("--strict-variables", VARIABLES_HELP.strict)
+    .option("--dry-run", "check the rows only: valid rows become would-invoke; nothing renders")
+    .option("--json", "print the manifest as a JSON array on stdout")
+    .action(async (target, options) => {
+      const controller = new AbortController();
+      const stop = () => controller.abort();
+      Deno.addSignalListener("SIGINT", stop);
+      Deno.addSignalListener("SIGTERM", stop);
+      const encoder = new TextEncoder();
+      let lastPrint = 0;
+      try {
+        const result = await renderBatchLocal({
+          target,
+          composition: options.composition,
+          batchFile: options.batch,
+          outDir: options.outDir,
+          manifest: options.manifest,
+          format: options.format,
+          fps: options.fps,
+          quality: options.quality,
+          concurrency: options.concurrency,
+          capture: options.capture,
+          strict: options.strictVariables === true,
+          dryRun: options.dryRun === true,
+          signal: controller.signal,
+          onWarning: warn,
+          onRow: (row) => {
+            if (!options.json && row.status !== "would-invoke") console.error(rowLine(row));
+          },
+          onProgress: (p) => {
+            const now = performance.now();
+            if (now - lastPrint < 2000 && p.rowsDone < p.rowsTotal) return;
+            lastPrint = now;
+            Deno.stderr.writeSync(encoder.encode(progressLine(p) + "\n"));
+          },
+        });
+        const s = summarizeLocalBatch(result.rows);
+        if (options.json) console.log(JSON.stringify(result.rows, null, 2));
+        else {
+          const parts = options.dryRun ? [`${s["would-invoke"]} would render`] : [
+            `${s.rendered} rendered`,
+            `${s["already-rendered"]} already rendered`,
+            `${s.failed} failed`,
+          ];
+          parts.push(`${s["failed-to-start"]} failed to start`, `${s.skipped} skipped`);
+          if (s["not-started"] > 0) parts.push(`${s["not-started"]} not started (interrupted)`);
+          console.log(parts.join(", "));
+          for (const row of result.rows) {
+            console.log(rowLine(row));
+            if (row.error && row.status !== "skipped") console.error(row.error);
+          }
+          console.log(`manifest: ${relative(Deno.cwd(), result.manifest)}`);
+        }
+        if (result.interrupted) Deno.exitCode = EXIT.cancelled;
+        else if (s.failed > 0 || s["failed-to-start"] > 0) Deno.exitCode = EXIT.failed;
+      } catch (error) {
+        Deno.exitCode = reportError(error, options.json);
+      } finally {
+        Deno.removeSignalListener("SIGINT", stop);
+        Deno.removeSignalListener("SIGTERM", stop);
+      }
+    });
+}
