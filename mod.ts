@@ -171,13 +171,21 @@ export {
 } from "./src/lambda/batch.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
+  type AddedLibrary,
+  addLibraries,
   InitError,
   type InitOptions,
   initProject,
   type InitResult,
   listStarters,
 } from "./src/init/init.ts";
-export { LibraryNotFoundError } from "./src/init/vendor.ts";
+export {
+  LIBRARIES,
+  type Library,
+  LIBRARY_NAMES,
+  type LibraryName,
+  LibraryNotFoundError,
+} from "./src/init/vendor.ts";
 export {
   type LocalBatchManifestRow,
   type LocalBatchProgress,

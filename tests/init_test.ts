@@ -56,6 +56,7 @@ describe("vid init", () => {
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(await files(dir), [
       ".gitignore",
+      ".vidignore",
       "batch.jsonl",
       "index.html",
       "lib/gsap.min.js",
@@ -96,6 +97,37 @@ describe("vid init", () => {
     const error = JSON.parse(result.stdout).error;
     assert.equal(error.field, "template");
     assert.match(error.message, /social, lower-third, product-card/);
+  });
+});
+
+describe("vid add", () => {
+  it("copies the libraries into lib/ and fonts/, naming package, version and use", async () => {
+    const dir = `${scratch}/add`;
+    await Deno.mkdir(dir);
+    const result = await runVid(["add", "three", "inter", "--dir", dir, "--json"]);
+    assert.equal(result.code, 0, result.stderr);
+    const { libraries } = JSON.parse(result.stdout);
+    assert.deepEqual(libraries.map((l: { package: string }) => l.package), [
+      "three",
+      "@fontsource/inter",
+    ]);
+    assert.equal(libraries[0].version, "0.187.0");
+    assert.deepEqual(await files(dir), [
+      "fonts/inter-LICENSE.txt",
+      "fonts/inter-latin-400-normal.woff2",
+      "fonts/inter-latin-700-normal.woff2",
+      "lib/three.core.js",
+      "lib/three.module.js",
+    ]);
+  });
+
+  it("an unknown library exits non-zero listing the choices, writing nothing", async () => {
+    const dir = `${scratch}/add-bad`;
+    await Deno.mkdir(dir);
+    const result = await runVid(["add", "gsap", "jquery", "--dir", dir]);
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /unknown library jquery; choose from gsap, lottie, three, inter/);
+    assert.deepEqual(await files(dir), []);
   });
 });
 

@@ -1,13 +1,15 @@
 /**
  * `vid init [dir]`: creates a starter project (composition, example batch rows, vendored
- * libraries) and prints the next steps: preview, render, batch.
+ * libraries) and prints the next steps: preview, render, batch. `vid add <library...>`
+ * copies a library into an existing project.
  *
  * @module
  */
 
 import type { Command } from "@commander-js/extra-typings";
 import { relative } from "node:path";
-import { initProject, listStarters } from "../init/init.ts";
+import { addLibraries, initProject, listStarters } from "../init/init.ts";
+import { LIBRARIES, LIBRARY_NAMES } from "../init/vendor.ts";
 import { reportError } from "./shared.ts";
 
 /** Quotes a path for a shell command line when it needs it. */
@@ -59,6 +61,37 @@ export function registerInit(program: Command): void {
             `  vid render -o ${result.output}\n` +
             `  vid render-batch . --batch batch.jsonl --out-dir renders`,
         );
+      } catch (error) {
+        Deno.exitCode = reportError(error, options.json);
+      }
+    });
+}
+
+/** Registers `vid add`. */
+export function registerAdd(program: Command): void {
+  program
+    .command("add")
+    .summary("Copy GSAP, Lottie, Three.js or the Inter font into a project.")
+    .description(
+      "Copy libraries into a project so its page loads them from its own folder (the page is\n" +
+        "served from the project folder alone, so this is what makes it render offline):\n" +
+        LIBRARY_NAMES.map((n) => `  ${n.padEnd(6)} ${LIBRARIES[n].package}: ${LIBRARIES[n].use}`)
+          .join("\n"),
+    )
+    .argument("<library...>", `one or more of ${LIBRARY_NAMES.join(", ")}`)
+    .option("-d, --dir <project>", "project folder", ".")
+    .option("--json", "print a machine-readable result on stdout")
+    .action(async (names, options) => {
+      try {
+        const added = await addLibraries(names, options.dir);
+        if (options.json) {
+          console.log(JSON.stringify({ ok: true, libraries: added }, null, 2));
+          return;
+        }
+        for (const library of added) {
+          console.log(`${library.package} ${library.version}: ${library.files.join(", ")}`);
+          console.log(`  use: ${library.use}`);
+        }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);
       }

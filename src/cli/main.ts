@@ -8,7 +8,7 @@ import { Command, CommanderError } from "@commander-js/extra-typings";
 import denoJson from "../../deno.json" with { type: "json" };
 import { registerAuth } from "./auth.ts";
 import { registerInfo } from "./info.ts";
-import { registerInit } from "./init.ts";
+import { registerAdd, registerInit } from "./init.ts";
 import { registerLambda } from "./lambda.ts";
 import { registerRender } from "./render.ts";
 import { registerRenderBatch } from "./render_batch.ts";
@@ -37,6 +37,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerInfo(program);
   registerInit(program);
+  registerAdd(program);
   registerValidate(program);
   registerRender(program);
   registerRenderBatch(program);

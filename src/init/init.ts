@@ -9,10 +9,16 @@
  * @module
  */
 
-import { mkdir, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { type Starter, STARTERS } from "./starters.ts";
-import { libraryFolder, vendorLibrary } from "./vendor.ts";
+import {
+  LIBRARIES,
+  LIBRARY_NAMES,
+  libraryFolder,
+  type LibraryName,
+  vendorLibrary,
+} from "./vendor.ts";
 
 /** A bad argument of {@linkcode initProject}; `field` names it. */
 export class InitError extends Error {
@@ -139,4 +145,58 @@ export async function initProject(options: InitOptions = {}): Promise<InitResult
     duration: starter.duration,
     output: starter.output,
   };
+}
+
+/** What {@linkcode addLibraries} copied, per library. */
+export interface AddedLibrary {
+  /** The name given (`gsap`, `lottie`, `three`, `inter`). */
+  name: LibraryName;
+  /** The npm package and version it came from. */
+  package: string;
+  version: string;
+  /** Project-relative paths written. */
+  files: string[];
+  /** How a composition uses it. */
+  use: string;
+}
+
+/**
+ * Copies libraries (GSAP, Lottie, Three.js, the Inter font) from vid's npm dependencies into
+ * a project, so its page loads them from its own folder and renders offline. Every name is
+ * checked and every package found before anything is written.
+ *
+ * @example
+ * ```ts
+ * import { addLibraries } from "@vid/cli";
+ *
+ * const [gsap] = await addLibraries(["gsap"], "my-video");
+ * gsap.files; // ["lib/gsap.min.js"]
+ * ```
+ */
+export async function addLibraries(
+  names: readonly string[],
+  projectDir = ".",
+): Promise<AddedLibrary[]> {
+  const unknown = names.filter((n) => !(LIBRARY_NAMES as readonly string[]).includes(n));
+  if (unknown.length > 0 || names.length === 0) {
+    throw new InitError(
+      "library",
+      `${unknown.length > 0 ? `unknown library ${unknown.join(", ")}` : "no library named"}; ` +
+        `choose from ${LIBRARY_NAMES.join(", ")}`,
+    );
+  }
+  const wanted = [...new Set(names)] as LibraryName[];
+  const folders = wanted.map((name) => libraryFolder(name));
+  const added: AddedLibrary[] = [];
+  for (const [i, name] of wanted.entries()) {
+    const manifest = JSON.parse(await readFile(join(folders[i], "package.json"), "utf8"));
+    added.push({
+      name,
+      package: LIBRARIES[name].package,
+      version: String(manifest.version),
+      files: await vendorLibrary(name, projectDir),
+      use: LIBRARIES[name].use,
+    });
+  }
+  return added;
 }

@@ -1,7 +1,7 @@
 /**
- * Browser libraries a project may vendor: GSAP, Lottie (lottie-web) and Three.js, each an
- * npm dependency of vid (pinned in deno.json), copied from the installed package into the
- * project's `lib/` folder. A composition page is served from its project folder alone, so a
+ * Browser libraries a project may vendor: GSAP, Lottie (lottie-web), Three.js and the Inter
+ * web font (@fontsource/inter), each an npm dependency of vid (pinned in deno.json), copied
+ * from the installed package into the project's `lib/` (or `fonts/`) folder. A composition page is served from its project folder alone, so a
  * vendored copy is what makes it render offline, identically everywhere (server, Lambda).
  *
  * The files are read from the installed npm package at the time they are copied (never a
@@ -18,29 +18,56 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** A library a starter or recipe can vendor. */
-export type LibraryName = "gsap" | "lottie-web" | "three";
+/** A library a starter or recipe can vendor (`vid add <name>`). */
+export type LibraryName = "gsap" | "lottie" | "three" | "inter";
 
-/** The files each library contributes, from its npm package to the project's `lib/`. */
-export const LIBRARIES: Readonly<
-  Record<LibraryName, { files: readonly { from: string; to: string }[]; use: string }>
-> = {
+/** What a library is and which files of its npm package go where in the project. */
+export interface Library {
+  /** The npm package (a dependency of vid, pinned in deno.json). */
+  package: string;
+  /** Files copied, from the package folder to the project folder. */
+  files: readonly { from: string; to: string }[];
+  /** How a composition uses it, one line. */
+  use: string;
+}
+
+/** The libraries `vid add` and the starters copy. */
+export const LIBRARIES: Readonly<Record<LibraryName, Library>> = {
   gsap: {
+    package: "gsap",
     files: [{ from: "dist/gsap.min.js", to: "lib/gsap.min.js" }],
-    use: `<script src="lib/gsap.min.js"></script>; register timelines on window.__timelines`,
+    use: `<script src="lib/gsap.min.js"></script>, then a paused timeline in ` +
+      `window.__timelines (vid seeks it)`,
   },
-  "lottie-web": {
+  lottie: {
+    package: "lottie-web",
     files: [{ from: "build/player/lottie.min.js", to: "lib/lottie.min.js" }],
-    use: `<script src="lib/lottie.min.js"></script>; goToAndStop(t * 1000) in __vid.onSeek`,
+    use: `<script src="lib/lottie.min.js"></script>, autoplay: false, and ` +
+      `anim.goToAndStop(t * 1000) in __vid.onSeek`,
   },
   three: {
+    package: "three",
     files: [
       { from: "build/three.module.js", to: "lib/three.module.js" },
       { from: "build/three.core.js", to: "lib/three.core.js" },
     ],
-    use: `import * as THREE from "./lib/three.module.js" in a module script; render in onSeek`,
+    use: `import * as THREE from "./lib/three.module.js" in a module script; ` +
+      `renderer.render() in __vid.onSeek`,
+  },
+  inter: {
+    package: "@fontsource/inter",
+    files: [
+      { from: "files/inter-latin-400-normal.woff2", to: "fonts/inter-latin-400-normal.woff2" },
+      { from: "files/inter-latin-700-normal.woff2", to: "fonts/inter-latin-700-normal.woff2" },
+      { from: "LICENSE", to: "fonts/inter-LICENSE.txt" },
+    ],
+    use: `@font-face { font-family: Inter; font-weight: 700; ` +
+      `src: url(fonts/inter-latin-700-normal.woff2) format("woff2"); }`,
   },
 };
+
+/** The names `vid add` accepts. */
+export const LIBRARY_NAMES: readonly LibraryName[] = Object.keys(LIBRARIES) as LibraryName[];
 
 /** A library's files cannot be found on this machine. */
 export class LibraryNotFoundError extends Error {
@@ -86,14 +113,15 @@ function packageRoot(name: string, file: string): string | undefined {
  *
  * @example
  * ```ts
- * libraryFolder("gsap"); // ".../node_modules/gsap"
+ * libraryFolder("inter"); // ".../node_modules/@fontsource/inter"
  * ```
  */
 export function libraryFolder(name: LibraryName): string {
+  const pkg = LIBRARIES[name].package;
   const tried: string[] = [];
   const candidates: (() => string)[] = [
-    () => import.meta.resolve(name),
-    () => createRequire(import.meta.url).resolve(name),
+    () => import.meta.resolve(pkg),
+    () => createRequire(import.meta.url).resolve(pkg),
   ];
   for (const candidate of candidates) {
     try {
@@ -103,14 +131,14 @@ export function libraryFolder(name: LibraryName): string {
         tried.push(`resolved to ${resolved}, not a file`);
         continue;
       }
-      const root = packageRoot(name, file);
+      const root = packageRoot(pkg, file);
       if (root) return root;
-      tried.push(`no package.json of ${name} above ${file}`);
+      tried.push(`no package.json of ${pkg} above ${file}`);
     } catch (error) {
       tried.push((error as Error).message.split("\n")[0]);
     }
   }
-  throw new LibraryNotFoundError(name, tried.join("; "));
+  throw new LibraryNotFoundError(pkg, tried.join("; "));
 }
 
 /**
