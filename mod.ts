@@ -196,7 +196,12 @@ export {
   type RenderBatchLocalOptions,
   summarizeLocalBatch,
 } from "./src/batch/local.ts";
-export { parseCsv, type ParsedBatchLine, readBatchFile } from "./src/batch/entries.ts";
+export {
+  type CsvRecord,
+  parseCsv,
+  type ParsedBatchLine,
+  readBatchFile,
+} from "./src/batch/entries.ts";
 export {
   type ChunkEstimateInput,
   estimateChunkSeconds,

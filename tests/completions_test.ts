@@ -101,7 +101,7 @@ describe("vid completions bash (real bash)", () => {
   }
 
   it("vid ren<TAB> -> render; vid render --fo<TAB> -> --format", async () => {
-    assert.deepEqual(await complete(["vid", "ren"]), ["render"]);
+    assert.deepEqual(await complete(["vid", "ren"]), ["render", "render-batch"]);
     assert.deepEqual(await complete(["vid", "render", "--fo"]), ["--format"]);
   });
 

@@ -134,7 +134,9 @@ export async function* batchFileLines(path: string): AsyncGenerator<string> {
 
 /** One CSV record: the line it starts on and its cells. */
 export interface CsvRecord {
+  /** The 1-based line the record starts on. */
   line: number;
+  /** The record's cells, unquoted. */
   cells: string[];
 }
 

@@ -56,9 +56,11 @@ export interface InitResult {
   template: string;
   /** Project-relative paths written, sorted. */
   files: string[];
-  /** The composition's size and length. */
+  /** The composition's width in pixels. */
   width: number;
+  /** The composition's height in pixels. */
   height: number;
+  /** The composition's length in seconds. */
   duration: number;
   /** Suggested output of a first render (its extension picks the format). */
   output: string;
@@ -151,8 +153,9 @@ export async function initProject(options: InitOptions = {}): Promise<InitResult
 export interface AddedLibrary {
   /** The name given (`gsap`, `lottie`, `three`, `inter`). */
   name: LibraryName;
-  /** The npm package and version it came from. */
+  /** The npm package it came from. */
   package: string;
+  /** The version of that package. */
   version: string;
   /** Project-relative paths written. */
   files: string[];

@@ -18,9 +18,11 @@ export interface Starter {
   name: string;
   /** One line for `vid init --list`. */
   description: string;
-  /** Composition size and length. */
+  /** Composition width in pixels. */
   width: number;
+  /** Composition height in pixels. */
   height: number;
+  /** Composition length in seconds. */
   duration: number;
   /** The suggested render command's output path (its extension picks the format). */
   output: string;

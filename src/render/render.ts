@@ -102,6 +102,14 @@ export interface RenderProgress {
   stage: "starting" | "preparing media" | "rendering" | "joining" | "done";
 }
 
+/**
+ * A browser launched by vid (`launchForCapture`), shared by the renders of a batch; an
+ * internal alias: the browser handle is not part of the public SDK.
+ *
+ * @internal
+ */
+type SharedBrowser = Browser;
+
 /** Options of {@linkcode renderComposition}. */
 export interface RenderOptions extends CompositionSource {
   /**
@@ -146,7 +154,7 @@ export interface RenderOptions extends CompositionSource {
    * A running browser to render in, left open (e.g. one warm browser shared by a batch).
    * @default a browser launched for this render
    */
-  browser?: Browser;
+  browser?: SharedBrowser;
   /** Called on progress (every frame). */
   onProgress?: (progress: RenderProgress) => void;
   /** Aborts the render: workers and ffmpeg stop, temp files are removed. */
