@@ -198,6 +198,7 @@ export {
 } from "./src/batch/local.ts";
 export {
   type CsvRecord,
+  parseBatchLine,
   parseCsv,
   type ParsedBatchLine,
   readBatchFile,
