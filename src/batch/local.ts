@@ -108,7 +108,7 @@ export interface RenderBatchLocalOptions {
   manifest?: string;
   /** Format of every row; must agree with each key's extension. @default from the extension */
   format?: RenderFormat;
-  /** Frames per second. @default 30 */
+  /** Frames per second. @default renderComposition's default */
   fps?: number;
   /** Encoder preset. @default "standard" */
   quality?: Quality;
@@ -312,7 +312,8 @@ export async function renderBatchLocal(
   const composition = await readComposition(target, options.composition);
   const outDir = resolve(options.outDir ?? "renders");
   const manifestPath = resolve(options.manifest ?? join(outDir, "vid-batch-manifest.json"));
-  const fps = options.fps ?? 30;
+  // Left to renderComposition when unset, so a batch renders at the rate a single render would.
+  const fps = options.fps;
   const quality = options.quality ?? "standard";
   const siteId = await projectContentId(composition.projectDir, [
     outDir,
@@ -374,7 +375,9 @@ export async function renderBatchLocal(
       composition: composition.entry,
       outputKey,
       // The local config carries the local formats too (gif, png); only hashed here.
-      config: { fps, quality, format, variables } as unknown as ExecutionInput["config"],
+      config: { fps: fps ?? null, quality, format, variables } as unknown as ExecutionInput[
+        "config"
+      ],
     });
     const row: LocalBatchManifestRow = {
       ...base,

@@ -70,7 +70,11 @@ export function registerRenderBatch(program: Command): void {
         "format of every row (default: from each outputKey's extension)",
       ).choices(RENDER_FORMATS),
     )
-    .option("--fps <n>", "frames per second, integer 1-240", integerIn("--fps", 1, 240), 30)
+    .option(
+      "--fps <n>",
+      "frames per second, integer 1-240 (default: as vid render, 30)",
+      integerIn("--fps", 1, 240),
+    )
     .addOption(
       new Option("--quality <preset>", "encoder preset").choices(QUALITIES)
         .default("standard" as const),
