@@ -16,6 +16,7 @@ export type ErrorCode =
   | "vid_idempotency_conflict"
   | "vid_insufficient_credits"
   | "vid_asset_not_ready"
+  | "vid_rate_limited"
   | "vid_internal";
 
 /** An error the API answers with its status and body. */
@@ -43,6 +44,17 @@ export class ApiError extends Error {
   }
 }
 
+/** 429: too many failed attempts; the answer carries `Retry-After`. */
+export class RateLimitedError extends ApiError {
+  override name = "RateLimitedError";
+  /** Seconds until the client may try again. */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super(429, "vid_rate_limited", `${message}; try again in ${retryAfterSeconds} s`);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
 /** 400 naming a request field. */
 export function invalid(field: string, message: string): ApiError {
   return new ApiError(400, "vid_invalid_request", `${field}: ${message}`, field);
@@ -51,4 +63,28 @@ export function invalid(field: string, message: string): ApiError {
 /** 404 for an object this account cannot see. */
 export function notFound(what: string, id: string): ApiError {
   return new ApiError(404, "vid_not_found", `no ${what} ${id} in this account`);
+}
+
+/** What a tenant may be told about where the server keeps things: nothing. */
+const SERVER_PATH = "<server path>";
+
+/**
+ * A message for a tenant (a render's `error`), with the server's file system paths taken
+ * out: paths inside the render's project become project-relative (`index.html`), any
+ * other absolute path or `file://` URL becomes `<server path>`. Errors returned to tenants
+ * never contain server paths.
+ *
+ * @example
+ * ```ts
+ * tenantMessage({ workDir: "/srv/vid/work" }, "/srv/vid/work/render-rnd_1-x/project/a.html: bad");
+ * // "a.html: bad"
+ * ```
+ */
+export function tenantMessage(where: { workDir: string }, message: string): string {
+  const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const work = where.workDir.replace(/\/+$/, "");
+  return message
+    .replace(new RegExp(`(?:file://)?${escape(work)}/[^/\\s]+/project/`, "g"), "")
+    .replace(/file:\/\/\/[^\s"'`),;]*/g, SERVER_PATH)
+    .replace(/(^|[\s"'`(=:[])\/(?!\/)[^\s"'`),;:]*/g, `$1${SERVER_PATH}`);
 }
