@@ -67,24 +67,47 @@ export function notFound(what: string, id: string): ApiError {
 
 /** What a tenant may be told about where the server keeps things: nothing. */
 const SERVER_PATH = "<server path>";
+/** Top folders of server file systems; a path under one is the server's, not the project's. */
+const SYSTEM_ROOTS =
+  "usr|opt|home|root|tmp|var|etc|srv|mnt|media|private|Users|nix|snap|proc|dev|run|lib|bin|sbin|data|workspace|work|app";
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
 
 /**
  * A message for a tenant (a render's `error`), with the server's file system paths taken
- * out: paths inside the render's project become project-relative (`index.html`), any
- * other absolute path or `file://` URL becomes `<server path>`. Errors returned to tenants
- * never contain server paths.
+ * out: paths inside the render's project become project-relative (`index.html`); the
+ * server's folders (`roots`: data, temp, working and home folders), `file://` URLs and
+ * absolute paths under system folders (`/usr`, `/tmp`, `/home`, …) become `<server path>`.
+ * A project URL such as `/clips/a.mp4` is kept. Errors returned to tenants never contain
+ * server paths.
  *
  * @example
  * ```ts
- * tenantMessage({ workDir: "/srv/vid/work" }, "/srv/vid/work/render-rnd_1-x/project/a.html: bad");
+ * tenantMessage("/srv/vid/work/run-1/render-rnd_1-x/project/a.html: bad", ["/srv/vid"]);
  * // "a.html: bad"
  * ```
  */
-export function tenantMessage(where: { workDir: string }, message: string): string {
-  const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const work = where.workDir.replace(/\/+$/, "");
-  return message
-    .replace(new RegExp(`(?:file://)?${escape(work)}/[^/\\s]+/project/`, "g"), "")
-    .replace(/file:\/\/\/[^\s"'`),;]*/g, SERVER_PATH)
-    .replace(/(^|[\s"'`(=:[])\/(?!\/)[^\s"'`),;:]*/g, `$1${SERVER_PATH}`);
+export function tenantMessage(message: string, roots: readonly string[]): string {
+  let text = message.replace(
+    /(?:file:\/\/)?\/[^\s"'`]*?\/(?:render|lambda|upload)-[^/\s]+\/project\//g,
+    "",
+  );
+  text = text.replace(/file:\/\/\/[^\s"'`),;]*/g, SERVER_PATH);
+  for (const root of roots) {
+    const clean = root.replace(/\/+$/, "");
+    if (clean.length < 2) continue;
+    text = text.replace(
+      new RegExp(`${escapeRegExp(clean)}(?:/[^\\s"'\`),;:]*)?`, "g"),
+      SERVER_PATH,
+    );
+  }
+  return text.replace(
+    new RegExp(
+      `(^|[\\s"'\`(=:[])/(?:${SYSTEM_ROOTS})(?:/[^\\s"'\`),;]*)?(?=$|[\\s"'\`),;:\\]])`,
+      "g",
+    ),
+    `$1${SERVER_PATH}`,
+  );
 }

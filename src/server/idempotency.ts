@@ -47,7 +47,7 @@ export async function requestHash(body: unknown): Promise<string> {
   return await sha256Hex(canonicalJson(body));
 }
 
-function conflict(key: string, message: string): ApiError {
+function conflict(message: string): ApiError {
   return new ApiError(409, "vid_idempotency_conflict", message, "Idempotency-Key");
 }
 
@@ -79,7 +79,6 @@ export async function claimKey(
       }
       if (row.request_hash !== hash) {
         throw conflict(
-          where.key,
           `Idempotency-Key "${where.key}" was used with a different request body; use a new key`,
         );
       }
@@ -89,7 +88,6 @@ export async function claimKey(
     if (claim) return claim;
     if (Date.now() > deadline) {
       throw conflict(
-        where.key,
         `a request with Idempotency-Key "${where.key}" is still being processed; retry later`,
       );
     }

@@ -9,6 +9,9 @@
  */
 
 import { mkdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { ServerContext } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
 import type { RenderBackend, RenderJob, RenderRequest } from "./render_backend.ts";
@@ -50,6 +53,19 @@ function claim(ctx: ServerContext): Row | undefined {
     );
     return row;
   });
+}
+
+/** Folders of this server a render error may name, which tenants must not see. */
+function serverRoots(ctx: ServerContext): string[] {
+  const roots = [
+    dirname(dirname(ctx.workDir)),
+    tmpdir(),
+    fileURLToPath(new URL("../../", import.meta.url)),
+    Deno.cwd(),
+    Deno.env.get("HOME") ?? "",
+  ];
+  // Longest first, so a folder inside another is replaced whole.
+  return roots.filter((root) => root.length > 1).sort((a, b) => b.length - a.length);
 }
 
 /** Progress is written at most this often per render. */
@@ -167,7 +183,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
         deleted = !transaction(ctx.db, () => {
           const failed = ctx.db.prepare(
             "update renders set status = 'failed', error = ?, completed_at = ? where id = ? and deleted_at is null",
-          ).run(tenantMessage(ctx, (error as Error).message), now(), id);
+          ).run(tenantMessage((error as Error).message, serverRoots(ctx)), now(), id);
           if (Number(failed.changes) === 0) return false;
           ctx.db.prepare("update accounts set credits = credits + ? where id = ?").run(
             Number(row.credits),
