@@ -397,6 +397,36 @@ describe("vid server against hostile tenants", () => {
     assert.deepEqual(stored, first);
   });
 
+  it("keeps serving uploads while slow senders hold upload URLs open", async () => {
+    const slowSenders = await Promise.all(Array.from({ length: 6 }, async () => {
+      const zip = projectZip(page(1, "slow"));
+      const created = await createAsset(zip.length);
+      let stop: () => void = () => {};
+      const stopped = new Promise<void>((resolve) => stop = resolve);
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(zip.subarray(0, 10));
+          await stopped;
+          controller.close();
+        },
+      });
+      const answer = fetch(String(created.upload_url), { method: "PUT", body })
+        .then(async (r) => (await r.body?.cancel(), r.status)).catch(() => 0);
+      return { stop, answer };
+    }));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const started = performance.now();
+      const quick = await upload(projectZip(page(1, "quick")));
+      assert.equal(quick.status, 200, JSON.stringify(quick.body));
+      assert.ok(performance.now() - started < 5000);
+    } finally {
+      for (const sender of slowSenders) sender.stop();
+      // Cut short, each is the wrong size: a 400, nothing stored.
+      for (const sender of slowSenders) assert.equal(await sender.answer, 400);
+    }
+  });
+
   it("refunds a deleted queued render and marks it deleted; purges a render deleted mid-flight", async () => {
     const long = await upload(projectZip(page(3, "long")));
     assert.equal(long.status, 200);

@@ -8,7 +8,7 @@
 
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
@@ -20,6 +20,7 @@ import {
   CREDITS_PER_SECOND,
   DOWNLOAD_URL_SECONDS,
   MAX_COMPOSITION_LENGTH,
+  MAX_CONCURRENT_PROJECT_CHECKS,
   MAX_FILENAME_LENGTH,
   MAX_UPLOAD_BYTES,
   OUTPUT_SIZES,
@@ -37,7 +38,7 @@ import {
   releaseKey,
   requestHash as hashRequest,
 } from "./idempotency.ts";
-import { jsonBody, readLimited } from "./request_body.ts";
+import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
 import { CallbackUrlError, checkCallbackUrl } from "./webhooks.ts";
@@ -248,6 +249,8 @@ export function createApp(ctx: ServerContext): Hono {
   const app = new Hono();
   const openapi = loadOpenApi();
   const throttles = newThrottles();
+  // Uploads and url sources are read whole and checked: a few at a time.
+  const checks = new Slots(MAX_CONCURRENT_PROJECT_CHECKS);
   // A presented credential that fails counts against the client's address; past the limit
   // no credential from there is checked until the window frees up.
   const caller = async (c: Context): Promise<Caller> => {
@@ -397,11 +400,16 @@ export function createApp(ctx: ServerContext): Hono {
           : `asset ${id} was uploaded already`,
       );
     }
+    await mkdir(ctx.workDir, { recursive: true });
+    const dir = await mkdtemp(join(ctx.workDir, "put-"));
     try {
+      // The body goes to disk first: a slow sender holds a file, not a check slot.
       const limit = Math.min(Number(row.size_bytes), MAX_UPLOAD_BYTES);
-      const zip = await readLimited(
+      const file = join(dir, "upload.zip");
+      const size = await bodyToFile(
         c,
         limit,
+        file,
         () =>
           new ApiError(
             413,
@@ -411,19 +419,24 @@ export function createApp(ctx: ServerContext): Hono {
             } MB limit (${limit} bytes allowed)`,
           ),
       );
-      if (zip.length !== Number(row.size_bytes)) {
-        throw invalid("body", `expected ${row.size_bytes} bytes as declared, got ${zip.length}`);
+      if (size !== Number(row.size_bytes)) {
+        throw invalid("body", `expected ${row.size_bytes} bytes as declared, got ${size}`);
       }
-      if (row.sha256 && (await sha256Hex(zip)) !== row.sha256) {
-        throw invalid("body", "the upload does not match the declared sha256");
-      }
-      await ingestProject(ctx, id, zip, String(row.composition));
+      await checks.run(async () => {
+        const zip = new Uint8Array(await readFile(file));
+        if (row.sha256 && (await sha256Hex(zip)) !== row.sha256) {
+          throw invalid("body", "the upload does not match the declared sha256");
+        }
+        await ingestProject(ctx, id, zip, String(row.composition));
+      });
     } catch (error) {
       // A failed upload frees the URL for another try.
       ctx.db.prepare(
         "update assets set upload_started_at = null where id = ? and status = 'pending_upload'",
       ).run(id);
       throw error;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
     const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
     return c.json(await assetJson(ctx, ready));
@@ -487,7 +500,7 @@ export function createApp(ctx: ServerContext): Hono {
       : undefined;
     const made = await underKey(ctx, where, body, async (complete) => {
       const assetId = body.url !== undefined
-        ? await assetFromUrl(ctx, who, String(body.url), composition)
+        ? await checks.run(() => assetFromUrl(ctx, who, String(body.url), composition))
         : String(body.asset_id);
       const asset = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
         assetId,

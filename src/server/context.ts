@@ -15,6 +15,11 @@ export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 export const MAX_FILENAME_LENGTH = 255;
 /** Longest `composition` path, in characters. */
 export const MAX_COMPOSITION_LENGTH = 1024;
+/**
+ * Project zips read and checked at once (uploads and `url` sources); more wait their turn,
+ * so memory stays bounded by this many 200 MB uploads whatever tenants send at once.
+ */
+export const MAX_CONCURRENT_PROJECT_CHECKS = 4;
 /** How long an upload URL stays valid. */
 export const UPLOAD_URL_SECONDS = 3600;
 /** How long a minted download URL stays valid. */

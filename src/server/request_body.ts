@@ -8,6 +8,7 @@
  */
 
 import type { Context } from "hono";
+import { open, unlink } from "node:fs/promises";
 import { MAX_JSON_BODY_BYTES } from "./context.ts";
 import { ApiError, invalid } from "./errors.ts";
 
@@ -51,6 +52,46 @@ export async function readLimited(
 }
 
 /**
+ * Streams a request body of at most `limit` bytes to `file` (so a slow or large upload holds
+ * disk, not memory); past the limit the file is removed and `tooLarge()` thrown.
+ *
+ * @returns The number of bytes written.
+ */
+export async function bodyToFile(
+  c: Context,
+  limit: number,
+  file: string,
+  tooLarge: () => ApiError,
+): Promise<number> {
+  const declared = Number(c.req.header("content-length"));
+  if (Number.isFinite(declared) && declared > limit) throw tooLarge();
+  const handle = await open(file, "wx", 0o600);
+  let size = 0;
+  try {
+    const reader = c.req.raw.body?.getReader();
+    while (reader) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      size += value.length;
+      if (size > limit) {
+        await reader.cancel().catch(() => {});
+        throw tooLarge();
+      }
+      let written = 0;
+      while (written < value.length) {
+        written += (await handle.write(value, written)).bytesWritten;
+      }
+    }
+  } catch (error) {
+    await handle.close().catch(() => {});
+    await unlink(file).catch(() => {});
+    throw error;
+  }
+  await handle.close();
+  return size;
+}
+
+/**
  * Reads a JSON object body of at most {@linkcode MAX_JSON_BODY_BYTES} (1 MiB); larger is a
  * 413, anything but a JSON object a 400 naming `body`.
  */
@@ -78,4 +119,40 @@ export async function jsonBody(c: Context): Promise<Record<string, unknown>> {
     throw invalid("body", "must be a JSON object");
   }
   return body as Record<string, unknown>;
+}
+
+/**
+ * At most `size` holders at once; the others wait in order. Bounds how many large bodies
+ * are held in memory together.
+ *
+ * @example
+ * ```ts
+ * const slots = new Slots(4);
+ * await slots.run(async () => await readLimited(c, limit, tooLarge));
+ * ```
+ */
+export class Slots {
+  readonly size: number;
+  #busy = 0;
+  readonly #waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.size = size;
+  }
+
+  /** Runs `fn` once a slot is free, and frees it after. */
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#busy >= this.size) {
+      await new Promise<void>((resolve) => this.#waiting.push(resolve));
+    } else {
+      this.#busy++;
+    }
+    try {
+      return await fn();
+    } finally {
+      const next = this.#waiting.shift();
+      if (next) next();
+      else this.#busy--;
+    }
+  }
 }
