@@ -156,7 +156,7 @@ describe("vid init: every starter renders", () => {
     assert.ok(near(bar[4], [0, 255, 0], 16), `frame 4 (t = 2 s): ${rgb(bar[4])}`);
   });
 
-  it("lower-third: webm with alpha, transparent around the panel", async () => {
+  it("lower-third: webm and mov with alpha, transparent around the panel", async () => {
     const dir = `${scratch}/render-lower-third`;
     await initProject({ dir, template: "lower-third" });
     const out = `${dir}/renders/lower-third.webm`;
@@ -169,6 +169,14 @@ describe("vid init: every starter renders", () => {
     assert.ok(near(accent[4], [255, 183, 3, 255], 12), `frame 4 accent strip: ${accent[4]}`);
     const corner = await pixelSeries(out, 1800, 100, { alpha: true });
     assert.ok(corner.every((c) => c[3] === 0), `top right is transparent: ${corner}`);
+    // The same frame as ProRes 4444 keeps the alpha too.
+    const mov = `${dir}/renders/lower-third.mov`;
+    const movResult = await runVid(["render", dir, "-o", mov, "--fps", "2", "--frames", "4-4"]);
+    assert.equal(movResult.code, 0, movResult.stderr);
+    const [strip] = await pixelSeries(mov, 104, 880, { alpha: true });
+    const [empty] = await pixelSeries(mov, 1800, 100, { alpha: true });
+    assert.ok(near(strip, [255, 183, 3, 255], 12), `mov accent strip: ${strip}`);
+    assert.equal(empty[3], 0, `mov top right: ${empty}`);
   });
 
   it("product-card: the image variable picks the picture (a project path)", async () => {
