@@ -20,7 +20,8 @@ import { type Browser, launchBrowser } from "./browser.ts";
 import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import type { OutputFormat } from "./encode.ts";
 import { discoverMedia, prepareVideoProxies } from "./media.ts";
-import { fetchRemoteMedia } from "./remote.ts";
+import { downloadRemote, fetchRemoteMedia, type RemoteAssets } from "./remote.ts";
+import { type GuardProxy, guardLaunchFlags, startGuardProxy } from "../net/guard_proxy.ts";
 import type { PageSpec } from "./render_chunk.ts";
 import { type ProjectServer, serveProject } from "./serve.ts";
 import { requireFfmpeg, requireFfprobe } from "./system.ts";
@@ -121,6 +122,14 @@ export interface SessionOptions {
   onWarning?: (message: string) => void;
   /** Told when the session starts preparing media. */
   onStage?: (stage: "preparing media") => void;
+  /**
+   * Keep the render off private networks (server-side renders): every request of the
+   * page (navigation, sub-resources, iframes, fetch/XHR, WebSocket, each redirect hop)
+   * goes through a guard proxy that lets through only public addresses and this render's
+   * own project server; remote media and media ffmpeg reads are held to the same rule.
+   * @default false
+   */
+  blockPrivateNetwork?: boolean;
 }
 
 /** A ready-to-capture render environment. Close it when done. */
@@ -144,6 +153,43 @@ export interface RenderSession {
   replaceBrowser(crashed: Browser): Promise<Browser>;
   /** Closes the browser and server and removes the temp folder; never throws. */
   close(): Promise<void>;
+}
+
+/** A media source of a guarded render that is neither a project file nor public http(s). */
+export class BlockedMediaError extends Error {
+  override name = "BlockedMediaError";
+  /** The media source. */
+  readonly field: string;
+  constructor(src: string) {
+    super(
+      `media source ${src} is not allowed: server-side renders read project files and ` +
+        `public http(s) URLs only`,
+    );
+    this.field = src;
+  }
+}
+
+/**
+ * What ffmpeg reads for each media source of a guarded render: project files from the
+ * project server, remote media from their copies, other http(s) sources downloaded now
+ * under the address policy; anything else (file:, data:, blob:...) is refused.
+ */
+async function guardedMediaInputs(
+  media: readonly MediaDescriptor[],
+  projectUrl: string,
+  workDir: string,
+  remote: RemoteAssets,
+): Promise<Record<string, string>> {
+  const inputs: Record<string, string> = {};
+  for (const [index, src] of [...new Set(media.map((m) => m.src))].entries()) {
+    if (src.startsWith(projectUrl) || remote[src]) continue;
+    if (!/^https?:\/\//i.test(src)) throw new BlockedMediaError(src);
+    const asset = await downloadRemote(src, src, join(workDir, `media-${index}`), {
+      blockPrivateNetwork: true,
+    });
+    inputs[src] = asset.file;
+  }
+  return inputs;
 }
 
 /** The smallest device scale factor Chromium captures at; below it ffmpeg scales down. */
@@ -187,18 +233,26 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
   const workDir = await mkdtemp(join(tmpdir(), "vid-render-"));
   let server: ProjectServer | undefined;
   let browser: Browser | undefined;
+  let proxy: GuardProxy | undefined;
   const close = async (): Promise<void> => {
     // Each step runs even when an earlier one fails, so nothing is left behind.
-    await Promise.allSettled([browser?.close(), server?.close()]);
+    await Promise.allSettled([browser?.close(), server?.close(), proxy?.close()]);
     await rm(workDir, { recursive: true, force: true });
   };
   try {
     server = await serveProject(composition.projectDir);
+    let networkFlags: string[] = [];
+    if (options.blockPrivateNetwork) {
+      const origin = new URL(server.url).host;
+      proxy = await startGuardProxy({ allowHosts: [origin] });
+      networkFlags = guardLaunchFlags(proxy.url, [origin]);
+    }
     browser = await launchForCapture(
       options.capture ?? "auto",
       (reason) =>
         options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`),
       scale,
+      networkFlags,
     );
     const spec: PageSpec = {
       url: server.url + encodeURI(composition.entry),
@@ -213,11 +267,19 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ...(size ? { outputSize: size, scale } : {}),
     };
     options.onStage?.("preparing media");
-    spec.remote = await fetchRemoteMedia(values, workDir);
+    spec.remote = await fetchRemoteMedia(values, workDir, {
+      blockPrivateNetwork: options.blockPrivateNetwork,
+    });
     const remote = spec.remote;
-    const input = (src: string): string => remote[src]?.file ?? src;
     const media = await discoverMedia(browser, spec);
     checkMissingAssets(server, composition.file);
+    // ffmpeg reads media outside the browser, so the guard applies to its inputs too: a
+    // guarded render downloads every other source through the policy first and never
+    // hands ffmpeg a URL (or file:) that is not this render's project server.
+    const ffmpegInputs = options.blockPrivateNetwork
+      ? await guardedMediaInputs(media, server.url, workDir, remote)
+      : {};
+    const input = (src: string): string => ffmpegInputs[src] ?? remote[src]?.file ?? src;
     const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
     const projectServer = server;
     spec.videoProxies = await prepareVideoProxies(media, {
@@ -243,7 +305,9 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       async replaceBrowser(crashed: Browser): Promise<Browser> {
         let next = relaunches.get(crashed);
         if (!next) {
-          next = crashed.close().then(() => launchBrowser({ mode: crashed.mode, scale }));
+          next = crashed.close().then(() =>
+            launchBrowser({ mode: crashed.mode, scale, networkFlags })
+          );
           relaunches.set(crashed, next);
         }
         browser = await next;
