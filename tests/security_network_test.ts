@@ -27,10 +27,16 @@ import {
 } from "../src/net/address_policy.ts";
 import { DownloadTooLargeError, guardedGet } from "../src/net/guarded_fetch.ts";
 import { guardLaunchFlags, startGuardProxy } from "../src/net/guard_proxy.ts";
-import { launchBrowser, navigate, openPage, closePage } from "../src/render/browser.ts";
+import { closePage, launchBrowser, navigate, openPage } from "../src/render/browser.ts";
 import { renderStill } from "../src/render/still.ts";
 import { RemoteMediaError } from "../src/render/remote.ts";
+import { BlockedMediaError } from "../src/render/session.ts";
+import { fetchProjectUrl } from "../src/server/url_source.ts";
+import type { ApiError } from "../src/server/errors.ts";
+import { CallbackUrlError, checkCallbackTarget, deliverWebhook } from "../src/server/webhooks.ts";
+import { zipSync } from "fflate";
 import { compositionHtml, makeProject, near, rgb } from "./helpers.ts";
+import { createAccount, startServerProcess } from "./server_process.ts";
 
 /** A loopback TCP listener that counts connections and answers like a leaky service. */
 interface Listener {
@@ -178,10 +184,11 @@ describe("network guard of server-side renders (real Chromium)", () => {
     await Deno.remove(dir, { recursive: true });
   });
 
-  const targets = (): string => [
-    ...v4Spellings(v4.port),
-    ...(v6 ? [`[::1]:${v6.port}`, `[0:0:0:0:0:0:0:1]:${v6.port}`] : []),
-  ].join(",");
+  const targets = (): string =>
+    [
+      ...v4Spellings(v4.port),
+      ...(v6 ? [`[::1]:${v6.port}`, `[0:0:0:0:0:0:0:1]:${v6.port}`] : []),
+    ].join(",");
 
   it("iframe, fetch, XHR, https, WebSocket, image, EventSource, worker and WebRTC reach nothing; project files still load", async () => {
     const still = await renderStill({
@@ -204,5 +211,190 @@ describe("network guard of server-side renders (real Chromium)", () => {
       values: { targets: targets(), stun: `127.0.0.1:${udp.port}` },
     });
     assert.ok(v4.connections > 0, "control: the unguarded page should reach the listener");
+  });
+});
+
+describe("address policy", () => {
+  it("canonicalises every IPv4 notation a URL accepts to the address a browser dials", () => {
+    for (
+      const host of ["2130706433", "0177.0.0.1", "0x7f.0.0.1", "0x7f000001", "127.1", "127.0.1"]
+    ) {
+      assert.deepEqual(canonicalHost(host), { host: "127.0.0.1", ip: 4 }, host);
+    }
+    assert.deepEqual(canonicalHost("[::ffff:127.0.0.1]"), { host: "::ffff:7f00:1", ip: 6 });
+    assert.deepEqual(canonicalHost("::1"), { host: "::1", ip: 6 });
+    assert.deepEqual(canonicalHost("Example.COM"), { host: "example.com", ip: 0 });
+  });
+
+  it("classifies v4, v6, v4-mapped, NAT64 and 6to4 forms", () => {
+    const open = [
+      "8.8.8.8",
+      "1.1.1.1",
+      "172.32.0.1",
+      "100.128.0.1",
+      "2606:4700::1111",
+      "::ffff:8.8.8.8",
+      "64:ff9b::808:808",
+      "2002:808:808::1",
+    ];
+    for (const ip of open) assert.ok(isPublicAddress(ip), ip);
+    const closed = [
+      "127.0.0.1",
+      "127.255.255.254",
+      "10.0.0.1",
+      "172.16.0.1",
+      "192.168.0.1",
+      "169.254.169.254",
+      "100.64.0.1",
+      "0.0.0.0",
+      "224.0.0.1",
+      "255.255.255.255",
+      "198.18.0.1",
+      "192.0.2.1",
+      "::",
+      "::1",
+      "0:0:0:0:0:0:0:1",
+      "[::1]",
+      "fc00::1",
+      "fd12:3456::1",
+      "fe80::1%eth0",
+      "fec0::1",
+      "ff02::1",
+      "::ffff:127.0.0.1",
+      "::ffff:7f00:1",
+      "::ffff:a00:1",
+      "::127.0.0.1",
+      "::ffff:0:7f00:1",
+      "64:ff9b::7f00:1",
+      "64:ff9b::a9fe:a9fe",
+      "64:ff9b:1::1",
+      "2002:7f00:1::1",
+      "2002:a00:1::",
+      "2001:db8::1",
+      "2001::1",
+      "100::1",
+      "not-an-ip",
+      "1.2.3",
+      "",
+    ];
+    for (const ip of closed) assert.ok(!isPublicAddress(ip), ip);
+  });
+
+  it("refuses names that resolve to loopback, and every notation of it", async () => {
+    for (const host of ["localhost", "127.1", "0x7f.1", "2130706433", "[::ffff:7f00:1]", "[::1]"]) {
+      await assert.rejects(resolvePublicHost(host, "url"), (error: BlockedAddressError) => {
+        assert.ok(error instanceof BlockedAddressError, String(error));
+        assert.equal(error.field, "url");
+        assert.match(error.message, /private or loopback/);
+        return true;
+      }, host);
+    }
+    assert.equal((await resolvePublicHost("8.8.8.8", "url"))[0].address, "8.8.8.8");
+  });
+});
+
+describe("server-side downloads", () => {
+  let forbidden: Listener;
+  beforeEach(async () => {
+    forbidden = await listen("127.0.0.1");
+  });
+  afterEach(() => forbidden.close());
+
+  it("re-checks every redirect hop: an allowed host redirecting inward reaches nothing", async () => {
+    const redirector: Server = createHttpServer((_req, res) => {
+      res.writeHead(302, { location: `http://[::ffff:127.0.0.1]:${forbidden.port}/secret` }).end();
+    });
+    await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
+    const port = (redirector.address() as { port: number }).port;
+    try {
+      await assert.rejects(
+        guardedGet(`http://127.0.0.1:${port}/start`, {
+          field: "logo",
+          maxBytes: 1000,
+          allowHosts: [`127.0.0.1:${port}`],
+        }),
+        (error: BlockedAddressError) =>
+          error instanceof BlockedAddressError && error.field === "logo",
+      );
+      assert.equal(forbidden.connections, 0);
+    } finally {
+      await new Promise((resolve) => redirector.close(resolve));
+    }
+  });
+
+  it("streams with a cap: an endless body is aborted at the limit, not read in full", async () => {
+    let written = 0;
+    let closed = false;
+    const endless: Server = createHttpServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      const chunk = new Uint8Array(64 * 1024);
+      const pump = (): void => {
+        while (!closed && written < 512 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once("drain", pump);
+        }
+        res.end();
+      };
+      res.on("close", () => closed = true);
+      pump();
+    });
+    await new Promise<void>((resolve) => endless.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(endless.address() as { port: number }).port}/big`;
+    try {
+      await assert.rejects(
+        guardedGet(url, { field: "video", maxBytes: 1024 * 1024, allowPrivate: true }),
+        (error: DownloadTooLargeError) =>
+          error instanceof DownloadTooLargeError && error.limit === 1024 * 1024,
+      );
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok(closed, "the connection was not cut at the limit");
+      assert.ok(written < 64 * 1024 * 1024, `the server wrote ${written} bytes`);
+    } finally {
+      endless.closeAllConnections();
+      await new Promise((resolve) => endless.close(resolve));
+    }
+  });
+
+  it("url sources refuse v4-mapped and numeric spellings of loopback with a 400 on url", async () => {
+    for (
+      const host of ["[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "2130706433", "0177.0.0.1", "127.1"]
+    ) {
+      await assert.rejects(
+        fetchProjectUrl(`http://${host}:${forbidden.port}/p.zip`, {
+          allowPrivate: false,
+          maxBytes: 1000,
+        }),
+        (error: ApiError) => error.status === 400 && error.field === "url",
+        host,
+      );
+    }
+    assert.equal(forbidden.connections, 0);
+  });
+
+  it("webhook targets: refused up front, and re-checked before sending", async () => {
+    await assert.rejects(
+      checkCallbackTarget(new URL(`https://[::ffff:127.0.0.1]:${forbidden.port}/hook`)),
+      (error: CallbackUrlError) =>
+        error instanceof CallbackUrlError && error.field === "callback_url",
+    );
+    await checkCallbackTarget(new URL(`https://127.0.0.1:${forbidden.port}/hook`), {
+      allowLoopback: true,
+    });
+    const result = await deliverWebhook({
+      url: `https://127.0.0.1:${forbidden.port}/hook`,
+      secret: "s",
+      target: {},
+      payload: {
+        render_id: "r",
+        status: "completed",
+        callback_id: null,
+        video_url: null,
+        error: null,
+      },
+    });
+    assert.equal(result.delivered, false);
+    assert.equal(result.attempts, 0);
+    assert.match(result.error ?? "", /callback_url: 127\.0\.0\.1 is a private or loopback/);
+    assert.equal(forbidden.connections, 0);
   });
 });

@@ -37,6 +37,11 @@
  *                                         capture: "beginframe" | "screenshot" }
  * ```
  *
+ * Network guard: the pages of a render (and its remote media, the media ffmpeg reads and
+ * the webhook) reach public addresses only, like `vid server`'s renders, since the
+ * function runs inside the operator's VPC. `VID_ALLOW_PRIVATE_URLS=1` on the function
+ * lifts it, as `vid server --allow-private-urls` does.
+ *
  * Failures are thrown (the message names the chunk); the state machine's catch records
  * them. Node built-ins and web standards only: this file is bundled for Node 22.
  *
@@ -56,7 +61,7 @@ import {
   prepareComposition,
   type RenderSession,
 } from "../src/render/session.ts";
-import { fetchRemoteMedia } from "../src/render/remote.ts";
+import { downloadRemote, fetchRemoteMedia } from "../src/render/remote.ts";
 import { requireFfmpeg, requireFfprobe } from "../src/render/system.ts";
 import { deliverWebhook } from "../src/server/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
@@ -247,6 +252,7 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
         url: webhook.url,
         secret: webhook.secret,
         attempts: 3,
+        target: { allowPrivate: !blockPrivateNetwork() },
         payload: {
           render_id: input.renderId,
           status: "completed",
@@ -327,10 +333,22 @@ async function mediaInputs(
   work: string,
 ): Promise<(src: string) => string> {
   const site = resolve(await siteDir(input));
+  const guard = blockPrivateNetwork();
   const remote = media.some((item) => !item.site)
-    ? await fetchRemoteMedia(input.config.variables ?? {}, work)
+    ? await fetchRemoteMedia(input.config.variables ?? {}, work, { blockPrivateNetwork: guard })
     : {};
   const siteSources = new Set(media.filter((item) => item.site).map((item) => item.src));
+  // Under the guard ffmpeg never reads a URL itself: other http(s) sources are downloaded
+  // through the address policy first, anything else is refused.
+  if (guard) {
+    for (const [index, { src }] of media.filter((item) => !item.site).entries()) {
+      if (remote[src]) continue;
+      if (!/^https?:\/\//i.test(src)) throw new Error(`media source not allowed: ${src}`);
+      remote[src] = await downloadRemote(src, src, join(work, `media-${index}`), {
+        blockPrivateNetwork: true,
+      });
+    }
+  }
   return (src: string): string => {
     if (!siteSources.has(src)) return remote[src]?.file ?? src;
     const file = resolve(site, src);
@@ -367,8 +385,17 @@ async function openSession(
     seed: input.config.seed,
     epochMs,
     outputSize,
+    blockPrivateNetwork: blockPrivateNetwork(),
     onWarning: (message) => console.warn(message),
   });
+}
+
+/**
+ * Whether this function keeps renders off private networks: yes unless the operator set
+ * `VID_ALLOW_PRIVATE_URLS=1` (or `true`) on it.
+ */
+function blockPrivateNetwork(): boolean {
+  return !/^(1|true)$/i.test(process.env.VID_ALLOW_PRIVATE_URLS ?? "");
 }
 
 /** Downloads of sites in progress or done in this container, by site id. */

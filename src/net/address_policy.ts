@@ -103,8 +103,7 @@ function publicV4(bytes: readonly number[]): boolean {
 
 function publicV6(bytes: readonly number[]): boolean {
   const word = (i: number): number => (bytes[2 * i] << 8) | bytes[2 * i + 1];
-  const zeros = (from: number, to: number): boolean =>
-    bytes.slice(from, to).every((b) => b === 0);
+  const zeros = (from: number, to: number): boolean => bytes.slice(from, to).every((b) => b === 0);
   // ::ffff:a.b.c.d (v4-mapped): the IPv4 address decides.
   if (zeros(0, 10) && word(5) === 0xffff) return publicV4(bytes.slice(12));
   // 64:ff9b::/96 (NAT64 well-known prefix): the embedded IPv4 address decides.
@@ -140,6 +139,27 @@ export function isPublicAddress(ip: string): boolean {
 }
 
 /**
+ * Whether an address is loopback (`127.0.0.0/8`, `::1`, or v4-mapped loopback), in any
+ * text form.
+ *
+ * @example
+ * ```ts
+ * isLoopbackAddress("127.0.0.2"); // true
+ * isLoopbackAddress("::ffff:7f00:1"); // true
+ * ```
+ */
+export function isLoopbackAddress(ip: string): boolean {
+  const bare = ip.replace(/^\[|\]$/g, "");
+  const v4 = isIP(bare) === 4 ? ipv4Bytes(bare) : undefined;
+  if (v4) return v4[0] === 127;
+  const v6 = ipv6Bytes(bare);
+  if (!v6) return false;
+  if (v6.slice(0, 15).every((b) => b === 0) && v6[15] === 1) return true;
+  return v6.slice(0, 10).every((b) => b === 0) && v6[10] === 0xff && v6[11] === 0xff &&
+    v6[12] === 127;
+}
+
+/**
  * A URL host in canonical form, as a browser would connect to it: `0x7f.1`, `2130706433`
  * and `0177.0.0.1` all become `127.0.0.1`, IPv6 loses its brackets. `ip` tells whether
  * it is an address (no DNS needed).
@@ -153,8 +173,9 @@ export function isPublicAddress(ip: string): boolean {
 export function canonicalHost(host: string): { host: string; ip: 0 | 4 | 6 } {
   let hostname = host;
   try {
-    hostname = new URL(`http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}/`)
-      .hostname;
+    hostname =
+      new URL(`http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}/`)
+        .hostname;
   } catch {
     // not a URL host: checked as given (resolution fails)
   }
@@ -167,6 +188,7 @@ export function canonicalHost(host: string): { host: string; ip: 0 | 4 | 6 } {
  *
  * @param host A URL host (`example.com`, `127.1`, `[::1]`).
  * @param field The field named in the error (`url`, `callback_url`, a variable).
+ * @param options `allowLoopback` also accepts loopback addresses (development).
  * @throws {BlockedAddressError} When the host cannot be resolved or any address it
  * resolves to is not public.
  *
@@ -176,7 +198,11 @@ export function canonicalHost(host: string): { host: string; ip: 0 | 4 | 6 } {
  * await resolvePublicHost("0x7f.1", "url"); // throws BlockedAddressError
  * ```
  */
-export async function resolvePublicHost(host: string, field: string): Promise<CheckedAddress[]> {
+export async function resolvePublicHost(
+  host: string,
+  field: string,
+  options: { allowLoopback?: boolean } = {},
+): Promise<CheckedAddress[]> {
   const canonical = canonicalHost(host);
   let addresses: CheckedAddress[];
   if (canonical.ip !== 0) {
@@ -192,7 +218,10 @@ export async function resolvePublicHost(host: string, field: string): Promise<Ch
       throw new BlockedAddressError(field, host, `${field}: cannot resolve ${host}`);
     }
   }
-  const blocked = addresses.find((entry) => !isPublicAddress(entry.address));
+  const blocked = addresses.find((entry) =>
+    !isPublicAddress(entry.address) &&
+    !(options.allowLoopback && isLoopbackAddress(entry.address))
+  );
   if (blocked) {
     const via = blocked.address === canonical.host ? "" : ` resolves to ${blocked.address},`;
     throw new BlockedAddressError(

@@ -36,6 +36,8 @@ export interface GuardedFetchOptions extends NetworkPolicy {
   headers?: Record<string, string>;
   body?: string | Uint8Array;
   signal?: AbortSignal;
+  /** Addresses already checked by the caller: connect to these, check nothing more. */
+  pinned?: CheckedAddress[];
 }
 
 /** The URL is not an http(s) URL, or carries credentials. */
@@ -105,7 +107,7 @@ export async function checkUrl(
  * ```
  */
 export async function guardedFetch(url: URL, options: GuardedFetchOptions): Promise<Response> {
-  const addresses = await checkUrl(url, options.field, options);
+  const addresses = options.pinned ?? await checkUrl(url, options.field, options);
   options.signal?.throwIfAborted();
   const request = url.protocol === "https:" ? httpsRequest : httpRequest;
   return await new Promise<Response>((resolve, reject) => {

@@ -80,7 +80,9 @@ export async function launchForCapture(
   const wanted = preference === "auto" && (env === "beginframe" || env === "screenshot")
     ? env
     : preference;
-  if (wanted === "screenshot") return await launchBrowser({ mode: "screenshot", scale, networkFlags });
+  if (wanted === "screenshot") {
+    return await launchBrowser({ mode: "screenshot", scale, networkFlags });
+  }
   let reason: string | undefined;
   // A loaded machine sometimes starves the first frames of a new browser; one relaunch
   // before falling back keeps the fast path.

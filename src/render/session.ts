@@ -21,7 +21,7 @@ import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import type { OutputFormat } from "./encode.ts";
 import { discoverMedia, prepareVideoProxies } from "./media.ts";
 import { downloadRemote, fetchRemoteMedia, type RemoteAssets } from "./remote.ts";
-import { type GuardProxy, guardLaunchFlags, startGuardProxy } from "../net/guard_proxy.ts";
+import { guardLaunchFlags, type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
 import type { PageSpec } from "./render_chunk.ts";
 import { type ProjectServer, serveProject } from "./serve.ts";
 import { requireFfmpeg, requireFfprobe } from "./system.ts";
