@@ -43,17 +43,22 @@ interface Listener {
   port: number;
   host: string;
   connections: number;
+  /** Request paths seen (first line of plain-http requests). */
+  paths: Set<string>;
   close(): Promise<void>;
 }
 
 const SECRET = "INTERNAL-SECRET";
 
 async function listen(host: string): Promise<Listener> {
-  const state = { connections: 0 };
+  const state = { connections: 0, paths: new Set<string>() };
   const server: NetServer = createNetServer((socket) => {
     state.connections++;
     socket.on("error", () => {});
-    socket.once("data", () => {
+    socket.once("data", (data: Uint8Array) => {
+      const line = new TextDecoder().decode(data.subarray(0, 200)).split("\r\n")[0];
+      const path = line.match(/^[A-Z]+ (\/\S*) HTTP/)?.[1];
+      state.paths.add(path ?? "(not http: TLS)");
       socket.end(
         `HTTP/1.1 200 OK\r\ncontent-type: text/html\r\naccess-control-allow-origin: *\r\n` +
           `content-length: ${SECRET.length}\r\nconnection: close\r\n\r\n${SECRET}`,
@@ -71,6 +76,7 @@ async function listen(host: string): Promise<Listener> {
     get connections() {
       return state.connections;
     },
+    paths: state.paths,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
@@ -190,18 +196,103 @@ describe("network guard of server-side renders (real Chromium)", () => {
       ...(v6 ? [`[::1]:${v6.port}`, `[0:0:0:0:0:0:0:1]:${v6.port}`] : []),
     ].join(",");
 
-  it("iframe, fetch, XHR, https, WebSocket, image, EventSource, worker and WebRTC reach nothing; project files still load", async () => {
-    const still = await renderStill({
-      target: dir,
-      output: `${dir}/guarded.png`,
-      values: { targets: targets(), stun: `127.0.0.1:${udp.port}` },
-      blockPrivateNetwork: true,
+  for (const capture of ["beginframe", "screenshot"] as const) {
+    it(`${capture}: iframe, fetch, XHR, https, WebSocket, image, EventSource, worker and WebRTC reach nothing; project files still load`, async () => {
+      const still = await renderStill({
+        target: dir,
+        output: `${dir}/guarded.png`,
+        values: { targets: targets(), stun: `127.0.0.1:${udp.port}` },
+        capture,
+        blockPrivateNetwork: true,
+      });
+      assert.equal(still.captureMode, capture);
+      assert.equal(v4.connections, 0, "the IPv4 loopback service was reached");
+      assert.equal(v6?.connections ?? 0, 0, "the IPv6 loopback service was reached");
+      assert.equal(udp.packets, 0, "WebRTC sent STUN packets to loopback");
+      const pixel = await pixelOf(still.output);
+      assert.ok(near(pixel, [0, 255, 0], 4), `project file did not load: ${rgb(pixel)}`);
     });
-    assert.equal(v4.connections, 0, "the IPv4 loopback service was reached");
-    assert.equal(v6?.connections ?? 0, 0, "the IPv6 loopback service was reached");
-    assert.equal(udp.packets, 0, "WebRTC sent STUN packets to loopback");
-    const pixel = await pixelOf(still.output);
-    assert.ok(near(pixel, [0, 255, 0], 4), `project file did not load: ${rgb(pixel)}`);
+  }
+
+  it("remote media in a variable, <video> sources and file: media are refused, reaching nothing", async () => {
+    for (const host of ["127.0.0.1", "[::ffff:7f00:1]", "2130706433"]) {
+      await assert.rejects(
+        renderStill({
+          target: dir,
+          output: `${dir}/remote.png`,
+          values: { stun: `http://${host}:${v4.port}/logo.png` },
+          blockPrivateNetwork: true,
+        }),
+        (error: RemoteMediaError) =>
+          error instanceof RemoteMediaError && error.field === "stun" &&
+          /private or loopback/.test(error.message),
+        host,
+      );
+    }
+    const video = await makeProject(
+      compositionHtml(`<video src="http://0x7f.1:${v4.port}/clip.mp4"></video>`),
+    );
+    const file = await makeProject(compositionHtml(`<video src="file:///etc/hostname"></video>`));
+    try {
+      await assert.rejects(
+        renderStill({ target: video, output: `${video}/v.png`, blockPrivateNetwork: true }),
+        (error: RemoteMediaError) =>
+          error instanceof RemoteMediaError && /private/.test(error.message),
+      );
+      await assert.rejects(
+        renderStill({ target: file, output: `${file}/v.png`, blockPrivateNetwork: true }),
+        (error: BlockedMediaError) => error instanceof BlockedMediaError,
+      );
+    } finally {
+      await Deno.remove(video, { recursive: true });
+      await Deno.remove(file, { recursive: true });
+    }
+    assert.equal(v4.connections, 0, "the loopback service was reached");
+  });
+
+  it("redirects: an allowed origin redirecting the page inward is stopped at the hop", async () => {
+    let redirects = 0;
+    const redirector: Server = createHttpServer((req, res) => {
+      redirects++;
+      res.writeHead(302, {
+        location: `http://[::ffff:127.0.0.1]:${v4.port}${req.url}`,
+        "access-control-allow-origin": "*",
+      }).end();
+    });
+    await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
+    const hop = `127.0.0.1:${(redirector.address() as { port: number }).port}`;
+    const project: Server = createHttpServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html" }).end(`<script>
+        fetch("http://${hop}/fetch").catch(() => {});
+        const f = document.createElement("iframe"); f.src = "http://${hop}/iframe"; document.documentElement.append(f);
+        const i = new Image(); i.src = "http://${hop}/img";
+      </script>`);
+    });
+    await new Promise<void>((resolve) => project.listen(0, "127.0.0.1", resolve));
+    const origin = `127.0.0.1:${(project.address() as { port: number }).port}`;
+    // The redirector is allowed like a public host would be, but not bypassed.
+    const proxy = await startGuardProxy({ allowHosts: [origin, hop] });
+    const browser = await launchBrowser({
+      mode: "screenshot",
+      networkFlags: guardLaunchFlags(proxy.url, [origin]),
+    });
+    try {
+      const page = await openPage(browser, { width: 64, height: 64, initScript: "" });
+      await navigate(page, `http://${origin}/`);
+      const deadline = Date.now() + 5000;
+      while (redirects < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 300));
+      await closePage(page);
+      assert.equal(redirects, 3, "the page's requests did not reach the allowed redirector");
+      assert.equal(v4.connections, 0, "a redirect hop reached the loopback service");
+      assert.ok(proxy.blocked.some((b) => b.target === `[::ffff:7f00:1]:${v4.port}`));
+    } finally {
+      await browser.close();
+      await proxy.close();
+      await new Promise((resolve) => redirector.close(resolve));
+      project.closeAllConnections();
+      await new Promise((resolve) => project.close(resolve));
+    }
   });
 
   it("without the guard (local vid render) the same page does reach them", async () => {
@@ -210,7 +301,12 @@ describe("network guard of server-side renders (real Chromium)", () => {
       output: `${dir}/open.png`,
       values: { targets: targets(), stun: `127.0.0.1:${udp.port}` },
     });
-    assert.ok(v4.connections > 0, "control: the unguarded page should reach the listener");
+    // Every vector of the guarded test is live: without the guard each one gets through.
+    assert.deepEqual(
+      [...v4.paths].sort(),
+      ["(not http: TLS)", "/fetch", "/iframe", "/img", "/sse", "/worker", "/ws", "/xhr"],
+    );
+    assert.ok(udp.packets > 0, "control: WebRTC should send STUN to the listener");
   });
 });
 
