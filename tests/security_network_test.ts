@@ -163,6 +163,19 @@ Promise.all(tries.map(settle)).then(() => fetch("ok.json")).then((r) => r.json()
 </script>`,
 });
 
+/** Child processes of this test process still running (browsers, ffmpeg), after a grace period. */
+async function leftoverChildren(): Promise<string[]> {
+  let pids: string[] = [];
+  for (let i = 0; i < 30; i++) {
+    const out = await new Deno.Command("pgrep", { args: ["-P", String(Deno.pid)], stdout: "piped" })
+      .output();
+    pids = new TextDecoder().decode(out.stdout).split("\n").filter(Boolean);
+    if (pids.length === 0) return [];
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return pids;
+}
+
 async function pixelOf(file: string): Promise<number[]> {
   const out = await new Deno.Command("ffmpeg", {
     args: ["-v", "error", "-i", file, "-vf", "format=rgb24,crop=1:1:160:90", "-f", "rawvideo", "-"],
@@ -188,6 +201,7 @@ describe("network guard of server-side renders (real Chromium)", () => {
     await v6?.close();
     udp.close();
     await Deno.remove(dir, { recursive: true });
+    assert.deepEqual(await leftoverChildren(), [], "browser or ffmpeg processes left running");
   });
 
   const targets = (): string =>
@@ -492,5 +506,76 @@ describe("server-side downloads", () => {
     assert.equal(result.attempts, 0);
     assert.match(result.error ?? "", /callback_url: 127\.0\.0\.1 is a private or loopback/);
     assert.equal(forbidden.connections, 0);
+  });
+});
+
+describe("vid server (real process, default flags)", () => {
+  it("renders a hostile composition without reaching loopback; refuses inward url and callback_url", async () => {
+    const forbidden = await listen("127.0.0.1");
+    const dataDir = await Deno.makeTempDir({ prefix: "vid-security-server-" });
+    const key = await createAccount(dataDir, "tenant@example.com", { credits: 100 });
+    const server = await startServerProcess(dataDir);
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    const api = async (path: string, body?: unknown) => {
+      const response = await fetch(`${server.url}${path}`, {
+        method: body === undefined ? "GET" : "POST",
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: response.status, body: await response.json() };
+    };
+    try {
+      const zip = zipSync({
+        "index.html": new TextEncoder().encode(ATTACK_PAGE),
+        "ok.json": new TextEncoder().encode('{"ok":true}'),
+      });
+      const asset = await api("/v3/assets", { size_bytes: zip.length });
+      assert.equal(asset.status, 201, JSON.stringify(asset.body));
+      const put = await fetch(String(asset.body.upload_url), { method: "PUT", body: zip });
+      assert.equal(put.status, 200, await put.text());
+
+      const inward = await api("/v3/vid/renders", {
+        url: `http://[::ffff:7f00:1]:${forbidden.port}/project.zip`,
+      });
+      assert.equal(inward.status, 400, JSON.stringify(inward.body));
+      assert.match(JSON.stringify(inward.body), /url/);
+      const hook = await api("/v3/vid/renders", {
+        asset_id: asset.body.asset_id,
+        callback_url: `https://0x7f.1:${forbidden.port}/hook`,
+      });
+      assert.equal(hook.status, 400, JSON.stringify(hook.body));
+      assert.match(JSON.stringify(hook.body), /callback_url.*private or loopback/);
+
+      const targets = v4Spellings(forbidden.port).join(",");
+      const created = await api("/v3/vid/renders", {
+        asset_id: asset.body.asset_id,
+        fps: 5,
+        variables: { targets },
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      let render: Record<string, unknown> = created.body;
+      const deadline = Date.now() + 90000;
+      while (render.status !== "completed" && render.status !== "failed" && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 250));
+        render = (await api(`/v3/vid/renders/${created.body.render_id}`)).body;
+      }
+      assert.equal(render.status, "completed", String(render.error));
+      assert.equal(forbidden.connections, 0, "the server's render reached a loopback service");
+      const video = await Deno.makeTempFile({ suffix: ".mp4" });
+      try {
+        await Deno.writeFile(
+          video,
+          new Uint8Array(await (await fetch(String(render.video_url))).arrayBuffer()),
+        );
+        const pixel = await pixelOf(video);
+        assert.ok(near(pixel, [0, 255, 0], 8), `project file did not load: ${rgb(pixel)}`);
+      } finally {
+        await Deno.remove(video);
+      }
+    } finally {
+      await server.stop();
+      await forbidden.close();
+      await Deno.remove(dataDir, { recursive: true });
+    }
   });
 });
