@@ -67,7 +67,12 @@ export class DownloadTooLargeError extends Error {
 
 /** A lookup hook that answers only with the addresses already checked. */
 function pinnedLookup(addresses: CheckedAddress[]): LookupFunction {
-  return ((_host: string, options: { all?: boolean }, callback: Function) => {
+  type Callback = (
+    error: Error | null,
+    address: string | CheckedAddress[],
+    family?: number,
+  ) => void;
+  return ((_host: string, options: { all?: boolean }, callback: Callback) => {
     if (options?.all) callback(null, addresses);
     else callback(null, addresses[0].address, addresses[0].family);
   }) as unknown as LookupFunction;
