@@ -29,13 +29,14 @@ import { DownloadTooLargeError, guardedGet } from "../src/net/guarded_fetch.ts";
 import { guardLaunchFlags, startGuardProxy } from "../src/net/guard_proxy.ts";
 import { closePage, launchBrowser, navigate, openPage } from "../src/render/browser.ts";
 import { renderStill } from "../src/render/still.ts";
+import { renderComposition } from "../src/render/render.ts";
 import { RemoteMediaError } from "../src/render/remote.ts";
 import { BlockedMediaError } from "../src/render/session.ts";
 import { fetchProjectUrl } from "../src/server/url_source.ts";
 import type { ApiError } from "../src/server/errors.ts";
 import { CallbackUrlError, checkCallbackTarget, deliverWebhook } from "../src/server/webhooks.ts";
 import { zipSync } from "fflate";
-import { compositionHtml, makeProject, near, rgb } from "./helpers.ts";
+import { compositionHtml, makeProject, near, probeVideo, rgb } from "./helpers.ts";
 import { createAccount, startServerProcess } from "./server_process.ts";
 
 /** A loopback TCP listener that counts connections and answers like a leaky service. */
@@ -247,6 +248,11 @@ describe("network guard of server-side renders (real Chromium)", () => {
       compositionHtml(`<video src="http://0x7f.1:${v4.port}/clip.mp4"></video>`),
     );
     const file = await makeProject(compositionHtml(`<video src="file:///etc/hostname"></video>`));
+    // An HLS playlist dressed as an mp4: ffmpeg would fetch its segment from loopback.
+    const playlist = await makeProject(compositionHtml(`<video src="clip.mp4"></video>`), {
+      "clip.mp4": `#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n` +
+        `http://127.0.0.1:${v4.port}/segment.ts\n#EXT-X-ENDLIST\n`,
+    });
     try {
       await assert.rejects(
         renderStill({ target: video, output: `${video}/v.png`, blockPrivateNetwork: true }),
@@ -257,11 +263,49 @@ describe("network guard of server-side renders (real Chromium)", () => {
         renderStill({ target: file, output: `${file}/v.png`, blockPrivateNetwork: true }),
         (error: BlockedMediaError) => error instanceof BlockedMediaError,
       );
+      await assert.rejects(
+        renderStill({ target: playlist, output: `${playlist}/v.png`, blockPrivateNetwork: true }),
+        (error: BlockedMediaError) =>
+          error instanceof BlockedMediaError && /playlists/.test(error.message),
+      );
     } finally {
       await Deno.remove(video, { recursive: true });
       await Deno.remove(file, { recursive: true });
+      await Deno.remove(playlist, { recursive: true });
     }
     assert.equal(v4.connections, 0, "the loopback service was reached");
+  });
+
+  it("project video and audio still render under the guard (ffmpeg reads local files only)", async () => {
+    const media = await makeProject(
+      compositionHtml(
+        `<video src="clip.mp4" style="position:absolute;inset:0;width:320px;height:180px"></video>
+         <audio src="tone.wav"></audio>`,
+      ),
+    );
+    try {
+      const make = async (args: string[]) => {
+        const out = await new Deno.Command("ffmpeg", { args: ["-v", "error", "-y", ...args] })
+          .output();
+        assert.equal(out.code, 0);
+      };
+      await make(["-f", "lavfi", "-i", "color=c=0xff0000:s=320x180:d=1:r=5", `${media}/clip.mp4`]);
+      await make(["-f", "lavfi", "-i", "sine=f=440:d=1", `${media}/tone.wav`]);
+      const result = await renderComposition({
+        target: media,
+        output: `${media}/out.mp4`,
+        fps: 5,
+        blockPrivateNetwork: true,
+      });
+      assert.equal(result.frames, 5);
+      const info = await probeVideo(result.output);
+      assert.equal(info.frames, 5);
+      assert.ok(info.hasAudio, "the soundtrack is missing");
+      const pixel = await pixelOf(result.output);
+      assert.ok(near(pixel, [255, 0, 0], 24), `video frame not shown: ${rgb(pixel)}`);
+    } finally {
+      await Deno.remove(media, { recursive: true });
+    }
   });
 
   it("redirects: an allowed origin redirecting the page inward is stopped at the hop", async () => {

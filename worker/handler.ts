@@ -57,8 +57,10 @@ import { renderChunk } from "../src/render/render_chunk.ts";
 import { concatChunks, type OutputFormat, type Quality } from "../src/render/encode.ts";
 import { mixAudio, muxAudio } from "../src/render/media.ts";
 import {
+  GUARDED_INPUT_ARGS,
   openRenderSession,
   prepareComposition,
+  refusePlaylist,
   type RenderSession,
 } from "../src/render/session.ts";
 import { downloadRemote, fetchRemoteMedia } from "../src/render/remote.ts";
@@ -227,6 +229,7 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
       duration: event.totalFrames / rate,
       output: soundtrack,
       input: await mediaInputs(input, media, work),
+      inputArgs: blockPrivateNetwork() ? GUARDED_INPUT_ARGS : [],
     });
     let final = joined;
     if (audio) {
@@ -349,12 +352,14 @@ async function mediaInputs(
       });
     }
   }
-  return (src: string): string => {
+  const inputOf = (src: string): string => {
     if (!siteSources.has(src)) return remote[src]?.file ?? src;
     const file = resolve(site, src);
     if (!file.startsWith(site + sep)) throw new Error(`media source outside the site: ${src}`);
     return file;
   };
+  if (guard) { for (const { src } of media) await refusePlaylist(src, inputOf(src)); }
+  return inputOf;
 }
 
 /** The render session of a task: the same set-up as `vid render` (server, browser, media). */

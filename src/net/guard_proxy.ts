@@ -95,8 +95,11 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
   };
 
+  /**
+   * Connects `client` to `host:port` once the policy allows it: a CONNECT tunnel (answered
+   * with 200), or a forwarded Upgrade request (`replay` is its head).
+   */
   const tunnel = async (
-    req: IncomingMessage,
     client: Duplex,
     head: Uint8Array,
     host: string,
@@ -113,17 +116,20 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
       refuse(client, "403 Forbidden");
       return;
     }
+    if (client.destroyed) return;
     const upstream: Socket = connect({ host: addresses[0].address, port });
+    let connected = false;
     sockets.add(upstream);
     upstream.on("close", () => {
       sockets.delete(upstream);
       client.destroy();
     });
     upstream.on("error", () => {
-      if (!upstream.readyState || upstream.connecting) refuse(client, "502 Bad Gateway");
+      if (!connected) refuse(client, "502 Bad Gateway");
       upstream.destroy();
     });
     upstream.once("connect", () => {
+      connected = true;
       if (replay === undefined) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
       else upstream.write(replay);
       if (head.length > 0) upstream.write(head);
@@ -131,7 +137,6 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
       client.pipe(upstream);
     });
     client.on("close", () => upstream.destroy());
-    void req;
   };
 
   const server = createServer(async (req, res) => {
@@ -180,7 +185,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
       refuse(client, "400 Bad Request");
       return;
     }
-    void tunnel(req, client, head, target.host, target.port);
+    void tunnel(client, head, target.host, target.port);
   });
   // ws:// through an HTTP proxy is tunnelled with CONNECT by Chromium; an Upgrade
   // request with an absolute URL is forwarded the same way, under the same check.
@@ -198,7 +203,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
       if (/^proxy-/i.test(req.rawHeaders[i])) continue;
       lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
     }
-    void tunnel(req, client, head, url.hostname, port, lines.join("\r\n") + "\r\n\r\n");
+    void tunnel(client, head, url.hostname, port, lines.join("\r\n") + "\r\n\r\n");
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
@@ -219,7 +224,9 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
  * Chromium flags that send every connection of the browser through the guard proxy:
  * loopback's implicit proxy bypass is removed (`<-loopback>`) and only the allowed
  * project-server origins bypass it; WebRTC may not send UDP outside the proxy (so no
- * STUN/ICE to private addresses), and the browser never resolves names itself.
+ * STUN/ICE to private addresses: chromium-headless-shell reads the `--force-` switch,
+ * Chromium the other, both checked by tests), and the browser never resolves names
+ * itself.
  *
  * @example
  * ```ts

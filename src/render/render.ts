@@ -393,6 +393,7 @@ export async function renderComposition<V extends object = Variables>(
         startAt: range.from / fps,
         output: soundtrack,
         input: session.input,
+        inputArgs: session.inputArgs,
       });
       const joined = audible ? join(work, `joined.${format}`) : partial;
       if (chunkFiles.length === 1) {

@@ -7,9 +7,9 @@
  * @module
  */
 
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, open, realpath, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import process from "node:process";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { Variables } from "../composition/declarations.ts";
@@ -145,6 +145,8 @@ export interface RenderSession {
   readonly media: MediaDescriptor[];
   /** What ffmpeg reads for a page URL (the local copy of a remote one). */
   input(src: string): string;
+  /** ffmpeg options before each media input (the guard's protocol whitelist). */
+  readonly inputArgs: readonly string[];
   /** Throws {@linkcode MissingAssetError} if the page asked for files the project lacks. */
   checkMissingAssets(): void;
   /** The current browser (replaced after a crash). */
@@ -155,39 +157,74 @@ export interface RenderSession {
   close(): Promise<void>;
 }
 
-/** A media source of a guarded render that is neither a project file nor public http(s). */
+/** A media source a guarded render refuses to hand to ffmpeg. */
 export class BlockedMediaError extends Error {
   override name = "BlockedMediaError";
   /** The media source. */
   readonly field: string;
-  constructor(src: string) {
-    super(
-      `media source ${src} is not allowed: server-side renders read project files and ` +
-        `public http(s) URLs only`,
-    );
+  constructor(src: string, why: string) {
+    super(`media source ${src} is not allowed on this server: ${why}`);
     this.field = src;
   }
 }
 
 /**
- * What ffmpeg reads for each media source of a guarded render: project files from the
- * project server, remote media from their copies, other http(s) sources downloaded now
- * under the address policy; anything else (file:, data:, blob:...) is refused.
+ * ffmpeg options before every input of a guarded render: local files only, so no
+ * container (an HLS or DASH playlist, a concat list) can make ffmpeg open a URL.
+ */
+export const GUARDED_INPUT_ARGS: readonly string[] = ["-protocol_whitelist", "file"];
+
+/**
+ * Refuses a playlist (HLS, DASH, concat, IMF) as a guarded render's media: even limited
+ * to local files, it would make ffmpeg read other files by absolute path.
+ *
+ * @throws {BlockedMediaError} When `file` starts like a playlist.
+ */
+export async function refusePlaylist(src: string, file: string): Promise<void> {
+  const handle = await open(file, "r");
+  try {
+    const head = new Uint8Array(4096);
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    const text = new TextDecoder("latin1").decode(head.subarray(0, bytesRead));
+    if (/#EXTM3U|<MPD|ffconcat|<CompositionPlaylist/i.test(text)) {
+      throw new BlockedMediaError(src, "playlists (HLS, DASH, concat) are not rendered");
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * The local file ffmpeg reads for each media source of a guarded render: project files
+ * from the project folder (never outside it), remote media from their copies, other
+ * http(s) sources downloaded now under the address policy; anything else (file:, data:,
+ * blob:...) and any playlist is refused.
  */
 async function guardedMediaInputs(
   media: readonly MediaDescriptor[],
-  projectUrl: string,
+  project: { url: string; dir: string },
   workDir: string,
   remote: RemoteAssets,
 ): Promise<Record<string, string>> {
   const inputs: Record<string, string> = {};
+  const root = await realpath(project.dir);
   for (const [index, src] of [...new Set(media.map((m) => m.src))].entries()) {
-    if (src.startsWith(projectUrl) || remote[src]) continue;
-    if (!/^https?:\/\//i.test(src)) throw new BlockedMediaError(src);
-    const asset = await downloadRemote(src, src, join(workDir, `media-${index}`), {
-      blockPrivateNetwork: true,
-    });
-    inputs[src] = asset.file;
+    let file: string;
+    if (src.startsWith(project.url)) {
+      const path = decodeURIComponent(new URL(src).pathname);
+      file = await realpath(join(root, path)).catch(() => "");
+      if (!file.startsWith(root + sep)) throw new BlockedMediaError(src, "not a project file");
+    } else if (remote[src]) {
+      file = remote[src].file;
+    } else if (/^https?:\/\//i.test(src)) {
+      file = (await downloadRemote(src, src, join(workDir, `media-${index}`), {
+        blockPrivateNetwork: true,
+      })).file;
+    } else {
+      throw new BlockedMediaError(src, "only project files and public http(s) URLs are read");
+    }
+    await refusePlaylist(src, file);
+    inputs[src] = file;
   }
   return inputs;
 }
@@ -277,8 +314,14 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     // guarded render downloads every other source through the policy first and never
     // hands ffmpeg a URL (or file:) that is not this render's project server.
     const ffmpegInputs = options.blockPrivateNetwork
-      ? await guardedMediaInputs(media, server.url, workDir, remote)
+      ? await guardedMediaInputs(
+        media,
+        { url: server.url, dir: composition.projectDir },
+        workDir,
+        remote,
+      )
       : {};
+    const inputArgs = options.blockPrivateNetwork ? GUARDED_INPUT_ARGS : [];
     const input = (src: string): string => ffmpegInputs[src] ?? remote[src]?.file ?? src;
     const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
     const projectServer = server;
@@ -287,6 +330,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ffprobe,
       workDir,
       input,
+      inputArgs,
       serve: (name, file) => projectServer.mount(name, file),
     });
     const relaunches = new WeakMap<Browser, Promise<Browser>>();
@@ -298,6 +342,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ffprobe,
       media,
       input,
+      inputArgs,
       checkMissingAssets: () => checkMissingAssets(projectServer, composition.file),
       get browser(): Browser {
         return browser!;
