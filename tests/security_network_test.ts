@@ -36,7 +36,16 @@ import { fetchProjectUrl } from "../src/server/url_source.ts";
 import type { ApiError } from "../src/server/errors.ts";
 import { CallbackUrlError, checkCallbackTarget, deliverWebhook } from "../src/server/webhooks.ts";
 import { zipSync } from "fflate";
-import { compositionHtml, makeProject, near, probeVideo, rgb } from "./helpers.ts";
+import { compositionHtml, makeProject, near, probeVideo, rgb, ROOT } from "./helpers.ts";
+import { join } from "node:path";
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import { S3_CREDENTIALS, startS3Server } from "./s3_server.ts";
+import { node22 } from "../src/lambda/local_stack.ts";
 import { createAccount, startServerProcess } from "./server_process.ts";
 
 /** A loopback TCP listener that counts connections and answers like a leaky service. */
@@ -620,6 +629,101 @@ describe("vid server (real process, default flags)", () => {
       await server.stop();
       await forbidden.close();
       await Deno.remove(dataDir, { recursive: true });
+    }
+  });
+});
+
+/** Runs the worker bundle's handler for plan and chunk 0 under Node 22; prints the results. */
+const WORKER_DRIVER = `
+import process from "node:process";
+const { handler } = await import(process.argv[2]);
+const input = JSON.parse(process.argv[3]);
+const executionStartTime = new Date().toISOString();
+const plan = await handler({ task: "plan", input, executionStartTime });
+const chunk = await handler({
+  task: "renderChunk", input, chunk: plan.chunks[0], totalFrames: plan.totalFrames, executionStartTime,
+});
+process.stdout.write(JSON.stringify({ plan, chunk }));
+process.exit(0);
+`;
+
+describe("Lambda worker bundle (Node 22, s3rver): pages under the guard by default", () => {
+  it("renders the hostile page's chunk without reaching loopback", async () => {
+    const forbidden = await listen("127.0.0.1");
+    const s3 = await startS3Server();
+    const scratch = await Deno.makeTempDir({ prefix: "vid-security-worker-" });
+    const client = new S3Client({
+      region: "us-east-1",
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+    });
+    try {
+      const bucket = "vid-security";
+      const siteId = "site-security0001";
+      await client.send(new CreateBucketCommand({ Bucket: bucket }));
+      const files = { "index.html": ATTACK_PAGE, "ok.json": '{"ok":true}' };
+      for (const [name, body] of Object.entries(files)) {
+        await client.send(
+          new PutObjectCommand({ Bucket: bucket, Key: `sites/${siteId}/${name}`, Body: body }),
+        );
+      }
+      const bundle = join(scratch, "bundle");
+      const built = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "scripts/build_worker.ts", "--bundle-only", "--outdir", bundle],
+        cwd: ROOT,
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      assert.ok(built.success, new TextDecoder().decode(built.stderr));
+      await Deno.writeTextFile(join(scratch, "driver.mjs"), WORKER_DRIVER);
+      await Deno.mkdir(join(scratch, "tmp"));
+      const input = {
+        renderId: "r-security",
+        bucketName: bucket,
+        siteId,
+        serveUrl: `${s3.endpoint}/${bucket}/sites/${siteId}/`,
+        composition: "index.html",
+        outputKey: "renders/r-security/out.mp4",
+        config: {
+          fps: 5,
+          format: "mp4",
+          chunkSize: 5,
+          variables: { targets: v4Spellings(forbidden.port).join(",") },
+        },
+      };
+      const out = await new Deno.Command(await node22(), {
+        args: [join(scratch, "driver.mjs"), join(bundle, "index.mjs"), JSON.stringify(input)],
+        env: {
+          VID_S3_ENDPOINT: s3.endpoint,
+          VID_S3_FORCE_PATH_STYLE: "1",
+          AWS_REGION: "us-east-1",
+          AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+          VID_CHUNK_PREFIX: "chunks/",
+          TMPDIR: join(scratch, "tmp"),
+        },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.ok(out.success, new TextDecoder().decode(out.stderr));
+      const result = JSON.parse(new TextDecoder().decode(out.stdout));
+      assert.equal(result.plan.totalFrames, 5);
+      assert.equal(forbidden.connections, 0, "the worker's page reached a loopback service");
+      const object = await client.send(
+        new GetObjectCommand({ Bucket: bucket, Key: result.chunk.key }),
+      );
+      const chunkFile = join(scratch, "chunk.mp4");
+      await Deno.writeFile(chunkFile, await object.Body!.transformToByteArray());
+      assert.equal((await probeVideo(chunkFile)).frames, 5);
+      const pixel = await pixelOf(chunkFile);
+      assert.ok(near(pixel, [0, 255, 0], 8), `project file did not load: ${rgb(pixel)}`);
+    } finally {
+      client.destroy();
+      await s3.close();
+      await forbidden.close();
+      await Deno.remove(scratch, { recursive: true });
     }
   });
 });
