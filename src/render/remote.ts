@@ -112,7 +112,9 @@ export async function downloadRemote(
       timeoutMs: options.timeoutMs ?? 60000,
       allowPrivate: options.blockPrivateNetwork !== true,
       sink: async (chunk) => {
-        await handle.write(chunk);
+        for (let at = 0; at < chunk.length;) {
+          at += (await handle.write(chunk, at, chunk.length - at)).bytesWritten;
+        }
       },
     });
     await handle.close();
