@@ -20,6 +20,7 @@ import { createServer, type IncomingMessage, request as httpRequest } from "node
 import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { BlockedAddressError, type CheckedAddress, resolvePublicHost } from "./address_policy.ts";
+import { pinnedLookup } from "./guarded_fetch.ts";
 
 /** A request the proxy refused. */
 export interface BlockedRequest {
@@ -74,10 +75,13 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
   }));
   const sockets = new Set<Duplex>();
 
-  /** The addresses to connect to for `host:port`, or a refusal. */
-  const decide = async (host: string, port: number): Promise<CheckedAddress[]> => {
+  /**
+   * The addresses to connect to for `host:port` (undefined: an allowed origin, connected
+   * by name), or a refusal.
+   */
+  const decide = async (host: string, port: number): Promise<CheckedAddress[] | undefined> => {
     const key = `${host}:${port}`;
-    if (allowed.has(key)) return [{ address: host.replace(/^\[|\]$/g, ""), family: 4 }];
+    if (allowed.has(key)) return undefined;
     try {
       return await resolvePublicHost(host, "network");
     } catch (error) {
@@ -109,7 +113,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     sockets.add(client);
     client.on("close", () => sockets.delete(client));
     client.on("error", () => client.destroy());
-    let addresses: CheckedAddress[];
+    let addresses: CheckedAddress[] | undefined;
     try {
       addresses = await decide(host, port);
     } catch {
@@ -117,7 +121,13 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
       return;
     }
     if (client.destroyed) return;
-    const upstream: Socket = connect({ host: addresses[0].address, port });
+    // Every checked address is tried in turn (IPv6 then IPv4, say), none other.
+    const upstream: Socket = connect({
+      host: host.replace(/^\[|\]$/g, ""),
+      port,
+      ...(addresses ? { lookup: pinnedLookup(addresses) } : {}),
+      autoSelectFamily: (addresses?.length ?? 0) > 1,
+    });
     let connected = false;
     sockets.add(upstream);
     upstream.on("close", () => {
@@ -150,7 +160,7 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
       return;
     }
     const port = url.port === "" ? 80 : Number(url.port);
-    let addresses: CheckedAddress[];
+    let addresses: CheckedAddress[] | undefined;
     try {
       addresses = await decide(url.hostname, port);
     } catch (error) {
@@ -162,7 +172,8 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     delete headers["proxy-connection"];
     delete headers["proxy-authorization"];
     const upstream = httpRequest({
-      host: addresses[0].address,
+      host: url.hostname.replace(/^\[|\]$/g, ""),
+      ...(addresses ? { lookup: pinnedLookup(addresses) } : {}),
       port,
       method: req.method,
       path: url.pathname + url.search,

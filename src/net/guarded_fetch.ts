@@ -65,8 +65,11 @@ export class DownloadTooLargeError extends Error {
   }
 }
 
-/** A lookup hook that answers only with the addresses already checked. */
-function pinnedLookup(addresses: CheckedAddress[]): LookupFunction {
+/**
+ * A `lookup` hook for `node:net`/`node:http(s)` that answers only with the addresses
+ * already checked, so the connection goes where the policy looked.
+ */
+export function pinnedLookup(addresses: CheckedAddress[]): LookupFunction {
   type Callback = (
     error: Error | null,
     address: string | CheckedAddress[],
