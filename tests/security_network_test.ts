@@ -139,6 +139,7 @@ const ATTACK_PAGE = compositionHtml(`<div id="box" style="position:absolute;inse
   variables: [
     { id: "targets", type: "string", default: "" },
     { id: "stun", type: "string", default: "" },
+    { id: "quic", type: "string", default: "" },
   ],
   after: `<script>
 const release = window.__vid.delay("attacks");
@@ -157,6 +158,12 @@ for (const b of v.targets.split(",").filter(Boolean)) {
     const w = new Worker(URL.createObjectURL(new Blob(["fetch('http://" + b + "/worker').finally(() => postMessage(1))"], { type: "text/javascript" })));
     w.onmessage = w.onerror = r;
   }));
+}
+if (v.quic) {
+  tries.push((async () => {
+    const wt = new WebTransport("https://" + v.quic + "/wt");
+    await wt.ready;
+  })());
 }
 if (v.stun) {
   tries.push((async () => {
@@ -198,18 +205,21 @@ describe("network guard of server-side renders (real Chromium)", () => {
   let v4: Listener;
   let v6: Listener | undefined;
   let udp: Awaited<ReturnType<typeof listenUdp>>;
+  let quic: Awaited<ReturnType<typeof listenUdp>>;
   let dir: string;
 
   beforeEach(async () => {
     v4 = await listen("127.0.0.1");
     v6 = (await ipv6Available()) ? await listen("::1") : undefined;
     udp = await listenUdp();
+    quic = await listenUdp();
     dir = await makeProject(ATTACK_PAGE, { "ok.json": '{"ok":true}' });
   });
   afterEach(async () => {
     await v4.close();
     await v6?.close();
     udp.close();
+    quic.close();
     await Deno.remove(dir, { recursive: true });
     assert.deepEqual(await leftoverChildren(), [], "browser or ffmpeg processes left running");
   });
@@ -221,11 +231,15 @@ describe("network guard of server-side renders (real Chromium)", () => {
     ].join(",");
 
   for (const capture of ["beginframe", "screenshot"] as const) {
-    it(`${capture}: iframe, fetch, XHR, https, WebSocket, image, EventSource, worker and WebRTC reach nothing; project files still load`, async () => {
+    it(`${capture}: iframe, fetch, XHR, https, WebSocket, image, EventSource, worker, WebRTC and WebTransport reach nothing; project files still load`, async () => {
       const still = await renderStill({
         target: dir,
         output: `${dir}/guarded.png`,
-        values: { targets: targets(), stun: `127.0.0.1:${udp.port}` },
+        values: {
+          targets: targets(),
+          stun: `127.0.0.1:${udp.port}`,
+          quic: `127.0.0.1:${quic.port}`,
+        },
         capture,
         blockPrivateNetwork: true,
       });
@@ -233,6 +247,7 @@ describe("network guard of server-side renders (real Chromium)", () => {
       assert.equal(v4.connections, 0, "the IPv4 loopback service was reached");
       assert.equal(v6?.connections ?? 0, 0, "the IPv6 loopback service was reached");
       assert.equal(udp.packets, 0, "WebRTC sent STUN packets to loopback");
+      assert.equal(quic.packets, 0, "WebTransport sent QUIC packets to loopback");
       const pixel = await pixelOf(still.output);
       assert.ok(near(pixel, [0, 255, 0], 4), `project file did not load: ${rgb(pixel)}`);
     });
@@ -366,7 +381,11 @@ describe("network guard of server-side renders (real Chromium)", () => {
     await renderStill({
       target: dir,
       output: `${dir}/open.png`,
-      values: { targets: targets(), stun: `127.0.0.1:${udp.port}` },
+      values: {
+        targets: targets(),
+        stun: `127.0.0.1:${udp.port}`,
+        quic: `127.0.0.1:${quic.port}`,
+      },
     });
     // Every vector of the guarded test is live: without the guard each one gets through.
     assert.deepEqual(
@@ -374,6 +393,7 @@ describe("network guard of server-side renders (real Chromium)", () => {
       ["(not http: TLS)", "/fetch", "/iframe", "/img", "/sse", "/worker", "/ws", "/xhr"],
     );
     assert.ok(udp.packets > 0, "control: WebRTC should send STUN to the listener");
+    assert.ok(quic.packets > 0, "control: WebTransport should send QUIC to the listener");
   });
 });
 

@@ -3,7 +3,8 @@
  * is launched behind (`--proxy-server`, with loopback's implicit bypass removed). Every
  * connection the page makes goes through it: navigations, sub-resources, iframes and
  * workers (whatever process renders them), fetch/XHR, EventSource, WebSocket (tunnelled
- * with CONNECT) and every redirect hop (each hop is a new proxy request). Each target is
+ * with CONNECT) and every redirect hop (each hop is a new proxy request). WebTransport
+ * (QUIC over UDP) is not attempted behind a proxy; WebRTC's UDP is switched off by flag. Each target is
  * checked with the address policy and the proxy connects to the exact addresses it
  * checked, so DNS rebinding cannot reach a private host. The render's own project server
  * is the only private origin allowed.
