@@ -35,7 +35,7 @@ export interface BlockedRequest {
 export interface GuardProxy {
   /** `http://127.0.0.1:<port>`, for `--proxy-server`. */
   readonly url: string;
-  /** Requests refused so far (a render can report them). */
+  /** Requests refused so far, the first 100 (a render can report them). */
   readonly blocked: readonly BlockedRequest[];
   /** Stops listening and cuts every open tunnel. */
   close(): Promise<void>;
@@ -90,7 +90,8 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
         ? error.message.replace(/^network: /, "")
         : String(error);
       const entry = { target: key, reason };
-      blocked.push(entry);
+      // Kept for reporting, bounded: a page could make millions of refused requests.
+      if (blocked.length < 100) blocked.push(entry);
       options.onBlocked?.(entry);
       throw error;
     }
