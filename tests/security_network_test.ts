@@ -31,7 +31,7 @@ import { closePage, launchBrowser, navigate, openPage } from "../src/render/brow
 import { renderStill } from "../src/render/still.ts";
 import { renderComposition } from "../src/render/render.ts";
 import { RemoteMediaError } from "../src/render/remote.ts";
-import { BlockedMediaError } from "../src/render/session.ts";
+import { BlockedMediaError } from "../src/render/guarded_media.ts";
 import { fetchProjectUrl } from "../src/server/url_source.ts";
 import type { ApiError } from "../src/server/errors.ts";
 import { CallbackUrlError, checkCallbackTarget, deliverWebhook } from "../src/server/webhooks.ts";

@@ -57,12 +57,15 @@ import { renderChunk } from "../src/render/render_chunk.ts";
 import { concatChunks, type OutputFormat, type Quality } from "../src/render/encode.ts";
 import { mixAudio, muxAudio } from "../src/render/media.ts";
 import {
-  GUARDED_INPUT_ARGS,
   openRenderSession,
   prepareComposition,
-  refusePlaylist,
   type RenderSession,
 } from "../src/render/session.ts";
+import {
+  BlockedMediaError,
+  GUARDED_INPUT_ARGS,
+  refusePlaylist,
+} from "../src/render/guarded_media.ts";
 import { downloadRemote, fetchRemoteMedia } from "../src/render/remote.ts";
 import { requireFfmpeg, requireFfprobe } from "../src/render/system.ts";
 import { deliverWebhook } from "../src/server/webhooks.ts";
@@ -346,7 +349,9 @@ async function mediaInputs(
   if (guard) {
     for (const [index, { src }] of media.filter((item) => !item.site).entries()) {
       if (remote[src]) continue;
-      if (!/^https?:\/\//i.test(src)) throw new Error(`media source not allowed: ${src}`);
+      if (!/^https?:\/\//i.test(src)) {
+        throw new BlockedMediaError(src, "only project files and public http(s) URLs are read");
+      }
       remote[src] = await downloadRemote(src, src, join(work, `media-${index}`), {
         blockPrivateNetwork: true,
       });

@@ -7,9 +7,9 @@
  * @module
  */
 
-import { mkdtemp, open, realpath, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, sep } from "node:path";
+import { join } from "node:path";
 import process from "node:process";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { Variables } from "../composition/declarations.ts";
@@ -20,7 +20,8 @@ import { type Browser, launchBrowser } from "./browser.ts";
 import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import type { OutputFormat } from "./encode.ts";
 import { discoverMedia, prepareVideoProxies } from "./media.ts";
-import { downloadRemote, fetchRemoteMedia, type RemoteAssets } from "./remote.ts";
+import { fetchRemoteMedia } from "./remote.ts";
+import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
 import { guardLaunchFlags, type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
 import type { PageSpec } from "./render_chunk.ts";
 import { type ProjectServer, serveProject } from "./serve.ts";
@@ -157,78 +158,6 @@ export interface RenderSession {
   close(): Promise<void>;
 }
 
-/** A media source a guarded render refuses to hand to ffmpeg. */
-export class BlockedMediaError extends Error {
-  override name = "BlockedMediaError";
-  /** The media source. */
-  readonly field: string;
-  constructor(src: string, why: string) {
-    super(`media source ${src} is not allowed on this server: ${why}`);
-    this.field = src;
-  }
-}
-
-/**
- * ffmpeg options before every input of a guarded render: local files only, so no
- * container (an HLS or DASH playlist, a concat list) can make ffmpeg open a URL.
- */
-export const GUARDED_INPUT_ARGS: readonly string[] = ["-protocol_whitelist", "file"];
-
-/**
- * Refuses a playlist (HLS, DASH, concat, IMF) as a guarded render's media: even limited
- * to local files, it would make ffmpeg read other files by absolute path.
- *
- * @throws {BlockedMediaError} When `file` starts like a playlist.
- */
-export async function refusePlaylist(src: string, file: string): Promise<void> {
-  const handle = await open(file, "r");
-  try {
-    const head = new Uint8Array(4096);
-    const { bytesRead } = await handle.read(head, 0, head.length, 0);
-    const text = new TextDecoder("latin1").decode(head.subarray(0, bytesRead));
-    if (/#EXTM3U|<MPD|ffconcat|<CompositionPlaylist/i.test(text)) {
-      throw new BlockedMediaError(src, "playlists (HLS, DASH, concat) are not rendered");
-    }
-  } finally {
-    await handle.close();
-  }
-}
-
-/**
- * The local file ffmpeg reads for each media source of a guarded render: project files
- * from the project folder (never outside it), remote media from their copies, other
- * http(s) sources downloaded now under the address policy; anything else (file:, data:,
- * blob:...) and any playlist is refused.
- */
-async function guardedMediaInputs(
-  media: readonly MediaDescriptor[],
-  project: { url: string; dir: string },
-  workDir: string,
-  remote: RemoteAssets,
-): Promise<Record<string, string>> {
-  const inputs: Record<string, string> = {};
-  const root = await realpath(project.dir);
-  for (const [index, src] of [...new Set(media.map((m) => m.src))].entries()) {
-    let file: string;
-    if (src.startsWith(project.url)) {
-      const path = decodeURIComponent(new URL(src).pathname);
-      file = await realpath(join(root, path)).catch(() => "");
-      if (!file.startsWith(root + sep)) throw new BlockedMediaError(src, "not a project file");
-    } else if (remote[src]) {
-      file = remote[src].file;
-    } else if (/^https?:\/\//i.test(src)) {
-      file = (await downloadRemote(src, src, join(workDir, `media-${index}`), {
-        blockPrivateNetwork: true,
-      })).file;
-    } else {
-      throw new BlockedMediaError(src, "only project files and public http(s) URLs are read");
-    }
-    await refusePlaylist(src, file);
-    inputs[src] = file;
-  }
-  return inputs;
-}
-
 /** The smallest device scale factor Chromium captures at; below it ffmpeg scales down. */
 const MIN_CAPTURE_SCALE = 0.5;
 
@@ -311,8 +240,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     const media = await discoverMedia(browser, spec);
     checkMissingAssets(server, composition.file);
     // ffmpeg reads media outside the browser, so the guard applies to its inputs too: a
-    // guarded render downloads every other source through the policy first and never
-    // hands ffmpeg a URL (or file:) that is not this render's project server.
+    // guarded render hands ffmpeg checked local files only.
     const ffmpegInputs = options.blockPrivateNetwork
       ? await guardedMediaInputs(
         media,
