@@ -6,7 +6,7 @@
 
 import type { Command } from "@commander-js/extra-typings";
 import { DEFAULT_PREVIEW_PORT, startPreview } from "../preview/server.ts";
-import { integerIn, positiveInteger, reportError } from "./shared.ts";
+import { frameRateArg, integerIn, positiveInteger, reportError } from "./shared.ts";
 
 /** Tries `xdg-open url`; returns what to tell the user when it could not. */
 async function openBrowser(url: string): Promise<string | undefined> {
@@ -53,10 +53,10 @@ export function registerPreview(program: Command): void {
       DEFAULT_PREVIEW_PORT,
     )
     .option(
-      "--fps <n>",
-      "frames per second of the stage and of renders, integer 1-240",
-      integerIn("--fps", 1, 240),
-      30,
+      "--fps <rate>",
+      "frames per second of the stage and of renders, 1-240: 30, 29.97 or 30000/1001 " +
+        "(default: 30, or the composition's data-fps)",
+      frameRateArg("--fps"),
     )
     .option(
       "--workers <n>",

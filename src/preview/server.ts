@@ -29,6 +29,7 @@ import type { VariableDeclaration, Variables } from "../composition/declarations
 import type { VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables } from "../composition/variables.ts";
 import { frameCount } from "../render/render.ts";
+import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { type ProjectServer, serveProject } from "../render/serve.ts";
 import { injectRuntime } from "./inject.ts";
 import { createRenderJobs, type PreviewRenderStatus, RenderBusyError } from "./render_job.ts";
@@ -64,7 +65,10 @@ export interface PreviewOptions {
   composition?: string;
   /** Port on 127.0.0.1; 0 picks a free one. @default DEFAULT_PREVIEW_PORT (4700) */
   port?: number;
-  /** Frames per second of the stage and of renders, integer 1-240. @default 30 */
+  /**
+   * Frames per second of the stage and of renders, 1-240 (29.97 means 30000/1001).
+   * @default the composition's data-fps, else 30
+   */
   fps?: number;
   /** Folder the Render button writes to. @default "<project>/renders" */
   rendersDir?: string;
@@ -195,8 +199,11 @@ async function readObject(request: Request): Promise<Record<string, unknown> | u
 }
 
 function fpsParam(raw: string | null, fallback: number): number {
-  const n = Number(raw);
-  return raw !== null && Number.isInteger(n) && n >= 1 && n <= 240 ? n : fallback;
+  try {
+    return raw !== null ? frameRateValue(parseFrameRate(raw)) : fallback;
+  } catch {
+    return fallback;
+  }
 }
 
 /** Host names the server answers to: loopback only, against DNS rebinding. */
@@ -219,7 +226,8 @@ function isLoopbackHost(host: string | null, port: number): boolean {
  */
 export async function startPreview(options: PreviewOptions = {}): Promise<PreviewServer> {
   const target = options.target ?? ".";
-  const fps = options.fps ?? 30;
+  // --fps wins over the composition's data-fps, read afresh as the file changes.
+  const fpsOf = (c?: Composition): number => options.fps ?? (c?.fps ? frameRateValue(c.fps) : 30);
   const first = await readComposition(target, options.composition);
   const projectDir = await realpath(first.projectDir);
   const entryFile = first.file;
@@ -286,12 +294,15 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
       }
     }
     // A composition mid-edit may not parse; its page still loads with the values given.
-    const declarations = await read().then((c) => c.declarations, () => []);
+    const current = await read().catch(() => undefined);
+    const declarations = current?.declarations ?? [];
+    const pageFps = fpsParam(url.searchParams.get("fps"), fpsOf(current));
     const page = injectRuntime(html, {
       variables: mergeVariables(declarations, values),
       seed: 1,
       epochMs,
-      fps: fpsParam(url.searchParams.get("fps"), fps),
+      fps: pageFps,
+      frameRate: parseFrameRate(pageFps),
       readyTimeoutMs: 30000,
       // The same frame-exact stand-ins a render uses, as far as they are prepared: the
       // studio reports the page's videos and reloads it when this set was behind.
@@ -367,7 +378,8 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
     }
     if (route === "composition" && request.method === "GET") {
       try {
-        return json({ ok: true, composition: describeComposition(await read(), fps) });
+        const c = await read();
+        return json({ ok: true, composition: describeComposition(c, fpsOf(c)) });
       } catch (error) {
         return json(errorBody(error), 422);
       }
@@ -424,7 +436,7 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
             },
           }, 400);
         }
-        const status = jobs.start({ values: body.values, fps, compositionId: c.id });
+        const status = jobs.start({ values: body.values, fps: fpsOf(c), compositionId: c.id });
         log(`rendering ${c.id} into ${rendersDir}`);
         return json({ ok: true, status }, 202);
       } catch (error) {

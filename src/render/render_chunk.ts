@@ -8,6 +8,7 @@
  */
 
 import type { Variables } from "../composition/declarations.ts";
+import { parseFrameRate } from "../composition/frame_rate.ts";
 import { runtimeScript } from "../runtime/page_runtime.ts";
 import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
@@ -87,6 +88,7 @@ export async function openComposition(browser: Browser, spec: PageSpec): Promise
       seed: spec.seed,
       epochMs: spec.epochMs,
       fps: spec.fps,
+      frameRate: parseFrameRate(spec.fps),
       readyTimeoutMs: spec.readyTimeoutMs ?? 30000,
       videoProxies: spec.videoProxies,
     }),

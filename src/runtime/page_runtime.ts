@@ -28,6 +28,11 @@ export interface RuntimeConfig {
   epochMs: number;
   /** Frames per second; frame n is shown at t = n / fps. */
   fps: number;
+  /**
+   * The exact rate as a fraction, when the renderer knows it: frame n is then shown at
+   * t = n × den / num, so 29.97 fps (30000/1001) timestamps carry no rounding of fps.
+   */
+  frameRate?: { num: number; den: number };
   /** How long the readiness gate waits for fonts, images and delay handles. */
   readyTimeoutMs: number;
   /**
@@ -92,6 +97,9 @@ export function vidPageRuntime(config: RuntimeConfig): void {
   const clearTimer = globalThis.clearTimeout.bind(globalThis);
   const RealDate = Date;
   const fps = config.fps;
+  const rate = config.frameRate;
+  const frameSeconds = (n: number): number => rate ? (n * rate.den) / rate.num : n / fps;
+  const frameMs = (n: number): number => rate ? (n * rate.den * 1000) / rate.num : (n * 1000) / fps;
   let nowMs = 0;
   let currentFrame = -1;
   const pageErrors: string[] = [];
@@ -451,11 +459,11 @@ export function vidPageRuntime(config: RuntimeConfig): void {
       }
       scanAnimations();
       for (let step = currentFrame + 1; step <= frame; step++) {
-        await runTimersUntil((step * 1000) / fps);
+        await runTimersUntil(frameMs(step));
         runFrameCallbacks();
       }
       currentFrame = frame;
-      const t = frame / fps;
+      const t = frameSeconds(frame);
       nowMs = t * 1000;
       for (const hook of seekHooks) {
         try {

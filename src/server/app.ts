@@ -14,6 +14,12 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
+import {
+  type FrameRate,
+  FrameRateError,
+  frameRateValue,
+  parseFrameRate,
+} from "../composition/frame_rate.ts";
 import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
 import { authenticate, type Caller } from "./accounts.ts";
 import {
@@ -40,6 +46,8 @@ export interface AssetProject {
   width: number;
   height: number;
   duration: number;
+  /** The composition's `data-fps`, when it pins one. */
+  fps?: FrameRate;
   declarations: VariableDeclaration[];
 }
 
@@ -247,6 +255,7 @@ async function ingestProject(
         width: parsed.width,
         height: parsed.height,
         duration: parsed.duration,
+        ...(parsed.fps && { fps: parsed.fps }),
         declarations: parsed.declarations,
       };
     } catch (error) {
@@ -421,9 +430,23 @@ export function createApp(ctx: ServerContext): Hono {
     const who = await caller(c);
     const key = idempotencyKey(c);
     const body = await jsonBody(c);
-    const fps = body.fps ?? 30;
-    if (typeof fps !== "number" || !Number.isInteger(fps) || fps < 1 || fps > 240) {
-      throw invalid("fps", `must be an integer from 1 to 240, got ${JSON.stringify(fps)}`);
+    // 30, 29.97 (= 30000/1001) or "30000/1001"; the record keeps the rate's value num/den.
+    let givenFps: number | undefined;
+    if (body.fps !== undefined) {
+      if (typeof body.fps !== "number" && typeof body.fps !== "string") {
+        throw invalid(
+          "fps",
+          `must be a frame rate such as 30 or 29.97, got ${JSON.stringify(body.fps)}`,
+        );
+      }
+      try {
+        givenFps = frameRateValue(parseFrameRate(body.fps, "fps"));
+      } catch (error) {
+        if (error instanceof FrameRateError) {
+          throw invalid("fps", error.message.replace(/^fps: /, ""));
+        }
+        throw error;
+      }
     }
     const quality = enumField(body, "quality", QUALITIES, "standard");
     const format = enumField(body, "format", OUTPUT_FORMATS, "mp4");
@@ -504,6 +527,8 @@ export function createApp(ctx: ServerContext): Hono {
         `variables.${problems[0].key}`,
       );
     }
+    // Without a given rate the composition's data-fps, else 30.
+    const fps = givenFps ?? (project.fps ? frameRateValue(project.fps) : 30);
     const duration = Math.round(project.duration * fps) / fps;
     const credits =
       Math.round(duration * CREDITS_PER_SECOND * RESOLUTION_MULTIPLIER[resolution] * 100) / 100;
