@@ -15,9 +15,11 @@ import { parse as parseYaml } from "yaml";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import {
+  frameCountOf,
   type FrameRate,
   FrameRateError,
   frameRateValue,
+  frameTime,
   parseFrameRate,
 } from "../composition/frame_rate.ts";
 import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
@@ -431,7 +433,7 @@ export function createApp(ctx: ServerContext): Hono {
     const key = idempotencyKey(c);
     const body = await jsonBody(c);
     // 30, 29.97 (= 30000/1001) or "30000/1001"; the record keeps the rate's value num/den.
-    let givenFps: number | undefined;
+    let givenRate: FrameRate | undefined;
     if (body.fps !== undefined) {
       if (typeof body.fps !== "number" && typeof body.fps !== "string") {
         throw invalid(
@@ -440,7 +442,7 @@ export function createApp(ctx: ServerContext): Hono {
         );
       }
       try {
-        givenFps = frameRateValue(parseFrameRate(body.fps, "fps"));
+        givenRate = parseFrameRate(body.fps, "fps");
       } catch (error) {
         if (error instanceof FrameRateError) {
           throw invalid("fps", error.message.replace(/^fps: /, ""));
@@ -528,8 +530,9 @@ export function createApp(ctx: ServerContext): Hono {
       );
     }
     // Without a given rate the composition's data-fps, else 30.
-    const fps = givenFps ?? (project.fps ? frameRateValue(project.fps) : 30);
-    const duration = Math.round(project.duration * fps) / fps;
+    const rate = givenRate ?? project.fps ?? { num: 30, den: 1 };
+    const fps = frameRateValue(rate);
+    const duration = frameTime(frameCountOf(project.duration, rate), rate);
     const credits =
       Math.round(duration * CREDITS_PER_SECOND * RESOLUTION_MULTIPLIER[resolution] * 100) / 100;
     const id = randomId("rnd");
