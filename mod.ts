@@ -30,6 +30,7 @@ export {
 } from "./src/composition/composition.ts";
 export { isCssColor } from "./src/composition/color.ts";
 export {
+  ACCEPTED_VARIABLE_TYPES,
   type DeclarationsResult,
   DeclarationsSyntaxError,
   type DroppedDeclaration,
@@ -48,15 +49,27 @@ export {
   VariablesInputError,
 } from "./src/composition/errors.ts";
 export {
+  type CheckOptions,
   checkOverrides,
   loadOverrides,
   mergeVariables,
+  nearestName,
   type OverrideSources,
   parseInlineVariables,
   readVariablesFile,
   type ResolvedVariables,
   resolveVariables,
 } from "./src/composition/variables.ts";
+export {
+  ffmpegRate,
+  formatFrameRate,
+  frameCountOf,
+  type FrameRate,
+  FrameRateError,
+  frameRateValue,
+  frameTime,
+  parseFrameRate,
+} from "./src/composition/frame_rate.ts";
 export {
   checkTypeName,
   JSON_SCHEMA_DIALECT,

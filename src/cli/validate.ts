@@ -10,6 +10,7 @@
 import type { Command } from "@commander-js/extra-typings";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { DroppedDeclaration } from "../composition/declarations.ts";
+import { formatFrameRate } from "../composition/frame_rate.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, loadOverrides, mergeVariables } from "../composition/variables.ts";
 import { EXIT, reportError, VARIABLES_HELP } from "./shared.ts";
@@ -75,7 +76,9 @@ export function registerValidate(program: Command): void {
       try {
         const c = await readComposition(target, options.composition);
         const overrides = await loadOverrides(options);
-        const problems: VariableProblem[] = checkOverrides(c.declarations, overrides);
+        const problems: VariableProblem[] = checkOverrides(c.declarations, overrides, {
+          projectDir: c.projectDir,
+        });
         const strict = options.strictVariables === true;
         const verdict = validationVerdict(c.dropped, problems, strict);
         const values = mergeVariables(c.declarations, overrides);
@@ -109,6 +112,7 @@ export function registerValidate(program: Command): void {
           ));
         } else {
           const summary = `${c.id} (${c.width}x${c.height}, ${c.duration} s, ` +
+            (c.fps ? `${formatFrameRate(c.fps)} fps, ` : "") +
             `${c.declarations.length} variables)`;
           console.log(`${verdict.text}: ${summary}`);
           const listed = [

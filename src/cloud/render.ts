@@ -264,7 +264,9 @@ export async function cloudRender(
     const projectDir = resolve(options.target ?? ".");
     const parsed = await readComposition(projectDir, composition);
     aspectRatio = options.aspectRatio ?? detectAspectRatio(parsed.width, parsed.height, warn);
-    const problems: VariableProblem[] = checkOverrides(parsed.declarations, overrides);
+    const problems: VariableProblem[] = checkOverrides(parsed.declarations, overrides, {
+      projectDir: parsed.projectDir,
+    });
     if (options.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
     for (const problem of problems) warn(problem.message);
     stage("packaging", { projectDir });

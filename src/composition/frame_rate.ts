@@ -175,7 +175,14 @@ function decimalsOf(text: string): number | undefined {
   return dot < 0 || /e/i.test(text) ? undefined : text.length - dot - 1;
 }
 
-/** Frames per second as a number: num / den. */
+/**
+ * Frames per second as a number: num / den.
+ *
+ * @example
+ * ```ts
+ * frameRateValue({ num: 30000, den: 1001 }); // 29.97002997002997
+ * ```
+ */
 export function frameRateValue(rate: FrameRate): number {
   return rate.num / rate.den;
 }

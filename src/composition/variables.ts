@@ -10,7 +10,9 @@
  * @module
  */
 
+import { statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
 import { isCssColor } from "./color.ts";
 import { typeMismatch, type VariableDeclaration, type Variables } from "./declarations.ts";
@@ -190,6 +192,7 @@ export function nearestName(key: string, names: readonly string[]): string | und
 export function checkOverrides(
   declarations: readonly VariableDeclaration[],
   overrides: Variables,
+  options: CheckOptions = {},
 ): VariableProblem[] {
   const byId = new Map(declarations.map((d) => [d.id, d]));
   const problems: VariableProblem[] = [];
@@ -217,9 +220,68 @@ export function checkOverrides(
         given,
         message: `"${key}" (${declaration.type}) expects ${expected}, got ${given}`,
       });
+      continue;
+    }
+    const missing = missingImage(declaration, value, options.projectDir);
+    if (missing !== null) {
+      problems.push({
+        key,
+        expected: "a file in the project",
+        given,
+        message: `"${key}" (image) expects a file in the project or an http(s) URL; ` +
+          `${given} ${missing}`,
+      });
     }
   }
+  // An image left at its default must exist too: it is what the page will load.
+  for (const declaration of declarations) {
+    if (declaration.id in overrides || declaration.default === undefined) continue;
+    const missing = missingImage(declaration, declaration.default, options.projectDir);
+    if (missing === null) continue;
+    const given = JSON.stringify(declaration.default);
+    problems.push({
+      key: declaration.id,
+      expected: "a file in the project",
+      given,
+      message: `"${declaration.id}" (image) default ${given} ${missing}`,
+    });
+  }
   return problems;
+}
+
+/** Options of {@linkcode checkOverrides}. */
+export interface CheckOptions {
+  /**
+   * The project directory: `image` values that are paths must name a file in it. Without
+   * it (a project that is not on this disk) only their form is checked.
+   */
+  projectDir?: string;
+}
+
+/**
+ * Why an `image` value that is a project path does not resolve, or null when it does
+ * (or is empty, a URL, not an image declaration, or there is no project to look in).
+ */
+function missingImage(
+  declaration: VariableDeclaration,
+  value: unknown,
+  projectDir: string | undefined,
+): string | null {
+  if (declaration.type !== "image" || projectDir === undefined) return null;
+  if (typeof value !== "string" || value === "" || /^https?:\/\//i.test(value)) return null;
+  const path = value.split(/[?#]/)[0];
+  let decoded = path;
+  try {
+    decoded = decodeURI(path);
+  } catch {
+    // keep the path as written
+  }
+  try {
+    if (statSync(join(projectDir, decoded)).isFile()) return null;
+    return `is not a file in the project (${projectDir})`;
+  } catch {
+    return `does not exist in the project (${projectDir}); check the path and letter case`;
+  }
 }
 
 /** Value a declaration without a default starts with. */
@@ -235,6 +297,8 @@ export function fallbackValue(declaration: VariableDeclaration): string | number
       return "#000000";
     case "enum":
       return declaration.options?.[0]?.value ?? "";
+    case "image":
+      return "";
   }
 }
 
@@ -284,10 +348,10 @@ export interface ResolvedVariables {
  */
 export async function resolveVariables(
   declarations: readonly VariableDeclaration[],
-  sources: OverrideSources & { strict?: boolean },
+  sources: OverrideSources & CheckOptions & { strict?: boolean },
 ): Promise<ResolvedVariables> {
   const overrides = await loadOverrides(sources);
-  const problems = checkOverrides(declarations, overrides);
+  const problems = checkOverrides(declarations, overrides, { projectDir: sources.projectDir });
   if (sources.strict && problems.length > 0) throw new StrictVariablesError(problems);
   return { values: mergeVariables(declarations, overrides), overrides, problems };
 }
