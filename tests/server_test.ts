@@ -245,6 +245,12 @@ describe("vid server", () => {
         "variables.n",
         /"n" \(number\) expects a finite number/,
       ],
+      [
+        { asset_id: assetId, variables: { lable: "x" }, strict_variables: true },
+        422,
+        "variables.lable",
+        /"lable" is not declared .*; did you mean "label"\?/,
+      ],
       [{ fps: 30 }, 400, "asset_id", /required/],
     ];
     for (const [body, status, field, message] of cases) {
