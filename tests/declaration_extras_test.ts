@@ -185,6 +185,11 @@ describe("declaration extras: checking values", () => {
       /- count: "count" \(number\) expects a number from 0 to 10, got 42/,
     );
     assert.match(validate.stdout, /- logo: "logo" \(image\) .*"img\/nope.png" does not exist/);
+    assert.match(validate.stdout, /^ {2}count = 42 {2}\(Layout: How many dots\)$/m);
+    assert.match(validate.stdout, /^ {2}title = "Hi" {2}\(Headline\)$/m);
+    const validateJson = JSON.parse((await runVid(["validate", project, "--json"])).stdout);
+    assert.equal(validateJson.verdict, "valid");
+    assert.equal(validateJson.variables[0].description, "How many dots");
     const strict = await runVid([
       "validate",
       project,

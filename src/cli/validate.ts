@@ -92,7 +92,16 @@ export function registerValidate(program: Command): void {
               valid: strictError === undefined,
               verdict: verdict.verdict,
               warnings: verdict.count,
-              composition: { id: c.id, file: c.file, width: c.width, height: c.height },
+              composition: {
+                id: c.id,
+                file: c.file,
+                width: c.width,
+                height: c.height,
+                duration: c.duration,
+                fps: c.fps ?? null,
+              },
+              // Every kept declaration, with its range, description and group.
+              variables: c.declarations,
               strict,
               values,
               problems,
@@ -128,8 +137,13 @@ export function registerValidate(program: Command): void {
           }
           if (!strictError) {
             if (listed.length > 0) console.log("values:");
+            const byId = new Map(c.declarations.map((d) => [d.id, d]));
             for (const [key, value] of Object.entries(values)) {
-              console.log(`  ${key} = ${JSON.stringify(value)}`);
+              // A declaration's group and description, for the author reading the values.
+              const d = byId.get(key);
+              const notes = [d?.group, d?.description].filter((n) => n !== undefined);
+              const note = notes.length > 0 ? `  (${notes.join(": ")})` : "";
+              console.log(`  ${key} = ${JSON.stringify(value)}${note}`);
             }
           }
         }
