@@ -85,8 +85,8 @@ export function registerCloud(program: Command): void {
     .argument("[dir]", "project directory", ".")
     .option(
       "--fps <rate>",
-      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30, or the " +
-        "composition's data-fps)",
+      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30 unless the " +
+        "composition sets data-fps)",
       frameRateArg("--fps"),
     )
     .addOption(

@@ -55,7 +55,7 @@ export function registerPreview(program: Command): void {
     .option(
       "--fps <rate>",
       "frames per second of the stage and of renders, 1-240: 30, 29.97 or 30000/1001 " +
-        "(default: 30, or the composition's data-fps)",
+        "(default: 30 unless the composition sets data-fps)",
       frameRateArg("--fps"),
     )
     .option(

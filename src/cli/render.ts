@@ -40,7 +40,7 @@ export function registerRender(program: Command): void {
     .option("-o, --output <path>", "output file (default: renders/<composition-id>.<format>)")
     .option(
       "--fps <rate>",
-      `${FPS_HELP} (default: 30, or the composition's data-fps)`,
+      `${FPS_HELP} (default: 30 unless the composition sets data-fps)`,
       frameRateArg("--fps"),
     )
     .addOption(

@@ -36,8 +36,8 @@ export function registerStill(program: Command): void {
     .option("--time <seconds>", "time in seconds; the frame shown then", seconds)
     .option(
       "--fps <rate>",
-      "frame rate that maps --time to a frame: 30, 29.97 or 30000/1001 (default: 30, or the " +
-        "composition's data-fps)",
+      "frame rate that maps --time to a frame: 30, 29.97 or 30000/1001 (default: 30 unless the " +
+        "composition sets data-fps)",
       frameRateArg("--fps"),
     )
     .option("-o, --output <file>", "image file, .png or .jpg (default: renders/<id>-<frame>.png)")
