@@ -8,10 +8,14 @@
  */
 
 import type { Variables } from "../composition/declarations.ts";
-import { runtimeScript } from "../runtime/page_runtime.ts";
+import {
+  type PageErrorRecord,
+  RUNTIME_SOURCE_URL,
+  runtimeScript,
+} from "../runtime/page_runtime.ts";
 import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
-import { type Capturer, createCapturer, seekFrame } from "./capture.ts";
+import { type Capturer, createCapturer, pageErrorFrom, seekFrame } from "./capture.ts";
 import type { Chunk } from "./chunk_plan.ts";
 import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
 import { type Encoder, hasAlpha, type OutputFormat, type Quality, startEncoder } from "./encode.ts";
@@ -65,6 +69,42 @@ export interface CompositionPage {
   close(): Promise<void>;
 }
 
+/** CDP's `Runtime.exceptionThrown` details (lines and columns from 0). */
+interface ExceptionDetails {
+  text?: string;
+  url?: string;
+  lineNumber?: number;
+  columnNumber?: number;
+  exception?: { description?: string; value?: unknown };
+  stackTrace?: {
+    callFrames: { functionName: string; url: string; lineNumber: number; columnNumber: number }[];
+  };
+}
+
+/** The runtime's shape of an uncaught exception CDP reported while the page loaded. */
+function loadErrorRecord(details: ExceptionDetails): PageErrorRecord {
+  const description = details.exception?.description ??
+    (details.exception && "value" in details.exception
+      ? `Uncaught ${String(details.exception.value)}`
+      : details.text ?? "an unknown error");
+  const stack = (details.stackTrace?.callFrames ?? [])
+    .filter((f) => f.url !== "" && !f.url.endsWith(RUNTIME_SOURCE_URL))
+    .map((f) => ({
+      functionName: f.functionName,
+      url: f.url,
+      line: f.lineNumber + 1,
+      column: f.columnNumber + 1,
+    }));
+  return {
+    message: description.split("\n    at ")[0],
+    phase: "load",
+    stack,
+    ...(details.url && details.lineNumber !== undefined
+      ? { url: details.url, line: details.lineNumber + 1, column: (details.columnNumber ?? 0) + 1 }
+      : {}),
+  };
+}
+
 /**
  * Opens a window with the vid runtime and loads the composition.
  *
@@ -91,12 +131,21 @@ export async function openComposition(browser: Browser, spec: PageSpec): Promise
       videoProxies: spec.videoProxies,
     }),
   });
+  // A throw while the page loads is reported as a load error with CDP's own location
+  // details (complete even for a script from another origin).
+  const thrown: ExceptionDetails[] = [];
+  const stopListening = page.on("Runtime.exceptionThrown", (params) => {
+    thrown.push((params as { exceptionDetails: ExceptionDetails }).exceptionDetails);
+  });
   try {
     await serveRemoteAssets(page, spec.remote ?? {});
     await navigate(page, spec.url);
+    if (thrown.length > 0) throw pageErrorFrom(loadErrorRecord(thrown[0]), spec.url, null);
   } catch (error) {
     await closePage(page);
     throw error;
+  } finally {
+    stopListening();
   }
   return {
     spec,
