@@ -115,6 +115,8 @@ export function studioClient(): void {
     iframe: HTMLIFrameElement;
     key: string;
     frame: number;
+    /** `__vid.media()` before the first seek (seeking mutes every element). */
+    media: MediaClip[];
   }
   interface TimelineItem {
     kind: "audio" | "video" | "animation" | "timeline";
@@ -317,7 +319,7 @@ export function studioClient(): void {
     try {
       const source = await (await fetch(top.url)).text();
       const lines = source.split(/\r\n|\r|\n|\u2028|\u2029/);
-      const from = Math.max(1, top.line - 2);
+      const from = Math.max(1, top.line - 1);
       const to = Math.min(lines.length, top.line + 1);
       const width = String(to).length;
       const excerpt: string[] = [];
@@ -379,8 +381,9 @@ export function studioClient(): void {
     for (let attempt = 0;; attempt++) {
       const iframe = await loadPage(url, hidden);
       const win = iframe.contentWindow as Window & { __vid: VidApi };
-      const media = win.__vid.media().filter((m) => m.kind === "video");
-      if (media.length === 0) return { iframe, key, frame: -1 };
+      const all = win.__vid.media();
+      const media = all.filter((m) => m.kind === "video");
+      if (media.length === 0) return { iframe, key, frame: -1, media: all };
       const served = iframe.contentDocument?.querySelector<HTMLScriptElement>(
         "script[data-vid-runtime]",
       )?.dataset.vidProxies;
@@ -401,7 +404,9 @@ export function studioClient(): void {
         iframe.remove();
         throw new Error(body.error?.message ?? "the videos cannot be prepared");
       }
-      if (String(body.version) === served || attempt >= 2) return { iframe, key, frame: -1 };
+      if (String(body.version) === served || attempt >= 2) {
+        return { iframe, key, frame: -1, media: all };
+      }
       iframe.remove();
     }
   };
@@ -479,6 +484,7 @@ export function studioClient(): void {
         const key = stageKey();
         const target = clampFrame(wanted);
         if (live && live.key === key && live.frame === target) break;
+        const began = performance.now();
         stage.dataset.state = "seeking";
         if (!live || live.key !== key || live.frame > target) {
           if (standbyLoading && standby === undefined) await standbyLoading;
@@ -493,19 +499,18 @@ export function studioClient(): void {
             path = "load";
           }
           current = next;
-          const started = performance.now();
           try {
             await seekIn(next, target);
           } finally {
             swap(next);
           }
           stage.dataset.path = path;
-          stage.dataset.seekMs = String(Math.round(performance.now() - started));
         } else {
           current = live;
           await seekIn(live, target);
           stage.dataset.path = "seek";
         }
+        stage.dataset.stepMs = String(Math.round(performance.now() - began));
         showFrame(target);
       }
       showStageError("");
@@ -550,8 +555,7 @@ export function studioClient(): void {
 
   /** Studio-side players for the live page's sounding media (silent ones are left out). */
   const updateSounds = (): void => {
-    const win = live?.iframe.contentWindow as (Window & { __vid?: VidApi }) | null;
-    const clips = (win?.__vid?.media() ?? []).filter((c) => !c.muted && c.volume > 0);
+    const clips = (live?.media ?? []).filter((c) => !c.muted && c.volume > 0);
     const key = JSON.stringify(clips);
     if (key === soundKey) return;
     soundKey = key;
@@ -654,7 +658,7 @@ export function studioClient(): void {
     if (!info || !win?.__vid || !doc) return [];
     const end = info.duration;
     const items: TimelineItem[] = [];
-    for (const clip of win.__vid.media()) {
+    for (const clip of live?.media ?? []) {
       const length = clip.duration ??
         Math.max(
             0,
