@@ -41,13 +41,23 @@ ${options.extra ?? ""}</body></html>
 `;
 }
 
-/** Main composition: a CSS animation, a requestAnimationFrame counter bar, a sound. */
+/**
+ * Main composition: a CSS animation, a GSAP timeline with one tween, a
+ * requestAnimationFrame counter bar, a sound.
+ */
 const MAIN = page(
   "studio-main",
   `<div id="box"></div><div id="count"></div>
+<div id="gbox" style="position:absolute;left:0;top:140px;width:20px;height:20px;background:#f0f"></div>
 <audio src="tone.wav" data-start="0.2" data-duration="0.6"></audio>`,
   {
-    extra: `<script>
+    extra: `<script src="gsap.min.js"></script>
+<script>
+const tl = gsap.timeline({ paused: true });
+tl.to("#gbox", { x: 100, duration: 0.4, ease: "none" }, 0.3);
+window.__timelines = { intro: tl };
+</script>
+<script>
 let rounds = 0;
 function grow() {
   rounds++;
@@ -81,6 +91,17 @@ requestAnimationFrame(step);
 
 /** Ten seconds, for a render long enough to cancel. */
 const LONG = page("studio-long", '<div id="box"></div>', { duration: 10 });
+
+/** `gsap.min.js` from the repository's npm dependencies (installed by `deno install`). */
+async function gsapSource(): Promise<string> {
+  for await (const entry of Deno.readDir(`${ROOT}node_modules/.deno`)) {
+    if (!entry.name.startsWith("gsap@")) continue;
+    return await Deno.readTextFile(
+      `${ROOT}node_modules/.deno/${entry.name}/node_modules/gsap/dist/gsap.min.js`,
+    );
+  }
+  throw new Error("gsap is not installed under node_modules/.deno");
+}
 
 interface PreviewProcess {
   url: string;
@@ -234,6 +255,7 @@ describe("the vid preview studio for template authors", () => {
     project = `${work}/project`;
     await Deno.mkdir(`${project}/js`, { recursive: true });
     await Deno.writeTextFile(`${project}/index.html`, MAIN);
+    await Deno.writeTextFile(`${project}/gsap.min.js`, await gsapSource());
     await Deno.writeTextFile(`${project}/boom.html`, BOOM);
     await Deno.writeTextFile(`${project}/scene.js`, SCENE_JS);
     await Deno.writeTextFile(`${project}/late.html`, LATE);
@@ -495,7 +517,7 @@ describe("the vid preview studio for template authors", () => {
     await studio.click("#mute");
   });
 
-  it("the timeline shows the sound clip and the CSS animation where they are, and seeks", async () => {
+  it("the timeline shows the sound clip, the CSS animation and the GSAP tween where they are, and seeks", async () => {
     await typeInto(studio, "#frame-input", "20");
     await waitForStage(studio, 20);
     await studio.waitForSelector('#timeline .clip[data-kind="animation"]');
@@ -506,6 +528,8 @@ describe("the vid preview studio for template authors", () => {
       }));
     assert.ok(clips.includes("audio:tone.wav:0.200-0.800"), clips.join(", "));
     assert.ok(clips.includes("animation:slide #box:0.250-0.750"), clips.join(", "));
+    assert.ok(clips.includes("timeline:GSAP intro:0.000-0.700"), clips.join(", "));
+    assert.ok(clips.includes("timeline:intro #gbox:0.300-0.700"), clips.join(", "));
     const track = await studio.$('#timeline .track[data-kind="audio"]');
     const box = (await track!.boundingBox())!;
     await studio.mouse.click(box.x + box.width * 0.5 + 1, box.y + box.height / 2);

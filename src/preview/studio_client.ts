@@ -701,8 +701,16 @@ export function studioClient(): void {
       const entries = Array.isArray(registry)
         ? registry.map((tl, i) => [String(i), tl] as const)
         : Object.entries(registry as Record<string, unknown>);
+      // The runtime seeks each registered timeline to the composition time, so its own
+      // times are composition times; its direct tweens show where they sit inside it.
+      interface GsapAnimation {
+        duration?: () => number;
+        startTime?: () => number;
+        targets?: () => unknown[];
+        getChildren?: (nested: boolean, tweens: boolean, timelines: boolean) => GsapAnimation[];
+      }
       for (const [name, value] of entries) {
-        const tl = value as { duration?: () => number };
+        const tl = value as GsapAnimation | null;
         if (typeof tl?.duration !== "function") continue;
         items.push({
           kind: "timeline",
@@ -710,6 +718,17 @@ export function studioClient(): void {
           start: 0,
           end: Math.min(end, tl.duration()),
         });
+        for (const child of tl.getChildren?.(false, true, true) ?? []) {
+          const start = child.startTime?.() ?? 0;
+          const target = child.targets?.()[0] as Element | undefined;
+          const who = target?.id ? `#${target.id}` : target?.tagName?.toLowerCase() ?? "tween";
+          items.push({
+            kind: "timeline",
+            label: `${name} ${who}`,
+            start,
+            end: Math.min(end, start + (child.duration?.() ?? 0)),
+          });
+        }
       }
     }
     return items.slice(0, 40);

@@ -43,9 +43,10 @@ main { flex: 1; display: grid; grid-template-columns: 1fr 340px; min-height: 0; 
 #stage-excerpt { margin: 6px 0 0; padding: 6px; background: #1d0f12; border-radius: 4px;
   font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre; overflow: auto; }
 #stage-excerpt:empty { display: none; }
-#transport { display: flex; gap: 10px; align-items: center; padding: 8px 14px;
-  border-top: 1px solid var(--line); }
-#scrubber { flex: 1; accent-color: var(--accent); }
+#transport { display: flex; flex-wrap: wrap; gap: 8px 10px; align-items: center;
+  padding: 8px 14px; border-top: 1px solid var(--line); }
+#transport button { white-space: nowrap; }
+#scrubber { flex: 1 1 240px; min-width: 160px; accent-color: var(--accent); }
 #frame-readout, #time-readout { font-variant-numeric: tabular-nums; color: var(--muted);
   white-space: nowrap; }
 #frame-input { width: 70px; }
