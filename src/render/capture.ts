@@ -40,11 +40,11 @@ export interface PageErrorDetails {
 
 /**
  * The page threw (while loading, or at a frame), or was not ready at a frame. The
- * message names the source file, line and column and the first frames of the stack:
+ * message names the source file, line and column and the first frames of the stack, on
+ * one line (it travels through logs, webhooks and Step Functions causes unchanged):
  *
  * ```text
- * frame 4: the page threw TypeError: Cannot read properties of null (reading 'explode')
- *     at step (js/anim.js:5:10)
+ * frame 4: the page threw TypeError: Cannot read properties of null (reading 'explode') at step (js/anim.js:5:10), called from tick (js/anim.js:9:3)
  * ```
  */
 export class PageError extends Error {
@@ -71,14 +71,15 @@ export class PageError extends Error {
     const head = frame === null || message.startsWith(`frame ${frame}`)
       ? message
       : `frame ${frame}: ${message}`;
-    const lines = callStack.slice(0, MESSAGE_STACK_FRAMES).map((f) =>
-      `    at ${
-        f.functionName
-          ? `${f.functionName} (${f.file}:${f.line}:${f.column})`
-          : `${f.file}:${f.line}:${f.column}`
-      }`
+    const [top, ...callers] = callStack.slice(0, MESSAGE_STACK_FRAMES).map((f) =>
+      f.functionName
+        ? `${f.functionName} (${f.file}:${f.line}:${f.column})`
+        : `${f.file}:${f.line}:${f.column}`
     );
-    super([head, ...lines].join("\n"));
+    const where = top === undefined
+      ? ""
+      : ` at ${top}${callers.length > 0 ? `, called from ${callers.join(", ")}` : ""}`;
+    super(head + where);
     this.frame = frame;
     this.phase = frame === null ? "load" : "frame";
     this.field = frame === null ? "load" : "frame";

@@ -15,7 +15,7 @@ import {
 } from "../runtime/page_runtime.ts";
 import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
-import { type Capturer, createCapturer, pageErrorFrom, seekFrame } from "./capture.ts";
+import { type Capturer, createCapturer, evaluate, pageErrorFrom, seekFrame } from "./capture.ts";
 import type { Chunk } from "./chunk_plan.ts";
 import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
 import { type Encoder, hasAlpha, type OutputFormat, type Quality, startEncoder } from "./encode.ts";
@@ -106,6 +106,24 @@ function loadErrorRecord(details: ExceptionDetails): PageErrorRecord {
 }
 
 /**
+ * Throws the page's load error when its runtime recorded one (an exception in a frame of
+ * another document, which the runtime never sees, fails nothing, as before), with the
+ * location details of the matching CDP exception.
+ */
+async function throwLoadError(
+  page: CdpSession,
+  pageUrl: string,
+  thrown: readonly ExceptionDetails[],
+): Promise<void> {
+  const errors = await evaluate(page, "window.__vid.errors()") as PageErrorRecord[];
+  const first = errors.find((e) => e.phase === "load");
+  if (!first) return;
+  const records = thrown.map(loadErrorRecord);
+  const match = records.find((r) => r.message === first.message) ?? first;
+  throw pageErrorFrom(match.stack.length > 0 || match.url ? match : first, pageUrl, null);
+}
+
+/**
  * Opens a window with the vid runtime and loads the composition.
  *
  * @example
@@ -140,7 +158,7 @@ export async function openComposition(browser: Browser, spec: PageSpec): Promise
   try {
     await serveRemoteAssets(page, spec.remote ?? {});
     await navigate(page, spec.url);
-    if (thrown.length > 0) throw pageErrorFrom(loadErrorRecord(thrown[0]), spec.url, null);
+    if (thrown.length > 0) await throwLoadError(page, spec.url, thrown);
   } catch (error) {
     await closePage(page);
     throw error;
