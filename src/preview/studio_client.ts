@@ -382,6 +382,14 @@ export function studioClient(): void {
       const iframe = await loadPage(url, hidden);
       const win = iframe.contentWindow as Window & { __vid: VidApi };
       const all = win.__vid.media();
+      // The studio plays the sound itself; a page's autoplay (a hidden standby page's
+      // above all) must stay silent until the runtime's first seek takes over.
+      for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
+        const media = el as HTMLMediaElement;
+        media.autoplay = false;
+        media.muted = true;
+        media.pause();
+      }
       const media = all.filter((m) => m.kind === "video");
       if (media.length === 0) return { iframe, key, frame: -1, media: all };
       const served = iframe.contentDocument?.querySelector<HTMLScriptElement>(
