@@ -16,7 +16,6 @@ import { findChromium } from "../src/render/system.ts";
 import { probeVideo, ROOT } from "./helpers.ts";
 
 const SHOTS = `${ROOT}.test-results/studio`;
-const FPS = 30;
 
 /** Helper markup: a 320x180 composition page. */
 function page(id: string, body: string, options: { duration?: number; extra?: string } = {}) {
