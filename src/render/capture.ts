@@ -17,7 +17,9 @@ export interface PageErrorSource {
    * script); a script from another origin keeps its full URL.
    */
   file: string;
+  /** Line in the file, from 1. */
   line: number;
+  /** Column in the line, from 1. */
   column: number;
   /** The function's name, "" for top-level code. */
   functionName: string;

@@ -71,7 +71,9 @@ export interface PageStackFrame {
   functionName: string;
   /** Absolute URL of the script (the HTML page itself for an inline script). */
   url: string;
+  /** Line in the script, from 1. */
   line: number;
+  /** Column in the line, from 1. */
   column: number;
 }
 
@@ -87,7 +89,9 @@ export interface PageErrorRecord {
   stack: PageStackFrame[];
   /** Where it was thrown when the stack has no frame (from the error event). */
   url?: string;
+  /** Line of `url`, from 1. */
   line?: number;
+  /** Column of that line, from 1. */
   column?: number;
 }
 
