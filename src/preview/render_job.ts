@@ -207,7 +207,7 @@ function describeError(error: unknown): NonNullable<PreviewRenderStatus["error"]
 }
 
 /**
- * Creates the renderer behind the studio's Render button.
+ * Creates the renderer behind the studio's render dialog.
  *
  * @example
  * ```ts

@@ -92,7 +92,7 @@ export interface PreviewOptions {
   port?: number;
   /** Frames per second of the stage and of renders, integer 1-240. @default 30 */
   fps?: number;
-  /** Folder the Render button writes to. @default "<project>/renders" */
+  /** Folder the render dialog writes to. @default "<project>/renders" */
   rendersDir?: string;
   /** Quiet period after file edits before the stage reloads, in ms. @default 120 */
   debounceMs?: number;

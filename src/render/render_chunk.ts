@@ -87,8 +87,15 @@ function loadErrorRecord(details: ExceptionDetails): PageErrorRecord {
     (details.exception && "value" in details.exception
       ? `Uncaught ${String(details.exception.value)}`
       : details.text ?? "an unknown error");
-  const stack = (details.stackTrace?.callFrames ?? [])
-    .filter((f) => f.url !== "" && !f.url.endsWith(RUNTIME_SOURCE_URL))
+  // The page's frames: those above the runtime's (see the runtime's own stack reading).
+  const callFrames = details.stackTrace?.callFrames ?? [];
+  const firstPage = callFrames.findIndex((f) => !f.url.endsWith(RUNTIME_SOURCE_URL));
+  const runtimeBelow = callFrames.findIndex((f, i) =>
+    i > firstPage && firstPage >= 0 && f.url.endsWith(RUNTIME_SOURCE_URL)
+  );
+  const stack = callFrames
+    .slice(Math.max(0, firstPage), runtimeBelow < 0 ? undefined : runtimeBelow)
+    .filter((f) => /^(https?|file|blob):/.test(f.url))
     .map((f) => ({
       functionName: f.functionName,
       url: f.url,

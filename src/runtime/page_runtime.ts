@@ -232,12 +232,19 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     frameCallbacks.delete(id);
   };
 
-  // Chromium stack lines: "    at fn (url:line:col)" or "    at url:line:col".
+  // Chromium stack lines: "    at fn (url:line:col)" or "    at url:line:col". The page's
+  // own frames are those above the runtime's: below it is whoever called the runtime (the
+  // renderer's evaluate, the studio), which is not the composition's code.
   const parseStack = (stack: string): PageStackFrame[] => {
     const frames: PageStackFrame[] = [];
     for (const line of stack.split("\n")) {
       const match = /^\s*at (?:(.*?) \()?(\S+?):(\d+):(\d+)\)?$/.exec(line);
-      if (!match || match[2].endsWith("vid-runtime.js")) continue;
+      if (!match) continue;
+      if (match[2].endsWith("vid-runtime.js")) {
+        if (frames.length > 0) break;
+        continue;
+      }
+      if (!/^(https?|file|blob):/.test(match[2])) continue;
       frames.push({
         functionName: match[1] ?? "",
         url: match[2],
@@ -322,7 +329,8 @@ export function vidPageRuntime(config: RuntimeConfig): void {
         timers.delete(next.id);
       }
       try {
-        next.fn(...next.args);
+        // Called as a plain function: its stack frame then names no receiver object.
+        Reflect.apply(next.fn, globalThis, next.args);
       } catch (error) {
         recordError(error);
       }
