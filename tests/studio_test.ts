@@ -502,6 +502,15 @@ describe("the vid preview studio for template authors", () => {
       `sound ${sync.audio} s vs playhead ${sync.stage} - 0.2 s`,
     );
     assert.equal(sync.muted, false);
+    await studio.$eval("#volume", (el) => {
+      (el as HTMLInputElement).value = "0.5";
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+    assert.equal(
+      await studio.$eval("#sounds audio", (el) => (el as HTMLAudioElement).volume),
+      0.5,
+      "the volume slider scales the clip's data-volume (1)",
+    );
     await studio.click("#mute");
     assert.equal(
       await studio.$eval("#sounds audio", (el) => (el as HTMLAudioElement).muted),
@@ -514,6 +523,10 @@ describe("the vid preview studio for template authors", () => {
       "paused with the stage",
     );
     await studio.click("#mute");
+    await studio.$eval("#volume", (el) => {
+      (el as HTMLInputElement).value = "1";
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+    });
   });
 
   it("the timeline shows the sound clip, the CSS animation and the GSAP tween where they are, and seeks", async () => {
