@@ -657,6 +657,14 @@ export function studioClient(): void {
     }
   };
 
+  /** `#id`, else `tag.first-class`, else the tag: how a person finds the element. */
+  const selectorOf = (el: Element): string => {
+    if (el.id) return `#${el.id}`;
+    const tag = el.tagName.toLowerCase();
+    const first = el.classList?.[0];
+    return first ? `${tag}.${first}` : tag;
+  };
+
   /** What the live page knows of its timed elements, in composition seconds. */
   const timelineItems = (): TimelineItem[] => {
     const win = live?.iframe.contentWindow as
@@ -691,7 +699,7 @@ export function studioClient(): void {
       const delay = Number(timing.delay ?? 0);
       const endTime = Number(timing.endTime ?? 0);
       const target = (animation.effect as KeyframeEffect | null)?.target as Element | null;
-      const who = target?.id ? `#${target.id}` : target?.tagName.toLowerCase() ?? "";
+      const who = target ? selectorOf(target) : "";
       const name = "animationName" in animation
         ? String((animation as CSSAnimation).animationName)
         : "transitionProperty" in animation
@@ -729,7 +737,8 @@ export function studioClient(): void {
         for (const child of tl.getChildren?.(false, true, true) ?? []) {
           const start = child.startTime?.() ?? 0;
           const target = child.targets?.()[0] as Element | undefined;
-          const who = target?.id ? `#${target.id}` : target?.tagName?.toLowerCase() ?? "tween";
+          // Another document's element: no instanceof across frames.
+          const who = typeof target?.tagName === "string" ? selectorOf(target) : "tween";
           items.push({
             kind: "timeline",
             label: `${name} ${who}`,
