@@ -9,7 +9,7 @@
 
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { PageError, pageErrorFrom, projectFile } from "../src/render/capture.ts";
+import { PageError, pageErrorFrom, projectFile } from "../src/render/page_error.ts";
 import { compositionHtml, makeProject, runVid } from "./helpers.ts";
 
 const dirs: string[] = [];

@@ -11,7 +11,7 @@ import {
   StrictVariablesError,
   VariablesInputError,
 } from "../composition/errors.ts";
-import { PageError } from "../render/capture.ts";
+import { PageError } from "../render/page_error.ts";
 import { MissingDependencyError } from "../render/system.ts";
 import { RenderOptionError } from "../render/render.ts";
 import { CloudRenderError } from "../cloud/render.ts";

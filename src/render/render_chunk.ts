@@ -15,7 +15,8 @@ import {
 } from "../runtime/page_runtime.ts";
 import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
-import { type Capturer, createCapturer, evaluate, pageErrorFrom, seekFrame } from "./capture.ts";
+import { type Capturer, createCapturer, evaluate, seekFrame } from "./capture.ts";
+import { pageErrorFrom } from "./page_error.ts";
 import type { Chunk } from "./chunk_plan.ts";
 import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
 import { type Encoder, hasAlpha, type OutputFormat, type Quality, startEncoder } from "./encode.ts";
