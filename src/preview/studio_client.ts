@@ -194,6 +194,8 @@ export function studioClient(): void {
   let live: Live | undefined;
   let standby: Live | undefined;
   let standbyLoading: Promise<void> | undefined;
+  /** The stage key the standby page being loaded is for. */
+  let standbyLoadingKey = "";
   let wanted = Math.max(0, Math.floor(Number(params.get("frame")) || 0));
   let shown = -1;
   let busy = false;
@@ -426,6 +428,7 @@ export function studioClient(): void {
     if (standby?.key === key) return;
     standby?.iframe.remove();
     standby = undefined;
+    standbyLoadingKey = key;
     standbyLoading = (async () => {
       try {
         const page = await loadFrame(key, true);
@@ -495,7 +498,8 @@ export function studioClient(): void {
         const began = performance.now();
         stage.dataset.state = "seeking";
         if (!live || live.key !== key || live.frame > target) {
-          if (standbyLoading && standby === undefined) await standbyLoading;
+          // A standby for these values on its way is sooner than a load from scratch.
+          if (standbyLoading && standbyLoadingKey === key && !standby) await standbyLoading;
           let next: Live;
           let path: string;
           if (standby && standby.key === key) {
