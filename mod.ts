@@ -112,10 +112,12 @@ export { type CaptureMode } from "./src/render/browser.ts";
 export { type CapturePreference } from "./src/render/capture_mode.ts";
 export { type CompositionSource } from "./src/render/session.ts";
 export { type PackagedFile } from "./src/project/package.ts";
-export { PageError } from "./src/render/capture.ts";
+export { PageError, type PageErrorDetails, type PageErrorSource } from "./src/render/page_error.ts";
 export { MissingDependencyError } from "./src/render/system.ts";
 export {
   type MediaDescriptor,
+  type PageErrorRecord,
+  type PageStackFrame,
   type RuntimeConfig,
   runtimeScript,
   type VidPageApi,

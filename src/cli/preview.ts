@@ -36,9 +36,12 @@ export function registerPreview(program: Command): void {
     .summary("Serve a live studio for a composition.")
     .description(
       "Serve a live studio for a composition on 127.0.0.1: the stage at its " +
-        "true aspect ratio, play/pause, a frame-exact timeline, a variables " +
-        "panel, reload on file edits, and a Render button (mp4 files in " +
-        "<dir>/renders/). Ctrl-C stops it.",
+        "true aspect ratio with sound, play/pause, frame-exact stepping both ways, " +
+        "typed frame and timecode, a timeline of media clips and animations, a " +
+        "variables panel, page errors with file:line:col, reload on file edits, " +
+        "a switcher for every composition at the project root, the view kept in " +
+        "the URL, and a render dialog (format, quality, frame range, file name; " +
+        "progress, ETA, cancel) writing to <dir>/renders/. Ctrl-C stops it.",
     )
     .argument("[target]", "project directory or HTML file", ".")
     .option(

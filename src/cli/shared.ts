@@ -12,6 +12,7 @@ import {
   VariablesInputError,
 } from "../composition/errors.ts";
 import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
+import { PageError } from "../render/page_error.ts";
 import { MissingDependencyError } from "../render/system.ts";
 import { RenderOptionError } from "../render/render.ts";
 import { CloudRenderError } from "../cloud/render.ts";
@@ -117,6 +118,9 @@ export function reportError(error: unknown, json = false): number {
     if (api) Object.assign(body.error as Record<string, unknown>, api);
     if (err instanceof StrictVariablesError) {
       (body.error as Record<string, unknown>).problems = err.problems;
+    }
+    if (err instanceof PageError) {
+      Object.assign(body.error as Record<string, unknown>, err.details());
     }
     console.log(JSON.stringify(body, null, 2));
   } else {
