@@ -10,7 +10,7 @@ import { readComposition } from "../composition/composition.ts";
 import { loadOverrides } from "../composition/variables.ts";
 import { frameCount } from "../render/render.ts";
 import type { RenderConfig } from "../lambda/config.ts";
-import { LAMBDA_FORMATS, LAMBDA_QUALITIES } from "../lambda/config.ts";
+import { LAMBDA_FORMATS, LAMBDA_QUALITIES, validateConfig } from "../lambda/config.ts";
 import { deployStack } from "../lambda/deploy.ts";
 import { readableExecutionError } from "../lambda/execution_error.ts";
 import { startLocalStack } from "../lambda/local_stack.ts";
@@ -23,6 +23,7 @@ import {
   type S3Options,
   type SfnOptions,
   type SiteHandle,
+  siteHandleFromId,
 } from "../lambda/sdk.ts";
 import { listSites, loadSite, removeSite } from "../lambda/sites.ts";
 import { cancelRender, downloadRender, renderOutputUrl } from "../lambda/renders.ts";
@@ -523,6 +524,20 @@ export function registerLambda(program: Command): void {
           : undefined;
         const config = renderConfigFrom(options);
         if (variables !== undefined) config.variables = variables as RenderConfig["variables"];
+        // Pure checks first (input size, options): no request is worth making before them.
+        const standIn = siteHandleFromId(options.siteId ?? "site-0000000000000000", bucketName, {
+          composition: options.composition,
+          s3: conn.s3,
+        });
+        validateConfig({
+          renderId: "r-check",
+          bucketName,
+          siteId: standIn.siteId,
+          serveUrl: standIn.serveUrl,
+          composition: options.composition,
+          outputKey: options.outputKey ?? "renders/r-check/out.mp4",
+          config,
+        });
         let siteHandle: SiteHandle;
         let duration: number | undefined;
         if (options.siteId) {

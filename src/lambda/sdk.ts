@@ -493,12 +493,17 @@ export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle
       return handle;
     } catch (error) {
       // HeadObject answers a missing bucket with a bare 404, like a missing key.
-      if (!isNotFound(error)) throw explainStackError(error, { bucketName: options.bucketName });
+      if (!isNotFound(error)) {
+        throw explainStackError(error, {
+          bucketName: options.bucketName,
+          region: location.region,
+        });
+      }
     }
     try {
       await uploadSite(client, options, pkg, contents, prefix, manifestKey);
     } catch (error) {
-      throw explainStackError(error, { bucketName: options.bucketName });
+      throw explainStackError(error, { bucketName: options.bucketName, region: location.region });
     }
     return { ...handle, uploaded: true };
   } finally {
@@ -632,6 +637,7 @@ export async function renderToLambda<
   };
   validateConfig(input, {
     reservedConcurrency: options.reservedConcurrency,
+    frames: options.frames,
     onWarning: options.onWarning,
   });
   let declarations = options.declarations ?? siteHandle.declarations;

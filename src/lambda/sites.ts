@@ -89,6 +89,11 @@ function checkSiteId(siteId: string): void {
   }
 }
 
+/** The region of the connection options (unknown for a ready client). */
+function regionOf(s3: S3Options | ReadyS3Client | undefined): string | undefined {
+  return s3 instanceof S3Client ? undefined : s3?.region ?? defaultRegion();
+}
+
 /** Runs `work` with the caller's client or one of its own, destroyed afterwards. */
 async function withS3<T>(
   s3: S3Options | ReadyS3Client | undefined,
@@ -156,7 +161,7 @@ export async function loadSite(
       if (error instanceof SyntaxError) {
         throw new StackError("siteId", `${prefix}site.json is not JSON; upload the site again`);
       }
-      throw explainStackError(error, { bucketName });
+      throw explainStackError(error, { bucketName, region: regionOf(options.s3) });
     }
     const composition = options.composition ?? manifest.composition ?? "index.html";
     const files = Array.isArray(manifest.files) ? manifest.files : [];
@@ -228,7 +233,7 @@ export async function listSites(
     try {
       keys = await listKeys(client, bucketName, "sites/");
     } catch (error) {
-      throw explainStackError(error, { bucketName });
+      throw explainStackError(error, { bucketName, region: regionOf(options.s3) });
     }
     const bySite = new Map<string, { key: string; size: number }[]>();
     for (const k of keys) {
@@ -309,7 +314,7 @@ export async function removeSite(
       }
       return keys.length;
     } catch (error) {
-      throw explainStackError(error, { bucketName });
+      throw explainStackError(error, { bucketName, region: regionOf(options.s3) });
     }
   });
 }
