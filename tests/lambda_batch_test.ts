@@ -869,6 +869,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
         HOME: scratch,
         AWS_CONFIG_FILE: join(scratch, "none"),
         AWS_SHARED_CREDENTIALS_FILE: join(scratch, "none"),
+        AWS_EC2_METADATA_DISABLED: "true", // no instance-metadata probe to wait for
       },
     });
     assert.equal(noCredentials.code, 1);
@@ -903,7 +904,6 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
       outputKey: "sdk/strict.json",
       sfn: { endpoint: sfn.endpoint, region: REGION, credentials: S3_CREDENTIALS },
     };
-    const before = state.starts;
     await assert.rejects(
       renderToLambda({
         ...target,

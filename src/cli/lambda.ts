@@ -26,6 +26,7 @@ import {
   siteHandleFromId,
 } from "../lambda/sdk.ts";
 import { listSites, loadSite, removeSite } from "../lambda/sites.ts";
+import { explainStackError } from "../lambda/stack_error.ts";
 import { cancelRender, downloadRender, renderOutputUrl } from "../lambda/renders.ts";
 import { readBatchManifest } from "../lambda/batch.ts";
 import { packageProject } from "../project/package.ts";
@@ -159,7 +160,8 @@ function timeoutFromEnv(): number {
 }
 
 export function fail(error: unknown, json: boolean | undefined): void {
-  const code = reportError(hinted(error), json);
+  // AWS's own words (`Could not load credentials from any providers`) get the fix added.
+  const code = reportError(hinted(explainStackError(error)), json);
   Deno.exitCode = error instanceof LambdaUsageError ? EXIT.usage : code;
 }
 
