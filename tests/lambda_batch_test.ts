@@ -49,7 +49,12 @@ import {
   startLocalStack,
   startS3Server,
 } from "../src/lambda/local_stack.ts";
-import { deploySite, renderToLambda, siteHandleFromId } from "../src/lambda/sdk.ts";
+import {
+  deploySite,
+  getRenderProgress,
+  renderToLambda,
+  siteHandleFromId,
+} from "../src/lambda/sdk.ts";
 import { loadSite } from "../src/lambda/sites.ts";
 import {
   type AssemblePayload,
@@ -1207,6 +1212,26 @@ if (v.pic) {
     assert.equal(progress.succeeded, 32, JSON.stringify(progress.rows.filter((r) => r.errors[0])));
     assert.equal(progress.failed, 1);
     assert.equal(progress.rows[24].status, "failed");
+
+    // The cost counts run time only: at most `concurrency` functions run at once, so the
+    // renders' run time cannot exceed concurrency x the wall time. Counting the time tasks
+    // waited for a free worker (most of it, with 33 renders on a few workers) would.
+    const wall = (performance.now() - t0) / 1000;
+    let runSeconds = 0;
+    for (const row of rows.filter((r) => r.executionArn)) {
+      const p = await getRenderProgress({
+        executionArn: row.executionArn!,
+        sfn: sfnOptions,
+        s3: false,
+      });
+      runSeconds += p.costEstimate.lambdaGbSeconds / (10240 / 1024);
+    }
+    assert.ok(
+      runSeconds > 0 && runSeconds <= stack.concurrency * wall * 1.2,
+      `${runSeconds.toFixed(1)} s of run time in ${
+        wall.toFixed(1)
+      } s on ${stack.concurrency} workers`,
+    );
 
     // The failure says which file is missing, in the project's terms, not the worker's.
     const report = await runVid(["lambda", "progress", "--manifest", manifest, "--json"], {

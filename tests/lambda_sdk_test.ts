@@ -389,6 +389,61 @@ describe("lambda SDK against s3rver and local Step Functions (worker stubbed)", 
       done.errors.join("\n"),
     );
   });
+  it("the cost counts each invocation's run time, not its wait for a free instance (local Step Functions, invoke reports its start)", async () => {
+    const QUEUED_MS = 400;
+    const RUN_MS = 60;
+    const queued = await startLocalStepFunctions({
+      invokeReportsStart: true,
+      retryIntervalMs: 5,
+      invoke: async (_arn, raw, context) => {
+        const payload = raw as TaskPayload;
+        await sleep(QUEUED_MS); // waiting for a free instance
+        context.started();
+        await sleep(RUN_MS);
+        if (payload.task === "plan") return planChunks(payload.input, 30);
+        if (payload.task === "renderChunk") {
+          return { index: payload.chunk.index, key: `c/${payload.chunk.index}` };
+        }
+        return { bucketName: payload.input.bucketName, outputKey: payload.input.outputKey };
+      },
+    });
+    try {
+      const arn = queued.createStateMachine(
+        "vid-render",
+        stateMachineDefinition({ functionArn: FUNCTION_ARN }),
+      );
+      const client = {
+        endpoint: queued.endpoint,
+        region: queued.region,
+        credentials: S3_CREDENTIALS,
+      };
+      const render = await renderToLambda({
+        siteHandle: siteHandleFromId("site-0123456789abcdef", BUCKET),
+        bucketName: BUCKET,
+        stateMachineArn: arn,
+        config: { fps: 30 },
+        sfn: client,
+      });
+      let progress: LambdaRenderProgress;
+      const deadline = Date.now() + 15_000;
+      do {
+        await sleep(50);
+        progress = await getRenderProgress({
+          executionArn: render.executionArn,
+          sfn: client,
+          s3: false,
+        });
+      } while (progress.status === "running" && Date.now() < deadline);
+      assert.equal(progress.status, "succeeded", progress.errors.join("\n"));
+      // Three invocations (plan, one chunk, assemble): about 3 x 60 ms of run time; with
+      // the 3 x 400 ms of waiting counted it would be over 1.2 s.
+      const runMs = (progress.costEstimate.lambdaGbSeconds / (10240 / 1024)) * 1000;
+      assert.ok(runMs >= 3 * RUN_MS * 0.9 && runMs < 3 * QUEUED_MS, `run time ${runMs} ms`);
+    } finally {
+      await queued.close();
+    }
+  });
+
   it("files named on the command line (batch file, manifest) are never uploaded: the site id stays", async () => {
     const before = await deploySite({ projectDir, bucketName: BUCKET, s3 });
     const batch = join(projectDir, "people.jsonl");

@@ -46,6 +46,7 @@ import { StrictVariablesError } from "../composition/errors.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { loadSite } from "./sites.ts";
 import { explainStackError } from "./stack_error.ts";
+import { functionRunMs } from "./cost.ts";
 
 /**
  * A ready `S3Client` of `@aws-sdk/client-s3`, which the caller keeps and destroys.
@@ -257,7 +258,11 @@ export type LambdaRenderStatus = "running" | "succeeded" | "failed" | "aborted" 
 
 /** A rough cost of a render so far. */
 export interface CostEstimate {
-  /** Function time: seconds of tasks (chunk iterations, plan, assemble) x memory in GB. */
+  /**
+   * Function run time x memory in GB: each invocation (chunk attempts, plan, assemble)
+   * from its start to its end, so waiting for a free instance and retry back-off are not
+   * counted.
+   */
   lambdaGbSeconds: number;
   /**
    * US dollars: `lambdaGbSeconds` x $0.0000166667 (x86 Lambda, per GB-second) plus
@@ -826,9 +831,10 @@ function readEvents(events: HistoryEvent[], now: number) {
  *
  * Chunks are done when their Map iteration succeeded; a failed chunk's error names the
  * chunk and its frames (`chunk 3 (frames 90-119) failed: …`). The cost estimate assumes
- * Lambda at $0.0000166667 per GB-second (x86) times `memoryMb` for the time of every task
- * and chunk iteration (retries and back-off included, so it is an upper bound), plus
- * $0.000025 per state transition; request charges and S3 are not included.
+ * Lambda at $0.0000166667 per GB-second (x86) times `memoryMb` for the run time of every
+ * function invocation (failed attempts included; the wait for a free instance and retry
+ * back-off not), plus $0.000025 per state transition; request charges and S3 are not
+ * included.
  *
  * @example
  * ```ts
@@ -939,7 +945,10 @@ export async function getRenderProgress(
   }
 
   const memoryMb = options.memoryMb ?? DEFAULT_LAMBDA_MEMORY_MB;
-  const lambdaGbSeconds = (seen.taskMs / 1000) * (memoryMb / 1024);
+  // Function run time when the history pairs invocations with their starts (AWS, the local
+  // stack); else the task and iteration spans.
+  const runMs = functionRunMs(events, now) ?? seen.taskMs;
+  const lambdaGbSeconds = (runMs / 1000) * (memoryMb / 1024);
   const usd = lambdaGbSeconds * LAMBDA_USD_PER_GB_SECOND +
     seen.transitions * USD_PER_STATE_TRANSITION;
   return {
