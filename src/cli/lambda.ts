@@ -331,7 +331,9 @@ export function registerLambda(program: Command): void {
       }
     });
 
-  const sites = lambda.command("sites").description("Upload projects to the render bucket");
+  const sites = lambda.command("sites").description(
+    "Upload, list and remove the projects (sites) in the render bucket",
+  );
   sites
     .command("create")
     .summary("Upload the project once; prints its content-addressed Site ID.")
