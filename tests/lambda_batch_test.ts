@@ -702,6 +702,18 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     const running = await vid(["progress", "--manifest", manifest, "--json"]);
     assert.equal(running.code, 3, running.stderr);
     assert.equal(JSON.parse(running.stdout).outcome, "running");
+    // A running render has no output yet: download says so and writes nothing.
+    const heldRow: BatchManifestRow = JSON.parse(await Deno.readTextFile(manifest))[1];
+    const target = join(scratch, "held.json");
+    const early = await vid(["download", heldRow.renderId!, "-o", target]);
+    assert.equal(early.code, 1);
+    assert.match(early.stderr, /render b-[0-9a-f]{40} is still running; wait for it/);
+    await assert.rejects(Deno.stat(target));
+    const nowhere = await vid(["download", heldRow.renderId!, "-o", join(scratch, "no", "x.json")]);
+    assert.equal(nowhere.code, 1);
+    assert.match(nowhere.stderr, /the folder .*\/no does not exist; create it or pass another -o/);
+    const neither = await vid(["download", heldRow.renderId!]);
+    assert.equal(neither.code, 2);
 
     const cancel = await vid(["cancel", "--manifest", manifest, "--json"]);
     assert.equal(cancel.code, 0, cancel.stderr);

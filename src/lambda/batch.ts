@@ -527,8 +527,10 @@ async function countEntries(path: string): Promise<number> {
  * Starts one distributed render per line of a JSONL batch file and returns the manifest,
  * one row per line, in line order. At most `maxConcurrent` `StartExecution` calls are in
  * flight at once; throttled calls are retried with exponential backoff. `maxConcurrent`
- * does not limit the function concurrency the renders use. Rows whose execution already
- * exists (a rerun) are `already-started` and start nothing.
+ * does not limit the function concurrency the renders use. On a rerun, rows whose latest
+ * execution is running or succeeded are `already-started` and start nothing; rows whose
+ * latest execution failed, timed out or was aborted start a new attempt (`-a2`, …; see
+ * `rerun`).
  *
  * @example
  * ```ts

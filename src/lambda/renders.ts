@@ -12,7 +12,7 @@
  */
 
 import { createWriteStream } from "node:fs";
-import { rename, rm } from "node:fs/promises";
+import { rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import type { Readable } from "node:stream";
@@ -252,6 +252,14 @@ export async function renderOutput(ref: RenderRef): Promise<RenderOutput> {
 export async function downloadRender(
   options: DownloadRenderOptions,
 ): Promise<RenderOutput & { output: string; bytes: number }> {
+  const folder = dirname(options.output);
+  if (!(await stat(folder).then((info) => info.isDirectory(), () => false))) {
+    throw new StackError(
+      "output",
+      `cannot write ${options.output}: the folder ${folder} does not exist; create it or pass ` +
+        "another -o",
+    );
+  }
   const where = await renderOutput(options);
   const own = !(options.s3 instanceof S3Client);
   const client = options.s3 instanceof S3Client ? options.s3 : s3ClientFor(options.s3);
