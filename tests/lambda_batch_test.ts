@@ -696,6 +696,8 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     const manifest = join(scratch, "hold.manifest.json");
     const started = await vid(["render-batch", project, "--batch", file, "--manifest", manifest]);
     assert.equal(started.code, 0, started.stderr);
+    const firstManifest = join(scratch, "hold.first.manifest.json");
+    await Deno.copyFile(manifest, firstManifest);
     for (let i = 0; i < 100 && held.length < 3; i++) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -751,6 +753,11 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     const done = await vid(["progress", "--manifest", manifest]);
     assert.equal(done.code, 0, done.stdout);
     assert.match(done.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
+    // The first run's manifest names the aborted attempt: progress follows the row to its
+    // later attempt.
+    const old = await vid(["progress", "--manifest", firstManifest]);
+    assert.equal(old.code, 0, old.stdout);
+    assert.match(old.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
   });
 
   it("an unreachable stack: progress --manifest exits 4 with the hint; render-batch stops before any row, with one message", async () => {

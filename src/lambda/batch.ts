@@ -316,6 +316,20 @@ const INTERRUPTED = "interrupted before this row was started; run the batch agai
 /** Attempts of one row before a rerun gives up on it. */
 const MAX_ATTEMPTS = 20;
 
+const FAILED_STATUSES: readonly string[] = ["failed", "aborted", "timed-out"];
+
+/** The attempt number of a batch execution ARN (`b-<hex>` is 1, `b-<hex>-a<n>` is n). */
+function attemptOf(executionArn: string): number | undefined {
+  const match = /:(b-[0-9a-f]{40})(?:-a(\d+))?$/.exec(executionArn);
+  return match ? Number(match[2] ?? 1) : undefined;
+}
+
+/** The ARN of attempt `attempt` of the same batch row, or `undefined` for another ARN. */
+function laterAttemptArn(executionArn: string, attempt: number): string | undefined {
+  const match = /^(.*:)(b-[0-9a-f]{40})(?:-a\d+)?$/.exec(executionArn);
+  return match ? `${match[1]}${attemptRenderId(match[2], attempt)}` : undefined;
+}
+
 /** The render id of attempt `attempt` of a row whose first attempt is `baseId`. */
 function attemptRenderId(baseId: string, attempt: number): string {
   return attempt <= 1 ? baseId : `${baseId}-a${attempt}`;
@@ -967,7 +981,7 @@ export async function getBatchProgress(options: BatchProgressOptions): Promise<B
     while (next < sorted.length) {
       const i = next++;
       const row = sorted[i];
-      const base = {
+      const base: Omit<BatchRowProgress, "status" | "chunksDone" | "chunksTotal" | "errors"> = {
         line: row.line,
         outputKey: row.outputKey,
         executionArn: row.executionArn,
@@ -984,13 +998,32 @@ export async function getBatchProgress(options: BatchProgressOptions): Promise<B
         continue;
       }
       try {
-        const p = await getRenderProgress({
-          executionArn: row.executionArn,
-          bucketName: options.bucketName,
-          sfn: options.sfn,
-          s3: options.s3,
-        });
+        const read = (executionArn: string) =>
+          getRenderProgress({
+            executionArn,
+            bucketName: options.bucketName,
+            sfn: options.sfn,
+            s3: options.s3,
+          });
+        let p = await read(row.executionArn);
         usd += p.costEstimate.usd;
+        // A manifest from before a rerun names an attempt that failed; a later attempt of
+        // the row (`-a<n+1>`, …) is where the row is now.
+        let attempt = row.attempt ?? attemptOf(row.executionArn);
+        while (FAILED_STATUSES.includes(p.status) && attempt !== undefined) {
+          const later = laterAttemptArn(row.executionArn, attempt + 1);
+          if (!later) break;
+          try {
+            p = await read(later);
+          } catch (error) {
+            if ((error as AwsError).name === "ExecutionDoesNotExist") break;
+            throw error;
+          }
+          usd += p.costEstimate.usd;
+          attempt++;
+          base.executionArn = later;
+          base.attempt = attempt;
+        }
         result[i] = {
           ...base,
           status: p.status,
