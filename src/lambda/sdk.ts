@@ -47,6 +47,7 @@ import { checkOverrides } from "../composition/variables.ts";
 import { loadSite } from "./sites.ts";
 import { explainStackError } from "./stack_error.ts";
 import { functionRunMs } from "./cost.ts";
+import { readableExecutionError } from "./execution_error.ts";
 
 /**
  * A ready `S3Client` of `@aws-sdk/client-s3`, which the caller keeps and destroys.
@@ -959,7 +960,8 @@ export async function getRenderProgress(
     chunksTotal,
     framesDone: status === "succeeded" && framesTotal !== undefined ? framesTotal : framesDone,
     framesTotal,
-    errors,
+    // Lambda's JSON causes and the worker's temporary paths, as a person reads them.
+    errors: errors.map(readableExecutionError),
     bucketName,
     outputKey,
     outputLocation: status === "succeeded" && bucketName && outputKey
