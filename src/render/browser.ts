@@ -8,7 +8,7 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { rmSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -168,6 +168,20 @@ function killOnExit(browser: { pid: number; profile: string }): void {
   });
 }
 
+/** Folder where running browsers are recorded, see {@linkcode recordBrowsersIn}. */
+let browserRecords: string | undefined;
+
+/**
+ * Records every browser this process launches from now on as `<dir>/browser-<pid>.json`
+ * (`{ pid, owner, profile }`; the pid is also its process group) while it runs. A browser
+ * lives in its own process group, so it outlives an owner killed with SIGKILL; the owner's
+ * successor reads these records to kill what was left (the render server does, on start).
+ * `undefined` stops recording.
+ */
+export function recordBrowsersIn(dir: string | undefined): void {
+  browserRecords = dir;
+}
+
 /**
  * Starts a browser for `mode` and connects to it over CDP.
  *
@@ -204,6 +218,11 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
   const live = { pid: child.pid!, profile };
   killOnExit(live);
   child.once("exit", () => LIVE_BROWSERS.delete(live));
+  if (browserRecords && child.pid) {
+    const record = join(browserRecords, `browser-${child.pid}.json`);
+    writeFileSync(record, JSON.stringify({ pid: child.pid, owner: process.pid, profile }));
+    child.once("exit", () => rmSync(record, { force: true }));
+  }
   const timeoutMs = options.timeoutMs ?? 30000;
   let stderr = "";
   let url: string;
