@@ -108,8 +108,11 @@ export interface RenderBatchLocalOptions {
   manifest?: string;
   /** Format of every row; must agree with each key's extension. @default from the extension */
   format?: RenderFormat;
-  /** Frames per second. @default renderComposition's default */
-  fps?: number;
+  /**
+   * Frames per second, as `renderComposition` takes it (integer, `29.97` or `"30000/1001"`).
+   * @default the composition's `data-fps`, else 30
+   */
+  fps?: number | string;
   /** Encoder preset. @default "standard" */
   quality?: Quality;
   /** Rows rendered at once, each in one window of the shared browser. @default min(cores, 4) */

@@ -17,7 +17,15 @@ import {
 import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
 import { QUALITIES, RENDER_FORMATS } from "../render/encode.ts";
 import { defaultWorkers } from "../render/render.ts";
-import { EXIT, integerIn, positiveInteger, reportError, VARIABLES_HELP, warn } from "./shared.ts";
+import {
+  EXIT,
+  FPS_HELP,
+  frameRateArg,
+  positiveInteger,
+  reportError,
+  VARIABLES_HELP,
+  warn,
+} from "./shared.ts";
 
 const HELP = "Render one video per row of a batch file on this machine: JSONL (one " +
   '{"outputKey": "ada.mp4", "variables": {...}} per line, the format of `vid lambda ' +
@@ -71,9 +79,9 @@ export function registerRenderBatch(program: Command): void {
       ).choices(RENDER_FORMATS),
     )
     .option(
-      "--fps <n>",
-      "frames per second, integer 1-240 (default: as vid render, 30)",
-      integerIn("--fps", 1, 240),
+      "--fps <rate>",
+      `${FPS_HELP} (default: 30 unless the composition sets data-fps)`,
+      frameRateArg("--fps"),
     )
     .addOption(
       new Option("--quality <preset>", "encoder preset").choices(QUALITIES)

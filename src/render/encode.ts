@@ -32,6 +32,7 @@
 
 import { spawn, spawnSync } from "node:child_process";
 import { writeFile } from "node:fs/promises";
+import { ffmpegRate, type FrameRate, parseFrameRate } from "../composition/frame_rate.ts";
 
 /** Output container and codec family. */
 export type OutputFormat = "mp4" | "webm" | "mov";
@@ -266,6 +267,17 @@ function videoFilters(
   return filters.length > 0 ? ["-vf", filters.join(",")] : [];
 }
 
+/**
+ * For a rational rate in mp4/mov, the movie timescale of the rate's numerator: the
+ * default (1000) rounds a chunk of 10 frames at 30000/1001 to 334 ms, the concat demuxer
+ * then places the next chunk late and the joined file no longer reads 30000/1001.
+ */
+function movieTimescale(format: OutputFormat, rate: FrameRate): string[] {
+  return rate.den > 1 && (format === "mp4" || format === "mov")
+    ? ["-movie_timescale", String(rate.num)]
+    : [];
+}
+
 /** Per ffmpeg binary: the option that keeps the input timestamps, probed once. */
 const passthroughOption = new Map<string, string>();
 
@@ -298,6 +310,7 @@ function timestampPassthrough(ffmpeg: string): string[] {
  * ```
  */
 export function startEncoder(options: EncoderOptions): Encoder {
+  const rate = parseFrameRate(options.fps);
   const sequence = isImageSequence(options.format);
   // An image sequence is numbered PNG frames (RGBA for png, opaque for the gif palette
   // pass); a video is one closed-GOP segment.
@@ -314,9 +327,11 @@ export function startEncoder(options: EncoderOptions): Encoder {
     ]
     : [
       ...codecArgs(options.format as OutputFormat, options.quality, options.hdr === true),
+      ...movieTimescale(options.format as OutputFormat, rate),
       ...timestampPassthrough(options.ffmpeg),
+      // The exact fraction (30000/1001), so the container says 29.97 rather than 2997/100.
       "-r",
-      String(options.fps),
+      ffmpegRate(rate),
     ];
   const args = [
     "-hide_banner",
@@ -326,7 +341,7 @@ export function startEncoder(options: EncoderOptions): Encoder {
     "-f",
     "image2pipe",
     "-framerate",
-    String(options.fps),
+    ffmpegRate(rate),
     "-c:v",
     options.frameFormat === "jpeg" ? "mjpeg" : "png",
     "-i",
@@ -442,17 +457,17 @@ export async function concatChunks(
  *
  * @example
  * ```ts
- * await encodeGif("ffmpeg", { pattern: "work/%05d.png", startNumber: 0, fps: 25,
+ * await encodeGif("ffmpeg", { pattern: "work/%05d.png", startNumber: 0, rate: "25",
  *   output: "out.gif" });
  * ```
  */
 export async function encodeGif(
   ffmpeg: string,
-  options: { pattern: string; startNumber: number; fps: number; output: string },
+  options: { pattern: string; startNumber: number; rate: string; output: string },
 ): Promise<void> {
   await runFfmpeg(ffmpeg, [
     "-framerate",
-    String(options.fps),
+    options.rate,
     "-start_number",
     String(options.startNumber),
     "-i",

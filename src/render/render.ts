@@ -11,6 +11,15 @@ import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
+import {
+  ffmpegRate,
+  frameCountOf,
+  type FrameRate,
+  FrameRateError,
+  frameRateValue,
+  frameTime,
+  parseFrameRate,
+} from "../composition/frame_rate.ts";
 import type { Browser, CaptureMode } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
 import type { CapturePreference } from "./capture_mode.ts";
@@ -118,8 +127,12 @@ export interface RenderOptions extends CompositionSource {
    * @default "renders/<composition-id>.<format>" ("renders/<composition-id>/%05d.png")
    */
   output?: string;
-  /** Frames per second, integer 1-240 (a GIF renders at most {@linkcode GIF_MAX_FPS}). @default 30 */
-  fps?: number;
+  /**
+   * Frames per second, 1-240: an integer, a decimal (`29.97` = 30000/1001) or a fraction
+   * (`"30000/1001"`). Wins over the composition's `data-fps`; a GIF renders at most
+   * {@linkcode GIF_MAX_FPS}. @default data-fps, else 30
+   */
+  fps?: number | string;
   /**
    * Container and codec of the output; must agree with the `output` extension.
    * @default the `output` extension's format, else "mp4"
@@ -151,6 +164,13 @@ export interface RenderOptions extends CompositionSource {
   /** `Date.now()` at time 0. @default the render's start time, whole seconds */
   epochMs?: number;
   /**
+   * Keep the render off private networks, for renders of other people's compositions
+   * (`vid server`, the Lambda worker): the page, its iframes, fetch/XHR, WebSocket,
+   * every redirect hop and all media downloads reach public addresses only, plus the
+   * render's own project files. @default false
+   */
+  blockPrivateNetwork?: boolean;
+  /**
    * A running browser to render in, left open (e.g. one warm browser shared by a batch).
    * @default a browser launched for this render
    */
@@ -171,8 +191,10 @@ export interface RenderResult {
   width: number;
   /** Output height in pixels. */
   height: number;
-  /** Frames per second of the output. */
+  /** Frames per second of the output (num / den of `frameRate`, e.g. 29.97002997...). */
   fps: number;
+  /** The exact frame rate of the output, e.g. `{ num: 30000, den: 1001 }`. */
+  frameRate: FrameRate;
   /** Container and codec of the output. */
   format: RenderFormat;
   /** Encoder preset used. */
@@ -211,17 +233,41 @@ export function defaultWorkers(): number {
   return Math.max(1, Math.min(availableParallelism(), 4));
 }
 
-/** Total frames of a composition: round(duration x fps). */
-export function frameCount(durationSeconds: number, fps: number): number {
-  return Math.max(1, Math.round(durationSeconds * fps));
+/** Total frames of a composition: duration x fps rounded to the nearest frame, at least 1. */
+export function frameCount(durationSeconds: number, fps: number | FrameRate): number {
+  return frameCountOf(durationSeconds, typeof fps === "number" ? parseFrameRate(fps) : fps);
+}
+
+/** The rate when neither the caller nor the composition (`data-fps`) gives one. */
+export const DEFAULT_FRAME_RATE: FrameRate = { num: 30, den: 1 };
+
+/**
+ * The frame rate of a render: the caller's `fps` (`--fps`, SDK `fps`) wins over the
+ * composition's `data-fps`, which wins over 30. Throws {@linkcode RenderOptionError}
+ * naming `--fps` for a rate that does not parse or is out of range.
+ *
+ * @example
+ * ```ts
+ * renderFrameRate("29.97", undefined); // { num: 30000, den: 1001 }
+ * renderFrameRate(undefined, { num: 25, den: 1 }); // { num: 25, den: 1 }
+ * ```
+ */
+export function renderFrameRate(
+  fps: number | string | undefined,
+  declared: FrameRate | undefined,
+): FrameRate {
+  if (fps === undefined) return declared ?? DEFAULT_FRAME_RATE;
+  try {
+    return parseFrameRate(fps, "--fps");
+  } catch (error) {
+    if (!(error instanceof FrameRateError)) throw error;
+    throw new RenderOptionError("--fps", error.message.replace(/^--fps: /, ""));
+  }
 }
 
 /** Checks fps, format, quality, workers; throws {@linkcode RenderOptionError}. */
 export function checkRenderOptions(options: RenderOptions): void {
-  const fps = options.fps ?? 30;
-  if (!Number.isInteger(fps) || fps < 1 || fps > 240) {
-    throw new RenderOptionError("--fps", `must be an integer from 1 to 240, got ${fps}`);
-  }
+  renderFrameRate(options.fps, undefined);
   if (options.format !== undefined && !RENDER_FORMATS.includes(options.format)) {
     throw new RenderOptionError(
       "--format",
@@ -380,12 +426,17 @@ export async function renderComposition<V extends object = Variables>(
   const started = performance.now();
   checkRenderOptions(options);
   const format = resolveRenderFormat(options.output, options.format);
-  const fps = format === "gif" ? Math.min(options.fps ?? 30, GIF_MAX_FPS) : options.fps ?? 30;
   const quality = options.quality ?? "standard";
   const hdr = options.hdr === true;
   const prepared = await prepareComposition(options);
   const { composition, problems } = prepared;
-  const total = frameCount(composition.duration, fps);
+  let frameRate = renderFrameRate(options.fps, composition.fps);
+  // GIF delays are whole hundredths of a second: a GIF renders at most GIF_MAX_FPS.
+  if (format === "gif" && frameRateValue(frameRate) > GIF_MAX_FPS) {
+    frameRate = { num: GIF_MAX_FPS, den: 1 };
+  }
+  const fps = frameRateValue(frameRate);
+  const total = frameCountOf(composition.duration, frameRate);
   const range = frameRange(options, total);
   const frames = range.to - range.from + 1;
   // Chunks do not depend on the worker count, so any --workers gives identical frames.
@@ -426,6 +477,7 @@ export async function renderComposition<V extends object = Variables>(
       seed: options.seed,
       epochMs: options.epochMs,
       outputSize: options.outputSize,
+      blockPrivateNetwork: options.blockPrivateNetwork,
       browser: options.browser,
       onWarning: options.onWarning,
       onStage: (stage) => {
@@ -511,7 +563,7 @@ export async function renderComposition<V extends object = Variables>(
         await encodeGif(ffmpeg, {
           pattern: framePattern,
           startNumber: range.from,
-          fps,
+          rate: ffmpegRate(frameRate),
           output: partial,
         });
         await rename(partial, output);
@@ -529,10 +581,11 @@ export async function renderComposition<V extends object = Variables>(
         const audible = await mixAudio(live.media, {
           ffmpeg,
           ffprobe: live.ffprobe,
-          duration: frames / fps,
-          startAt: range.from / fps,
+          duration: frameTime(frames, frameRate),
+          startAt: frameTime(range.from, frameRate),
           output: soundtrack,
           input: live.input,
+          inputArgs: live.inputArgs,
         });
         const joined = audible ? join(work, `joined.${video}`) : partial;
         if (chunkFiles.length === 1) {
@@ -558,13 +611,14 @@ export async function renderComposition<V extends object = Variables>(
       width: options.outputSize?.width ?? composition.width,
       height: options.outputSize?.height ?? composition.height,
       fps,
+      frameRate,
       format,
       quality,
       hdr,
       from: range.from,
       to: range.to,
       frames,
-      durationSeconds: frames / fps,
+      durationSeconds: frameTime(frames, frameRate),
       captureMode: session.browser.mode,
       workers,
       chunks: chunks.length,

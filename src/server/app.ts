@@ -14,6 +14,14 @@ import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
+import {
+  frameCountOf,
+  type FrameRate,
+  FrameRateError,
+  frameRateValue,
+  frameTime,
+  parseFrameRate,
+} from "../composition/frame_rate.ts";
 import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
 import { authenticate, type Caller } from "./accounts.ts";
 import {
@@ -41,7 +49,7 @@ import {
 import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
-import { CallbackUrlError, checkCallbackUrl } from "./webhooks.ts";
+import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "./webhooks.ts";
 import { fetchProjectUrl } from "./url_source.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
@@ -52,6 +60,8 @@ export interface AssetProject {
   width: number;
   height: number;
   duration: number;
+  /** The composition's `data-fps`, when it pins one. */
+  fps?: FrameRate;
   declarations: VariableDeclaration[];
 }
 
@@ -195,6 +205,7 @@ async function ingestProject(
         width: parsed.width,
         height: parsed.height,
         duration: parsed.duration,
+        ...(parsed.fps && { fps: parsed.fps }),
         declarations: parsed.declarations,
       };
     } catch (error) {
@@ -446,9 +457,23 @@ export function createApp(ctx: ServerContext): Hono {
     const who = await caller(c);
     const key = idempotencyKey(c);
     const body = await jsonBody(c);
-    const fps = body.fps ?? 30;
-    if (typeof fps !== "number" || !Number.isInteger(fps) || fps < 1 || fps > 240) {
-      throw invalid("fps", `must be an integer from 1 to 240, got ${JSON.stringify(fps)}`);
+    // 30, 29.97 (= 30000/1001) or "30000/1001"; the record keeps the rate's value num/den.
+    let givenRate: FrameRate | undefined;
+    if (body.fps !== undefined) {
+      if (typeof body.fps !== "number" && typeof body.fps !== "string") {
+        throw invalid(
+          "fps",
+          `must be a frame rate such as 30 or 29.97, got ${JSON.stringify(body.fps)}`,
+        );
+      }
+      try {
+        givenRate = parseFrameRate(body.fps, "fps");
+      } catch (error) {
+        if (error instanceof FrameRateError) {
+          throw invalid("fps", error.message.replace(/^fps: /, ""));
+        }
+        throw error;
+      }
     }
     const quality = enumField(body, "quality", QUALITIES, "standard");
     const format = enumField(body, "format", OUTPUT_FORMATS, "mp4");
@@ -474,9 +499,14 @@ export function createApp(ctx: ServerContext): Hono {
     let callbackUrl: string | null = null;
     if (body.callback_url !== undefined && body.callback_url !== null) {
       try {
-        callbackUrl = checkCallbackUrl(String(body.callback_url), {
+        const checked = checkCallbackUrl(String(body.callback_url), {
           allowHttpLoopback: ctx.allowHttpCallbacks,
-        }).href;
+        });
+        await checkCallbackTarget(checked, {
+          allowPrivate: ctx.allowPrivateUrls,
+          allowLoopback: ctx.allowHttpCallbacks,
+        });
+        callbackUrl = checked.href;
       } catch (error) {
         if (error instanceof CallbackUrlError) throw invalid("callback_url", error.message);
         throw error;
@@ -533,7 +563,10 @@ export function createApp(ctx: ServerContext): Hono {
           `variables.${problems[0].key}`,
         );
       }
-      const duration = Math.round(project.duration * fps) / fps;
+      // Without a given rate the composition's data-fps, else 30.
+      const rate = givenRate ?? project.fps ?? { num: 30, den: 1 };
+      const fps = frameRateValue(rate);
+      const duration = frameTime(frameCountOf(project.duration, rate), rate);
       const credits =
         Math.round(duration * CREDITS_PER_SECOND * RESOLUTION_MULTIPLIER[resolution] * 100) / 100;
       const id = randomId("rnd");
