@@ -106,6 +106,7 @@ export function registerRenderBatch(program: Command): void {
       Deno.addSignalListener("SIGTERM", stop);
       const encoder = new TextEncoder();
       let lastPrint = 0;
+      let lastShape = "";
       try {
         const result = await renderBatchLocal({
           target,
@@ -127,8 +128,11 @@ export function registerRenderBatch(program: Command): void {
           },
           onProgress: (p) => {
             const now = performance.now();
-            if (now - lastPrint < 2000 && p.rowsDone < p.rowsTotal) return;
+            // A line when rows start or finish, else at most one every 2 s.
+            const shape = `${p.active}/${p.rowsDone}`;
+            if (shape === lastShape && now - lastPrint < 2000) return;
             lastPrint = now;
+            lastShape = shape;
             Deno.stderr.writeSync(encoder.encode(progressLine(p) + "\n"));
           },
         });

@@ -225,7 +225,7 @@ const PRODUCT_HTML = `<!doctype html>
     { id: "price", type: "string", label: "Price", default: "$129" },
     {
       id: "image",
-      type: "string",
+      type: "image",
       label: "Product image: a path inside this project or an https URL",
       default: "assets/product.svg",
     },
@@ -239,8 +239,8 @@ const PRODUCT_HTML = `<!doctype html>
       <div id="price"></div>
     </div>
     <script>
-    // The image is a string variable holding a project path or URL (never inlined data);
-    // vid waits for it to load before capturing a frame.
+    // The image variable holds a project path or URL (never inlined data), checked to
+    // exist before the render; vid waits for it to load before capturing a frame.
     const v = window.__vid.getVariables();
     const stage = document.getElementById("stage");
     stage.style.setProperty("--bg", String(v.background));
@@ -305,7 +305,7 @@ export const STARTERS: readonly Starter[] = [
   },
   {
     name: "product-card",
-    description: "square product card (1080x1080, 5 s) with the product image as a variable",
+    description: "square product card (1080x1080, 5 s) with the product image as an image variable",
     width: 1080,
     height: 1080,
     duration: 5,
