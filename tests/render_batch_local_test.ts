@@ -217,6 +217,39 @@ describe("vid render-batch (local)", () => {
   });
 });
 
+describe("renderBatchLocal (SDK): output keys", () => {
+  it("--dry-run: keys that leave the output folder or name no format fail to start", async () => {
+    const dir = await makeProject(batchHtml(0.5));
+    const file = `${dir}/rows.jsonl`;
+    await Deno.writeTextFile(
+      file,
+      ["ok/a.gif", "../escape.mp4", "/abs.mp4", "b.mkv", "c.mp4"].map((key) =>
+        JSON.stringify({ outputKey: key })
+      ).join("\n"),
+    );
+    const { rows } = await renderBatchLocal({
+      target: dir,
+      batchFile: file,
+      outDir: `${dir}/out`,
+      dryRun: true,
+      onWarning: () => {},
+    });
+    assert.deepEqual(rows.map((r) => r.status), [
+      "would-invoke",
+      "failed-to-start",
+      "failed-to-start",
+      "failed-to-start",
+      "would-invoke",
+    ]);
+    assert.match(rows[1].error!, /^line 2: "outputKey" \.\.\/escape\.mp4 leaves the output folder/);
+    assert.match(rows[2].error!, /^line 3: "outputKey" \/abs\.mp4 leaves the output folder/);
+    assert.match(rows[3].error!, /^line 4: "outputKey": no output format writes \.mkv files/);
+    assert.equal(rows[0].output, `${dir}/out/ok/a.gif`);
+    await assert.rejects(Deno.stat(`${dir}/out`), "a dry run writes nothing");
+    await Deno.remove(dir, { recursive: true });
+  });
+});
+
 describe("renderBatchLocal (SDK): interruption and resume", () => {
   it("an abort after the first row leaves the rest not-started; a rerun renders only them", async () => {
     const dir = await makeProject(batchHtml(0.5));
