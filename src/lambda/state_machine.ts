@@ -192,11 +192,17 @@ export type TaskPayload = PlanPayload | RenderChunkPayload | AssemblePayload;
  * ```
  */
 export function planChunks(input: ExecutionInput, totalFrames: number): PlanResult {
-  const { chunkSize, targetChunkFrames, maxParallelChunks } = input.config;
+  const { chunkSize, targetChunkFrames, maxParallelChunks, fps } = input.config;
   return {
     totalFrames,
     maxParallelChunks: maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS,
-    chunks: chunkPlan({ frames: totalFrames, chunkSize, targetChunkFrames, maxParallelChunks }),
+    chunks: chunkPlan({
+      frames: totalFrames,
+      fps: fps ?? 30,
+      chunkSize,
+      targetChunkFrames,
+      maxParallelChunks,
+    }),
   };
 }
 

@@ -99,6 +99,7 @@ export function timeCapWarning(
     : Math.max(
       ...chunkPlan({
         frames: options.frames,
+        fps: config.fps,
         chunkSize: config.chunkSize,
         targetChunkFrames: config.targetChunkFrames,
         maxParallelChunks: config.maxParallelChunks,

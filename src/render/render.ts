@@ -14,7 +14,7 @@ import type { VariableProblem } from "../composition/errors.ts";
 import type { CaptureMode } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
 import type { CapturePreference } from "./capture_mode.ts";
-import { type Chunk, chunkPlan } from "./chunk_plan.ts";
+import { type Chunk, chunkPlan, gopFrames } from "./chunk_plan.ts";
 import {
   concatChunks,
   OUTPUT_FORMATS,
@@ -119,7 +119,10 @@ export interface RenderOptions extends CompositionSource {
    * composition's size
    */
   outputSize?: { width: number; height: number };
-  /** Frames per chunk (each chunk is one closed-GOP segment). @default 60 */
+  /**
+   * Frames per chunk; chunks hold whole GOP grid cells of 1 second (see `chunkPlan`),
+   * so any chunk size gives the same frames. @default 2 x fps (two cells)
+   */
   chunkSize?: number;
   /** Render only frames `from`..`to` (inclusive). */
   frames?: { from: number; to: number };
@@ -177,8 +180,8 @@ export interface RenderResult {
   warnings: VariableProblem[];
 }
 
-/** Frames per chunk of a local render; workers pull chunks from a queue. */
-export const LOCAL_CHUNK_FRAMES = 60;
+/** GOP grid cells per chunk of a local render (2 seconds); workers pull chunks from a queue. */
+export const LOCAL_CHUNK_CELLS = 2;
 
 /** Default worker count for this machine. */
 export function defaultWorkers(): number {
@@ -272,11 +275,13 @@ export async function renderComposition<V extends object = Variables>(
   const total = frameCount(composition.duration, fps);
   const range = frameRange(options, total);
   const frames = range.to - range.from + 1;
-  // Chunks do not depend on the worker count, so any --workers gives identical frames.
-  const chunkSize = options.chunkSize ?? LOCAL_CHUNK_FRAMES;
+  // Every GOP grid cell is its own encoder run,
+  // so neither --workers nor the chunk size changes a frame.
+  const chunkSize = options.chunkSize ?? LOCAL_CHUNK_CELLS * gopFrames(fps);
   const chunks = chunkPlan({
     from: range.from,
     frames,
+    fps,
     chunkSize,
     maxParallelChunks: Math.ceil(frames / chunkSize),
   });
@@ -387,12 +392,14 @@ export async function renderComposition<V extends object = Variables>(
         input: session.input,
       });
       const joined = audible ? join(work, `joined.${format}`) : partial;
+      const list = join(work, "chunks.txt");
+      const timing = { fps, frames: chunks.map((c) => c.frames) };
       if (chunkFiles.length === 1) {
         await rename(chunkFiles[0], joined).catch(async () => {
-          await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, format);
+          await concatChunks(ffmpeg, chunkFiles, list, joined, format, timing);
         });
       } else {
-        await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, format);
+        await concatChunks(ffmpeg, chunkFiles, list, joined, format, timing);
       }
       if (audible) await muxAudio(ffmpeg, joined, soundtrack, partial, format);
       await rename(partial, output);

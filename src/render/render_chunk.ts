@@ -12,7 +12,7 @@ import { runtimeScript } from "../runtime/page_runtime.ts";
 import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
 import { type Capturer, createCapturer, seekFrame } from "./capture.ts";
-import type { Chunk } from "./chunk_plan.ts";
+import { type Chunk, gopFrames } from "./chunk_plan.ts";
 import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
 import { type Encoder, hasAlpha, type OutputFormat, type Quality, startEncoder } from "./encode.ts";
 
@@ -134,6 +134,8 @@ export async function renderRange(
     frameFormat: alpha ? "png" : "jpeg",
     hdr: out.hdr,
     outputSize: spec.outputSize,
+    // One encoder run per GOP grid cell: chunks start on the grid (see chunk_plan.ts).
+    cellFrames: gopFrames(spec.fps),
   });
   const abort = () => encoder.abort();
   signal?.addEventListener("abort", abort);
