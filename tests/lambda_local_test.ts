@@ -565,10 +565,11 @@ async function processTable(): Promise<Map<number, { ppid: number; comm: string 
 describe("a worker SIGKILLed mid-chunk (real worker)", () => {
   let stack: LocalStack;
   let project: string;
+  const logs: string[] = [];
 
   before(async () => {
     [stack, project] = await Promise.all([
-      startLocalStack(),
+      startLocalStack({ onLog: (text) => logs.push(text) }),
       // 100 frames at 10 fps in one chunk: long enough to be caught rendering.
       makeProject(compositionHtml(`<div id="box"></div>`, { id: "lambda-killed", duration: 10 })),
     ]);
@@ -625,6 +626,13 @@ describe("a worker SIGKILLed mid-chunk (real worker)", () => {
 
     const out = await rendering;
     assert.equal(out.code, 0, out.stdout + out.stderr);
+    // The stack's log says what happened to the worker.
+    assert.ok(
+      logs.some((line) =>
+        line.includes(`worker ${worker} exited with signal SIGKILL during a task`)
+      ),
+      logs.join(""),
+    );
     assert.match(
       out.stderr,
       /chunk 0 attempt 2 \(retried after Lambda\.Unknown: worker process exited with signal SIGKILL/,

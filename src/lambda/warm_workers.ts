@@ -376,11 +376,16 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
       if (outcome === undefined) {
         track(worker.done);
         const status = await worker.exited;
+        const how = status.signal ? `signal ${status.signal}` : `code ${status.code}`;
+        // In the stack's log too: the workflow retries the task, which would otherwise be
+        // visible only in the execution history.
+        options.onLog?.(
+          `worker ${worker.pid} exited with ${how} during a task; its process group ` +
+            `(browsers, ffmpeg) was killed and the task fails with Lambda.Unknown\n`,
+        );
         throw new InvocationError(
           "Lambda.Unknown",
-          `worker process exited with ${
-            status.signal ? `signal ${status.signal}` : `code ${status.code}`
-          } without a result: ${worker.stderrTail}`,
+          `worker process exited with ${how} without a result: ${worker.stderrTail}`,
         );
       }
       busy.delete(worker);
