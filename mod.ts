@@ -30,6 +30,7 @@ export {
 } from "./src/composition/composition.ts";
 export { isCssColor } from "./src/composition/color.ts";
 export {
+  ACCEPTED_VARIABLE_TYPES,
   type DeclarationsResult,
   DeclarationsSyntaxError,
   type DroppedDeclaration,
@@ -48,15 +49,27 @@ export {
   VariablesInputError,
 } from "./src/composition/errors.ts";
 export {
+  type CheckOptions,
   checkOverrides,
   loadOverrides,
   mergeVariables,
+  nearestName,
   type OverrideSources,
   parseInlineVariables,
   readVariablesFile,
   type ResolvedVariables,
   resolveVariables,
 } from "./src/composition/variables.ts";
+export {
+  ffmpegRate,
+  formatFrameRate,
+  frameCountOf,
+  type FrameRate,
+  FrameRateError,
+  frameRateValue,
+  frameTime,
+  parseFrameRate,
+} from "./src/composition/frame_rate.ts";
 export {
   checkTypeName,
   JSON_SCHEMA_DIALECT,
@@ -99,10 +112,12 @@ export { type CaptureMode } from "./src/render/browser.ts";
 export { type CapturePreference } from "./src/render/capture_mode.ts";
 export { type CompositionSource } from "./src/render/session.ts";
 export { type PackagedFile } from "./src/project/package.ts";
-export { PageError } from "./src/render/capture.ts";
+export { PageError, type PageErrorDetails, type PageErrorSource } from "./src/render/page_error.ts";
 export { MissingDependencyError } from "./src/render/system.ts";
 export {
   type MediaDescriptor,
+  type PageErrorRecord,
+  type PageStackFrame,
   type RuntimeConfig,
   runtimeScript,
   type VidPageApi,

@@ -79,6 +79,8 @@ describe("chunkPlan on the GOP grid", () => {
   it("has cells of one second", () => {
     assert.equal(gopFrames(30), 30);
     assert.equal(gopFrames(5), 5);
+    assert.equal(gopFrames(30000 / 1001), 30, "29.97: rounded to whole frames");
+    assert.equal(gopFrames(12.5), 13);
   });
 
   it("rounds chunk sizes to whole cells; only the last chunk ends off the grid", () => {
@@ -225,7 +227,7 @@ describe("chunkPlan errors", () => {
     ["maxParallelChunks", 0],
     ["maxParallelChunks", 0.5],
     ["fps", 0],
-    ["fps", 2.5],
+    ["fps", Number.NaN],
     ["from", -1],
     ["from", 1.5],
   ];

@@ -196,7 +196,9 @@ describe("vid lambda on the local stack", () => {
         { env: stack.env },
       );
       assert.notEqual(out.code, 0, out.stdout);
-      const message = /error: chunk 1 \(frames 10-19\) failed: frame 15: .*logo service down/;
+      // The page's file, line and column come along from the chunk worker.
+      const message =
+        /error: chunk 1 \(frames 10-19\) failed: frame 15: .*logo service down at index\.html:7:35/;
       assert.match(out.stderr, message);
       assert.doesNotMatch(out.stderr, /errorType/);
       const id = out.stderr.match(/started (\S+)/)![1];

@@ -356,8 +356,9 @@ describe("vid server with the distributed backend (local stack)", () => {
         assert.equal((await api(server.url, key, "/v3/me")).body.credits, before - 1);
         const done = await waitFor(server.url, key, id, finished);
         assert.equal(done.status, "failed");
+        // The page's file, line and column travel from the Lambda chunk to the API.
         const message = "distributed render failed: chunk 0 (frames 0-29) failed: frame 15: " +
-          "the page threw Error: logo service down";
+          "the page threw Error: logo service down at index.html:7:35";
         assert.equal(done.error, message);
         assert.equal(done.video_url, null);
         assert.equal((await api(server.url, key, "/v3/me")).body.credits, before, "refunded");

@@ -48,6 +48,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import process from "node:process";
 import { frameCount } from "../src/render/render.ts";
+import { frameRateValue, parseFrameRate } from "../src/composition/frame_rate.ts";
 import { renderChunk } from "../src/render/render_chunk.ts";
 import { concatChunks, type OutputFormat, type Quality } from "../src/render/encode.ts";
 import { mixAudio, muxAudio } from "../src/render/media.ts";
@@ -286,8 +287,9 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
 // ---------------------------------------------------------------------------------------
 // Helpers
 
+/** The rate's value num/den; `config.fps` may be written `29.97` or `"30000/1001"`. */
 function fps(input: ExecutionInput): number {
-  return input.config.fps ?? 30;
+  return frameRateValue(parseFrameRate(input.config.fps ?? 30, "config.fps"));
 }
 
 function formatOf(input: ExecutionInput): OutputFormat {

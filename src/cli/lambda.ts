@@ -24,7 +24,15 @@ import {
   siteHandleFromId,
 } from "../lambda/sdk.ts";
 import { printBatchProgress, registerLambdaBatch } from "./lambda_batch.ts";
-import { EXIT, integerIn, positiveInteger, reportError, VARIABLES_HELP, warn } from "./shared.ts";
+import {
+  EXIT,
+  frameRateArg,
+  integerIn,
+  positiveInteger,
+  reportError,
+  VARIABLES_HELP,
+  warn,
+} from "./shared.ts";
 
 export const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
   "  --bucket, VID_LAMBDA_BUCKET          render bucket (RenderBucketName)\n" +
@@ -365,9 +373,9 @@ export function registerLambda(program: Command): void {
       positiveInteger("--height"),
     )
     .option(
-      "--fps <n>",
-      "frames per second, integer 1-240 (default: 30)",
-      integerIn("--fps", 1, 240),
+      "--fps <rate>",
+      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30)",
+      frameRateArg("--fps"),
     )
     .addOption(
       new Option("--format <format>", "output format (default: mp4)").choices(LAMBDA_FORMATS),

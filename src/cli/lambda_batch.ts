@@ -27,7 +27,7 @@ import {
   LambdaUsageError,
   renderConfigFrom,
 } from "./lambda.ts";
-import { EXIT, integerIn, positiveInteger, warn } from "./shared.ts";
+import { EXIT, frameRateArg, positiveInteger, warn } from "./shared.ts";
 
 const RESERVED_ENV = "VID_LAMBDA_RESERVED_CONCURRENCY";
 
@@ -106,9 +106,9 @@ export function registerLambdaBatch(lambda: Command): void {
       positiveInteger("--height"),
     )
     .option(
-      "--fps <n>",
-      "frames per second, integer 1-240 (default: 30)",
-      integerIn("--fps", 1, 240),
+      "--fps <rate>",
+      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30)",
+      frameRateArg("--fps"),
     )
     .addOption(
       new Option("--format <format>", "output format (default: mp4)").choices(LAMBDA_FORMATS),

@@ -50,6 +50,7 @@
  * @module
  */
 
+import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { type Chunk, chunkPlan, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 import type { ExecutionInput } from "./config.ts";
 
@@ -198,7 +199,8 @@ export function planChunks(input: ExecutionInput, totalFrames: number): PlanResu
     maxParallelChunks: maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS,
     chunks: chunkPlan({
       frames: totalFrames,
-      fps: fps ?? 30,
+      // The rate the worker renders at: the GOP grid is a second of its frames.
+      fps: frameRateValue(parseFrameRate(fps ?? 30, "config.fps")),
       chunkSize,
       targetChunkFrames,
       maxParallelChunks,

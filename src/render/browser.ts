@@ -8,7 +8,7 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -211,6 +211,20 @@ function killOnExit(browser: { pid: number; profile: string; ownGroup: boolean }
   });
 }
 
+/** Folder where running browsers are recorded, see {@linkcode recordBrowsersIn}. */
+let browserRecords: string | undefined;
+
+/**
+ * Records every browser this process launches from now on as `<dir>/browser-<pid>.json`
+ * (`{ pid, owner, profile }`; the pid is also its process group) while it runs. A browser
+ * lives in its own process group, so it outlives an owner killed with SIGKILL; the owner's
+ * successor reads these records to kill what was left (the render server does, on start).
+ * `undefined` stops recording.
+ */
+export function recordBrowsersIn(dir: string | undefined): void {
+  browserRecords = dir;
+}
+
 /**
  * Starts a browser for `mode` and connects to it over CDP.
  *
@@ -249,6 +263,11 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
   const live = { pid: child.pid!, profile, ownGroup };
   killOnExit(live);
   child.once("exit", () => LIVE_BROWSERS.delete(live));
+  if (browserRecords && child.pid) {
+    const record = join(browserRecords, `browser-${child.pid}.json`);
+    writeFileSync(record, JSON.stringify({ pid: child.pid, owner: process.pid, profile }));
+    child.once("exit", () => rmSync(record, { force: true }));
+  }
   const timeoutMs = options.timeoutMs ?? 30000;
   let stderr = "";
   let url: string;

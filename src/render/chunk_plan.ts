@@ -8,14 +8,14 @@
  * ceil(frames / chunkSize) and is capped by `maxParallelChunks`.
  *
  * The GOP grid: the range is cut into cells of {@linkcode gopFrames}(fps) = fps frames
- * (1 second) from its first frame, the last cell possibly shorter. Every cell is encoded
+ * (1 second; rounded for a rational rate) from its first frame, the last cell possibly shorter. Every cell is encoded
  * by its own encoder run (`startEncoder`'s `cellFrames`), so a cell's bytes do not depend
  * on the chunk it falls in, and a distributed render is frame-identical to a local one for
  * any chunk plan. Chunks therefore hold whole cells: the count is also capped by the
  * number of cells, and cells are spread evenly (the first chunks take the extra cell), so
  * chunk sizes are multiples of the grid, differ by at most one cell, and only the last
- * chunk ends off the grid (at the last frame). A cell is a whole number of seconds, so a
- * join falls on a timestamp every container time base holds exactly.
+ * chunk ends off the grid (at the last frame). At an integer rate a cell is a whole second,
+ * so a join falls on a timestamp every container time base holds exactly.
  *
  * @module
  */
@@ -28,16 +28,18 @@ export const DEFAULT_MAX_PARALLEL_CHUNKS = 16;
 export const GOP_SECONDS = 1;
 
 /**
- * Frames of one GOP grid cell at `fps`: 1 second. Chunks hold whole cells and every cell
- * is one encoder run (one closed GOP starting on a keyframe).
+ * Frames of one GOP grid cell at `fps`: 1 second, `fps` frames (rounded for a rational
+ * rate: 30 frames at 29.97). Chunks hold whole cells and every cell is one encoder run
+ * (one closed GOP starting on a keyframe).
  *
  * @example
  * ```ts
  * gopFrames(30); // 30
+ * gopFrames(30000 / 1001); // 30
  * ```
  */
 export function gopFrames(fps: number): number {
-  return GOP_SECONDS * fps;
+  return Math.max(1, Math.round(GOP_SECONDS * fps));
 }
 
 /** One contiguous frame range, inclusive on both ends. */
@@ -58,7 +60,10 @@ export interface ChunkPlanOptions {
   from?: number;
   /** Number of frames in the range. */
   frames: number;
-  /** Frames per second: sets the GOP grid ({@linkcode gopFrames}). @default 30 */
+  /**
+   * Frames per second (num / den for a rational rate): sets the GOP grid
+   * ({@linkcode gopFrames}). @default 30
+   */
   fps?: number;
   /** Frames per chunk. @default 240 */
   chunkSize?: number;
@@ -87,6 +92,12 @@ export class ChunkPlanError extends Error {
   }
 }
 
+function positiveRate(value: number | undefined): void {
+  if (value !== undefined && !(Number.isFinite(value) && value > 0)) {
+    throw new ChunkPlanError("fps", value, "a positive number of frames per second");
+  }
+}
+
 function positive(field: string, value: number | undefined): void {
   if (value !== undefined && (!Number.isInteger(value) || value <= 0)) {
     throw new ChunkPlanError(field, value);
@@ -103,7 +114,7 @@ function cellCount(options: ChunkPlanOptions): number {
  */
 export function chunkCount(options: ChunkPlanOptions): number {
   positive("frames", options.frames);
-  positive("fps", options.fps);
+  positiveRate(options.fps);
   positive("chunkSize", options.chunkSize);
   positive("targetChunkFrames", options.targetChunkFrames);
   positive("maxParallelChunks", options.maxParallelChunks);

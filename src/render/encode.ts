@@ -35,6 +35,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
+import { ffmpegRate, type FrameRate, parseFrameRate } from "../composition/frame_rate.ts";
 
 /** Output container and codec family. */
 export type OutputFormat = "mp4" | "webm" | "mov";
@@ -234,6 +235,17 @@ function videoFilters(
   return filters.length > 0 ? ["-vf", filters.join(",")] : [];
 }
 
+/**
+ * For a rational rate in mp4/mov, the movie timescale of the rate's numerator: the
+ * default (1000) rounds a chunk of 10 frames at 30000/1001 to 334 ms, the concat demuxer
+ * then places the next chunk late and the joined file no longer reads 30000/1001.
+ */
+function movieTimescale(format: OutputFormat, rate: FrameRate): string[] {
+  return rate.den > 1 && (format === "mp4" || format === "mov")
+    ? ["-movie_timescale", String(rate.num)]
+    : [];
+}
+
 /** Per ffmpeg binary: the option that keeps the input timestamps, probed once. */
 const passthroughOption = new Map<string, string>();
 
@@ -255,6 +267,7 @@ function timestampPassthrough(ffmpeg: string): string[] {
 
 /** One ffmpeg process encoding the frames written to it into `output`. */
 function startRun(options: EncoderOptions, output: string): Encoder {
+  const rate = parseFrameRate(options.fps);
   const args = [
     "-hide_banner",
     "-loglevel",
@@ -263,16 +276,18 @@ function startRun(options: EncoderOptions, output: string): Encoder {
     "-f",
     "image2pipe",
     "-framerate",
-    String(options.fps),
+    ffmpegRate(rate),
     "-c:v",
     options.frameFormat === "jpeg" ? "mjpeg" : "png",
     "-i",
     "pipe:0",
     ...videoFilters(options.width, options.height, options.hdr === true, options.outputSize),
     ...codecArgs(options.format, options.quality, options.hdr === true),
+    ...movieTimescale(options.format, rate),
     ...timestampPassthrough(options.ffmpeg),
+    // The exact fraction (30000/1001), so the container says 29.97 rather than 2997/100.
     "-r",
-    String(options.fps),
+    ffmpegRate(rate),
     output,
   ];
   const child = spawn(options.ffmpeg, args, { stdio: ["pipe", "ignore", "pipe"] });

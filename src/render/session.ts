@@ -70,11 +70,14 @@ export async function prepareComposition(source: CompositionSource): Promise<Pre
     variables: source.variables,
     variablesFile: source.variablesFile,
     strict: source.strictVariables,
+    projectDir: composition.projectDir,
   });
   let { values, problems } = resolved;
   if (source.values) {
     const overrides = { ...resolved.overrides, ...source.values };
-    problems = checkOverrides(composition.declarations, overrides);
+    problems = checkOverrides(composition.declarations, overrides, {
+      projectDir: composition.projectDir,
+    });
     if (source.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
     values = mergeVariables(composition.declarations, overrides);
   }

@@ -51,7 +51,7 @@ async function renderLocally(ctx: ServerContext, job: RenderJob, signal: AbortSi
       onProgress: (p) => job.setProgress(p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0),
     });
     const thumbnail = join(dir, "thumbnail.jpg");
-    await thumbnailFromVideo(video, job.durationSeconds, thumbnail);
+    await thumbnailFromVideo(video, job.durationSeconds, thumbnail, job.request.fps);
     await ctx.storage.putFile(`renders/${job.id}/video.${request.format}`, video);
     await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
   } finally {
