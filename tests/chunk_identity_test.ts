@@ -12,7 +12,8 @@
  * and a tone. Compared: `ffmpeg -f framemd5` of the decoded frames, and of the video and
  * audio packets as stored (`-c copy`: bytes and timestamps in the stream's own time base,
  * so a drift of a fraction of a frame at a join shows). webm (VP9) and mov (ProRes) joins
- * are checked with local renders of 1 and 5 chunks against the default plan.
+ * are checked with local renders of 1 and 5 chunks against the default plan, and a rational
+ * rate (29.97: cells of 30 frames, 1.001 s) with 1 and 2 chunks.
  *
  * @module
  */
@@ -92,8 +93,13 @@ function differing(a: string[], b: string[]): number {
     a.filter((line, i) => line === b[i]).length;
 }
 
-function assertSame(actual: Fingerprint, expected: Fingerprint, what: string): void {
-  assert.equal(actual.frames.length, FRAMES, `${what}: frame count`);
+function assertSame(
+  actual: Fingerprint,
+  expected: Fingerprint,
+  what: string,
+  frames = FRAMES,
+): void {
+  assert.equal(actual.frames.length, frames, `${what}: frame count`);
   assert.equal(differing(actual.frames, expected.frames), 0, `${what}: decoded frames differ`);
   assert.equal(
     differing(actual.videoPackets, expected.videoPackets),
@@ -243,6 +249,24 @@ describe("distributed render = local render, for any chunk plan", () => {
       const { plan, file } = await distributed(chunkSize, `r-identity-${chunkSize}`);
       assert.deepEqual(plan.chunks.map((c) => [c.from, c.to]), ranges);
       assertSame(await fingerprint(file), reference, `${ranges.length} chunk(s)`);
+    }
+  });
+
+  it("29.97 fps (30000/1001): 1 and 2 chunks of 30-frame cells give the same mp4 and webm", async () => {
+    for (const format of ["mp4", "webm"] as const) {
+      const render = async (chunkSize: number) =>
+        await fingerprint(
+          (await renderComposition({
+            target: project,
+            output: join(scratch, `ntsc-${chunkSize}.${format}`),
+            fps: "30000/1001",
+            frames: { from: 0, to: 59 },
+            format,
+            chunkSize,
+            epochMs: EPOCH_MS,
+          })).output,
+        );
+      assertSame(await render(30), await render(60), `29.97 ${format}`, 60);
     }
   });
 
