@@ -157,7 +157,7 @@ validateConfig({
 export { done };
 `;
 
-/** Must not type-check: `fps` is a number. */
+/** Must not type-check: `chunkSize` is a number (`fps` also takes "30000/1001"). */
 const BAD_CONSUMER = `
 import { deploySite, renderToLambda } from "${NPM_PACKAGE_NAME}";
 
@@ -166,7 +166,7 @@ await renderToLambda({
   siteHandle,
   bucketName: "b",
   stateMachineArn: "arn:aws:states:us-east-1:000000000000:stateMachine:vid-render",
-  config: { fps: "thirty" },
+  config: { chunkSize: "ten" },
 });
 `;
 
@@ -450,7 +450,7 @@ describe("the npm package in a fresh Node project", () => {
     const good = await run(tsc, ["--noEmit", "-p", "tsconfig.json"], consumer);
     assert.equal(good.code, 0, good.stdout + good.stderr);
     const bad = await run(tsc, ["--noEmit", "-p", "tsconfig.bad.json"], consumer);
-    assert.notEqual(bad.code, 0, "a string fps must not type-check");
+    assert.notEqual(bad.code, 0, "a string chunkSize must not type-check");
     assert.match(
       bad.stdout,
       /bad\.mts\(9,\d+\): error TS2322: Type 'string' is not assignable to type 'number'/,
