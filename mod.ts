@@ -163,12 +163,14 @@ export {
   type WorkflowFunctions,
 } from "./src/lambda/state_machine.ts";
 export {
+  BATCH_RERUN_VALUES,
   type BatchEntry,
   BatchInputError,
   type BatchManifestRow,
   type BatchProgress,
   type BatchProgressOptions,
   batchRenderId,
+  type BatchRerun,
   type BatchRowProgress,
   type BatchRowStatus,
   type BatchSummary,
@@ -180,6 +182,29 @@ export {
   type RenderBatchOptions,
   summarizeBatch,
 } from "./src/lambda/batch.ts";
+export {
+  listSites,
+  type LoadedSite,
+  loadSite,
+  type LoadSiteOptions,
+  removeSite,
+  type SiteOptions,
+  type SiteSummary,
+} from "./src/lambda/sites.ts";
+export {
+  cancelRender,
+  type CancelRenderOptions,
+  type CancelResult,
+  downloadRender,
+  type DownloadRenderOptions,
+  type RenderOutput,
+  renderOutput,
+  renderOutputUrl,
+  type RenderOutputUrlOptions,
+  type RenderRef,
+  RenderStateError,
+} from "./src/lambda/renders.ts";
+export { StackError } from "./src/lambda/stack_error.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
   type ChunkEstimateInput,

@@ -211,6 +211,8 @@ describe("Lambda worker bundle under Node 22", () => {
       AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
       VID_CHUNK_PREFIX: "chunks/",
       TMPDIR: workerTmp,
+      // The webhook receiver is on loopback, which the worker's network guard refuses.
+      VID_ALLOW_PRIVATE_URLS: "1",
     };
     const driver = [join(scratch, "driver.mjs"), join(bundleDir, "index.mjs")];
     const result = JSON.parse(await run(node, [...driver, JSON.stringify(input)], { env }));

@@ -64,7 +64,8 @@ export function registerServer(program: Command): void {
     .option("--allow-http-callbacks", "accept http:// callback URLs to loopback (development)")
     .option(
       "--allow-private-urls",
-      "let url render sources reach private/loopback hosts (development)",
+      "let renders reach private/loopback hosts: url sources, pages, remote media, webhooks " +
+        "(development)",
     )
     .option(
       "--render-backend <kind>",

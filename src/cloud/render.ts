@@ -273,6 +273,8 @@ export async function cloudRender(
     const pkg = await packageProject(projectDir, {
       composition,
       maxBytes: CLOUD_MAX_UPLOAD_BYTES,
+      // A previous download to -o inside the project is never uploaded with it.
+      exclude: options.output !== undefined ? [options.output] : undefined,
     });
     for (const warning of pkg.warnings ?? []) warn(warning);
     if (options.dryRun) {

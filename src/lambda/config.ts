@@ -120,6 +120,12 @@ export interface ExecutionInput {
 export interface ValidateConfigOptions {
   /** Reserved concurrency of the render function (`vid lambda deploy --concurrency`). */
   reservedConcurrency?: number;
+  /**
+   * Frames of the render, when known: the throttling warning then compares the reserved
+   * concurrency with the render's own chunk count instead of `maxParallelChunks`, so a
+   * render of a few chunks does not warn. @default unknown
+   */
+  frames?: number;
   /** Receives warnings (throttling). @default console.warn */
   onWarning?(message: string): void;
 }
@@ -433,10 +439,22 @@ export function validateConfig(
       );
     }
     const maxParallelChunks = input.config.maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS;
-    if (reservedConcurrency < maxParallelChunks) {
+    const frames = options.frames;
+    const chunks = frames !== undefined && Number.isInteger(frames) && frames > 0
+      ? chunkCount({
+        frames,
+        chunkSize: input.config.chunkSize,
+        targetChunkFrames: input.config.targetChunkFrames,
+        maxParallelChunks: input.config.maxParallelChunks,
+      })
+      : undefined;
+    if (reservedConcurrency < (chunks ?? maxParallelChunks)) {
+      const what = chunks !== undefined
+        ? `the render's ${chunks} chunks`
+        : `maxParallelChunks (${maxParallelChunks})`;
       (options.onWarning ?? console.warn)(
         `reserved concurrency of the render function (${reservedConcurrency}) is lower than ` +
-          `maxParallelChunks (${maxParallelChunks}): renders will be throttled, chunks waiting ` +
+          `${what}: renders will be throttled, chunks waiting ` +
           "for a free function instance. Deploy with a higher --concurrency or lower " +
           "--max-parallel-chunks",
       );

@@ -117,8 +117,11 @@ export interface WarmWorkersStats {
 
 /** A pool of warm worker processes. */
 export interface WarmWorkers {
-  /** Runs one invocation: the handler's result, or a throw named as Lambda names it. */
-  invoke(payload: unknown): Promise<unknown>;
+  /**
+   * Runs one invocation: the handler's result, or a throw named as Lambda names it.
+   * `onStart` is called once it has a free process slot (the wait for one is not run time).
+   */
+  invoke(payload: unknown, onStart?: () => void): Promise<unknown>;
   /** Counters, for tests and measurements. */
   stats(): WarmWorkersStats;
   /** Ends every process, busy ones included; later invocations fail. */
@@ -331,11 +334,12 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
     idle.push(worker);
   };
 
-  const invoke = async (payload: unknown): Promise<unknown> => {
+  const invoke = async (payload: unknown, onStart?: () => void): Promise<unknown> => {
     if (closed) throw new InvocationError("Lambda.Unknown", "the local stack is closed");
     await acquire();
     try {
       if (closed) throw new InvocationError("Lambda.Unknown", "the local stack is closed");
+      onStart?.();
       return await invokeNow(payload);
     } finally {
       release();

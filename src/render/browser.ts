@@ -80,6 +80,8 @@ export interface LaunchOptions {
    * per-page emulated scale, so the scale is a launch flag. @default 1
    */
   scale?: number;
+  /** Network guard flags (`guardLaunchFlags` of `src/net/guard_proxy.ts`). */
+  networkFlags?: readonly string[];
 }
 
 /** A running browser. */
@@ -241,6 +243,7 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
     ...COMMON_FLAGS,
     ...(options.mode === "beginframe" ? BEGIN_FRAME_FLAGS : []),
     ...extraFlags(),
+    ...(options.networkFlags ?? []),
     `--user-data-dir=${profile}`,
     ...(options.scale && options.scale !== 1
       ? [`--force-device-scale-factor=${options.scale}`]

@@ -147,6 +147,13 @@ export interface RenderOptions extends CompositionSource {
   onProgress?: (progress: RenderProgress) => void;
   /** Aborts the render: workers and ffmpeg stop, temp files are removed. */
   signal?: AbortSignal;
+  /**
+   * Keep the render off private networks, for renders of other people's compositions
+   * (`vid server`, the Lambda worker): the page, its iframes, fetch/XHR, WebSocket,
+   * every redirect hop and all media downloads reach public addresses only, plus the
+   * render's own project files. @default false
+   */
+  blockPrivateNetwork?: boolean;
 }
 
 /** What a finished render produced. */
@@ -348,6 +355,7 @@ export async function renderComposition<V extends object = Variables>(
       seed: options.seed,
       epochMs: options.epochMs,
       outputSize: options.outputSize,
+      blockPrivateNetwork: options.blockPrivateNetwork,
       onWarning: options.onWarning,
       onStage: (stage) => {
         progress.stage = stage;
@@ -428,6 +436,7 @@ export async function renderComposition<V extends object = Variables>(
         startAt: frameTime(range.from, frameRate),
         output: soundtrack,
         input: session.input,
+        inputArgs: session.inputArgs,
       });
       const joined = audible ? join(work, `joined.${format}`) : partial;
       const list = join(work, "chunks.txt");

@@ -21,6 +21,8 @@ import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import type { OutputFormat } from "./encode.ts";
 import { discoverMedia, prepareVideoProxies } from "./media.ts";
 import { fetchRemoteMedia } from "./remote.ts";
+import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
+import { guardLaunchFlags, type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
 import type { PageSpec } from "./render_chunk.ts";
 import { type ProjectServer, serveProject } from "./serve.ts";
 import { requireFfmpeg, requireFfprobe } from "./system.ts";
@@ -124,6 +126,14 @@ export interface SessionOptions {
   onWarning?: (message: string) => void;
   /** Told when the session starts preparing media. */
   onStage?: (stage: "preparing media") => void;
+  /**
+   * Keep the render off private networks (server-side renders): every request of the
+   * page (navigation, sub-resources, iframes, fetch/XHR, WebSocket, each redirect hop)
+   * goes through a guard proxy that lets through only public addresses and this render's
+   * own project server; remote media and media ffmpeg reads are held to the same rule.
+   * @default false
+   */
+  blockPrivateNetwork?: boolean;
 }
 
 /** A ready-to-capture render environment. Close it when done. */
@@ -139,6 +149,8 @@ export interface RenderSession {
   readonly media: MediaDescriptor[];
   /** What ffmpeg reads for a page URL (the local copy of a remote one). */
   input(src: string): string;
+  /** ffmpeg options before each media input (the guard's protocol whitelist). */
+  readonly inputArgs: readonly string[];
   /** Throws {@linkcode MissingAssetError} if the page asked for files the project lacks. */
   checkMissingAssets(): void;
   /** The current browser (replaced after a crash). */
@@ -190,18 +202,26 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
   const workDir = await mkdtemp(join(tmpdir(), "vid-render-"));
   let server: ProjectServer | undefined;
   let browser: Browser | undefined;
+  let proxy: GuardProxy | undefined;
   const close = async (): Promise<void> => {
     // Each step runs even when an earlier one fails, so nothing is left behind.
-    await Promise.allSettled([browser?.close(), server?.close()]);
+    await Promise.allSettled([browser?.close(), server?.close(), proxy?.close()]);
     await rm(workDir, { recursive: true, force: true });
   };
   try {
     server = await serveProject(composition.projectDir);
+    let networkFlags: string[] = [];
+    if (options.blockPrivateNetwork) {
+      const origin = new URL(server.url).host;
+      proxy = await startGuardProxy({ allowHosts: [origin] });
+      networkFlags = guardLaunchFlags(proxy.url, [origin]);
+    }
     browser = await launchForCapture(
       options.capture ?? "auto",
       (reason) =>
         options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`),
       scale,
+      networkFlags,
     );
     const spec: PageSpec = {
       url: server.url + encodeURI(composition.entry),
@@ -216,11 +236,24 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ...(size ? { outputSize: size, scale } : {}),
     };
     options.onStage?.("preparing media");
-    spec.remote = await fetchRemoteMedia(values, workDir);
+    spec.remote = await fetchRemoteMedia(values, workDir, {
+      blockPrivateNetwork: options.blockPrivateNetwork,
+    });
     const remote = spec.remote;
-    const input = (src: string): string => remote[src]?.file ?? src;
     const media = await discoverMedia(browser, spec);
     checkMissingAssets(server, composition.file);
+    // ffmpeg reads media outside the browser, so the guard applies to its inputs too: a
+    // guarded render hands ffmpeg checked local files only.
+    const ffmpegInputs = options.blockPrivateNetwork
+      ? await guardedMediaInputs(
+        media,
+        { url: server.url, dir: composition.projectDir },
+        workDir,
+        remote,
+      )
+      : {};
+    const inputArgs = options.blockPrivateNetwork ? GUARDED_INPUT_ARGS : [];
+    const input = (src: string): string => ffmpegInputs[src] ?? remote[src]?.file ?? src;
     const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
     const projectServer = server;
     spec.videoProxies = await prepareVideoProxies(media, {
@@ -228,6 +261,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ffprobe,
       workDir,
       input,
+      inputArgs,
       serve: (name, file) => projectServer.mount(name, file),
     });
     const relaunches = new WeakMap<Browser, Promise<Browser>>();
@@ -239,6 +273,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ffprobe,
       media,
       input,
+      inputArgs,
       checkMissingAssets: () => checkMissingAssets(projectServer, composition.file),
       get browser(): Browser {
         return browser!;
@@ -246,7 +281,9 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       async replaceBrowser(crashed: Browser): Promise<Browser> {
         let next = relaunches.get(crashed);
         if (!next) {
-          next = crashed.close().then(() => launchBrowser({ mode: crashed.mode, scale }));
+          next = crashed.close().then(() =>
+            launchBrowser({ mode: crashed.mode, scale, networkFlags })
+          );
           relaunches.set(crashed, next);
         }
         browser = await next;

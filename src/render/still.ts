@@ -42,6 +42,13 @@ export interface StillOptions extends CompositionSource {
   seed?: number;
   /** `Date.now()` at time 0. @default the still's start time, whole seconds */
   epochMs?: number;
+  /**
+   * Keep the render off private networks, for renders of other people's compositions
+   * (`vid server`, the Lambda worker): the page, its iframes, fetch/XHR, WebSocket,
+   * every redirect hop and all media downloads reach public addresses only, plus the
+   * render's own project files. @default false
+   */
+  blockPrivateNetwork?: boolean;
 }
 
 /** What {@linkcode renderStill} wrote. */
@@ -135,6 +142,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     capture: options.capture,
     seed: options.seed,
     epochMs: options.epochMs,
+    blockPrivateNetwork: options.blockPrivateNetwork,
     onWarning: options.onWarning,
   });
   try {

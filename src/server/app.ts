@@ -49,7 +49,7 @@ import {
 import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
-import { CallbackUrlError, checkCallbackUrl } from "./webhooks.ts";
+import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "./webhooks.ts";
 import { fetchProjectUrl } from "./url_source.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
@@ -499,9 +499,14 @@ export function createApp(ctx: ServerContext): Hono {
     let callbackUrl: string | null = null;
     if (body.callback_url !== undefined && body.callback_url !== null) {
       try {
-        callbackUrl = checkCallbackUrl(String(body.callback_url), {
+        const checked = checkCallbackUrl(String(body.callback_url), {
           allowHttpLoopback: ctx.allowHttpCallbacks,
-        }).href;
+        });
+        await checkCallbackTarget(checked, {
+          allowPrivate: ctx.allowPrivateUrls,
+          allowLoopback: ctx.allowHttpCallbacks,
+        });
+        callbackUrl = checked.href;
       } catch (error) {
         if (error instanceof CallbackUrlError) throw invalid("callback_url", error.message);
         throw error;

@@ -42,9 +42,12 @@ export interface ServerContext {
   publicUrl: string;
   /** Folder for temp work. */
   workDir: string;
-  /** Allow `http://` callback URLs to loopback (development). */
+  /** Allow `http://` callback URLs, and callbacks to loopback (development). */
   allowHttpCallbacks: boolean;
-  /** Let `url` render sources reach private and loopback addresses (development). */
+  /**
+   * Lift the network guard: `url` sources, render pages, remote media and webhooks may
+   * reach private and loopback addresses (development).
+   */
   allowPrivateUrls: boolean;
   /** Tells the render queue that work is waiting. */
   wake(): void;

@@ -47,6 +47,8 @@ async function renderLocally(ctx: ServerContext, job: RenderJob, signal: AbortSi
       values: request.variables,
       strictVariables: request.strict_variables,
       outputSize: { width: job.width, height: job.height },
+      // Tenants' compositions never reach the server's own network.
+      blockPrivateNetwork: !ctx.allowPrivateUrls,
       signal,
       onProgress: (p) => job.setProgress(p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0),
     });

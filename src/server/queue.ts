@@ -114,6 +114,8 @@ async function notify(ctx: ServerContext, id: string): Promise<void> {
     url: String(row.callback_url),
     payload,
     secret: ctx.secret,
+    // Re-checked at send time: DNS can change after the render was submitted.
+    target: { allowPrivate: ctx.allowPrivateUrls, allowLoopback: ctx.allowHttpCallbacks },
   });
   ctx.db.prepare(
     "update webhook_deliveries set status = ?, attempts = ?, last_status = ?, last_error = ?, finished_at = ? where id = ?",

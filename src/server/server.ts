@@ -45,7 +45,10 @@ export interface ServerOptions {
   storage?: string;
   /** Accept http:// callback URLs to loopback (development only). */
   allowHttpCallbacks?: boolean;
-  /** Let `url` render sources reach private and loopback addresses (development only). */
+  /**
+   * Lift the network guard: `url` sources, render pages, remote media and webhooks may
+   * reach private and loopback addresses (development only).
+   */
   allowPrivateUrls?: boolean;
 }
 
