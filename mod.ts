@@ -128,6 +128,7 @@ export {
   type VidPageApi,
 } from "./src/runtime/page_runtime.ts";
 export {
+  type ChunkRetry,
   type CostEstimate,
   DEFAULT_LAMBDA_MEMORY_MB,
   deploySite,

@@ -77,6 +77,8 @@ import {
 const REGION = "us-east-1";
 const HTML = compositionHtml(`<div></div>`, {
   id: "batch",
+  // 3 s: three 1-second GOP grid cells, so up to 3 chunks.
+  duration: 3,
   variables: [{ id: "title", type: "string", label: "Title", default: "Hi" }],
 });
 
@@ -813,7 +815,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     assert.equal(warned.code, 0, warned.stderr);
     assert.match(warned.stderr, /^warning: "title" \(string\) expects a string, got 5$/m);
     assert.match(warned.stderr, /^warning: "extra" is not declared by the composition/m);
-    // 30 frames in chunks of 10: 3 chunks, more than 2 function instances.
+    // 90 frames in chunks of 10, capped by 3 grid cells: 3 chunks, more than 2 instances.
     assert.match(
       warned.stderr,
       /^warning: reserved concurrency of the render function \(2\) is lower than the render's 3 chunks/m,

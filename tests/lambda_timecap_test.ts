@@ -177,10 +177,11 @@ describe("chunk time estimate and the planner's warning", () => {
   });
 
   it("timeCapWarning uses the planner's largest chunk when frames are known", () => {
-    // 10 000 frames capped at 16 chunks: 625 frames each, 156 s at 10240 MB: no warning.
+    // 10 000 frames capped at 16 chunks of whole 30-frame cells: at most 630 frames, 157 s at
+    // 10240 MB: no warning.
     assert.equal(timeCapWarning({}, { frames: 10_000 }), undefined);
-    // At 1024 MB: 1563 s > 720 s.
-    assert.match(timeCapWarning({}, { frames: 10_000, memoryMb: 1024 }) ?? "", /625 frames/);
+    // At 1024 MB: 1575 s > 720 s.
+    assert.match(timeCapWarning({}, { frames: 10_000, memoryMb: 1024 }) ?? "", /630 frames/);
   });
 
   it("renderToLambda warns before any request for a huge chunk at 128 MB, not a small one", async () => {

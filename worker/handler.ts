@@ -215,7 +215,15 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
     }));
     const ffmpeg = await requireFfmpeg();
     const joined = join(work, `joined.${format}`);
-    await concatChunks(ffmpeg, files, join(work, "chunks.txt"), joined, format);
+    // The same plan as the plan task made (one planner), for exact timestamps at the joins.
+    const planned = planChunks(input, event.totalFrames).chunks;
+    if (planned.length !== chunks.length) {
+      throw new Error(
+        `assemble: ${chunks.length} chunk results for a plan of ${planned.length} chunks`,
+      );
+    }
+    const timing = { fps: rate, frames: planned.map((c) => c.frames) };
+    await concatChunks(ffmpeg, files, join(work, "chunks.txt"), joined, format, timing);
 
     // The soundtrack is mixed once, for the whole timeline, from the media chunk 0's page
     // found: no browser here.

@@ -199,7 +199,14 @@ function progressLine(p: LambdaRenderProgress): string {
     : "";
   const cost = `, ~$${p.costEstimate.usd.toFixed(4)}`;
   const where = p.outputLocation ? ` ${p.outputLocation}` : "";
-  return `${p.status}: chunks ${p.chunksDone}/${p.chunksTotal}${frames}${cost}${where}`;
+  // Retried chunks: which, which attempt, and why the last one failed.
+  const retries = p.retries.map((r) => {
+    const why = readableExecutionError(r.errors.at(-1) ?? "");
+    const reason = why.length > 160 ? `${why.slice(0, 157)}...` : why;
+    return `; ${r.index === undefined ? "a chunk" : `chunk ${r.index}`} attempt ${r.attempts}` +
+      (reason ? ` (retried after ${reason})` : "");
+  }).join("");
+  return `${p.status}: chunks ${p.chunksDone}/${p.chunksTotal}${frames}${cost}${where}${retries}`;
 }
 
 function progressJson(p: LambdaRenderProgress): Record<string, unknown> {

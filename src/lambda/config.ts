@@ -30,7 +30,7 @@
  */
 
 import type { OutputFormat, Quality } from "../render/encode.ts";
-import { FrameRateError, parseFrameRate } from "../composition/frame_rate.ts";
+import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { chunkCount, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 
 /** Workflow execution input limit: the whole serialised payload, UTF-8 bytes (256 KiB). */
@@ -443,6 +443,8 @@ export function validateConfig(
     const chunks = frames !== undefined && Number.isInteger(frames) && frames > 0
       ? chunkCount({
         frames,
+        // The rate sets the GOP grid, which caps the count (see chunk_plan.ts).
+        fps: frameRateValue(parseFrameRate(input.config.fps ?? 30, "config.fps")),
         chunkSize: input.config.chunkSize,
         targetChunkFrames: input.config.targetChunkFrames,
         maxParallelChunks: input.config.maxParallelChunks,

@@ -226,6 +226,19 @@ class HistoryRecorder {
     this.#reportsStart = reportsStart;
   }
 
+  /** Task state name -> errors of failed attempts not yet in the history, in order. */
+  readonly #failures = new Map<string, { error: string; cause: string }[]>();
+
+  /**
+   * Notes a Task attempt's failure; if the state retries, {@linkcode record} writes it as
+   * the attempt's `LambdaFunctionFailed` before the next attempt, as AWS does.
+   */
+  attemptFailed(state: string, error: Error): void {
+    const queue = this.#failures.get(state) ?? [];
+    queue.push({ error: error.name, cause: error.message });
+    this.#failures.set(state, queue);
+  }
+
   /** Notes the payload a Task attempt sent, before its event reaches {@linkcode record}. */
   payloadSent(state: string, payload: unknown): Attempt {
     const attempt: Attempt = { payload };
@@ -354,13 +367,28 @@ class HistoryRecorder {
         break;
       }
       case "StateRetried":
-        if (state.type === "Task") this.#scheduled(state.name, state.input, at, key);
+        if (state.type === "Task") {
+          // The failed attempt ends (after its Started, as on AWS) before the next begins.
+          const failure = this.#failures.get(state.name)?.shift();
+          if (failure) {
+            const timedOut = failure.error === "States.Timeout";
+            this.#ended(key, timedOut ? "LambdaFunctionTimedOut" : "LambdaFunctionFailed", {
+              [
+                timedOut ? "lambdaFunctionTimedOutEventDetails" : "lambdaFunctionFailedEventDetails"
+              ]: failure,
+            }, at);
+          }
+          this.#scheduled(state.name, state.input, at, key);
+        }
         break;
       case "StateCaught":
         this.#caught.add(key);
         break;
       case "StateFailed":
         if (state.type === "Task") {
+          // The final attempt's failure is written from the event itself.
+          const failures = this.#failures.get(state.name);
+          if (failures && failures[0]?.error === event.Error) failures.shift();
           const timedOut = event.Error === "States.Timeout";
           this.#ended(key, timedOut ? "LambdaFunctionTimedOut" : "LambdaFunctionFailed", {
             [timedOut ? "lambdaFunctionTimedOutEventDetails" : "lambdaFunctionFailedEventDetails"]:
@@ -618,7 +646,9 @@ export async function startLocalStepFunctions(
               started: () => recorder.started(attempt),
             });
           } catch (error) {
-            throw functionError(error);
+            const failure = functionError(error);
+            recorder.attemptFailed(state, failure);
+            throw failure;
           }
           return JSON.parse(json(result));
         },

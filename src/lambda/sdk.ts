@@ -293,6 +293,11 @@ export interface LambdaRenderProgress {
   framesTotal?: number;
   /** Failures: the execution's error (a failed chunk's cause names chunk and frames). */
   errors: string[];
+  /**
+   * Chunks that needed more than one attempt, or whose attempt failed (the workflow retries
+   * a failed chunk): attempts so far and each failed attempt's error.
+   */
+  retries: ChunkRetry[];
   /** Bucket of the output. */
   bucketName: string;
   /** Object key of the output. */
@@ -305,6 +310,16 @@ export interface LambdaRenderProgress {
   startedAt?: Date;
   /** When the execution stopped. */
   stoppedAt?: Date;
+}
+
+/** A chunk's attempts, from the execution history. */
+export interface ChunkRetry {
+  /** The chunk's index; absent when the history does not say which chunk failed. */
+  index?: number;
+  /** Attempts started so far (1: the first try). */
+  attempts: number;
+  /** Errors of the failed attempts, oldest first: `<error>: <cause>`. */
+  errors: string[];
 }
 
 /** Price of Lambda compute (x86, us-east-1), US dollars per GB-second. */
@@ -762,10 +777,51 @@ function readEvents(events: HistoryEvent[], now: number) {
   let transitions = 0;
   const errors: string[] = [];
   const time = (e: HistoryEvent) => e.timestamp?.getTime() ?? now;
+  // Attempts per chunk: renderChunk invocations name their chunk in their input; a failed
+  // attempt is the chunk its cause names, else the only chunk attempt still open.
+  const attempts = new Map<number | undefined, ChunkRetry>();
+  const open: number[] = [];
+  const attempt = (index: number | undefined): ChunkRetry => {
+    let entry = attempts.get(index);
+    if (!entry) attempts.set(index, entry = { index, attempts: 0, errors: [] });
+    return entry;
+  };
+  const settle = (index: number | undefined): void => {
+    const at = index === undefined ? -1 : open.indexOf(index);
+    if (at >= 0) open.splice(at, 1);
+  };
 
   for (const e of events) {
     const type = e.type ?? "";
     if (type.endsWith("StateEntered")) transitions++;
+    if (type === "LambdaFunctionScheduled") {
+      try {
+        const payload = JSON.parse(e.lambdaFunctionScheduledEventDetails?.input ?? "null");
+        const index = num(payload?.chunk?.index);
+        if (payload?.task === "renderChunk" && index !== undefined) {
+          attempt(index).attempts++;
+          open.push(index);
+        }
+      } catch {
+        // not a chunk's payload
+      }
+    } else if (type === "LambdaFunctionSucceeded") {
+      try {
+        const result = JSON.parse(e.lambdaFunctionSucceededEventDetails?.output ?? "null");
+        if (typeof result?.key === "string") settle(num(result.index));
+      } catch {
+        // not a chunk's result
+      }
+    } else if (type === "LambdaFunctionFailed" || type === "LambdaFunctionTimedOut") {
+      const d = e.lambdaFunctionFailedEventDetails ?? e.lambdaFunctionTimedOutEventDetails;
+      const cause = d?.cause ?? "";
+      const named = cause.match(/\bchunk (\d+)\b/);
+      const index = named ? Number(named[1]) : open.length === 1 ? open[0] : undefined;
+      if (named || open.length > 0) {
+        settle(index);
+        attempt(index).errors.push(`${d?.error ?? "Error"}: ${cause}`);
+      }
+    }
     if (type === "TaskStateEntered") {
       const name = e.stateEnteredEventDetails?.name ?? "";
       taskStart.set(name, time(e));
@@ -818,7 +874,9 @@ function readEvents(events: HistoryEvent[], now: number) {
   }
   // Tasks and iterations still running count up to now.
   for (const start of [...taskStart.values(), ...iterationStart.values()]) taskMs += now - start;
-  return { framesTotal, chunks, mapLength, done, taskMs, transitions, errors };
+  const retries = [...attempts.values()].filter((a) => a.attempts > 1 || a.errors.length > 0)
+    .map((a) => a.index === undefined ? { attempts: a.attempts, errors: a.errors } : a);
+  return { framesTotal, chunks, mapLength, done, taskMs, transitions, errors, retries };
 }
 
 /**
@@ -831,10 +889,12 @@ function readEvents(events: HistoryEvent[], now: number) {
  * `error`). Absent or unreadable objects are ignored.
  *
  * Chunks are done when their Map iteration succeeded; a failed chunk's error names the
- * chunk and its frames (`chunk 3 (frames 90-119) failed: …`). The cost estimate assumes
- * Lambda at $0.0000166667 per GB-second (x86) times `memoryMb` for the run time of every
- * function invocation (failed attempts included; the wait for a free instance and retry
- * back-off not), plus $0.000025 per state transition; request charges and S3 are not
+ * chunk and its frames (`chunk 3 (frames 90-119) failed: …`). `retries` lists the chunks
+ * the workflow retried, with their attempts and each failed attempt's error, from the
+ * history's `LambdaFunctionScheduled` / `LambdaFunctionFailed` events. The cost estimate
+ * assumes Lambda at $0.0000166667 per GB-second (x86) times `memoryMb` for the run time of
+ * every function invocation (failed attempts included; the wait for a free instance and
+ * retry back-off not), plus $0.000025 per state transition; request charges and S3 are not
  * included.
  *
  * @example
@@ -962,6 +1022,7 @@ export async function getRenderProgress(
     framesTotal,
     // Lambda's JSON causes and the worker's temporary paths, as a person reads them.
     errors: errors.map(readableExecutionError),
+    retries: seen.retries.map((r) => ({ ...r, errors: r.errors.map(readableExecutionError) })),
     bucketName,
     outputKey,
     outputLocation: status === "succeeded" && bucketName && outputKey

@@ -23,7 +23,7 @@ import {
 import type { Browser, CaptureMode } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
 import type { CapturePreference } from "./capture_mode.ts";
-import { type Chunk, chunkPlan } from "./chunk_plan.ts";
+import { type Chunk, chunkPlan, gopFrames } from "./chunk_plan.ts";
 import {
   concatChunks,
   encodeGif,
@@ -153,7 +153,10 @@ export interface RenderOptions extends CompositionSource {
    * composition's size
    */
   outputSize?: { width: number; height: number };
-  /** Frames per chunk (each chunk is one closed-GOP segment). @default 60 */
+  /**
+   * Frames per chunk; chunks hold whole GOP grid cells of 1 second (see `chunkPlan`),
+   * so any chunk size gives the same frames. @default 2 x fps (two cells)
+   */
   chunkSize?: number;
   /** Render only frames `from`..`to` (inclusive). */
   frames?: { from: number; to: number };
@@ -225,8 +228,8 @@ export interface RenderResult {
   warnings: VariableProblem[];
 }
 
-/** Frames per chunk of a local render; workers pull chunks from a queue. */
-export const LOCAL_CHUNK_FRAMES = 60;
+/** GOP grid cells per chunk of a local render (2 seconds); workers pull chunks from a queue. */
+export const LOCAL_CHUNK_CELLS = 2;
 
 /** Default worker count for this machine. */
 export function defaultWorkers(): number {
@@ -439,11 +442,13 @@ export async function renderComposition<V extends object = Variables>(
   const total = frameCountOf(composition.duration, frameRate);
   const range = frameRange(options, total);
   const frames = range.to - range.from + 1;
-  // Chunks do not depend on the worker count, so any --workers gives identical frames.
-  const chunkSize = options.chunkSize ?? LOCAL_CHUNK_FRAMES;
+  // Every GOP grid cell is its own encoder run, so neither --workers nor the chunk size
+  // changes a frame.
+  const chunkSize = options.chunkSize ?? LOCAL_CHUNK_CELLS * gopFrames(fps);
   const chunks = chunkPlan({
     from: range.from,
     frames,
+    fps,
     chunkSize,
     maxParallelChunks: Math.ceil(frames / chunkSize),
   });
@@ -588,12 +593,14 @@ export async function renderComposition<V extends object = Variables>(
           inputArgs: live.inputArgs,
         });
         const joined = audible ? join(work, `joined.${video}`) : partial;
+        const list = join(work, "chunks.txt");
+        const timing = { fps, frames: chunks.map((c) => c.frames) };
         if (chunkFiles.length === 1) {
           await rename(chunkFiles[0], joined).catch(async () => {
-            await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, video);
+            await concatChunks(ffmpeg, chunkFiles, list, joined, video, timing);
           });
         } else {
-          await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, video);
+          await concatChunks(ffmpeg, chunkFiles, list, joined, video, timing);
         }
         if (audible) await muxAudio(ffmpeg, joined, soundtrack, partial, video);
         await rename(partial, output);

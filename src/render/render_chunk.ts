@@ -18,7 +18,7 @@ import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
 import { type Capturer, createCapturer, evaluate, seekFrame } from "./capture.ts";
 import { pageErrorFrom } from "./page_error.ts";
-import type { Chunk } from "./chunk_plan.ts";
+import { type Chunk, gopFrames } from "./chunk_plan.ts";
 import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
 import { type Encoder, hasAlpha, type Quality, type RenderFormat, startEncoder } from "./encode.ts";
 
@@ -215,6 +215,8 @@ export async function renderRange(
     startNumber: out.chunk.from,
     hdr: out.hdr,
     outputSize: spec.outputSize,
+    // One encoder run per GOP grid cell: chunks start on the grid (see chunk_plan.ts).
+    cellFrames: gopFrames(spec.fps),
   });
   const abort = () => encoder.abort();
   signal?.addEventListener("abort", abort);
