@@ -39,11 +39,25 @@ const ALPHA = compositionHtml(
   { id: "alpha", head: `<style>html, body { background: transparent !important; }</style>` },
 );
 
+/**
+ * The fade over three seconds: chunks hold whole one-second GOP grid cells, so three
+ * seconds make three chunks. At t, red is 255 t / 3.
+ */
+const LONG_FADE = compositionHtml(
+  `<div style="position:absolute;inset:0;animation:fade 3s linear both"></div>`,
+  {
+    id: "long-fade",
+    duration: 3,
+    head:
+      `<style>@keyframes fade { from { background: rgb(0,0,0) } to { background: rgb(255,0,0) } }</style>`,
+  },
+);
+
 let project: string;
 let out: string;
 
 before(async () => {
-  project = await makeProject(FADE, { "alpha.html": ALPHA });
+  project = await makeProject(FADE, { "alpha.html": ALPHA, "long.html": LONG_FADE });
   out = await Deno.makeTempDir({ prefix: "vid-test-formats-" });
 });
 
@@ -197,21 +211,22 @@ describe("renderComposition (SDK): formats over several chunks", () => {
     );
   });
 
-  it("a GIF of 3 chunks joins into one palette pass: 10 frames, colours in order", async () => {
+  it("a GIF of 3 chunks joins into one palette pass: 12 frames, colours in order", async () => {
     const result = await renderComposition({
       target: project,
+      composition: "long.html",
       output: `${out}/sdk.gif`,
-      fps: 10,
+      fps: 4,
       chunkSize: 4,
       workers: 2,
     });
     assert.equal(result.format, "gif");
     assert.equal(result.chunks, 3);
     const info = await probeVideo(`${out}/sdk.gif`);
-    assert.equal(info.frames, 10);
+    assert.equal(info.frames, 12);
     const colours = await pixelSeries(`${out}/sdk.gif`, 100, 100);
-    for (let n = 0; n < 10; n++) {
-      assert.ok(near(colours[n], [fadeRed(n, 10), 0, 0], 6), `frame ${n}: ${rgb(colours[n])}`);
+    for (let n = 0; n < 12; n++) {
+      assert.ok(near(colours[n], [fadeRed(n, 12), 0, 0], 6), `frame ${n}: ${rgb(colours[n])}`);
     }
   });
 
@@ -221,18 +236,19 @@ describe("renderComposition (SDK): formats over several chunks", () => {
     for (let n = 0; n < 12; n++) await Deno.writeTextFile(`${folder}/${n}.png`, "stale");
     const result = await renderComposition({
       target: project,
+      composition: "long.html",
       output: folder,
       format: "png",
-      fps: 10,
+      fps: 4,
       chunkSize: 4,
       workers: 2,
     });
     assert.equal(result.output, `${folder}/%05d.png`);
     assert.equal(result.chunks, 3);
     const files = await names(folder);
-    assert.equal(files.length, 10);
-    assert.equal(files[9], "00009.png");
+    assert.equal(files.length, 12);
+    assert.equal(files[11], "00011.png");
     const [colour] = await pixelSeries(`${folder}/00007.png`, 300, 170);
-    assert.ok(near(colour, [fadeRed(7, 10), 0, 0, 255]), rgb(colour));
+    assert.ok(near(colour, [fadeRed(7, 12), 0, 0, 255]), rgb(colour));
   });
 });
