@@ -45,7 +45,7 @@ export interface CommandModule {
  * runs; the `import type` lines below keep the files type-checked with `deno check cli.ts`.
  */
 function commandModule<M>(name: string, file: string, pick: (m: M) => Register): CommandModule {
-  const url = new URL(`./${file}`, import.meta.url).href;
+  const url = new URL(file, import.meta.url).href;
   return { name, file: `src/cli/${file}`, load: async () => pick(await import(url) as M) };
 }
 
