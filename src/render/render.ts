@@ -22,7 +22,7 @@ import {
   QUALITIES,
   type Quality,
 } from "./encode.ts";
-import { mixAudio, muxAudio } from "./media.ts";
+import { type MediaProgress, mixAudio, muxAudio } from "./media.ts";
 import { renderChunk } from "./render_chunk.ts";
 import {
   type CompositionSource,
@@ -94,6 +94,8 @@ export interface RenderProgress {
   etaSeconds?: number;
   /** What the renderer is doing. */
   stage: "starting" | "preparing media" | "rendering" | "joining" | "done";
+  /** While preparing media: which `<video>` source and how far. */
+  media?: MediaProgress;
 }
 
 /** Options of {@linkcode renderComposition}. */
@@ -306,9 +308,9 @@ export async function renderComposition<V extends object = Variables>(
       epochMs: options.epochMs,
       outputSize: options.outputSize,
       onWarning: options.onWarning,
-      onStage: (stage) => {
+      onStage: (stage, media) => {
         progress.stage = stage;
-        options.onProgress?.({ ...progress });
+        options.onProgress?.({ ...progress, ...(media ? { media } : {}) });
       },
     });
     const { spec, ffmpeg, workDir: work } = session;
