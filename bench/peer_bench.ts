@@ -239,8 +239,11 @@ function sampleTree(root: number): { stop(): CpuByRole } {
   };
 }
 
-/** Runs one command; returns its wall time and its tree's CPU by role. */
-async function timedRun(
+/**
+ * Runs one command; returns its wall time and its tree's CPU by role. Also used by the
+ * perf guard (bench/perf_guard.ts).
+ */
+export async function timedRun(
   command: string[],
   env: Record<string, string>,
   cwd: string,
