@@ -13,7 +13,7 @@ import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
 import type { CaptureMode } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
-import type { CapturePreference } from "./capture_mode.ts";
+import type { BrowserPool, CapturePreference } from "./capture_mode.ts";
 import { type Chunk, chunkPlan } from "./chunk_plan.ts";
 import {
   concatChunks,
@@ -135,6 +135,11 @@ export interface RenderOptions extends CompositionSource {
   onProgress?: (progress: RenderProgress) => void;
   /** Aborts the render: workers and ffmpeg stop, temp files are removed. */
   signal?: AbortSignal;
+  /**
+   * Warm browsers to capture with (see `createBrowserPool`), for a process that renders
+   * many: the preview studio, `vid server`. @default a browser launched for this render
+   */
+  browsers?: BrowserPool;
 }
 
 /** What a finished render produced. */
@@ -308,6 +313,7 @@ export async function renderComposition<V extends object = Variables>(
       epochMs: options.epochMs,
       outputSize: options.outputSize,
       onWarning: options.onWarning,
+      browsers: options.browsers,
       onStage: (stage, media) => {
         progress.stage = stage;
         options.onProgress?.({ ...progress, ...(media ? { media } : {}) });

@@ -17,7 +17,7 @@ import { StrictVariablesError, type VariableProblem } from "../composition/error
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
-import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
+import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import type { OutputFormat } from "./encode.ts";
 import { discoverMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
 import { fetchRemoteMedia } from "./remote.ts";
@@ -119,6 +119,8 @@ export interface SessionOptions {
   outputSize?: { width: number; height: number };
   /** Told when the capture path falls back. */
   onWarning?: (message: string) => void;
+  /** Warm browsers to take the capture browser from (and give it back to) instead of launching one. */
+  browsers?: BrowserPool;
   /** Told when the session starts preparing media, then as each video source advances. */
   onStage?: (stage: "preparing media", media?: MediaProgress) => void;
 }
@@ -189,17 +191,17 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
   let browser: Browser | undefined;
   const close = async (): Promise<void> => {
     // Each step runs even when an earlier one fails, so nothing is left behind.
-    await Promise.allSettled([browser?.close(), server?.close()]);
+    const done = browser && options.browsers ? options.browsers.release(browser) : browser?.close();
+    await Promise.allSettled([done, server?.close()]);
     await rm(workDir, { recursive: true, force: true });
   };
   try {
     server = await serveProject(composition.projectDir);
-    browser = await launchForCapture(
-      options.capture ?? "auto",
-      (reason) =>
-        options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`),
-      scale,
-    );
+    const onFallback = (reason: string) =>
+      options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`);
+    browser = options.browsers
+      ? await options.browsers.acquire(options.capture ?? "auto", onFallback, scale)
+      : await launchForCapture(options.capture ?? "auto", onFallback, scale);
     const spec: PageSpec = {
       url: server.url + encodeURI(composition.entry),
       width: composition.width,
