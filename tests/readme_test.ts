@@ -1,6 +1,7 @@
 /**
- * README.md is a user's guide whose commands are run, so it cannot rot. This test reads its
- * fenced code blocks and enforces the convention written at the end of the README
+ * README.md and the pages under docs/ are a user's guide whose commands are run, so it cannot
+ * rot. This test reads their fenced code blocks and enforces the convention written at the end
+ * of the README
  * ("The guide is tested"):
  *
  * - Every `sh` block is preceded by `<!-- run -->` (optionally `<!-- run: exit=<n> small -->`)
@@ -32,12 +33,15 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
+import { posix } from "node:path";
 import { parseComposition, readComposition } from "../mod.ts";
 import { SYSTEM_PACKAGES } from "../src/render/system.ts";
 import { ROOT } from "./helpers.ts";
 
-/** One fenced code block of the README. */
+/** One fenced code block of a guide page. */
 interface Block {
+  /** The guide page it is in, relative to the repository root, e.g. `docs/lambda.md`. */
+  file: string;
   /** The fence's info string, e.g. `sh`. */
   lang: string;
   /** The content, dedented by the fence's indentation. */
@@ -56,12 +60,20 @@ interface RunSpec {
   small: boolean;
 }
 
-const README_PATH = `${ROOT}README.md`;
-const README = readFileSync(README_PATH, "utf8");
-const BLOCKS = parseBlocks(README);
+/** The guide: README.md, then the pages under docs/ it links to, each a file of markdown. */
+const GUIDES: string[] = [
+  "README.md",
+  ...[...Deno.readDirSync(`${ROOT}docs`)].filter((e) => e.isFile && e.name.endsWith(".md"))
+    .map((e) => `docs/${e.name}`).toSorted(),
+];
+const BLOCKS: Block[] = GUIDES.flatMap((file) =>
+  parseBlocks(readFileSync(`${ROOT}${file}`, "utf8"), file)
+);
+/** The blocks of README.md alone. */
+const README_BLOCKS: Block[] = BLOCKS.filter((b) => b.file === "README.md");
 
 /** Splits markdown into fenced blocks with the comments attached above each. */
-function parseBlocks(markdown: string): Block[] {
+function parseBlocks(markdown: string, file: string): Block[] {
   const lines = markdown.split("\n");
   const blocks: Block[] = [];
   let lastBlockEnd = -2;
@@ -89,6 +101,7 @@ function parseBlocks(markdown: string): Block[] {
       k--;
     }
     blocks.push({
+      file,
       lang: open[2],
       code: body.join("\n"),
       line: i + 1,
@@ -111,7 +124,7 @@ function runSpec(block: Block): RunSpec | undefined {
     const exit = option.match(/^exit=(\d+)$/);
     if (exit) spec.exit = Number(exit[1]);
     else if (option === "small") spec.small = true;
-    else throw new Error(`README.md:${block.line}: unknown run option "${option}"`);
+    else throw new Error(`${block.file}:${block.line}: unknown run option "${option}"`);
   }
   return spec;
 }
@@ -163,35 +176,47 @@ function smallHello(html: string): string {
   return small;
 }
 
-describe("README.md", () => {
+describe("README.md and docs/", () => {
   it("opens with the quick start: deno task hello, then deno task test", () => {
-    const first = BLOCKS.find((b) => b.lang === "sh");
+    const first = README_BLOCKS.find((b) => b.lang === "sh");
     assert.equal(first?.code.trim(), "npx --yes deno@2 task hello\nnpx --yes deno@2 task test");
   });
 
   it("links only to headings and files that exist", () => {
-    const prose = README.replace(/^\s*```[\s\S]*?^\s*```/gm, "");
-    const anchors = new Set(
-      [...prose.matchAll(/^#+ (.+)$/gm)].map((m) =>
-        m[1].toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, "").replace(/\s/g, "-")
-      ),
-    );
+    const anchorsOf = (file: string): Set<string> => {
+      const prose = readFileSync(`${ROOT}${file}`, "utf8").replace(/^\s*```[\s\S]*?^\s*```/gm, "");
+      return new Set(
+        [...prose.matchAll(/^#+ (.+)$/gm)].map((m) =>
+          m[1].toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, "").replace(/\s/g, "-")
+        ),
+      );
+    };
     const broken: string[] = [];
-    for (const [, target] of prose.matchAll(/\]\(([^)\s]+)\)/g)) {
-      if (/^https?:/.test(target)) continue;
-      if (target.startsWith("#")) {
-        if (!anchors.has(target.slice(1))) broken.push(target);
-      } else if (!existsSync(`${ROOT}${target.split("#")[0]}`)) {
-        broken.push(target);
+    for (const file of GUIDES) {
+      const prose = readFileSync(`${ROOT}${file}`, "utf8").replace(/^\s*```[\s\S]*?^\s*```/gm, "");
+      for (const [, target] of prose.matchAll(/\]\(([^)\s]+)\)/g)) {
+        if (/^https?:/.test(target)) continue;
+        const [path, anchor] = target.split("#");
+        const linked = path === "" ? file : posix.normalize(posix.join(posix.dirname(file), path));
+        if (!existsSync(`${ROOT}${linked}`)) broken.push(`${file}: ${target}`);
+        else if (anchor !== undefined && linked.endsWith(".md") && !anchorsOf(linked).has(anchor)) {
+          broken.push(`${file}: ${target}`);
+        }
       }
     }
     assert.deepEqual(broken, []);
   });
 
+  it("links every page under docs/ from README.md", () => {
+    const readme = readFileSync(`${ROOT}README.md`, "utf8");
+    const unlinked = GUIDES.filter((file) => file !== "README.md" && !readme.includes(`](${file}`));
+    assert.deepEqual(unlinked, []);
+  });
+
   it("has fenced blocks only in the languages this test checks", () => {
     const checked = new Set(["sh", "ts", "text", "json", "jsonl", "html"]);
     const other = BLOCKS.filter((b) => !checked.has(b.lang));
-    assert.deepEqual(other.map((b) => `README.md:${b.line}: \`\`\`${b.lang}`), []);
+    assert.deepEqual(other.map((b) => `${b.file}:${b.line}: \`\`\`${b.lang}`), []);
   });
 
   it("has at least one sh block, and every sh block is run or mirrored", () => {
@@ -199,7 +224,7 @@ describe("README.md", () => {
     assert.ok(sh.length > 10, `only ${sh.length} sh blocks`);
     const unmarked = sh.filter((b) => runSpec(b) === undefined && mirrors(b).length === 0);
     assert.deepEqual(
-      unmarked.map((b) => `README.md:${b.line}: ${b.code.split("\n")[0]}`),
+      unmarked.map((b) => `${b.file}:${b.line}: ${b.code.split("\n")[0]}`),
       [],
       'each sh block needs <!-- run --> or <!-- mirrored: tests/<file>_test.ts "<test name>" -->',
     );
@@ -213,11 +238,11 @@ describe("README.md", () => {
         try {
           text = readFileSync(`${ROOT}${file}`, "utf8");
         } catch {
-          problems.push(`README.md:${block.line}: ${file} does not exist`);
+          problems.push(`${block.file}:${block.line}: ${file} does not exist`);
           continue;
         }
         if (!text.includes(name)) {
-          problems.push(`README.md:${block.line}: ${file} has no test "${name}"`);
+          problems.push(`${block.file}:${block.line}: ${file} has no test "${name}"`);
         }
       }
     }
@@ -225,7 +250,9 @@ describe("README.md", () => {
   });
 
   it("the install command lists every package setup installs", () => {
-    const install = BLOCKS.find((b) => b.lang === "sh" && b.code.includes("apt-get install"));
+    const install = README_BLOCKS.find((b) =>
+      b.lang === "sh" && b.code.includes("apt-get install")
+    );
     assert.ok(install, "no apt-get install block");
     const listed = install.code.trim().split(/\s+/).slice(4);
     assert.deepEqual(install.code.trim().split(/\s+/).slice(0, 4), [
@@ -242,7 +269,7 @@ describe("README.md", () => {
       if (block.lang !== "text" || sources(block)) return [];
       const previous = BLOCKS[i - 1];
       const isOutput = block.followsBlock && previous !== undefined && runSpec(previous);
-      return isOutput ? [] : [`README.md:${block.line}`];
+      return isOutput ? [] : [`${block.file}:${block.line}`];
     });
     assert.deepEqual(stray, []);
   });
@@ -257,7 +284,7 @@ describe("README.md", () => {
         const message = line.trim().replace(/^(error|warning|compile): /, "");
         for (const piece of message.split("…").map((p) => p.trim()).filter(Boolean)) {
           if (!texts.some((t) => t.includes(piece))) {
-            problems.push(`README.md:${block.line}: "${piece}" is not in ${files.join(", ")}`);
+            problems.push(`${block.file}:${block.line}: "${piece}" is not in ${files.join(", ")}`);
           }
         }
       }
@@ -275,8 +302,8 @@ describe("README.md", () => {
       if (block.lang === "jsonl") {
         for (const line of block.code.split("\n").filter((l) => l.trim())) {
           const entry = JSON.parse(line);
-          assert.equal(typeof entry.outputKey, "string", `README.md:${block.line}: ${line}`);
-          assert.equal(typeof entry.variables, "object", `README.md:${block.line}: ${line}`);
+          assert.equal(typeof entry.outputKey, "string", `${block.file}:${block.line}: ${line}`);
+          assert.equal(typeof entry.variables, "object", `${block.file}:${block.line}: ${line}`);
           count++;
         }
       }
@@ -285,7 +312,7 @@ describe("README.md", () => {
   });
 
   it("shows the declarations of examples/hello as they are", async () => {
-    const snippet = BLOCKS.find((b) =>
+    const snippet = README_BLOCKS.find((b) =>
       b.lang === "html" && b.code.includes("data-composition-variables")
     );
     assert.ok(snippet, "no html block with data-composition-variables");
@@ -324,7 +351,7 @@ describe("README.md", () => {
       const next = BLOCKS[i + 1];
       const expected = next?.lang === "text" && next.followsBlock ? next.code : undefined;
       const title = block.code.split("\n").find((l) => l.trim() && !/^\s*(#|\/\/)/.test(l)) ?? "";
-      it(`README.md:${block.line}: ${block.lang} ${title.trim().slice(0, 60)} (exit ${spec.exit})`, async () => {
+      it(`${block.file}:${block.line}: ${block.lang} ${title.trim().slice(0, 60)} (exit ${spec.exit})`, async () => {
         const { code, output } = await outcomes.get(block)!;
         assert.equal(code, spec.exit, `exit status\n${output}`);
         if (expected !== undefined) {
@@ -400,7 +427,7 @@ async function runSetup(scratch: string): Promise<RunSetup> {
 /** Runs one block in its own working directory holding a copy of examples/. */
 async function runBlock(block: Block, setup: RunSetup): Promise<RunOutcome> {
   const spec = runSpec(block)!;
-  const work = `${setup.scratch}/line-${block.line}`;
+  const work = `${setup.scratch}/${block.file.replace(/\W/g, "_")}-line-${block.line}`;
   await copyDir(`${ROOT}examples`, `${work}/examples`);
   if (spec.small) {
     await Deno.writeTextFile(`${work}/examples/hello/index.html`, smallHello(setup.hello));
@@ -460,7 +487,7 @@ async function checkTsBlocks(scratch: string): Promise<RunOutcome> {
   }
   const files: string[] = [];
   for (const block of ts) {
-    const file = `${dir}/readme_line_${block.line}.ts`;
+    const file = `${dir}/${block.file.replace(/\W/g, "_")}_line_${block.line}.ts`;
     await Deno.writeTextFile(file, withModTs(block.code));
     files.push(file);
   }
