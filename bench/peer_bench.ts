@@ -399,9 +399,11 @@ async function main(): Promise<void> {
             load,
           };
           runs.push(run);
+          const roles = Object.entries(run.cpuByRole)
+            .map(([role, s]) => `${role} ${(s * 1000 / run.frames).toFixed(0)}`).join(", ");
           log(
             `${composition.name} round ${round + 1} ${tool}: ${run.fps.toFixed(2)} fps, ` +
-              `${(run.cpuSeconds * 1000 / run.frames).toFixed(0)} CPU ms/frame (load ${
+              `${(run.cpuSeconds * 1000 / run.frames).toFixed(0)} CPU ms/frame (${roles}; load ${
                 load.toFixed(1)
               })`,
           );

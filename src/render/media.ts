@@ -18,7 +18,7 @@ import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import type { Browser } from "./browser.ts";
 import { evaluate } from "./capture.ts";
 import { type OutputFormat, runFfmpeg } from "./encode.ts";
-import { openComposition, type PageSpec } from "./render_chunk.ts";
+import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
 
 /** A media source could not be read or converted. */
 export class MediaError extends Error {
@@ -96,27 +96,36 @@ export function probeMedia(ffprobe: string, src: string): Promise<MediaProbe> {
 }
 
 /**
+ * Lists the `<video>` and `<audio>` elements of a loaded composition page after its scripts
+ * ran (sources may come from variables). Reads only: the page stays as loaded, so it can
+ * go on to render.
+ */
+export async function listMedia(composition: CompositionPage): Promise<MediaDescriptor[]> {
+  // Let every element request its source (or fail) first, so a missing file is known.
+  // AbortSignal.timeout runs on a real timer; the page's setTimeout is virtual.
+  return await evaluate(
+    composition.page,
+    `(async () => {
+      const pending = [...document.querySelectorAll("video, audio")]
+        .filter((el) => el.readyState < 1 && !el.error && (el.currentSrc || el.src));
+      await Promise.all(pending.map((el) => new Promise((settle) => {
+        el.addEventListener("loadedmetadata", settle, { once: true });
+        el.addEventListener("error", settle, { once: true });
+        AbortSignal.timeout(10000).addEventListener("abort", settle);
+      })));
+      return window.__vid.media();
+    })()`,
+  ) as MediaDescriptor[];
+}
+
+/**
  * Loads the composition once and lists its `<video>` and `<audio>` elements after its
  * scripts ran (sources may come from variables).
  */
 export async function discoverMedia(browser: Browser, spec: PageSpec): Promise<MediaDescriptor[]> {
   const composition = await openComposition(browser, { ...spec, videoProxies: undefined });
   try {
-    // Let every element request its source (or fail) first, so a missing file is known.
-    // AbortSignal.timeout runs on a real timer; the page's setTimeout is virtual.
-    return await evaluate(
-      composition.page,
-      `(async () => {
-        const pending = [...document.querySelectorAll("video, audio")]
-          .filter((el) => el.readyState < 1 && !el.error && (el.currentSrc || el.src));
-        await Promise.all(pending.map((el) => new Promise((settle) => {
-          el.addEventListener("loadedmetadata", settle, { once: true });
-          el.addEventListener("error", settle, { once: true });
-          AbortSignal.timeout(10000).addEventListener("abort", settle);
-        })));
-        return window.__vid.media();
-      })()`,
-    ) as MediaDescriptor[];
+    return await listMedia(composition);
   } finally {
     await composition.close();
   }

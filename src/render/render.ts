@@ -23,7 +23,7 @@ import {
   type Quality,
 } from "./encode.ts";
 import { type MediaProgress, mixAudio, muxAudio } from "./media.ts";
-import { renderChunk } from "./render_chunk.ts";
+import { renderChunk, renderRange } from "./render_chunk.ts";
 import {
   type CompositionSource,
   openRenderSession,
@@ -352,7 +352,14 @@ export async function renderComposition<V extends object = Variables>(
           };
           const used = live.browser;
           try {
-            await renderChunk(used, spec, out, countFrame, abortController.signal);
+            const loaded = live.takePage();
+            if (loaded) {
+              try {
+                await renderRange(loaded, out, countFrame, abortController.signal);
+              } finally {
+                await loaded.close();
+              }
+            } else await renderChunk(used, spec, out, countFrame, abortController.signal);
           } catch (error) {
             if (!(error instanceof CdpClosedError) || abortController.signal.aborted) throw error;
             // The browser crashed: relaunch it (once for all workers), retry this chunk once.

@@ -19,9 +19,9 @@ import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
 import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import type { OutputFormat } from "./encode.ts";
-import { discoverMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
+import { listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
 import { fetchRemoteMedia } from "./remote.ts";
-import type { PageSpec } from "./render_chunk.ts";
+import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
 import { type ProjectServer, serveProject } from "./serve.ts";
 import { requireFfmpeg, requireFfprobe } from "./system.ts";
 
@@ -142,6 +142,12 @@ export interface RenderSession {
   checkMissingAssets(): void;
   /** The current browser (replaced after a crash). */
   readonly browser: Browser;
+  /**
+   * The page media discovery loaded, once, when it can render as it is (no `<video>` needed
+   * a stand-in): loaded, never captured, so it renders a chunk exactly as a fresh page. The
+   * taker closes it; undefined afterwards or when there is none.
+   */
+  takePage(): CompositionPage | undefined;
   /** Relaunches a crashed browser once, however many workers saw it crash. */
   replaceBrowser(crashed: Browser): Promise<Browser>;
   /** Closes the browser and server and removes the temp folder; never throws. */
@@ -189,7 +195,9 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
   const workDir = await mkdtemp(join(tmpdir(), "vid-render-"));
   let server: ProjectServer | undefined;
   let browser: Browser | undefined;
+  let discovery: CompositionPage | undefined;
   const close = async (): Promise<void> => {
+    await discovery?.close().catch(() => undefined);
     // Each step runs even when an earlier one fails, so nothing is left behind.
     const done = browser && options.browsers ? options.browsers.release(browser) : browser?.close();
     await Promise.allSettled([done, server?.close()]);
@@ -221,7 +229,10 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     // ffmpeg reads project media straight from disk: over the project server it crawled
     // (20-30 s for a clip ffmpeg converts from the file in under 3).
     const input = (src: string): string => remote[src]?.file ?? projectServer.localFile(src) ?? src;
-    const media = await discoverMedia(browser, spec);
+    // The page media are discovered on renders the first frames when no `<video>` needs a
+    // stand-in (the usual case): one page load fewer per render.
+    discovery = await openComposition(browser, { ...spec, videoProxies: undefined });
+    const media = await listMedia(discovery);
     checkMissingAssets(server, composition.file);
     const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
     spec.videoProxies = await prepareVideoProxies(media, {
@@ -236,6 +247,10 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       serve: (name, file) => projectServer.mount(name, file),
       onProgress: (progress) => options.onStage?.("preparing media", progress),
     });
+    if (Object.keys(spec.videoProxies).length > 0) {
+      await discovery.close();
+      discovery = undefined;
+    }
     const relaunches = new WeakMap<Browser, Promise<Browser>>();
     return {
       spec,
@@ -248,6 +263,11 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       checkMissingAssets: () => checkMissingAssets(projectServer, composition.file),
       get browser(): Browser {
         return browser!;
+      },
+      takePage(): CompositionPage | undefined {
+        const page = discovery;
+        discovery = undefined;
+        return page;
       },
       async replaceBrowser(crashed: Browser): Promise<Browser> {
         let next = relaunches.get(crashed);
