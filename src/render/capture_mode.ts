@@ -28,16 +28,21 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   ]).finally(() => clearTimeout(timer));
 }
 
+/** Frames the BeginFrame probe tries before it gives up. */
+const PROBE_FRAMES = 40;
+
 /**
  * Whether BeginFrame capture returns an image in `browser`: undefined when it does, else
- * why not. The first frame of a new window often has no surface to read back yet, so a
- * few frames are tried.
+ * why not. The first frames of a new window often have no surface to read back yet, and
+ * on a busy machine that lasts longer (5 frames fell back to the 2x slower screenshot path
+ * under load), so up to {@linkcode PROBE_FRAMES} frames are tried, a little apart.
  */
 export async function probeBeginFrame(browser: Browser): Promise<string | undefined> {
   try {
     const page = await openPage(browser, { width: 64, height: 64, initScript: "" });
     try {
-      for (let frame = 1; frame <= 5; frame++) {
+      for (let frame = 1; frame <= PROBE_FRAMES; frame++) {
+        if (frame > 5) await new Promise((resolve) => setTimeout(resolve, 25));
         const result = await withTimeout(
           page.send<{ screenshotData?: string }>("HeadlessExperimental.beginFrame", {
             frameTimeTicks: frame * 33,
@@ -51,7 +56,7 @@ export async function probeBeginFrame(browser: Browser): Promise<string | undefi
           return undefined;
         }
       }
-      return "BeginFrame returned no image in 5 frames";
+      return `BeginFrame returned no image in ${PROBE_FRAMES} frames`;
     } finally {
       await closePage(page);
     }
