@@ -30,6 +30,7 @@ export {
 } from "./src/composition/composition.ts";
 export { isCssColor } from "./src/composition/color.ts";
 export {
+  ACCEPTED_VARIABLE_TYPES,
   type DeclarationsResult,
   DeclarationsSyntaxError,
   type DroppedDeclaration,
@@ -48,15 +49,27 @@ export {
   VariablesInputError,
 } from "./src/composition/errors.ts";
 export {
+  type CheckOptions,
   checkOverrides,
   loadOverrides,
   mergeVariables,
+  nearestName,
   type OverrideSources,
   parseInlineVariables,
   readVariablesFile,
   type ResolvedVariables,
   resolveVariables,
 } from "./src/composition/variables.ts";
+export {
+  ffmpegRate,
+  formatFrameRate,
+  frameCountOf,
+  type FrameRate,
+  FrameRateError,
+  frameRateValue,
+  frameTime,
+  parseFrameRate,
+} from "./src/composition/frame_rate.ts";
 export {
   checkTypeName,
   JSON_SCHEMA_DIALECT,
@@ -99,15 +112,18 @@ export { type CaptureMode } from "./src/render/browser.ts";
 export { type CapturePreference } from "./src/render/capture_mode.ts";
 export { type CompositionSource } from "./src/render/session.ts";
 export { type PackagedFile } from "./src/project/package.ts";
-export { PageError } from "./src/render/capture.ts";
+export { PageError, type PageErrorDetails, type PageErrorSource } from "./src/render/page_error.ts";
 export { MissingDependencyError } from "./src/render/system.ts";
 export {
   type MediaDescriptor,
+  type PageErrorRecord,
+  type PageStackFrame,
   type RuntimeConfig,
   runtimeScript,
   type VidPageApi,
 } from "./src/runtime/page_runtime.ts";
 export {
+  type ChunkRetry,
   type CostEstimate,
   DEFAULT_LAMBDA_MEMORY_MB,
   deploySite,
@@ -147,12 +163,14 @@ export {
   type WorkflowFunctions,
 } from "./src/lambda/state_machine.ts";
 export {
+  BATCH_RERUN_VALUES,
   type BatchEntry,
   BatchInputError,
   type BatchManifestRow,
   type BatchProgress,
   type BatchProgressOptions,
   batchRenderId,
+  type BatchRerun,
   type BatchRowProgress,
   type BatchRowStatus,
   type BatchSummary,
@@ -164,6 +182,29 @@ export {
   type RenderBatchOptions,
   summarizeBatch,
 } from "./src/lambda/batch.ts";
+export {
+  listSites,
+  type LoadedSite,
+  loadSite,
+  type LoadSiteOptions,
+  removeSite,
+  type SiteOptions,
+  type SiteSummary,
+} from "./src/lambda/sites.ts";
+export {
+  cancelRender,
+  type CancelRenderOptions,
+  type CancelResult,
+  downloadRender,
+  type DownloadRenderOptions,
+  type RenderOutput,
+  renderOutput,
+  renderOutputUrl,
+  type RenderOutputUrlOptions,
+  type RenderRef,
+  RenderStateError,
+} from "./src/lambda/renders.ts";
+export { StackError } from "./src/lambda/stack_error.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
   type ChunkEstimateInput,

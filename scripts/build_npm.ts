@@ -30,6 +30,9 @@
  *   reads at run time through `new URL("<relative>", import.meta.url)` are copied beside the
  *   output at the same relative place, so they resolve in the npm layout as they do in the
  *   repository. The build fails when such a file is missing.
+ * - Packages the SDK loads only at run time, by a computed name the module graph cannot see,
+ *   are declared here ({@linkcode RUNTIME_DEPENDENCIES}): `ws`, the WebSocket of Node 20
+ *   (src/render/cdp.ts), at deno.json's version.
  * - Package name `vid-sdk` (unscoped: publishing needs no npm organisation), ESM only
  *   (`"type": "module"`), `"engines": {"node": ">=20"}`.
  * - The package is staged and compiled in a temporary folder, copied beside `outdir` and
@@ -54,6 +57,12 @@ export const TYPESCRIPT_VERSION = "6.0.3";
 
 /** Version of `@types/node` the package is compiled against: the oldest Node it supports. */
 export const TYPES_NODE_VERSION = "20.19.43";
+
+/**
+ * npm packages the SDK imports by a computed specifier (so `deno info` does not list
+ * them), each mapped in deno.json: `ws` gives Node 20 the WebSocket Node 22 has built in.
+ */
+export const RUNTIME_DEPENDENCIES: readonly string[] = ["ws"];
 
 /** Oldest Node.js major the package supports. */
 export const MIN_NODE_MAJOR = 20;
@@ -486,6 +495,7 @@ export async function buildNpm(options: BuildNpmOptions = {}): Promise<BuildNpmR
   const config = JSON.parse(await readFile(join(ROOT, "deno.json"), "utf8")) as {
     version?: string;
     license?: string;
+    imports?: Record<string, string>;
   };
   if (!config.version) throw new NpmBuildError("deno.json", "has no version");
 
@@ -498,6 +508,16 @@ export async function buildNpm(options: BuildNpmOptions = {}): Promise<BuildNpmR
   const graph = JSON.parse(info.stdout) as ModuleGraph;
   const sources = sourceFiles(graph, ROOT);
   const dependencies = npmDependencies(graph);
+  for (const name of RUNTIME_DEPENDENCIES) {
+    const mapped = config.imports?.[name];
+    if (!mapped?.startsWith("npm:")) {
+      throw new NpmBuildError(
+        name,
+        `not mapped in deno.json imports; add "${name}": "npm:${name}@<version>"`,
+      );
+    }
+    dependencies[name] = parseNpmSpecifier(mapped).version;
+  }
   log(`${sources.length} modules, ${Object.keys(dependencies).length} npm dependencies`);
 
   const work = await mkdtemp(join(tmpdir(), "vid-npm-build-"));

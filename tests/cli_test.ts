@@ -232,7 +232,7 @@ describe("vid validate", () => {
     assert.match(result.stdout, /title = "Hello from vid"/);
   });
 
-  it("without strict, undeclared keys and wrong types are warnings on stderr, exit 0", async () => {
+  it("without strict, problems make a 'valid with N warnings' verdict on stdout, exit 0", async () => {
     const result = await runVid([
       "validate",
       fixture,
@@ -240,17 +240,56 @@ describe("vid validate", () => {
       '{"count":"many","extra":1,"title":"Given"}',
     ]);
     assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, "");
+    assert.match(result.stdout, /^valid with 2 warnings: vars \(320x180, 1 s, 6 variables\)$/m);
     assert.match(
-      result.stderr,
-      /^warning: "count" \(number\) expects a finite number, got "many"/m,
+      result.stdout,
+      /^ {2}- count: "count" \(number\) expects a finite number, got "many"$/m,
     );
-    assert.match(result.stderr, /^warning: "extra" is not declared by the composition/m);
-    assert.doesNotMatch(result.stderr, /"title"/);
+    assert.match(result.stdout, /^ {2}- extra: "extra" is not declared by the composition/m);
+    assert.doesNotMatch(result.stdout, /- title:/);
     // Warn mode passes every override through as given.
-    assert.match(result.stdout, /^valid: vars/);
     assert.match(result.stdout, /^\s+count = "many"$/m);
     assert.match(result.stdout, /^\s+extra = 1$/m);
     assert.match(result.stdout, /^\s+title = "Given"$/m);
+  });
+
+  it("five wrong values are five warnings, each with its field; the JSON verdict agrees", async () => {
+    const variables = '{"tittle":"Hi","count":"7","accent":"reddish","show":"yes","mode":"c"}';
+    const human = await runVid(["validate", fixture, "--variables", variables]);
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, /^valid with 5 warnings: vars/);
+    for (const field of ["tittle", "count", "accent", "show", "mode"]) {
+      assert.match(human.stdout, new RegExp(`^  - ${field}: "${field}"`, "m"));
+    }
+    assert.match(
+      human.stdout,
+      /- tittle: "tittle" is not declared by the composition \(declared: title, subtitle, count, accent, show, mode\); did you mean "title"\?/,
+    );
+    const json = await runVid(["validate", fixture, "--variables", variables, "--json"]);
+    assert.equal(json.code, 0, json.stderr);
+    const body = parseJson(json.stdout);
+    assert.equal(body.verdict, "valid-with-warnings");
+    assert.equal(body.warnings, 5);
+    assert.equal(body.valid, true);
+    const problems = body.problems as { key: string; suggestion?: string }[];
+    assert.deepEqual(problems.map((p) => p.key), ["tittle", "count", "accent", "show", "mode"]);
+    assert.equal(problems[0].suggestion, "title");
+    assert.equal(problems[1].suggestion, undefined);
+
+    const strict = await runVid([
+      "validate",
+      fixture,
+      "--variables",
+      variables,
+      "--strict-variables",
+      "--json",
+    ]);
+    assert.equal(strict.code, 1);
+    const strictBody = parseJson(strict.stdout);
+    assert.equal(strictBody.verdict, "invalid");
+    assert.equal(strictBody.warnings, 5);
+    assert.equal(strictBody.valid, false);
   });
 
   it("--strict-variables exits 1 and lists every problem with key, expected and given", async () => {
@@ -263,16 +302,17 @@ describe("vid validate", () => {
       "--strict-variables",
     ]);
     assert.equal(result.code, 1);
-    assert.doesNotMatch(result.stdout, /valid:/);
+    assert.match(result.stdout, /^invalid \(4 problems\): vars/);
+    assert.doesNotMatch(result.stdout, /^valid/m);
     for (
       const line of [
-        /"count" \(number\) expects a finite number, got "many"/,
-        /"extra" is not declared by the composition/,
-        /"mode" \(enum\) expects one of "a", "b", got "c"/,
-        /"accent" \(color\) expects a CSS colour .*, got "not-a-colour"/,
+        /- count: "count" \(number\) expects a finite number, got "many"/,
+        /- extra: "extra" is not declared by the composition/,
+        /- mode: "mode" \(enum\) expects one of "a", "b", got "c"/,
+        /- accent: "accent" \(color\) expects a CSS colour .*, got "not-a-colour"/,
       ]
     ) {
-      assert.match(result.stderr, line);
+      assert.match(result.stdout, line);
     }
 
     const json = await runVid([
@@ -326,8 +366,21 @@ describe("vid validate", () => {
       "--strict-variables",
     ]);
     assert.equal(result.code, 1);
-    assert.match(result.stderr, /declaration 1 \("data"\) dropped/);
-    assert.match(result.stderr, /"data" is not declared by the composition \(declared: title\)/);
+    assert.match(result.stdout, /declaration 1 \("data"\) dropped/);
+    assert.match(result.stdout, /"data" is not declared by the composition \(declared: title\)$/m);
+  });
+
+  it("a dropped declaration is a warning, and invalid with --strict-variables", async () => {
+    const warned = await runVid(["validate", dropped]);
+    assert.equal(warned.code, 0, warned.stderr);
+    assert.match(warned.stdout, /^valid with 1 warning: dropping/);
+    assert.match(
+      warned.stdout,
+      /^ {2}- data-composition-variables\[1\]: declaration 1 \("data"\) dropped: unknown type "object"/m,
+    );
+    const strict = await runVid(["validate", dropped, "--strict-variables"]);
+    assert.equal(strict.code, 1);
+    assert.match(strict.stdout, /^invalid \(1 problem\): dropping/);
   });
 
   it("malformed --variables JSON exits 2 naming the flag", async () => {

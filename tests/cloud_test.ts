@@ -625,7 +625,8 @@ describe("vid cloud", () => {
     const cases: [string[], RegExp][] = [
       [["--fps", "0"], /--fps/],
       [["--fps", "241"], /--fps/],
-      [["--fps", "2.5"], /--fps/],
+      [["--fps", "0.5"], /--fps/],
+      [["--fps", "29,97"], /--fps/],
       [["--quality", "x"], /--quality/],
       [["--format", "gif"], /--format/],
       [

@@ -11,9 +11,11 @@
  *
  * Part 2, real worker: the local stack (`startLocalStack`, the worker bundle under Node
  * 22 with Chromium and ffmpeg, at most twice the CPU count of tasks at once) renders a
- * 200-line personalised batch, 3 lines broken, from one command; each of the 197 outputs in
- * the bucket is a video of its row's colour, and a rerun starts nothing. About 3 minutes on
- * our 2-core machines.
+ * 36-line personalised batch from one command: 3 lines broken, one row that fails for real
+ * (its page asks for a missing file), and 32 outputs in the bucket, each a video of its
+ * row's colour. Run again with nothing fixed, only the failed row starts, as attempt 2.
+ * The batch file and manifest live inside the project and are never uploaded; one output
+ * is downloaded to a file and through a presigned URL; the site is listed and removed.
  *
  * @module
  */
@@ -47,7 +49,13 @@ import {
   startLocalStack,
   startS3Server,
 } from "../src/lambda/local_stack.ts";
-import { siteHandleFromId } from "../src/lambda/sdk.ts";
+import {
+  deploySite,
+  getRenderProgress,
+  renderToLambda,
+  siteHandleFromId,
+} from "../src/lambda/sdk.ts";
+import { loadSite } from "../src/lambda/sites.ts";
 import {
   type AssemblePayload,
   planChunks,
@@ -69,6 +77,8 @@ import {
 const REGION = "us-east-1";
 const HTML = compositionHtml(`<div></div>`, {
   id: "batch",
+  // 3 s: three 1-second GOP grid cells, so up to 3 chunks.
+  duration: 3,
   variables: [{ id: "title", type: "string", label: "Title", default: "Hi" }],
 });
 
@@ -208,12 +218,18 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
   };
   let env: Record<string, string>;
 
+  /** Chunks of `title: "hold"` rows wait here until released (or their render is stopped). */
+  const held: (() => void)[] = [];
   /** The worker's stand-in: the real planner, no rendering, the row's variables as output. */
   const invoke = async (_arn: string, payload: unknown): Promise<unknown> => {
     const task = payload as TaskPayload;
     if (task.task === "plan") return planChunks(task.input as ExecutionInput, 3);
     if (task.task === "renderChunk") {
       const { chunk, input } = task as RenderChunkPayload;
+      const title = input.config.variables?.title;
+      // A row whose page would throw: every attempt of its chunks fails.
+      if (title === "boom") throw new Error(`chunk ${chunk.index}: the page threw for "boom"`);
+      if (title === "hold") await new Promise<void>((resolve) => held.push(resolve));
       return { index: chunk.index, key: `chunks/${input.renderId}/${chunk.index}` };
     }
     const { input } = task as AssemblePayload;
@@ -260,6 +276,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
   });
 
   after(async () => {
+    while (held.length > 0) held.shift()!();
     s3Client?.destroy();
     if (proxy) await new Promise((resolve) => proxy.close(resolve));
     await sfn?.close();
@@ -557,8 +574,10 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     }
 
     const cli = await vid(["progress", "--manifest", manifest, "--json"]);
-    assert.equal(cli.code, 0, cli.stderr);
+    assert.equal(cli.code, 1, cli.stderr); // every execution succeeded, but 3 rows never started
     const report = JSON.parse(cli.stdout);
+    assert.equal(report.outcome, "failed");
+    assert.equal(report.ok, false);
     assert.equal(report.total, 200);
     assert.equal(report.executions, 197);
     assert.equal(report.succeeded, 197);
@@ -581,6 +600,364 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     for (const [i, row] of rerun.entries()) {
       assert.equal(row.executionArn, rows[i].executionArn, `line ${row.line}`);
     }
+  });
+
+  /** Polls the manifest's rows until no execution runs. */
+  const settle = async (rows: BatchManifestRow[]) => {
+    const sfnOptions = { endpoint: sfn.endpoint, region: REGION, credentials: S3_CREDENTIALS };
+    for (let i = 0; i < 200; i++) {
+      const progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
+      if (progress.done) return progress;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error("the batch never settled");
+  };
+
+  it("a rerun starts failed rows again as attempt -a2, -a3 (deterministic); succeeded rows are left alone; --rerun none / all", async () => {
+    const file = await batchFile("retry.jsonl", [
+      JSON.stringify({ outputKey: "r/ok-1.json", variables: { title: "one" } }),
+      JSON.stringify({ outputKey: "r/boom.json", variables: { title: "boom" } }),
+      JSON.stringify({ outputKey: "r/ok-2.json", variables: { title: "two" } }),
+    ]);
+    const manifest = join(scratch, "retry.manifest.json");
+    const run = async (...extra: string[]) => {
+      const before = state.starts;
+      const out = await vid([
+        "render-batch",
+        project,
+        "--batch",
+        file,
+        "--manifest",
+        manifest,
+        ...extra,
+      ]);
+      assert.equal(out.code, 0, out.stderr);
+      const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+      return { out, rows, starts: state.starts - before, progress: await settle(rows) };
+    };
+
+    const first = await run();
+    assert.match(first.out.stdout, /^3 started, 0 already started, 0 failed to start, 0 skipped\n/);
+    assert.deepEqual(first.progress.rows.map((r) => r.status), [
+      "succeeded",
+      "failed",
+      "succeeded",
+    ]);
+    const base = first.rows[1].renderId!;
+    assert.match(base, /^b-[0-9a-f]{40}$/);
+    assert.equal(first.rows[1].attempt, 1);
+    const failed = await vid(["progress", "--manifest", manifest, "--json"]);
+    assert.equal(failed.code, 1, "a failed row: exit 1");
+    const report = JSON.parse(failed.stdout);
+    assert.equal(report.outcome, "failed");
+    // A failed chunk's error reads as a sentence, not as Lambda's escaped JSON.
+    assert.ok(report.rows[1].errors.length > 0);
+    for (const e of report.rows[1].errors) assert.doesNotMatch(e, /errorType|\\"/);
+
+    const second = await run();
+    assert.equal(second.starts, 1, "only the failed row starts");
+    assert.match(
+      second.out.stdout,
+      /^1 started \(1 as a new attempt after a failure\), 2 already started, 0 failed to start, 0 skipped\n/,
+    );
+    assert.match(
+      second.out.stdout,
+      new RegExp(`\\n2 r/boom\\.json \\S+:${base}-a2 started \\(attempt 2\\)\\n`),
+    );
+    assert.deepEqual(second.rows.map((r) => [r.status, r.attempt, r.renderId]), [
+      ["already-started", 1, first.rows[0].renderId],
+      ["started", 2, `${base}-a2`],
+      ["already-started", 1, first.rows[2].renderId],
+    ]);
+    assert.equal(second.rows[0].executionArn, first.rows[0].executionArn);
+
+    const none = await run("--rerun", "none");
+    assert.equal(none.starts, 0);
+    assert.deepEqual(none.rows.map((r) => [r.status, r.attempt]), [
+      ["already-started", 1],
+      ["already-started", 2],
+      ["already-started", 1],
+    ]);
+
+    const third = await run();
+    assert.equal(third.starts, 1);
+    assert.equal(third.rows[1].renderId, `${base}-a3`);
+
+    const all = await run("--rerun", "all");
+    assert.equal(all.starts, 3, "every row renders again");
+    assert.deepEqual(all.rows.map((r) => r.attempt), [2, 4, 2]);
+    assert.deepEqual(all.progress.rows.map((r) => r.status), ["succeeded", "failed", "succeeded"]);
+  });
+
+  it("progress --manifest: exit 3 while a row runs; cancel --manifest aborts it (exit 1); the rerun's new attempt succeeds (exit 0)", async () => {
+    const file = await batchFile("hold.jsonl", [
+      JSON.stringify({ outputKey: "h/fast.json", variables: { title: "fast" } }),
+      JSON.stringify({ outputKey: "h/held.json", variables: { title: "hold" } }),
+      "",
+    ]);
+    const manifest = join(scratch, "hold.manifest.json");
+    const started = await vid(["render-batch", project, "--batch", file, "--manifest", manifest]);
+    assert.equal(started.code, 0, started.stderr);
+    const firstManifest = join(scratch, "hold.first.manifest.json");
+    await Deno.copyFile(manifest, firstManifest);
+    for (let i = 0; i < 100 && held.length < 3; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const running = await vid(["progress", "--manifest", manifest, "--json"]);
+    assert.equal(running.code, 3, running.stderr);
+    assert.equal(JSON.parse(running.stdout).outcome, "running");
+    // A running render has no output yet: download says so and writes nothing.
+    const heldRow: BatchManifestRow = JSON.parse(await Deno.readTextFile(manifest))[1];
+    const target = join(scratch, "held.json");
+    const early = await vid(["download", heldRow.renderId!, "-o", target]);
+    assert.equal(early.code, 1);
+    assert.match(early.stderr, /render b-[0-9a-f]{40} is still running; wait for it/);
+    await assert.rejects(Deno.stat(target));
+    const nowhere = await vid(["download", heldRow.renderId!, "-o", join(scratch, "no", "x.json")]);
+    assert.equal(nowhere.code, 1);
+    assert.match(nowhere.stderr, /the folder .*\/no does not exist; create it or pass another -o/);
+    const neither = await vid(["download", heldRow.renderId!]);
+    assert.equal(neither.code, 2);
+
+    const cancel = await vid(["cancel", "--manifest", manifest, "--json"]);
+    assert.equal(cancel.code, 0, cancel.stderr);
+    const results = JSON.parse(cancel.stdout).results;
+    assert.deepEqual(
+      results.map((r: { line: number; cancelled: boolean }) => [r.line, r.cancelled]),
+      [
+        [1, false],
+        [2, true],
+      ],
+    );
+    assert.equal(results[1].status, "aborted");
+    const again = await vid(["cancel", "--manifest", manifest]);
+    assert.match(again.stdout, /^1 \S+ already succeeded\n2 \S+ already aborted\n/);
+    const aborted = await vid(["progress", "--manifest", manifest]);
+    assert.equal(aborted.code, 1);
+    assert.match(aborted.stdout, /\n2 h\/held\.json aborted /);
+    while (held.length > 0) held.shift()!();
+
+    // The aborted row starts again as attempt 2; the blank line (row 3) does not count.
+    const holdReleased = setInterval(() => {
+      while (held.length > 0) held.shift()!();
+    }, 20);
+    try {
+      const rerun = await vid(["render-batch", project, "--batch", file, "--manifest", manifest]);
+      assert.equal(rerun.code, 0, rerun.stderr);
+      assert.match(
+        rerun.stdout,
+        /^1 started \(1 as a new attempt after a failure\), 1 already started/,
+      );
+      await settle(JSON.parse(await Deno.readTextFile(manifest)));
+    } finally {
+      clearInterval(holdReleased);
+    }
+    const done = await vid(["progress", "--manifest", manifest]);
+    assert.equal(done.code, 0, done.stdout);
+    assert.match(done.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
+    // The first run's manifest names the aborted attempt: progress follows the row to its
+    // later attempt.
+    const old = await vid(["progress", "--manifest", firstManifest]);
+    assert.equal(old.code, 0, old.stdout);
+    assert.match(old.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
+  });
+
+  it("an unreachable stack: progress --manifest exits 4 with the hint; render-batch stops before any row, with one message", async () => {
+    const file = await batchFile("down.jsonl", [
+      JSON.stringify({ outputKey: "x/1.json" }),
+      JSON.stringify({ outputKey: "x/2.json" }),
+      JSON.stringify({ outputKey: "x/3.json" }),
+    ]);
+    const manifest = join(scratch, "retry.manifest.json"); // from an earlier test
+    const down = { ...env, VID_SFN_ENDPOINT: "http://127.0.0.1:9" };
+    const progress = await runVid(["lambda", "progress", "--manifest", manifest], { env: down });
+    assert.equal(progress.code, 4, progress.stdout + progress.stderr);
+    assert.match(
+      progress.stderr,
+      /cannot reach the stack \(.*VID_SFN_ENDPOINT=http:\/\/127\.0\.0\.1:9\)/,
+    );
+    assert.doesNotMatch(progress.stdout, /unknown|done/);
+    const json = await runVid(["lambda", "progress", "--manifest", manifest, "--json"], {
+      env: down,
+    });
+    assert.equal(json.code, 4);
+    assert.equal(JSON.parse(json.stdout).ok, false);
+
+    const before = state.starts;
+    const batch = await runVid(["lambda", "render-batch", project, "--batch", file], {
+      env: down,
+    });
+    assert.equal(batch.code, 1);
+    assert.equal(batch.stdout, "");
+    assert.equal(batch.stderr.match(/ECONNREFUSED/g)?.length, 1, batch.stderr);
+    assert.match(batch.stderr, /is `vid lambda local` still running/);
+    assert.equal(state.starts, before);
+  });
+
+  it("render --site-id: the site's own composition checks the variables (warning, or --strict-variables), projectDir optional, a mismatch said; the throttle warning", async () => {
+    const created = await vid(["sites", "create", project]);
+    assert.equal(created.code, 0, created.stderr);
+    const siteId = created.stdout.trim();
+    const before = state.starts;
+    const warned = await vid([
+      "render",
+      "--site-id",
+      siteId,
+      "--variables",
+      '{"title": 5, "extra": "x"}',
+      "--chunk-size",
+      "10",
+      "--reserved-concurrency",
+      "2",
+      "--output-key",
+      "site/warned.json",
+    ]);
+    assert.equal(warned.code, 0, warned.stderr);
+    assert.match(warned.stderr, /^warning: "title" \(string\) expects a string, got 5$/m);
+    assert.match(warned.stderr, /^warning: "extra" is not declared by the composition/m);
+    // 90 frames in chunks of 10, capped by 3 grid cells: 3 chunks, more than 2 instances.
+    assert.match(
+      warned.stderr,
+      /^warning: reserved concurrency of the render function \(2\) is lower than the render's 3 chunks/m,
+    );
+    assert.equal(state.starts - before, 1);
+
+    const strict = await vid([
+      "render",
+      "--site-id",
+      siteId,
+      "--variables",
+      '{"title": 5}',
+      "--strict-variables",
+      "--json",
+    ]);
+    assert.equal(strict.code, 1);
+    const error = JSON.parse(strict.stdout).error;
+    assert.equal(error.name, "StrictVariablesError");
+    assert.equal(error.field, "title");
+    assert.equal(state.starts - before, 1, "nothing started");
+
+    // The project changed since the upload: the uploaded site renders, and a warning says so.
+    const changed = await makeProject(HTML.replace("<div></div>", "<div>changed</div>"));
+    try {
+      const mismatch = await vid(["render", changed, "--site-id", siteId]);
+      assert.equal(mismatch.code, 0, mismatch.stderr);
+      assert.match(
+        mismatch.stderr,
+        new RegExp(`packages as site-[0-9a-f]{16}, not ${siteId}: rendering the uploaded site`),
+      );
+    } finally {
+      await Deno.remove(changed, { recursive: true });
+    }
+    const neither = await vid(["render"]);
+    assert.equal(neither.code, 2);
+    assert.match(neither.stderr, /pass the project directory, or --site-id/);
+  });
+
+  it("errors say what to do, before any execution starts: unknown site id, missing bucket, no credentials, missing state machine", async () => {
+    const before = state.starts;
+    const site = await vid(["render", "--site-id", "site-00000000deadbeef", "--json"]);
+    assert.equal(site.code, 1);
+    const siteError = JSON.parse(site.stdout).error;
+    assert.equal(siteError.field, "siteId");
+    assert.match(
+      siteError.message,
+      /site site-00000000deadbeef is not in the bucket vid-renders.*vid lambda sites create/,
+    );
+    const badId = await vid(["render", "--site-id", "../etc"]);
+    assert.equal(badId.code, 1);
+    assert.match(badId.stderr, /siteId: must be a site id such as site-0123456789abcdef/);
+
+    const bucket = await vid(["render", project, "--bucket", "no-such-bucket"]);
+    assert.equal(bucket.code, 1);
+    assert.match(
+      bucket.stderr,
+      /^error: the bucket no-such-bucket does not exist in region us-east-1: pass --bucket \(env VID_LAMBDA_BUCKET\) the RenderBucketName/m,
+    );
+    const bucketBatch = await vid([
+      "render-batch",
+      project,
+      "--batch",
+      await batchFile("b.jsonl", ['{"outputKey":"b.json"}']),
+      "--bucket",
+      "no-such-bucket",
+    ]);
+    assert.equal(bucketBatch.code, 1);
+    assert.match(bucketBatch.stderr, /the bucket no-such-bucket does not exist/);
+    const listNone = await vid(["sites", "list", "--bucket", "no-such-bucket"]);
+    assert.match(listNone.stderr, /the bucket no-such-bucket does not exist/);
+
+    const noCredentials = await runVid(["lambda", "render", project], {
+      env: {
+        ...env,
+        AWS_ACCESS_KEY_ID: "",
+        AWS_SECRET_ACCESS_KEY: "",
+        HOME: scratch,
+        AWS_CONFIG_FILE: join(scratch, "none"),
+        AWS_SHARED_CREDENTIALS_FILE: join(scratch, "none"),
+        AWS_EC2_METADATA_DISABLED: "true", // no instance-metadata probe to wait for
+      },
+    });
+    assert.equal(noCredentials.code, 1);
+    assert.match(noCredentials.stderr, /^error: no AWS credentials found: set AWS_ACCESS_KEY_ID/m);
+    assert.doesNotMatch(noCredentials.stderr, /Could not load credentials from any providers/);
+
+    const machine = await vid([
+      "render-batch",
+      project,
+      "--batch",
+      await batchFile("m.jsonl", ['{"outputKey":"m.json"}']),
+      "--state-machine-arn",
+      stateMachineArn.replace(/vid-render$/, "nope"),
+    ]);
+    assert.equal(machine.code, 1);
+    assert.match(machine.stderr, /stateMachine:nope does not exist: pass --state-machine-arn/);
+    assert.equal(state.starts, before, "no execution started");
+  });
+
+  it("renderToLambda checks variables against the site loaded from the bucket (SDK)", async () => {
+    const s3Options = { endpoint: s3.endpoint, forcePathStyle: true, credentials: S3_CREDENTIALS };
+    const uploaded = await deploySite({
+      projectDir: project,
+      bucketName: LOCAL_BUCKET,
+      s3: s3Options,
+    });
+    const site = await loadSite(uploaded.siteId, LOCAL_BUCKET, { s3: s3Options });
+    assert.deepEqual(site.declarations.map((d) => d.id), ["title"]);
+    const target = {
+      bucketName: LOCAL_BUCKET,
+      stateMachineArn,
+      outputKey: "sdk/strict.json",
+      sfn: { endpoint: sfn.endpoint, region: REGION, credentials: S3_CREDENTIALS },
+    };
+    await assert.rejects(
+      renderToLambda({
+        ...target,
+        siteHandle: site,
+        config: { variables: { title: 5 } },
+        strictVariables: true,
+      }),
+      /"title" \(string\) expects a string, got 5/,
+    );
+    // A bare handle (no declarations) with `s3`: the declarations are read from the bucket.
+    await assert.rejects(
+      renderToLambda({
+        ...target,
+        siteHandle: siteHandleFromId(uploaded.siteId, LOCAL_BUCKET),
+        s3: s3Options,
+        config: { variables: { nope: 1 } },
+        strictVariables: true,
+      }),
+      /"nope" is not declared/,
+    );
+    const warnings: string[] = [];
+    await renderToLambda({
+      ...target,
+      siteHandle: uploaded,
+      config: { variables: { title: 5 } },
+      onWarning: (m) => warnings.push(m),
+    });
+    assert.deepEqual(warnings, ['"title" (string) expects a string, got 5']);
   });
 
   it("throttled start calls are retried with backoff; every row starts", async () => {
@@ -734,21 +1111,34 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
 
 describe("vid lambda render-batch with the real worker (local stack)", () => {
   /** Row colours: each row's video is filled with its own. */
-  const COLOURS = Array.from({ length: 197 }, (_, i) => {
+  const COLOURS = Array.from({ length: 32 }, (_, i) => {
     const r = (i * 53) % 256;
     const g = (i * 97 + 60) % 256;
     const b = (i * 151 + 120) % 256;
     return [r, g, b];
   });
   const hex = (c: number[]) => `#${c.map((v) => v.toString(16).padStart(2, "0")).join("")}`;
-  /** 320x180, 0.3 s: 3 frames at 10 fps, filled with the variable `fill`. */
+  /**
+   * 320x180, 0.3 s: 3 frames at 10 fps, filled with the variable `fill`. A row whose `pic`
+   * names a file the project lacks fails for real: the page requests it, the worker's
+   * project server answers 404, and the chunk fails with the missing file's name.
+   */
   const PERSONAL = compositionHtml(`<div id="fill"></div>`, {
     id: "batch-real",
     duration: 0.3,
-    variables: [{ id: "fill", type: "color", label: "Fill", default: "#000000" }],
+    variables: [
+      { id: "fill", type: "color", label: "Fill", default: "#000000" },
+      { id: "pic", type: "string", label: "Picture", default: "" },
+    ],
     head: `<style>#fill { position: absolute; inset: 0; }</style>`,
     after: `<script>
-document.getElementById("fill").style.background = String(window.__vid.getVariables().fill);
+const v = window.__vid.getVariables();
+document.getElementById("fill").style.background = String(v.fill);
+if (v.pic) {
+  const img = document.createElement("img");
+  img.src = String(v.pic);
+  document.body.append(img);
+}
 </script>`,
   });
 
@@ -778,76 +1168,184 @@ document.getElementById("fill").style.background = String(window.__vid.getVariab
     if (scratch) await Deno.remove(scratch, { recursive: true });
   });
 
-  it("200 lines, 3 broken: 197 personalised renders from one command, each video in its row's colour; a rerun starts nothing", async () => {
+  it("36 lines, 3 broken, 1 failing for real: 32 videos in their row's colour; the rerun starts only the failed row, as attempt 2; the batch file and manifest inside the project are not uploaded; download, sites list / rm", async () => {
     const lines = COLOURS.map((c, i) =>
       JSON.stringify({ outputKey: `people/${i + 1}.mp4`, variables: { fill: hex(c) } })
     );
-    // Three broken lines among them: lines 50, 120 and 200 of the file.
-    lines.splice(49, 0, "{ not json");
-    lines.splice(119, 0, JSON.stringify({ variables: { fill: "#ffffff" } }));
-    lines.push(JSON.stringify({ outputKey: "people/last.mp4", variables: "not an object" }));
-    assert.equal(lines.length, 200);
-    const file = join(scratch, "people.jsonl");
-    await Deno.writeTextFile(file, lines.join("\n") + "\n");
-    const manifest = join(scratch, "people.manifest.json");
-    const t0 = performance.now();
-    const out = await runVid([
-      "lambda",
-      "render-batch",
-      project,
-      "--batch",
-      file,
-      "--fps",
-      "10",
-      "--manifest",
-      manifest,
-    ], { env: stack.env });
-    assert.equal(out.code, 1, out.stderr); // some lines failed to start
-    assert.match(out.stdout, /^197 started, 0 already started, 3 failed to start, 0 skipped\n/);
-    const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
-    assert.equal(rows.length, 200); // one row per line
-    assert.deepEqual(
-      rows.filter((r) => r.status === "failed-to-start").map((r) => r.line),
-      [50, 120, 200],
+    // Three broken lines (10, 20 and the last, 36) and one that renders and fails (25).
+    lines.splice(9, 0, "{ not json");
+    lines.splice(19, 0, JSON.stringify({ variables: { fill: "#ffffff" } }));
+    lines.splice(
+      24,
+      0,
+      JSON.stringify({
+        outputKey: "people/pic.mp4",
+        variables: { fill: "#102030", pic: "missing.png" },
+      }),
     );
-
+    lines.push(JSON.stringify({ outputKey: "people/last.mp4", variables: "not an object" }));
+    assert.equal(lines.length, 36);
+    // Kept inside the project: neither may change the site (or every row would start again).
+    const file = join(project, "people.jsonl");
+    await Deno.writeTextFile(file, lines.join("\n") + "\n");
+    const manifest = join(project, "people.manifest.json");
+    const batch = () =>
+      runVid([
+        "lambda",
+        "render-batch",
+        project,
+        "--batch",
+        file,
+        "--fps",
+        "10",
+        "--manifest",
+        manifest,
+      ], { env: stack.env });
     const sfnOptions = {
       endpoint: stack.sfnEndpoint,
       region: stack.region,
       credentials: S3_CREDENTIALS,
     };
-    let progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
-    while (!progress.done && performance.now() - t0 < 900_000) {
-      await new Promise((resolve) => setTimeout(resolve, 1000));
-      progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
+    const settle = async (rows: BatchManifestRow[]) => {
+      let progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
+      const deadline = performance.now() + 600_000;
+      while (!progress.done && performance.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
+      }
+      return progress;
+    };
+
+    const t0 = performance.now();
+    const out = await batch();
+    assert.equal(out.code, 1, out.stderr); // some lines failed to start
+    assert.match(out.stdout, /^33 started, 0 already started, 3 failed to start, 0 skipped\n/);
+    const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+    assert.equal(rows.length, 36); // one row per line
+    assert.deepEqual(
+      rows.filter((r) => r.status === "failed-to-start").map((r) => r.line),
+      [10, 20, 36],
+    );
+    const progress = await settle(rows);
+    console.log(
+      `33 real renders through the local stack: ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
+    assert.equal(progress.succeeded, 32, JSON.stringify(progress.rows.filter((r) => r.errors[0])));
+    assert.equal(progress.failed, 1);
+    assert.equal(progress.rows[24].status, "failed");
+
+    // The cost counts run time only: at most `concurrency` functions run at once, so the
+    // renders' run time cannot exceed concurrency x the wall time. Counting the time tasks
+    // waited for a free worker (most of it, with 33 renders on a few workers) would.
+    const wall = (performance.now() - t0) / 1000;
+    let runSeconds = 0;
+    for (const row of rows.filter((r) => r.executionArn)) {
+      const p = await getRenderProgress({
+        executionArn: row.executionArn!,
+        sfn: sfnOptions,
+        s3: false,
+      });
+      runSeconds += p.costEstimate.lambdaGbSeconds / (10240 / 1024);
     }
-    const seconds = (performance.now() - t0) / 1000;
-    console.log(`197 real renders through the local stack: ${seconds.toFixed(1)} s`);
-    assert.equal(
-      progress.succeeded,
-      197,
-      JSON.stringify(progress.rows.filter((r) => r.status !== "succeeded")),
+    assert.ok(
+      runSeconds > 0 && runSeconds <= stack.concurrency * wall * 1.2,
+      `${runSeconds.toFixed(1)} s of run time in ${
+        wall.toFixed(1)
+      } s on ${stack.concurrency} workers`,
     );
 
-    for (const [i, colour] of COLOURS.entries()) {
-      const key = `people/${i + 1}.mp4`;
+    // The failure says which file is missing, in the project's terms, not the worker's.
+    const report = await runVid(["lambda", "progress", "--manifest", manifest, "--json"], {
+      env: stack.env,
+    });
+    assert.equal(report.code, 1, report.stderr);
+    const failedRow = JSON.parse(report.stdout).rows[24];
+    const message = failedRow.errors.join("\n");
+    assert.match(message, /missing\.png/);
+    assert.doesNotMatch(message, /vid-sites|\/tmp\/|errorType/);
+
+    const byLine = new Map(rows.map((r) => [r.line, r]));
+    const colourLines = rows.filter((r) => r.status === "started" && r.line !== 25);
+    assert.equal(colourLines.length, 32);
+    for (const [i, row] of colourLines.entries()) {
       const object = await s3Client.send(
-        new GetObjectCommand({ Bucket: stack.RenderBucketName, Key: key }),
+        new GetObjectCommand({ Bucket: stack.RenderBucketName, Key: row.outputKey! }),
       );
       const path = join(scratch, `${i + 1}.mp4`);
       await Deno.writeFile(path, await object.Body!.transformToByteArray());
       const info = await probeVideo(path);
-      assert.equal(info.frames, 3, key);
+      assert.equal(info.frames, 3, row.outputKey!);
       assert.deepEqual([info.width, info.height], [320, 180]);
       const [pixel] = await pixelSeries(path, 160, 90);
-      assert.ok(near(pixel, colour, 12), `${key}: ${rgb(pixel)}, want ${rgb(colour)}`);
+      assert.ok(
+        near(pixel, COLOURS[i], 12),
+        `${row.outputKey}: ${rgb(pixel)}, want ${rgb(COLOURS[i])}`,
+      );
     }
 
-    const again = await runVid(
-      ["lambda", "render-batch", project, "--batch", file, "--fps", "10"],
+    // Fix nothing and run again: only the failed row starts, as attempt 2; the site is the
+    // same one (the manifest now in the project was not uploaded).
+    const again = await batch();
+    assert.equal(again.code, 1, again.stderr);
+    assert.match(
+      again.stdout,
+      /^1 started \(1 as a new attempt after a failure\), 32 already started, 3 failed to start, 0 skipped\n/,
+    );
+    const rerun: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+    assert.equal(rerun[24].status, "started");
+    assert.equal(rerun[24].attempt, 2);
+    assert.equal(rerun[24].renderId, `${byLine.get(25)!.renderId}-a2`);
+    assert.match(rerun[24].executionArn!, /-a2$/);
+    for (const line of [1, 2, 35]) {
+      assert.equal(rerun[line - 1].executionArn, byLine.get(line)!.executionArn);
+    }
+    const second = await settle(rerun);
+    assert.equal(second.rows[24].status, "failed");
+    const human = await runVid(["lambda", "progress", "--manifest", manifest], { env: stack.env });
+    assert.equal(human.code, 1);
+    assert.match(human.stdout, /\n25 people\/pic\.mp4 failed \(attempt 2\) /);
+
+    // Downloading an output: to a file (temp file, then rename), or as a presigned URL.
+    const first = byLine.get(1)!;
+    const saved = join(scratch, "downloaded.mp4");
+    const download = await runVid(["lambda", "download", first.renderId!, "-o", saved], {
+      env: stack.env,
+    });
+    assert.equal(download.code, 0, download.stderr);
+    assert.equal(download.stdout.trim(), saved);
+    const [pixel] = await pixelSeries(saved, 160, 90);
+    assert.ok(near(pixel, COLOURS[0], 12), rgb(pixel));
+    assert.deepEqual(
+      (await Array.fromAsync(Deno.readDir(scratch))).filter((e) => e.name.endsWith(".part")),
+      [],
+    );
+    const url = await runVid(["lambda", "download", first.executionArn!, "--url", "--json"], {
+      env: stack.env,
+    });
+    assert.equal(url.code, 0, url.stderr);
+    const signed = JSON.parse(url.stdout);
+    assert.match(signed.url, /X-Amz-Signature=/);
+    const fetched = new Uint8Array(await (await fetch(signed.url)).arrayBuffer());
+    assert.deepEqual(fetched, await Deno.readFile(saved));
+    const failedDownload = await runVid(
+      ["lambda", "download", rerun[24].renderId!, "-o", join(scratch, "pic.mp4")],
       { env: stack.env },
     );
-    assert.equal(again.code, 1, again.stderr);
-    assert.match(again.stdout, /^0 started, 197 already started, 3 failed to start, 0 skipped\n/);
+    assert.equal(failedDownload.code, 1);
+    assert.match(failedDownload.stderr, /render b-[0-9a-f]{40}-a2 failed, so it has no output/);
+    await assert.rejects(Deno.stat(join(scratch, "pic.mp4")));
+
+    // One site for both runs; rm deletes it.
+    const list = await runVid(["lambda", "sites", "list", "--json"], { env: stack.env });
+    assert.equal(list.code, 0, list.stderr);
+    const sites = JSON.parse(list.stdout).sites;
+    assert.equal(sites.length, 1);
+    assert.equal(sites[0].complete, true);
+    assert.equal(sites[0].files, 1); // index.html only: no batch file, no manifest
+    const rm = await runVid(["lambda", "sites", "rm", sites[0].siteId], { env: stack.env });
+    assert.equal(rm.code, 0, rm.stderr);
+    assert.match(rm.stdout, new RegExp(`^removed ${sites[0].siteId} \\(2 objects\\)`));
+    const empty = await runVid(["lambda", "sites", "list", "--json"], { env: stack.env });
+    assert.deepEqual(JSON.parse(empty.stdout).sites, []);
   });
 });

@@ -160,12 +160,15 @@ describe("validateConfig: fields", () => {
     );
   };
 
-  it("fps must be an integer from 1 to 240", () => {
+  it("fps must be a rate from 1 to 240: an integer, 29.97 or a fraction", () => {
     rejects({ fps: 0 }, "config.fps", /1 to 240, got 0/);
     rejects({ fps: 241 }, "config.fps", /got 241/);
-    rejects({ fps: 29.97 }, "config.fps", /got 29.97/);
+    rejects({ fps: "30fps" }, "config.fps", /got "30fps"/);
+    rejects({ fps: true as unknown as number }, "config.fps", /got true/);
     validateConfig(baseInput({ fps: 1 }));
     validateConfig(baseInput({ fps: 240 }));
+    validateConfig(baseInput({ fps: 29.97 }));
+    validateConfig(baseInput({ fps: "30000/1001" }));
   });
 
   it("width and height must be positive integers", () => {

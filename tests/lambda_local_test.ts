@@ -2,9 +2,9 @@
  * `vid lambda` against the local stack (`startLocalStack`, in-process): sites create
  * (twice: the second uploads nothing), a render with `--wait` through s3rver, the local
  * Step Functions endpoint and the worker bundle under Node 22, whose output has the frames
- * of a local render at the same chunk size (10 frames: each chunk is its own H.264 stream,
- * so only equal chunking gives equal framemd5), `progress`, `deploy` without Pulumi, and
- * an execution input over 256 KiB rejected before any request.
+ * of a local render (3 chunks of 10 frames against the local render's 2 of 20: the GOP grid
+ * makes the plan irrelevant), `progress`, `deploy` without Pulumi, and an execution input
+ * over 256 KiB rejected before any request.
  *
  * The oversized variables come with `--variables-file`: Linux caps one command-line
  * argument at 128 KiB, so 300 KiB of inline `--variables` cannot be passed to a process.
@@ -16,7 +16,10 @@
  * process, a crash fails with `Lambda.Unknown` and is replaced, the time cap kills with
  * `Sandbox.Timedout`, idle processes exit, `close()` ends busy ones (SIGTERM first, so exit
  * hooks run), `concurrency` caps busy processes. Last, with the real worker: a stack with
- * concurrency 1 stopped mid-render leaves none of its workers' browsers running.
+ * concurrency 1 stopped mid-render leaves none of its workers' browsers running, and a
+ * worker SIGKILLed mid-chunk takes its browser (and ffmpeg) down with it, the workflow
+ * retries the chunk, and progress (`--wait` lines, `progress --json`) shows the attempt and
+ * the error that caused it.
  *
  * @module
  */
@@ -35,13 +38,13 @@ import {
 import { startWarmWorkers, type WarmWorkersOptions } from "../src/lambda/warm_workers.ts";
 import { compositionHtml, frameHashes, makeProject, probeVideo, runVid } from "./helpers.ts";
 
-/** A 1 s, 320x180 composition: a box sliding and changing colour. */
+/** A 3 s, 320x180 composition (30 frames at 10 fps): a box sliding and changing colour. */
 const HTML = compositionHtml(`<div id="box"></div>`, {
   id: "lambda-local",
-  duration: 1,
+  duration: 3,
   head: `<style>
 #box { position: absolute; left: 0; top: 40px; width: 60px; height: 60px; background: #f00;
-  animation: slide 1s linear forwards; }
+  animation: slide 3s linear forwards; }
 @keyframes slide { to { left: 260px; background: #00f; } }
 </style>`,
 });
@@ -87,7 +90,7 @@ describe("vid lambda on the local stack", () => {
     assert.equal(again.uploaded, false);
   });
 
-  it("render --wait succeeds with the frames of a local render at the same chunk size", async () => {
+  it("render --wait succeeds with the frames of a local render (other chunking)", async () => {
     assert.ok(siteId);
     const [distributed, local] = await Promise.all([
       runVid([
@@ -97,7 +100,7 @@ describe("vid lambda on the local stack", () => {
         "--site-id",
         siteId,
         "--fps",
-        "30",
+        "10",
         "--chunk-size",
         "10",
         "--poll-interval",
@@ -108,9 +111,8 @@ describe("vid lambda on the local stack", () => {
       renderComposition({
         target: project,
         output: join(scratch, "local.mp4"),
-        fps: 30,
+        fps: 10,
         format: "mp4",
-        chunkSize: 10,
       }),
     ]);
     assert.equal(distributed.code, 0, distributed.stdout + distributed.stderr);
@@ -139,7 +141,8 @@ describe("vid lambda on the local stack", () => {
     } finally {
       client.destroy();
     }
-    assert.equal(local.chunks, 3);
+    // Local chunks are 2 s (20 frames): a different plan, the same frames (the GOP grid).
+    assert.equal(local.chunks, 2);
     // plan + 3 chunks + assemble: some of the five ran in a process that had served before.
     const stats = stack.workerStats();
     assert.equal(stats.invocations, 5);
@@ -171,17 +174,31 @@ describe("vid lambda on the local stack", () => {
   it("a failed render's progress names the chunk, its frames and the page error, readably", async () => {
     const broken = await makeProject(compositionHtml("<div></div>", {
       id: "lambda-broken",
+      duration: 3,
       after: `<script>window.__vid.onSeek((t) => {
-  if (t >= 0.5 && t < 0.52) throw new Error("logo service down");
+  if (t >= 1.5 && t < 1.52) throw new Error("logo service down");
 });</script>`,
     }));
     try {
       const out = await runVid(
-        ["lambda", "render", broken, "--chunk-size", "10", "--poll-interval", "250", "--wait"],
+        [
+          "lambda",
+          "render",
+          broken,
+          "--fps",
+          "10",
+          "--chunk-size",
+          "10",
+          "--poll-interval",
+          "250",
+          "--wait",
+        ],
         { env: stack.env },
       );
       assert.notEqual(out.code, 0, out.stdout);
-      const message = /error: chunk 1 \(frames 10-19\) failed: frame 15: .*logo service down/;
+      // The page's file, line and column come along from the chunk worker.
+      const message =
+        /error: chunk 1 \(frames 10-19\) failed: frame 15: .*logo service down at index\.html:7:35/;
       assert.match(out.stderr, message);
       assert.doesNotMatch(out.stderr, /errorType/);
       const id = out.stderr.match(/started (\S+)/)![1];
@@ -525,5 +542,110 @@ describe("local stack concurrency and clean shutdown (real worker)", () => {
     const left: number[] = [];
     for (const pid of browsers) if (!(await gone(pid))) left.push(pid);
     assert.deepEqual(left, [], "browsers of the stopped workers must be gone");
+  });
+});
+
+/** Parent and command name of every process. */
+async function processTable(): Promise<Map<number, { ppid: number; comm: string }>> {
+  const table = new Map<number, { ppid: number; comm: string }>();
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
+      const close = stat.lastIndexOf(")");
+      table.set(Number(entry.name), {
+        comm: stat.slice(stat.indexOf("(") + 1, close),
+        ppid: Number(stat.slice(close + 2).split(" ")[1]),
+      });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return table;
+}
+
+describe("a worker SIGKILLed mid-chunk (real worker)", () => {
+  let stack: LocalStack;
+  let project: string;
+  const logs: string[] = [];
+
+  before(async () => {
+    [stack, project] = await Promise.all([
+      startLocalStack({ onLog: (text) => logs.push(text) }),
+      // 100 frames at 10 fps in one chunk: long enough to be caught rendering.
+      makeProject(compositionHtml(`<div id="box"></div>`, { id: "lambda-killed", duration: 10 })),
+    ]);
+  });
+
+  after(async () => {
+    await stack?.close();
+    if (project) await Deno.remove(project, { recursive: true });
+  });
+
+  it("takes its browser down, and the retried chunk shows in progress", async () => {
+    const site = await runVid(["lambda", "sites", "create", project, "--json"], {
+      env: stack.env,
+    });
+    assert.equal(site.code, 0, site.stderr);
+    const rendering = runVid([
+      "lambda",
+      "render",
+      project,
+      "--site-id",
+      JSON.parse(site.stdout).siteId,
+      "--fps",
+      "10",
+      "--chunk-size",
+      "100",
+      "--poll-interval",
+      "200",
+      "--wait",
+    ], { env: stack.env });
+
+    // The worker rendering the chunk: a node child of this process with a browser below it.
+    let worker: number | undefined;
+    let tree: number[] = [];
+    for (const deadline = Date.now() + 60_000; !worker && Date.now() < deadline;) {
+      const table = await processTable();
+      for (const [pid, { ppid, comm }] of table) {
+        if (ppid !== Deno.pid || !/node/.test(comm)) continue;
+        const below = [pid];
+        for (let i = 0; i < below.length; i++) {
+          for (const [child, row] of table) if (row.ppid === below[i]) below.push(child);
+        }
+        if (below.some((p) => /chrom|headless/i.test(table.get(p)?.comm ?? ""))) {
+          worker = pid;
+          tree = below;
+        }
+      }
+      if (!worker) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    assert.ok(worker, "a worker should be rendering the chunk in a browser");
+    Deno.kill(worker, "SIGKILL");
+    const left: number[] = [];
+    for (const pid of tree) if (!(await gone(pid))) left.push(pid);
+    assert.deepEqual(left, [], "the killed worker's browser and ffmpeg must be gone");
+
+    const out = await rendering;
+    assert.equal(out.code, 0, out.stdout + out.stderr);
+    // The stack's log says what happened to the worker.
+    assert.ok(
+      logs.some((line) =>
+        line.includes(`worker ${worker} exited with signal SIGKILL during a task`)
+      ),
+      logs.join(""),
+    );
+    assert.match(
+      out.stderr,
+      /chunk 0 attempt 2 \(retried after Lambda\.Unknown: worker process exited with signal SIGKILL/,
+    );
+    const id = out.stderr.match(/started (\S+)/)![1];
+    const json = await runVid(["lambda", "progress", id, "--json"], { env: stack.env });
+    const progress = JSON.parse(json.stdout);
+    assert.equal(progress.status, "succeeded");
+    assert.equal(progress.retries.length, 1, JSON.stringify(progress.retries));
+    assert.equal(progress.retries[0].index, 0);
+    assert.equal(progress.retries[0].attempts, 2);
+    assert.match(progress.retries[0].errors[0], /^Lambda\.Unknown: .*SIGKILL/);
   });
 });

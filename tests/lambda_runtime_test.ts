@@ -48,15 +48,18 @@ import { S3_CREDENTIALS, type S3Server, startS3Server } from "./s3_server.ts";
 const BUCKET = "vid-runtime-test";
 const SITE_ID = "site-00000000runtime0";
 
-/** 0.5 s at 30 fps, 320x180: a red box sliding right and turning blue, and a quiet tone. */
+/**
+ * 3 s at 5 fps (two chunks of whole 1 s grid cells), 320x180: a red box sliding right and
+ * turning blue, and a quiet tone.
+ */
 const HTML = compositionHtml(
   `<div id="box"></div><audio src="tone.wav" data-start="0" data-volume="0.5"></audio>`,
   {
     id: "runtime",
-    duration: 0.5,
+    duration: 3,
     head: `<style>
 #box { position: absolute; left: 0; top: 40px; width: 60px; height: 60px; background: #f00;
-  animation: slide 0.5s linear forwards; }
+  animation: slide 3s linear forwards; }
 @keyframes slide { to { left: 260px; background: #00f; } }
 </style>`,
   },
@@ -268,7 +271,7 @@ describe("Lambda runtime packaging", () => {
         "-f",
         "lavfi",
         "-i",
-        "sine=frequency=440:duration=0.5",
+        "sine=frequency=440:duration=3",
         join(project, "tone.wav"),
       ]);
       for (const name of ["index.html", "tone.wav"]) {
@@ -306,7 +309,7 @@ describe("Lambda runtime packaging", () => {
         serveUrl: `${s3.endpoint}/${BUCKET}/sites/${SITE_ID}/`,
         composition: "index.html",
         outputKey: `renders/${renderId}/out.mp4`,
-        config: { fps: 30, format: "mp4", chunkSize: 8 },
+        config: { fps: 5, format: "mp4", chunkSize: 8 },
       };
       const { stdout, stderr } = await run(node, [
         join(scratch, "driver.mjs"),

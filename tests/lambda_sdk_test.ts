@@ -33,6 +33,7 @@ import {
   type TaskPayload,
 } from "../src/lambda/state_machine.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "./s3_server.ts";
+import { ROOT } from "./helpers.ts";
 
 const BUCKET = "vid-sdk-test";
 const FUNCTION_ARN = "arn:aws:lambda:us-east-1:000000000000:function:vid-render";
@@ -57,7 +58,9 @@ describe("lambda SDK against s3rver and local Step Functions (worker stubbed)", 
   /** The worker stand-in. */
   async function invoke(_functionArn: string, raw: unknown): Promise<unknown> {
     const payload = raw as TaskPayload;
-    const stub = stubs.get(payload.input.renderId);
+    // Renders started by a guide's snippet (fresh ids): 45 frames that render at once.
+    const stub = stubs.get(payload.input.renderId) ??
+      (payload.input.renderId.startsWith("r-") ? { totalFrames: 45 } : undefined);
     if (!stub) throw new Error(`no stub for ${payload.input.renderId}`);
     switch (payload.task) {
       case "plan":
@@ -385,5 +388,127 @@ describe("lambda SDK against s3rver and local Step Functions (worker stubbed)", 
       done.errors.some((e) => /chunk 1 \(frames 30-59\) failed: .*ffmpeg exited/.test(e)),
       done.errors.join("\n"),
     );
+  });
+  it("the cost counts each invocation's run time, not its wait for a free instance (local Step Functions, invoke reports its start)", async () => {
+    const QUEUED_MS = 400;
+    const RUN_MS = 60;
+    const queued = await startLocalStepFunctions({
+      invokeReportsStart: true,
+      retryIntervalMs: 5,
+      invoke: async (_arn, raw, context) => {
+        const payload = raw as TaskPayload;
+        await sleep(QUEUED_MS); // waiting for a free instance
+        context.started();
+        await sleep(RUN_MS);
+        if (payload.task === "plan") return planChunks(payload.input, 30);
+        if (payload.task === "renderChunk") {
+          return { index: payload.chunk.index, key: `c/${payload.chunk.index}` };
+        }
+        return { bucketName: payload.input.bucketName, outputKey: payload.input.outputKey };
+      },
+    });
+    try {
+      const arn = queued.createStateMachine(
+        "vid-render",
+        stateMachineDefinition({ functionArn: FUNCTION_ARN }),
+      );
+      const client = {
+        endpoint: queued.endpoint,
+        region: queued.region,
+        credentials: S3_CREDENTIALS,
+      };
+      const render = await renderToLambda({
+        siteHandle: siteHandleFromId("site-0123456789abcdef", BUCKET),
+        bucketName: BUCKET,
+        stateMachineArn: arn,
+        config: { fps: 30 },
+        sfn: client,
+      });
+      let progress: LambdaRenderProgress;
+      const deadline = Date.now() + 15_000;
+      do {
+        await sleep(50);
+        progress = await getRenderProgress({
+          executionArn: render.executionArn,
+          sfn: client,
+          s3: false,
+        });
+      } while (progress.status === "running" && Date.now() < deadline);
+      assert.equal(progress.status, "succeeded", progress.errors.join("\n"));
+      // Three invocations (plan, one chunk, assemble): about 3 x 60 ms of run time; with
+      // the 3 x 400 ms of waiting counted it would be over 1.2 s.
+      const runMs = (progress.costEstimate.lambdaGbSeconds / (10240 / 1024)) * 1000;
+      assert.ok(runMs >= 3 * RUN_MS * 0.9 && runMs < 3 * QUEUED_MS, `run time ${runMs} ms`);
+    } finally {
+      await queued.close();
+    }
+  });
+
+  it("files named on the command line (batch file, manifest) are never uploaded: the site id stays", async () => {
+    const before = await deploySite({ projectDir, bucketName: BUCKET, s3 });
+    const batch = join(projectDir, "people.jsonl");
+    const manifest = join(projectDir, "out", "people.manifest.json");
+    await Deno.writeTextFile(batch, '{"outputKey":"a.mp4"}\n');
+    await Deno.mkdir(join(projectDir, "out"));
+    await Deno.writeTextFile(manifest, "[]\n");
+    try {
+      const kept = await deploySite({
+        projectDir,
+        bucketName: BUCKET,
+        s3,
+        exclude: [batch, manifest],
+      });
+      assert.equal(kept.siteId, before.siteId);
+      assert.equal(kept.uploaded, false);
+      const naive = await deploySite({ projectDir, bucketName: BUCKET, s3 });
+      assert.notEqual(naive.siteId, before.siteId, "without exclude they would be uploaded");
+      assert.ok(naive.files.some((f) => f.path === "people.jsonl"));
+    } finally {
+      await Deno.remove(batch);
+      await Deno.remove(join(projectDir, "out"), { recursive: true });
+    }
+  });
+
+  it("the guide's Node snippet (docs/sdk.md) polls until the render ends, then downloads the output (worker stubbed)", async () => {
+    const guide = await Deno.readTextFile(join(ROOT, "docs", "sdk.md"));
+    const block = [...guide.matchAll(/```ts\n([\s\S]*?)```/g)]
+      .map((m) => m[1])
+      .find((code) => code.includes('from "vid-sdk"'));
+    assert.ok(block, "docs/sdk.md has a ts block importing vid-sdk");
+    assert.match(block, /while \(progress\.status === "running"\)/, "the snippet polls");
+    const work = await Deno.makeTempDir({ prefix: "vid-sdk-snippet-" });
+    try {
+      await Deno.mkdir(join(work, "examples", "hello"), { recursive: true });
+      await Deno.copyFile(join(projectDir, "index.html"), join(work, "examples/hello/index.html"));
+      const script = join(work, "snippet.ts");
+      await Deno.writeTextFile(
+        script,
+        'import process from "node:process";\n' +
+          block.replace('"vid-sdk"', JSON.stringify(new URL("mod.ts", `file://${ROOT}`).href))
+            .replace(/setTimeout\(resolve, \d+\)/, "setTimeout(resolve, 100)"),
+      );
+      const out = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", "--no-check", "--config", join(ROOT, "deno.json"), script],
+        cwd: work,
+        env: {
+          VID_LAMBDA_BUCKET: BUCKET,
+          VID_LAMBDA_STATE_MACHINE_ARN: stateMachineArn,
+          VID_S3_ENDPOINT: server.endpoint,
+          VID_SFN_ENDPOINT: local.endpoint,
+          AWS_REGION: "us-east-1",
+          AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+        },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stdout = new TextDecoder().decode(out.stdout);
+      assert.equal(out.code, 0, stdout + new TextDecoder().decode(out.stderr));
+      assert.match(stdout, /^(\d+\/1 chunks\n)*$/); // one line per poll while it ran
+      // The stand-in's output, fetched by downloadRender to the snippet's file.
+      assert.equal(await Deno.readTextFile(join(work, "hello.mp4")), "fake mp4");
+    } finally {
+      await Deno.remove(work, { recursive: true });
+    }
   });
 });

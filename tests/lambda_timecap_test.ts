@@ -177,10 +177,11 @@ describe("chunk time estimate and the planner's warning", () => {
   });
 
   it("timeCapWarning uses the planner's largest chunk when frames are known", () => {
-    // 10 000 frames capped at 16 chunks: 625 frames each, 156 s at 10240 MB: no warning.
+    // 10 000 frames capped at 16 chunks of whole 30-frame cells: at most 630 frames, 157 s at
+    // 10240 MB: no warning.
     assert.equal(timeCapWarning({}, { frames: 10_000 }), undefined);
-    // At 1024 MB: 1563 s > 720 s.
-    assert.match(timeCapWarning({}, { frames: 10_000, memoryMb: 1024 }) ?? "", /625 frames/);
+    // At 1024 MB: 1575 s > 720 s.
+    assert.match(timeCapWarning({}, { frames: 10_000, memoryMb: 1024 }) ?? "", /630 frames/);
   });
 
   it("renderToLambda warns before any request for a huge chunk at 128 MB, not a small one", async () => {
@@ -214,12 +215,40 @@ describe("chunk time estimate and the planner's warning", () => {
   });
 
   it("vid lambda render sizes the warned chunk from the composition (examples/hello: 150 frames)", async () => {
+    const server = await startS3Server();
+    const client = new S3Client({
+      endpoint: server.endpoint,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+    });
+    try {
+      await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+      await sizesTheWarnedChunk(server);
+    } finally {
+      client.destroy();
+      await server.close();
+    }
+  });
+
+  async function sizesTheWarnedChunk(server: S3Server): Promise<void> {
+    const env = {
+      VID_S3_ENDPOINT: server.endpoint,
+      VID_SFN_ENDPOINT: "http://127.0.0.1:9",
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+    };
+    const site = await runVid(["lambda", "sites", "create", "examples/hello", "--bucket", BUCKET], {
+      env,
+    });
+    assert.equal(site.code, 0, site.stderr);
+    // --site-id alone: the composition (and so the frame count) is read from the bucket.
     const out = await runVid([
       "lambda",
       "render",
-      "examples/hello",
       "--site-id",
-      "site-0123456789abcdef",
+      site.stdout.trim(),
       "--bucket",
       BUCKET,
       "--state-machine-arn",
@@ -228,20 +257,13 @@ describe("chunk time estimate and the planner's warning", () => {
       "128",
       "--chunk-size",
       "2000",
-    ], {
-      env: {
-        VID_SFN_ENDPOINT: "http://127.0.0.1:9",
-        AWS_REGION: "us-east-1",
-        AWS_ACCESS_KEY_ID: "test",
-        AWS_SECRET_ACCESS_KEY: "test",
-      },
-    });
-    assert.notEqual(out.code, 0); // nothing listens on the endpoint
+    ], { env });
+    assert.notEqual(out.code, 0); // nothing listens on the Step Functions endpoint
     assert.match(out.stderr, /the largest chunk \(150 frames at 1920x1080\)/);
     // The connection failure names the endpoints to check.
     assert.match(
       out.stderr,
-      /ECONNREFUSED.*cannot reach the stack \(VID_S3_ENDPOINT=\(AWS\), VID_SFN_ENDPOINT=http:\/\/127\.0\.0\.1:9\)/,
+      /ECONNREFUSED.*cannot reach the stack \(VID_S3_ENDPOINT=http:\/\/127\.0\.0\.1:\d+, VID_SFN_ENDPOINT=http:\/\/127\.0\.0\.1:9\)/,
     );
-  });
+  }
 });

@@ -9,6 +9,9 @@
  *   local stack, starts a render and polls it until it succeeds; the output video in the
  *   bucket has the composition's frames and colours;
  * - Node 22 (the Lambda runtime, from the local stack's cache) imports the package too;
+ * - Node 20 and Node 22 each render the fixture locally with `renderComposition` (Chromium
+ *   over CDP: Node 20 has no global WebSocket, so the package's `ws` dependency serves);
+ *   the video has the composition's frame count and colours;
  * - `tsc --noEmit` type-checks a TypeScript consumer against the package's `.d.ts`, and
  *   rejects a second consumer that passes a string where a number belongs.
  *
@@ -43,12 +46,12 @@ import {
 } from "../src/lambda/local_stack.ts";
 import { compositionHtml, makeProject, near, pixelSeries, probeVideo, rgb } from "./helpers.ts";
 
-/** A 1 s, 320x180 composition whose colour goes from red to blue. */
+/** A 2 s, 320x180 composition (20 frames at 10 fps) whose colour goes from red to blue. */
 const HTML = compositionHtml(`<div id="fill"></div>`, {
   id: "npm-consumer",
-  duration: 1,
+  duration: 2,
   head: `<style>
-#fill { position: absolute; inset: 0; background: #ff0000; animation: fade 1s linear forwards; }
+#fill { position: absolute; inset: 0; background: #ff0000; animation: fade 2s linear forwards; }
 @keyframes fade { to { background: #0000ff; } }
 </style>`,
 });
@@ -86,7 +89,7 @@ const render = await renderToLambda({
   siteHandle,
   bucketName,
   stateMachineArn: env.VID_LAMBDA_STATE_MACHINE_ARN,
-  config: { fps: 30, format: "mp4", chunkSize: 15 },
+  config: { fps: 10, format: "mp4", chunkSize: 10 },
   sfn,
   onWarning: (message) => console.error("warning: " + message),
 });
@@ -105,6 +108,17 @@ out.chunksTotal = progress.chunksTotal;
 out.outputKey = progress.outputKey;
 out.outputLocation = progress.outputLocation;
 console.log(JSON.stringify(out));
+`;
+
+/** A local render from plain Node: Chromium over CDP (a WebSocket) and ffmpeg. */
+const LOCAL_RENDER_SCRIPT = `
+import { renderComposition } from "${NPM_PACKAGE_NAME}";
+const result = await renderComposition({
+  target: process.env.VID_TEST_PROJECT,
+  output: process.argv[2],
+  fps: 10,
+});
+console.log(JSON.stringify({ frames: result.frames, output: result.output }));
 `;
 
 /** Type-checks: the SDK's calls with their real option and result types. */
@@ -143,7 +157,7 @@ validateConfig({
 export { done };
 `;
 
-/** Must not type-check: `fps` is a number. */
+/** Must not type-check: `chunkSize` is a number (`fps` also takes "30000/1001"). */
 const BAD_CONSUMER = `
 import { deploySite, renderToLambda } from "${NPM_PACKAGE_NAME}";
 
@@ -152,7 +166,7 @@ await renderToLambda({
   siteHandle,
   bucketName: "b",
   stateMachineArn: "arn:aws:states:us-east-1:000000000000:stateMachine:vid-render",
-  config: { fps: "thirty" },
+  config: { chunkSize: "ten" },
 });
 `;
 
@@ -189,6 +203,23 @@ async function ok(command: string, args: string[], cwd: string): Promise<string>
   const out = await run(command, args, cwd);
   assert.equal(out.code, 0, `${command} ${args.join(" ")}:\n${out.stdout}\n${out.stderr}`);
   return out.stdout;
+}
+
+/** The fixture's video: 20 frames of 320x180, red first, (nearly) blue last. */
+async function assertRedToBlue(video: string): Promise<void> {
+  const info = await probeVideo(video);
+  assert.equal(info.frames, 20, video);
+  assert.equal(info.width, 320);
+  assert.equal(info.height, 180);
+  const colours = await pixelSeries(video, 160, 90);
+  assert.ok(
+    near(colours[0], [255, 0, 0], 24),
+    `${video}: first frame ${rgb(colours[0])}, want red`,
+  );
+  assert.ok(
+    near(colours[19], [0, 0, 255], 32),
+    `${video}: last frame ${rgb(colours[19])}, want (nearly) blue`,
+  );
 }
 
 describe("build:npm's checks of the source graph", () => {
@@ -291,6 +322,7 @@ describe("the npm package in a fresh Node project", () => {
       `@types/node@${TYPES_NODE_VERSION}`,
     ], consumer);
     await Deno.writeTextFile(join(consumer, "render.mjs"), CONSUMER_SCRIPT);
+    await Deno.writeTextFile(join(consumer, "local.mjs"), LOCAL_RENDER_SCRIPT);
   });
 
   after(async () => {
@@ -379,16 +411,19 @@ describe("the npm package in a fresh Node project", () => {
     } finally {
       client.destroy();
     }
-    const info = await probeVideo(video);
-    assert.equal(info.frames, 30);
-    assert.equal(info.width, 320);
-    assert.equal(info.height, 180);
-    const colours = await pixelSeries(video, 160, 90);
-    assert.ok(near(colours[0], [255, 0, 0], 24), `first frame ${rgb(colours[0])}, want red`);
-    assert.ok(
-      near(colours[29], [0, 0, 255], 32),
-      `last frame ${rgb(colours[29])}, want (nearly) blue`,
-    );
+    await assertRedToBlue(video);
+  });
+
+  it("Node 20 and Node 22 render locally with renderComposition (Chromium over CDP)", async () => {
+    project ??= await makeProject(HTML);
+    for (const node of ["node", await node22()]) {
+      const major = (await ok(node, ["--version"], consumer)).trim().split(".")[0];
+      const video = join(scratch, `local-${major}.mp4`);
+      const out = await run(node, ["local.mjs", video], consumer, { VID_TEST_PROJECT: project });
+      assert.equal(out.code, 0, `${node}: ${out.stdout}${out.stderr}`);
+      assert.equal(JSON.parse(out.stdout.trim().split("\n").at(-1)!).frames, 20, node);
+      await assertRedToBlue(video);
+    }
   });
 
   it("tsc type-checks a TypeScript consumer against the .d.ts and rejects a wrong call", async () => {
@@ -415,7 +450,7 @@ describe("the npm package in a fresh Node project", () => {
     const good = await run(tsc, ["--noEmit", "-p", "tsconfig.json"], consumer);
     assert.equal(good.code, 0, good.stdout + good.stderr);
     const bad = await run(tsc, ["--noEmit", "-p", "tsconfig.bad.json"], consumer);
-    assert.notEqual(bad.code, 0, "a string fps must not type-check");
+    assert.notEqual(bad.code, 0, "a string chunkSize must not type-check");
     assert.match(
       bad.stdout,
       /bad\.mts\(9,\d+\): error TS2322: Type 'string' is not assignable to type 'number'/,

@@ -272,6 +272,30 @@ describe("vid server OAuth", () => {
     assert.equal(retry.body.error, "invalid_grant");
   });
 
+  it("spends a code presented without code_verifier, so it cannot be probed", async () => {
+    const { verifier, challenge } = await pkce();
+    const code = await oauth.authorize(challenge);
+    const probe = await oauth.token({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT,
+      client_id: "vid-cli",
+    });
+    assert.equal(probe.status, 400);
+    assert.equal(probe.body.error, "invalid_request");
+    assert.match(String(probe.body.error_description), /code_verifier is missing/);
+    const retry = await oauth.token({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT,
+      client_id: "vid-cli",
+      code_verifier: verifier,
+    });
+    assert.equal(retry.status, 400);
+    assert.equal(retry.body.error, "invalid_grant");
+    assert.match(String(retry.body.error_description), /already used/);
+  });
+
   it("refuses a re-used code and revokes the tokens it was exchanged for", async () => {
     const { verifier, challenge } = await pkce();
     const code = await oauth.authorize(challenge);
@@ -522,6 +546,49 @@ describe("vid server OAuth", () => {
 
     assert.equal((await oauth.revoke("vid_rt_unknown")).status, 200);
     assert.equal((await oauth.revoke(byRefresh.refresh_token)).status, 200, "revoking twice");
+  });
+
+  it("throttles sign-in: 5 failures lock the account, 20 the address (429 + Retry-After)", async () => {
+    // A server of its own: the lock-out would refuse the other tests' sign-ins.
+    const lockDir = await Deno.makeTempDir({ prefix: "vid-oauth-throttle-" });
+    for (const email of [EMAIL, "bo@example.com"]) {
+      const added = await runVid(
+        ["server", "users", "add", email, "--password", PASSWORD, "--data-dir", lockDir],
+      );
+      assert.equal(added.code, 0, added.stderr);
+    }
+    const locked = await startServerProcess(lockDir);
+    const lockClient = client(() => locked);
+    try {
+      const { challenge } = await pkce();
+      for (let i = 0; i < 5; i++) {
+        const { response } = await lockClient.signIn(challenge, { password: `wrong ${i}` });
+        assert.equal(response.status, 401);
+      }
+      // The right password now is refused too, without being checked.
+      const refused = await lockClient.signIn(challenge);
+      assert.equal(refused.response.status, 429);
+      assert.match(refused.body, /Too many failed sign-ins/);
+      const wait = Number(refused.response.headers.get("retry-after"));
+      assert.ok(wait > 0 && wait <= 15 * 60, `Retry-After ${wait}`);
+      assert.equal(refused.response.headers.get("location"), null);
+      // Another account is not locked by the first one's failures...
+      const other = await lockClient.signIn(challenge, { email: "bo@example.com" });
+      assert.equal(other.response.status, 302);
+      // ...until the address has failed 20 times.
+      for (let i = 0; i < 15; i++) {
+        const { response } = await lockClient.signIn(challenge, {
+          email: `nobody${i}@example.com`,
+        });
+        assert.equal(response.status, 401, `failure ${6 + i}`);
+      }
+      const byAddress = await lockClient.signIn(challenge, { email: "bo@example.com" });
+      assert.equal(byAddress.response.status, 429);
+      assert.ok(Number(byAddress.response.headers.get("retry-after")) > 0);
+    } finally {
+      await locked.stop();
+      await Deno.remove(lockDir, { recursive: true });
+    }
   });
 
   it("expires access tokens after VID_ACCESS_TOKEN_SECONDS (401 expired), then refreshes", async () => {

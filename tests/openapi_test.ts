@@ -750,7 +750,8 @@ describe("api/openapi.yaml against the real server", () => {
     );
     const deleted = await call("DELETE", `/v3/vid/renders/${queuedId}`);
     expectStatus(deleted, 200);
-    assert.deepEqual(deleted.body, { render_id: queuedId, deleted: true });
+    // A completed render keeps its credits.
+    assert.deepEqual(deleted.body, { render_id: queuedId, deleted: true, refunded_credits: 0 });
     expectStatus(await call("GET", `/v3/vid/renders/${queuedId}`), 404, "vid_not_found");
     expectStatus(await call("DELETE", `/v3/vid/renders/${queuedId}`), 404, "vid_not_found");
     expectStatus(
@@ -811,6 +812,31 @@ describe("api/openapi.yaml against the real server", () => {
       huge.close();
       await answering.catch(() => {});
       await site.shutdown();
+    }
+  });
+
+  // Last of the calls: it locks this address out of credential checks for a minute.
+  it("answers 429 with Retry-After on every operation that needs a credential once this address failed 30 key checks", async () => {
+    const secured = contract.operations().filter(([path, , op]) => {
+      const security = (op.security ?? doc.security ?? []) as Json[];
+      return !isOAuth(path) && security.length > 0 &&
+        !security.some((s) => Object.keys(s).length === 0);
+    });
+    let failures = 0;
+    for (; failures < 40; failures++) {
+      const result = await call("GET", "/v3/me", { key: `vid_sk_wrong${failures}` });
+      if (result.status === 429) break;
+      expectStatus(result, 401, "vid_unauthorized");
+    }
+    assert.ok(failures <= 30, `locked out only after ${failures} failures`);
+    for (const [path, method] of secured) {
+      const concrete = path.replace(/\{[^}]+\}/g, "nope");
+      const result = await call(method.toUpperCase(), concrete, {
+        ...(method === "post" || method === "put" ? { json: {} } : {}),
+      });
+      expectStatus(result, 429, "vid_rate_limited");
+      const retryAfter = Number(result.headers.get("retry-after"));
+      assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
     }
   });
 

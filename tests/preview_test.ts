@@ -163,6 +163,23 @@ async function stagePixels(page: Page): Promise<Uint8Array> {
   return rgb;
 }
 
+/** Opens the render dialog, optionally sets its fields, and starts the render. */
+async function startRenderFromDialog(
+  page: Page,
+  fields: { format?: string; quality?: string; from?: number; to?: number; name?: string } = {},
+): Promise<void> {
+  await page.click("#render");
+  await page.waitForSelector("#render-dialog[open]");
+  if (fields.format) await page.select("#render-format", fields.format);
+  if (fields.quality) await page.select("#render-quality", fields.quality);
+  for (const [id, value] of [["from", fields.from], ["to", fields.to], ["name", fields.name]]) {
+    if (value === undefined) continue;
+    await page.$eval(`#render-${id}`, (el, v) => (el as HTMLInputElement).value = String(v), value);
+  }
+  await page.click("#render-start");
+  await page.waitForSelector("#render-dialog:not([open])");
+}
+
 async function scrubTo(page: Page, frame: number): Promise<void> {
   await page.$eval("#scrubber", (el, f) => {
     const input = el as HTMLInputElement;
@@ -326,7 +343,7 @@ describe("vid preview studio", () => {
     assert.match(shown!, /"accent" \(color\) expects a CSS colour/);
     assert.ok(await page.$eval(".field[data-id=accent]", (el) => el.classList.contains("invalid")));
 
-    await page.click("#render");
+    await startRenderFromDialog(page);
     await page.waitForFunction(() => document.getElementById("render-message")!.textContent !== "");
     assert.match(
       await page.$eval("#render-message", (el) => el.textContent!),
@@ -344,7 +361,7 @@ describe("vid preview studio", () => {
     await page.select("#var-layout", "b");
     await page.click("#var-solid");
     await page.waitForFunction(
-      () => document.getElementById("variables-json")!.textContent?.includes('"layout"'),
+      () => document.getElementById("variables-json")!.textContent?.includes('"solid"'),
       { timeout: 10000 },
     );
     const json = await page.$eval("#variables-json", (el) => el.textContent!);
@@ -375,8 +392,8 @@ describe("vid preview studio", () => {
 
   it("the Render button renders into renders/, one at a time, and links the file", async () => {
     const before = (await stageState(page)).generation;
-    await page.click("#render");
-    await page.click("#render");
+    await startRenderFromDialog(page);
+    await startRenderFromDialog(page);
     await page.waitForFunction(
       () => document.getElementById("render-message")!.dataset.kind === "busy",
       { timeout: 10000 },

@@ -113,7 +113,9 @@ describe("vid render flag validation", () => {
   const cases: [string[], string][] = [
     [["--fps", "0"], "--fps"],
     [["--fps", "241"], "--fps"],
-    [["--fps", "1.5"], "--fps"],
+    [["--fps", "0.5"], "--fps"],
+    [["--fps", "29,97"], "--fps"],
+    [["--fps", "30000/1003"], "--fps"],
     [["--fps", "abc"], "--fps"],
     [["--format", "gif"], "--format"],
     [["--quality", "ultra"], "--quality"],

@@ -5,9 +5,10 @@
  *
  * - startup refuses an incomplete or malformed backend configuration with exit 2 and a
  *   message naming the flag;
- * - a render completes through the workflow (3 chunks of 10 frames): the video behind the
- *   signed URL has 30 frames of 1920x1080 with the composition's colours, the thumbnail is
- *   a JPEG taken from it, the render's `execution_arn` names an execution of the workflow;
+ * - a render completes through the workflow (`--lambda-chunk-size 10`, yet one chunk: a 1 s
+ *   composition is one 1-second GOP grid cell): the video behind the signed URL has 30
+ *   frames of 1920x1080 with the composition's colours, the thumbnail is a JPEG taken from
+ *   it, the render's `execution_arn` names an execution of the workflow;
  * - a composition that throws at a frame fails the render with the chunk's error, the
  *   credits come back and the signed webhook says so;
  * - `kill -9` mid-render, then a restart: the render resumes polling the same execution and
@@ -56,7 +57,10 @@ const FADE = compositionHtml(
   },
 );
 
-/** Throws at frame 15 (0.5 s), so only in chunk 1 (frames 10-19) at 10 frames a chunk. */
+/**
+ * Throws at frame 15 (0.5 s). Chunks hold whole 1-second GOP grid cells, so this 1 s
+ * composition is one chunk (frames 0-29) even at 10 frames a chunk.
+ */
 const BROKEN = compositionHtml("<div></div>", {
   id: "lambda-broken",
   after: `<script>window.__vid.onSeek((t) => {
@@ -352,8 +356,9 @@ describe("vid server with the distributed backend (local stack)", () => {
         assert.equal((await api(server.url, key, "/v3/me")).body.credits, before - 1);
         const done = await waitFor(server.url, key, id, finished);
         assert.equal(done.status, "failed");
-        const message = "distributed render failed: chunk 1 (frames 10-19) failed: frame 15: " +
-          "the page threw Error: logo service down";
+        // The page's file, line and column travel from the Lambda chunk to the API.
+        const message = "distributed render failed: chunk 0 (frames 0-29) failed: frame 15: " +
+          "the page threw Error: logo service down at index.html:7:35";
         assert.equal(done.error, message);
         assert.equal(done.video_url, null);
         assert.equal((await api(server.url, key, "/v3/me")).body.credits, before, "refunded");

@@ -221,6 +221,9 @@ describe("vid server", () => {
     const cases: [Record<string, unknown>, number, string, RegExp][] = [
       [{ asset_id: assetId, fps: 0 }, 400, "fps", /1 to 240/],
       [{ asset_id: assetId, fps: 241 }, 400, "fps", /1 to 240/],
+      [{ asset_id: assetId, fps: "fast" }, 400, "fps", /29\.97 \(= 30000\/1001\)/],
+      [{ asset_id: assetId, fps: "30000/1003" }, 400, "fps", /denominator/],
+      [{ asset_id: assetId, fps: true }, 400, "fps", /frame rate/],
       [{ asset_id: assetId, quality: "ultra" }, 400, "quality", /draft, standard, high/],
       [{ asset_id: assetId, format: "gif" }, 400, "format", /mp4, webm, mov/],
       [
@@ -242,6 +245,12 @@ describe("vid server", () => {
         "variables.n",
         /"n" \(number\) expects a finite number/,
       ],
+      [
+        { asset_id: assetId, variables: { lable: "x" }, strict_variables: true },
+        422,
+        "variables.lable",
+        /"lable" is not declared .*; did you mean "label"\?/,
+      ],
       [{ fps: 30 }, 400, "asset_id", /required/],
     ];
     for (const [body, status, field, message] of cases) {
@@ -252,6 +261,21 @@ describe("vid server", () => {
       assert.match(error.message, message);
       if (status === 422) assert.equal(error.code, "vid_project_invalid");
     }
+  });
+
+  it("takes the composition's data-fps when fps is absent; rational rates are exact", async () => {
+    const assetId = await upload(
+      projectZip(FADE.replace('data-duration="1"', 'data-duration="1" data-fps="29.97"')),
+    );
+    const submitted = await api("/v3/vid/renders", {
+      method: "POST",
+      body: JSON.stringify({ asset_id: assetId, resolution: "1080p", aspect_ratio: "16:9" }),
+    });
+    assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
+    assert.equal(submitted.body.fps, 30000 / 1001);
+    const done = await waitFor(String(submitted.body.render_id));
+    assert.equal(done.status, "completed", JSON.stringify(done));
+    assert.equal(done.duration_seconds, 1.001);
   });
 
   it("checks uploads: 200 MB limit, bad zips, signature, single use", async () => {

@@ -13,9 +13,11 @@ import { parseDeclarations, type VariableDeclaration } from "../src/composition/
 import { StrictVariablesError, VariablesInputError } from "../src/composition/errors.ts";
 import {
   checkOverrides,
+  editDistance,
   fallbackValue,
   loadOverrides,
   mergeVariables,
+  nearestName,
   parseInlineVariables,
   readVariablesFile,
   resolveVariables,
@@ -467,6 +469,38 @@ describe("resolveVariables", () => {
     await assert.rejects(
       () => resolveVariables(DECLARATIONS, { variables: "[1]", strict: true }),
       isInputError("--variables"),
+    );
+  });
+});
+
+describe("nearest-name suggestions for undeclared keys", () => {
+  it("editDistance counts a swap of neighbours as one edit", () => {
+    assert.equal(editDistance("tittle", "title"), 1);
+    assert.equal(editDistance("subtilte", "subtitle"), 1);
+    assert.equal(editDistance("colour", "color"), 1);
+    assert.equal(editDistance("", "abc"), 3);
+    assert.equal(editDistance("kitten", "sitting"), 3);
+  });
+
+  it("nearestName ignores case, keeps a sensible threshold and prefers the closest", () => {
+    assert.equal(nearestName("tittle", ["subtitle", "title"]), "title");
+    assert.equal(nearestName("TITLE", ["title"]), "title");
+    assert.equal(nearestName("acent", ["accent", "count"]), "accent");
+    assert.equal(nearestName("backgroundColour", ["backgroundColor"]), "backgroundColor");
+    assert.equal(nearestName("x", ["y"]), undefined);
+    assert.equal(nearestName("background", ["title", "count"]), undefined);
+  });
+
+  it("checkOverrides and resolveVariables name the nearest declared variable", async () => {
+    const problems = checkOverrides(DECLARATIONS, { tittle: "Hi", zzz: 1 });
+    assert.equal(problems[0].suggestion, "title");
+    assert.match(problems[0].message, /; did you mean "title"\?$/);
+    assert.equal(problems[1].suggestion, undefined);
+    assert.doesNotMatch(problems[1].message, /did you mean/);
+    await assert.rejects(
+      resolveVariables(DECLARATIONS, { variables: '{"lyout":"tall"}', strict: true }),
+      (error: unknown) =>
+        error instanceof StrictVariablesError && /did you mean "layout"\?/.test(error.message),
     );
   });
 });

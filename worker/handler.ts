@@ -37,6 +37,11 @@
  *                                         capture: "beginframe" | "screenshot" }
  * ```
  *
+ * Network guard: the pages of a render (and its remote media, the media ffmpeg reads and
+ * the webhook) reach public addresses only, like `vid server`'s renders, since the
+ * function runs inside the operator's VPC. `VID_ALLOW_PRIVATE_URLS=1` on the function
+ * lifts it, as `vid server --allow-private-urls` does.
+ *
  * Failures are thrown (the message names the chunk); the state machine's catch records
  * them. Node built-ins and web standards only: this file is bundled for Node 22.
  *
@@ -48,6 +53,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import process from "node:process";
 import { frameCount } from "../src/render/render.ts";
+import { frameRateValue, parseFrameRate } from "../src/composition/frame_rate.ts";
 import { renderChunk } from "../src/render/render_chunk.ts";
 import { concatChunks, type OutputFormat, type Quality } from "../src/render/encode.ts";
 import { mixAudio, muxAudio } from "../src/render/media.ts";
@@ -56,7 +62,12 @@ import {
   prepareComposition,
   type RenderSession,
 } from "../src/render/session.ts";
-import { fetchRemoteMedia } from "../src/render/remote.ts";
+import {
+  BlockedMediaError,
+  GUARDED_INPUT_ARGS,
+  refusePlaylist,
+} from "../src/render/guarded_media.ts";
+import { downloadRemote, fetchRemoteMedia } from "../src/render/remote.ts";
 import { requireFfmpeg, requireFfprobe } from "../src/render/system.ts";
 import { deliverWebhook } from "../src/server/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
@@ -204,7 +215,15 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
     }));
     const ffmpeg = await requireFfmpeg();
     const joined = join(work, `joined.${format}`);
-    await concatChunks(ffmpeg, files, join(work, "chunks.txt"), joined, format);
+    // The same plan as the plan task made (one planner), for exact timestamps at the joins.
+    const planned = planChunks(input, event.totalFrames).chunks;
+    if (planned.length !== chunks.length) {
+      throw new Error(
+        `assemble: ${chunks.length} chunk results for a plan of ${planned.length} chunks`,
+      );
+    }
+    const timing = { fps: rate, frames: planned.map((c) => c.frames) };
+    await concatChunks(ffmpeg, files, join(work, "chunks.txt"), joined, format, timing);
 
     // The soundtrack is mixed once, for the whole timeline, from the media chunk 0's page
     // found: no browser here.
@@ -222,6 +241,7 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
       duration: event.totalFrames / rate,
       output: soundtrack,
       input: await mediaInputs(input, media, work),
+      inputArgs: blockPrivateNetwork() ? GUARDED_INPUT_ARGS : [],
     });
     let final = joined;
     if (audio) {
@@ -247,6 +267,7 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
         url: webhook.url,
         secret: webhook.secret,
         attempts: 3,
+        target: { allowPrivate: !blockPrivateNetwork() },
         payload: {
           render_id: input.renderId,
           status: "completed",
@@ -278,8 +299,9 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
 // ---------------------------------------------------------------------------------------
 // Helpers
 
+/** The rate's value num/den; `config.fps` may be written `29.97` or `"30000/1001"`. */
 function fps(input: ExecutionInput): number {
-  return input.config.fps ?? 30;
+  return frameRateValue(parseFrameRate(input.config.fps ?? 30, "config.fps"));
 }
 
 function formatOf(input: ExecutionInput): OutputFormat {
@@ -327,16 +349,32 @@ async function mediaInputs(
   work: string,
 ): Promise<(src: string) => string> {
   const site = resolve(await siteDir(input));
+  const guard = blockPrivateNetwork();
   const remote = media.some((item) => !item.site)
-    ? await fetchRemoteMedia(input.config.variables ?? {}, work)
+    ? await fetchRemoteMedia(input.config.variables ?? {}, work, { blockPrivateNetwork: guard })
     : {};
   const siteSources = new Set(media.filter((item) => item.site).map((item) => item.src));
-  return (src: string): string => {
+  // Under the guard ffmpeg never reads a URL itself: other http(s) sources are downloaded
+  // through the address policy first, anything else is refused.
+  if (guard) {
+    for (const [index, { src }] of media.filter((item) => !item.site).entries()) {
+      if (remote[src]) continue;
+      if (!/^https?:\/\//i.test(src)) {
+        throw new BlockedMediaError(src, "only project files and public http(s) URLs are read");
+      }
+      remote[src] = await downloadRemote(src, src, join(work, `media-${index}`), {
+        blockPrivateNetwork: true,
+      });
+    }
+  }
+  const inputOf = (src: string): string => {
     if (!siteSources.has(src)) return remote[src]?.file ?? src;
     const file = resolve(site, src);
     if (!file.startsWith(site + sep)) throw new Error(`media source outside the site: ${src}`);
     return file;
   };
+  if (guard) { for (const { src } of media) await refusePlaylist(src, inputOf(src)); }
+  return inputOf;
 }
 
 /** The render session of a task: the same set-up as `vid render` (server, browser, media). */
@@ -367,8 +405,17 @@ async function openSession(
     seed: input.config.seed,
     epochMs,
     outputSize,
+    blockPrivateNetwork: blockPrivateNetwork(),
     onWarning: (message) => console.warn(message),
   });
+}
+
+/**
+ * Whether this function keeps renders off private networks: yes unless the operator set
+ * `VID_ALLOW_PRIVATE_URLS=1` (or `true`) on it.
+ */
+function blockPrivateNetwork(): boolean {
+  return !/^(1|true)$/i.test(process.env.VID_ALLOW_PRIVATE_URLS ?? "");
 }
 
 /** Downloads of sites in progress or done in this container, by site id. */

@@ -14,7 +14,7 @@ import {
   RESOLUTIONS,
 } from "../cloud/render.ts";
 import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
-import { EXIT, integerIn, reportError, VARIABLES_HELP, warn } from "./shared.ts";
+import { EXIT, frameRateArg, integerIn, reportError, VARIABLES_HELP, warn } from "./shared.ts";
 
 function positiveNumber(flag: string): (value: string) => number {
   return (value: string): number => {
@@ -83,7 +83,12 @@ export function registerCloud(program: Command): void {
         "--asset-id or --url skip the upload. --dry-run only builds and inspects the zip.",
     )
     .argument("[dir]", "project directory", ".")
-    .option("--fps <n>", "frames per second, integer 1-240", integerIn("--fps", 1, 240), 30)
+    .option(
+      "--fps <rate>",
+      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30 unless the " +
+        "composition sets data-fps)",
+      frameRateArg("--fps"),
+    )
     .addOption(
       new Option("--quality <preset>", "encoder preset").choices(QUALITIES).default(
         "standard" as const,

@@ -6,7 +6,8 @@
 
 import type { Command } from "@commander-js/extra-typings";
 import { type Composition, readComposition } from "../composition/composition.ts";
-import type { VariableDeclaration } from "../composition/declarations.ts";
+import { rangeText, type VariableDeclaration } from "../composition/declarations.ts";
+import { ffmpegRate, formatFrameRate, type FrameRate } from "../composition/frame_rate.ts";
 import { fallbackValue } from "../composition/variables.ts";
 import { reportError, warn } from "./shared.ts";
 
@@ -17,6 +18,8 @@ export interface InfoJson {
   width: number;
   height: number;
   duration: number;
+  /** `data-fps` as a fraction (`{ num: 30000, den: 1001 }`), null when not pinned. */
+  fps: FrameRate | null;
   aspectRatio: string | null;
   variables: VariableDeclaration[];
   dropped: Composition["dropped"];
@@ -28,29 +31,48 @@ function table(rows: string[][]): string {
     .join("\n");
 }
 
+/** The OPTIONS column: enum options, a number's range and step, an image's accepted forms. */
+function optionsText(d: VariableDeclaration): string {
+  if (d.options) {
+    return d.options.map((o) => (o.label === o.value ? o.value : `${o.value} (${o.label})`))
+      .join(", ");
+  }
+  if (d.type === "image") return "project file or http(s) URL";
+  const range = d.min !== undefined || d.max !== undefined ? rangeText(d) : "";
+  return [range, d.step !== undefined ? `step ${d.step}` : ""].filter((t) => t).join(", ");
+}
+
 /** Human description of a composition, as `vid info` prints it. */
 export function describeComposition(c: Composition): string {
   const lines = [
     `${c.id}  ${c.file}`,
     `  size        ${c.width}x${c.height}${c.aspectRatio ? ` (${c.aspectRatio})` : ""}`,
     `  duration    ${c.duration} s`,
+    ...(c.fps
+      ? [`  fps         ${formatFrameRate(c.fps)}${c.fps.den > 1 ? ` (${ffmpegRate(c.fps)})` : ""}`]
+      : []),
     `  variables   ${c.declarations.length}${
       c.dropped.length ? ` (${c.dropped.length} dropped)` : ""
     }`,
   ];
   if (c.declarations.length > 0) {
-    const rows = [["ID", "TYPE", "DEFAULT", "LABEL", "OPTIONS"]];
+    const grouped = c.declarations.some((d) => d.group !== undefined);
+    const rows = [["ID", "TYPE", "DEFAULT", "LABEL", ...(grouped ? ["GROUP"] : []), "OPTIONS"]];
     for (const d of c.declarations) {
       rows.push([
         d.id,
         d.type,
         JSON.stringify(d.default ?? fallbackValue(d)) + (d.default === undefined ? " (none)" : ""),
         d.label,
-        d.options?.map((o) => (o.label === o.value ? o.value : `${o.value} (${o.label})`))
-          .join(", ") ?? "",
+        ...(grouped ? [d.group ?? ""] : []),
+        optionsText(d),
       ]);
     }
     lines.push("", table(rows));
+    const described = c.declarations.filter((d) => d.description !== undefined);
+    if (described.length > 0) {
+      lines.push("", ...described.map((d) => `  ${d.id}: ${d.description}`));
+    }
   }
   return lines.join("\n");
 }
@@ -80,6 +102,7 @@ export function registerInfo(program: Command): void {
             width: c.width,
             height: c.height,
             duration: c.duration,
+            fps: c.fps ?? null,
             aspectRatio: c.aspectRatio,
             variables: c.declarations,
             dropped: c.dropped,

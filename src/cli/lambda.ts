@@ -10,21 +10,36 @@ import { readComposition } from "../composition/composition.ts";
 import { loadOverrides } from "../composition/variables.ts";
 import { frameCount } from "../render/render.ts";
 import type { RenderConfig } from "../lambda/config.ts";
-import { LAMBDA_FORMATS, LAMBDA_QUALITIES } from "../lambda/config.ts";
+import { LAMBDA_FORMATS, LAMBDA_QUALITIES, validateConfig } from "../lambda/config.ts";
 import { deployStack } from "../lambda/deploy.ts";
 import { readableExecutionError } from "../lambda/execution_error.ts";
 import { startLocalStack } from "../lambda/local_stack.ts";
 import {
   deploySite,
+  executionArnOf,
   getRenderProgress,
   type LambdaRenderProgress,
   renderToLambda,
   type S3Options,
   type SfnOptions,
+  type SiteHandle,
   siteHandleFromId,
 } from "../lambda/sdk.ts";
+import { listSites, loadSite, removeSite } from "../lambda/sites.ts";
+import { explainStackError } from "../lambda/stack_error.ts";
+import { cancelRender, downloadRender, renderOutputUrl } from "../lambda/renders.ts";
+import { readBatchManifest } from "../lambda/batch.ts";
+import { packageProject } from "../project/package.ts";
 import { printBatchProgress, registerLambdaBatch } from "./lambda_batch.ts";
-import { EXIT, integerIn, positiveInteger, reportError, VARIABLES_HELP, warn } from "./shared.ts";
+import {
+  EXIT,
+  frameRateArg,
+  integerIn,
+  positiveInteger,
+  reportError,
+  VARIABLES_HELP,
+  warn,
+} from "./shared.ts";
 
 export const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
   "  --bucket, VID_LAMBDA_BUCKET          render bucket (RenderBucketName)\n" +
@@ -127,6 +142,20 @@ export function renderConfigFrom(flags: RenderConfigFlags): RenderConfig {
   return config;
 }
 
+/** Reserved concurrency of the render function, from the environment (deploy's --concurrency). */
+export const RESERVED_ENV = "VID_LAMBDA_RESERVED_CONCURRENCY";
+
+/** `VID_LAMBDA_RESERVED_CONCURRENCY` as a positive integer, or `undefined` when unset. */
+export function reservedConcurrencyFromEnv(): number | undefined {
+  const raw = Deno.env.get(RESERVED_ENV);
+  if (raw === undefined || raw === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) {
+    throw new LambdaUsageError(`${RESERVED_ENV} must be a positive integer, got ${raw}`);
+  }
+  return value;
+}
+
 /** The function time cap for the warning: `VID_LAMBDA_TIMEOUT_SECONDS`, else 900. */
 function timeoutFromEnv(): number {
   const raw = Deno.env.get("VID_LAMBDA_TIMEOUT_SECONDS");
@@ -139,23 +168,29 @@ function timeoutFromEnv(): number {
 }
 
 export function fail(error: unknown, json: boolean | undefined): void {
-  const code = reportError(unreachableHint(error), json);
+  // AWS's own words (`Could not load credentials from any providers`) get the fix added.
+  const code = reportError(hinted(explainStackError(error)), json);
   Deno.exitCode = error instanceof LambdaUsageError ? EXIT.usage : code;
 }
 
-/** A connection failure gets the endpoints to check added to its message. */
-function unreachableHint(error: unknown): unknown {
-  if (!(error instanceof Error)) return error;
-  if (!/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT/.test(error.message)) return error;
+/** A connection failure's message with the endpoints to check added; others unchanged. */
+export function unreachableHint(message: string): string {
+  if (!/ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|ETIMEDOUT/.test(message)) return message;
   const endpoints = ["VID_S3_ENDPOINT", "VID_SFN_ENDPOINT"]
     .map((name) => `${name}=${Deno.env.get(name) ?? "(AWS)"}`)
     .join(", ");
-  const hinted = new Error(
-    `${error.message}: cannot reach the stack (${endpoints}); is \`vid lambda local\` still ` +
-      "running, or are the endpoints and AWS_REGION right?",
-  );
-  hinted.name = error.name;
-  return hinted;
+  return `${message}: cannot reach the stack (${endpoints}); is \`vid lambda local\` still ` +
+    "running, or are the endpoints and AWS_REGION right?";
+}
+
+/** `error` with {@linkcode unreachableHint} applied to its message. */
+function hinted(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const message = unreachableHint(error.message);
+  if (message === error.message) return error;
+  const out = new Error(message);
+  out.name = error.name;
+  return out;
 }
 
 function progressLine(p: LambdaRenderProgress): string {
@@ -164,12 +199,21 @@ function progressLine(p: LambdaRenderProgress): string {
     : "";
   const cost = `, ~$${p.costEstimate.usd.toFixed(4)}`;
   const where = p.outputLocation ? ` ${p.outputLocation}` : "";
-  return `${p.status}: chunks ${p.chunksDone}/${p.chunksTotal}${frames}${cost}${where}`;
+  // Retried chunks: which, which attempt, and why the last one failed.
+  const retries = p.retries.map((r) => {
+    const why = readableExecutionError(r.errors.at(-1) ?? "");
+    const reason = why.length > 160 ? `${why.slice(0, 157)}...` : why;
+    return `; ${r.index === undefined ? "a chunk" : `chunk ${r.index}`} attempt ${r.attempts}` +
+      (reason ? ` (retried after ${reason})` : "");
+  }).join("");
+  return `${p.status}: chunks ${p.chunksDone}/${p.chunksTotal}${frames}${cost}${where}${retries}`;
 }
 
 function progressJson(p: LambdaRenderProgress): Record<string, unknown> {
   return {
     ...p,
+    // A failed chunk's cause is Lambda's JSON; machines get the readable message too.
+    errors: p.errors.map(readableExecutionError),
     startedAt: p.startedAt?.toISOString(),
     stoppedAt: p.stoppedAt?.toISOString(),
   };
@@ -302,7 +346,9 @@ export function registerLambda(program: Command): void {
       }
     });
 
-  const sites = lambda.command("sites").description("Upload projects to the render bucket");
+  const sites = lambda.command("sites").description(
+    "Upload, list and remove the projects (sites) in the render bucket",
+  );
   sites
     .command("create")
     .summary("Upload the project once; prints its content-addressed Site ID.")
@@ -335,15 +381,80 @@ export function registerLambda(program: Command): void {
       }
     });
 
+  sites
+    .command("list")
+    .summary("List the sites in the render bucket, newest first.")
+    .description(
+      "List the sites uploaded to the render bucket, newest first: site id, upload time, " +
+        "files, size and entry. A site whose upload never finished shows as incomplete." +
+        ENV_HELP,
+    )
+    .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
+    .option("--region <region>", "AWS region (env AWS_REGION)")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (options) => {
+      try {
+        const conn = connection(options);
+        const list = await listSites(conn.bucket(), { s3: conn.s3 });
+        if (options.json) {
+          console.log(JSON.stringify({ ok: true, sites: list }, null, 2));
+        } else if (list.length === 0) {
+          console.error("no sites in the bucket; upload one with `vid lambda sites create`");
+        } else {
+          for (const site of list) {
+            const when = site.created ?? "incomplete";
+            console.log(
+              `${site.siteId}  ${when}  ${site.files} files  ${site.bytes} bytes  ` +
+                `${site.composition ?? "-"}`,
+            );
+          }
+        }
+      } catch (error) {
+        fail(error, options.json);
+      }
+    });
+
+  sites
+    .command("rm")
+    .summary("Delete sites from the render bucket.")
+    .description(
+      "Delete every object of the given sites from the render bucket (site.json first, so a " +
+        "half-deleted site is never used). Renders already started from a site may fail; " +
+        "their finished outputs are kept." + ENV_HELP,
+    )
+    .argument("<siteIds...>", "site ids, as `vid lambda sites list` prints them")
+    .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
+    .option("--region <region>", "AWS region (env AWS_REGION)")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (siteIds, options) => {
+      try {
+        const conn = connection(options);
+        const bucketName = conn.bucket();
+        const removed: { siteId: string; objects: number }[] = [];
+        for (const siteId of siteIds) {
+          removed.push({ siteId, objects: await removeSite(siteId, bucketName, { s3: conn.s3 }) });
+          if (!options.json) console.log(`removed ${siteId} (${removed.at(-1)!.objects} objects)`);
+        }
+        if (options.json) console.log(JSON.stringify({ ok: true, removed }, null, 2));
+      } catch (error) {
+        fail(error, options.json);
+      }
+    });
+
   lambda
     .command("render")
     .summary("Start one distributed render; --wait streams progress until it finishes.")
     .description(
       "Start one distributed render. Without --site-id the project is uploaded first (a " +
         "no-op when unchanged). Prints the render id and execution ARN at once, or with " +
-        "--wait streams progress lines until the render finishes." + ENV_HELP,
+        "--wait streams progress lines until the render finishes.\n\n" +
+        "Variables are checked against the composition that renders (with --site-id, the " +
+        "site's own, read from the bucket): a mismatch is a warning on stderr, or with " +
+        "--strict-variables an error before anything starts. With --site-id the project " +
+        "directory is optional; when given and it no longer packages to that site, a warning " +
+        "says so (the uploaded site still renders)." + ENV_HELP,
     )
-    .argument("<projectDir>", "project directory")
+    .argument("[projectDir]", "project directory (optional with --site-id)")
     .option("--site-id <id>", "render a site uploaded earlier; skip packaging and upload")
     .option("-c, --composition <file>", "entry HTML file", "index.html")
     .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
@@ -358,9 +469,9 @@ export function registerLambda(program: Command): void {
       positiveInteger("--height"),
     )
     .option(
-      "--fps <n>",
-      "frames per second, integer 1-240 (default: 30)",
-      integerIn("--fps", 1, 240),
+      "--fps <rate>",
+      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30)",
+      frameRateArg("--fps"),
     )
     .addOption(
       new Option("--format <format>", "output format (default: mp4)").choices(LAMBDA_FORMATS),
@@ -371,6 +482,13 @@ export function registerLambda(program: Command): void {
     )
     .option("--variables <json>", VARIABLES_HELP.variables)
     .option("--variables-file <path>", VARIABLES_HELP.variablesFile)
+    .option("--strict-variables", "fail, starting nothing, when a variable does not match")
+    .option(
+      "--reserved-concurrency <n>",
+      "reserved concurrency of the render function (env VID_LAMBDA_RESERVED_CONCURRENCY), " +
+        "to warn when --max-parallel-chunks exceeds it",
+      positiveInteger("--reserved-concurrency"),
+    )
     .option(
       "--output-key <key>",
       "object key of the output (default: renders/<renderId>/out.<format>)",
@@ -408,9 +526,15 @@ export function registerLambda(program: Command): void {
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (projectDir, options) => {
       try {
+        if (projectDir === undefined && !options.siteId) {
+          throw new LambdaUsageError(
+            "pass the project directory, or --site-id <id> to render a site uploaded earlier",
+          );
+        }
         const conn = connection(options);
         const bucketName = conn.bucket();
         const stateMachineArn = conn.stateMachineArn();
+        const reservedConcurrency = options.reservedConcurrency ?? reservedConcurrencyFromEnv();
         const variables = options.variables !== undefined || options.variablesFile !== undefined
           ? await loadOverrides({
             variables: options.variables,
@@ -419,24 +543,56 @@ export function registerLambda(program: Command): void {
           : undefined;
         const config = renderConfigFrom(options);
         if (variables !== undefined) config.variables = variables as RenderConfig["variables"];
-        const siteHandle = options.siteId
-          ? siteHandleFromId(options.siteId, bucketName, {
+        // Pure checks first (input size, options): no request is worth making before them.
+        const standIn = siteHandleFromId(options.siteId ?? "site-0000000000000000", bucketName, {
+          composition: options.composition,
+          s3: conn.s3,
+        });
+        validateConfig({
+          renderId: "r-check",
+          bucketName,
+          siteId: standIn.siteId,
+          serveUrl: standIn.serveUrl,
+          composition: options.composition,
+          outputKey: options.outputKey ?? "renders/r-check/out.mp4",
+          config,
+        });
+        let siteHandle: SiteHandle;
+        let duration: number | undefined;
+        if (options.siteId) {
+          // The site in the bucket is what renders: check it exists and holds the
+          // composition, and read the declarations from it, before anything starts.
+          const site = await loadSite(options.siteId, bucketName, {
             composition: options.composition,
             s3: conn.s3,
-          })
-          : await deploySite({
-            projectDir,
+          });
+          siteHandle = site;
+          duration = site.duration;
+          if (projectDir !== undefined) {
+            const local = await packageProject(projectDir, { composition: options.composition })
+              .then((pkg) => pkg.siteId, () => undefined);
+            if (local !== undefined && local !== site.siteId) {
+              warn(
+                `${projectDir} packages as ${local}, not ${site.siteId}: rendering the uploaded ` +
+                  `site ${site.siteId} (--site-id); drop --site-id to upload and render ` +
+                  `${projectDir} as it is now`,
+              );
+            }
+          }
+        } else {
+          siteHandle = await deploySite({
+            projectDir: projectDir!,
             composition: options.composition,
             bucketName,
             s3: conn.s3,
           });
-        // The composition's length sizes the largest chunk for the time-cap warning; with
-        // --site-id the project folder may be absent, and the warning falls back to the chunk
-        // size.
-        const frames = await readComposition(projectDir, options.composition).then(
-          (composition) => frameCount(composition.duration, options.fps ?? 30),
-          () => undefined,
-        );
+          duration = await readComposition(projectDir!, options.composition).then(
+            (composition) => composition.duration,
+            () => undefined,
+          );
+        }
+        // The composition's length sizes the largest chunk for the time-cap warning.
+        const frames = duration !== undefined ? frameCount(duration, options.fps ?? 30) : undefined;
         const handle = await renderToLambda({
           siteHandle,
           bucketName,
@@ -447,6 +603,8 @@ export function registerLambda(program: Command): void {
           memoryMb: options.memory,
           frames,
           timeoutSeconds: timeoutFromEnv(),
+          reservedConcurrency,
+          strictVariables: options.strictVariables === true,
           onWarning: warn,
         });
         const started = {
@@ -507,7 +665,11 @@ export function registerLambda(program: Command): void {
     .summary("Where a render (or with --manifest, a batch) is: status, chunks, cost so far.")
     .description(
       "Where a render is: status, chunks, frames, errors, cost so far. With --manifest, where " +
-        "every row of a batch is, with totals." + ENV_HELP,
+        "every row of a batch is, with totals.\n\n" +
+        "Exit status with --manifest: 0 when every row succeeded; 3 while any row is still " +
+        "running; 1 when none runs and a row failed, timed out, was aborted, failed to start " +
+        "or was not started (run the batch again to retry them); 4 when the stack cannot be " +
+        "reached or a row's execution cannot be read." + ENV_HELP,
     )
     .argument("[render]", "render id (with the state machine) or execution ARN")
     .option("--manifest <file>", "a batch's manifest (`vid lambda render-batch --manifest`)")
@@ -547,4 +709,130 @@ export function registerLambda(program: Command): void {
         fail(error, options.json);
       }
     });
+
+  lambda
+    .command("cancel")
+    .summary("Stop a running render, or every running render of a batch (--manifest).")
+    .description(
+      "Stop a render's execution (StopExecution): no more chunks start and the render ends " +
+        "`aborted`. With --manifest, every row of a batch that is still running. Renders that " +
+        "already ended are left as they are. A cancelled batch row starts again as a new " +
+        "attempt when the batch is run again." + ENV_HELP,
+    )
+    .argument("[render]", "render id (with the state machine) or execution ARN")
+    .option("--manifest <file>", "a batch's manifest (`vid lambda render-batch --manifest`)")
+    .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
+    .option("--region <region>", "AWS region (env AWS_REGION)")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (render, options) => {
+      try {
+        const conn = connection(options);
+        if ((render === undefined) === (options.manifest === undefined)) {
+          throw new LambdaUsageError("pass a render id or execution ARN, or --manifest <file>");
+        }
+        const targets = options.manifest !== undefined
+          ? (await readBatchManifest(options.manifest))
+            .filter((row) => row.executionArn !== null)
+            .map((row) => ({ line: row.line as number | undefined, arn: row.executionArn! }))
+          : [{ line: undefined, arn: executionArnFrom(render!, conn) }];
+        const results = await mapLimited(targets, 10, async (t) => ({
+          ...(t.line !== undefined ? { line: t.line } : {}),
+          ...await cancelRender({ executionArn: t.arn, sfn: conn.sfn }),
+        }));
+        if (options.json) {
+          console.log(JSON.stringify({ ok: true, results }, null, 2));
+        } else {
+          for (const r of results) {
+            const id = r.executionArn.split(":").pop();
+            const what = r.cancelled ? "cancelled" : `already ${r.status}`;
+            console.log(`${r.line !== undefined ? `${r.line} ` : ""}${id} ${what}`);
+          }
+          if (options.manifest !== undefined) {
+            const n = results.filter((r) => r.cancelled).length;
+            console.error(`${n} of ${results.length} executions cancelled`);
+          }
+        }
+      } catch (error) {
+        fail(error, options.json);
+      }
+    });
+
+  lambda
+    .command("download")
+    .summary("Fetch a finished render's output to a file, or print a presigned URL (--url).")
+    .description(
+      "Download a succeeded render's output (its bucket and key come from the execution) to " +
+        "-o FILE: written to a temp file beside it, renamed once complete, so a failed " +
+        "download leaves nothing. With --url, print a presigned HTTPS URL of the output " +
+        "instead (valid --expires-in seconds). A render still running or failed is an error " +
+        "saying so." + ENV_HELP,
+    )
+    .argument("<render>", "render id (with the state machine) or execution ARN")
+    .option("-o, --output <file>", "file to write")
+    .option("--url", "print a presigned URL instead of downloading")
+    .option(
+      "--expires-in <s>",
+      "lifetime of the --url, seconds, at most 604800 (default: 3600)",
+      integerIn("--expires-in", 1, 604800),
+    )
+    .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
+    .option("--region <region>", "AWS region (env AWS_REGION)")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (render, options) => {
+      try {
+        const conn = connection(options);
+        if ((options.output === undefined) === (options.url === undefined)) {
+          throw new LambdaUsageError("pass -o <file> to download, or --url for a presigned URL");
+        }
+        const executionArn = executionArnFrom(render, conn);
+        if (options.url) {
+          const signed = await renderOutputUrl({
+            executionArn,
+            sfn: conn.sfn,
+            s3: conn.s3,
+            expiresIn: options.expiresIn,
+          });
+          if (options.json) console.log(JSON.stringify({ ok: true, ...signed }, null, 2));
+          else console.log(signed.url);
+          return;
+        }
+        const done = await downloadRender({
+          executionArn,
+          sfn: conn.sfn,
+          s3: conn.s3,
+          output: options.output!,
+        });
+        if (options.json) console.log(JSON.stringify({ ok: true, ...done }, null, 2));
+        else {
+          console.error(`s3://${done.bucketName}/${done.outputKey}: ${done.bytes} bytes`);
+          console.log(done.output);
+        }
+      } catch (error) {
+        fail(error, options.json);
+      }
+    });
+}
+
+/** The execution ARN of a render id or ARN argument. */
+function executionArnFrom(render: string, conn: Connection): string {
+  return render.startsWith("arn:") ? render : executionArnOf(conn.stateMachineArn(), render);
+}
+
+/** `work` over `items`, at most `limit` at once, results in item order. */
+async function mapLimited<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await work(items[i]);
+      }
+    }),
+  );
+  return out;
 }

@@ -10,8 +10,10 @@ import { dirname, join } from "node:path";
 import { readComposition } from "../composition/composition.ts";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import {
+  BATCH_RERUN_VALUES,
   type BatchManifestRow,
   type BatchProgress,
+  type BatchRerun,
   getBatchProgress,
   readBatchManifest,
   renderBatch,
@@ -19,6 +21,7 @@ import {
 } from "../lambda/batch.ts";
 import { LAMBDA_FORMATS, LAMBDA_QUALITIES } from "../lambda/config.ts";
 import { deploySite, type SiteHandle, siteHandleFromId } from "../lambda/sdk.ts";
+import { loadSite } from "../lambda/sites.ts";
 import {
   type Connection,
   connection,
@@ -26,10 +29,11 @@ import {
   fail,
   LambdaUsageError,
   renderConfigFrom,
+  RESERVED_ENV,
+  reservedConcurrencyFromEnv,
+  unreachableHint,
 } from "./lambda.ts";
-import { EXIT, integerIn, positiveInteger, warn } from "./shared.ts";
-
-const RESERVED_ENV = "VID_LAMBDA_RESERVED_CONCURRENCY";
+import { EXIT, frameRateArg, positiveInteger, warn } from "./shared.ts";
 
 /** The command's help; a function because `ENV_HELP` comes from the module importing this one. */
 const help = (): string =>
@@ -41,9 +45,14 @@ const help = (): string =>
   "Rows: one per line of the file. A blank line is `skipped` (never started); a line that " +
   "is not a valid entry, or repeats an earlier outputKey, is `failed-to-start` with its line " +
   "number and reason; neither stops the batch.\n\n" +
-  "Resuming: each row's execution name is derived from its content (site, outputKey, " +
-  "options, variables), so running the same batch again starts only the rows that have no " +
-  "execution yet; the others are `already-started` with their ARN.\n\n" +
+  "Resuming and retrying: each row's execution name is derived from its content (site, " +
+  "outputKey, options, variables), so running the same batch again finishes the job: rows " +
+  "with no execution start; rows whose execution failed, timed out or was aborted start " +
+  "again as a new attempt (the name with -a2, -a3, ...; `started`, attempt n); rows running " +
+  "or succeeded are `already-started` with their ARN. --rerun all also renders the succeeded " +
+  "rows again (not the running ones); --rerun none never starts a second attempt.\n\n" +
+  "The batch file and the manifest are never uploaded with the site, even inside the " +
+  "project, so writing them there does not change the site id.\n\n" +
   "Ctrl-C stops starting new rows, waits for the start calls in flight, and still prints " +
   "(and writes, with --manifest) the whole manifest; rows not reached are `not-started`.\n\n" +
   "Throttled start calls are retried with exponential backoff (8 attempts per row). " +
@@ -66,22 +75,13 @@ async function writeAtomically(path: string, text: string): Promise<void> {
 
 function summaryLine(rows: readonly BatchManifestRow[], dryRun: boolean): string {
   const s = summarizeBatch(rows);
+  const retried = s.retried > 0 ? ` (${s.retried} as a new attempt after a failure)` : "";
   const parts = dryRun
     ? [`${s.wouldInvoke} would invoke`]
-    : [`${s.started} started`, `${s.alreadyStarted} already started`];
+    : [`${s.started} started${retried}`, `${s.alreadyStarted} already started`];
   parts.push(`${s.failedToStart} failed to start`, `${s.skipped} skipped`);
-  if (s.notStarted > 0) parts.push(`${s.notStarted} not started (interrupted)`);
+  if (s.notStarted > 0) parts.push(`${s.notStarted} not started`);
   return parts.join(", ");
-}
-
-function reservedFromEnv(): number | undefined {
-  const raw = Deno.env.get(RESERVED_ENV);
-  if (raw === undefined || raw === "") return undefined;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) {
-    throw new LambdaUsageError(`${RESERVED_ENV} must be a positive integer, got ${raw}`);
-  }
-  return value;
 }
 
 /** Registers `vid lambda render-batch` under `vid lambda`. */
@@ -90,7 +90,7 @@ export function registerLambdaBatch(lambda: Command): void {
     .command("render-batch")
     .summary("Start one distributed render per line of a JSONL file.")
     .description(help())
-    .argument("<projectDir>", "project directory")
+    .argument("[projectDir]", "project directory (optional with --site-id)")
     .requiredOption("--batch <file>", "JSONL file, one batch entry per line")
     .option("--site-id <id>", "render a site uploaded earlier; skip packaging and upload")
     .option("-c, --composition <file>", "entry HTML file", "index.html")
@@ -106,9 +106,9 @@ export function registerLambdaBatch(lambda: Command): void {
       positiveInteger("--height"),
     )
     .option(
-      "--fps <n>",
-      "frames per second, integer 1-240 (default: 30)",
-      integerIn("--fps", 1, 240),
+      "--fps <rate>",
+      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30)",
+      frameRateArg("--fps"),
     )
     .addOption(
       new Option("--format <format>", "output format (default: mp4)").choices(LAMBDA_FORMATS),
@@ -143,6 +143,13 @@ export function registerLambdaBatch(lambda: Command): void {
       `reserved concurrency of the render function (env ${RESERVED_ENV}), for the ` +
         "large-batch guidance",
       positiveInteger("--reserved-concurrency"),
+    )
+    .addOption(
+      new Option(
+        "--rerun <rows>",
+        "rows with an execution that start again as a new attempt: failed (failed, timed " +
+          "out or aborted), all (every row not running), none",
+      ).choices(BATCH_RERUN_VALUES).default("failed" as BatchRerun),
     )
     .option("--strict-variables", "a row whose variables do not match fails to start")
     .option("--variables-file <path>", "not accepted: variables are inline per row")
@@ -190,22 +197,35 @@ export function registerLambdaBatch(lambda: Command): void {
           () => conn.stateMachineArn(),
           `arn:aws:states:${conn.region}:000000000000:stateMachine:dry-run`,
         );
-        const reservedConcurrency = options.reservedConcurrency ?? reservedFromEnv();
-        let declarations: readonly VariableDeclaration[] = [];
-        try {
-          declarations = (await readComposition(projectDir, options.composition)).declarations;
-        } catch (error) {
-          if (!options.siteId) throw error;
-          warn(`cannot read ${projectDir} to check variables: ${(error as Error).message}`);
+        const reservedConcurrency = options.reservedConcurrency ?? reservedConcurrencyFromEnv();
+        if (projectDir === undefined && !options.siteId) {
+          throw new LambdaUsageError(
+            "pass the project directory, or --site-id <id> to render a site uploaded earlier",
+          );
         }
         const baseConfig = renderConfigFrom(options);
         const siteOptions = { composition: options.composition, s3: conn.s3 };
-        // The dry run uploads nothing: a handle naming the site is enough to lint the rows.
-        const siteHandle: SiteHandle = options.siteId
-          ? siteHandleFromId(options.siteId, bucketName, siteOptions)
-          : options.dryRun
-          ? siteHandleFromId("site-dry-run", bucketName, siteOptions)
-          : await deploySite({ projectDir, bucketName, ...siteOptions });
+        // The batch file and the manifest may live in the project: never upload them, or
+        // the site id, and so every row's execution name, would change with them.
+        const exclude = [options.batch, ...(options.manifest ? [options.manifest] : [])];
+        let siteHandle: SiteHandle;
+        let declarations: readonly VariableDeclaration[] = [];
+        if (options.siteId && !options.dryRun) {
+          // The uploaded site renders: check it and read its declarations from the bucket.
+          const site = await loadSite(options.siteId, bucketName, siteOptions);
+          siteHandle = site;
+          declarations = site.declarations;
+        } else {
+          if (projectDir !== undefined) {
+            declarations = (await readComposition(projectDir, options.composition)).declarations;
+          }
+          // The dry run uploads nothing: a handle naming the site is enough to lint the rows.
+          siteHandle = options.siteId
+            ? siteHandleFromId(options.siteId, bucketName, siteOptions)
+            : options.dryRun
+            ? siteHandleFromId("site-dry-run", bucketName, siteOptions)
+            : await deploySite({ projectDir: projectDir!, bucketName, exclude, ...siteOptions });
+        }
         Deno.addSignalListener("SIGINT", onSignal);
         Deno.addSignalListener("SIGTERM", onSignal);
         let retries = 0;
@@ -219,6 +239,7 @@ export function registerLambdaBatch(lambda: Command): void {
           baseConfig,
           maxConcurrent: options.maxConcurrent,
           dryRun: options.dryRun === true,
+          rerun: options.rerun,
           sfn: conn.sfn,
           reservedConcurrency,
           signal: controller.signal,
@@ -231,11 +252,22 @@ export function registerLambdaBatch(lambda: Command): void {
           console.log(json);
         } else {
           console.log(summaryLine(rows, options.dryRun === true));
+          const notStarted: string[] = [];
           for (const row of rows) {
+            const attempt = (row.attempt ?? 1) > 1 ? ` (attempt ${row.attempt})` : "";
             console.log(
-              `${row.line} ${row.outputKey ?? "-"} ${row.executionArn ?? "-"} ${row.status}`,
+              `${row.line} ${row.outputKey ?? "-"} ${row.executionArn ?? "-"} ${row.status}` +
+                attempt,
             );
-            if (row.error && row.status !== "skipped") console.error(row.error);
+            if (row.status === "not-started" && row.error) notStarted.push(row.error);
+            else if (row.error && row.status !== "skipped") console.error(row.error);
+          }
+          // One reason for every row left unstarted (interrupted, or the stack went away).
+          if (notStarted.length > 0) {
+            const reason = notStarted[0].replace(/^line \d+: /, "");
+            console.error(
+              `${notStarted.length} row(s) not started: ${unreachableHint(reason)}`,
+            );
           }
         }
         if (retries > 0) {
@@ -243,7 +275,9 @@ export function registerLambdaBatch(lambda: Command): void {
         }
         const summary = summarizeBatch(rows);
         if (controller.signal.aborted) Deno.exitCode = EXIT.cancelled;
-        else if (summary.failedToStart > 0) Deno.exitCode = EXIT.failed;
+        else if (summary.failedToStart > 0 || summary.notStarted > 0) {
+          Deno.exitCode = EXIT.failed;
+        }
       } catch (error) {
         fail(error, options.json);
       } finally {
@@ -263,7 +297,8 @@ function batchProgressText(p: BatchProgress): string[] {
   for (const r of p.rows) {
     const chunks = r.executionArn ? ` chunks ${r.chunksDone}/${r.chunksTotal}` : "";
     const where = r.outputLocation ? ` ${r.outputLocation}` : "";
-    out.push(`${r.line} ${r.outputKey ?? "-"} ${r.status}${chunks}${where}`);
+    const attempt = (r.attempt ?? 1) > 1 ? ` (attempt ${r.attempt})` : "";
+    out.push(`${r.line} ${r.outputKey ?? "-"} ${r.status}${attempt}${chunks}${where}`);
     for (const e of r.errors) out.push(`  ${e}`);
   }
   return out;
@@ -279,12 +314,46 @@ export async function printBatchProgress(
   options: { bucket?: string; json?: boolean },
 ): Promise<void> {
   const rows = await readBatchManifest(manifest);
-  const progress = await getBatchProgress({
-    rows,
-    bucketName: options.bucket ?? (Deno.env.get("VID_LAMBDA_BUCKET") || undefined),
-    sfn: conn.sfn,
-    s3: conn.s3,
-  });
-  if (options.json) console.log(JSON.stringify({ ok: true, ...progress }, null, 2));
-  else for (const line of batchProgressText(progress)) console.log(line);
+  let progress: BatchProgress;
+  try {
+    progress = await getBatchProgress({
+      rows,
+      bucketName: options.bucket ?? (Deno.env.get("VID_LAMBDA_BUCKET") || undefined),
+      sfn: conn.sfn,
+      s3: conn.s3,
+    });
+  } catch (error) {
+    fail(error, options.json);
+    Deno.exitCode = BATCH_PROGRESS_EXIT.unreachable;
+    return;
+  }
+  const outcome = batchOutcome(progress);
+  const exitCode = BATCH_PROGRESS_EXIT[outcome];
+  if (options.json) {
+    console.log(JSON.stringify({ ok: exitCode === 0, outcome, exitCode, ...progress }, null, 2));
+  } else for (const line of batchProgressText(progress)) console.log(line);
+  Deno.exitCode = exitCode;
+}
+
+/**
+ * Exit status of `vid lambda progress --manifest`, by the batch's outcome: a script polls
+ * while it is 3, then 0 means every row succeeded and 1 that a rerun is needed.
+ */
+export const BATCH_PROGRESS_EXIT = {
+  /** Every row succeeded (blank lines aside). */
+  succeeded: 0,
+  /** Nothing runs, and a row failed, timed out, was aborted, or never started. */
+  failed: 1,
+  /** A row's execution is still running. */
+  running: 3,
+  /** The stack could not be reached, or a row's execution could not be read. */
+  unreachable: 4,
+} as const;
+
+/** Which of {@linkcode BATCH_PROGRESS_EXIT} a batch's progress is. */
+function batchOutcome(p: BatchProgress): keyof typeof BATCH_PROGRESS_EXIT {
+  if (p.unknown > 0) return "unreachable";
+  if (p.running > 0) return "running";
+  const open = p.rows.filter((r) => r.status !== "succeeded" && r.status !== "skipped");
+  return open.length > 0 ? "failed" : "succeeded";
 }

@@ -6,7 +6,7 @@
 
 import type { Command } from "@commander-js/extra-typings";
 import { DEFAULT_PREVIEW_PORT, startPreview } from "../preview/server.ts";
-import { integerIn, positiveInteger, reportError } from "./shared.ts";
+import { frameRateArg, integerIn, positiveInteger, reportError } from "./shared.ts";
 
 /** Tries `xdg-open url`; returns what to tell the user when it could not. */
 async function openBrowser(url: string): Promise<string | undefined> {
@@ -36,9 +36,12 @@ export function registerPreview(program: Command): void {
     .summary("Serve a live studio for a composition.")
     .description(
       "Serve a live studio for a composition on 127.0.0.1: the stage at its " +
-        "true aspect ratio, play/pause, a frame-exact timeline, a variables " +
-        "panel, reload on file edits, and a Render button (mp4 files in " +
-        "<dir>/renders/). Ctrl-C stops it.",
+        "true aspect ratio with sound, play/pause, frame-exact stepping both ways, " +
+        "typed frame and timecode, a timeline of media clips and animations, a " +
+        "variables panel, page errors with file:line:col, reload on file edits, " +
+        "a switcher for every composition at the project root, the view kept in " +
+        "the URL, and a render dialog (format, quality, frame range, file name; " +
+        "progress, ETA, cancel) writing to <dir>/renders/. Ctrl-C stops it.",
     )
     .argument("[target]", "project directory or HTML file", ".")
     .option(
@@ -53,10 +56,10 @@ export function registerPreview(program: Command): void {
       DEFAULT_PREVIEW_PORT,
     )
     .option(
-      "--fps <n>",
-      "frames per second of the stage and of renders, integer 1-240",
-      integerIn("--fps", 1, 240),
-      30,
+      "--fps <rate>",
+      "frames per second of the stage and of renders, 1-240: 30, 29.97 or 30000/1001 " +
+        "(default: 30 unless the composition sets data-fps)",
+      frameRateArg("--fps"),
     )
     .option(
       "--workers <n>",

@@ -5,14 +5,16 @@
  */
 
 import { type Command, Option } from "@commander-js/extra-typings";
+import { formatFrameRate } from "../composition/frame_rate.ts";
 import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
 import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
 import { defaultWorkers, RenderCancelledError, renderComposition } from "../render/render.ts";
 import { progressReporter } from "./progress.ts";
 import {
   EXIT,
+  FPS_HELP,
   frameRangeArg,
-  integerIn,
+  frameRateArg,
   positiveInteger,
   reportError,
   VARIABLES_HELP,
@@ -26,7 +28,8 @@ export function registerRender(program: Command): void {
     .summary("Render a composition to a video file on this machine.")
     .description(
       "Render a composition to a video file on this machine (headless Chromium + ffmpeg).\n" +
-        "Frame n shows the page at t = n / fps; the file appears only when complete.",
+        "Frame n shows the page at t = n / fps; the file appears only when complete.\n" +
+        "The frame rate is --fps, else the composition's data-fps, else 30.",
     )
     .argument("[target]", "project directory or HTML file", ".")
     .option(
@@ -35,7 +38,11 @@ export function registerRender(program: Command): void {
       "index.html",
     )
     .option("-o, --output <path>", "output file (default: renders/<composition-id>.<format>)")
-    .option("--fps <n>", "frames per second, integer 1-240", integerIn("--fps", 1, 240), 30)
+    .option(
+      "--fps <rate>",
+      `${FPS_HELP} (default: 30 unless the composition sets data-fps)`,
+      frameRateArg("--fps"),
+    )
     .addOption(
       new Option("--format <format>", "mp4 (H.264), webm (VP9 + alpha), mov (ProRes 4444 + alpha)")
         .choices(OUTPUT_FORMATS).default("mp4" as const),
@@ -101,7 +108,7 @@ export function registerRender(program: Command): void {
         }
         console.log(
           `rendered ${result.output}\n  ${result.frames} frames, ${result.width}x${result.height}, ` +
-            `${result.fps} fps, ${
+            `${formatFrameRate(result.frameRate)} fps, ${
               result.durationSeconds.toFixed(2)
             } s of video, ${result.format}\n` +
             `  ${(result.elapsedMs / 1000).toFixed(1)} s wall, ${

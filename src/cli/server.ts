@@ -1,12 +1,20 @@
 /**
  * `vid server`: run the hosted render API on this host, and its admin commands
- * (`vid server users add`, `vid server keys create`).
+ * (`vid server users add`, `vid server keys create|list|revoke`). The admin commands
+ * address the server's data folder with the same `--data-dir` as `vid server` (SQLite
+ * allows them while the server runs), and never print a key after `keys create`.
  *
  * @module
  */
 
 import type { Command } from "@commander-js/extra-typings";
-import { addUser, createApiKey } from "../server/accounts.ts";
+import {
+  addUser,
+  type ApiKeyInfo,
+  createApiKey,
+  listApiKeys,
+  revokeApiKey,
+} from "../server/accounts.ts";
 import { openDataDir, startServer } from "../server/server.ts";
 import {
   DEFAULT_LAMBDA_MAX_IN_FLIGHT,
@@ -32,7 +40,7 @@ export function registerServer(program: Command): void {
     .description(
       "Run the hosted render API (/v3) on this host: SQLite state, local or S3 storage, " +
         "renders on this machine or on the distributed backend (--render-backend lambda).\n\n" +
-        "Admin: `vid server users add`, `vid server keys create`.",
+        "Admin: `vid server users add`, `vid server keys create|list|revoke`.",
     )
     .option(
       "--port <n>",
@@ -56,7 +64,8 @@ export function registerServer(program: Command): void {
     .option("--allow-http-callbacks", "accept http:// callback URLs to loopback (development)")
     .option(
       "--allow-private-urls",
-      "let url render sources reach private/loopback hosts (development)",
+      "let renders reach private/loopback hosts: url sources, pages, remote media, webhooks " +
+        "(development)",
     )
     .option(
       "--render-backend <kind>",
@@ -141,6 +150,12 @@ export function registerServer(program: Command): void {
               `${renderBackend.stateMachineArn}, up to ${renderBackend.maxInFlight} renders in flight)`,
           );
         }
+        if (running.reaped.browsers > 0 || running.reaped.folders > 0) {
+          console.log(
+            `cleaned up after a run that did not stop: killed ${running.reaped.browsers} ` +
+              `browser(s), removed ${running.reaped.folders} work folder(s)`,
+          );
+        }
         if (running.requeued > 0) {
           console.log(`re-queued ${running.requeued} render(s) interrupted by the last stop`);
         }
@@ -189,9 +204,10 @@ export function registerServer(program: Command): void {
       }
     });
 
-  server
+  const keys = server
     .command("keys")
-    .description("Manage API keys")
+    .description("Manage API keys: create, list, revoke");
+  keys
     .command("create")
     .description("Create an API key for an account; the key is printed once")
     .argument("<email>", "the account's email")
@@ -212,4 +228,60 @@ export function registerServer(program: Command): void {
         Deno.exitCode = reportError(error, options.json);
       }
     });
+
+  keys
+    .command("list")
+    .description("List API keys (id, account, name, dates); keys themselves are never shown")
+    .argument("[email]", "only this account's keys")
+    .option("--data-dir <dir>", "the server's data folder", DEFAULT_DATA_DIR)
+    .option("--json", "print machine-readable JSON")
+    .action(async (email, options) => {
+      try {
+        const db = await openDataDir(options.dataDir);
+        try {
+          const list = listApiKeys(db, email);
+          if (options.json) console.log(JSON.stringify({ ok: true, keys: list }, null, 2));
+          else if (list.length === 0) console.log("no API keys");
+          else console.log(keyTable(list));
+        } finally {
+          db.close();
+        }
+      } catch (error) {
+        Deno.exitCode = reportError(error, options.json);
+      }
+    });
+
+  keys
+    .command("revoke")
+    .description(
+      "Revoke an API key by its id (key_…, see keys list); requests with it get 401 at once",
+    )
+    .argument("<id>", "the key's id, e.g. key_1a2b3c4d5e6f")
+    .option("--data-dir <dir>", "the server's data folder", DEFAULT_DATA_DIR)
+    .option("--json", "print machine-readable JSON")
+    .action(async (id, options) => {
+      try {
+        const db = await openDataDir(options.dataDir);
+        try {
+          const key = revokeApiKey(db, id);
+          if (options.json) console.log(JSON.stringify({ ok: true, ...key }, null, 2));
+          else console.log(`revoked ${key.id} (${key.name}) of ${key.email} at ${key.revoked_at}`);
+        } finally {
+          db.close();
+        }
+      } catch (error) {
+        Deno.exitCode = reportError(error, options.json);
+      }
+    });
+}
+
+/** The keys as an aligned text table. */
+function keyTable(list: ApiKeyInfo[]): string {
+  const rows = [
+    ["ID", "ACCOUNT", "NAME", "CREATED", "REVOKED"],
+    ...list.map((k) => [k.id, k.email, k.name, k.created_at, k.revoked_at ?? "-"]),
+  ];
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
+  return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i])).join("  ").trimEnd())
+    .join("\n");
 }

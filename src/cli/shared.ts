@@ -11,6 +11,8 @@ import {
   StrictVariablesError,
   VariablesInputError,
 } from "../composition/errors.ts";
+import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
+import { PageError } from "../render/page_error.ts";
 import { MissingDependencyError } from "../render/system.ts";
 
 /** Exit codes of the CLI. */
@@ -39,6 +41,26 @@ export function integerIn(flag: string, min: number, max: number): (value: strin
       throw new InvalidArgumentError(`${flag} must be an integer from ${min} to ${max}.`);
     }
     return n;
+  };
+}
+
+/** Help text of every `--fps` flag. */
+export const FPS_HELP =
+  "frames per second, 1-240: an integer, 29.97 / 23.976 / 59.94 (exactly 30000/1001 " +
+  "etc.) or a fraction such as 30000/1001";
+
+/**
+ * Parses a frame-rate flag (`30`, `29.97`, `30000/1001`) with the one rate parser, naming
+ * the flag on error. Returns the rate's value num/den, which every surface maps back to
+ * the same fraction.
+ */
+export function frameRateArg(flag: string): (value: string) => number {
+  return (value: string): number => {
+    try {
+      return frameRateValue(parseFrameRate(value, flag));
+    } catch (error) {
+      throw new InvalidArgumentError(`${(error as Error).message}.`);
+    }
   };
 }
 
@@ -99,6 +121,9 @@ export function reportError(error: unknown, json = false): number {
     if (api) Object.assign(body.error as Record<string, unknown>, api);
     if (err instanceof StrictVariablesError) {
       (body.error as Record<string, unknown>).problems = err.problems;
+    }
+    if (err instanceof PageError) {
+      Object.assign(body.error as Record<string, unknown>, err.details());
     }
     console.log(JSON.stringify(body, null, 2));
   } else {

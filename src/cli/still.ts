@@ -7,7 +7,7 @@
 import { type Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
 import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
 import { renderStill } from "../render/still.ts";
-import { integerIn, reportError, VARIABLES_HELP, warn } from "./shared.ts";
+import { frameRateArg, integerIn, reportError, VARIABLES_HELP, warn } from "./shared.ts";
 
 function seconds(value: string): number {
   const n = Number(value);
@@ -34,7 +34,12 @@ export function registerStill(program: Command): void {
     )
     .option("--frame <n>", "frame number, from 0", integerIn("--frame", 0, Number.MAX_SAFE_INTEGER))
     .option("--time <seconds>", "time in seconds; the frame shown then", seconds)
-    .option("--fps <n>", "frame rate that maps --time to a frame", integerIn("--fps", 1, 240), 30)
+    .option(
+      "--fps <rate>",
+      "frame rate that maps --time to a frame: 30, 29.97 or 30000/1001 (default: 30 unless the " +
+        "composition sets data-fps)",
+      frameRateArg("--fps"),
+    )
     .option("-o, --output <file>", "image file, .png or .jpg (default: renders/<id>-<frame>.png)")
     .option("--quality <n>", "JPEG quality 1-100", integerIn("--quality", 1, 100), 90)
     .option("--variables <json>", VARIABLES_HELP.variables)

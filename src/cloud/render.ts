@@ -16,6 +16,7 @@ import { type AspectRatio, aspectRatioOf, readComposition } from "../composition
 import type { Variables } from "../composition/declarations.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, loadOverrides } from "../composition/variables.ts";
+import { FrameRateError, parseFrameRate } from "../composition/frame_rate.ts";
 import { OUTPUT_FORMATS, type OutputFormat, QUALITIES, type Quality } from "../render/encode.ts";
 import { type PackagedFile, packageProject } from "../project/package.ts";
 import { CloudApiError, type CloudClient } from "./client.ts";
@@ -44,8 +45,11 @@ export interface CloudRenderOptions {
   target?: string;
   /** Entry HTML file. @default "index.html" */
   composition?: string;
-  /** @default 30 */
-  fps?: number;
+  /**
+   * Frames per second, 1-240: 30, 29.97 (= 30000/1001) or "30000/1001".
+   * @default the composition's data-fps, else 30 (decided by the server)
+   */
+  fps?: number | string;
   /** @default "standard" */
   quality?: Quality;
   /** @default "mp4" */
@@ -128,9 +132,13 @@ export type CloudRenderResult =
  * 4k has no alpha path).
  */
 export function checkCloudRenderOptions(options: CloudRenderOptions): void {
-  const fps = options.fps ?? 30;
-  if (!Number.isInteger(fps) || fps < 1 || fps > 240) {
-    throw new CloudRenderError("--fps", `must be an integer from 1 to 240, got ${fps}`);
+  if (options.fps !== undefined) {
+    try {
+      parseFrameRate(options.fps, "--fps");
+    } catch (error) {
+      if (!(error instanceof FrameRateError)) throw error;
+      throw new CloudRenderError("--fps", error.message.replace(/^--fps: /, ""));
+    }
   }
   const format = options.format ?? "mp4";
   if (!OUTPUT_FORMATS.includes(format)) {
@@ -256,13 +264,17 @@ export async function cloudRender(
     const projectDir = resolve(options.target ?? ".");
     const parsed = await readComposition(projectDir, composition);
     aspectRatio = options.aspectRatio ?? detectAspectRatio(parsed.width, parsed.height, warn);
-    const problems: VariableProblem[] = checkOverrides(parsed.declarations, overrides);
+    const problems: VariableProblem[] = checkOverrides(parsed.declarations, overrides, {
+      projectDir: parsed.projectDir,
+    });
     if (options.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
     for (const problem of problems) warn(problem.message);
     stage("packaging", { projectDir });
     const pkg = await packageProject(projectDir, {
       composition,
       maxBytes: CLOUD_MAX_UPLOAD_BYTES,
+      // A previous download to -o inside the project is never uploaded with it.
+      exclude: options.output !== undefined ? [options.output] : undefined,
     });
     for (const warning of pkg.warnings ?? []) warn(warning);
     if (options.dryRun) {
@@ -316,7 +328,8 @@ export async function cloudRender(
     body: {
       ...(options.url !== undefined ? { url: options.url } : { asset_id: assetId }),
       composition,
-      fps: options.fps ?? 30,
+      // Without a rate the server takes the composition's data-fps, else 30.
+      ...(options.fps !== undefined && { fps: options.fps }),
       quality: options.quality ?? "standard",
       format,
       resolution: options.resolution ?? "1080p",

@@ -17,6 +17,7 @@ import {
   type VariableDeclaration,
 } from "./declarations.ts";
 import { CompositionError } from "./errors.ts";
+import { type FrameRate, FrameRateError, parseFrameRate } from "./frame_rate.ts";
 
 type Node = DefaultTreeAdapterMap["node"];
 type Element = DefaultTreeAdapterMap["element"];
@@ -40,6 +41,11 @@ export interface Composition {
   height: number;
   /** `data-duration` in seconds. */
   duration: number;
+  /**
+   * `data-fps`: the frame rate the composition is made for, when it pins one (`30`,
+   * `29.97` = 30000/1001, `30000/1001`). A render's `--fps` (SDK `fps`) wins over it.
+   */
+  fps?: FrameRate;
   /** Derived from width and height; null when it is none of the known ratios. */
   aspectRatio: AspectRatio | null;
   /** Declarations that passed every check. */
@@ -171,6 +177,16 @@ export function parseComposition(html: string, file: string): Composition {
   const width = positiveInteger(file, root, "data-width");
   const height = positiveInteger(file, root, "data-height");
   const duration = positiveSeconds(file, root, "data-duration");
+  const rawFps = attribute(root, "data-fps");
+  let fps: FrameRate | undefined;
+  if (rawFps !== undefined) {
+    try {
+      fps = parseFrameRate(rawFps, "data-fps");
+    } catch (error) {
+      if (!(error instanceof FrameRateError)) throw error;
+      throw new CompositionError(`${file}: ${error.message}`, file, "data-fps", rawFps);
+    }
+  }
   const rawDeclarations = attribute(root, "data-composition-variables");
   let declarations: VariableDeclaration[] = [];
   let dropped: DroppedDeclaration[] = [];
@@ -198,6 +214,7 @@ export function parseComposition(html: string, file: string): Composition {
     width,
     height,
     duration,
+    ...(fps && { fps }),
     aspectRatio: aspectRatioOf(width, height),
     declarations,
     dropped,

@@ -1,15 +1,20 @@
 /**
  * Variable declarations: the JSON array in a composition root's
  * `data-composition-variables` attribute. Invalid entries are dropped with a warning
- * (spec rule 5) rather than failing the whole composition.
+ * rather than failing the whole composition.
+ *
+ * Beyond the spec's five types, a declaration may be an `image` (a project file path or
+ * an http(s) URL), a `number` may carry `min`/`max`/`step`, and any declaration a
+ * `description` and a `group` for editors. An invalid extra drops the declaration like
+ * any other invalid field.
  *
  * @module
  */
 
-/** The five variable types of the spec. */
-export type VariableType = "string" | "number" | "color" | "boolean" | "enum";
+/** The five variable types of the spec, plus `image`. */
+export type VariableType = "string" | "number" | "color" | "boolean" | "enum" | "image";
 
-/** The list of accepted types, in the spec's order. */
+/** The spec's five types, in its order. */
 export const VARIABLE_TYPES: readonly VariableType[] = [
   "string",
   "number",
@@ -17,6 +22,9 @@ export const VARIABLE_TYPES: readonly VariableType[] = [
   "boolean",
   "enum",
 ];
+
+/** Every type a declaration may have: the spec's five, then `image`. */
+export const ACCEPTED_VARIABLE_TYPES: readonly VariableType[] = [...VARIABLE_TYPES, "image"];
 
 /** A variable's runtime value: a typed primitive (spec rule 4). */
 export type VariableValue = string | number | boolean;
@@ -47,6 +55,16 @@ export interface VariableDeclaration {
   default?: VariableValue;
   /** Options of an `enum`, normalised. */
   options?: EnumOption[];
+  /** Smallest value of a `number` (inclusive). */
+  min?: number;
+  /** Largest value of a `number` (inclusive). */
+  max?: number;
+  /** Increment of a `number` for editors' sliders and steppers (> 0). */
+  step?: number;
+  /** Longer help text for editors, shown by `vid info` and in generated types. */
+  description?: string;
+  /** Name of the group editors show the variable in (e.g. "Colours"). */
+  group?: string;
 }
 
 /** A declaration that was dropped, with why. */
@@ -103,19 +121,88 @@ function parseOptions(raw: unknown): EnumOption[] | string {
 }
 
 /**
- * Checks `value` against a declaration's type. Returns null when it fits, else the
- * expectation in words ("a finite number", "one of wide, tall").
+ * Reads `min`, `max`, `step`, `description` and `group` into `declaration`. Returns the
+ * reason to drop it, or null when every extra given is valid.
+ */
+function parseExtras(
+  entry: Record<string, unknown>,
+  declaration: VariableDeclaration,
+): string | null {
+  for (const key of ["description", "group"] as const) {
+    if (!(key in entry)) continue;
+    if (typeof entry[key] !== "string") {
+      return `"${key}" must be a string, got ${JSON.stringify(entry[key])}`;
+    }
+    declaration[key] = entry[key] as string;
+  }
+  for (const key of ["min", "max", "step"] as const) {
+    if (!(key in entry)) continue;
+    if (declaration.type !== "number") {
+      return `"${key}" applies to number variables only, not ${declaration.type}`;
+    }
+    const value = entry[key];
+    if (typeof value !== "number" || !Number.isFinite(value)) {
+      return `"${key}" must be a finite number, got ${JSON.stringify(value)}`;
+    }
+    declaration[key] = value;
+  }
+  const { min, max, step } = declaration;
+  if (min !== undefined && max !== undefined && min > max) {
+    return `"min" ${min} is greater than "max" ${max}`;
+  }
+  if (step !== undefined && step <= 0) return `"step" must be greater than 0, got ${step}`;
+  return null;
+}
+
+/**
+ * Whether `text` can be an `image` value: empty (no image), an http(s) URL, or a
+ * relative path that stays inside the project (no leading `/`, no `..` segment, no
+ * other URL scheme such as `data:`).
+ */
+export function isImageReference(text: string): boolean {
+  if (text === "") return true;
+  if (/^https?:\/\//i.test(text)) return URL.canParse(text);
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:/.test(text) || text.startsWith("/") || text.startsWith("\\")) {
+    return false;
+  }
+  return !text.split(/[\\/]/).includes("..");
+}
+
+/** "from 0 to 100", "at least 0", "at most 100". */
+export function rangeText(declaration: Pick<VariableDeclaration, "min" | "max">): string {
+  const { min, max } = declaration;
+  if (min !== undefined && max !== undefined) return `from ${min} to ${max}`;
+  if (min !== undefined) return `at least ${min}`;
+  return `at most ${max}`;
+}
+
+/**
+ * Checks `value` against a declaration's type (and a number's `min`/`max`). Returns null
+ * when it fits, else the expectation in words ("a finite number", "one of wide, tall",
+ * "a number from 0 to 100").
  */
 export function typeMismatch(
-  declaration: Pick<VariableDeclaration, "type" | "options">,
+  declaration: Pick<VariableDeclaration, "type" | "options" | "min" | "max">,
   value: unknown,
   isColor: (text: string) => boolean,
 ): string | null {
   switch (declaration.type) {
     case "string":
       return typeof value === "string" ? null : "a string";
-    case "number":
-      return typeof value === "number" && Number.isFinite(value) ? null : "a finite number";
+    case "number": {
+      const { min, max } = declaration;
+      const ranged = min !== undefined || max !== undefined;
+      const expected = ranged ? `a number ${rangeText(declaration)}` : "a finite number";
+      if (typeof value !== "number" || !Number.isFinite(value)) return expected;
+      if ((min !== undefined && value < min) || (max !== undefined && value > max)) {
+        return expected;
+      }
+      return null;
+    }
+    case "image":
+      return typeof value === "string" && isImageReference(value)
+        ? null
+        : 'a project file path (such as "img/logo.png") or an http(s) URL';
     case "boolean":
       return typeof value === "boolean" ? null : "true or false";
     case "color":
@@ -141,7 +228,7 @@ export function typeMismatch(
  *   isCssColor,
  * );
  * declarations[0].id; // "title"
- * dropped[0].reason; // 'unknown type "object" (expected string, number, color, boolean or enum)'
+ * dropped[0].reason; // 'unknown type "object" (expected string, number, color, boolean, enum or image)'
  * ```
  */
 export function parseDeclarations(
@@ -180,10 +267,12 @@ export function parseDeclarations(
       continue;
     }
     const type = entry.type;
-    if (typeof type !== "string" || !(VARIABLE_TYPES as readonly string[]).includes(type)) {
+    if (
+      typeof type !== "string" || !(ACCEPTED_VARIABLE_TYPES as readonly string[]).includes(type)
+    ) {
       drop(
         `unknown type ${JSON.stringify(type ?? null)} (expected string, number, color, ` +
-          `boolean or enum)`,
+          `boolean, enum or image)`,
         id,
       );
       continue;
@@ -200,6 +289,11 @@ export function parseDeclarations(
         continue;
       }
       declaration.options = options;
+    }
+    const extras = parseExtras(entry, declaration);
+    if (extras !== null) {
+      drop(extras, id);
+      continue;
     }
     if ("default" in entry) {
       const expected = typeMismatch(declaration, entry.default, isColor);

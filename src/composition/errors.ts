@@ -61,6 +61,8 @@ export interface VariableProblem {
   given: string;
   /** The full sentence shown to the user. */
   message: string;
+  /** For an undeclared key: the declared name it most likely meant (e.g. `title` for `tittle`). */
+  suggestion?: string;
 }
 
 /** Overrides failed `--strict-variables` checking; carries every problem found. */

@@ -13,7 +13,7 @@
  * @module
  */
 
-import type { VariableDeclaration, VariableValue } from "./declarations.ts";
+import { rangeText, type VariableDeclaration, type VariableValue } from "./declarations.ts";
 import { fallbackValue } from "./variables.ts";
 
 /** Options of {@linkcode variablesTypeSource} and {@linkcode variablesJsonSchema}. */
@@ -160,6 +160,7 @@ function tsType(declaration: VariableDeclaration): string {
   switch (declaration.type) {
     case "string":
     case "color":
+    case "image":
       return "string";
     case "number":
       return "number";
@@ -170,8 +171,25 @@ function tsType(declaration: VariableDeclaration): string {
   }
 }
 
+/** "From 0 to 100 in steps of 5." for a number with a range or step, else undefined. */
+function numberNote(declaration: VariableDeclaration): string | undefined {
+  const { min, max, step } = declaration;
+  if (min === undefined && max === undefined && step === undefined) return undefined;
+  const range = min !== undefined || max !== undefined ? rangeText(declaration) : "";
+  const words = [range, step !== undefined ? `in steps of ${step}` : ""].filter((w) => w);
+  const text = words.join(" ");
+  return `${text[0].toUpperCase()}${text.slice(1)}.`;
+}
+
+const IMAGE_NOTE = 'A project file path (such as "img/logo.png") or an http(s) URL.';
+
 function propertyDoc(declaration: VariableDeclaration): string[] {
   const lines: string[] = [];
+  if (declaration.description !== undefined) lines.push(docText(declaration.description));
+  if (declaration.type === "image") lines.push(IMAGE_NOTE);
+  const note = numberNote(declaration);
+  if (note !== undefined) lines.push(note);
+  if (declaration.group !== undefined) lines.push(`Group: ${docText(declaration.group)}.`);
   if (declaration.type === "color") {
     lines.push('A CSS colour string, such as "#ff0066" or "rgb(255 0 102)".');
   }
@@ -258,6 +276,12 @@ function propertySchema(declaration: VariableDeclaration): JsonSchema {
       break;
     case "number":
       schema.type = "number";
+      if (declaration.min !== undefined) schema.minimum = declaration.min;
+      if (declaration.max !== undefined) schema.maximum = declaration.max;
+      break;
+    case "image":
+      schema.type = "string";
+      schema.description = IMAGE_NOTE;
       break;
     case "boolean":
       schema.type = "boolean";
@@ -276,6 +300,16 @@ function propertySchema(declaration: VariableDeclaration): JsonSchema {
       break;
     }
   }
+  if (declaration.description !== undefined) {
+    schema.description = [declaration.description, schema.description].filter((d) => d).join(" ");
+  }
+  // Editors read the group and step from `vid info --json`; a schema keyword of our own
+  // would fail strict validators, so they are noted in a comment.
+  const comment = [
+    declaration.group !== undefined ? `group: ${declaration.group}` : "",
+    declaration.step !== undefined ? `step: ${declaration.step}` : "",
+  ].filter((c) => c).join("; ");
+  if (comment) schema.$comment = comment;
   schema.default = effectiveDefault(declaration);
   return schema;
 }

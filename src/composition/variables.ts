@@ -10,7 +10,9 @@
  * @module
  */
 
+import { statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
 import { isCssColor } from "./color.ts";
 import { typeMismatch, type VariableDeclaration, type Variables } from "./declarations.ts";
@@ -118,8 +120,68 @@ export async function loadOverrides(sources: OverrideSources): Promise<Variables
 }
 
 /**
+ * Damerau-Levenshtein distance (optimal string alignment): insertions, deletions,
+ * substitutions and swaps of two neighbouring characters each cost 1.
+ *
+ * @example
+ * ```ts
+ * editDistance("tittle", "title"); // 1
+ * editDistance("subtilte", "subtitle"); // 1 (one swap)
+ * ```
+ */
+export function editDistance(a: string, b: string): number {
+  const rows = a.length + 1;
+  const cols = b.length + 1;
+  const d: number[][] = Array.from({ length: rows }, (_, i) => {
+    const row = new Array<number>(cols).fill(0);
+    row[0] = i;
+    return row;
+  });
+  for (let j = 0; j < cols; j++) d[0][j] = j;
+  for (let i = 1; i < rows; i++) {
+    for (let j = 1; j < cols; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[rows - 1][cols - 1];
+}
+
+/**
+ * The declared name closest to an undeclared `key`, or undefined when none is close.
+ * Letter case is ignored; a name is close when at most 1 edit away for keys up to 3
+ * characters, 2 up to 6 and 3 beyond (and fewer edits than the key has characters, so a
+ * one-letter key never "means" another one-letter name). Ties go to the name declared
+ * first.
+ *
+ * @example
+ * ```ts
+ * nearestName("tittle", ["title", "subtitle"]); // "title"
+ * nearestName("background", ["title"]); // undefined
+ * ```
+ */
+export function nearestName(key: string, names: readonly string[]): string | undefined {
+  const wanted = key.toLowerCase();
+  const limit = Math.min(wanted.length - 1, wanted.length <= 3 ? 1 : wanted.length <= 6 ? 2 : 3);
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const name of names) {
+    const distance = editDistance(wanted, name.toLowerCase());
+    if (distance <= limit && distance < bestDistance) {
+      best = name;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/**
  * Checks every override key against the declarations and returns all problems:
- * undeclared keys (including keys whose declaration was dropped) and wrong types.
+ * undeclared keys (including keys whose declaration was dropped, with the nearest
+ * declared name as a suggestion) and wrong types.
  *
  * @example
  * ```ts
@@ -130,6 +192,7 @@ export async function loadOverrides(sources: OverrideSources): Promise<Variables
 export function checkOverrides(
   declarations: readonly VariableDeclaration[],
   overrides: Variables,
+  options: CheckOptions = {},
 ): VariableProblem[] {
   const byId = new Map(declarations.map((d) => [d.id, d]));
   const problems: VariableProblem[] = [];
@@ -138,11 +201,14 @@ export function checkOverrides(
     const declaration = byId.get(key);
     if (!declaration) {
       const known = declarations.map((d) => d.id).join(", ") || "none";
+      const suggestion = nearestName(key, declarations.map((d) => d.id));
       problems.push({
         key,
         expected: "a declared variable",
         given,
-        message: `"${key}" is not declared by the composition (declared: ${known})`,
+        message: `"${key}" is not declared by the composition (declared: ${known})` +
+          (suggestion !== undefined ? `; did you mean "${suggestion}"?` : ""),
+        ...(suggestion !== undefined && { suggestion }),
       });
       continue;
     }
@@ -154,9 +220,68 @@ export function checkOverrides(
         given,
         message: `"${key}" (${declaration.type}) expects ${expected}, got ${given}`,
       });
+      continue;
+    }
+    const missing = missingImage(declaration, value, options.projectDir);
+    if (missing !== null) {
+      problems.push({
+        key,
+        expected: "a file in the project",
+        given,
+        message: `"${key}" (image) expects a file in the project or an http(s) URL; ` +
+          `${given} ${missing}`,
+      });
     }
   }
+  // An image left at its default must exist too: it is what the page will load.
+  for (const declaration of declarations) {
+    if (declaration.id in overrides || declaration.default === undefined) continue;
+    const missing = missingImage(declaration, declaration.default, options.projectDir);
+    if (missing === null) continue;
+    const given = JSON.stringify(declaration.default);
+    problems.push({
+      key: declaration.id,
+      expected: "a file in the project",
+      given,
+      message: `"${declaration.id}" (image) default ${given} ${missing}`,
+    });
+  }
   return problems;
+}
+
+/** Options of {@linkcode checkOverrides}. */
+export interface CheckOptions {
+  /**
+   * The project directory: `image` values that are paths must name a file in it. Without
+   * it (a project that is not on this disk) only their form is checked.
+   */
+  projectDir?: string;
+}
+
+/**
+ * Why an `image` value that is a project path does not resolve, or null when it does
+ * (or is empty, a URL, not an image declaration, or there is no project to look in).
+ */
+function missingImage(
+  declaration: VariableDeclaration,
+  value: unknown,
+  projectDir: string | undefined,
+): string | null {
+  if (declaration.type !== "image" || projectDir === undefined) return null;
+  if (typeof value !== "string" || value === "" || /^https?:\/\//i.test(value)) return null;
+  const path = value.split(/[?#]/)[0];
+  let decoded = path;
+  try {
+    decoded = decodeURI(path);
+  } catch {
+    // keep the path as written
+  }
+  try {
+    if (statSync(join(projectDir, decoded)).isFile()) return null;
+    return `is not a file in the project (${projectDir})`;
+  } catch {
+    return `does not exist in the project (${projectDir}); check the path and letter case`;
+  }
 }
 
 /** Value a declaration without a default starts with. */
@@ -172,6 +297,8 @@ export function fallbackValue(declaration: VariableDeclaration): string | number
       return "#000000";
     case "enum":
       return declaration.options?.[0]?.value ?? "";
+    case "image":
+      return "";
   }
 }
 
@@ -221,10 +348,10 @@ export interface ResolvedVariables {
  */
 export async function resolveVariables(
   declarations: readonly VariableDeclaration[],
-  sources: OverrideSources & { strict?: boolean },
+  sources: OverrideSources & CheckOptions & { strict?: boolean },
 ): Promise<ResolvedVariables> {
   const overrides = await loadOverrides(sources);
-  const problems = checkOverrides(declarations, overrides);
+  const problems = checkOverrides(declarations, overrides, { projectDir: sources.projectDir });
   if (sources.strict && problems.length > 0) throw new StrictVariablesError(problems);
   return { values: mergeVariables(declarations, overrides), overrides, problems };
 }

@@ -16,10 +16,17 @@
  *   start, naming the earlier line.
  * - Resumable: a row's execution name (its render id) is `b-` and 40 hex digits of the
  *   SHA-256 of its execution input (site, composition, bucket, outputKey, config), so the
- *   same row of the same site always maps to the same execution. Before starting, the
- *   execution is looked up (`DescribeExecution`); one that exists, running or finished,
- *   makes the row `already-started` with its ARN, and nothing new starts. A rerun of a
- *   batch is therefore a no-op for the rows that started, and starts the others.
+ *   same row of the same site always maps to the same execution. Attempt n > 1 of a row
+ *   is that name with `-a<n>`. Before starting, the attempts are looked up in order
+ *   (`DescribeExecution`) up to the first that does not exist; the latest one decides:
+ *   running or succeeded, the row is `already-started` with its ARN and nothing starts;
+ *   failed, timed out or aborted, the next attempt starts (`rerun: "failed"`, the default),
+ *   so a rerun of a batch finishes the job and is still resumable. `rerun: "all"` starts a
+ *   next attempt for every row not running; `rerun: "none"` never starts a second attempt.
+ * - A failure that no row can get past (stack unreachable, no or rejected credentials, no
+ *   such workflow) stops the batch: the rows not yet started become `not-started` with the
+ *   reason, and the batch's other rows are left as they were. Before the first row, the
+ *   workflow is looked up once (`DescribeStateMachine`), so a wrong stack fails at once.
  * - Throttling (`ThrottlingException` and kin, HTTP 429), server errors (5xx) and dropped
  *   connections (`ECONNRESET`, `EPIPE`, `ETIMEDOUT`) from the look-up or the start call are
  *   retried with exponential backoff and full jitter, up to `startAttempts` attempts per
@@ -40,10 +47,15 @@ import { readFile, stat } from "node:fs/promises";
 import process from "node:process";
 import { createInterface } from "node:readline";
 import type { S3Client } from "@aws-sdk/client-s3";
-import { DescribeExecutionCommand, SFNClient } from "@aws-sdk/client-sfn";
+import {
+  DescribeExecutionCommand,
+  DescribeStateMachineCommand,
+  SFNClient,
+} from "@aws-sdk/client-sfn";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { type ExecutionInput, type RenderConfig, validateConfig } from "./config.ts";
+import { readableExecutionError } from "./execution_error.ts";
 import {
   getRenderProgress,
   type LambdaRenderStatus,
@@ -52,6 +64,7 @@ import {
   type SfnOptions,
   type SiteHandle,
 } from "./sdk.ts";
+import { explainStackError, isStackFatal, isUnreachable } from "./stack_error.ts";
 
 /**
  * A ready `SFNClient` of `@aws-sdk/client-sfn`, kept by the caller. An internal alias, not a
@@ -101,7 +114,22 @@ export interface BatchManifestRow {
   error: string | null;
   /** Render id (execution name) of a started or already-started row. */
   renderId?: string;
+  /**
+   * Which attempt of the row the execution is: 1 for the first, n for the execution named
+   * `<first>-a<n>` that a rerun started after earlier attempts failed (or `rerun: "all"`).
+   */
+  attempt?: number;
 }
+
+/**
+ * Which rows a rerun starts again: `failed` (default) starts a new attempt for rows whose
+ * latest execution failed, timed out or was aborted; `all` for every row whose latest
+ * execution is not running; `none` never starts a second attempt.
+ */
+export type BatchRerun = "failed" | "all" | "none";
+
+/** The values of {@linkcode BatchRerun}, for flag parsing. */
+export const BATCH_RERUN_VALUES: readonly BatchRerun[] = ["failed", "all", "none"];
 
 /** Counts of a manifest's rows by status. */
 export interface BatchSummary {
@@ -109,6 +137,8 @@ export interface BatchSummary {
   rows: number;
   /** Rows whose execution this run started. */
   started: number;
+  /** Of `started`, rows whose earlier attempt had failed (a new attempt; `attempt` > 1). */
+  retried: number;
   /** Rows whose execution an earlier run had started. */
   alreadyStarted: number;
   /** Valid rows of a dry run. */
@@ -163,6 +193,8 @@ export interface RenderBatchOptions<
   maxConcurrent?: number;
   /** Validate only: every valid row becomes `would-invoke`; nothing is started. */
   dryRun?: boolean;
+  /** Which rows whose execution exists start a new attempt. @default "failed" */
+  rerun?: BatchRerun;
   /**
    * Step Functions connection options, or a ready client (kept by the caller; its own
    * retry policy then applies on top of this batch's).
@@ -223,6 +255,8 @@ export interface BatchRowProgress {
   errors: string[];
   /** `s3://<bucket>/<key>` once the render succeeded. */
   outputLocation?: string;
+  /** Which attempt of the row the execution is (see {@linkcode BatchManifestRow}). */
+  attempt?: number;
 }
 
 /** Where a whole batch is. */
@@ -249,7 +283,7 @@ export interface BatchProgress {
   chunksTotal: number;
   /** Sum of the executions' cost estimates so far, US dollars. */
   usd: number;
-  /** Whether no execution is still running. */
+  /** Whether no execution is still running and every execution could be read. */
   done: boolean;
 }
 
@@ -279,6 +313,27 @@ const DEFAULT_START_ATTEMPTS = 8;
 const DEFAULT_RETRY_BASE_MS = 200;
 const RETRY_CAP_MS = 5000;
 const INTERRUPTED = "interrupted before this row was started; run the batch again to start it";
+/** Attempts of one row before a rerun gives up on it. */
+const MAX_ATTEMPTS = 20;
+
+const FAILED_STATUSES: readonly string[] = ["failed", "aborted", "timed-out"];
+
+/** The attempt number of a batch execution ARN (`b-<hex>` is 1, `b-<hex>-a<n>` is n). */
+function attemptOf(executionArn: string): number | undefined {
+  const match = /:(b-[0-9a-f]{40})(?:-a(\d+))?$/.exec(executionArn);
+  return match ? Number(match[2] ?? 1) : undefined;
+}
+
+/** The ARN of attempt `attempt` of the same batch row, or `undefined` for another ARN. */
+function laterAttemptArn(executionArn: string, attempt: number): string | undefined {
+  const match = /^(.*:)(b-[0-9a-f]{40})(?:-a\d+)?$/.exec(executionArn);
+  return match ? `${match[1]}${attemptRenderId(match[2], attempt)}` : undefined;
+}
+
+/** The render id of attempt `attempt` of a row whose first attempt is `baseId`. */
+function attemptRenderId(baseId: string, attempt: number): string {
+  return attempt <= 1 ? baseId : `${baseId}-a${attempt}`;
+}
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -423,6 +478,7 @@ export function summarizeBatch(rows: readonly BatchManifestRow[]): BatchSummary 
   return {
     rows: rows.length,
     started: count("started"),
+    retried: rows.filter((r) => r.status === "started" && (r.attempt ?? 1) > 1).length,
     alreadyStarted: count("already-started"),
     wouldInvoke: count("would-invoke"),
     failedToStart: count("failed-to-start"),
@@ -485,8 +541,10 @@ async function countEntries(path: string): Promise<number> {
  * Starts one distributed render per line of a JSONL batch file and returns the manifest,
  * one row per line, in line order. At most `maxConcurrent` `StartExecution` calls are in
  * flight at once; throttled calls are retried with exponential backoff. `maxConcurrent`
- * does not limit the function concurrency the renders use. Rows whose execution already
- * exists (a rerun) are `already-started` and start nothing.
+ * does not limit the function concurrency the renders use. On a rerun, rows whose latest
+ * execution is running or succeeded are `already-started` and start nothing; rows whose
+ * latest execution failed, timed out or was aborted start a new attempt (`-a2`, …; see
+ * `rerun`).
  *
  * @example
  * ```ts
@@ -570,46 +628,111 @@ export async function renderBatch<
     rows.push(row);
     options.onRow?.(row);
   };
+  const rerun = options.rerun ?? "failed";
+  if (!BATCH_RERUN_VALUES.includes(rerun)) {
+    throw new BatchInputError(
+      "rerun",
+      `rerun must be one of ${BATCH_RERUN_VALUES.join(", ")}, got ${JSON.stringify(rerun)}`,
+    );
+  }
+  /** Why no more rows can start (stack unreachable, credentials), once known. */
+  let fatal: string | undefined;
+  const stop = new AbortController();
+  if (client) {
+    try {
+      await client.send(
+        new DescribeStateMachineCommand({ stateMachineArn: options.stateMachineArn }),
+      );
+    } catch (error) {
+      if (!given) client.destroy();
+      throw explainStackError(error, { stateMachineArn: options.stateMachineArn });
+    }
+  }
 
-  /** The existing execution's ARN, or `undefined` when there is none. */
-  const existing = async (executionArn: string): Promise<string | undefined> => {
+  /** The execution's ARN and status, or `undefined` when there is none. */
+  const describe = async (
+    executionArn: string,
+  ): Promise<{ arn: string; status: string } | undefined> => {
     try {
       const described = await client!.send(new DescribeExecutionCommand({ executionArn }));
-      return described.executionArn ?? executionArn;
+      return { arn: described.executionArn ?? executionArn, status: described.status ?? "" };
     } catch (error) {
       if ((error as AwsError).name === "ExecutionDoesNotExist") return undefined;
       throw error;
     }
   };
 
+  /**
+   * The row's latest attempt (walking `-a2`, `-a3`, … up to the first that does not
+   * exist), and whether to start the next one.
+   */
+  const latest = async (
+    baseId: string,
+  ): Promise<{ attempt: number; arn?: string; startNext: boolean }> => {
+    let found: { attempt: number; arn: string; status: string } | undefined;
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+      const described = await describe(
+        executionArnFor(options.stateMachineArn, attemptRenderId(baseId, attempt)),
+      );
+      if (!described) break;
+      found = { attempt, ...described };
+    }
+    if (!found) return { attempt: 0, startNext: true };
+    const running = found.status === "RUNNING" || found.status === "PENDING_REDRIVE";
+    const failed = ["FAILED", "TIMED_OUT", "ABORTED"].includes(found.status);
+    const startNext = !running && (rerun === "all" || (rerun === "failed" && failed));
+    if (startNext && found.attempt >= MAX_ATTEMPTS) {
+      throw new Error(
+        `all ${MAX_ATTEMPTS} attempts of this row ended without success; fix the row (see ` +
+          "`vid lambda progress --manifest`) and run the batch again",
+      );
+    }
+    return { attempt: found.attempt, arn: found.arn, startNext };
+  };
+
   const start = async (
     line: number,
     outputKey: string,
     config: RenderConfig,
-    renderId: string,
+    baseId: string,
   ) => {
-    const executionArn = executionArnFor(options.stateMachineArn, renderId);
-    const base = { line, outputKey, renderId };
+    const base = { line, outputKey };
     // Set when a start call of this run failed in a way that may have started the
     // execution anyway (connection dropped, 5xx): if it exists then, this run started it.
     let maybeStarted = false;
-    const exists = (arn: string) =>
+    const exists = (arn: string, attempt: number) =>
       finish({
         ...base,
         status: maybeStarted ? "started" : "already-started",
         executionArn: arn,
         error: null,
+        renderId: attemptRenderId(baseId, attempt),
+        attempt,
+      });
+    const notStarted = (reason: string) =>
+      finish({
+        ...base,
+        status: "not-started",
+        executionArn: null,
+        error: `line ${line}: ${reason}`,
       });
     try {
       for (let attempt = 1;; attempt++) {
+        if (fatal) {
+          notStarted(`not started: ${fatal}`);
+          return;
+        }
         let starting = false;
+        let next = 1;
         try {
-          const found = await existing(executionArn);
-          if (found) {
-            exists(found);
+          const found = await latest(baseId);
+          if (!found.startNext) {
+            exists(found.arn!, found.attempt);
             return;
           }
+          next = found.attempt + 1;
           starting = true;
+          const renderId = attemptRenderId(baseId, next);
           const handle = await renderToLambda({
             siteHandle: options.siteHandle,
             bucketName: options.bucketName,
@@ -618,13 +741,30 @@ export async function renderBatch<
             outputKey,
             renderId,
             sfn: client,
+            s3: false,
             onWarning: warnOnce,
           });
-          finish({ ...base, status: "started", executionArn: handle.executionArn, error: null });
+          finish({
+            ...base,
+            status: "started",
+            executionArn: handle.executionArn,
+            error: null,
+            renderId,
+            attempt: next,
+          });
           return;
         } catch (error) {
           if ((error as AwsError).name === "ExecutionAlreadyExists") {
-            exists(executionArn);
+            exists(executionArnFor(options.stateMachineArn, attemptRenderId(baseId, next)), next);
+            return;
+          }
+          if (isStackFatal(error)) {
+            const explained = explainStackError(error, {
+              stateMachineArn: options.stateMachineArn,
+            }) as Error;
+            fatal ??= explained.message ?? String(explained);
+            stop.abort();
+            notStarted(`not started: ${fatal}`);
             return;
           }
           if (!isRetryable(error)) throw error;
@@ -641,14 +781,9 @@ export async function renderBatch<
           }
           options.onRetry?.(line, attempt, error as Error);
           const ceiling = Math.min(RETRY_CAP_MS, retryBaseMs * 2 ** (attempt - 1));
-          if (!(await sleep(Math.random() * ceiling, signal))) {
-            finish({
-              line,
-              outputKey,
-              status: "not-started",
-              executionArn: null,
-              error: `line ${line}: ${INTERRUPTED}`,
-            });
+          const either = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
+          if (!(await sleep(Math.random() * ceiling, either))) {
+            notStarted(fatal ? `not started: ${fatal}` : INTERRUPTED);
             return;
           }
         }
@@ -742,9 +877,9 @@ export async function renderBatch<
         finish({ line, outputKey, status: "would-invoke", executionArn: null, error: null });
         continue;
       }
-      if (!signal?.aborted) {
+      if (!signal?.aborted && !fatal) {
         await limiter.acquire(); // back-pressure: reading waits for a free start slot
-        if (!signal?.aborted) {
+        if (!signal?.aborted && !fatal) {
           const task = start(line, outputKey, config, renderId);
           pending.add(task);
           task.finally(() => pending.delete(task));
@@ -757,7 +892,7 @@ export async function renderBatch<
         outputKey,
         status: "not-started",
         executionArn: null,
-        error: `line ${line}: ${INTERRUPTED}`,
+        error: `line ${line}: ${fatal ? `not started: ${fatal}` : INTERRUPTED}`,
       });
     }
     await Promise.all(pending);
@@ -815,6 +950,9 @@ export async function readBatchManifest(path: string): Promise<BatchManifestRow[
       executionArn: row.executionArn as string | null,
       error: typeof row.error === "string" ? row.error : null,
       ...(typeof row.renderId === "string" ? { renderId: row.renderId } : {}),
+      ...(Number.isInteger(row.attempt) && (row.attempt as number) >= 1
+        ? { attempt: row.attempt as number }
+        : {}),
     };
   });
 }
@@ -838,11 +976,17 @@ export async function getBatchProgress(options: BatchProgressOptions): Promise<B
   const result: BatchRowProgress[] = new Array(sorted.length);
   let usd = 0;
   let next = 0;
+  let unreachable: Error | undefined;
   const lane = async () => {
     while (next < sorted.length) {
       const i = next++;
       const row = sorted[i];
-      const base = { line: row.line, outputKey: row.outputKey, executionArn: row.executionArn };
+      const base: Omit<BatchRowProgress, "status" | "chunksDone" | "chunksTotal" | "errors"> = {
+        line: row.line,
+        outputKey: row.outputKey,
+        executionArn: row.executionArn,
+        ...(row.attempt ? { attempt: row.attempt } : {}),
+      };
       if (!row.executionArn) {
         result[i] = {
           ...base,
@@ -854,22 +998,48 @@ export async function getBatchProgress(options: BatchProgressOptions): Promise<B
         continue;
       }
       try {
-        const p = await getRenderProgress({
-          executionArn: row.executionArn,
-          bucketName: options.bucketName,
-          sfn: options.sfn,
-          s3: options.s3,
-        });
+        const read = (executionArn: string) =>
+          getRenderProgress({
+            executionArn,
+            bucketName: options.bucketName,
+            sfn: options.sfn,
+            s3: options.s3,
+          });
+        let p = await read(row.executionArn);
         usd += p.costEstimate.usd;
+        // A manifest from before a rerun names an attempt that failed; a later attempt of
+        // the row (`-a<n+1>`, …) is where the row is now.
+        let attempt = row.attempt ?? attemptOf(row.executionArn);
+        while (FAILED_STATUSES.includes(p.status) && attempt !== undefined) {
+          const later = laterAttemptArn(row.executionArn, attempt + 1);
+          if (!later) break;
+          try {
+            p = await read(later);
+          } catch (error) {
+            if ((error as AwsError).name === "ExecutionDoesNotExist") break;
+            throw error;
+          }
+          usd += p.costEstimate.usd;
+          attempt++;
+          base.executionArn = later;
+          base.attempt = attempt;
+        }
         result[i] = {
           ...base,
           status: p.status,
           chunksDone: p.chunksDone,
           chunksTotal: p.chunksTotal,
-          errors: p.errors,
+          errors: p.errors.map(readableExecutionError),
           ...(p.outputLocation ? { outputLocation: p.outputLocation } : {}),
         };
       } catch (error) {
+        // No row can be read when the stack is unreachable or the credentials are wrong:
+        // stop with that one error instead of a page of `unknown` rows.
+        if (isUnreachable(error) || isStackFatal(error)) {
+          unreachable ??= explainStackError(error, {}) as Error;
+          next = sorted.length;
+          return;
+        }
         result[i] = {
           ...base,
           status: "unknown",
@@ -881,6 +1051,7 @@ export async function getBatchProgress(options: BatchProgressOptions): Promise<B
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
+  if (unreachable) throw unreachable;
   const count = (test: (r: BatchRowProgress) => boolean) => result.filter(test).length;
   const running = count((r) => r.status === "running");
   return {
@@ -895,6 +1066,6 @@ export async function getBatchProgress(options: BatchProgressOptions): Promise<B
     chunksDone: result.reduce((sum, r) => sum + r.chunksDone, 0),
     chunksTotal: result.reduce((sum, r) => sum + r.chunksTotal, 0),
     usd,
-    done: running === 0,
+    done: running === 0 && count((r) => r.status === "unknown") === 0,
   };
 }

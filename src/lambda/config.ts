@@ -30,6 +30,7 @@
  */
 
 import type { OutputFormat, Quality } from "../render/encode.ts";
+import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { chunkCount, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 
 /** Workflow execution input limit: the whole serialised payload, UTF-8 bytes (256 KiB). */
@@ -59,8 +60,11 @@ export interface RenderConfig<
     string | number | boolean
   >,
 > {
-  /** Frames per second, integer 1-240. @default 30 */
-  fps?: number;
+  /**
+   * Frames per second, 1-240: an integer, a decimal (`29.97` = 30000/1001) or a fraction
+   * (`"30000/1001"`). @default 30
+   */
+  fps?: number | string;
   /** Output width in pixels. @default the composition's `data-width` */
   width?: number;
   /** Output height in pixels. @default the composition's `data-height` */
@@ -116,6 +120,12 @@ export interface ExecutionInput {
 export interface ValidateConfigOptions {
   /** Reserved concurrency of the render function (`vid lambda deploy --concurrency`). */
   reservedConcurrency?: number;
+  /**
+   * Frames of the render, when known: the throttling warning then compares the reserved
+   * concurrency with the render's own chunk count instead of `maxParallelChunks`, so a
+   * render of a few chunks does not warn. @default unknown
+   */
+  frames?: number;
   /** Receives warnings (throttling). @default console.warn */
   onWarning?(message: string): void;
 }
@@ -328,7 +338,20 @@ function checkRenderConfig(config: Record<string, unknown>): void {
     if (config.hdr === true) throw new HdrNotSupportedError();
     throw new ConfigError("config.hdr", `must be a boolean, got ${JSON.stringify(config.hdr)}`);
   }
-  checkInteger(config, "fps", 1, 240);
+  if (config.fps !== undefined) {
+    if (typeof config.fps !== "number" && typeof config.fps !== "string") {
+      throw new ConfigError(
+        "config.fps",
+        `must be a frame rate, got ${JSON.stringify(config.fps)}`,
+      );
+    }
+    try {
+      parseFrameRate(config.fps, "config.fps");
+    } catch (error) {
+      if (!(error instanceof FrameRateError)) throw error;
+      throw new ConfigError("config.fps", error.message.replace(/^config\.fps: /, ""));
+    }
+  }
   checkInteger(config, "width", 1, MAX_DIMENSION);
   checkInteger(config, "height", 1, MAX_DIMENSION);
   if (config.format !== undefined && !LAMBDA_FORMATS.includes(config.format as OutputFormat)) {
@@ -416,10 +439,24 @@ export function validateConfig(
       );
     }
     const maxParallelChunks = input.config.maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS;
-    if (reservedConcurrency < maxParallelChunks) {
+    const frames = options.frames;
+    const chunks = frames !== undefined && Number.isInteger(frames) && frames > 0
+      ? chunkCount({
+        frames,
+        // The rate sets the GOP grid, which caps the count (see chunk_plan.ts).
+        fps: frameRateValue(parseFrameRate(input.config.fps ?? 30, "config.fps")),
+        chunkSize: input.config.chunkSize,
+        targetChunkFrames: input.config.targetChunkFrames,
+        maxParallelChunks: input.config.maxParallelChunks,
+      })
+      : undefined;
+    if (reservedConcurrency < (chunks ?? maxParallelChunks)) {
+      const what = chunks !== undefined
+        ? `the render's ${chunks} chunks`
+        : `maxParallelChunks (${maxParallelChunks})`;
       (options.onWarning ?? console.warn)(
         `reserved concurrency of the render function (${reservedConcurrency}) is lower than ` +
-          `maxParallelChunks (${maxParallelChunks}): renders will be throttled, chunks waiting ` +
+          `${what}: renders will be throttled, chunks waiting ` +
           "for a free function instance. Deploy with a higher --concurrency or lower " +
           "--max-parallel-chunks",
       );

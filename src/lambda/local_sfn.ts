@@ -47,12 +47,25 @@ export interface LocalStepFunctionsOptions {
    * Runs a Task state: what Lambda would do with `payload` for `functionArn`. Its return
    * value is the task's result; a throw is the function's error.
    */
-  invoke: (functionArn: string, payload: unknown) => Promise<unknown>;
+  invoke: (functionArn: string, payload: unknown, context: InvokeContext) => Promise<unknown>;
+  /**
+   * Whether `invoke` calls `context.started()` when the function begins to run (after any
+   * wait for a free instance): `LambdaFunctionStarted` is then recorded at that moment, as on
+   * AWS, so a task's run time (Started to its end event) leaves out the wait. Otherwise it
+   * is recorded with `LambdaFunctionScheduled`. @default false
+   */
+  invokeReportsStart?: boolean;
   /**
    * Fixed pause before every retry, in milliseconds, in place of the definition's
    * `IntervalSeconds` / `BackoffRate` (fast local loops). @default the definition's policy
    */
   retryIntervalMs?: number;
+}
+
+/** What `invoke` may report about one function invocation. */
+export interface InvokeContext {
+  /** The function begins to run now (see `invokeReportsStart`). */
+  started(): void;
 }
 
 /** A running local Step Functions endpoint. */
@@ -182,44 +195,125 @@ function functionError(thrown: unknown): Error {
   return error;
 }
 
+/** One Task attempt, from the handler call until its events are in the history. */
+interface Attempt {
+  /** The payload the attempt sent. */
+  payload: unknown;
+  /** When its function began to run, once reported. */
+  startedAt?: number;
+  /** `<state>#<iteration>`, once its Scheduled event is recorded and Started is not. */
+  key?: string;
+}
+
 /** Turns the interpreter's event log into Step Functions history events. */
 class HistoryRecorder {
   readonly #execution: ExecutionRecord;
-  /** Task state name -> effective payloads of attempts not yet in the history, in order. */
-  readonly #payloads = new Map<string, unknown[]>();
+  /** Task state name -> attempts whose Scheduled event is not in the history yet, in order. */
+  readonly #payloads = new Map<string, Attempt[]>();
+  /** `<state>#<iteration>` -> id of its running attempt's `LambdaFunctionStarted`. */
+  readonly #started = new Map<string, number>();
+  /** `<state>#<iteration>` -> its attempt scheduled but not started yet. */
+  readonly #pending = new Map<string, Attempt>();
+  /** Whether `invoke` reports when a function starts (`invokeReportsStart`). */
+  readonly #reportsStart: boolean;
   /** `<state>#<iteration>` of tasks whose failure a Catch handled. */
   readonly #caught = new Set<string>();
   /** Map iterations: index -> still running, and the failure it ended on, if any. */
   readonly #iterations = new Map<number, { done: boolean; failure?: boolean }>();
 
-  constructor(execution: ExecutionRecord) {
+  constructor(execution: ExecutionRecord, reportsStart = false) {
     this.#execution = execution;
+    this.#reportsStart = reportsStart;
+  }
+
+  /** Task state name -> errors of failed attempts not yet in the history, in order. */
+  readonly #failures = new Map<string, { error: string; cause: string }[]>();
+
+  /**
+   * Notes a Task attempt's failure; if the state retries, {@linkcode record} writes it as
+   * the attempt's `LambdaFunctionFailed` before the next attempt, as AWS does.
+   */
+  attemptFailed(state: string, error: Error): void {
+    const queue = this.#failures.get(state) ?? [];
+    queue.push({ error: error.name, cause: error.message });
+    this.#failures.set(state, queue);
   }
 
   /** Notes the payload a Task attempt sent, before its event reaches {@linkcode record}. */
-  payloadSent(state: string, payload: unknown): void {
+  payloadSent(state: string, payload: unknown): Attempt {
+    const attempt: Attempt = { payload };
     const queue = this.#payloads.get(state) ?? [];
-    queue.push(payload);
+    queue.push(attempt);
     this.#payloads.set(state, queue);
+    return attempt;
   }
 
-  #add(type: string, details: Record<string, unknown> = {}, timestamp = Date.now()): void {
+  /**
+   * The attempt's function begins to run: `LambdaFunctionStarted` now, or (its Scheduled
+   * event not recorded yet) at this time once it is.
+   */
+  started(attempt: Attempt): void {
+    if (attempt.startedAt !== undefined) return;
+    attempt.startedAt = Date.now();
+    if (attempt.key !== undefined && this.#execution.status === "RUNNING") {
+      this.#pending.delete(attempt.key);
+      this.#startedEvent(attempt.key, attempt.startedAt);
+    }
+  }
+
+  #startedEvent(key: string, timestamp: number): void {
+    this.#add("LambdaFunctionStarted", {}, timestamp);
+    this.#started.set(key, this.#execution.events.length);
+  }
+
+  #add(
+    type: string,
+    details: Record<string, unknown> = {},
+    timestamp = Date.now(),
+    previousEventId?: number,
+  ): void {
     const events = this.#execution.events;
     const id = events.length + 1;
-    events.push({ timestamp: seconds(timestamp), type, id, previousEventId: id - 1, ...details });
+    events.push({
+      timestamp: seconds(timestamp),
+      type,
+      id,
+      previousEventId: previousEventId ?? id - 1,
+      ...details,
+    });
   }
 
-  #scheduled(state: string, input: unknown, timestamp: number): void {
+  /**
+   * An attempt's end event follows its `LambdaFunctionStarted` (`previousEventId`), as on
+   * AWS, so its run time can be read even with parallel chunks interleaved.
+   */
+  #ended(key: string, type: string, details: Record<string, unknown>, timestamp: number): void {
+    const started = this.#started.get(key);
+    this.#started.delete(key);
+    // An attempt that ended before it reported its start never gets a Started event.
+    const pending = this.#pending.get(key);
+    if (pending) pending.key = undefined;
+    this.#pending.delete(key);
+    this.#add(type, details, timestamp, started);
+  }
+
+  #scheduled(state: string, input: unknown, timestamp: number, key: string): void {
     const resource = this.#execution.machine.tasks.get(state);
-    const payload = this.#payloads.get(state)?.shift() ?? input;
+    const attempt = this.#payloads.get(state)?.shift();
     this.#add("LambdaFunctionScheduled", {
       lambdaFunctionScheduledEventDetails: {
         resource,
-        input: json(payload),
+        input: json(attempt ? attempt.payload : input),
         inputDetails: { truncated: false },
       },
     }, timestamp);
-    this.#add("LambdaFunctionStarted", {}, timestamp);
+    if (!this.#reportsStart || !attempt) this.#startedEvent(key, timestamp);
+    else if (attempt.startedAt !== undefined) {
+      this.#startedEvent(key, Math.max(timestamp, attempt.startedAt));
+    } else {
+      attempt.key = key;
+      this.#pending.set(key, attempt);
+    }
   }
 
   #finish(status: ExecutionStatus, timestamp: number): void {
@@ -258,7 +352,7 @@ class HistoryRecorder {
             inputDetails: { truncated: false },
           },
         }, at);
-        if (state.type === "Task") this.#scheduled(state.name, state.input, at);
+        if (state.type === "Task") this.#scheduled(state.name, state.input, at, key);
         if (state.type === "Map") {
           const map = execution.machine.maps.get(state.name);
           const items = simplePath(map?.itemsPath, simplePath(map?.inputPath, state.input));
@@ -273,15 +367,30 @@ class HistoryRecorder {
         break;
       }
       case "StateRetried":
-        if (state.type === "Task") this.#scheduled(state.name, state.input, at);
+        if (state.type === "Task") {
+          // The failed attempt ends (after its Started, as on AWS) before the next begins.
+          const failure = this.#failures.get(state.name)?.shift();
+          if (failure) {
+            const timedOut = failure.error === "States.Timeout";
+            this.#ended(key, timedOut ? "LambdaFunctionTimedOut" : "LambdaFunctionFailed", {
+              [
+                timedOut ? "lambdaFunctionTimedOutEventDetails" : "lambdaFunctionFailedEventDetails"
+              ]: failure,
+            }, at);
+          }
+          this.#scheduled(state.name, state.input, at, key);
+        }
         break;
       case "StateCaught":
         this.#caught.add(key);
         break;
       case "StateFailed":
         if (state.type === "Task") {
+          // The final attempt's failure is written from the event itself.
+          const failures = this.#failures.get(state.name);
+          if (failures && failures[0]?.error === event.Error) failures.shift();
           const timedOut = event.Error === "States.Timeout";
-          this.#add(timedOut ? "LambdaFunctionTimedOut" : "LambdaFunctionFailed", {
+          this.#ended(key, timedOut ? "LambdaFunctionTimedOut" : "LambdaFunctionFailed", {
             [timedOut ? "lambdaFunctionTimedOutEventDetails" : "lambdaFunctionFailedEventDetails"]:
               {
                 error: event.Error,
@@ -306,7 +415,7 @@ class HistoryRecorder {
         break;
       case "StateExited":
         if (state.type === "Task" && !this.#caught.delete(key)) {
-          this.#add("LambdaFunctionSucceeded", {
+          this.#ended(key, "LambdaFunctionSucceeded", {
             lambdaFunctionSucceededEventDetails: {
               output: json(state.output),
               outputDetails: { truncated: false },
@@ -525,17 +634,21 @@ export async function startLocalStepFunctions(
       abort: () => {},
       finished: Promise.resolve(),
     };
-    const recorder = new HistoryRecorder(execution);
+    const recorder = new HistoryRecorder(execution, options.invokeReportsStart);
     const handlers = Object.fromEntries(
       [...machine.tasks].map(([state, resource]) => [
         state,
         async (payload: unknown) => {
-          recorder.payloadSent(state, payload);
+          const attempt = recorder.payloadSent(state, payload);
           let result: unknown;
           try {
-            result = await options.invoke(resource, payload);
+            result = await options.invoke(resource, payload, {
+              started: () => recorder.started(attempt),
+            });
           } catch (error) {
-            throw functionError(error);
+            const failure = functionError(error);
+            recorder.attemptFailed(state, failure);
+            throw failure;
           }
           return JSON.parse(json(result));
         },

@@ -19,7 +19,7 @@ import S3rver from "s3rver";
 import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startLocalStepFunctions } from "./local_sfn.ts";
+import { type InvokeContext, startLocalStepFunctions } from "./local_sfn.ts";
 import { stateMachineDefinition } from "./state_machine.ts";
 import { startWarmWorkers, type WarmWorkersStats } from "./warm_workers.ts";
 
@@ -332,13 +332,19 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       onLog: options.onLog,
     });
     closers.push(() => workers.close());
-    const invoke = (_functionArn: string, payload: unknown): Promise<unknown> =>
-      workers.invoke(payload);
+    const invoke = (
+      _functionArn: string,
+      payload: unknown,
+      context: InvokeContext,
+    ): Promise<unknown> => workers.invoke(payload, () => context.started());
 
     const sfn = await startLocalStepFunctions({
       port: options.port ? options.port + 1 : 0,
       region,
       invoke,
+      // Started is recorded once a worker slot is free, as Lambda starts a function: the
+      // wait for a slot is not run time (nor billed).
+      invokeReportsStart: true,
       retryIntervalMs: 200,
     });
     closers.push(() => sfn.close());

@@ -40,6 +40,14 @@ import { type PackagedFile, packageProject } from "../project/package.ts";
 import { ConfigError, type ExecutionInput, type RenderConfig, validateConfig } from "./config.ts";
 import { STATE_NAMES } from "./state_machine.ts";
 import { timeCapWarning } from "./time_cap.ts";
+import { parseComposition } from "../composition/composition.ts";
+import type { VariableDeclaration } from "../composition/declarations.ts";
+import { StrictVariablesError } from "../composition/errors.ts";
+import { checkOverrides } from "../composition/variables.ts";
+import { loadSite } from "./sites.ts";
+import { explainStackError } from "./stack_error.ts";
+import { functionRunMs } from "./cost.ts";
+import { readableExecutionError } from "./execution_error.ts";
 
 /**
  * A ready `S3Client` of `@aws-sdk/client-s3`, which the caller keeps and destroys.
@@ -98,6 +106,12 @@ export interface SiteHandle {
   files: PackagedFile[];
   /** Whether this call uploaded anything (false when the site already existed). */
   uploaded: boolean;
+  /**
+   * Variables the composition declares, when known (from {@linkcode deploySite} or
+   * `loadSite`; not from {@linkcode siteHandleFromId}): `renderToLambda` checks
+   * `config.variables` against them.
+   */
+  declarations?: VariableDeclaration[];
 }
 
 /** The manifest stored as `sites/<siteId>/site.json`. */
@@ -128,6 +142,12 @@ export interface DeploySiteOptions {
   s3?: S3Options | ReadyS3Client;
   /** Files uploaded at once. @default 8 */
   uploadConcurrency?: number;
+  /**
+   * Files never uploaded, absolute or relative to the working directory: the batch file,
+   * the manifest and outputs named on the command line, which would otherwise change the
+   * site id (see `PackageProjectOptions.exclude`).
+   */
+  exclude?: readonly string[];
 }
 
 /** Options of {@linkcode siteHandleFromId}. */
@@ -181,7 +201,21 @@ export interface RenderToLambdaOptions<
    * chunk. @default unknown: the largest chunk is `chunkSize` (else `targetChunkFrames`, else 240)
    */
   frames?: number;
-  /** Receives warnings. @default console.warn */
+  /**
+   * Declarations to check `config.variables` against. @default the site handle's
+   * `declarations`; when neither is known and `s3` is given, they are read from the site's
+   * composition in the bucket (`loadSite`), which also checks the site exists
+   */
+  declarations?: readonly VariableDeclaration[];
+  /**
+   * S3 connection (or a ready client), to read the declarations of a site handle without
+   * them; `false` or unset: no request, variables are checked only against known
+   * declarations.
+   */
+  s3?: S3Options | ReadyS3Client | false;
+  /** Fail (`StrictVariablesError`, nothing started) when a variable does not match. */
+  strictVariables?: boolean;
+  /** Receives warnings: variable mismatches, throttling, the time cap. @default console.warn */
   onWarning?(message: string): void;
 }
 
@@ -225,7 +259,11 @@ export type LambdaRenderStatus = "running" | "succeeded" | "failed" | "aborted" 
 
 /** A rough cost of a render so far. */
 export interface CostEstimate {
-  /** Function time: seconds of tasks (chunk iterations, plan, assemble) x memory in GB. */
+  /**
+   * Function run time x memory in GB: each invocation (chunk attempts, plan, assemble)
+   * from its start to its end, so waiting for a free instance and retry back-off are not
+   * counted.
+   */
   lambdaGbSeconds: number;
   /**
    * US dollars: `lambdaGbSeconds` x $0.0000166667 (x86 Lambda, per GB-second) plus
@@ -255,6 +293,11 @@ export interface LambdaRenderProgress {
   framesTotal?: number;
   /** Failures: the execution's error (a failed chunk's cause names chunk and frames). */
   errors: string[];
+  /**
+   * Chunks that needed more than one attempt, or whose attempt failed (the workflow retries
+   * a failed chunk): attempts so far and each failed attempt's error.
+   */
+  retries: ChunkRetry[];
   /** Bucket of the output. */
   bucketName: string;
   /** Object key of the output. */
@@ -267,6 +310,16 @@ export interface LambdaRenderProgress {
   startedAt?: Date;
   /** When the execution stopped. */
   stoppedAt?: Date;
+}
+
+/** A chunk's attempts, from the execution history. */
+export interface ChunkRetry {
+  /** The chunk's index; absent when the history does not say which chunk failed. */
+  index?: number;
+  /** Attempts started so far (1: the first try). */
+  attempts: number;
+  /** Errors of the failed attempts, oldest first: `<error>: <cause>`. */
+  errors: string[];
 }
 
 /** Price of Lambda compute (x86, us-east-1), US dollars per GB-second. */
@@ -309,7 +362,8 @@ function contentType(path: string): string {
   return CONTENT_TYPES[ext] ?? "application/octet-stream";
 }
 
-function defaultRegion(): string {
+/** The region of the AWS SDK's environment: `AWS_REGION`, `AWS_DEFAULT_REGION`, us-east-1. */
+export function defaultRegion(): string {
   return process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || "us-east-1";
 }
 
@@ -318,7 +372,7 @@ function trimSlashes(path: string): string {
 }
 
 /** The site's URL as the bucket serves it, for the connection options given. */
-function serveUrlFor(
+export function serveUrlFor(
   bucketName: string,
   prefix: string,
   location: { region: string; endpoint?: string; forcePathStyle?: boolean },
@@ -339,7 +393,8 @@ function serveUrlFor(
     : `https://${bucketName}.s3.${location.region}.amazonaws.com/${prefix}`;
 }
 
-function s3ClientFor(options: S3Options = {}, region?: string): S3Client {
+/** An S3 client for the connection options (checksums off for S3-compatible endpoints). */
+export function s3ClientFor(options: S3Options = {}, region?: string): S3Client {
   const config: S3ClientConfig = {
     region: options.region ?? region ?? defaultRegion(),
     endpoint: options.endpoint,
@@ -352,7 +407,8 @@ function s3ClientFor(options: S3Options = {}, region?: string): S3Client {
   return new S3Client(config);
 }
 
-function sfnClientFor(options: SfnOptions = {}, arn?: string): SFNClient {
+/** A Step Functions client for the connection options, in the ARN's region by default. */
+export function sfnClientFor(options: SfnOptions = {}, arn?: string): SFNClient {
   const config: SFNClientConfig = {
     region: options.region ?? arnRegion(arn) ?? defaultRegion(),
     endpoint: options.endpoint,
@@ -368,7 +424,7 @@ function arnRegion(arn?: string): string | undefined {
 }
 
 /** Where a ready S3 client sends requests, for `serveUrl`. */
-async function clientLocation(
+export async function clientLocation(
   client: S3Client,
 ): Promise<{ region: string; endpoint?: string; forcePathStyle?: boolean }> {
   const config = client.config as unknown as {
@@ -386,7 +442,8 @@ async function clientLocation(
   return { region, endpoint, forcePathStyle: config.forcePathStyle };
 }
 
-function isNotFound(error: unknown): boolean {
+/** Whether an S3 error means the object (or its key) does not exist. */
+export function isNotFound(error: unknown): boolean {
   const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
   return e?.name === "NotFound" || e?.name === "NoSuchKey" ||
     e?.$metadata?.httpStatusCode === 404;
@@ -424,7 +481,10 @@ async function eachLimited<T>(
  * @returns The site handle to pass to {@linkcode renderToLambda}.
  */
 export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle> {
-  const pkg = await packageProject(options.projectDir, { composition: options.composition });
+  const pkg = await packageProject(options.projectDir, {
+    composition: options.composition,
+    exclude: options.exclude,
+  });
   const ownClient = !(options.s3 instanceof S3Client);
   const client = options.s3 instanceof S3Client ? options.s3 : s3ClientFor(options.s3);
   try {
@@ -441,44 +501,72 @@ export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle
       files: pkg.files,
       uploaded: false,
     };
+    const contents = unzipSync(pkg.zip);
+    try {
+      const html = new TextDecoder().decode(contents[pkg.entry]);
+      handle.declarations = parseComposition(html, pkg.entry).declarations;
+    } catch {
+      // not a composition the parser accepts: the render reports it; nothing to check here
+    }
     const manifestKey = `${prefix}site.json`;
     try {
       await client.send(new HeadObjectCommand({ Bucket: options.bucketName, Key: manifestKey }));
       return handle;
     } catch (error) {
-      if (!isNotFound(error)) throw error;
+      // HeadObject answers a missing bucket with a bare 404, like a missing key.
+      if (!isNotFound(error)) {
+        throw explainStackError(error, {
+          bucketName: options.bucketName,
+          region: location.region,
+        });
+      }
     }
-    const contents = unzipSync(pkg.zip);
-    await eachLimited(pkg.files, options.uploadConcurrency ?? 8, async (file) => {
-      await client.send(
-        new PutObjectCommand({
-          Bucket: options.bucketName,
-          Key: prefix + file.path,
-          Body: contents[file.path],
-          ContentType: contentType(file.path),
-        }),
-      );
-    });
-    const manifest: SiteManifest = {
-      siteId: pkg.siteId,
-      sha256: pkg.sha256,
-      composition: pkg.entry,
-      files: pkg.files,
-      totalBytes: pkg.uncompressedBytes,
-      created: new Date().toISOString(),
-    };
-    await client.send(
-      new PutObjectCommand({
-        Bucket: options.bucketName,
-        Key: manifestKey,
-        Body: JSON.stringify(manifest, null, 2),
-        ContentType: "application/json",
-      }),
-    );
+    try {
+      await uploadSite(client, options, pkg, contents, prefix, manifestKey);
+    } catch (error) {
+      throw explainStackError(error, { bucketName: options.bucketName, region: location.region });
+    }
     return { ...handle, uploaded: true };
   } finally {
     if (ownClient) client.destroy();
   }
+}
+
+/** Uploads every file of the package, then site.json. */
+async function uploadSite(
+  client: S3Client,
+  options: DeploySiteOptions,
+  pkg: Awaited<ReturnType<typeof packageProject>>,
+  contents: Record<string, Uint8Array>,
+  prefix: string,
+  manifestKey: string,
+): Promise<void> {
+  await eachLimited(pkg.files, options.uploadConcurrency ?? 8, async (file) => {
+    await client.send(
+      new PutObjectCommand({
+        Bucket: options.bucketName,
+        Key: prefix + file.path,
+        Body: contents[file.path],
+        ContentType: contentType(file.path),
+      }),
+    );
+  });
+  const manifest: SiteManifest = {
+    siteId: pkg.siteId,
+    sha256: pkg.sha256,
+    composition: pkg.entry,
+    files: pkg.files,
+    totalBytes: pkg.uncompressedBytes,
+    created: new Date().toISOString(),
+  };
+  await client.send(
+    new PutObjectCommand({
+      Bucket: options.bucketName,
+      Key: manifestKey,
+      Body: JSON.stringify(manifest, null, 2),
+      ContentType: "application/json",
+    }),
+  );
 }
 
 /**
@@ -570,8 +658,23 @@ export async function renderToLambda<
   };
   validateConfig(input, {
     reservedConcurrency: options.reservedConcurrency,
+    frames: options.frames,
     onWarning: options.onWarning,
   });
+  let declarations = options.declarations ?? siteHandle.declarations;
+  if (declarations === undefined && options.s3) {
+    declarations = (await loadSite(siteHandle.siteId, bucketName, {
+      s3: options.s3,
+      composition: input.composition,
+    })).declarations;
+  }
+  const variables = input.config.variables ?? {};
+  if (declarations !== undefined && Object.keys(variables).length > 0) {
+    // The same checker as `vid render`: mismatches warn, or fail with strictVariables.
+    const problems = checkOverrides(declarations, variables);
+    if (problems.length > 0 && options.strictVariables) throw new StrictVariablesError(problems);
+    for (const p of problems) (options.onWarning ?? console.warn)(p.message);
+  }
   const timeCap = timeCapWarning(input.config, {
     memoryMb: options.memoryMb,
     timeoutSeconds: options.timeoutSeconds,
@@ -599,6 +702,8 @@ export async function renderToLambda<
       outputKey: input.outputKey,
       startedAt: started.startDate ?? new Date(),
     };
+  } catch (error) {
+    throw explainStackError(error, { stateMachineArn: options.stateMachineArn });
   } finally {
     if (ownClient) client.destroy();
   }
@@ -614,7 +719,7 @@ const STATUS: Record<string, LambdaRenderStatus> = {
 };
 
 /** The execution ARN of a render: the state machine ARN with `execution` and the name. */
-function executionArnOf(stateMachineArn: string, renderId: string): string {
+export function executionArnOf(stateMachineArn: string, renderId: string): string {
   const parts = stateMachineArn.split(":");
   if (parts.length < 7 || parts[5] !== "stateMachine") {
     throw new ConfigError(
@@ -672,10 +777,51 @@ function readEvents(events: HistoryEvent[], now: number) {
   let transitions = 0;
   const errors: string[] = [];
   const time = (e: HistoryEvent) => e.timestamp?.getTime() ?? now;
+  // Attempts per chunk: renderChunk invocations name their chunk in their input; a failed
+  // attempt is the chunk its cause names, else the only chunk attempt still open.
+  const attempts = new Map<number | undefined, ChunkRetry>();
+  const open: number[] = [];
+  const attempt = (index: number | undefined): ChunkRetry => {
+    let entry = attempts.get(index);
+    if (!entry) attempts.set(index, entry = { index, attempts: 0, errors: [] });
+    return entry;
+  };
+  const settle = (index: number | undefined): void => {
+    const at = index === undefined ? -1 : open.indexOf(index);
+    if (at >= 0) open.splice(at, 1);
+  };
 
   for (const e of events) {
     const type = e.type ?? "";
     if (type.endsWith("StateEntered")) transitions++;
+    if (type === "LambdaFunctionScheduled") {
+      try {
+        const payload = JSON.parse(e.lambdaFunctionScheduledEventDetails?.input ?? "null");
+        const index = num(payload?.chunk?.index);
+        if (payload?.task === "renderChunk" && index !== undefined) {
+          attempt(index).attempts++;
+          open.push(index);
+        }
+      } catch {
+        // not a chunk's payload
+      }
+    } else if (type === "LambdaFunctionSucceeded") {
+      try {
+        const result = JSON.parse(e.lambdaFunctionSucceededEventDetails?.output ?? "null");
+        if (typeof result?.key === "string") settle(num(result.index));
+      } catch {
+        // not a chunk's result
+      }
+    } else if (type === "LambdaFunctionFailed" || type === "LambdaFunctionTimedOut") {
+      const d = e.lambdaFunctionFailedEventDetails ?? e.lambdaFunctionTimedOutEventDetails;
+      const cause = d?.cause ?? "";
+      const named = cause.match(/\bchunk (\d+)\b/);
+      const index = named ? Number(named[1]) : open.length === 1 ? open[0] : undefined;
+      if (named || open.length > 0) {
+        settle(index);
+        attempt(index).errors.push(`${d?.error ?? "Error"}: ${cause}`);
+      }
+    }
     if (type === "TaskStateEntered") {
       const name = e.stateEnteredEventDetails?.name ?? "";
       taskStart.set(name, time(e));
@@ -728,7 +874,9 @@ function readEvents(events: HistoryEvent[], now: number) {
   }
   // Tasks and iterations still running count up to now.
   for (const start of [...taskStart.values(), ...iterationStart.values()]) taskMs += now - start;
-  return { framesTotal, chunks, mapLength, done, taskMs, transitions, errors };
+  const retries = [...attempts.values()].filter((a) => a.attempts > 1 || a.errors.length > 0)
+    .map((a) => a.index === undefined ? { attempts: a.attempts, errors: a.errors } : a);
+  return { framesTotal, chunks, mapLength, done, taskMs, transitions, errors, retries };
 }
 
 /**
@@ -741,10 +889,13 @@ function readEvents(events: HistoryEvent[], now: number) {
  * `error`). Absent or unreadable objects are ignored.
  *
  * Chunks are done when their Map iteration succeeded; a failed chunk's error names the
- * chunk and its frames (`chunk 3 (frames 90-119) failed: …`). The cost estimate assumes
- * Lambda at $0.0000166667 per GB-second (x86) times `memoryMb` for the time of every task
- * and chunk iteration (retries and back-off included, so it is an upper bound), plus
- * $0.000025 per state transition; request charges and S3 are not included.
+ * chunk and its frames (`chunk 3 (frames 90-119) failed: …`). `retries` lists the chunks
+ * the workflow retried, with their attempts and each failed attempt's error, from the
+ * history's `LambdaFunctionScheduled` / `LambdaFunctionFailed` events. The cost estimate
+ * assumes Lambda at $0.0000166667 per GB-second (x86) times `memoryMb` for the run time of
+ * every function invocation (failed attempts included; the wait for a free instance and
+ * retry back-off not), plus $0.000025 per state transition; request charges and S3 are not
+ * included.
  *
  * @example
  * ```ts
@@ -855,7 +1006,10 @@ export async function getRenderProgress(
   }
 
   const memoryMb = options.memoryMb ?? DEFAULT_LAMBDA_MEMORY_MB;
-  const lambdaGbSeconds = (seen.taskMs / 1000) * (memoryMb / 1024);
+  // Function run time when the history pairs invocations with their starts (AWS, the local
+  // stack); else the task and iteration spans.
+  const runMs = functionRunMs(events, now) ?? seen.taskMs;
+  const lambdaGbSeconds = (runMs / 1000) * (memoryMb / 1024);
   const usd = lambdaGbSeconds * LAMBDA_USD_PER_GB_SECOND +
     seen.transitions * USD_PER_STATE_TRANSITION;
   return {
@@ -866,7 +1020,9 @@ export async function getRenderProgress(
     chunksTotal,
     framesDone: status === "succeeded" && framesTotal !== undefined ? framesTotal : framesDone,
     framesTotal,
-    errors,
+    // Lambda's JSON causes and the worker's temporary paths, as a person reads them.
+    errors: errors.map(readableExecutionError),
+    retries: seen.retries.map((r) => ({ ...r, errors: r.errors.map(readableExecutionError) })),
     bucketName,
     outputKey,
     outputLocation: status === "succeeded" && bucketName && outputKey

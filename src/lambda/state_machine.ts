@@ -50,6 +50,7 @@
  * @module
  */
 
+import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { type Chunk, chunkPlan, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 import type { ExecutionInput } from "./config.ts";
 
@@ -192,11 +193,18 @@ export type TaskPayload = PlanPayload | RenderChunkPayload | AssemblePayload;
  * ```
  */
 export function planChunks(input: ExecutionInput, totalFrames: number): PlanResult {
-  const { chunkSize, targetChunkFrames, maxParallelChunks } = input.config;
+  const { chunkSize, targetChunkFrames, maxParallelChunks, fps } = input.config;
   return {
     totalFrames,
     maxParallelChunks: maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS,
-    chunks: chunkPlan({ frames: totalFrames, chunkSize, targetChunkFrames, maxParallelChunks }),
+    chunks: chunkPlan({
+      frames: totalFrames,
+      // The rate the worker renders at: the GOP grid is a second of its frames.
+      fps: frameRateValue(parseFrameRate(fps ?? 30, "config.fps")),
+      chunkSize,
+      targetChunkFrames,
+      maxParallelChunks,
+    }),
   };
 }
 

@@ -17,6 +17,7 @@
 
 import { DEFAULT_CHUNK_SIZE } from "../render/chunk_plan.ts";
 import { chunkPlan } from "../render/chunk_plan.ts";
+import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import type { RenderConfig } from "./config.ts";
 import { TIME_CAP_FIX } from "./state_machine.ts";
 
@@ -99,6 +100,7 @@ export function timeCapWarning(
     : Math.max(
       ...chunkPlan({
         frames: options.frames,
+        fps: frameRateValue(parseFrameRate(config.fps ?? 30, "config.fps")),
         chunkSize: config.chunkSize,
         targetChunkFrames: config.targetChunkFrames,
         maxParallelChunks: config.maxParallelChunks,

@@ -12,8 +12,13 @@
  *   from when a process takes the invocation.
  * - After an invocation the process stays warm while fewer than `maxWarm` are idle, else it
  *   exits; an idle process exits after `idleTimeoutMs`; `close()` ends them all.
- * - Processes are stopped with SIGTERM (the driver exits, and the render code's exit hook
- *   kills the browsers it launched), then SIGKILL if still there after a second.
+ * - Each process is the leader of its own process group, and its browsers stay in that group
+ *   (`VID_BROWSER_IN_PARENT_GROUP=1`, see `src/render/browser.ts`), as do its ffmpeg
+ *   processes. Whenever a process ends, however it ends (SIGKILL, crash, time cap), the
+ *   pool SIGKILLs its whole group, so no browser of it survives. Processes are stopped with
+ *   SIGTERM (the driver exits, and the render code's exit hook kills the browsers it
+ *   launched), then SIGKILL of the group if still there after a second. A process whose
+ *   stdin closes (the pool's owner died, even by SIGKILL) exits at once, mid-invocation too.
  * - A handler that throws fails the invocation with its error name and message, and the
  *   process is reused (as on Lambda). A process that exits or crashes without a result fails
  *   the invocation with `Lambda.Unknown` and is discarded. One that runs past the time cap is
@@ -43,6 +48,9 @@ try {
 }
 process.on("SIGTERM", () => process.exit(143));
 const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+// The pool closed stdin, or died: nobody will read a result, so stop now (the exit hook
+// kills the browsers), not after the invocation in progress.
+lines.on("close", () => process.exit(0));
 for await (const line of lines) {
   if (line === "") continue;
   let out;
@@ -109,8 +117,11 @@ export interface WarmWorkersStats {
 
 /** A pool of warm worker processes. */
 export interface WarmWorkers {
-  /** Runs one invocation: the handler's result, or a throw named as Lambda names it. */
-  invoke(payload: unknown): Promise<unknown>;
+  /**
+   * Runs one invocation: the handler's result, or a throw named as Lambda names it.
+   * `onStart` is called once it has a free process slot (the wait for one is not run time).
+   */
+  invoke(payload: unknown, onStart?: () => void): Promise<unknown>;
   /** Counters, for tests and measurements. */
   stats(): WarmWorkersStats;
   /** Ends every process, busy ones included; later invocations fail. */
@@ -153,15 +164,19 @@ class WorkerProcess {
     this.#onLog = options.onLog;
     this.#child = new Deno.Command(options.node, {
       args: ["--input-type=module", "-e", DRIVER, options.bundle],
-      env: options.env,
+      env: { ...options.env, VID_BROWSER_IN_PARENT_GROUP: "1" },
       clearEnv: true,
       stdin: "piped",
       stdout: "piped",
       stderr: "piped",
+      // A new session and process group led by the worker: see the module header.
+      detached: true,
     }).spawn();
     this.#writer = this.#child.stdin.getWriter();
     this.exited = this.#child.status.then((status) => {
       this.alive = false;
+      // Reap what the worker left in its group: browsers, ffmpeg.
+      this.#signalGroup("SIGKILL");
       return status;
     });
     this.done = Promise.all([this.exited, this.#readStdout(), this.#readStderr()]).then(() => {});
@@ -205,6 +220,20 @@ class WorkerProcess {
     return await Promise.race([outcome, this.exited.then(() => undefined)]);
   }
 
+  /** The worker's process id (also its process group's id). */
+  get pid(): number {
+    return this.#child.pid;
+  }
+
+  /** Sends `signal` to every process of the worker's group. */
+  #signalGroup(signal: Deno.Signal): void {
+    try {
+      Deno.kill(-this.#child.pid, signal);
+    } catch {
+      // the group is empty
+    }
+  }
+
   /** The last 2000 characters the process wrote to stderr during this invocation. */
   get stderrTail(): string {
     return this.#stderrTail;
@@ -224,11 +253,13 @@ class WorkerProcess {
       }
     };
     signal("SIGTERM");
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const exited = await Promise.race([
       this.exited.then(() => true),
-      new Promise<false>((resolve) => setTimeout(() => resolve(false), graceMs)),
+      new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), graceMs)),
     ]);
-    if (!exited) signal("SIGKILL");
+    clearTimeout(timer);
+    if (!exited) this.#signalGroup("SIGKILL");
     await this.#writer.close().catch(() => {});
     await this.done;
   }
@@ -303,11 +334,12 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
     idle.push(worker);
   };
 
-  const invoke = async (payload: unknown): Promise<unknown> => {
+  const invoke = async (payload: unknown, onStart?: () => void): Promise<unknown> => {
     if (closed) throw new InvocationError("Lambda.Unknown", "the local stack is closed");
     await acquire();
     try {
       if (closed) throw new InvocationError("Lambda.Unknown", "the local stack is closed");
+      onStart?.();
       return await invokeNow(payload);
     } finally {
       release();
@@ -348,11 +380,16 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
       if (outcome === undefined) {
         track(worker.done);
         const status = await worker.exited;
+        const how = status.signal ? `signal ${status.signal}` : `code ${status.code}`;
+        // In the stack's log too: the workflow retries the task, which would otherwise be
+        // visible only in the execution history.
+        options.onLog?.(
+          `worker ${worker.pid} exited with ${how} during a task; its process group ` +
+            `(browsers, ffmpeg) was killed and the task fails with Lambda.Unknown\n`,
+        );
         throw new InvocationError(
           "Lambda.Unknown",
-          `worker process exited with ${
-            status.signal ? `signal ${status.signal}` : `code ${status.code}`
-          } without a result: ${worker.stderrTail}`,
+          `worker process exited with ${how} without a result: ${worker.stderrTail}`,
         );
       }
       busy.delete(worker);

@@ -1,15 +1,24 @@
 /**
  * Puts the vid page runtime into a composition's HTML for the preview stage. Rendering
  * installs the runtime with `Page.addScriptToEvaluateOnNewDocument`; a page in the
- * studio's iframe gets the very same script as the first element of its `<head>`, so it
+ * studio's iframe gets the very same script as the first elements of its `<head>`, so it
  * runs before any page script and the stage seeks exactly as capture does.
+ *
+ * The inserted markup holds no line break (the config as one line of JSON, the runtime
+ * itself loaded from `src`), so a page error's line number in the studio is the line in
+ * the author's file, as in a render.
  *
  * @module
  */
 
 import { parse } from "parse5";
 import type { DefaultTreeAdapterMap } from "parse5";
-import { type RuntimeConfig, runtimeScript } from "../runtime/page_runtime.ts";
+import {
+  RUNTIME_SOURCE_URL,
+  type RuntimeConfig,
+  runtimeScript,
+  vidPageRuntime,
+} from "../runtime/page_runtime.ts";
 
 type ParentNode = DefaultTreeAdapterMap["parentNode"];
 type ChildNode = DefaultTreeAdapterMap["childNode"];
@@ -40,22 +49,47 @@ export function runtimeInsertionOffset(html: string): number {
   return doctype?.sourceCodeLocation?.endOffset ?? 0;
 }
 
+/** Where the preview server serves {@linkcode runtimeLoaderScript}. */
+export const RUNTIME_LOADER_PATH = "/__preview/runtime.js";
+
+/** The global the inline config element sets and the loader reads (then deletes). */
+const CONFIG_GLOBAL = "__vidRuntimeConfig";
+
 /**
- * The runtime script as an inline `<script>` element. `</script` and `<!--` inside it
- * (a variable value could hold either) are escaped so the HTML parser cannot end or
+ * The runtime for the stage, as an external script: it installs the runtime with the
+ * config the element before it set. Named `vid-runtime.js` in stacks, as in a render.
+ */
+export function runtimeLoaderScript(): string {
+  return `(() => { const config = globalThis.${CONFIG_GLOBAL}; ` +
+    `delete globalThis.${CONFIG_GLOBAL}; (${vidPageRuntime.toString()})(config); })();\n` +
+    `//# sourceURL=${RUNTIME_SOURCE_URL}\n`;
+}
+
+/**
+ * The runtime as `<script>` elements: without `src`, one inline element with the whole
+ * runtime; with `src` (the URL of {@linkcode runtimeLoaderScript}), an inline element
+ * setting the config (one line) and the external runtime. `</script` and `<!--` inside
+ * them (a variable value could hold either) are escaped so the HTML parser cannot end or
  * comment out the element early; `<\/` means `</` inside a JavaScript string.
  */
 export function runtimeScriptElement(
   config: RuntimeConfig,
   marks: Readonly<Record<string, string>> = {},
+  src?: string,
 ): string {
-  const source = runtimeScript(config)
+  const code = src === undefined
+    ? runtimeScript(config)
+    : `globalThis.${CONFIG_GLOBAL} = ${JSON.stringify(config)};`;
+  const source = code
     .replace(/<\/(script)/gi, "<\\/$1")
-    .replace(/<!--/g, "<\\!--");
+    .replace(/<!--/g, "<\\!--")
+    .replace(/\u2028/g, "\\u2028")
+    .replace(/\u2029/g, "\\u2029");
   const attributes = Object.entries(marks)
     .map(([name, value]) => ` data-${name.replace(/[^a-z0-9-]/g, "")}="${escapeAttribute(value)}"`)
     .join("");
-  return `<script data-vid-runtime${attributes}>${source}</script>`;
+  const loader = src === undefined ? "" : `<script src="${escapeAttribute(src)}"></script>`;
+  return `<script data-vid-runtime${attributes}>${source}</script>${loader}`;
 }
 
 function escapeAttribute(value: string): string {
@@ -65,7 +99,8 @@ function escapeAttribute(value: string): string {
 /**
  * Returns `html` with the vid runtime installed before any of its own scripts. `marks`
  * become `data-*` attributes of the runtime's `<script>` element, for the studio to read
- * (the preview marks which set of video proxies the page got).
+ * (the preview marks which set of video proxies the page got); `src` loads the runtime
+ * from that URL (see {@linkcode runtimeScriptElement}).
  *
  * @example
  * ```ts
@@ -83,7 +118,8 @@ export function injectRuntime(
   html: string,
   config: RuntimeConfig,
   marks: Readonly<Record<string, string>> = {},
+  src?: string,
 ): string {
   const at = runtimeInsertionOffset(html);
-  return html.slice(0, at) + runtimeScriptElement(config, marks) + html.slice(at);
+  return html.slice(0, at) + runtimeScriptElement(config, marks, src) + html.slice(at);
 }

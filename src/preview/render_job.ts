@@ -1,8 +1,10 @@
 /**
- * The studio's Render button: one local render at a time with the values on screen,
- * through the same `renderComposition` as `vid render`, into the project's `renders/`
- * folder (or another folder the caller picks). Progress and the outcome are kept as one
- * status object that the preview server pushes to the studio.
+ * The studio's render dialog: one local render at a time with the values on screen and
+ * the dialog's format, quality, frame range and file name, through the same
+ * `renderComposition` as `vid render`, into the project's `renders/` folder (or another
+ * folder the caller picks). Progress (with ETA) and the outcome are kept as one status
+ * object that the preview server pushes to the studio; cancel stops the browser and
+ * ffmpeg and leaves no file.
  *
  * @module
  */
@@ -11,10 +13,23 @@ import { mkdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
 import { createBrowserPool } from "../render/capture_mode.ts";
-import { renderComposition, type RenderProgress, type RenderResult } from "../render/render.ts";
+import {
+  renderComposition,
+  RenderOptionError,
+  type RenderProgress,
+  type RenderResult,
+} from "../render/render.ts";
+import { OUTPUT_FORMATS, type OutputFormat, QUALITIES, type Quality } from "../render/encode.ts";
+
+/** Content type of a finished render, by file extension. */
+export const RENDER_EXTENSIONS: Readonly<Record<string, string>> = {
+  mp4: "video/mp4",
+  webm: "video/webm",
+  mov: "video/quicktime",
+};
 
 /** Where a studio render is. */
-export type PreviewRenderState = "idle" | "rendering" | "done" | "failed";
+export type PreviewRenderState = "idle" | "rendering" | "done" | "failed" | "cancelled";
 
 /** What the studio shows of the current (or last) render. */
 export interface PreviewRenderStatus {
@@ -58,6 +73,8 @@ export interface RenderJobsOptions {
   target: string;
   /** Entry HTML file inside the project directory. @default "index.html" */
   composition?: string;
+  /** The project directory, for a request naming another composition. @default target */
+  projectDir?: string;
   /** Folder the files are written to. */
   rendersDir: string;
   /** Called on every status change (every frame while rendering). */
@@ -72,8 +89,77 @@ export interface RenderRequest {
   values: Variables;
   /** Frames per second, integer 1-240. */
   fps: number;
-  /** Used to name the file: `<compositionId>-<date>-<time>.mp4`. */
+  /** Used to name the file: `<compositionId>-<date>-<time>.<format>`. */
   compositionId: string;
+  /** Entry HTML file inside the project, when not the one the jobs were created with. */
+  composition?: string;
+  /** @default "mp4" */
+  format?: OutputFormat;
+  /** @default "standard" */
+  quality?: Quality;
+  /** Only frames `from`..`to` (inclusive). @default every frame */
+  frames?: { from: number; to: number };
+  /** File name without extension; `-2`, `-3`… are added when it exists. @default dated */
+  name?: string;
+}
+
+/**
+ * The dialog's choices from a request body, checked: `format`, `quality`, `from`/`to`
+ * (inclusive frames within `base.frames`) and `name` (letters, digits, `.`, `_`, `-`).
+ * Throws {@linkcode RenderOptionError} naming the field.
+ */
+export function renderRequestFrom(
+  body: Record<string, unknown>,
+  base: Omit<RenderRequest, "frames"> & { frames: number },
+): RenderRequest {
+  const { frames: total, ...request } = base;
+  const result: RenderRequest = { ...request };
+  if (body.format !== undefined) {
+    if (!OUTPUT_FORMATS.includes(body.format as OutputFormat)) {
+      throw new RenderOptionError(
+        "format",
+        `expected one of ${OUTPUT_FORMATS.join(", ")}, got ${JSON.stringify(body.format)}`,
+      );
+    }
+    result.format = body.format as OutputFormat;
+  }
+  if (body.quality !== undefined) {
+    if (!QUALITIES.includes(body.quality as Quality)) {
+      throw new RenderOptionError(
+        "quality",
+        `expected one of ${QUALITIES.join(", ")}, got ${JSON.stringify(body.quality)}`,
+      );
+    }
+    result.quality = body.quality as Quality;
+  }
+  if (body.from !== undefined || body.to !== undefined) {
+    const from = body.from ?? 0;
+    const to = body.to ?? total - 1;
+    for (const [field, value] of [["from", from], ["to", to]] as const) {
+      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) >= total) {
+        throw new RenderOptionError(
+          field,
+          `expected a frame from 0 to ${total - 1}, got ${JSON.stringify(value)}`,
+        );
+      }
+    }
+    if ((from as number) > (to as number)) {
+      throw new RenderOptionError("from", `frame ${from} is after to (${to})`);
+    }
+    result.frames = { from: from as number, to: to as number };
+  }
+  if (body.name !== undefined && body.name !== "") {
+    const name = String(body.name).replace(/\.(mp4|webm|mov)$/i, "");
+    if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/.test(name)) {
+      throw new RenderOptionError(
+        "name",
+        `use letters, digits, ".", "_" and "-" (at most 100, not starting with "." or "-"), ` +
+          `got ${JSON.stringify(body.name)}`,
+      );
+    }
+    result.name = name;
+  }
+  return result;
 }
 
 /** The one-at-a-time renderer of a preview server. */
@@ -84,16 +170,28 @@ export interface RenderJobs {
   start(request: RenderRequest): PreviewRenderStatus;
   /** Resolves when no render is running. */
   idle(): Promise<void>;
+  /**
+   * Cancels the running render (browser and ffmpeg stop, its partial file is removed)
+   * and waits for it to stop; false when none was running.
+   */
+  cancel(): Promise<boolean>;
   /** Cancels a running render (its partial file is removed) and waits for it to stop. */
   close(): Promise<void>;
 }
 
-/** `hello-20260126-101502.mp4`, with `-2`, `-3`… when that name exists. */
-async function outputName(dir: string, id: string, now: Date): Promise<string> {
+/** `hello-20260126-101502.mp4` (or the name asked for), with `-2`, `-3`… when it exists. */
+async function outputName(
+  dir: string,
+  id: string,
+  now: Date,
+  format: OutputFormat,
+  asked?: string,
+): Promise<string> {
   const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
   const safeId = id.replace(/[^A-Za-z0-9._-]/g, "_") || "render";
+  const stem = asked ?? `${safeId}-${stamp}`;
   for (let n = 1;; n++) {
-    const name = `${safeId}-${stamp}${n > 1 ? `-${n}` : ""}.mp4`;
+    const name = `${stem}${n > 1 ? `-${n}` : ""}.${format}`;
     const taken = await stat(join(dir, name)).then(() => true, () => false);
     if (!taken) return name;
   }
@@ -110,7 +208,7 @@ function describeError(error: unknown): NonNullable<PreviewRenderStatus["error"]
 }
 
 /**
- * Creates the renderer behind the studio's Render button.
+ * Creates the renderer behind the studio's render dialog.
  *
  * @example
  * ```ts
@@ -136,14 +234,25 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
   const run = async (id: number, request: RenderRequest, signal: AbortSignal): Promise<void> => {
     try {
       await mkdir(rendersDir, { recursive: true });
-      const file = await outputName(rendersDir, request.compositionId, new Date());
+      const format = request.format ?? "mp4";
+      const file = await outputName(
+        rendersDir,
+        request.compositionId,
+        new Date(),
+        format,
+        request.name,
+      );
       const result: RenderResult = await renderComposition({
-        target: options.target,
-        composition: options.composition,
+        target: request.composition === undefined
+          ? options.target
+          : options.projectDir ?? options.target,
+        composition: request.composition ?? options.composition,
         values: request.values,
         strictVariables: true,
         fps: request.fps,
-        format: "mp4",
+        format,
+        quality: request.quality,
+        frames: request.frames,
         workers: options.workers,
         output: join(rendersDir, file),
         signal,
@@ -164,7 +273,12 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
         elapsedMs: Math.round(result.elapsedMs),
       });
     } catch (error) {
-      publish({ state: "failed", id, progress: current.progress, error: describeError(error) });
+      publish({
+        state: signal.aborted ? "cancelled" : "failed",
+        id,
+        progress: current.progress,
+        error: describeError(error),
+      });
     }
   };
 
@@ -182,6 +296,12 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
     },
     async idle(): Promise<void> {
       await running;
+    },
+    async cancel(): Promise<boolean> {
+      if (current.state !== "rendering" || !controller) return false;
+      controller.abort();
+      await running;
+      return true;
     },
     async close(): Promise<void> {
       controller?.abort();

@@ -7,14 +7,20 @@
  * Routes:
  *
  * - `GET /`: the studio.
- * - `GET /__preview/composition`: size, duration, fps, frames, declarations, defaults.
- * - `POST /__preview/variables`: `{values}` checked with the CLI's own checks.
+ * - `GET /__preview/compositions`: every `.html` file at the project root with a
+ *   composition root (and the entry it started with), for the studio's switcher.
+ * - `GET /__preview/composition?entry=<file>`: size, duration, fps, frames, declarations,
+ *   defaults, and the render formats and qualities.
+ * - `POST /__preview/variables`: `{values, entry?}` checked with the CLI's own checks.
+ * - `GET /__preview/runtime.js`: the page runtime the stage pages load.
  * - `GET /__preview/events`: server-sent events `change` and `render`.
  * - `POST /__preview/media`: `{media}`, the `__vid.media()` list of a stage page; prepares
  *   the frame-exact proxies of its `<video>` sources and answers their `version`.
- * - `POST /__preview/render`, `GET /__preview/render`: start one render, read its status.
+ * - `POST /__preview/render` (`{values, entry?, format?, quality?, from?, to?, name?}`),
+ *   `GET /__preview/render`: start one render, read its status (with progress and ETA).
+ * - `POST /__preview/render/cancel`: stop the running render (no file is left).
  * - `GET /__preview/renders/<file>`: a finished render, for download.
- * - anything else: the project's files; the entry HTML gets the runtime with the
+ * - anything else: the project's files; a composition HTML gets the runtime with the
  *   variables of its `vars` query parameter (JSON) at the frame rate of `fps`, and the
  *   video proxies prepared so far (their version in the runtime element's
  *   `data-vid-proxies`); proxies themselves are served at `/__vid/<name>`.
@@ -22,16 +28,24 @@
  * @module
  */
 
-import { readFile, realpath, stat } from "node:fs/promises";
-import { basename, join, resolve } from "node:path";
+import { readdir, readFile, realpath, stat } from "node:fs/promises";
+import { basename, extname, join, resolve } from "node:path";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables } from "../composition/variables.ts";
 import { frameCount } from "../render/render.ts";
+import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { type ProjectServer, serveProject } from "../render/serve.ts";
-import { injectRuntime } from "./inject.ts";
-import { createRenderJobs, type PreviewRenderStatus, RenderBusyError } from "./render_job.ts";
+import { injectRuntime, RUNTIME_LOADER_PATH, runtimeLoaderScript } from "./inject.ts";
+import {
+  createRenderJobs,
+  type PreviewRenderStatus,
+  RENDER_EXTENSIONS,
+  RenderBusyError,
+  renderRequestFrom,
+} from "./render_job.ts";
+import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
 import { studioPage } from "./studio_page.ts";
 import { createPreviewVideoProxies, type PreviewVideoProxies } from "./video_proxies.ts";
 import { type ProjectWatcher, watchProject } from "./watch.ts";
@@ -56,6 +70,19 @@ export class PreviewPortError extends Error {
   }
 }
 
+/** A request named a composition that is not an `.html` file at the project root. */
+export class PreviewEntryError extends Error {
+  override name = "PreviewEntryError";
+  /** The field at fault. */
+  readonly field = "entry";
+  constructor(entry: string) {
+    super(
+      `entry ${JSON.stringify(entry)}: not an .html file at the project root; ` +
+        `pick one of GET /__preview/compositions`,
+    );
+  }
+}
+
 /** Options of {@linkcode startPreview}. */
 export interface PreviewOptions {
   /** Project directory or HTML file. @default "." */
@@ -64,9 +91,12 @@ export interface PreviewOptions {
   composition?: string;
   /** Port on 127.0.0.1; 0 picks a free one. @default DEFAULT_PREVIEW_PORT (4700) */
   port?: number;
-  /** Frames per second of the stage and of renders, integer 1-240. @default 30 */
+  /**
+   * Frames per second of the stage and of renders, 1-240 (29.97 means 30000/1001).
+   * @default the composition's data-fps, else 30
+   */
   fps?: number;
-  /** Folder the Render button writes to. @default "<project>/renders" */
+  /** Folder the render dialog writes to. @default "<project>/renders" */
   rendersDir?: string;
   /** Quiet period after file edits before the stage reloads, in ms. @default 120 */
   debounceMs?: number;
@@ -102,6 +132,18 @@ export interface PreviewComposition {
   declarations: VariableDeclaration[];
   dropped: Composition["dropped"];
   defaults: Variables;
+  /** What the render dialog offers. */
+  render: { formats: readonly string[]; qualities: readonly string[] };
+}
+
+/** One composition of the project, as `GET /__preview/compositions` lists it. */
+export interface PreviewCompositionEntry {
+  /** File name relative to the project, e.g. `index.html`. */
+  entry: string;
+  /** `data-composition-id`, or null when the file cannot be read right now. */
+  id: string | null;
+  /** Why it cannot be read (mid-edit), when it cannot. */
+  error?: string;
 }
 
 /** What `POST /__preview/variables` answers. */
@@ -155,8 +197,12 @@ function describeComposition(c: Composition, fps: number): PreviewComposition {
     declarations: c.declarations,
     dropped: c.dropped,
     defaults: mergeVariables(c.declarations, {}),
+    render: { formats: OUTPUT_FORMATS, qualities: QUALITIES },
   };
 }
+
+/** A composition root in the markup: the attribute every composition root carries. */
+const COMPOSITION_ROOT = /\sdata-composition-id\s*=/i;
 
 function errorBody(error: unknown): { ok: false; error: Record<string, unknown> } {
   const err = error instanceof Error ? error : new Error(String(error));
@@ -195,8 +241,11 @@ async function readObject(request: Request): Promise<Record<string, unknown> | u
 }
 
 function fpsParam(raw: string | null, fallback: number): number {
-  const n = Number(raw);
-  return raw !== null && Number.isInteger(n) && n >= 1 && n <= 240 ? n : fallback;
+  try {
+    return raw !== null ? frameRateValue(parseFrameRate(raw)) : fallback;
+  } catch {
+    return fallback;
+  }
 }
 
 /** Host names the server answers to: loopback only, against DNS rebinding. */
@@ -219,16 +268,51 @@ function isLoopbackHost(host: string | null, port: number): boolean {
  */
 export async function startPreview(options: PreviewOptions = {}): Promise<PreviewServer> {
   const target = options.target ?? ".";
-  const fps = options.fps ?? 30;
+  // --fps wins over the composition's data-fps, read afresh as the file changes.
+  const fpsOf = (c?: Composition): number => options.fps ?? (c?.fps ? frameRateValue(c.fps) : 30);
   const first = await readComposition(target, options.composition);
   const projectDir = await realpath(first.projectDir);
-  const entryFile = first.file;
-  const entryPath = "/" + first.entry;
+  const defaultEntry = first.entry;
   const rendersDir = resolve(options.rendersDir ?? join(projectDir, "renders"));
   // Date.now() at time 0 stays put while the server runs, so reloads look the same.
   const epochMs = Math.floor(Date.now() / 1000) * 1000;
   const log = options.onLog ?? (() => {});
-  const read = () => readComposition(target, options.composition);
+  /** Reads a composition of the project: the one the server started with by default. */
+  const read = (entry = defaultEntry) =>
+    entry === defaultEntry
+      ? readComposition(target, options.composition)
+      : readComposition(projectDir, entry);
+  /**
+   * The entry a request names: the starting one, or an `.html` file at the project root
+   * (only there, so no request reaches outside the project).
+   */
+  const entryOf = (raw: string | null | undefined): string => {
+    if (raw === null || raw === undefined || raw === "" || raw === defaultEntry) {
+      return defaultEntry;
+    }
+    if (raw !== basename(raw) || raw.startsWith(".") || !/\.html?$/i.test(raw)) {
+      throw new PreviewEntryError(raw);
+    }
+    return raw;
+  };
+  const listCompositions = async (): Promise<PreviewCompositionEntry[]> => {
+    const names = (await readdir(projectDir, { withFileTypes: true }))
+      .filter((d) => d.isFile() && /^[^.].*\.html?$/i.test(d.name))
+      .map((d) => d.name);
+    const found: PreviewCompositionEntry[] = [];
+    // The starting entry may sit in a subfolder (`--composition scenes/a.html`).
+    const nested = names.includes(defaultEntry) ? [] : [defaultEntry];
+    for (const entry of [...nested, ...names.sort()]) {
+      const html = await readFile(join(projectDir, entry), "utf8").catch(() => "");
+      if (entry !== defaultEntry && !COMPOSITION_ROOT.test(html)) continue;
+      try {
+        found.push({ entry, id: (await read(entry)).id });
+      } catch (error) {
+        found.push({ entry, id: null, error: (error as Error).message });
+      }
+    }
+    return found;
+  };
 
   const encoder = new TextEncoder();
   const streams = new Set<ReadableStreamDefaultController<Uint8Array>>();
@@ -248,6 +332,7 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
   const jobs = createRenderJobs({
     target,
     composition: options.composition,
+    projectDir,
     rendersDir,
     workers: options.workers,
     onStatus: (status: PreviewRenderStatus) => {
@@ -273,8 +358,8 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
   /** The origin a request's page lives on (the host is checked to be loopback first). */
   const originOf = (request: Request): string => `http://${request.headers.get("host")}`;
 
-  const stageHtml = async (request: Request, url: URL): Promise<Response> => {
-    const html = await readFile(entryFile, "utf8");
+  const stageHtml = async (request: Request, url: URL, entry: string): Promise<Response> => {
+    const html = await readFile(join(projectDir, entry), "utf8");
     let values: Variables = {};
     const raw = url.searchParams.get("vars");
     if (raw !== null) {
@@ -286,17 +371,25 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
       }
     }
     // A composition mid-edit may not parse; its page still loads with the values given.
-    const declarations = await read().then((c) => c.declarations, () => []);
-    const page = injectRuntime(html, {
-      variables: mergeVariables(declarations, values),
-      seed: 1,
-      epochMs,
-      fps: fpsParam(url.searchParams.get("fps"), fps),
-      readyTimeoutMs: 30000,
-      // The same frame-exact stand-ins a render uses, as far as they are prepared: the
-      // studio reports the page's videos and reloads it when this set was behind.
-      videoProxies: videos?.config(originOf(request)),
-    }, { "vid-proxies": String(videos?.version ?? 0) });
+    const current = await read(entry).catch(() => undefined);
+    const declarations = current?.declarations ?? [];
+    const pageFps = fpsParam(url.searchParams.get("fps"), fpsOf(current));
+    const page = injectRuntime(
+      html,
+      {
+        variables: mergeVariables(declarations, values),
+        seed: 1,
+        epochMs,
+        fps: pageFps,
+        frameRate: parseFrameRate(pageFps),
+        readyTimeoutMs: 30000,
+        // The same frame-exact stand-ins a render uses, as far as they are prepared: the
+        // studio reports the page's videos and reloads it when this set was behind.
+        videoProxies: videos?.config(originOf(request)),
+      },
+      { "vid-proxies": String(videos?.version ?? 0) },
+      RUNTIME_LOADER_PATH,
+    );
     return new Response(page, {
       headers: { "content-type": "text/html; charset=utf-8", ...NO_STORE },
     });
@@ -321,7 +414,8 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
 
   const download = async (name: string): Promise<Response> => {
     const file = join(rendersDir, name);
-    if (name !== basename(name) || name.startsWith(".") || !name.endsWith(".mp4")) {
+    const type = RENDER_EXTENSIONS[extname(name).slice(1)];
+    if (name !== basename(name) || name.startsWith(".") || type === undefined) {
       return json(errorBody(new Error(`not a render: ${name}`)), 404);
     }
     const info = await stat(file).catch(() => undefined);
@@ -329,7 +423,7 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
     const data = await Deno.open(file, { read: true });
     return new Response(data.readable, {
       headers: {
-        "content-type": "video/mp4",
+        "content-type": type,
         "content-length": String(info.size),
         "content-disposition": `attachment; filename="${name}"`,
         ...NO_STORE,
@@ -365,11 +459,21 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
       // Also keeps other sites' plain form posts out: JSON needs a CORS preflight.
       return json(errorBody(new Error("send the body as application/json")), 415);
     }
+    if (route === "runtime.js" && request.method === "GET") {
+      return new Response(runtimeLoaderScript(), {
+        headers: { "content-type": "text/javascript; charset=utf-8", ...NO_STORE },
+      });
+    }
+    if (route === "compositions" && request.method === "GET") {
+      return json({ ok: true, entry: defaultEntry, compositions: await listCompositions() });
+    }
     if (route === "composition" && request.method === "GET") {
       try {
-        return json({ ok: true, composition: describeComposition(await read(), fps) });
+        const entry = entryOf(new URL(request.url).searchParams.get("entry"));
+        const c = await read(entry);
+        return json({ ok: true, composition: describeComposition(c, fpsOf(c)) });
       } catch (error) {
-        return json(errorBody(error), 422);
+        return json(errorBody(error), error instanceof PreviewEntryError ? 400 : 422);
       }
     }
     if (route === "variables" && request.method === "POST") {
@@ -378,7 +482,7 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
         return json(errorBody(new Error('send {"values": {…}}')), 400);
       }
       try {
-        const c = await read();
+        const c = await read(entryOf(body.entry as string | undefined));
         return json({ ok: true, ...checkStudioValues(c.declarations, body.values) });
       } catch (error) {
         return json(errorBody(error), 422);
@@ -403,13 +507,18 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
       }
     }
     if (route === "render" && request.method === "GET") return json(jobs.status());
+    if (route === "render/cancel" && request.method === "POST") {
+      const cancelled = await jobs.cancel();
+      return json({ ok: true, cancelled, status: jobs.status() });
+    }
     if (route === "render" && request.method === "POST") {
       const body = await readObject(request);
       if (!body || !isPlainObject(body.values)) {
         return json(errorBody(new Error('send {"values": {…}}')), 400);
       }
       try {
-        const c = await read();
+        const entry = entryOf(body.entry as string | undefined);
+        const c = await read(entry);
         const problems = checkOverrides(c.declarations, body.values);
         if (problems.length > 0) {
           return json({
@@ -424,11 +533,22 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
             },
           }, 400);
         }
-        const status = jobs.start({ values: body.values, fps, compositionId: c.id });
+        const status = jobs.start(renderRequestFrom(body, {
+          values: body.values,
+          fps: fpsOf(c),
+          compositionId: c.id,
+          composition: entry === defaultEntry ? undefined : entry,
+          frames: frameCount(c.duration, fpsOf(c)),
+        }));
         log(`rendering ${c.id} into ${rendersDir}`);
         return json({ ok: true, status }, 202);
       } catch (error) {
-        return json(errorBody(error), error instanceof RenderBusyError ? 409 : 422);
+        const status = error instanceof RenderBusyError
+          ? 409
+          : error instanceof PreviewEntryError || (error as { field?: unknown }).field !== undefined
+          ? 400
+          : 422;
+        return json(errorBody(error), status);
       }
     }
     if (route.startsWith("renders/") && request.method === "GET") {
@@ -458,11 +578,21 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
       if (request.method !== "GET" && request.method !== "HEAD") {
         return new Response("method not allowed", { status: 405 });
       }
-      if (decodeURIComponent(url.pathname) === entryPath) return await stageHtml(request, url);
+      const path = decodeURIComponent(url.pathname).slice(1);
+      if (
+        path === defaultEntry || (/^[^/.][^/]*\.html?$/i.test(path) && await isComposition(path))
+      ) {
+        return await stageHtml(request, url, path);
+      }
       return await proxy(request, url);
     } catch (error) {
       return json(errorBody(error), 500);
     }
+  };
+
+  const isComposition = async (entry: string): Promise<boolean> => {
+    const html = await readFile(join(projectDir, entry), "utf8").catch(() => "");
+    return COMPOSITION_ROOT.test(html);
   };
 
   const close = (): Promise<void> => {

@@ -5,13 +5,28 @@
  *
  * The stage: the composition runs in an iframe at its native size (CSS-scaled to fit)
  * with the vid runtime the preview server injected, and every frame shown is reached
- * with `window.__vid.seek(n)`, exactly as capture reaches it. The runtime only seeks
- * forward, so showing an earlier frame, or new variable values, loads a fresh iframe
- * beneath the current one, seeks it, then swaps: the picture never flashes blank. Play
- * seeks frame by frame on the studio's own requestAnimationFrame at real-time pace, so a
- * paused frame is the frame the video has. A page with `<video>` elements reports their
- * sources to the preview server, which prepares the renderer's frame-exact proxies; the
- * page loads once more with them, so its videos show the frames a render shows.
+ * with `window.__vid.seek(n)`, exactly as capture reaches it. The readouts, the typed
+ * frame and timecode and the URL name the frame actually on stage, not the one asked for.
+ *
+ * The runtime only seeks forward (a page's timers and scripts cannot be rewound), so an
+ * earlier frame needs a fresh page. The studio keeps one ready: a standby page, loaded
+ * hidden with the same variables and not yet seeked, so a step back only seeks it from
+ * frame 0 and swaps it in (no page load on the way), then loads the next standby in the
+ * background. New variable values load a fresh page beneath the current one, seek it,
+ * then swap: the picture never flashes blank.
+ *
+ * Play seeks frame by frame on the studio's own requestAnimationFrame at real-time pace,
+ * so a paused frame is the frame the video has; the composition's sound (its `<audio>`
+ * and unmuted `<video>` sources, as `__vid.media()` lists them) plays from elements of
+ * the studio aligned to the same clock, silent while paused or scrubbing. A page with
+ * `<video>` elements reports their sources to the preview server, which prepares the
+ * renderer's frame-exact proxies; the page loads once more with them.
+ *
+ * A page that throws shows where: the file (relative to the project), line, column, the
+ * first stack frames and the offending source line, from the runtime's `__vid.errors()`.
+ *
+ * State worth sharing (composition, frame, changed variables, mute and volume) lives in
+ * the URL, so a reload or a shared link opens the same view.
  *
  * @module
  */
@@ -43,29 +58,75 @@ export function studioClient(): void {
     declarations: Declaration[];
     dropped: { index: number; id?: string; reason: string }[];
     defaults: Record<string, unknown>;
+    render: { formats: string[]; qualities: string[] };
   }
   interface Problem {
     key: string;
     message: string;
   }
   interface RenderStatus {
-    state: "idle" | "rendering" | "done" | "failed";
+    state: "idle" | "rendering" | "done" | "failed" | "cancelled";
     id: number;
-    progress?: { framesDone: number; framesTotal: number; stage: string; fps: number };
+    progress?: {
+      framesDone: number;
+      framesTotal: number;
+      stage: string;
+      fps: number;
+      etaSeconds?: number;
+    };
     file?: string;
     bytes?: number;
     frames?: number;
     elapsedMs?: number;
     error?: { message: string };
   }
+  interface MediaClip {
+    kind: "video" | "audio";
+    src: string;
+    start: number;
+    mediaStart: number;
+    duration: number | null;
+    volume: number;
+    muted: boolean;
+    loop: boolean;
+    playbackRate: number;
+  }
+  interface StackFrame {
+    functionName: string;
+    url: string;
+    line: number;
+    column: number;
+  }
+  interface ErrorRecord {
+    message: string;
+    phase: "load" | "frame";
+    frame?: number;
+    stack: StackFrame[];
+    url?: string;
+    line?: number;
+    column?: number;
+  }
   interface VidApi {
     seek(frame: number): Promise<void>;
-    media(): { kind: "video" | "audio"; src: string }[];
+    media(): MediaClip[];
+    errors(): ErrorRecord[];
   }
   interface Live {
     iframe: HTMLIFrameElement;
     key: string;
     frame: number;
+    /** `__vid.media()` before the first seek (seeking mutes every element). */
+    media: MediaClip[];
+  }
+  interface TimelineItem {
+    kind: "audio" | "video" | "animation" | "timeline";
+    label: string;
+    start: number;
+    end: number;
+  }
+  interface Sound {
+    clip: MediaClip;
+    el: HTMLAudioElement;
   }
 
   const byId = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
@@ -73,11 +134,19 @@ export function studioClient(): void {
   const stageBox = byId<HTMLDivElement>("stage-box");
   const stage = byId<HTMLDivElement>("stage");
   const stageMessage = byId<HTMLDivElement>("stage-message");
+  const stageErrorText = byId<HTMLDivElement>("stage-error-text");
+  const stageExcerpt = byId<HTMLPreElement>("stage-excerpt");
   const playButton = byId<HTMLButtonElement>("play");
+  const muteButton = byId<HTMLButtonElement>("mute");
+  const volumeInput = byId<HTMLInputElement>("volume");
   const scrubber = byId<HTMLInputElement>("scrubber");
+  const frameInput = byId<HTMLInputElement>("frame-input");
+  const timecodeInput = byId<HTMLInputElement>("timecode-input");
   const frameReadout = byId<HTMLSpanElement>("frame-readout");
   const timeReadout = byId<HTMLSpanElement>("time-readout");
   const zoomSelect = byId<HTMLSelectElement>("zoom");
+  const timeline = byId<HTMLDivElement>("timeline");
+  const compositionSelect = byId<HTMLSelectElement>("composition-select");
   const title = byId<HTMLSpanElement>("title");
   const banner = byId<HTMLDivElement>("banner");
   const connection = byId<HTMLSpanElement>("connection");
@@ -88,41 +157,197 @@ export function studioClient(): void {
   const variablesJson = byId<HTMLElement>("variables-json");
   const copyStatus = byId<HTMLSpanElement>("copy-status");
   const renderButton = byId<HTMLButtonElement>("render");
+  const renderCancel = byId<HTMLButtonElement>("render-cancel");
   const renderProgress = byId<HTMLProgressElement>("render-progress");
   const renderStatus = byId<HTMLDivElement>("render-status");
   const renderMessage = byId<HTMLDivElement>("render-message");
+  const renderDialog = byId<HTMLDialogElement>("render-dialog");
+  const renderFormat = byId<HTMLSelectElement>("render-format");
+  const renderQuality = byId<HTMLSelectElement>("render-quality");
+  const renderFrom = byId<HTMLInputElement>("render-from");
+  const renderTo = byId<HTMLInputElement>("render-to");
+  const renderName = byId<HTMLInputElement>("render-name");
 
+  // --- state, first from the URL ---
+
+  const params = new URLSearchParams(location.search);
+  const parseJson = (raw: string | null): Record<string, unknown> | undefined => {
+    if (raw === null) return undefined;
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      return parsed && typeof parsed === "object" && !Array.isArray(parsed)
+        ? parsed as Record<string, unknown>
+        : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  /** The composition's entry file; "" until the server said which one it started with. */
+  let entry = params.get("composition") ?? "";
+  let defaultEntry = "";
+  /** Variables from the URL, applied once the declarations are known. */
+  let urlValues = parseJson(params.get("vars"));
   let info: Info | undefined;
   let values: Record<string, unknown> = {};
   let reloads = 0;
   let generation = 0;
   let live: Live | undefined;
-  let wanted = 0;
+  let standby: Live | undefined;
+  let standbyLoading: Promise<void> | undefined;
+  /** The stage key the standby page being loaded is for. */
+  let standbyLoadingKey = "";
+  let wanted = Math.max(0, Math.floor(Number(params.get("frame")) || 0));
+  let shown = -1;
   let busy = false;
   let playing = false;
   let playFrom = 0;
   let playStart = 0;
+  let muted = params.get("muted") === "1";
+  let volume = Math.max(0, Math.min(1, Number(params.get("volume") ?? 1) || 0));
+  if (params.get("volume") === null) volume = 1;
+  let sounds: Sound[] = [];
+  let soundKey = "";
   let checkSeq = 0;
   let changeTimer: ReturnType<typeof setTimeout> | undefined;
+  let urlTimer: ReturnType<typeof setTimeout> | undefined;
 
   const lastFrame = (): number => (info ? info.frames - 1 : 0);
   const clampFrame = (f: number): number => Math.max(0, Math.min(lastFrame(), Math.round(f)));
-  const stageKey = (): string => JSON.stringify([reloads, info?.fps, values]);
+  const stageKey = (): string => JSON.stringify([entry, reloads, info?.fps, values]);
+
+  /** The values that differ from the defaults: what the URL (and `--variables`) needs. */
+  const overrides = (): Record<string, unknown> => {
+    const changed: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(values)) {
+      if (!info || info.defaults[key] !== value) changed[key] = value;
+    }
+    return changed;
+  };
+
+  /** Writes the shareable state into the URL once things settle (not on every frame). */
+  const saveUrl = (): void => {
+    if (urlTimer !== undefined) clearTimeout(urlTimer);
+    urlTimer = setTimeout(() => {
+      urlTimer = undefined;
+      if (!info) return;
+      const next = new URLSearchParams();
+      if (entry !== defaultEntry) next.set("composition", entry);
+      next.set("frame", String(shown >= 0 ? shown : clampFrame(wanted)));
+      const changed = overrides();
+      if (Object.keys(changed).length > 0) next.set("vars", JSON.stringify(changed));
+      if (muted) next.set("muted", "1");
+      if (volume !== 1) next.set("volume", String(volume));
+      const search = `?${next}`;
+      if (search !== location.search) history.replaceState(null, "", search);
+    }, 250);
+  };
+
+  // --- timecode ---
+
+  const pad = (n: number, width = 2): string => String(n).padStart(width, "0");
+
+  /** `HH:MM:SS:FF` of a frame at the composition's frame rate. */
+  const timecodeOf = (frame: number): string => {
+    const fps = info?.fps ?? 30;
+    const seconds = Math.floor(frame / fps);
+    const width = String(fps - 1).length < 2 ? 2 : String(fps - 1).length;
+    return `${pad(Math.floor(seconds / 3600))}:${pad(Math.floor(seconds / 60) % 60)}:${
+      pad(seconds % 60)
+    }:${pad(frame % fps, width)}`;
+  };
+
+  /**
+   * A typed time as a frame: `HH:MM:SS:FF` (shorter forms fill from the right, so `1:15`
+   * is 1 s and 15 frames), or seconds such as `1.5`, `1.5s`. Undefined when unreadable.
+   */
+  const parseTime = (text: string): number | undefined => {
+    const fps = info?.fps ?? 30;
+    const trimmed = text.trim().toLowerCase();
+    const seconds = /^(\d+(?:\.\d+)?|\.\d+)\s*s?$/.exec(trimmed);
+    if (seconds) return Math.round(Number(seconds[1]) * fps);
+    if (!/^\d+(:\d+){1,3}$/.test(trimmed)) return undefined;
+    const parts = trimmed.split(":").map(Number);
+    while (parts.length < 4) parts.unshift(0);
+    const [h, m, s, f] = parts;
+    if (m >= 60 || s >= 60 || f >= fps) return undefined;
+    return ((h * 60 + m) * 60 + s) * fps + f;
+  };
 
   // --- stage ---
 
-  const showStageError = (message: string): void => {
-    stageMessage.textContent = message;
-    stageMessage.hidden = message === "";
+  /** A script URL as the project names it: relative to the composition's folder. */
+  const projectFile = (url: string): string => {
+    try {
+      const parsed = new URL(url, location.href);
+      if (parsed.origin !== location.origin) return url;
+      const page = new URL(`/${encodeURI(info?.entry ?? "")}`, location.href).pathname;
+      const folder = page.slice(0, page.lastIndexOf("/") + 1);
+      const path = parsed.pathname.startsWith(folder)
+        ? parsed.pathname.slice(folder.length)
+        : parsed.pathname.slice(1);
+      return decodeURIComponent(path);
+    } catch {
+      return url;
+    }
   };
 
-  const loadPage = (url: string): Promise<HTMLIFrameElement> => {
+  const showStageError = (message: string): void => {
+    stageErrorText.textContent = message;
+    stageExcerpt.textContent = "";
+    stageMessage.hidden = message === "";
+    for (const name of ["kind", "file", "line", "column"]) delete stageMessage.dataset[name];
+  };
+
+  /** Shows what the page threw: where, the first stack frames and the offending line. */
+  const showPageError = async (record: ErrorRecord, fallbackFrame: number): Promise<void> => {
+    const top = record.stack[0] ??
+      (record.url && record.line !== undefined
+        ? { functionName: "", url: record.url, line: record.line, column: record.column ?? 0 }
+        : undefined);
+    const head = record.phase === "load"
+      ? `the page threw while loading: ${record.message}`
+      : `frame ${record.frame ?? fallbackFrame}: the page threw ${record.message}`;
+    const frames = (record.stack.length > 0 ? record.stack : top ? [top] : []).slice(0, 3)
+      .map((f) => {
+        const where = `${projectFile(f.url)}:${f.line}:${f.column}`;
+        return `    at ${f.functionName ? `${f.functionName} (${where})` : where}`;
+      });
+    showStageError([head, ...frames].join("\n"));
+    stageMessage.dataset.kind = record.phase;
+    if (!top) return;
+    stageMessage.dataset.file = projectFile(top.url);
+    stageMessage.dataset.line = String(top.line);
+    stageMessage.dataset.column = String(top.column);
+    try {
+      const source = await (await fetch(top.url)).text();
+      const lines = source.split(/\r\n|\r|\n|\u2028|\u2029/);
+      const from = Math.max(1, top.line - 1);
+      const to = Math.min(lines.length, top.line + 1);
+      const width = String(to).length;
+      const excerpt: string[] = [];
+      for (let n = from; n <= to; n++) {
+        const text = (lines[n - 1] ?? "").replace(/\t/g, "  ").slice(0, 200);
+        excerpt.push(`${n === top.line ? ">" : " "} ${String(n).padStart(width)} | ${text}`);
+        if (n === top.line && top.column > 0) {
+          excerpt.push(`  ${" ".repeat(width)} | ${" ".repeat(top.column - 1)}^`);
+        }
+      }
+      if (stageMessage.dataset.file === projectFile(top.url)) {
+        stageExcerpt.textContent = excerpt.join("\n");
+      }
+    } catch {
+      // The message alone still says where.
+    }
+  };
+
+  const loadPage = (url: string, hidden: boolean): Promise<HTMLIFrameElement> => {
     const current = info!;
     return new Promise<HTMLIFrameElement>((resolve, reject) => {
       const iframe = document.createElement("iframe");
-      iframe.className = "composition";
+      iframe.className = hidden ? "composition standby" : "composition";
       iframe.title = `composition ${current.id}`;
       iframe.setAttribute("scrolling", "no");
+      iframe.setAttribute("aria-hidden", String(hidden));
       iframe.width = String(current.width);
       iframe.height = String(current.height);
       iframe.style.zIndex = "0";
@@ -146,24 +371,33 @@ export function studioClient(): void {
   };
 
   /**
-   * Loads the stage page, then has the preview server prepare the frame-exact proxies of
+   * Loads a stage page, then has the preview server prepare the frame-exact proxies of
    * its videos (what a render does before capturing); when the page was served an older
    * set of proxies than its videos need, it loads once more with the new set.
    */
-  const loadFrame = async (key: string): Promise<Live> => {
+  const loadFrame = async (key: string, hidden: boolean): Promise<Live> => {
     const current = info!;
     const url = `/${encodeURI(current.entry)}?fps=${current.fps}&r=${reloads}&vars=${
       encodeURIComponent(JSON.stringify(values))
     }`;
     for (let attempt = 0;; attempt++) {
-      const iframe = await loadPage(url);
+      const iframe = await loadPage(url, hidden);
       const win = iframe.contentWindow as Window & { __vid: VidApi };
-      const media = win.__vid.media().filter((m) => m.kind === "video");
-      if (media.length === 0) return { iframe, key, frame: -1 };
+      const all = win.__vid.media();
+      // The studio plays the sound itself; a page's autoplay (a hidden standby page's
+      // above all) must stay silent until the runtime's first seek takes over.
+      for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
+        const media = el as HTMLMediaElement;
+        media.autoplay = false;
+        media.muted = true;
+        media.pause();
+      }
+      const media = all.filter((m) => m.kind === "video");
+      if (media.length === 0) return { iframe, key, frame: -1, media: all };
       const served = iframe.contentDocument?.querySelector<HTMLScriptElement>(
         "script[data-vid-runtime]",
       )?.dataset.vidProxies;
-      stage.dataset.state = "preparing";
+      if (!hidden) stage.dataset.state = "preparing";
       let body: { ok: boolean; version?: number; error?: { message: string } };
       try {
         body = await (await fetch("/__preview/media", {
@@ -175,14 +409,37 @@ export function studioClient(): void {
         iframe.remove();
         throw new Error(`cannot reach vid preview: ${(error as Error).message}`);
       }
-      stage.dataset.state = "seeking";
+      if (!hidden) stage.dataset.state = "seeking";
       if (!body.ok) {
         iframe.remove();
         throw new Error(body.error?.message ?? "the videos cannot be prepared");
       }
-      if (String(body.version) === served || attempt >= 2) return { iframe, key, frame: -1 };
+      if (String(body.version) === served || attempt >= 2) {
+        return { iframe, key, frame: -1, media: all };
+      }
       iframe.remove();
     }
+  };
+
+  /** Loads the next standby page in the background, unless one for these values exists. */
+  const prepareStandby = (): void => {
+    if (!info || standbyLoading) return;
+    const key = stageKey();
+    if (standby?.key === key) return;
+    standby?.iframe.remove();
+    standby = undefined;
+    standbyLoadingKey = key;
+    standbyLoading = (async () => {
+      try {
+        const page = await loadFrame(key, true);
+        if (stageKey() === key && !standby) standby = page;
+        else page.iframe.remove();
+      } catch {
+        // The stage reports load failures when it loads a page itself.
+      } finally {
+        standbyLoading = undefined;
+      }
+    })();
   };
 
   const seekIn = async (target: Live, frame: number): Promise<void> => {
@@ -195,60 +452,101 @@ export function studioClient(): void {
   const swap = (next: Live): void => {
     const previous = live;
     live = next;
+    next.iframe.classList.remove("standby");
+    next.iframe.setAttribute("aria-hidden", "false");
     next.iframe.style.zIndex = "1";
     previous?.iframe.remove();
     generation++;
     stage.dataset.generation = String(generation);
+    updateSounds();
   };
 
+  const showReadouts = (): void => {
+    if (!info) return;
+    const f = Math.max(0, shown);
+    frameReadout.textContent = `frame ${f} / ${lastFrame()}`;
+    timeReadout.textContent = `${(f / info.fps).toFixed(3)} s / ${info.duration.toFixed(3)} s`;
+    if (document.activeElement !== frameInput) {
+      frameInput.value = String(f);
+      frameInput.removeAttribute("aria-invalid");
+    }
+    if (document.activeElement !== timecodeInput) {
+      timecodeInput.value = timecodeOf(f);
+      timecodeInput.removeAttribute("aria-invalid");
+    }
+    movePlayhead(f);
+  };
+
+  /** The frame now on stage: every readout says this one. */
   const showFrame = (frame: number): void => {
+    shown = frame;
     stage.dataset.frame = String(frame);
     if (document.activeElement !== scrubber) scrubber.value = String(frame);
+    showReadouts();
+    if (!playing) saveUrl();
   };
 
   const pump = async (): Promise<void> => {
     if (busy || !info) return;
     busy = true;
+    let current: Live | undefined;
     try {
       while (info) {
         const key = stageKey();
         const target = clampFrame(wanted);
         if (live && live.key === key && live.frame === target) break;
+        const began = performance.now();
         stage.dataset.state = "seeking";
         if (!live || live.key !== key || live.frame > target) {
-          const next = await loadFrame(key);
+          // A standby for these values on its way is sooner than a load from scratch.
+          if (standbyLoading && standbyLoadingKey === key && !standby) await standbyLoading;
+          let next: Live;
+          let path: string;
+          if (standby && standby.key === key) {
+            next = standby;
+            standby = undefined;
+            path = "standby";
+          } else {
+            next = await loadFrame(key, false);
+            path = "load";
+          }
+          current = next;
           try {
             await seekIn(next, target);
           } finally {
             swap(next);
           }
+          stage.dataset.path = path;
         } else {
+          current = live;
           await seekIn(live, target);
+          stage.dataset.path = "seek";
         }
+        stage.dataset.stepMs = String(Math.round(performance.now() - began));
         showFrame(target);
       }
       showStageError("");
       stage.dataset.state = "ready";
+      if (!playing) {
+        prepareStandby();
+        drawTimeline();
+      }
     } catch (error) {
       // The page is left as it threw; any later change loads a fresh one.
       if (live) live.key = "failed";
-      showStageError((error as Error).message.replace(/^Error: /, ""));
       stage.dataset.state = "error";
+      const win = current?.iframe.contentWindow as (Window & { __vid?: VidApi }) | null;
+      const record = win?.__vid?.errors?.()[0];
+      if (record) void showPageError(record, clampFrame(wanted));
+      else showStageError((error as Error).message.replace(/^Error: /, ""));
+      setPlaying(false);
     } finally {
       busy = false;
     }
   };
 
-  const updateReadouts = (): void => {
-    if (!info) return;
-    const f = clampFrame(wanted);
-    frameReadout.textContent = `frame ${f} / ${lastFrame()}`;
-    timeReadout.textContent = `${(f / info.fps).toFixed(3)} s / ${info.duration.toFixed(3)} s`;
-  };
-
   const go = (frame: number): void => {
     wanted = clampFrame(frame);
-    updateReadouts();
     void pump();
   };
 
@@ -265,12 +563,250 @@ export function studioClient(): void {
     stage.dataset.scale = String(scale);
   };
 
+  // --- sound ---
+
+  /** Studio-side players for the live page's sounding media (silent ones are left out). */
+  const updateSounds = (): void => {
+    const clips = (live?.media ?? []).filter((c) => !c.muted && c.volume > 0);
+    const key = JSON.stringify(clips);
+    if (key === soundKey) return;
+    soundKey = key;
+    for (const sound of sounds) {
+      sound.el.pause();
+      sound.el.remove();
+    }
+    const box = byId<HTMLDivElement>("sounds");
+    sounds = clips.map((clip) => {
+      const el = document.createElement("audio");
+      el.preload = "auto";
+      el.src = clip.src;
+      el.loop = clip.loop;
+      el.dataset.clip = clip.src;
+      box.append(el);
+      return { clip, el };
+    });
+    applyVolume();
+    if (playing) syncSounds(true);
+  };
+
+  const applyVolume = (): void => {
+    for (const { clip, el } of sounds) {
+      el.muted = muted;
+      el.volume = Math.max(0, Math.min(1, clip.volume * volume));
+    }
+    muteButton.textContent = muted ? "Muted" : "Sound on";
+    muteButton.setAttribute("aria-pressed", String(muted));
+    volumeInput.value = String(volume);
+  };
+
+  /** Seconds on the composition timeline that the playhead is at right now. */
+  const playheadSeconds = (): number =>
+    info ? playFrom / info.fps + (performance.now() - playStart) / 1000 : 0;
+
+  /**
+   * Aligns every player with the playhead: playing where its clip covers the playhead
+   * (re-seeked when it drifted more than 80 ms), paused elsewhere or when not playing.
+   */
+  const syncSounds = (force = false): void => {
+    const t = playheadSeconds();
+    for (const { clip, el } of sounds) {
+      const local = t - clip.start;
+      const inside = playing && local >= 0 && (clip.duration === null || local < clip.duration);
+      if (!inside) {
+        if (!el.paused) el.pause();
+        continue;
+      }
+      let mediaTime = clip.mediaStart + local * clip.playbackRate;
+      const length = el.duration;
+      if (Number.isFinite(length) && length > 0) {
+        if (clip.loop && mediaTime >= length) {
+          const span = length - clip.mediaStart;
+          mediaTime = span > 0 ? clip.mediaStart + ((mediaTime - clip.mediaStart) % span) : 0;
+        } else if (mediaTime >= length) {
+          if (!el.paused) el.pause();
+          continue;
+        }
+      }
+      el.playbackRate = clip.playbackRate;
+      if (force || el.paused || Math.abs(el.currentTime - mediaTime) > 0.08) {
+        el.currentTime = mediaTime;
+      }
+      if (el.paused) el.play().catch(() => {/* the browser wants a gesture first */});
+    }
+  };
+
+  const pauseSounds = (): void => {
+    for (const { el } of sounds) if (!el.paused) el.pause();
+  };
+
+  muteButton.addEventListener("click", () => {
+    muted = !muted;
+    applyVolume();
+    saveUrl();
+  });
+  volumeInput.addEventListener("input", () => {
+    volume = Math.max(0, Math.min(1, Number(volumeInput.value)));
+    if (volume > 0 && muted) muted = false;
+    applyVolume();
+    saveUrl();
+  });
+
+  // --- timeline: media clips, CSS/WAAPI animations and GSAP timelines ---
+
+  const nameOf = (src: string): string => {
+    try {
+      return decodeURIComponent(new URL(src).pathname.split("/").pop() ?? src);
+    } catch {
+      return src;
+    }
+  };
+
+  /** `#id`, else `tag.first-class`, else the tag: how a person finds the element. */
+  const selectorOf = (el: Element): string => {
+    if (el.id) return `#${el.id}`;
+    const tag = el.tagName.toLowerCase();
+    const first = el.classList?.[0];
+    return first ? `${tag}.${first}` : tag;
+  };
+
+  /** What the live page knows of its timed elements, in composition seconds. */
+  const timelineItems = (): TimelineItem[] => {
+    const win = live?.iframe.contentWindow as
+      | (Window & { __vid?: VidApi; __timelines?: unknown })
+      | null;
+    const doc = live?.iframe.contentDocument;
+    if (!info || !win?.__vid || !doc) return [];
+    const end = info.duration;
+    const items: TimelineItem[] = [];
+    for (const clip of live?.media ?? []) {
+      const length = clip.duration ??
+        Math.max(
+            0,
+            (sounds.find((s) => s.clip.src === clip.src)?.el.duration ?? Infinity) -
+              clip.mediaStart,
+          ) / clip.playbackRate;
+      items.push({
+        kind: clip.kind,
+        label: nameOf(clip.src),
+        start: clip.start,
+        end: Math.min(end, clip.start + (Number.isFinite(length) ? length : end)),
+      });
+    }
+    // The runtime drives each animation at (now - birth) x rate: birth follows from it.
+    const nowMs = Math.max(0, shown) / info.fps * 1000;
+    for (const animation of doc.getAnimations?.() ?? []) {
+      const timing = animation.effect?.getComputedTiming();
+      const current = Number(animation.currentTime ?? 0);
+      const rate = animation.playbackRate || 1;
+      if (!timing) continue;
+      const birth = nowMs - current / rate;
+      const delay = Number(timing.delay ?? 0);
+      const endTime = Number(timing.endTime ?? 0);
+      const target = (animation.effect as KeyframeEffect | null)?.target as Element | null;
+      const who = target ? selectorOf(target) : "";
+      const name = "animationName" in animation
+        ? String((animation as CSSAnimation).animationName)
+        : "transitionProperty" in animation
+        ? String((animation as CSSTransition).transitionProperty)
+        : animation.id || "animation";
+      items.push({
+        kind: "animation",
+        label: `${name} ${who}`.trim(),
+        start: Math.max(0, (birth + delay / rate) / 1000),
+        end: Math.min(end, Number.isFinite(endTime) ? (birth + endTime / rate) / 1000 : end),
+      });
+    }
+    const registry = win.__timelines;
+    if (registry && typeof registry === "object") {
+      const entries = Array.isArray(registry)
+        ? registry.map((tl, i) => [String(i), tl] as const)
+        : Object.entries(registry as Record<string, unknown>);
+      // The runtime seeks each registered timeline to the composition time, so its own
+      // times are composition times; its direct tweens show where they sit inside it.
+      interface GsapAnimation {
+        duration?: () => number;
+        startTime?: () => number;
+        targets?: () => unknown[];
+        getChildren?: (nested: boolean, tweens: boolean, timelines: boolean) => GsapAnimation[];
+      }
+      for (const [name, value] of entries) {
+        const tl = value as GsapAnimation | null;
+        if (typeof tl?.duration !== "function") continue;
+        items.push({
+          kind: "timeline",
+          label: `GSAP ${name}`,
+          start: 0,
+          end: Math.min(end, tl.duration()),
+        });
+        for (const child of tl.getChildren?.(false, true, true) ?? []) {
+          const start = child.startTime?.() ?? 0;
+          const target = child.targets?.()[0] as Element | undefined;
+          // Another document's element: no instanceof across frames.
+          const who = typeof target?.tagName === "string" ? selectorOf(target) : "tween";
+          items.push({
+            kind: "timeline",
+            label: `${name} ${who}`,
+            start,
+            end: Math.min(end, start + (child.duration?.() ?? 0)),
+          });
+        }
+      }
+    }
+    return items.slice(0, 40);
+  };
+
+  const drawTimeline = (): void => {
+    if (!info) return;
+    const items = timelineItems();
+    const span = info.duration || 1;
+    const rows = items.map((item) => {
+      const track = document.createElement("div");
+      track.className = "track";
+      track.dataset.kind = item.kind;
+      const name = document.createElement("span");
+      name.className = "name";
+      name.textContent = item.label;
+      name.title = `${item.label}: ${item.start.toFixed(3)} s – ${item.end.toFixed(3)} s`;
+      const clip = document.createElement("div");
+      clip.className = "clip";
+      clip.dataset.kind = item.kind;
+      clip.dataset.label = item.label;
+      clip.dataset.start = item.start.toFixed(3);
+      clip.dataset.end = item.end.toFixed(3);
+      clip.style.left = `${(item.start / span) * 100}%`;
+      clip.style.width = `${(Math.max(0, item.end - item.start) / span) * 100}%`;
+      clip.title = name.title;
+      track.append(name, clip);
+      return track;
+    });
+    const playhead = document.createElement("div");
+    playhead.id = "playhead";
+    timeline.replaceChildren(...rows, ...(rows.length > 0 ? [playhead] : []));
+    movePlayhead(Math.max(0, shown));
+  };
+
+  const movePlayhead = (frame: number): void => {
+    const playhead = document.getElementById("playhead");
+    const track = timeline.querySelector<HTMLElement>(".track");
+    if (!playhead || !track || !info) return;
+    playhead.style.left = `${track.offsetLeft - 120 + (track.clientWidth * frame) / info.frames}px`;
+  };
+
+  timeline.addEventListener("click", (event) => {
+    const track = (event.target as Element).closest<HTMLElement>(".track");
+    if (!track || !info) return;
+    const box = track.getBoundingClientRect();
+    setPlaying(false);
+    go(Math.floor(((event.clientX - box.left) / box.width) * info.frames));
+  });
+
   // --- playback ---
 
   const tick = (now: number): void => {
     if (!playing || !info) return;
     const f = clampFrame(playFrom + Math.floor(((now - playStart) * info.fps) / 1000));
     go(f);
+    syncSounds();
     if (f >= lastFrame()) {
       setPlaying(false);
       return;
@@ -283,10 +819,15 @@ export function studioClient(): void {
     playing = on;
     playButton.textContent = on ? "Pause" : "Play";
     playButton.setAttribute("aria-pressed", String(on));
-    if (!on) return;
+    if (!on) {
+      pauseSounds();
+      if (info) saveUrl();
+      return;
+    }
     if (clampFrame(wanted) >= lastFrame()) go(0);
     playFrom = clampFrame(wanted);
     playStart = performance.now();
+    syncSounds(true);
     requestAnimationFrame(tick);
   };
 
@@ -296,7 +837,37 @@ export function studioClient(): void {
     go(Number(scrubber.value));
   });
   zoomSelect.addEventListener("change", layout);
-  new ResizeObserver(layout).observe(stageArea);
+  new ResizeObserver(() => {
+    layout();
+    movePlayhead(Math.max(0, shown));
+  }).observe(stageArea);
+
+  frameInput.addEventListener("change", () => {
+    const n = Number(frameInput.value);
+    const ok = frameInput.value.trim() !== "" && Number.isInteger(n) && n >= 0 && n <= lastFrame();
+    frameInput.setAttribute("aria-invalid", String(!ok));
+    frameInput.title = ok ? "Go to frame (Enter)" : `a whole frame from 0 to ${lastFrame()}`;
+    if (!ok) return;
+    setPlaying(false);
+    go(n);
+  });
+  timecodeInput.addEventListener("change", () => {
+    const frame = parseTime(timecodeInput.value);
+    const ok = frame !== undefined && frame <= lastFrame();
+    timecodeInput.setAttribute("aria-invalid", String(!ok));
+    timecodeInput.title = ok
+      ? "Go to time: HH:MM:SS:FF timecode, or seconds like 1.5s"
+      : `not a time within 00:00:00:00 – ${timecodeOf(lastFrame())}`;
+    if (!ok) return;
+    setPlaying(false);
+    go(frame);
+  });
+  for (const input of [frameInput, timecodeInput]) {
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") input.dispatchEvent(new Event("change"));
+    });
+    input.addEventListener("blur", showReadouts);
+  }
 
   const typingIn = (target: EventTarget | null): boolean =>
     (target instanceof HTMLInputElement && target.type !== "range") ||
@@ -304,8 +875,10 @@ export function studioClient(): void {
 
   document.addEventListener("keydown", (event) => {
     if (typingIn(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (renderDialog.open) return;
     const step = event.shiftKey ? 10 : 1;
     if (event.key === " ") setPlaying(!playing);
+    else if (event.key === "m") muteButton.click();
     else if (event.key === "ArrowRight") {
       setPlaying(false);
       go(wanted + step);
@@ -390,7 +963,7 @@ export function studioClient(): void {
       const response = await fetch("/__preview/variables", {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ values }),
+        body: JSON.stringify({ values, entry }),
       });
       const body = await response.json() as {
         ok: boolean;
@@ -420,6 +993,7 @@ export function studioClient(): void {
       changeTimer = undefined;
       void check();
       void pump();
+      saveUrl();
     }, 150);
   };
 
@@ -522,10 +1096,56 @@ export function studioClient(): void {
 
   // --- composition (re)loading ---
 
+  /** Drops the stage pages (another composition, or its declarations changed shape). */
+  const dropPages = (): void => {
+    live?.iframe.remove();
+    standby?.iframe.remove();
+    live = undefined;
+    standby = undefined;
+    shown = -1;
+  };
+
+  const listCompositions = async (): Promise<void> => {
+    try {
+      const body = await (await fetch("/__preview/compositions")).json() as {
+        ok: boolean;
+        entry: string;
+        compositions: { entry: string; id: string | null; error?: string }[];
+      };
+      if (!body.ok) return;
+      defaultEntry = body.entry;
+      if (entry === "") entry = defaultEntry;
+      compositionSelect.replaceChildren(...body.compositions.map((c) => {
+        const option = document.createElement("option");
+        option.value = c.entry;
+        option.textContent = c.id ? `${c.id} (${c.entry})` : `${c.entry} (cannot be read)`;
+        if (c.error) option.title = c.error;
+        return option;
+      }));
+      compositionSelect.value = entry;
+      compositionSelect.hidden = body.compositions.length < 2;
+    } catch {
+      // The switcher stays hidden; the stage still works.
+    }
+  };
+
+  compositionSelect.addEventListener("change", () => {
+    entry = compositionSelect.value;
+    setPlaying(false);
+    dropPages();
+    info = undefined;
+    values = {};
+    wanted = 0;
+    reloads++;
+    void refresh();
+  });
+
   const refresh = async (): Promise<void> => {
     let body: { ok: boolean; composition?: Info; error?: { message: string } };
     try {
-      body = await (await fetch("/__preview/composition")).json();
+      body = await (await fetch(
+        `/__preview/composition${entry ? `?entry=${encodeURIComponent(entry)}` : ""}`,
+      )).json();
     } catch (error) {
       banner.textContent = `cannot reach vid preview: ${(error as Error).message}`;
       banner.hidden = false;
@@ -546,8 +1166,13 @@ export function studioClient(): void {
     const kept: Record<string, unknown> = {};
     for (const d of next.declarations) {
       const old = before?.declarations.find((o) => o.id === d.id && o.type === d.type);
-      kept[d.id] = old && d.id in values ? values[d.id] : next.defaults[d.id];
+      kept[d.id] = urlValues && d.id in urlValues
+        ? urlValues[d.id]
+        : old && d.id in values
+        ? values[d.id]
+        : next.defaults[d.id];
     }
+    urlValues = undefined;
     info = next;
     values = kept;
     document.title = `${next.id} · vid preview`;
@@ -555,14 +1180,16 @@ export function studioClient(): void {
       next.aspectRatio ? ` (${next.aspectRatio})` : ""
     } · ${next.duration} s · ${next.fps} fps · ${next.frames} frames`;
     scrubber.max = String(next.frames - 1);
+    frameInput.max = String(next.frames - 1);
     if (!sameDeclarations) buildPanel();
     if (before) reloads++;
     layout();
+    showReadouts();
     go(wanted);
     void check();
   };
 
-  // --- render button ---
+  // --- render dialog ---
 
   const formatBytes = (n: number): string =>
     n >= 1048576 ? `${(n / 1048576).toFixed(1)} MB` : `${Math.max(1, Math.round(n / 1024))} KB`;
@@ -570,14 +1197,19 @@ export function studioClient(): void {
   const showRender = (status: RenderStatus): void => {
     renderStatus.dataset.state = status.state;
     renderProgress.hidden = status.state === "idle";
+    renderCancel.hidden = status.state !== "rendering";
     const p = status.progress;
     renderProgress.max = p?.framesTotal || 1;
     renderProgress.value = status.state === "done" ? renderProgress.max : p?.framesDone ?? 0;
     renderStatus.replaceChildren();
     if (status.state === "rendering") {
+      const eta = p?.etaSeconds !== undefined && Number.isFinite(p.etaSeconds)
+        ? `, about ${Math.max(0, Math.ceil(p.etaSeconds))} s left`
+        : "";
       renderStatus.textContent = p && p.stage === "rendering"
-        ? `Rendering: ${p.framesDone} / ${p.framesTotal} frames (${p.fps.toFixed(1)} fps)`
+        ? `Rendering: ${p.framesDone} / ${p.framesTotal} frames (${p.fps.toFixed(1)} fps${eta})`
         : `Rendering: ${p?.stage ?? "starting"}`;
+      renderStatus.dataset.eta = p?.etaSeconds === undefined ? "" : String(p.etaSeconds);
     } else if (status.state === "done" && status.file) {
       const link = document.createElement("a");
       link.id = "render-link";
@@ -591,19 +1223,52 @@ export function studioClient(): void {
           ((status.elapsedMs ?? 0) / 1000).toFixed(1)
         } s)`,
       );
+    } else if (status.state === "cancelled") {
+      renderStatus.textContent = "Render cancelled; no file was written.";
     } else if (status.state === "failed") {
       renderStatus.textContent = `Render failed: ${status.error?.message ?? "unknown error"}`;
     }
   };
 
-  renderButton.addEventListener("click", async () => {
+  const fillOptions = (select: HTMLSelectElement, options: string[], chosen: string): void => {
+    const keep = select.value || chosen;
+    select.replaceChildren(...options.map((value) => {
+      const option = document.createElement("option");
+      option.value = value;
+      option.textContent = value;
+      return option;
+    }));
+    select.value = options.includes(keep) ? keep : chosen;
+  };
+
+  renderButton.addEventListener("click", () => {
+    if (!info) return;
+    fillOptions(renderFormat, info.render.formats, "mp4");
+    fillOptions(renderQuality, info.render.qualities, "standard");
+    renderFrom.max = renderTo.max = String(lastFrame());
+    renderFrom.value = "0";
+    renderTo.value = String(lastFrame());
+    renderName.placeholder = `${info.id}-<date>-<time>`;
+    renderDialog.showModal();
+  });
+
+  const startRender = async (): Promise<void> => {
     renderMessage.textContent = "";
     renderMessage.dataset.kind = "";
+    const from = Number(renderFrom.value);
+    const to = Number(renderTo.value);
     try {
       const response = await fetch("/__preview/render", {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ values }),
+        body: JSON.stringify({
+          values,
+          entry,
+          format: renderFormat.value,
+          quality: renderQuality.value,
+          ...(from !== 0 || to !== lastFrame() ? { from, to } : {}),
+          ...(renderName.value.trim() ? { name: renderName.value.trim() } : {}),
+        }),
       });
       const body = await response.json() as {
         ok: boolean;
@@ -620,6 +1285,24 @@ export function studioClient(): void {
       renderMessage.textContent = `cannot reach vid preview: ${(error as Error).message}`;
       renderMessage.dataset.kind = "error";
     }
+  };
+
+  renderDialog.addEventListener("close", () => {
+    if (renderDialog.returnValue === "start") void startRender();
+    renderDialog.returnValue = "";
+  });
+
+  renderCancel.addEventListener("click", async () => {
+    renderCancel.disabled = true;
+    try {
+      await fetch("/__preview/render/cancel", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
+    } finally {
+      renderCancel.disabled = false;
+    }
   });
 
   // --- live updates ---
@@ -633,12 +1316,17 @@ export function studioClient(): void {
     connection.textContent = "disconnected: is vid preview still running?";
     connection.dataset.state = "down";
   });
-  events.addEventListener("change", () => void refresh());
+  events.addEventListener("change", () => {
+    void listCompositions();
+    void refresh();
+  });
   events.addEventListener("render", (event) => {
     showRender(JSON.parse((event as MessageEvent<string>).data) as RenderStatus);
   });
 
+  applyVolume();
   void (async () => {
+    await listCompositions();
     await refresh();
     try {
       showRender(await (await fetch("/__preview/render")).json() as RenderStatus);

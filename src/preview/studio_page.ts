@@ -1,7 +1,8 @@
 /**
- * The studio page served at `/` by the preview server: the stage with its transport
- * (play/pause, timeline scrubber, frame and time readouts, zoom), the variables panel
- * and the Render button. One self-contained HTML document; its script is
+ * The studio page served at `/` by the preview server: the composition switcher, the
+ * stage with its error overlay, the transport (play/pause, sound, scrubber, typed frame
+ * and timecode, readouts, zoom), the timeline of media clips and animations, the
+ * variables panel and the render dialog. One self-contained HTML document; its script is
  * {@linkcode studioClient}.
  *
  * @module
@@ -35,14 +36,51 @@ main { flex: 1; display: grid; grid-template-columns: 1fr 340px; min-height: 0; 
 #stage { position: absolute; left: 0; top: 0; transform-origin: 0 0; }
 #stage iframe.composition { position: absolute; left: 0; top: 0; border: 0; display: block;
   background: transparent; }
+#stage iframe.standby { visibility: hidden; z-index: -1; }
 #stage-message { position: absolute; left: 16px; right: 16px; bottom: 16px; padding: 8px 12px;
   background: rgba(58, 29, 34, 0.95); color: #ffd2d2; border-radius: 6px; white-space: pre-wrap;
-  z-index: 2; }
-#transport { display: flex; gap: 10px; align-items: center; padding: 8px 14px;
-  border-top: 1px solid var(--line); }
-#scrubber { flex: 1; accent-color: var(--accent); }
+  z-index: 2; max-height: calc(100% - 32px); overflow: auto; }
+#stage-excerpt { margin: 6px 0 0; padding: 6px; background: #1d0f12; border-radius: 4px;
+  font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; white-space: pre; overflow: auto; }
+#stage-excerpt:empty { display: none; }
+#transport { display: flex; flex-wrap: wrap; gap: 8px 10px; align-items: center;
+  padding: 8px 14px; border-top: 1px solid var(--line); }
+#transport button { white-space: nowrap; }
+#scrubber { flex: 1 1 240px; min-width: 160px; accent-color: var(--accent); }
 #frame-readout, #time-readout { font-variant-numeric: tabular-nums; color: var(--muted);
   white-space: nowrap; }
+#frame-input { width: 70px; }
+#timecode-input { width: 104px; font-variant-numeric: tabular-nums; }
+#frame-input, #timecode-input { background: #11141a; border: 1px solid var(--line);
+  border-radius: 5px; padding: 3px 6px; }
+#frame-input[aria-invalid="true"], #timecode-input[aria-invalid="true"] {
+  border-color: var(--bad); }
+#volume { width: 80px; accent-color: var(--accent); }
+#composition-select { background: #11141a; border: 1px solid var(--line); border-radius: 5px;
+  padding: 2px 6px; }
+#timeline { position: relative; border-top: 1px solid var(--line); padding: 4px 14px 8px;
+  max-height: 160px; overflow: auto; font-size: 12px; }
+#timeline:empty { display: none; }
+.track { position: relative; height: 20px; margin: 3px 0 3px 120px; background: #15181e;
+  border-radius: 3px; cursor: pointer; }
+.track .name { position: absolute; right: calc(100% + 8px); width: 112px; top: 2px;
+  overflow: hidden; text-overflow: ellipsis; white-space: nowrap; color: var(--muted);
+  text-align: right; }
+.clip { position: absolute; top: 2px; bottom: 2px; border-radius: 3px; min-width: 2px;
+  background: #3b5b8f; }
+.clip[data-kind="audio"] { background: #3c7d5a; }
+.clip[data-kind="video"] { background: #6a4c93; }
+.clip[data-kind="timeline"] { background: #8f6a3b; }
+#playhead { position: absolute; top: 0; bottom: 0; width: 2px; background: var(--accent);
+  pointer-events: none; margin-left: 120px; }
+dialog { background: var(--panel); color: var(--text); border: 1px solid var(--line);
+  border-radius: 8px; padding: 14px 16px; min-width: 340px; }
+dialog::backdrop { background: rgba(0, 0, 0, 0.5); }
+dialog .row { display: flex; gap: 8px; align-items: center; margin-bottom: 10px; }
+dialog .row label { width: 90px; color: var(--muted); }
+dialog .row input, dialog .row select { flex: 1; min-width: 0; background: #11141a;
+  border: 1px solid var(--line); border-radius: 5px; padding: 4px 6px; }
+dialog .row input.frame { width: 70px; flex: none; }
 button, select, input { font: inherit; color: inherit; }
 button { background: #262b35; border: 1px solid var(--line); border-radius: 6px;
   padding: 5px 12px; cursor: pointer; }
@@ -80,7 +118,9 @@ kbd { border: 1px solid var(--line); border-radius: 3px; padding: 0 4px; font-si
 
 const BODY = `
 <header>
-  <strong>vid preview</strong><span id="title">loading…</span>
+  <strong>vid preview</strong>
+  <select id="composition-select" aria-label="Composition" hidden></select>
+  <span id="title">loading…</span>
   <span id="connection">connecting…</span>
 </header>
 <div id="banner" role="alert" hidden></div>
@@ -89,12 +129,19 @@ const BODY = `
     <div id="stage-area">
       <div id="stage-box">
         <div id="stage" data-state="loading" data-frame="-1" data-generation="0"></div>
-        <div id="stage-message" role="alert" hidden></div>
+        <div id="stage-message" role="alert" hidden><div id="stage-error-text"></div><pre
+          id="stage-excerpt"></pre></div>
       </div>
     </div>
     <div id="transport">
       <button id="play" type="button" aria-pressed="false" title="Play / pause (space)">Play</button>
+      <button id="mute" type="button" aria-pressed="false" title="Mute (m)">Sound on</button>
+      <input id="volume" type="range" min="0" max="1" step="0.05" value="1" aria-label="Volume">
       <input id="scrubber" type="range" min="0" max="0" step="1" value="0" aria-label="Timeline">
+      <input id="frame-input" type="number" min="0" step="1" value="0" aria-label="Go to frame"
+        title="Go to frame (Enter)">
+      <input id="timecode-input" type="text" value="00:00:00:00" spellcheck="false"
+        aria-label="Go to time" title="Go to time: HH:MM:SS:FF timecode, or seconds like 1.5s">
       <span id="frame-readout">frame 0 / 0</span>
       <span id="time-readout">0.000 s</span>
       <select id="zoom" aria-label="Zoom">
@@ -104,6 +151,7 @@ const BODY = `
         <option value="2">200%</option>
       </select>
     </div>
+    <div id="timeline" aria-label="Timeline of media and animations"></div>
   </section>
   <aside>
     <h2>Variables</h2>
@@ -116,15 +164,34 @@ const BODY = `
     <code id="variables-json">{}</code>
     <span id="copy-status" aria-live="polite"></span>
     <h2>Render</h2>
-    <button id="render" type="button">Render</button>
+    <button id="render" type="button">Render…</button>
+    <button id="render-cancel" type="button" hidden>Cancel render</button>
     <progress id="render-progress" value="0" max="1" hidden></progress>
     <div id="render-status" data-state="idle" aria-live="polite"></div>
     <div id="render-message" aria-live="polite"></div>
-    <p class="hint">Renders are mp4 files in the project's <code>renders/</code> folder.
+    <p class="hint">Renders go to the project's <code>renders/</code> folder.
       Keys: <kbd>space</kbd> play/pause, <kbd>←</kbd> <kbd>→</kbd> one frame,
-      <kbd>shift</kbd>+arrows ten, <kbd>Home</kbd> <kbd>End</kbd>.</p>
+      <kbd>shift</kbd>+arrows ten, <kbd>Home</kbd> <kbd>End</kbd>, <kbd>m</kbd> mute.</p>
   </aside>
 </main>
+<dialog id="render-dialog" aria-label="Render">
+  <form method="dialog" id="render-form">
+    <div class="row"><label for="render-format">Format</label>
+      <select id="render-format"></select></div>
+    <div class="row"><label for="render-quality">Quality</label>
+      <select id="render-quality"></select></div>
+    <div class="row"><label for="render-from">Frames</label>
+      <input id="render-from" class="frame" type="number" min="0" step="1" value="0"> to
+      <input id="render-to" class="frame" type="number" min="0" step="1" value="0"></div>
+    <div class="row"><label for="render-name">File name</label>
+      <input id="render-name" type="text" spellcheck="false" placeholder="dated name"></div>
+    <div class="actions">
+      <button id="render-start" type="submit" value="start">Render</button>
+      <button id="render-close" type="submit" value="close">Close</button>
+    </div>
+  </form>
+</dialog>
+<div id="sounds" hidden></div>
 `;
 
 /**

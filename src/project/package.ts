@@ -77,6 +77,13 @@ export interface PackageProjectOptions {
    * allows {@linkcode HOSTED_UPLOAD_LIMIT_BYTES}.
    */
   maxBytes?: number;
+  /**
+   * Files left out whatever the upload rules say, absolute or relative to the working
+   * directory: the batch file, the manifest and any output a command names, so writing
+   * them inside the project never changes the zip (and the site id). Paths outside the
+   * project are ignored.
+   */
+  exclude?: readonly string[];
 }
 
 /**
@@ -328,9 +335,23 @@ export async function packageProject(
     );
   }
 
-  const found: FoundFile[] = [];
+  const named = new Set<string>();
+  for (const path of options.exclude ?? []) {
+    const absolute = resolve(path);
+    const inside = insideRelative(root, absolute) ?? insideRelative(realRoot, absolute);
+    if (inside !== undefined) named.add(inside);
+  }
+  if (named.has(entry)) {
+    throw new ProjectPackageError(
+      `${entry}: the composition entry is also named as a file to leave out of the upload ` +
+        `(a batch file, manifest or output); write that file elsewhere`,
+      "composition",
+    );
+  }
+  let found: FoundFile[] = [];
   const warnings: string[] = [];
   await walk(rules, root, realRoot, "", found, warnings);
+  found = found.filter((file) => !named.has(file.path));
   found.sort((a, b) => compareCodeUnits(a.path, b.path));
   if (!found.some((file) => file.path === entry)) {
     throw new ProjectPackageError(

@@ -8,7 +8,7 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -80,6 +80,8 @@ export interface LaunchOptions {
    * per-page emulated scale, so the scale is a launch flag. @default 1
    */
   scale?: number;
+  /** Network guard flags (`guardLaunchFlags` of `src/net/guard_proxy.ts`). */
+  networkFlags?: readonly string[];
 }
 
 /** A running browser. */
@@ -138,8 +140,55 @@ async function removeProfile(profile: string): Promise<void> {
   }
 }
 
-/** Browsers of this process still running: their process group and profile. */
-const LIVE_BROWSERS: Set<{ pid: number; profile: string }> = new Set();
+/**
+ * Whether browsers stay in this process's process group (`VID_BROWSER_IN_PARENT_GROUP=1`):
+ * the local stack starts each warm worker as a process group and kills the group when the
+ * worker ends, however it ends (SIGKILL included), so the worker's browsers must be in it.
+ * Otherwise a browser gets its own group, killed with it.
+ */
+function inParentGroup(): boolean {
+  return process.env.VID_BROWSER_IN_PARENT_GROUP === "1";
+}
+
+/** `pid` and its descendants, parents first (Linux `/proc`; just `pid` elsewhere). */
+function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  try {
+    for (const name of readdirSync("/proc")) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+        // pid (comm) state ppid ...; comm may hold spaces and parentheses.
+        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+        children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+      } catch {
+        // exited meanwhile
+      }
+    }
+  } catch {
+    // no /proc
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]) ?? []));
+  return tree;
+}
+
+/**
+ * SIGKILLs a browser with its zygote, GPU, network and renderer processes: its process
+ * group, or (in the parent's group) the process tree, listed before the first kill.
+ */
+function killBrowser(pid: number, ownGroup: boolean): void {
+  for (const target of ownGroup ? [-pid] : processTree(pid)) {
+    try {
+      process.kill(target, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** Browsers of this process still running: their pid, profile and whether they lead a group. */
+const LIVE_BROWSERS: Set<{ pid: number; profile: string; ownGroup: boolean }> = new Set();
 let exitHookInstalled = false;
 
 /**
@@ -148,17 +197,13 @@ let exitHookInstalled = false;
  * told to stop (the local stack's warm workers exit on SIGTERM) would otherwise leave them
  * behind.
  */
-function killOnExit(browser: { pid: number; profile: string }): void {
+function killOnExit(browser: { pid: number; profile: string; ownGroup: boolean }): void {
   LIVE_BROWSERS.add(browser);
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on("exit", () => {
-    for (const { pid, profile } of LIVE_BROWSERS) {
-      try {
-        process.kill(-pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
+    for (const { pid, profile, ownGroup } of LIVE_BROWSERS) {
+      killBrowser(pid, ownGroup);
       try {
         rmSync(profile, { recursive: true, force: true });
       } catch {
@@ -166,6 +211,20 @@ function killOnExit(browser: { pid: number; profile: string }): void {
       }
     }
   });
+}
+
+/** Folder where running browsers are recorded, see {@linkcode recordBrowsersIn}. */
+let browserRecords: string | undefined;
+
+/**
+ * Records every browser this process launches from now on as `<dir>/browser-<pid>.json`
+ * (`{ pid, owner, profile }`; the pid is also its process group) while it runs. A browser
+ * lives in its own process group, so it outlives an owner killed with SIGKILL; the owner's
+ * successor reads these records to kill what was left (the render server does, on start).
+ * `undefined` stops recording.
+ */
+export function recordBrowsersIn(dir: string | undefined): void {
+  browserRecords = dir;
 }
 
 /**
@@ -184,26 +243,34 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
     ...COMMON_FLAGS,
     ...(options.mode === "beginframe" ? BEGIN_FRAME_FLAGS : []),
     ...extraFlags(),
+    ...(options.networkFlags ?? []),
     `--user-data-dir=${profile}`,
     ...(options.scale && options.scale !== 1
       ? [`--force-device-scale-factor=${options.scale}`]
       : []),
     "about:blank",
   ];
-  // Its own process group, so close() can kill the zygote, GPU, network and renderer
-  // processes with it: killed alone, the main process leaves them writing to the profile.
+  // Its own process group (or, in a local stack worker, the worker's, see inParentGroup), so
+  // close() can kill the zygote, GPU, network and renderer processes with it: killed alone,
+  // the main process leaves them writing to the profile.
   // Chromium's scratch files (shared memory with --disable-dev-shm-usage) go inside the
   // profile, so removing the profile removes them even after a SIGKILL.
   const scratch = join(profile, "tmp");
   await mkdir(scratch, { recursive: true });
+  const ownGroup = !inParentGroup();
   const child = spawn(executable, args, {
     stdio: ["ignore", "ignore", "pipe"],
-    detached: true,
+    detached: ownGroup,
     env: { ...process.env, TMPDIR: scratch },
   });
-  const live = { pid: child.pid!, profile };
+  const live = { pid: child.pid!, profile, ownGroup };
   killOnExit(live);
   child.once("exit", () => LIVE_BROWSERS.delete(live));
+  if (browserRecords && child.pid) {
+    const record = join(browserRecords, `browser-${child.pid}.json`);
+    writeFileSync(record, JSON.stringify({ pid: child.pid, owner: process.pid, profile }));
+    child.once("exit", () => rmSync(record, { force: true }));
+  }
   const timeoutMs = options.timeoutMs ?? 30000;
   let stderr = "";
   let url: string;
@@ -232,11 +299,7 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
       });
     });
   } catch (error) {
-    try {
-      process.kill(-child.pid!, "SIGKILL");
-    } catch {
-      // already gone
-    }
+    killBrowser(child.pid!, ownGroup);
     await removeProfile(profile);
     throw error;
   }
@@ -256,11 +319,7 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
         const exited = child.exitCode === null && child.signalCode === null
           ? new Promise((resolve) => child.once("exit", resolve))
           : undefined;
-        try {
-          process.kill(-child.pid!, "SIGKILL");
-        } catch {
-          child.kill("SIGKILL");
-        }
+        killBrowser(child.pid!, ownGroup);
         await exited;
         await removeProfile(profile);
       })();

@@ -8,26 +8,10 @@
 import { Buffer } from "node:buffer";
 import { CdpClosedError, type CdpSession } from "./cdp.ts";
 import type { CaptureMode } from "./browser.ts";
+import type { PageErrorRecord } from "../runtime/page_runtime.ts";
+import { PageError, pageErrorFrom } from "./page_error.ts";
 
-/** The page threw, or was not ready, at a frame. */
-export class PageError extends Error {
-  /** Always `"PageError"`. */
-  override name = "PageError";
-  /** The frame at which it happened. */
-  readonly frame: number;
-  /** The field at fault: the frame. */
-  readonly field = "frame";
-  /**
-   * Creates the error for one frame.
-   *
-   * @param frame The frame at which the page failed.
-   * @param message What happened; prefixed with `frame <n>: ` unless it already is.
-   */
-  constructor(frame: number, message: string) {
-    super(message.startsWith(`frame ${frame}`) ? message : `frame ${frame}: ${message}`);
-    this.frame = frame;
-  }
-}
+export { PageError } from "./page_error.ts";
 
 interface EvaluateResult {
   result?: { value?: unknown };
@@ -52,12 +36,22 @@ export async function evaluate(page: CdpSession, expression: string): Promise<un
   return response.result?.value;
 }
 
-/** Moves the page to `frame` (t = frame / fps) and waits for the readiness gate. */
+/**
+ * Moves the page to `frame` (t = frame / fps) and waits for the readiness gate. When the
+ * page threw, the {@linkcode PageError} says where, from the runtime's record.
+ */
 export async function seekFrame(page: CdpSession, frame: number): Promise<void> {
   try {
     await evaluate(page, `window.__vid.seek(${frame})`);
   } catch (error) {
     if (error instanceof CdpClosedError) throw error;
+    const thrown = await evaluate(
+      page,
+      `({ errors: window.__vid.errors(), href: location.href })`,
+    ).catch(() => undefined) as { errors: PageErrorRecord[]; href: string } | undefined;
+    if (thrown && thrown.errors.length > 0) {
+      throw pageErrorFrom(thrown.errors[0], thrown.href, frame);
+    }
     const message = (error as Error).message.replace(/^Error: /, "");
     throw new PageError(frame, message);
   }

@@ -79,19 +79,22 @@ export async function launchForCapture(
   preference: CapturePreference = "auto",
   onFallback: (reason: string) => void = () => {},
   scale = 1,
+  networkFlags: readonly string[] = [],
 ): Promise<Browser> {
   const env = process.env.VID_CAPTURE;
   const wanted = preference === "auto" && (env === "beginframe" || env === "screenshot")
     ? env
     : preference;
-  if (wanted === "screenshot") return await launchBrowser({ mode: "screenshot", scale });
+  if (wanted === "screenshot") {
+    return await launchBrowser({ mode: "screenshot", scale, networkFlags });
+  }
   let reason: string | undefined;
   // A loaded machine sometimes starves the first frames of a new browser; one relaunch
   // before falling back keeps the fast path.
   for (let attempt = 1; attempt <= 2; attempt++) {
     let browser: Browser | undefined;
     try {
-      browser = await launchBrowser({ mode: "beginframe", scale });
+      browser = await launchBrowser({ mode: "beginframe", scale, networkFlags });
       reason = await probeBeginFrame(browser);
       if (reason === undefined) return browser;
     } catch (error) {
@@ -106,7 +109,7 @@ export async function launchForCapture(
     );
   }
   onFallback(reason ?? "the BeginFrame probe failed");
-  return await launchBrowser({ mode: "screenshot", scale });
+  return await launchBrowser({ mode: "screenshot", scale, networkFlags });
 }
 
 /**

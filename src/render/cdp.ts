@@ -2,7 +2,9 @@
  * A minimal Chrome DevTools Protocol client over the browser's WebSocket, with flat
  * sessions. The capture hot path sends raw CDP (seek, BeginFrame, screenshot), so a thin
  * client with no page abstraction is all rendering needs. Web standards only: runs under
- * Deno and Node 22.
+ * Deno and Node 22, whose global `WebSocket` it uses; Node 20 has none, so there it loads
+ * the `ws` package (a dependency of the npm SDK, see scripts/build_npm.ts), whose
+ * `WebSocket` has the same event handlers.
  *
  * @module
  */
@@ -32,6 +34,27 @@ interface Pending {
   reject: (error: Error) => void;
 }
 
+/**
+ * The npm package providing `WebSocket` where the runtime has none (Node 20). Held in a
+ * variable so bundlers and type checkers leave the import to run time: Deno and Node 22
+ * never load it.
+ */
+const WS_PACKAGE = "ws";
+
+/** The runtime's `WebSocket`, else the `ws` package's. */
+async function webSocketClass(): Promise<typeof WebSocket> {
+  if (typeof globalThis.WebSocket === "function") return globalThis.WebSocket;
+  try {
+    const loaded = await import(WS_PACKAGE) as { WebSocket: typeof WebSocket };
+    return loaded.WebSocket;
+  } catch (error) {
+    throw new Error(
+      `this runtime has no WebSocket and the "${WS_PACKAGE}" package cannot be loaded ` +
+        `(${(error as Error).message}); install it (npm install ${WS_PACKAGE}) or use Node 22+`,
+    );
+  }
+}
+
 /** One WebSocket connection to a browser. */
 export class CdpConnection {
   #socket: WebSocket;
@@ -48,9 +71,10 @@ export class CdpConnection {
   }
 
   /** Opens a connection to `ws://…/devtools/browser/…`. */
-  static connect(url: string): Promise<CdpConnection> {
-    return new Promise((resolve, reject) => {
-      const socket = new WebSocket(url);
+  static async connect(url: string): Promise<CdpConnection> {
+    const Socket = await webSocketClass();
+    return await new Promise((resolve, reject) => {
+      const socket = new Socket(url);
       socket.onopen = () => resolve(new CdpConnection(socket));
       socket.onerror = () => reject(new CdpClosedError(`cannot connect to the browser at ${url}`));
     });

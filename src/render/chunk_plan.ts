@@ -2,11 +2,20 @@
  * The chunk planner: splits a frame range into contiguous chunks. One planner serves
  * local parallel rendering, the hosted server and the distributed (Lambda) path.
  *
- * Spec rules: with `chunkSize` unset and `targetChunkFrames` set, the chunk count is
+ * Count: with `chunkSize` unset and `targetChunkFrames` set, the chunk count is
  * clamp(ceil(frames / targetChunkFrames), 1, maxParallelChunks). With `chunkSize` set the
  * target is ignored. With neither, `chunkSize` defaults to 240. The count never exceeds
- * ceil(frames / chunkSize) and is capped by `maxParallelChunks`. Frames are spread
- * evenly: chunk sizes differ by at most one frame.
+ * ceil(frames / chunkSize) and is capped by `maxParallelChunks`.
+ *
+ * The GOP grid: the range is cut into cells of {@linkcode gopFrames}(fps) = fps frames
+ * (1 second; rounded for a rational rate) from its first frame, the last cell possibly shorter. Every cell is encoded
+ * by its own encoder run (`startEncoder`'s `cellFrames`), so a cell's bytes do not depend
+ * on the chunk it falls in, and a distributed render is frame-identical to a local one for
+ * any chunk plan. Chunks therefore hold whole cells: the count is also capped by the
+ * number of cells, and cells are spread evenly (the first chunks take the extra cell), so
+ * chunk sizes are multiples of the grid, differ by at most one cell, and only the last
+ * chunk ends off the grid (at the last frame). At an integer rate a cell is a whole second,
+ * so a join falls on a timestamp every container time base holds exactly.
  *
  * @module
  */
@@ -15,6 +24,23 @@
 export const DEFAULT_CHUNK_SIZE = 240;
 /** Default cap on chunks rendered in parallel. */
 export const DEFAULT_MAX_PARALLEL_CHUNKS = 16;
+/** Seconds of one GOP grid cell. */
+export const GOP_SECONDS = 1;
+
+/**
+ * Frames of one GOP grid cell at `fps`: 1 second, `fps` frames (rounded for a rational
+ * rate: 30 frames at 29.97). Chunks hold whole cells and every cell is one encoder run
+ * (one closed GOP starting on a keyframe).
+ *
+ * @example
+ * ```ts
+ * gopFrames(30); // 30
+ * gopFrames(30000 / 1001); // 30
+ * ```
+ */
+export function gopFrames(fps: number): number {
+  return Math.max(1, Math.round(GOP_SECONDS * fps));
+}
 
 /** One contiguous frame range, inclusive on both ends. */
 export interface Chunk {
@@ -34,6 +60,11 @@ export interface ChunkPlanOptions {
   from?: number;
   /** Number of frames in the range. */
   frames: number;
+  /**
+   * Frames per second (num / den for a rational rate): sets the GOP grid
+   * ({@linkcode gopFrames}). @default 30
+   */
+  fps?: number;
   /** Frames per chunk. @default 240 */
   chunkSize?: number;
   /** Ceiling on frames per chunk, used only when `chunkSize` is unset. */
@@ -61,30 +92,45 @@ export class ChunkPlanError extends Error {
   }
 }
 
+function positiveRate(value: number | undefined): void {
+  if (value !== undefined && !(Number.isFinite(value) && value > 0)) {
+    throw new ChunkPlanError("fps", value, "a positive number of frames per second");
+  }
+}
+
 function positive(field: string, value: number | undefined): void {
   if (value !== undefined && (!Number.isInteger(value) || value <= 0)) {
     throw new ChunkPlanError(field, value);
   }
 }
 
-/** The number of chunks the spec's rules give. */
+/** Grid cells of a range: ceil(frames / gopFrames(fps)). */
+function cellCount(options: ChunkPlanOptions): number {
+  return Math.ceil(options.frames / gopFrames(options.fps ?? 30));
+}
+
+/**
+ * The number of chunks: the count rules above, capped by the number of GOP grid cells.
+ */
 export function chunkCount(options: ChunkPlanOptions): number {
   positive("frames", options.frames);
+  positiveRate(options.fps);
   positive("chunkSize", options.chunkSize);
   positive("targetChunkFrames", options.targetChunkFrames);
   positive("maxParallelChunks", options.maxParallelChunks);
   const max = options.maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS;
   const per = options.chunkSize ?? options.targetChunkFrames ?? DEFAULT_CHUNK_SIZE;
-  return Math.min(Math.max(Math.ceil(options.frames / per), 1), max);
+  return Math.min(Math.max(Math.ceil(options.frames / per), 1), max, cellCount(options));
 }
 
 /**
- * Plans chunks for a frame range.
+ * Plans chunks of whole GOP grid cells for a frame range.
  *
  * @example
  * ```ts
- * chunkPlan({ frames: 1800 }); // 8 chunks of 225 frames (60 s at 30 fps)
- * chunkPlan({ frames: 150, targetChunkFrames: 50 }).length; // 3
+ * // 60 s at 30 fps: 60 cells of 30 frames in 8 chunks, 4 x 240 and 4 x 210 frames
+ * chunkPlan({ frames: 1800, fps: 30 });
+ * chunkPlan({ frames: 300, fps: 30, targetChunkFrames: 100 }).length; // 3: 120, 90, 90
  * ```
  */
 export function chunkPlan(options: ChunkPlanOptions): Chunk[] {
@@ -93,14 +139,17 @@ export function chunkPlan(options: ChunkPlanOptions): Chunk[] {
   if (!Number.isInteger(start) || start < 0) {
     throw new ChunkPlanError("from", options.from, "a non-negative integer");
   }
-  const base = Math.floor(options.frames / count);
-  const extra = options.frames % count;
+  const cell = gopFrames(options.fps ?? 30);
+  const cells = cellCount(options);
+  const base = Math.floor(cells / count);
+  const extra = cells % count;
+  const end = start + options.frames;
   const chunks: Chunk[] = [];
   let from = start;
   for (let index = 0; index < count; index++) {
-    const frames = base + (index < extra ? 1 : 0);
-    chunks.push({ index, from, to: from + frames - 1, frames });
-    from += frames;
+    const to = Math.min(from + (base + (index < extra ? 1 : 0)) * cell, end) - 1;
+    chunks.push({ index, from, to, frames: to - from + 1 });
+    from = to + 1;
   }
   return chunks;
 }

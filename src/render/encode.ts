@@ -1,6 +1,18 @@
 /**
- * Video encoding with ffmpeg: frames are piped to an ffmpeg process per chunk, and
- * chunks are joined with the concat demuxer without re-encoding.
+ * Video encoding with ffmpeg: frames are piped to ffmpeg, one process per GOP grid cell
+ * (`cellFrames`, see `gopFrames` in chunk_plan.ts), and cells and chunks are joined with the
+ * concat demuxer without re-encoding.
+ *
+ * Why one encoder run per cell: an encoder's output for a GOP depends on what it encoded
+ * before (x264 sets an IDR frame's QP from the running average of earlier P-frame QPs, and
+ * its lookahead and mb-tree behave differently at the end of the input) and libvpx keeps
+ * rate-control state across keyframes, so a GOP encoded mid-stream differs from the same GOP
+ * encoded first. A fresh run per cell makes every cell's bytes a function of its frames
+ * alone: any chunk plan gives the same file. The x264/x265 thread count is fixed, not
+ * derived from the machine's cores, because frame threads change the encoding (a Lambda
+ * worker and a workstation must agree). Joins carry exact timestamps: the concat list
+ * gives every file's duration from its frame count (the containers' own durations are
+ * rounded, e.g. an mp4's to the millisecond, which drifted each join).
  *
  * Output formats and quality presets (documented in the README):
  *
@@ -21,7 +33,9 @@
  */
 
 import { spawn, spawnSync } from "node:child_process";
-import { writeFile } from "node:fs/promises";
+import { rename, rm, writeFile } from "node:fs/promises";
+import { basename, dirname, join, resolve } from "node:path";
+import { ffmpegRate, type FrameRate, parseFrameRate } from "../composition/frame_rate.ts";
 
 /** Output container and codec family. */
 export type OutputFormat = "mp4" | "webm" | "mov";
@@ -56,6 +70,12 @@ export class EncodeError extends Error {
   }
 }
 
+/**
+ * Threads of x264/x265: a constant, since the thread count changes their output (frame
+ * threads limit motion search), so machines with different core counts would disagree.
+ */
+const ENCODER_THREADS = "4";
+
 /** Video codec arguments for a format and quality. */
 export function codecArgs(format: OutputFormat, quality: Quality, hdr = false): string[] {
   if (hdr) {
@@ -69,6 +89,8 @@ export function codecArgs(format: OutputFormat, quality: Quality, hdr = false): 
       preset,
       "-crf",
       crf,
+      "-threads",
+      ENCODER_THREADS,
       "-pix_fmt",
       "yuv420p10le",
       "-tag:v",
@@ -98,6 +120,8 @@ export function codecArgs(format: OutputFormat, quality: Quality, hdr = false): 
         preset,
         "-crf",
         crf,
+        "-threads",
+        ENCODER_THREADS,
         "-pix_fmt",
         "yuv420p",
         "-flags",
@@ -162,6 +186,12 @@ export interface EncoderOptions {
    * and centred on black (letterbox or pillarbox).
    */
   outputSize?: { width: number; height: number };
+  /**
+   * Frames per encoder run (one GOP grid cell, `gopFrames(fps)`): every run of this many
+   * frames, from the first frame written, is encoded by a fresh ffmpeg and the runs are
+   * joined into `output`. The first frame written must be on the grid. @default one run
+   */
+  cellFrames?: number;
 }
 
 /** A running ffmpeg process fed one image per frame. */
@@ -205,6 +235,17 @@ function videoFilters(
   return filters.length > 0 ? ["-vf", filters.join(",")] : [];
 }
 
+/**
+ * For a rational rate in mp4/mov, the movie timescale of the rate's numerator: the
+ * default (1000) rounds a chunk of 10 frames at 30000/1001 to 334 ms, the concat demuxer
+ * then places the next chunk late and the joined file no longer reads 30000/1001.
+ */
+function movieTimescale(format: OutputFormat, rate: FrameRate): string[] {
+  return rate.den > 1 && (format === "mp4" || format === "mov")
+    ? ["-movie_timescale", String(rate.num)]
+    : [];
+}
+
 /** Per ffmpeg binary: the option that keeps the input timestamps, probed once. */
 const passthroughOption = new Map<string, string>();
 
@@ -224,19 +265,9 @@ function timestampPassthrough(ffmpeg: string): string[] {
   return [option, "passthrough"];
 }
 
-/**
- * Starts ffmpeg reading images from stdin and writing one closed-GOP segment that
- * starts on a keyframe, so segments can be joined with `-c copy`.
- *
- * @example
- * ```ts
- * const encoder = startEncoder({ ffmpeg: "ffmpeg", output: "chunk.mp4", fps: 30,
- *   format: "mp4", quality: "standard", width: 320, height: 180, frameFormat: "jpeg" });
- * await encoder.write(jpegBytes);
- * await encoder.finish();
- * ```
- */
-export function startEncoder(options: EncoderOptions): Encoder {
+/** One ffmpeg process encoding the frames written to it into `output`. */
+function startRun(options: EncoderOptions, output: string): Encoder {
+  const rate = parseFrameRate(options.fps);
   const args = [
     "-hide_banner",
     "-loglevel",
@@ -245,17 +276,19 @@ export function startEncoder(options: EncoderOptions): Encoder {
     "-f",
     "image2pipe",
     "-framerate",
-    String(options.fps),
+    ffmpegRate(rate),
     "-c:v",
     options.frameFormat === "jpeg" ? "mjpeg" : "png",
     "-i",
     "pipe:0",
     ...videoFilters(options.width, options.height, options.hdr === true, options.outputSize),
     ...codecArgs(options.format, options.quality, options.hdr === true),
+    ...movieTimescale(options.format, rate),
     ...timestampPassthrough(options.ffmpeg),
+    // The exact fraction (30000/1001), so the container says 29.97 rather than 2997/100.
     "-r",
-    String(options.fps),
-    options.output,
+    ffmpegRate(rate),
+    output,
   ];
   const child = spawn(options.ffmpeg, args, { stdio: ["pipe", "ignore", "pipe"] });
   let log = "";
@@ -266,14 +299,14 @@ export function startEncoder(options: EncoderOptions): Encoder {
   let failure: Error | undefined;
   const exited = new Promise<void>((resolve) => {
     child.on("error", (error) => {
-      failure = new EncodeError(`cannot run ffmpeg: ${error.message}`, options.output);
+      failure = new EncodeError(`cannot run ffmpeg: ${error.message}`, output);
       resolve();
     });
     child.on("exit", (code, signal) => {
       if (code !== 0) {
         failure ??= new EncodeError(
-          `ffmpeg failed writing ${options.output} (${signal ?? `exit ${code}`}): ${log.trim()}`,
-          options.output,
+          `ffmpeg failed writing ${output} (${signal ?? `exit ${code}`}): ${log.trim()}`,
+          output,
         );
       }
       resolve();
@@ -302,6 +335,82 @@ export function startEncoder(options: EncoderOptions): Encoder {
   };
 }
 
+/**
+ * Starts encoding images written one per frame into `output`: one closed-GOP segment per
+ * encoder run (per `cellFrames`), each starting on a keyframe, joined with `-c copy` when
+ * the last frame is in. The next run starts while the previous one finishes.
+ *
+ * @example
+ * ```ts
+ * const encoder = startEncoder({ ffmpeg: "ffmpeg", output: "chunk.mp4", fps: 30,
+ *   format: "mp4", quality: "standard", width: 320, height: 180, frameFormat: "jpeg",
+ *   cellFrames: 60 });
+ * await encoder.write(jpegBytes);
+ * await encoder.finish();
+ * ```
+ */
+export function startEncoder(options: EncoderOptions): Encoder {
+  const cellFrames = options.cellFrames;
+  if (cellFrames === undefined) return startRun(options, options.output);
+  if (!Number.isInteger(cellFrames) || cellFrames < 1) {
+    throw new RangeError(`cellFrames must be a positive integer, got ${cellFrames}`);
+  }
+  const dir = dirname(resolve(options.output));
+  const name = basename(options.output);
+  const cells: { file: string; frames: number; run: Encoder; finished?: Promise<void> }[] = [];
+  const startCell = (): (typeof cells)[number] => {
+    const file = join(dir, `.${name}.cell-${cells.length}.${options.format}`);
+    const cell = { file, frames: 0, run: startRun(options, file) };
+    cells.push(cell);
+    return cell;
+  };
+  let current: (typeof cells)[number] | undefined;
+  const removeCells = () => Promise.all(cells.map((c) => rm(c.file, { force: true })));
+  const abortAll = (): void => cells.forEach((c) => c.run.abort());
+  return {
+    async write(frame: Uint8Array): Promise<void> {
+      if (current && current.frames === cellFrames) {
+        const done = current;
+        done.finished = done.run.finish();
+        // Reported by finish(); unhandled until then.
+        done.finished.catch(() => {});
+        current = undefined;
+      }
+      current ??= startCell();
+      current.frames++;
+      await current.run.write(frame);
+    },
+    async finish(): Promise<void> {
+      try {
+        if (current) current.finished = current.run.finish();
+        await Promise.all(cells.map((c) => c.finished));
+        if (cells.length === 1) {
+          await rename(cells[0].file, options.output);
+        } else if (cells.length > 1) {
+          await concatChunks(
+            options.ffmpeg,
+            cells.map((c) => c.file),
+            join(dir, `.${name}.cells.txt`),
+            options.output,
+            options.format,
+            { fps: options.fps, frames: cells.map((c) => c.frames) },
+          );
+          await rm(join(dir, `.${name}.cells.txt`), { force: true });
+        }
+      } catch (error) {
+        abortAll();
+        throw error;
+      } finally {
+        await removeCells();
+      }
+    },
+    abort(): void {
+      abortAll();
+      void removeCells();
+    },
+  };
+}
+
 /** Runs ffmpeg with `args` to completion; rejects with its log on failure. */
 export function runFfmpeg(ffmpeg: string, args: string[], output: string): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -324,9 +433,38 @@ export function runFfmpeg(ffmpeg: string, args: string[], output: string): Promi
   });
 }
 
+/** Frame counts of the files joined by {@linkcode concatChunks}, for exact timestamps. */
+export interface ConcatTiming {
+  /** Frames per second of every file. */
+  fps: number;
+  /** Frames of each file, in order. */
+  frames: number[];
+}
+
+/**
+ * The concat demuxer's list: every file but the last with its `duration`, computed from
+ * the frames before and after it (rounded to the microsecond once, never accumulated), so
+ * file k starts exactly at its first frame's time. Without it the demuxer uses each file's
+ * container duration, which is rounded (an mp4's to the millisecond: +0.65 ms per join
+ * with 100-frame chunks at 30 fps).
+ */
+export function concatList(files: string[], timing?: ConcatTiming): string {
+  const micros = (frames: number) => Math.round(frames * 1e6 / timing!.fps);
+  let before = 0;
+  return files.map((file, i) => {
+    const line = `file '${file.replaceAll("'", "'\\''")}'\n`;
+    if (!timing || i === files.length - 1) return line;
+    const after = before + timing.frames[i];
+    const duration = (micros(after) - micros(before)) / 1e6;
+    before = after;
+    return `${line}duration ${duration.toFixed(6)}\n`;
+  }).join("");
+}
+
 /**
  * Joins chunk files (same codec and settings) into `output` with the concat demuxer and
- * `-c copy`: no re-encode, so chunk seams are bit-exact.
+ * `-c copy`: no re-encode, so chunk seams are bit-exact. With `timing`, timestamps at the
+ * joins are exact (see {@linkcode concatList}).
  */
 export async function concatChunks(
   ffmpeg: string,
@@ -334,9 +472,9 @@ export async function concatChunks(
   listFile: string,
   output: string,
   format: OutputFormat,
+  timing?: ConcatTiming,
 ): Promise<void> {
-  const list = chunkFiles.map((f) => `file '${f.replaceAll("'", "'\\''")}'`).join("\n") + "\n";
-  await writeFile(listFile, list);
+  await writeFile(listFile, concatList(chunkFiles, timing));
   await runFfmpeg(ffmpeg, [
     "-f",
     "concat",

@@ -43,12 +43,20 @@ export interface MediaProbe {
   audioChannels: number;
 }
 
-/** Runs ffprobe on a file or URL. */
-export function probeMedia(ffprobe: string, src: string): Promise<MediaProbe> {
+/**
+ * Runs ffprobe on a file or URL. `inputArgs` go before the input (a guarded render's
+ * `-protocol_whitelist file`).
+ */
+export function probeMedia(
+  ffprobe: string,
+  src: string,
+  inputArgs: readonly string[] = [],
+): Promise<MediaProbe> {
   return new Promise((resolve, reject) => {
     const child = spawn(ffprobe, [
       "-v",
       "error",
+      ...inputArgs,
       "-show_entries",
       "stream=codec_type,avg_frame_rate,r_frame_rate,channels:format=duration",
       "-of",
@@ -301,6 +309,8 @@ export async function prepareVideoProxies(
     input?: (src: string) => string;
     /** The source as the user knows it, for progress (e.g. its project path). */
     label?: (src: string) => string;
+    /** Options before each input (a guarded render's `-protocol_whitelist file`). */
+    inputArgs?: readonly string[];
     serve: (name: string, file: string) => string;
     /** Cache folder. @default cacheDir() */
     cacheDir?: string;
@@ -308,6 +318,7 @@ export async function prepareVideoProxies(
     onProgress?: (progress: MediaProgress) => void;
   },
 ): Promise<Record<string, VideoProxy>> {
+  const inputArgs = options.inputArgs ?? [];
   const proxies: Record<string, VideoProxy> = {};
   const sources = [...new Set(media.filter((m) => m.kind === "video").map((m) => m.src))];
   const proxyDir = join(options.cacheDir ?? cacheDir(), "proxies");
@@ -332,7 +343,7 @@ export async function prepareVideoProxies(
       continue;
     }
     report(0, false);
-    const probe = await probeMedia(options.ffprobe, input);
+    const probe = await probeMedia(options.ffprobe, input, inputArgs);
     if (!probe.hasVideo || probe.fps <= 0) {
       throw new MediaError(`${src} has no video stream`, src);
     }
@@ -340,7 +351,7 @@ export async function prepareVideoProxies(
     try {
       await convertProxy(
         options.ffmpeg,
-        ["-i", input, ...PROXY_ARGS, "-r", String(probe.fps), temp],
+        [...inputArgs, "-i", input, ...PROXY_ARGS, "-r", String(probe.fps), temp],
         temp,
         probe.duration,
         (fraction) => report(fraction, false),
@@ -384,8 +395,11 @@ export async function mixAudio(
     startAt?: number;
     output: string;
     input?: (src: string) => string;
+    /** Options before each input (a guarded render's `-protocol_whitelist file`). */
+    inputArgs?: readonly string[];
   },
 ): Promise<boolean> {
+  const inputArgs = options.inputArgs ?? [];
   const startAt = options.startAt ?? 0;
   const end = startAt + options.duration;
   const inputs: string[] = [];
@@ -395,14 +409,14 @@ export async function mixAudio(
     const playsUntil = item.duration === null ? Infinity : item.start + item.duration;
     if (item.muted || item.volume <= 0 || item.start >= end || playsUntil <= startAt) continue;
     const input = options.input?.(item.src) ?? item.src;
-    const probe = await probeMedia(options.ffprobe, input);
+    const probe = await probeMedia(options.ffprobe, input, inputArgs);
     if (!probe.hasAudio) continue;
     const n = filters.length;
     // A loop restarts at data-media-start, as the picture does: the whole file loops when
     // that is 0, else the trimmed span is repeated.
     const loopSpan = item.loop && item.mediaStart > 0 ? probe.duration - item.mediaStart : 0;
     const loopFile = item.loop && loopSpan <= 0;
-    inputs.push(...(loopFile ? ["-stream_loop", "-1"] : []), "-i", input);
+    inputs.push(...inputArgs, ...(loopFile ? ["-stream_loop", "-1"] : []), "-i", input);
     // The part of this element's playback that falls inside [startAt, end).
     const skip = Math.max(0, startAt - item.start);
     const steps = [`atrim=start=${item.mediaStart}`, "asetpts=PTS-STARTPTS"];

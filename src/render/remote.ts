@@ -2,16 +2,18 @@
  * Remote media from variables: a string variable holding an `http(s)` URL (spec rule 6:
  * media are passed as URLs) is downloaded once per render and served to every page from
  * that local copy, so parallel workers never download it again and every frame sees the
- * same bytes.
+ * same bytes. Downloads stream to disk with a byte cap; server-side renders also refuse
+ * private and loopback hosts at every redirect hop (`src/net/address_policy.ts`).
  *
  * @module
  */
 
-import { writeFile } from "node:fs/promises";
 import { Buffer } from "node:buffer";
-import { readFile } from "node:fs/promises";
+import { open, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
+import { BlockedAddressError } from "../net/address_policy.ts";
+import { DownloadTooLargeError, guardedGet } from "../net/guarded_fetch.ts";
 import type { CdpSession } from "./cdp.ts";
 
 /** A downloaded remote asset. */
@@ -54,8 +56,26 @@ export function remoteUrlsIn(values: Variables): { variable: string; url: string
   return [...found].map(([url, variable]) => ({ variable, url }));
 }
 
+/** Largest remote media file a render downloads, by default: 512 MiB. */
+export const MAX_REMOTE_MEDIA_BYTES = 512 * 1024 * 1024;
+
+/** Options of {@linkcode fetchRemoteMedia}. */
+export interface RemoteMediaOptions {
+  /** Per download, redirects included. @default 60000 */
+  timeoutMs?: number;
+  /** Per file; the download is aborted as soon as it passes this. @default 512 MiB */
+  maxBytes?: number;
+  /**
+   * Refuse URLs whose host is (or resolves to) a private or loopback address, at every
+   * redirect hop (server-side renders). @default false
+   */
+  blockPrivateNetwork?: boolean;
+}
+
 /**
- * Downloads every remote URL among the variables once into `workDir`.
+ * Downloads every remote URL among the variables once into `workDir`, streaming each to
+ * its file and aborting at `maxBytes`; redirects are followed by hand (at most 5), each
+ * hop checked when `blockPrivateNetwork` is set.
  *
  * @example
  * ```ts
@@ -65,31 +85,51 @@ export function remoteUrlsIn(values: Variables): { variable: string; url: string
 export async function fetchRemoteMedia(
   values: Variables,
   workDir: string,
-  timeoutMs = 60000,
+  options: RemoteMediaOptions = {},
 ): Promise<RemoteAssets> {
   const assets: RemoteAssets = {};
   for (const [index, { variable, url }] of remoteUrlsIn(values).entries()) {
-    let response: Response;
-    try {
-      response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    } catch (error) {
-      throw new RemoteMediaError(variable, url, (error as Error).message);
-    }
-    if (!response.ok) {
-      await response.body?.cancel();
-      throw new RemoteMediaError(variable, url, `HTTP ${response.status}`);
-    }
-    const body = new Uint8Array(await response.arrayBuffer());
-    const file = join(workDir, `remote-${index}`);
-    await writeFile(file, body);
-    assets[url] = {
-      url,
-      file,
-      contentType: response.headers.get("content-type") ?? "application/octet-stream",
-      bytes: body.length,
-    };
+    assets[url] = await downloadRemote(variable, url, join(workDir, `remote-${index}`), options);
   }
   return assets;
+}
+
+/**
+ * Downloads one remote URL into `file` (see {@linkcode fetchRemoteMedia}); `variable` is
+ * named in errors.
+ */
+export async function downloadRemote(
+  variable: string,
+  url: string,
+  file: string,
+  options: RemoteMediaOptions = {},
+): Promise<RemoteAsset> {
+  const handle = await open(file, "w");
+  try {
+    const got = await guardedGet(url, {
+      field: variable,
+      maxBytes: options.maxBytes ?? MAX_REMOTE_MEDIA_BYTES,
+      timeoutMs: options.timeoutMs ?? 60000,
+      allowPrivate: options.blockPrivateNetwork !== true,
+      sink: async (chunk) => {
+        for (let at = 0; at < chunk.length;) {
+          at += (await handle.write(chunk, at, chunk.length - at)).bytesWritten;
+        }
+      },
+    });
+    await handle.close();
+    return { url, file, contentType: got.contentType, bytes: got.bytes };
+  } catch (error) {
+    await handle.close().catch(() => {});
+    await rm(file, { force: true });
+    const reason = error instanceof DownloadTooLargeError
+      ? `over the ${error.limit} byte limit`
+      : error instanceof BlockedAddressError
+      ? error.message.slice(variable.length + 2)
+      : (error as Error).message.replace(/^.*\((.*)\)$/s, "$1")
+        .replace(`${variable}: ${url} answered`, "answered");
+    throw new RemoteMediaError(variable, url, reason);
+  }
 }
 
 function escapePattern(url: string): string {

@@ -11,10 +11,18 @@ import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
+import {
+  frameCountOf,
+  type FrameRate,
+  FrameRateError,
+  frameRateValue,
+  frameTime,
+  parseFrameRate,
+} from "../composition/frame_rate.ts";
 import type { CaptureMode } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
 import type { BrowserPool, CapturePreference } from "./capture_mode.ts";
-import { type Chunk, chunkPlan } from "./chunk_plan.ts";
+import { type Chunk, chunkPlan, gopFrames } from "./chunk_plan.ts";
 import {
   concatChunks,
   OUTPUT_FORMATS,
@@ -102,8 +110,11 @@ export interface RenderProgress {
 export interface RenderOptions extends CompositionSource {
   /** Output path. @default "renders/<composition-id>.<format>" */
   output?: string;
-  /** Frames per second, integer 1-240. @default 30 */
-  fps?: number;
+  /**
+   * Frames per second, 1-240: an integer, a decimal (`29.97` = 30000/1001) or a fraction
+   * (`"30000/1001"`). Wins over the composition's `data-fps`. @default data-fps, else 30
+   */
+  fps?: number | string;
   /** Container and codec of the output. @default "mp4" */
   format?: OutputFormat;
   /** Encoder preset. @default "standard" */
@@ -121,7 +132,10 @@ export interface RenderOptions extends CompositionSource {
    * composition's size
    */
   outputSize?: { width: number; height: number };
-  /** Frames per chunk (each chunk is one closed-GOP segment). @default 60 */
+  /**
+   * Frames per chunk; chunks hold whole GOP grid cells of 1 second (see `chunkPlan`),
+   * so any chunk size gives the same frames. @default 2 x fps (two cells)
+   */
   chunkSize?: number;
   /** Render only frames `from`..`to` (inclusive). */
   frames?: { from: number; to: number };
@@ -140,6 +154,13 @@ export interface RenderOptions extends CompositionSource {
    * many: the preview studio, `vid server`. @default a browser launched for this render
    */
   browsers?: BrowserPool;
+  /**
+   * Keep the render off private networks, for renders of other people's compositions
+   * (`vid server`, the Lambda worker): the page, its iframes, fetch/XHR, WebSocket,
+   * every redirect hop and all media downloads reach public addresses only, plus the
+   * render's own project files. @default false
+   */
+  blockPrivateNetwork?: boolean;
 }
 
 /** What a finished render produced. */
@@ -152,8 +173,10 @@ export interface RenderResult {
   width: number;
   /** Output height in pixels. */
   height: number;
-  /** Frames per second of the output. */
+  /** Frames per second of the output (num / den of `frameRate`, e.g. 29.97002997...). */
   fps: number;
+  /** The exact frame rate of the output, e.g. `{ num: 30000, den: 1001 }`. */
+  frameRate: FrameRate;
   /** Container and codec of the output. */
   format: OutputFormat;
   /** Encoder preset used. */
@@ -184,25 +207,49 @@ export interface RenderResult {
   warnings: VariableProblem[];
 }
 
-/** Frames per chunk of a local render; workers pull chunks from a queue. */
-export const LOCAL_CHUNK_FRAMES = 60;
+/** GOP grid cells per chunk of a local render (2 seconds); workers pull chunks from a queue. */
+export const LOCAL_CHUNK_CELLS = 2;
 
 /** Default worker count for this machine. */
 export function defaultWorkers(): number {
   return Math.max(1, Math.min(availableParallelism(), 4));
 }
 
-/** Total frames of a composition: round(duration x fps). */
-export function frameCount(durationSeconds: number, fps: number): number {
-  return Math.max(1, Math.round(durationSeconds * fps));
+/** Total frames of a composition: duration x fps rounded to the nearest frame, at least 1. */
+export function frameCount(durationSeconds: number, fps: number | FrameRate): number {
+  return frameCountOf(durationSeconds, typeof fps === "number" ? parseFrameRate(fps) : fps);
+}
+
+/** The rate when neither the caller nor the composition (`data-fps`) gives one. */
+export const DEFAULT_FRAME_RATE: FrameRate = { num: 30, den: 1 };
+
+/**
+ * The frame rate of a render: the caller's `fps` (`--fps`, SDK `fps`) wins over the
+ * composition's `data-fps`, which wins over 30. Throws {@linkcode RenderOptionError}
+ * naming `--fps` for a rate that does not parse or is out of range.
+ *
+ * @example
+ * ```ts
+ * renderFrameRate("29.97", undefined); // { num: 30000, den: 1001 }
+ * renderFrameRate(undefined, { num: 25, den: 1 }); // { num: 25, den: 1 }
+ * ```
+ */
+export function renderFrameRate(
+  fps: number | string | undefined,
+  declared: FrameRate | undefined,
+): FrameRate {
+  if (fps === undefined) return declared ?? DEFAULT_FRAME_RATE;
+  try {
+    return parseFrameRate(fps, "--fps");
+  } catch (error) {
+    if (!(error instanceof FrameRateError)) throw error;
+    throw new RenderOptionError("--fps", error.message.replace(/^--fps: /, ""));
+  }
 }
 
 /** Checks fps, format, quality, workers; throws {@linkcode RenderOptionError}. */
 export function checkRenderOptions(options: RenderOptions): void {
-  const fps = options.fps ?? 30;
-  if (!Number.isInteger(fps) || fps < 1 || fps > 240) {
-    throw new RenderOptionError("--fps", `must be an integer from 1 to 240, got ${fps}`);
-  }
+  renderFrameRate(options.fps, undefined);
   if (options.format !== undefined && !OUTPUT_FORMATS.includes(options.format)) {
     throw new RenderOptionError(
       "--format",
@@ -270,20 +317,23 @@ export async function renderComposition<V extends object = Variables>(
   const options = typedOptions as RenderOptions;
   const started = performance.now();
   checkRenderOptions(options);
-  const fps = options.fps ?? 30;
   const format = options.format ?? "mp4";
   const quality = options.quality ?? "standard";
   const hdr = options.hdr === true;
   const prepared = await prepareComposition(options);
   const { composition, problems } = prepared;
-  const total = frameCount(composition.duration, fps);
+  const frameRate = renderFrameRate(options.fps, composition.fps);
+  const fps = frameRateValue(frameRate);
+  const total = frameCountOf(composition.duration, frameRate);
   const range = frameRange(options, total);
   const frames = range.to - range.from + 1;
-  // Chunks do not depend on the worker count, so any --workers gives identical frames.
-  const chunkSize = options.chunkSize ?? LOCAL_CHUNK_FRAMES;
+  // Every GOP grid cell is its own encoder run, so neither --workers nor the chunk size
+  // changes a frame.
+  const chunkSize = options.chunkSize ?? LOCAL_CHUNK_CELLS * gopFrames(fps);
   const chunks = chunkPlan({
     from: range.from,
     frames,
+    fps,
     chunkSize,
     maxParallelChunks: Math.ceil(frames / chunkSize),
   });
@@ -312,6 +362,7 @@ export async function renderComposition<V extends object = Variables>(
       seed: options.seed,
       epochMs: options.epochMs,
       outputSize: options.outputSize,
+      blockPrivateNetwork: options.blockPrivateNetwork,
       onWarning: options.onWarning,
       browsers: options.browsers,
       onStage: (stage, media) => {
@@ -396,18 +447,21 @@ export async function renderComposition<V extends object = Variables>(
       const audible = await mixAudio(session.media, {
         ffmpeg,
         ffprobe: session.ffprobe,
-        duration: frames / fps,
-        startAt: range.from / fps,
+        duration: frameTime(frames, frameRate),
+        startAt: frameTime(range.from, frameRate),
         output: soundtrack,
         input: session.input,
+        inputArgs: session.inputArgs,
       });
       const joined = audible ? join(work, `joined.${format}`) : partial;
+      const list = join(work, "chunks.txt");
+      const timing = { fps, frames: chunks.map((c) => c.frames) };
       if (chunkFiles.length === 1) {
         await rename(chunkFiles[0], joined).catch(async () => {
-          await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, format);
+          await concatChunks(ffmpeg, chunkFiles, list, joined, format, timing);
         });
       } else {
-        await concatChunks(ffmpeg, chunkFiles, join(work, "chunks.txt"), joined, format);
+        await concatChunks(ffmpeg, chunkFiles, list, joined, format, timing);
       }
       if (audible) await muxAudio(ffmpeg, joined, soundtrack, partial, format);
       await rename(partial, output);
@@ -424,13 +478,14 @@ export async function renderComposition<V extends object = Variables>(
       width: options.outputSize?.width ?? composition.width,
       height: options.outputSize?.height ?? composition.height,
       fps,
+      frameRate,
       format,
       quality,
       hdr,
       from: range.from,
       to: range.to,
       frames,
-      durationSeconds: frames / fps,
+      durationSeconds: frameTime(frames, frameRate),
       captureMode: session.browser.mode,
       workers,
       chunks: chunks.length,

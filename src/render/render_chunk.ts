@@ -8,11 +8,17 @@
  */
 
 import type { Variables } from "../composition/declarations.ts";
-import { runtimeScript } from "../runtime/page_runtime.ts";
+import { parseFrameRate } from "../composition/frame_rate.ts";
+import {
+  type PageErrorRecord,
+  RUNTIME_SOURCE_URL,
+  runtimeScript,
+} from "../runtime/page_runtime.ts";
 import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
-import { type Capturer, createCapturer, seekFrame } from "./capture.ts";
-import type { Chunk } from "./chunk_plan.ts";
+import { type Capturer, createCapturer, evaluate, seekFrame } from "./capture.ts";
+import { pageErrorFrom } from "./page_error.ts";
+import { type Chunk, gopFrames } from "./chunk_plan.ts";
 import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
 import { type Encoder, hasAlpha, type OutputFormat, type Quality, startEncoder } from "./encode.ts";
 
@@ -65,6 +71,67 @@ export interface CompositionPage {
   close(): Promise<void>;
 }
 
+/** CDP's `Runtime.exceptionThrown` details (lines and columns from 0). */
+interface ExceptionDetails {
+  text?: string;
+  url?: string;
+  lineNumber?: number;
+  columnNumber?: number;
+  exception?: { description?: string; value?: unknown };
+  stackTrace?: {
+    callFrames: { functionName: string; url: string; lineNumber: number; columnNumber: number }[];
+  };
+}
+
+/** The runtime's shape of an uncaught exception CDP reported while the page loaded. */
+function loadErrorRecord(details: ExceptionDetails): PageErrorRecord {
+  const description = details.exception?.description ??
+    (details.exception && "value" in details.exception
+      ? `Uncaught ${String(details.exception.value)}`
+      : details.text ?? "an unknown error");
+  // The page's frames: those above the runtime's (see the runtime's own stack reading).
+  const callFrames = details.stackTrace?.callFrames ?? [];
+  const firstPage = callFrames.findIndex((f) => !f.url.endsWith(RUNTIME_SOURCE_URL));
+  const runtimeBelow = callFrames.findIndex((f, i) =>
+    i > firstPage && firstPage >= 0 && f.url.endsWith(RUNTIME_SOURCE_URL)
+  );
+  const stack = callFrames
+    .slice(Math.max(0, firstPage), runtimeBelow < 0 ? undefined : runtimeBelow)
+    .filter((f) => /^(https?|file|blob):/.test(f.url))
+    .map((f) => ({
+      functionName: f.functionName,
+      url: f.url,
+      line: f.lineNumber + 1,
+      column: f.columnNumber + 1,
+    }));
+  return {
+    message: description.split("\n    at ")[0],
+    phase: "load",
+    stack,
+    ...(details.url && details.lineNumber !== undefined
+      ? { url: details.url, line: details.lineNumber + 1, column: (details.columnNumber ?? 0) + 1 }
+      : {}),
+  };
+}
+
+/**
+ * Throws the page's load error when its runtime recorded one (an exception in a frame of
+ * another document, which the runtime never sees, fails nothing, as before), with the
+ * location details of the matching CDP exception.
+ */
+async function throwLoadError(
+  page: CdpSession,
+  pageUrl: string,
+  thrown: readonly ExceptionDetails[],
+): Promise<void> {
+  const errors = await evaluate(page, "window.__vid.errors()") as PageErrorRecord[];
+  const first = errors.find((e) => e.phase === "load");
+  if (!first) return;
+  const records = thrown.map(loadErrorRecord);
+  const match = records.find((r) => r.message === first.message) ?? first;
+  throw pageErrorFrom(match.stack.length > 0 || match.url ? match : first, pageUrl, null);
+}
+
 /**
  * Opens a window with the vid runtime and loads the composition.
  *
@@ -87,16 +154,26 @@ export async function openComposition(browser: Browser, spec: PageSpec): Promise
       seed: spec.seed,
       epochMs: spec.epochMs,
       fps: spec.fps,
+      frameRate: parseFrameRate(spec.fps),
       readyTimeoutMs: spec.readyTimeoutMs ?? 30000,
       videoProxies: spec.videoProxies,
     }),
   });
+  // A throw while the page loads is reported as a load error with CDP's own location
+  // details (complete even for a script from another origin).
+  const thrown: ExceptionDetails[] = [];
+  const stopListening = page.on("Runtime.exceptionThrown", (params) => {
+    thrown.push((params as { exceptionDetails: ExceptionDetails }).exceptionDetails);
+  });
   try {
     await serveRemoteAssets(page, spec.remote ?? {});
     await navigate(page, spec.url);
+    if (thrown.length > 0) await throwLoadError(page, spec.url, thrown);
   } catch (error) {
     await closePage(page);
     throw error;
+  } finally {
+    stopListening();
   }
   return {
     spec,
@@ -134,6 +211,8 @@ export async function renderRange(
     frameFormat: alpha ? "png" : "jpeg",
     hdr: out.hdr,
     outputSize: spec.outputSize,
+    // One encoder run per GOP grid cell: chunks start on the grid (see chunk_plan.ts).
+    cellFrames: gopFrames(spec.fps),
   });
   const abort = () => encoder.abort();
   signal?.addEventListener("abort", abort);

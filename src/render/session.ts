@@ -21,6 +21,8 @@ import { type BrowserPool, type CapturePreference, launchForCapture } from "./ca
 import type { OutputFormat } from "./encode.ts";
 import { listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
 import { fetchRemoteMedia } from "./remote.ts";
+import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
+import { guardLaunchFlags, type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
 import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
 import { type ProjectServer, serveProject } from "./serve.ts";
 import { requireFfmpeg, requireFfprobe } from "./system.ts";
@@ -70,11 +72,14 @@ export async function prepareComposition(source: CompositionSource): Promise<Pre
     variables: source.variables,
     variablesFile: source.variablesFile,
     strict: source.strictVariables,
+    projectDir: composition.projectDir,
   });
   let { values, problems } = resolved;
   if (source.values) {
     const overrides = { ...resolved.overrides, ...source.values };
-    problems = checkOverrides(composition.declarations, overrides);
+    problems = checkOverrides(composition.declarations, overrides, {
+      projectDir: composition.projectDir,
+    });
     if (source.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
     values = mergeVariables(composition.declarations, overrides);
   }
@@ -123,6 +128,14 @@ export interface SessionOptions {
   browsers?: BrowserPool;
   /** Told when the session starts preparing media, then as each video source advances. */
   onStage?: (stage: "preparing media", media?: MediaProgress) => void;
+  /**
+   * Keep the render off private networks (server-side renders): every request of the
+   * page (navigation, sub-resources, iframes, fetch/XHR, WebSocket, each redirect hop)
+   * goes through a guard proxy that lets through only public addresses and this render's
+   * own project server; remote media and media ffmpeg reads are held to the same rule.
+   * @default false
+   */
+  blockPrivateNetwork?: boolean;
 }
 
 /** A ready-to-capture render environment. Close it when done. */
@@ -138,6 +151,8 @@ export interface RenderSession {
   readonly media: MediaDescriptor[];
   /** What ffmpeg reads for a page URL (the local copy of a remote one). */
   input(src: string): string;
+  /** ffmpeg options before each media input (the guard's protocol whitelist). */
+  readonly inputArgs: readonly string[];
   /** Throws {@linkcode MissingAssetError} if the page asked for files the project lacks. */
   checkMissingAssets(): void;
   /** The current browser (replaced after a crash). */
@@ -196,20 +211,28 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
   let server: ProjectServer | undefined;
   let browser: Browser | undefined;
   let discovery: CompositionPage | undefined;
+  let proxy: GuardProxy | undefined;
   const close = async (): Promise<void> => {
     await discovery?.close().catch(() => undefined);
     // Each step runs even when an earlier one fails, so nothing is left behind.
     const done = browser && options.browsers ? options.browsers.release(browser) : browser?.close();
-    await Promise.allSettled([done, server?.close()]);
+    await Promise.allSettled([done, server?.close(), proxy?.close()]);
     await rm(workDir, { recursive: true, force: true });
   };
   try {
     server = await serveProject(composition.projectDir);
+    let networkFlags: string[] = [];
+    if (options.blockPrivateNetwork) {
+      const origin = new URL(server.url).host;
+      proxy = await startGuardProxy({ allowHosts: [origin] });
+      networkFlags = guardLaunchFlags(proxy.url, [origin]);
+    }
     const onFallback = (reason: string) =>
       options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`);
-    browser = options.browsers
+    // A guarded render launches its own browser: its launch flags carry this render's proxy.
+    browser = options.browsers && !options.blockPrivateNetwork
       ? await options.browsers.acquire(options.capture ?? "auto", onFallback, scale)
-      : await launchForCapture(options.capture ?? "auto", onFallback, scale);
+      : await launchForCapture(options.capture ?? "auto", onFallback, scale, networkFlags);
     const spec: PageSpec = {
       url: server.url + encodeURI(composition.entry),
       width: composition.width,
@@ -223,17 +246,31 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ...(size ? { outputSize: size, scale } : {}),
     };
     options.onStage?.("preparing media");
-    spec.remote = await fetchRemoteMedia(values, workDir);
+    spec.remote = await fetchRemoteMedia(values, workDir, {
+      blockPrivateNetwork: options.blockPrivateNetwork,
+    });
     const remote = spec.remote;
     const projectServer = server;
-    // ffmpeg reads project media straight from disk: over the project server it crawled
-    // (20-30 s for a clip ffmpeg converts from the file in under 3).
-    const input = (src: string): string => remote[src]?.file ?? projectServer.localFile(src) ?? src;
-    // The page media are discovered on renders the first frames when no `<video>` needs a
-    // stand-in (the usual case): one page load fewer per render.
+    // The page media are discovered on the page that renders the first frames when no
+    // `<video>` needs a stand-in (the usual case): one page load fewer per render.
     discovery = await openComposition(browser, { ...spec, videoProxies: undefined });
     const media = await listMedia(discovery);
     checkMissingAssets(server, composition.file);
+    // ffmpeg reads media outside the browser, so the guard applies to its inputs too: a
+    // guarded render hands ffmpeg checked local files only.
+    const ffmpegInputs = options.blockPrivateNetwork
+      ? await guardedMediaInputs(
+        media,
+        { url: server.url, dir: composition.projectDir },
+        workDir,
+        remote,
+      )
+      : {};
+    const inputArgs = options.blockPrivateNetwork ? GUARDED_INPUT_ARGS : [];
+    // ffmpeg reads project media straight from disk: over the project server it crawled
+    // (20-30 s for a clip ffmpeg converts from the file in under 3).
+    const input = (src: string): string =>
+      ffmpegInputs[src] ?? remote[src]?.file ?? projectServer.localFile(src) ?? src;
     const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
     spec.videoProxies = await prepareVideoProxies(media, {
       ffmpeg,
@@ -244,6 +281,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
         src.startsWith(projectServer.url)
           ? decodeURIComponent(new URL(src).pathname.slice(1))
           : src,
+      inputArgs,
       serve: (name, file) => projectServer.mount(name, file),
       onProgress: (progress) => options.onStage?.("preparing media", progress),
     });
@@ -260,6 +298,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ffprobe,
       media,
       input,
+      inputArgs,
       checkMissingAssets: () => checkMissingAssets(projectServer, composition.file),
       get browser(): Browser {
         return browser!;
@@ -272,7 +311,9 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       async replaceBrowser(crashed: Browser): Promise<Browser> {
         let next = relaunches.get(crashed);
         if (!next) {
-          next = crashed.close().then(() => launchBrowser({ mode: crashed.mode, scale }));
+          next = crashed.close().then(() =>
+            launchBrowser({ mode: crashed.mode, scale, networkFlags })
+          );
           relaunches.set(crashed, next);
         }
         browser = await next;

@@ -10,7 +10,14 @@ import { basename, dirname, extname, join, resolve } from "node:path";
 import type { CaptureMode } from "./browser.ts";
 import { createCapturer, seekFrame } from "./capture.ts";
 import type { CapturePreference } from "./capture_mode.ts";
-import { frameCount, RenderOptionError } from "./render.ts";
+import {
+  formatFrameRate,
+  frameCountOf,
+  type FrameRate,
+  frameRateValue,
+  frameTime,
+} from "../composition/frame_rate.ts";
+import { renderFrameRate, RenderOptionError } from "./render.ts";
 import { openComposition } from "./render_chunk.ts";
 import { type CompositionSource, openRenderSession, prepareComposition } from "./session.ts";
 
@@ -20,8 +27,11 @@ export interface StillOptions extends CompositionSource {
   frame?: number;
   /** Time in seconds; the frame shown then, floor(time x fps). */
   time?: number;
-  /** Frame rate used to turn `time` into a frame. @default 30 */
-  fps?: number;
+  /**
+   * Frame rate used to turn `time` into a frame: an integer, a decimal (`29.97` =
+   * 30000/1001) or a fraction (`"30000/1001"`). @default the composition's data-fps, else 30
+   */
+  fps?: number | string;
   /** `.png` or `.jpg`/`.jpeg`. @default "renders/<composition-id>-<frame>.png" */
   output?: string;
   /** JPEG quality 1-100. @default 90 */
@@ -32,6 +42,13 @@ export interface StillOptions extends CompositionSource {
   seed?: number;
   /** `Date.now()` at time 0. @default the still's start time, whole seconds */
   epochMs?: number;
+  /**
+   * Keep the render off private networks, for renders of other people's compositions
+   * (`vid server`, the Lambda worker): the page, its iframes, fetch/XHR, WebSocket,
+   * every redirect hop and all media downloads reach public addresses only, plus the
+   * render's own project files. @default false
+   */
+  blockPrivateNetwork?: boolean;
 }
 
 /** What {@linkcode renderStill} wrote. */
@@ -42,7 +59,7 @@ export interface StillResult {
   compositionId: string;
   /** The frame captured (0-based). */
   frame: number;
-  /** Seconds: frame / fps. */
+  /** Seconds: frame × den / num of the frame rate. */
   time: number;
   /** Image width in pixels. */
   width: number;
@@ -67,7 +84,7 @@ function imageFormatOf(output: string): "png" | "jpeg" {
 }
 
 /** Resolves `frame`/`time` to a frame number inside the composition. */
-function pickFrame(options: StillOptions, total: number, fps: number): number {
+function pickFrame(options: StillOptions, total: number, rate: FrameRate): number {
   if (options.frame !== undefined && options.time !== undefined) {
     throw new RenderOptionError("--frame", "give --frame or --time, not both");
   }
@@ -79,15 +96,15 @@ function pickFrame(options: StillOptions, total: number, fps: number): number {
         `must be a number of seconds >= 0, got ${options.time}`,
       );
     }
-    frame = Math.floor(options.time * fps + 1e-9);
+    frame = Math.floor((options.time * rate.num) / rate.den + 1e-9);
   }
   if (!Number.isInteger(frame) || frame < 0 || frame >= total) {
     const field = options.time !== undefined ? "--time" : "--frame";
     throw new RenderOptionError(
       field,
       `is outside the composition: it has frames 0-${total - 1} (${
-        (total / fps).toFixed(3)
-      } s at ${fps} fps), got frame ${frame}`,
+        frameTime(total, rate).toFixed(3)
+      } s at ${formatFrameRate(rate)} fps), got frame ${frame}`,
     );
   }
   return frame;
@@ -103,10 +120,7 @@ function pickFrame(options: StillOptions, total: number, fps: number): number {
  * ```
  */
 export async function renderStill(options: StillOptions = {}): Promise<StillResult> {
-  const fps = options.fps ?? 30;
-  if (!Number.isInteger(fps) || fps < 1 || fps > 240) {
-    throw new RenderOptionError("--fps", `must be an integer from 1 to 240, got ${fps}`);
-  }
+  renderFrameRate(options.fps, undefined);
   const quality = options.jpegQuality ?? 90;
   if (!Number.isInteger(quality) || quality < 1 || quality > 100) {
     throw new RenderOptionError("--quality", `must be an integer from 1 to 100, got ${quality}`);
@@ -114,7 +128,9 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
   if (options.output !== undefined) imageFormatOf(options.output);
   const prepared = await prepareComposition(options);
   const { composition } = prepared;
-  const frame = pickFrame(options, frameCount(composition.duration, fps), fps);
+  const rate = renderFrameRate(options.fps, composition.fps);
+  const fps = frameRateValue(rate);
+  const frame = pickFrame(options, frameCountOf(composition.duration, rate), rate);
   const output = resolve(
     options.output ?? join("renders", `${composition.id}-${frame}.png`),
   );
@@ -126,6 +142,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     capture: options.capture,
     seed: options.seed,
     epochMs: options.epochMs,
+    blockPrivateNetwork: options.blockPrivateNetwork,
     onWarning: options.onWarning,
   });
   try {
@@ -155,7 +172,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
       output,
       compositionId: composition.id,
       frame,
-      time: frame / fps,
+      time: frameTime(frame, rate),
       width: composition.width,
       height: composition.height,
       imageFormat,

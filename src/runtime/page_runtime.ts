@@ -28,6 +28,11 @@ export interface RuntimeConfig {
   epochMs: number;
   /** Frames per second; frame n is shown at t = n / fps. */
   fps: number;
+  /**
+   * The exact rate as a fraction, when the renderer knows it: frame n is then shown at
+   * t = n × den / num, so 29.97 fps (30000/1001) timestamps carry no rounding of fps.
+   */
+  frameRate?: { num: number; den: number };
   /** How long the readiness gate waits for fonts, images and delay handles. */
   readyTimeoutMs: number;
   /**
@@ -65,6 +70,39 @@ export interface MediaDescriptor {
   playbackRate: number;
 }
 
+/** One frame of a page error's stack: where the page's own code was. Lines and columns from 1. */
+export interface PageStackFrame {
+  /** The function's name, "" for top-level code. */
+  functionName: string;
+  /** Absolute URL of the script (the HTML page itself for an inline script). */
+  url: string;
+  /** Line in the script, from 1. */
+  line: number;
+  /** Column in the line, from 1. */
+  column: number;
+}
+
+/** An error the composition page threw, as the runtime recorded it. */
+export interface PageErrorRecord {
+  /** `TypeError: …`: the error's name and message. */
+  message: string;
+  /** `"load"` when thrown before the first seek (while the page loaded), else `"frame"`. */
+  phase: "load" | "frame";
+  /** The frame being computed when it was thrown (phase `"frame"`). */
+  frame?: number;
+  /** The page's own frames of its stack, innermost first (the runtime's frames left out). */
+  stack: PageStackFrame[];
+  /** Where it was thrown when the stack has no frame (from the error event). */
+  url?: string;
+  /** Line of `url`, from 1. */
+  line?: number;
+  /** Column of that line, from 1. */
+  column?: number;
+}
+
+/** The name the runtime's own code carries in stacks, so its frames can be left out. */
+export const RUNTIME_SOURCE_URL = "vid-runtime.js";
+
 /** The page-side API, `window.__vid`. */
 export interface VidPageApi {
   /** Declared defaults merged with caller overrides, as a fresh frozen object. */
@@ -79,6 +117,8 @@ export interface VidPageApi {
   seek(frame: number): Promise<void>;
   /** Renderer entry point: the page's `<video>` and `<audio>` elements. */
   media(): MediaDescriptor[];
+  /** Renderer entry point: every error the page threw so far, oldest first. */
+  errors(): PageErrorRecord[];
 }
 
 /**
@@ -92,9 +132,14 @@ export function vidPageRuntime(config: RuntimeConfig): void {
   const clearTimer = globalThis.clearTimeout.bind(globalThis);
   const RealDate = Date;
   const fps = config.fps;
+  const rate = config.frameRate;
+  const frameSeconds = (n: number): number => rate ? (n * rate.den) / rate.num : n / fps;
+  const frameMs = (n: number): number => rate ? (n * rate.den * 1000) / rate.num : (n * 1000) / fps;
   let nowMs = 0;
   let currentFrame = -1;
-  const pageErrors: string[] = [];
+  /** The frame a seek is computing; null before the first seek (the page is loading). */
+  let seekingFrame: number | null = null;
+  const pageErrors: PageErrorRecord[] = [];
 
   // --- seeded randomness (mulberry32) ---
   let state = config.seed >>> 0;
@@ -195,12 +240,47 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     frameCallbacks.delete(id);
   };
 
-  const recordError = (error: unknown): void => {
+  // Chromium stack lines: "    at fn (url:line:col)" or "    at url:line:col". The page's
+  // own frames are those above the runtime's: below it is whoever called the runtime (the
+  // renderer's evaluate, the studio), which is not the composition's code.
+  const parseStack = (stack: string): PageStackFrame[] => {
+    const frames: PageStackFrame[] = [];
+    for (const line of stack.split("\n")) {
+      const match = /^\s*at (?:(.*?) \()?(\S+?):(\d+):(\d+)\)?$/.exec(line);
+      if (!match) continue;
+      if (match[2].endsWith("vid-runtime.js")) {
+        if (frames.length > 0) break;
+        continue;
+      }
+      if (!/^(https?|file|blob):/.test(match[2])) continue;
+      frames.push({
+        functionName: match[1] ?? "",
+        url: match[2],
+        line: Number(match[3]),
+        column: Number(match[4]),
+      });
+    }
+    return frames;
+  };
+  const recordError = (error: unknown, event?: ErrorEvent): void => {
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-    pageErrors.push(message);
+    const stack = error instanceof Error && typeof error.stack === "string"
+      ? parseStack(error.stack)
+      : [];
+    pageErrors.push({
+      message,
+      phase: seekingFrame === null ? "load" : "frame",
+      ...(seekingFrame === null ? {} : { frame: seekingFrame }),
+      stack,
+      ...(stack.length === 0 && event?.filename
+        ? { url: event.filename, line: event.lineno, column: event.colno }
+        : {}),
+    });
   };
   globalThis.addEventListener("error", (event) => {
-    recordError(event.error ?? event.message);
+    // A resource that failed to load also fires "error" (not an ErrorEvent): not a throw.
+    if (!(event instanceof ErrorEvent)) return;
+    recordError(event.error ?? event.message, event);
   });
   globalThis.addEventListener("unhandledrejection", (event) => {
     recordError(event.reason);
@@ -257,7 +337,8 @@ export function vidPageRuntime(config: RuntimeConfig): void {
         timers.delete(next.id);
       }
       try {
-        next.fn(...next.args);
+        // Called as a plain function: its stack frame then names no receiver object.
+        Reflect.apply(next.fn, globalThis, next.args);
       } catch (error) {
         recordError(error);
       }
@@ -443,19 +524,25 @@ export function vidPageRuntime(config: RuntimeConfig): void {
       return nowMs / 1000;
     },
     media: () => mediaElements().map(describe).filter((d) => d.src !== ""),
+    errors: () => structuredClone(pageErrors),
     async seek(frame: number): Promise<void> {
       if (frame < currentFrame) {
         throw new Error(
           `frame ${frame}: the page is already at frame ${currentFrame}; seeks only move forward`,
         );
       }
+      if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
+        throw new Error(`the page threw while loading: ${pageErrors[0].message}`);
+      }
       scanAnimations();
       for (let step = currentFrame + 1; step <= frame; step++) {
-        await runTimersUntil((step * 1000) / fps);
+        seekingFrame = step;
+        await runTimersUntil(frameMs(step));
         runFrameCallbacks();
       }
+      seekingFrame = frame;
       currentFrame = frame;
-      const t = frame / fps;
+      const t = frameSeconds(frame);
       nowMs = t * 1000;
       for (const hook of seekHooks) {
         try {
@@ -473,7 +560,8 @@ export function vidPageRuntime(config: RuntimeConfig): void {
         recordError(error);
       }
       if (pageErrors.length > 0) {
-        throw new Error(`frame ${frame}: the page threw ${pageErrors[0]}`);
+        const first = pageErrors[0];
+        throw new Error(`frame ${first.frame ?? frame}: the page threw ${first.message}`);
       }
       await waitReady(frame);
     },
@@ -491,5 +579,6 @@ export function vidPageRuntime(config: RuntimeConfig): void {
  * ```
  */
 export function runtimeScript(config: RuntimeConfig): string {
-  return `(${vidPageRuntime.toString()})(${JSON.stringify(config)});`;
+  return `(${vidPageRuntime.toString()})(${JSON.stringify(config)});\n` +
+    `//# sourceURL=${RUNTIME_SOURCE_URL}\n`;
 }

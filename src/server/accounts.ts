@@ -1,6 +1,7 @@
 /**
  * Accounts and credentials: local accounts (email + password, for the OAuth sign-in
- * page), long-lived API keys (stored as SHA-256 hashes, shown once), credit balances,
+ * page), long-lived API keys (stored as SHA-256 hashes, shown once; listed and revoked by
+ * their id, never shown again), credit balances,
  * and resolving the `Authorization: Bearer …` header of a request to an account.
  *
  * @module
@@ -99,6 +100,65 @@ export async function createApiKey(
     "insert into api_keys (id, account_id, name, key_hash, created_at) values (?, ?, ?, ?, ?)",
   ).run(id, account.id, name, await sha256Hex(key), now());
   return { id, key };
+}
+
+/** An API key as the admin commands show it: never the key itself nor its hash. */
+export interface ApiKeyInfo {
+  id: string;
+  email: string;
+  name: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+/** The API keys of every account, or of the account with `email`, oldest first. */
+export function listApiKeys(db: DatabaseSync, email?: string): ApiKeyInfo[] {
+  if (email !== undefined && !accountByEmail(db, email)) {
+    throw new AccountError("email", `no account for ${email}; add it with users add`);
+  }
+  const rows = db.prepare(
+    `select k.id, a.email, k.name, k.created_at, k.revoked_at from api_keys k
+     join accounts a on a.id = k.account_id ${email !== undefined ? "where a.email = ?" : ""}
+     order by k.created_at, k.id`,
+  ).all(...(email !== undefined ? [email] : [])) as Row[];
+  return rows.map((row) => ({
+    id: String(row.id),
+    email: String(row.email),
+    name: String(row.name),
+    created_at: String(row.created_at),
+    revoked_at: row.revoked_at === null ? null : String(row.revoked_at),
+  }));
+}
+
+/**
+ * Revokes the API key with id `id` (`key_…`, as `keys create` and `keys list` show it): the
+ * next request with it is a 401. Revoking a revoked key changes nothing.
+ *
+ * @returns The key, with `revoked_at` set.
+ */
+export function revokeApiKey(db: DatabaseSync, id: string): ApiKeyInfo {
+  const found = () =>
+    db.prepare(
+      "select k.id, a.email, k.name, k.created_at, k.revoked_at from api_keys k join accounts a on a.id = k.account_id where k.id = ?",
+    ).get(id) as Row | undefined;
+  if (!found()) {
+    throw new AccountError(
+      "id",
+      `no API key ${id}; \`vid server keys list\` shows the ids (key_…)`,
+    );
+  }
+  db.prepare("update api_keys set revoked_at = ? where id = ? and revoked_at is null").run(
+    now(),
+    id,
+  );
+  const row = found()!;
+  return {
+    id: String(row.id),
+    email: String(row.email),
+    name: String(row.name),
+    created_at: String(row.created_at),
+    revoked_at: String(row.revoked_at),
+  };
 }
 
 /**

@@ -8,17 +8,28 @@
 
 import { Hono } from "hono";
 import type { Context } from "hono";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
+import {
+  frameCountOf,
+  type FrameRate,
+  FrameRateError,
+  frameRateValue,
+  frameTime,
+  parseFrameRate,
+} from "../composition/frame_rate.ts";
 import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
 import { authenticate, type Caller } from "./accounts.ts";
 import {
   CREDITS_PER_SECOND,
   DOWNLOAD_URL_SECONDS,
+  MAX_COMPOSITION_LENGTH,
+  MAX_CONCURRENT_PROJECT_CHECKS,
+  MAX_FILENAME_LENGTH,
   MAX_UPLOAD_BYTES,
   OUTPUT_SIZES,
   RESOLUTION_MULTIPLIER,
@@ -26,10 +37,19 @@ import {
   UPLOAD_URL_SECONDS,
 } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
-import { ApiError, invalid, notFound } from "./errors.ts";
+import { ApiError, invalid, notFound, RateLimitedError } from "./errors.ts";
+import { clientAddress, newThrottles } from "./throttle.ts";
+import {
+  claimKey,
+  completeKey,
+  type KeyScope,
+  releaseKey,
+  requestHash as hashRequest,
+} from "./idempotency.ts";
+import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
-import { CallbackUrlError, checkCallbackUrl } from "./webhooks.ts";
+import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "./webhooks.ts";
 import { fetchProjectUrl } from "./url_source.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
@@ -40,6 +60,8 @@ export interface AssetProject {
   width: number;
   height: number;
   duration: number;
+  /** The composition's `data-fps`, when it pins one. */
+  fps?: FrameRate;
   declarations: VariableDeclaration[];
 }
 
@@ -56,19 +78,6 @@ function loadOpenApi(): unknown {
   return parseYaml(text);
 }
 
-async function jsonBody(c: Context): Promise<Record<string, unknown>> {
-  let body: unknown;
-  try {
-    body = await c.req.json();
-  } catch {
-    throw invalid("body", "must be a JSON object");
-  }
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw invalid("body", "must be a JSON object");
-  }
-  return body as Record<string, unknown>;
-}
-
 function idempotencyKey(c: Context): string | undefined {
   const key = c.req.header("idempotency-key");
   if (key === undefined) return undefined;
@@ -81,42 +90,26 @@ function idempotencyKey(c: Context): string | undefined {
   return key;
 }
 
-/** The object an earlier request with this key made, or a 409 if its body differed. */
-function replayed(
+/**
+ * Runs a create request under its `Idempotency-Key` (if any): `create` runs only for the
+ * first request with the key and must call `complete` with the new object's id inside its
+ * final transaction; later ones get `replay` with that id. A failing `create` frees the key.
+ */
+async function underKey(
   ctx: ServerContext,
-  caller: Caller,
-  scope: string,
-  key: string | undefined,
-  requestHash: string,
-): string | undefined {
-  if (key === undefined) return undefined;
-  const row = ctx.db.prepare(
-    "select request_hash, object_id from idempotency where account_id = ? and scope = ? and key = ?",
-  ).get(caller.account.id, scope, key) as Row | undefined;
-  if (!row) return undefined;
-  if (row.request_hash !== requestHash) {
-    throw new ApiError(
-      409,
-      "vid_idempotency_conflict",
-      `Idempotency-Key "${key}" was used with a different request body; use a new key`,
-      "Idempotency-Key",
-    );
+  where: KeyScope | undefined,
+  body: Record<string, unknown>,
+  create: (complete: (objectId: string) => void) => Promise<string>,
+): Promise<{ id: string; replayed: boolean }> {
+  if (!where) return { id: await create(() => {}), replayed: false };
+  const claim = await claimKey(ctx.db, where, await hashRequest(body));
+  if (claim.kind === "replay") return { id: claim.objectId, replayed: true };
+  try {
+    return { id: await create((id) => completeKey(ctx.db, where, id)), replayed: false };
+  } catch (error) {
+    releaseKey(ctx.db, where);
+    throw error;
   }
-  return String(row.object_id);
-}
-
-function remember(
-  ctx: ServerContext,
-  caller: Caller,
-  scope: string,
-  key: string | undefined,
-  requestHash: string,
-  objectId: string,
-): void {
-  if (key === undefined) return;
-  ctx.db.prepare(
-    "insert into idempotency (account_id, scope, key, request_hash, object_id, created_at) values (?, ?, ?, ?, ?, ?)",
-  ).run(caller.account.id, scope, key, requestHash, objectId, now());
 }
 
 async function assetJson(ctx: ServerContext, row: Row): Promise<Record<string, unknown>> {
@@ -190,41 +183,6 @@ function enumField<T extends string>(
   return value as T;
 }
 
-/** Reads a request body up to `limit` bytes; a 413 past it. */
-async function readLimited(c: Context, limit: number): Promise<Uint8Array> {
-  const declared = Number(c.req.header("content-length"));
-  const tooLarge = () =>
-    new ApiError(
-      413,
-      "vid_payload_too_large",
-      `the upload is larger than this asset's declared size or the ${
-        MAX_UPLOAD_BYTES / 1024 / 1024
-      } MB limit (${limit} bytes allowed)`,
-    );
-  if (Number.isFinite(declared) && declared > limit) throw tooLarge();
-  const reader = c.req.raw.body?.getReader();
-  if (!reader) return new Uint8Array();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  while (true) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > limit) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    parts.push(value);
-  }
-  const bytes = new Uint8Array(size);
-  let offset = 0;
-  for (const part of parts) {
-    bytes.set(part, offset);
-    offset += part.length;
-  }
-  return bytes;
-}
-
 /**
  * Checks a project zip, stores it and marks the asset ready with the facts of its
  * composition; a bad project is a 422 `vid_project_invalid` naming the problem.
@@ -247,6 +205,7 @@ async function ingestProject(
         width: parsed.width,
         height: parsed.height,
         duration: parsed.duration,
+        ...(parsed.fps && { fps: parsed.fps }),
         declarations: parsed.declarations,
       };
     } catch (error) {
@@ -300,9 +259,33 @@ async function assetFromUrl(
 export function createApp(ctx: ServerContext): Hono {
   const app = new Hono();
   const openapi = loadOpenApi();
-  const caller = (c: Context) => authenticate(ctx.db, c.req.header("authorization"));
+  const throttles = newThrottles();
+  // Uploads and url sources are read whole and checked: a few at a time.
+  const checks = new Slots(MAX_CONCURRENT_PROJECT_CHECKS);
+  // A presented credential that fails counts against the client's address; past the limit
+  // no credential from there is checked until the window frees up.
+  const caller = async (c: Context): Promise<Caller> => {
+    const header = c.req.header("authorization");
+    if (!header) return await authenticate(ctx.db, header);
+    const address = clientAddress(c.env);
+    const wait = throttles.keyCheckPerAddress.retryAfter(address);
+    if (wait > 0) {
+      throw new RateLimitedError("too many failed API key or token checks from this address", wait);
+    }
+    try {
+      return await authenticate(ctx.db, header);
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) {
+        throttles.keyCheckPerAddress.fail(address);
+      }
+      throw error;
+    }
+  };
 
   app.onError((error, c) => {
+    if (error instanceof RateLimitedError) {
+      c.header("retry-after", String(error.retryAfterSeconds));
+    }
     if (error instanceof ApiError) {
       return c.json(error.toJSON(), error.status as 400);
     }
@@ -350,32 +333,44 @@ export function createApp(ctx: ServerContext): Hono {
     if (typeof composition !== "string" || composition.trim() === "") {
       throw invalid("composition", "must be the entry HTML file's path inside the zip");
     }
+    if (composition.length > MAX_COMPOSITION_LENGTH) {
+      throw invalid("composition", `must be at most ${MAX_COMPOSITION_LENGTH} characters`);
+    }
     if (body.sha256 !== undefined && !/^[0-9a-f]{64}$/.test(String(body.sha256))) {
       throw invalid("sha256", "must be 64 lowercase hex digits");
     }
-    const requestHash = await sha256Hex(JSON.stringify(body));
-    const earlier = replayed(ctx, who, "assets", key, requestHash);
-    if (earlier) {
-      const row = ctx.db.prepare("select * from assets where id = ?").get(earlier) as Row;
-      return c.json(await assetJson(ctx, row), 200);
-    }
-    const id = randomId("ast");
-    transaction(ctx.db, () => {
-      ctx.db.prepare(
-        "insert into assets (id, account_id, status, size_bytes, sha256, filename, composition, created_at) values (?, ?, 'pending_upload', ?, ?, ?, ?, ?)",
-      ).run(
-        id,
-        who.account.id,
-        size,
-        (body.sha256 as string | undefined) ?? null,
-        typeof body.filename === "string" ? body.filename : null,
-        composition,
-        now(),
+    if (
+      body.filename !== undefined && body.filename !== null &&
+      (typeof body.filename !== "string" || body.filename.length > MAX_FILENAME_LENGTH)
+    ) {
+      throw invalid(
+        "filename",
+        `must be a string of at most ${MAX_FILENAME_LENGTH} characters (a label for the zip)`,
       );
-      remember(ctx, who, "assets", key, requestHash, id);
+    }
+    const where: KeyScope | undefined = key
+      ? { accountId: who.account.id, scope: "assets", key }
+      : undefined;
+    const made = await underKey(ctx, where, body, (complete) => {
+      const id = randomId("ast");
+      transaction(ctx.db, () => {
+        ctx.db.prepare(
+          "insert into assets (id, account_id, status, size_bytes, sha256, filename, composition, created_at) values (?, ?, 'pending_upload', ?, ?, ?, ?, ?)",
+        ).run(
+          id,
+          who.account.id,
+          size,
+          (body.sha256 as string | undefined) ?? null,
+          typeof body.filename === "string" ? body.filename : null,
+          composition,
+          now(),
+        );
+        complete(id);
+      });
+      return Promise.resolve(id);
     });
-    const row = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
-    return c.json(await assetJson(ctx, row), 201);
+    const row = ctx.db.prepare("select * from assets where id = ?").get(made.id) as Row;
+    return c.json(await assetJson(ctx, row), made.replayed ? 200 : 201);
   });
 
   app.get("/v3/assets/:id", async (c) => {
@@ -402,17 +397,58 @@ export function createApp(ctx: ServerContext): Hono {
     }
     const row = ctx.db.prepare("select * from assets where id = ?").get(id) as Row | undefined;
     if (!row) throw notFound("asset", id);
-    if (row.status !== "pending_upload") {
-      throw new ApiError(409, "vid_asset_not_ready", `asset ${id} was uploaded already`);
+    // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
+    // one is refused, so it can never replace a ready project.
+    const claimed = ctx.db.prepare(
+      "update assets set upload_started_at = ? where id = ? and status = 'pending_upload' and upload_started_at is null",
+    ).run(Date.now(), id);
+    if (Number(claimed.changes) !== 1) {
+      throw new ApiError(
+        409,
+        "vid_asset_not_ready",
+        row.status === "pending_upload"
+          ? `asset ${id} is being uploaded by another request; an upload URL is used once`
+          : `asset ${id} was uploaded already`,
+      );
     }
-    const zip = await readLimited(c, Math.min(Number(row.size_bytes), MAX_UPLOAD_BYTES));
-    if (zip.length !== Number(row.size_bytes)) {
-      throw invalid("body", `expected ${row.size_bytes} bytes as declared, got ${zip.length}`);
+    await mkdir(ctx.workDir, { recursive: true });
+    const dir = await mkdtemp(join(ctx.workDir, "put-"));
+    try {
+      // The body goes to disk first: a slow sender holds a file, not a check slot.
+      const limit = Math.min(Number(row.size_bytes), MAX_UPLOAD_BYTES);
+      const file = join(dir, "upload.zip");
+      const size = await bodyToFile(
+        c,
+        limit,
+        file,
+        () =>
+          new ApiError(
+            413,
+            "vid_payload_too_large",
+            `the upload is larger than this asset's declared size or the ${
+              MAX_UPLOAD_BYTES / 1024 / 1024
+            } MB limit (${limit} bytes allowed)`,
+          ),
+      );
+      if (size !== Number(row.size_bytes)) {
+        throw invalid("body", `expected ${row.size_bytes} bytes as declared, got ${size}`);
+      }
+      await checks.run(async () => {
+        const zip = new Uint8Array(await readFile(file));
+        if (row.sha256 && (await sha256Hex(zip)) !== row.sha256) {
+          throw invalid("body", "the upload does not match the declared sha256");
+        }
+        await ingestProject(ctx, id, zip, String(row.composition));
+      });
+    } catch (error) {
+      // A failed upload frees the URL for another try.
+      ctx.db.prepare(
+        "update assets set upload_started_at = null where id = ? and status = 'pending_upload'",
+      ).run(id);
+      throw error;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
-    if (row.sha256 && (await sha256Hex(zip)) !== row.sha256) {
-      throw invalid("body", "the upload does not match the declared sha256");
-    }
-    await ingestProject(ctx, id, zip, String(row.composition));
     const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
     return c.json(await assetJson(ctx, ready));
   });
@@ -421,9 +457,23 @@ export function createApp(ctx: ServerContext): Hono {
     const who = await caller(c);
     const key = idempotencyKey(c);
     const body = await jsonBody(c);
-    const fps = body.fps ?? 30;
-    if (typeof fps !== "number" || !Number.isInteger(fps) || fps < 1 || fps > 240) {
-      throw invalid("fps", `must be an integer from 1 to 240, got ${JSON.stringify(fps)}`);
+    // 30, 29.97 (= 30000/1001) or "30000/1001"; the record keeps the rate's value num/den.
+    let givenRate: FrameRate | undefined;
+    if (body.fps !== undefined) {
+      if (typeof body.fps !== "number" && typeof body.fps !== "string") {
+        throw invalid(
+          "fps",
+          `must be a frame rate such as 30 or 29.97, got ${JSON.stringify(body.fps)}`,
+        );
+      }
+      try {
+        givenRate = parseFrameRate(body.fps, "fps");
+      } catch (error) {
+        if (error instanceof FrameRateError) {
+          throw invalid("fps", error.message.replace(/^fps: /, ""));
+        }
+        throw error;
+      }
     }
     const quality = enumField(body, "quality", QUALITIES, "standard");
     const format = enumField(body, "format", OUTPUT_FORMATS, "mp4");
@@ -437,6 +487,9 @@ export function createApp(ctx: ServerContext): Hono {
     }
     const composition = body.composition ?? "index.html";
     if (typeof composition !== "string") throw invalid("composition", "must be a string");
+    if (composition.length > MAX_COMPOSITION_LENGTH) {
+      throw invalid("composition", `must be at most ${MAX_COMPOSITION_LENGTH} characters`);
+    }
     const variables = body.variables ?? {};
     if (typeof variables !== "object" || variables === null || Array.isArray(variables)) {
       throw invalid("variables", "must be a JSON object of variable values");
@@ -446,9 +499,14 @@ export function createApp(ctx: ServerContext): Hono {
     let callbackUrl: string | null = null;
     if (body.callback_url !== undefined && body.callback_url !== null) {
       try {
-        callbackUrl = checkCallbackUrl(String(body.callback_url), {
+        const checked = checkCallbackUrl(String(body.callback_url), {
           allowHttpLoopback: ctx.allowHttpCallbacks,
-        }).href;
+        });
+        await checkCallbackTarget(checked, {
+          allowPrivate: ctx.allowPrivateUrls,
+          allowLoopback: ctx.allowHttpCallbacks,
+        });
+        callbackUrl = checked.href;
       } catch (error) {
         if (error instanceof CallbackUrlError) throw invalid("callback_url", error.message);
         throw error;
@@ -467,93 +525,99 @@ export function createApp(ctx: ServerContext): Hono {
     if (body.url !== undefined && typeof body.url !== "string") {
       throw invalid("url", "must be an http(s) URL of a zip or an HTML file");
     }
-    const requestHash = await sha256Hex(JSON.stringify(body));
-    const earlier = replayed(ctx, who, "renders", key, requestHash);
-    if (earlier) {
-      const row = ctx.db.prepare("select * from renders where id = ?").get(earlier) as Row;
-      return c.json(await renderJson(ctx, row), 200);
-    }
-    const assetId = body.url !== undefined
-      ? await assetFromUrl(ctx, who, String(body.url), composition)
-      : String(body.asset_id);
-    const asset = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
-      assetId,
-      who.account.id,
-    ) as Row | undefined;
-    if (!asset) throw notFound("asset", assetId);
-    if (asset.status !== "ready") {
-      throw new ApiError(
-        409,
-        "vid_asset_not_ready",
-        `asset ${asset.id} has not been uploaded yet`,
-        "asset_id",
-      );
-    }
-    const project = JSON.parse(String(asset.project)) as AssetProject;
-    if (composition !== asset.composition) {
-      throw invalid("composition", `asset ${asset.id} was checked with entry ${asset.composition}`);
-    }
-    const problems = checkOverrides(project.declarations, variables as Record<string, unknown>);
-    if (strict && problems.length > 0) {
-      throw new ApiError(
-        422,
-        "vid_project_invalid",
-        `variables do not match the composition's declarations: ${
-          problems.map((p) => p.message).join("; ")
-        }`,
-        `variables.${problems[0].key}`,
-      );
-    }
-    const duration = Math.round(project.duration * fps) / fps;
-    const credits =
-      Math.round(duration * CREDITS_PER_SECOND * RESOLUTION_MULTIPLIER[resolution] * 100) / 100;
-    const id = randomId("rnd");
-    const request = {
-      composition,
-      fps,
-      quality,
-      format,
-      resolution,
-      aspect_ratio: aspectRatio,
-      variables,
-      strict_variables: strict,
-    };
-    transaction(ctx.db, () => {
-      const balance = ctx.db.prepare("select credits from accounts where id = ?").get(
+    const where: KeyScope | undefined = key
+      ? { accountId: who.account.id, scope: "renders", key }
+      : undefined;
+    const made = await underKey(ctx, where, body, async (complete) => {
+      const assetId = body.url !== undefined
+        ? await checks.run(() => assetFromUrl(ctx, who, String(body.url), composition))
+        : String(body.asset_id);
+      const asset = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
+        assetId,
         who.account.id,
-      ) as Row;
-      if (Number(balance.credits) < credits) {
+      ) as Row | undefined;
+      if (!asset) throw notFound("asset", assetId);
+      if (asset.status !== "ready") {
         throw new ApiError(
-          402,
-          "vid_insufficient_credits",
-          `this render costs ${credits} credits and the account has ${balance.credits}`,
+          409,
+          "vid_asset_not_ready",
+          `asset ${asset.id} has not been uploaded yet`,
+          "asset_id",
         );
       }
-      ctx.db.prepare("update accounts set credits = credits - ? where id = ?").run(
-        credits,
-        who.account.id,
-      );
-      ctx.db.prepare(
-        "insert into renders (id, account_id, asset_id, status, request, width, height, duration_seconds, credits, warnings, callback_url, callback_id, created_at) values (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      ).run(
-        id,
-        who.account.id,
-        String(asset.id),
-        JSON.stringify(request),
-        OUTPUT_SIZES[resolution][aspectRatio].width,
-        OUTPUT_SIZES[resolution][aspectRatio].height,
-        duration,
-        credits,
-        JSON.stringify(problems.map((p) => p.message)),
-        callbackUrl,
-        callbackId as string | null,
-        now(),
-      );
-      remember(ctx, who, "renders", key, requestHash, id);
+      const project = JSON.parse(String(asset.project)) as AssetProject;
+      if (composition !== asset.composition) {
+        throw invalid(
+          "composition",
+          `asset ${asset.id} was checked with entry ${asset.composition}`,
+        );
+      }
+      const problems = checkOverrides(project.declarations, variables as Record<string, unknown>);
+      if (strict && problems.length > 0) {
+        throw new ApiError(
+          422,
+          "vid_project_invalid",
+          `variables do not match the composition's declarations: ${
+            problems.map((p) => p.message).join("; ")
+          }`,
+          `variables.${problems[0].key}`,
+        );
+      }
+      // Without a given rate the composition's data-fps, else 30.
+      const rate = givenRate ?? project.fps ?? { num: 30, den: 1 };
+      const fps = frameRateValue(rate);
+      const duration = frameTime(frameCountOf(project.duration, rate), rate);
+      const credits =
+        Math.round(duration * CREDITS_PER_SECOND * RESOLUTION_MULTIPLIER[resolution] * 100) / 100;
+      const id = randomId("rnd");
+      const request = {
+        composition,
+        fps,
+        quality,
+        format,
+        resolution,
+        aspect_ratio: aspectRatio,
+        variables,
+        strict_variables: strict,
+      };
+      transaction(ctx.db, () => {
+        const balance = ctx.db.prepare("select credits from accounts where id = ?").get(
+          who.account.id,
+        ) as Row;
+        if (Number(balance.credits) < credits) {
+          throw new ApiError(
+            402,
+            "vid_insufficient_credits",
+            `this render costs ${credits} credits and the account has ${balance.credits}`,
+          );
+        }
+        ctx.db.prepare("update accounts set credits = credits - ? where id = ?").run(
+          credits,
+          who.account.id,
+        );
+        ctx.db.prepare(
+          "insert into renders (id, account_id, asset_id, status, request, width, height, duration_seconds, credits, warnings, callback_url, callback_id, created_at) values (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ).run(
+          id,
+          who.account.id,
+          String(asset.id),
+          JSON.stringify(request),
+          OUTPUT_SIZES[resolution][aspectRatio].width,
+          OUTPUT_SIZES[resolution][aspectRatio].height,
+          duration,
+          credits,
+          JSON.stringify(problems.map((p) => p.message)),
+          callbackUrl,
+          callbackId as string | null,
+          now(),
+        );
+        complete(id);
+      });
+      return id;
     });
-    ctx.wake();
-    const row = ctx.db.prepare("select * from renders where id = ?").get(id) as Row;
-    return c.json(await renderJson(ctx, row), 201);
+    if (!made.replayed) ctx.wake();
+    const row = ctx.db.prepare("select * from renders where id = ?").get(made.id) as Row;
+    return c.json(await renderJson(ctx, row), made.replayed ? 200 : 201);
   });
 
   app.get("/v3/vid/renders", async (c) => {
@@ -602,10 +666,30 @@ export function createApp(ctx: ServerContext): Hono {
 
   app.delete("/v3/vid/renders/:id", async (c) => {
     const row = await ownRender(c);
-    ctx.db.prepare("update renders set deleted_at = ? where id = ?").run(now(), row.id);
+    // A render that never delivered its video (queued, or stopped mid-render) gives its
+    // credits back; a completed or failed one does not (a failure was refunded already).
+    const refunded = transaction(ctx.db, () => {
+      const current = ctx.db.prepare(
+        "select status, credits, account_id from renders where id = ? and deleted_at is null",
+      ).get(row.id) as Row | undefined;
+      if (!current) throw notFound("render", String(row.id));
+      const undelivered = current.status === "queued" || current.status === "rendering";
+      ctx.db.prepare("update renders set status = 'deleted', deleted_at = ? where id = ?").run(
+        now(),
+        row.id,
+      );
+      if (!undelivered) return 0;
+      ctx.db.prepare("update accounts set credits = credits + ? where id = ?").run(
+        Number(current.credits),
+        String(current.account_id),
+      );
+      return Number(current.credits);
+    });
+    ctx.cancelRender?.(String(row.id));
     // Files are purged in the background; the render is already gone from get and list.
+    // A render stopped mid-flight purges what it wrote once it has stopped (queue).
     ctx.storage.deletePrefix(`renders/${row.id}/`).catch(() => {});
-    return c.json({ render_id: row.id, deleted: true });
+    return c.json({ render_id: row.id, deleted: true, refunded_credits: refunded });
   });
 
   app.get("/v3/files/:id/:kind", async (c) => {
@@ -640,7 +724,7 @@ export function createApp(ctx: ServerContext): Hono {
     });
   });
 
-  app.route("/oauth", oauthRoutes(ctx));
+  app.route("/oauth", oauthRoutes(ctx, { throttles }));
 
   return app;
 }

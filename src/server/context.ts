@@ -9,6 +9,17 @@ import type { Storage } from "./storage.ts";
 
 /** Upload limit of a project zip: 200 MB (spec "Limits"). */
 export const MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
+/** Largest JSON request body the API reads: 1 MiB (larger is a 413). */
+export const MAX_JSON_BODY_BYTES = 1024 * 1024;
+/** Longest `filename` an asset may be given, in characters. */
+export const MAX_FILENAME_LENGTH = 255;
+/** Longest `composition` path, in characters. */
+export const MAX_COMPOSITION_LENGTH = 1024;
+/**
+ * Project zips read and checked at once (uploads and `url` sources); more wait their turn,
+ * so memory stays bounded by this many 200 MB uploads whatever tenants send at once.
+ */
+export const MAX_CONCURRENT_PROJECT_CHECKS = 4;
 /** How long an upload URL stays valid. */
 export const UPLOAD_URL_SECONDS = 3600;
 /** How long a minted download URL stays valid. */
@@ -31,12 +42,17 @@ export interface ServerContext {
   publicUrl: string;
   /** Folder for temp work. */
   workDir: string;
-  /** Allow `http://` callback URLs to loopback (development). */
+  /** Allow `http://` callback URLs, and callbacks to loopback (development). */
   allowHttpCallbacks: boolean;
-  /** Let `url` render sources reach private and loopback addresses (development). */
+  /**
+   * Lift the network guard: `url` sources, render pages, remote media and webhooks may
+   * reach private and loopback addresses (development).
+   */
   allowPrivateUrls: boolean;
   /** Tells the render queue that work is waiting. */
   wake(): void;
+  /** Stops a render in flight (it was deleted); a no-op for one that is not running. */
+  cancelRender?(renderId: string): void;
 }
 
 /** Output frame size of each resolution and aspect ratio. */

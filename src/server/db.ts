@@ -7,6 +7,7 @@
  */
 
 import { DatabaseSync } from "node:sqlite";
+import { chmodSync, closeSync, openSync } from "node:fs";
 
 const SCHEMA = `
 create table if not exists accounts (
@@ -49,7 +50,7 @@ create table if not exists renders (
   id text not null unique,
   account_id text not null references accounts(id),
   asset_id text,
-  status text not null check (status in ('queued', 'rendering', 'completed', 'failed')),
+  status text not null check (status in ('queued', 'rendering', 'completed', 'failed', 'deleted')),
   progress real not null default 0,
   error text,
   request text not null,
@@ -87,8 +88,20 @@ create table if not exists webhook_deliveries (
 );
 `;
 
-/** Opens (and migrates) the database file. */
+/**
+ * Opens (and migrates) the database file. It holds password and credential hashes, so it
+ * is created mode 0600 before SQLite opens it (SQLite gives its `-wal` and `-shm` files the
+ * database file's mode), and an existing one is tightened to 0600 with them.
+ */
 export function openDatabase(file: string): DatabaseSync {
+  closeSync(openSync(file, "a", 0o600));
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      chmodSync(path, 0o600);
+    } catch {
+      // -wal and -shm exist only while a connection is open
+    }
+  }
   const db = new DatabaseSync(file);
   db.exec("pragma journal_mode = wal; pragma foreign_keys = on; pragma busy_timeout = 5000;");
   db.exec(SCHEMA);
@@ -100,6 +113,8 @@ export function openDatabase(file: string): DatabaseSync {
 const ADDED_COLUMNS: readonly { table: string; column: string; type: string }[] = [
   // The distributed backend's workflow execution, so a restart resumes polling it.
   { table: "renders", column: "execution_arn", type: "text" },
+  // When the PUT that fills a pending asset began: an upload URL is used once.
+  { table: "assets", column: "upload_started_at", type: "integer" },
 ];
 
 function migrate(db: DatabaseSync): void {
@@ -109,6 +124,42 @@ function migrate(db: DatabaseSync): void {
       db.exec(`alter table ${table} add column ${column} ${type}`);
     }
   }
+  addDeletedStatus(db);
+}
+
+/**
+ * Databases made before renders could be `deleted` have a status check without it; SQLite
+ * cannot change a check in place, so the table is rebuilt with the same rows. Renders such
+ * a server deleted while queued stayed `queued` and kept their credits: they become
+ * `deleted` and are refunded.
+ */
+function addDeletedStatus(db: DatabaseSync): void {
+  const table = db.prepare(
+    "select sql from sqlite_master where type = 'table' and name = 'renders'",
+  )
+    .get() as { sql: string } | undefined;
+  if (!table || table.sql.includes("'deleted'")) return;
+  const columns = (db.prepare("pragma table_info(renders)").all() as { name: string }[])
+    .map((c) => c.name).join(", ");
+  const created = table.sql
+    .replace(/^create table (if not exists )?"?renders"?/i, "create table renders_next")
+    .replace("'completed', 'failed')", "'completed', 'failed', 'deleted')");
+  transaction(db, () => {
+    db.exec(created);
+    db.exec(`insert into renders_next (${columns}) select ${columns} from renders`);
+    db.exec("drop table renders");
+    db.exec("alter table renders_next rename to renders");
+    const stranded = db.prepare(
+      "select id, account_id, credits from renders where deleted_at is not null and status in ('queued', 'rendering')",
+    ).all() as Row[];
+    for (const row of stranded) {
+      db.prepare("update accounts set credits = credits + ? where id = ?").run(
+        Number(row.credits),
+        String(row.account_id),
+      );
+    }
+    db.exec("update renders set status = 'deleted' where deleted_at is not null");
+  });
 }
 
 /** The current time as ISO 8601. */

@@ -16,6 +16,7 @@ export type ErrorCode =
   | "vid_idempotency_conflict"
   | "vid_insufficient_credits"
   | "vid_asset_not_ready"
+  | "vid_rate_limited"
   | "vid_internal";
 
 /** An error the API answers with its status and body. */
@@ -43,6 +44,17 @@ export class ApiError extends Error {
   }
 }
 
+/** 429: too many failed attempts; the answer carries `Retry-After`. */
+export class RateLimitedError extends ApiError {
+  override name = "RateLimitedError";
+  /** Seconds until the client may try again. */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super(429, "vid_rate_limited", `${message}; try again in ${retryAfterSeconds} s`);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
 /** 400 naming a request field. */
 export function invalid(field: string, message: string): ApiError {
   return new ApiError(400, "vid_invalid_request", `${field}: ${message}`, field);
@@ -51,4 +63,51 @@ export function invalid(field: string, message: string): ApiError {
 /** 404 for an object this account cannot see. */
 export function notFound(what: string, id: string): ApiError {
   return new ApiError(404, "vid_not_found", `no ${what} ${id} in this account`);
+}
+
+/** What a tenant may be told about where the server keeps things: nothing. */
+const SERVER_PATH = "<server path>";
+/** Top folders of server file systems; a path under one is the server's, not the project's. */
+const SYSTEM_ROOTS =
+  "usr|opt|home|root|tmp|var|etc|srv|mnt|media|private|Users|nix|snap|proc|dev|run|lib|bin|sbin|data|workspace|work|app";
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * A message for a tenant (a render's `error`), with the server's file system paths taken
+ * out: paths inside the render's project become project-relative (`index.html`); the
+ * server's folders (`roots`: data, temp, working and home folders), `file://` URLs and
+ * absolute paths under system folders (`/usr`, `/tmp`, `/home`, …) become `<server path>`.
+ * A project URL such as `/clips/a.mp4` is kept. Errors returned to tenants never contain
+ * server paths.
+ *
+ * @example
+ * ```ts
+ * tenantMessage("/srv/vid/work/run-1/render-rnd_1-x/project/a.html: bad", ["/srv/vid"]);
+ * // "a.html: bad"
+ * ```
+ */
+export function tenantMessage(message: string, roots: readonly string[]): string {
+  let text = message.replace(
+    /(?:file:\/\/)?\/[^\s"'`]*?\/(?:render|lambda|upload)-[^/\s]+\/project\//g,
+    "",
+  );
+  text = text.replace(/file:\/\/\/[^\s"'`),;]*/g, SERVER_PATH);
+  for (const root of roots) {
+    const clean = root.replace(/\/+$/, "");
+    if (clean.length < 2) continue;
+    text = text.replace(
+      new RegExp(`${escapeRegExp(clean)}(?:/[^\\s"'\`),;:]*)?`, "g"),
+      SERVER_PATH,
+    );
+  }
+  return text.replace(
+    new RegExp(
+      `(^|[\\s"'\`(=:[])/(?:${SYSTEM_ROOTS})(?:/[^\\s"'\`),;]*)?(?=$|[\\s"'\`),;:\\]])`,
+      "g",
+    ),
+    `$1${SERVER_PATH}`,
+  );
 }

@@ -263,7 +263,7 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
       await ctx.storage.putFile(videoKey(job), video);
     }
     const thumbnail = join(dir, "thumbnail.jpg");
-    await thumbnailFromVideo(video, job.durationSeconds, thumbnail);
+    await thumbnailFromVideo(video, job.durationSeconds, thumbnail, job.request.fps);
     await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
   };
 

@@ -53,12 +53,14 @@ async function renderLocally(
       values: request.variables,
       strictVariables: request.strict_variables,
       outputSize: { width: job.width, height: job.height },
+      // Tenants' compositions never reach the server's own network.
+      blockPrivateNetwork: !ctx.allowPrivateUrls,
       signal,
       browsers,
       onProgress: (p) => job.setProgress(p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0),
     });
     const thumbnail = join(dir, "thumbnail.jpg");
-    await thumbnailFromVideo(video, job.durationSeconds, thumbnail);
+    await thumbnailFromVideo(video, job.durationSeconds, thumbnail, job.request.fps);
     await ctx.storage.putFile(`renders/${job.id}/video.${request.format}`, video);
     await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
   } finally {

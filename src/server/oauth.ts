@@ -21,6 +21,7 @@ import type { Context } from "hono";
 import type { DatabaseSync } from "node:sqlite";
 import type { ServerContext } from "./context.ts";
 import { type Row, transaction } from "./db.ts";
+import { clientAddress, newThrottles, type Throttles } from "./throttle.ts";
 import {
   hashPassword,
   hmacHex,
@@ -58,6 +59,11 @@ export interface OAuthOptions {
    * @default the environment variable `VID_ACCESS_TOKEN_SECONDS`, else 3600
    */
   accessTokenSeconds?: number;
+  /**
+   * Failed sign-in counters, shared with the API's key checks.
+   * @default fresh ones
+   */
+  throttles?: Throttles;
 }
 
 /** The OAuth configuration is unusable (e.g. a bad `VID_ACCESS_TOKEN_SECONDS`). */
@@ -307,7 +313,12 @@ button { margin-top: 1.5rem; width: 100%; padding: 0.6rem; font: inherit; font-w
 code { background: #f4f4f5; padding: 0 0.25rem; border-radius: 4px; }
 `;
 
-function htmlPage(c: Context, status: 200 | 400 | 401 | 403, title: string, body: string) {
+function htmlPage(
+  c: Context,
+  status: 200 | 400 | 401 | 403 | 429,
+  title: string,
+  body: string,
+) {
   return c.html(
     `<!doctype html>
 <html lang="en">
@@ -412,6 +423,7 @@ export function oauthRoutes(ctx: ServerContext, options: OAuthOptions = {}): Hon
   const accessSeconds = options.accessTokenSeconds ??
     accessTokenSecondsFrom(Deno.env.get("VID_ACCESS_TOKEN_SECONDS"));
   const app = new Hono();
+  const throttles = options.throttles ?? newThrottles();
   // Compared against when the email is unknown, so both failures take the same time.
   let unknownAccountHash: Promise<string> | undefined;
 
@@ -429,7 +441,7 @@ export function oauthRoutes(ctx: ServerContext, options: OAuthOptions = {}): Hon
   const signInPage = async (
     c: Context,
     request: AuthorizationRequest,
-    status: 200 | 401 | 403,
+    status: 200 | 401 | 403 | 429,
     error?: string,
     email = "",
   ) => {
@@ -514,6 +526,24 @@ ${fields}
         email,
       );
     }
+    // Guessing is throttled per account and per address; a locked-out attempt is refused
+    // before the password is checked, so it tells nothing.
+    const account = email.toLowerCase();
+    const address = clientAddress(c.env);
+    const wait = Math.max(
+      throttles.signInPerAccount.retryAfter(account),
+      throttles.signInPerAddress.retryAfter(address),
+    );
+    if (wait > 0) {
+      c.header("retry-after", String(wait));
+      return await signInPage(
+        c,
+        request,
+        429,
+        `Too many failed sign-ins. Try again in ${Math.ceil(wait / 60)} minute(s).`,
+        email,
+      );
+    }
     const row = ctx.db.prepare("select id, password_hash from accounts where email = ?").get(
       email,
     ) as Row | undefined;
@@ -521,8 +551,11 @@ ${fields}
     const stored = row ? String(row.password_hash) : await unknownAccountHash;
     const passwordOk = await verifyPassword(form.get("password") ?? "", stored);
     if (!row || !passwordOk) {
+      throttles.signInPerAccount.fail(account);
+      throttles.signInPerAddress.fail(address);
       return await signInPage(c, request, 401, "Wrong email or password.", email);
     }
+    throttles.signInPerAccount.clear(account);
     const code = randomId("vid_ac", 32);
     const grant: GrantData = {
       client_id: request.clientId,
@@ -574,21 +607,28 @@ ${fields}
 
   const exchangeCode = async (form: URLSearchParams): Promise<TokenResponse> => {
     const code = tokenParam(form, "code", true)!;
-    const redirectUri = tokenParam(form, "redirect_uri", true)!;
-    const clientId = tokenParam(form, "client_id", true)!;
-    checkClient(clientId);
-    const verifier = tokenParam(form, "code_verifier", true)!;
-    if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier)) {
-      throw new TokenEndpointError(
-        "invalid_request",
-        "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~",
-      );
+    const codeHash = await sha256Hex(code);
+    // The code is spent by any exchange that presents it, even one whose other parameters
+    // are missing or malformed: a code is tried once, never probed.
+    let redirectUri: string, clientId: string, verifier: string;
+    try {
+      redirectUri = tokenParam(form, "redirect_uri", true)!;
+      clientId = tokenParam(form, "client_id", true)!;
+      checkClient(clientId);
+      verifier = tokenParam(form, "code_verifier", true)!;
+      if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier)) {
+        throw new TokenEndpointError(
+          "invalid_request",
+          "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~",
+        );
+      }
+    } catch (error) {
+      ctx.db.prepare(
+        "update tokens set used_at = ? where token_hash = ? and kind = 'code' and used_at is null",
+      ).run(nowSeconds(), codeHash);
+      throw error;
     }
-    const [codeHash, challenge, pair] = await Promise.all([
-      sha256Hex(code),
-      s256(verifier),
-      newTokenPair(),
-    ]);
+    const [challenge, pair] = await Promise.all([s256(verifier), newTokenPair()]);
     const result = transaction(ctx.db, (): TokenResponse | string => {
       const row = ctx.db.prepare(
         "select account_id, expires_at, data, used_at from tokens where token_hash = ? and kind = 'code'",

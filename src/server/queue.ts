@@ -9,16 +9,22 @@
  */
 
 import { mkdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { ServerContext } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
 import type { RenderBackend, RenderJob, RenderRequest } from "./render_backend.ts";
 import { deliverWebhook, type WebhookPayload } from "./webhooks.ts";
 import { randomId } from "./secrets.ts";
+import { tenantMessage } from "./errors.ts";
 
 /** A running queue. */
 export interface RenderQueue {
   /** Looks for queued work now. */
   wake(): void;
+  /** Stops a render in flight because it was deleted; a no-op for one not running. */
+  cancel(renderId: string): void;
   /** Stops taking work; renders in flight are cancelled and go back to the queue. */
   stop(): Promise<void>;
 }
@@ -30,7 +36,7 @@ export interface RenderQueue {
  */
 export function requeueInterrupted(ctx: Pick<ServerContext, "db">): number {
   const result = ctx.db.prepare(
-    "update renders set status = 'queued', progress = 0, started_at = null where status = 'rendering'",
+    "update renders set status = 'queued', progress = 0, started_at = null where status = 'rendering' and deleted_at is null",
   ).run();
   return Number(result.changes);
 }
@@ -47,6 +53,19 @@ function claim(ctx: ServerContext): Row | undefined {
     );
     return row;
   });
+}
+
+/** Folders of this server a render error may name, which tenants must not see. */
+function serverRoots(ctx: ServerContext): string[] {
+  const roots = [
+    dirname(dirname(ctx.workDir)),
+    tmpdir(),
+    fileURLToPath(new URL("../../", import.meta.url)),
+    Deno.cwd(),
+    Deno.env.get("HOME") ?? "",
+  ];
+  // Longest first, so a folder inside another is replaced whole.
+  return roots.filter((root) => root.length > 1).sort((a, b) => b.length - a.length);
 }
 
 /** Progress is written at most this often per render. */
@@ -95,6 +114,8 @@ async function notify(ctx: ServerContext, id: string): Promise<void> {
     url: String(row.callback_url),
     payload,
     secret: ctx.secret,
+    // Re-checked at send time: DNS can change after the render was submitted.
+    target: { allowPrivate: ctx.allowPrivateUrls, allowLoopback: ctx.allowHttpCallbacks },
   });
   ctx.db.prepare(
     "update webhook_deliveries set status = ?, attempts = ?, last_status = ?, last_error = ?, finished_at = ? where id = ?",
@@ -122,6 +143,8 @@ async function notify(ctx: ServerContext, id: string): Promise<void> {
  */
 export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQueue {
   const controller = new AbortController();
+  /** Renders in flight, each with its own abort (a delete stops only that one). */
+  const inFlight = new Map<string, AbortController>();
   let stopping = false;
   let signalWork: () => void = () => {};
   let waiting = new Promise<void>((resolve) => signalWork = resolve);
@@ -138,28 +161,45 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
         continue;
       }
       const id = String(row.id);
+      const own = new AbortController();
+      inFlight.set(id, own);
+      const signal = AbortSignal.any([controller.signal, own.signal]);
+      let deleted = false;
       try {
-        await backend.render(ctx, jobOf(ctx, row), controller.signal);
-        ctx.db.prepare(
-          "update renders set status = 'completed', progress = 1, completed_at = ? where id = ?",
-        ).run(now(), id);
+        await backend.render(ctx, jobOf(ctx, row), signal);
+        // A render deleted while it ran is already `deleted` (and refunded): keep it so.
+        deleted = Number(
+          ctx.db.prepare(
+            "update renders set status = 'completed', progress = 1, completed_at = ? where id = ? and deleted_at is null",
+          ).run(now(), id).changes,
+        ) === 0;
       } catch (error) {
         if (stopping) {
           // Shutting down: the render goes back to the queue for the next start.
           ctx.db.prepare(
-            "update renders set status = 'queued', progress = 0, started_at = null where id = ?",
+            "update renders set status = 'queued', progress = 0, started_at = null where id = ? and deleted_at is null",
           ).run(id);
+          inFlight.delete(id);
           break;
         }
-        transaction(ctx.db, () => {
-          ctx.db.prepare(
-            "update renders set status = 'failed', error = ?, completed_at = ? where id = ?",
-          ).run((error as Error).message, now(), id);
+        deleted = !transaction(ctx.db, () => {
+          const failed = ctx.db.prepare(
+            "update renders set status = 'failed', error = ?, completed_at = ? where id = ? and deleted_at is null",
+          ).run(tenantMessage((error as Error).message, serverRoots(ctx)), now(), id);
+          if (Number(failed.changes) === 0) return false;
           ctx.db.prepare("update accounts set credits = credits + ? where id = ?").run(
             Number(row.credits),
             String(row.account_id),
           );
+          return true;
         });
+      } finally {
+        inFlight.delete(id);
+      }
+      if (deleted) {
+        // Whatever it stored before it stopped goes too.
+        await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
+        continue;
       }
       notify(ctx, id).catch((error) => console.error(`webhook for ${id}: ${error}`));
     }
@@ -167,6 +207,9 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
   const running = Array.from({ length: backend.slots }, loop);
   return {
     wake,
+    cancel(renderId: string): void {
+      inFlight.get(renderId)?.abort();
+    },
     async stop(): Promise<void> {
       stopping = true;
       controller.abort();

@@ -1,13 +1,14 @@
 /**
  * `vid server`: the hosted render API on this host. Opens the data folder (SQLite
- * database, signing secret, storage), re-queues renders a previous run left in flight,
+ * database, signing secret, storage), kills the browsers and removes the work folders a
+ * previous run killed with SIGKILL left behind, re-queues renders it left in flight,
  * starts the render workers over the chosen render backend (this machine, or the
  * distributed Step Functions + Lambda backend) and serves the API.
  *
  * @module
  */
 
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { createApp } from "./app.ts";
 import type { ServerContext } from "./context.ts";
@@ -17,6 +18,9 @@ import { lambdaBackend } from "./lambda_backend.ts";
 import { localBackend } from "./local_backend.ts";
 import type { RenderBackend, RenderBackendConfig } from "./render_backend.ts";
 import { randomId } from "./secrets.ts";
+import { releaseStaleKeys } from "./idempotency.ts";
+import { reapPredecessors } from "./reaper.ts";
+import { recordBrowsersIn } from "../render/browser.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
 
 /** Options of {@linkcode startServer}. */
@@ -41,7 +45,10 @@ export interface ServerOptions {
   storage?: string;
   /** Accept http:// callback URLs to loopback (development only). */
   allowHttpCallbacks?: boolean;
-  /** Let `url` render sources reach private and loopback addresses (development only). */
+  /**
+   * Lift the network guard: `url` sources, render pages, remote media and webhooks may
+   * reach private and loopback addresses (development only).
+   */
   allowPrivateUrls?: boolean;
 }
 
@@ -51,6 +58,8 @@ export interface RunningServer {
   url: string;
   /** Renders that were in flight at the last stop and went back to the queue. */
   requeued: number;
+  /** What a previous run killed with SIGKILL left and this start cleaned up. */
+  reaped: { browsers: number; folders: number };
   /** The render backend in use and how many renders it runs at once. */
   backend: { kind: RenderBackend["kind"]; slots: number };
   /** Stops accepting requests, sends in-flight renders back to the queue, closes the database. */
@@ -92,18 +101,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const storage: Storage = options.storage
     ? storageFromUrl(options.storage)
     : new FsStorage(join(dataDir, "storage"));
+  const workRoot = join(dataDir, "work");
+  const reaped = await reapPredecessors(workRoot);
+  const workDir = join(workRoot, `run-${Deno.pid}`);
+  await rm(workDir, { recursive: true, force: true });
+  await mkdir(join(workRoot, "browsers"), { recursive: true, mode: 0o700 });
+  await mkdir(workDir, { recursive: true, mode: 0o700 });
+  recordBrowsersIn(join(workRoot, "browsers"));
   const { requeueInterrupted } = await import("./queue.ts");
   const requeued = requeueInterrupted({ db });
+  // Requests the last run was serving when it stopped: their claims are void.
+  releaseStaleKeys(db);
+  db.prepare("update assets set upload_started_at = null where status = 'pending_upload'").run();
+  let queueCancel: (id: string) => void = () => {};
   let queueWake: () => void = () => {};
   const ctx: ServerContext = {
     db,
     storage,
     secret,
     publicUrl: "",
-    workDir: join(dataDir, "work"),
+    workDir,
     allowHttpCallbacks: options.allowHttpCallbacks === true,
     allowPrivateUrls: options.allowPrivateUrls === true,
     wake: () => queueWake(),
+    cancelRender: (id) => queueCancel(id),
   };
   const app = createApp(ctx);
   const hostname = options.hostname ?? "127.0.0.1";
@@ -123,15 +144,18 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     : localBackend(options.workers ?? 1);
   const queue = startQueue(ctx, backend);
   queueWake = () => queue.wake();
+  queueCancel = (id) => queue.cancel(id);
   queue.wake();
   return {
     url,
     requeued,
+    reaped,
     backend: { kind: backend.kind, slots: backend.slots },
     async close(): Promise<void> {
       await server.shutdown();
       await queue.stop();
       db.close();
+      await rm(workDir, { recursive: true, force: true });
     },
   };
 }

@@ -9,9 +9,16 @@
 import { runFfmpeg } from "../render/encode.ts";
 import { requireFfmpeg } from "../render/system.ts";
 
-/** When in the video the thumbnail is taken: 1 s in, or the middle of a shorter video. */
-export function thumbnailTime(durationSeconds: number): number {
-  return Math.min(1, durationSeconds / 2);
+/**
+ * When in the video the thumbnail is taken: 1 s in, or the middle of a shorter video. With
+ * `fps`, the time is moved back to the start of the frame showing then, never past the
+ * last frame: a 1 s video at 1 fps has one frame, at 0 s, and a seek to 0.5 s finds none.
+ */
+export function thumbnailTime(durationSeconds: number, fps?: number): number {
+  const time = Math.min(1, durationSeconds / 2);
+  if (fps === undefined || !(fps > 0)) return time;
+  const frames = Math.max(1, Math.round(durationSeconds * fps));
+  return Math.min(Math.floor(time * fps + 1e-9), frames - 1) / fps;
 }
 
 /**
@@ -20,20 +27,23 @@ export function thumbnailTime(durationSeconds: number): number {
  *
  * @example
  * ```ts
- * await thumbnailFromVideo("video.mp4", 5, "thumbnail.jpg");
+ * await thumbnailFromVideo("video.mp4", 5, "thumbnail.jpg", 30);
  * ```
+ *
+ * @param fps The video's frame rate, so the frame is one the video has.
  */
 export async function thumbnailFromVideo(
   video: string,
   durationSeconds: number,
   output: string,
+  fps?: number,
 ): Promise<void> {
   const alpha = /\.(webm|mov)$/i.test(video);
   await runFfmpeg(await requireFfmpeg(), [
     // libvpx decodes VP9's alpha channel; ffmpeg's own VP9 decoder drops it.
     ...(/\.webm$/i.test(video) ? ["-c:v", "libvpx-vp9"] : []),
     "-ss",
-    String(thumbnailTime(durationSeconds)),
+    String(thumbnailTime(durationSeconds, fps)),
     "-i",
     video,
     ...(alpha

@@ -38,8 +38,20 @@
  * all by default. Any other status, including redirects (which are never followed), is
  * final: the receiver has said the request itself is wrong.
  *
+ * Targets: the server delivers only to public addresses (the address policy of
+ * `src/net/address_policy.ts`), checked when the render is submitted
+ * ({@linkcode checkCallbackTarget}) and again before every attempt, connecting to the
+ * addresses just checked, since DNS can change in between.
+ *
  * @module
  */
+
+import {
+  BlockedAddressError,
+  type CheckedAddress,
+  resolvePublicHost,
+} from "../net/address_policy.ts";
+import { guardedFetch } from "../net/guarded_fetch.ts";
 
 /** Name of the request header carrying the signature. */
 export const SIGNATURE_HEADER = "vid-signature";
@@ -258,6 +270,42 @@ export function checkCallbackUrl(url: string, options: CheckCallbackUrlOptions =
   );
 }
 
+/** Which addresses a callback may reach. */
+export interface CallbackTargetPolicy {
+  /** Any address, private ones included (`vid server --allow-private-urls`). @default false */
+  allowPrivate?: boolean;
+  /** Loopback addresses too (`vid server --allow-http-callbacks`, development). @default false */
+  allowLoopback?: boolean;
+}
+
+/**
+ * Checks that a `callback_url`'s host resolves only to addresses the policy allows
+ * (public ones, by default), in any IP notation.
+ *
+ * @returns The checked addresses to connect to; undefined when any address is allowed.
+ * @throws {CallbackUrlError} When the host does not resolve or is not allowed.
+ *
+ * @example
+ * ```ts
+ * await checkCallbackTarget(new URL("https://hooks.example.com/vid")); // addresses
+ * await checkCallbackTarget(new URL("https://127.0.0.1/hook")); // throws CallbackUrlError
+ * ```
+ */
+export async function checkCallbackTarget(
+  url: URL,
+  policy: CallbackTargetPolicy = {},
+): Promise<CheckedAddress[] | undefined> {
+  if (policy.allowPrivate) return undefined;
+  try {
+    return await resolvePublicHost(url.hostname, "callback_url", {
+      allowLoopback: policy.allowLoopback,
+    });
+  } catch (error) {
+    if (error instanceof BlockedAddressError) throw new CallbackUrlError(error.message);
+    throw error;
+  }
+}
+
 /** Outcome of {@linkcode deliverWebhook}. */
 export interface DeliveryResult {
   /** Whether the receiver answered 2xx. */
@@ -295,6 +343,12 @@ export interface DeliverWebhookOptions {
   now?: () => number;
   /** Waits between attempts. @default an abortable `setTimeout` */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * Re-check the target with {@linkcode checkCallbackTarget} before every attempt and
+   * connect to the addresses checked (without a custom `fetch`); a refused target is a
+   * final failure. Absent: the URL is used as given.
+   */
+  target?: CallbackTargetPolicy;
 }
 
 /**
@@ -345,8 +399,9 @@ function payloadBody(payload: WebhookPayload): string {
 /**
  * POSTs a signed {@linkcode WebhookPayload} to `url`, retrying with backoff until the
  * receiver answers 2xx, gives a final answer, or the attempts run out. Never throws for
- * delivery failures: the outcome is in the result. The URL is not re-checked here;
- * validate it with {@linkcode checkCallbackUrl} when the render is submitted.
+ * delivery failures: the outcome is in the result. Validate the URL with
+ * {@linkcode checkCallbackUrl} when the render is submitted; with `target`, its host is
+ * re-checked here before every attempt.
  *
  * @param options Where, what, the secret, and retry settings.
  * @returns Whether it was delivered, after how many attempts, and the last status or error.
@@ -386,7 +441,33 @@ export async function deliverWebhook(options: DeliverWebhookOptions): Promise<De
     if (signal?.aborted) {
       return { delivered: false, attempts: attempt - 1, status, error: "aborted" };
     }
-    const outcome = await attemptDelivery(doFetch, options.url, body, {
+    let send = doFetch;
+    if (options.target) {
+      let pinned: CheckedAddress[] | undefined;
+      try {
+        pinned = await checkCallbackTarget(new URL(options.url), options.target);
+      } catch (refused) {
+        return {
+          delivered: false,
+          attempts: attempt - 1,
+          status,
+          error: (refused as Error).message,
+        };
+      }
+      if (!options.fetch) {
+        send = (input, init) =>
+          guardedFetch(new URL(String(input)), {
+            field: "callback_url",
+            method: init?.method,
+            headers: init?.headers as Record<string, string>,
+            body: init?.body as string,
+            signal: init?.signal ?? undefined,
+            allowPrivate: pinned === undefined,
+            pinned,
+          });
+      }
+    }
+    const outcome = await attemptDelivery(send, options.url, body, {
       signature: await signWebhook(options.secret, Math.floor(now() / 1000), body),
       attempt,
       timeoutMs,

@@ -1,11 +1,18 @@
 /**
  * Checks an uploaded project zip and unpacks it into a folder. The zip comes from an
  * untrusted client, so every entry is checked before a byte is written: paths must stay
- * inside the project, symlinks are refused, the entry count and expanded size are
- * bounded (from the central directory before inflating, and again while inflating, so a
- * zip bomb that lies about its sizes is stopped early), and the composition entry must
- * parse. Any failure is a {@linkcode ProjectZipError} (API code `vid_project_invalid`)
- * whose message names the entry and the fix, and leaves nothing behind in the destination.
+ * inside the project (at most 64 folders deep, 1024 bytes long), symlinks are refused, the
+ * entry count and expanded size are bounded (from the central directory before inflating,
+ * and again while inflating, so a zip bomb that lies about its sizes is stopped early), the
+ * expansion ratio is bounded (the files may expand to 100 times the zip's size, or 64 MiB
+ * for a smaller zip), and the composition entry must parse. Any failure is a
+ * {@linkcode ProjectZipError} (API code `vid_project_invalid`) whose message names the
+ * entry and the fix, and leaves nothing behind in the destination.
+ *
+ * The server runs this on its event loop, so the work is bounded and streamed: each entry
+ * is inflated in small slices straight to its file (never whole in memory; only the
+ * composition entry, at most 32 MiB, is kept to be parsed), and the loop gets a turn
+ * between slices, so other requests are answered while a hostile upload is checked.
  *
  * The central directory is read here rather than through fflate's unzip because the
  * checks need fields fflate does not expose (external attributes, version made by) and
@@ -14,8 +21,7 @@
  * @module
  */
 
-import { Inflate } from "fflate";
-import { mkdir, mkdtemp, readdir, rename, rm, rmdir, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, open, readdir, rename, rm, rmdir, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve, sep } from "node:path";
 import { crc32 } from "node:zlib";
 import { type Composition, DEFAULT_ENTRY, parseComposition } from "../composition/composition.ts";
@@ -35,6 +41,20 @@ export interface ZipLimits {
    * @default {1073741824} (1 GiB)
    */
   maxExpandedBytes?: number;
+  /**
+   * Most times its own size the zip may expand to, in total; a zip smaller than
+   * `ratioFloorBytes / maxRatio` may still expand to `ratioFloorBytes`. Deflate bombs expand
+   * about 1000 times; real projects (media, text) far less.
+   *
+   * @default {100}
+   */
+  maxRatio?: number;
+  /**
+   * Expanded bytes allowed whatever the ratio, so a small zip of text is never refused.
+   *
+   * @default {67108864} (64 MiB)
+   */
+  ratioFloorBytes?: number;
 }
 
 /** Options for {@linkcode extractProjectZip}. */
@@ -75,6 +95,15 @@ export interface ExtractedProject {
 
 const DEFAULT_MAX_ENTRIES = 10_000;
 const DEFAULT_MAX_EXPANDED_BYTES = 1024 ** 3;
+const DEFAULT_MAX_RATIO = 100;
+const DEFAULT_RATIO_FLOOR_BYTES = 64 * 1024 ** 2;
+/** The composition entry is parsed in memory, so it has its own bound. */
+const MAX_COMPOSITION_BYTES = 32 * 1024 ** 2;
+/** Most folders an entry path may be nested in, and most bytes it may have. */
+const MAX_DEPTH = 64;
+const MAX_PATH_BYTES = 1024;
+/** The event loop gets a turn at least this often while a zip is inflated. */
+const YIELD_EVERY_MS = 5;
 
 const EOCD_SIGNATURE = 0x06054b50;
 const ZIP64_EOCD_LOCATOR_SIGNATURE = 0x07064b50;
@@ -89,7 +118,9 @@ const METHOD_DEFLATE = 8;
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
 /** Compressed bytes fed to the inflater per step: one step can expand ~1000x, so keep it small. */
-const INFLATE_STEP = 16 * 1024;
+const INFLATE_STEP = 1024;
+/** Bytes of a stored (uncompressed) entry written per step. */
+const STORED_STEP = 256 * 1024;
 /** Most bytes one path segment may have on common file systems. */
 const MAX_SEGMENT_BYTES = 255;
 
@@ -151,6 +182,8 @@ export async function extractProjectZip(
 ): Promise<ExtractedProject> {
   const maxEntries = options.limits?.maxEntries ?? DEFAULT_MAX_ENTRIES;
   const maxExpandedBytes = options.limits?.maxExpandedBytes ?? DEFAULT_MAX_EXPANDED_BYTES;
+  const maxRatio = options.limits?.maxRatio ?? DEFAULT_MAX_RATIO;
+  const ratioFloor = options.limits?.ratioFloorBytes ?? DEFAULT_RATIO_FLOOR_BYTES;
   const compositionName = options.composition ?? DEFAULT_ENTRY;
   const compositionPath = checkCompositionOption(compositionName);
   const destination = resolve(dest);
@@ -171,10 +204,16 @@ export async function extractProjectZip(
 
   const files = entries.filter((entry) => !entry.directory);
   const declared = files.reduce((sum, entry) => sum + entry.uncompressedSize, 0);
-  if (declared > maxExpandedBytes) {
+  const ratioLimit = Math.max(ratioFloor, maxRatio * zip.length);
+  const limit = Math.min(maxExpandedBytes, ratioLimit);
+  const limitText = limit < maxExpandedBytes
+    ? `${formatBytes(limit)} (${maxRatio} times the zip's ${formatBytes(zip.length)}, or ` +
+      `${formatBytes(ratioFloor)} for a smaller zip: a larger ratio is how zip bombs work)`
+    : formatBytes(limit);
+  if (declared > limit) {
     throw new ProjectZipError(
       `the zip's files expand to ${formatBytes(declared)}, over the limit of ` +
-        `${formatBytes(maxExpandedBytes)}; make the project smaller (e.g. re-encode large ` +
+        `${limitText}; make the project smaller (e.g. re-encode large ` +
         `media) and upload it again`,
       "zip",
     );
@@ -182,11 +221,20 @@ export async function extractProjectZip(
 
   const compositionEntry = files.find((entry) => entry.path === compositionPath);
   if (!compositionEntry) throw missingComposition(compositionName, files);
+  if (compositionEntry.uncompressedSize > MAX_COMPOSITION_BYTES) {
+    throw new ProjectZipError(
+      `composition entry "${compositionEntry.name}" is ${
+        formatBytes(compositionEntry.uncompressedSize)
+      }, over the limit of ${formatBytes(MAX_COMPOSITION_BYTES)}; move inlined media into ` +
+        `files of their own and reference them`,
+      compositionEntry.name,
+    );
+  }
 
-  const budget = { used: 0, limit: maxExpandedBytes };
+  const budget: Budget = { used: 0, limit, limitText, lastYield: performance.now() };
   // The composition is inflated and parsed first: a bad entry HTML fails before any
   // large media is inflated or written.
-  const compositionBytes = inflateEntry(zip, view, compositionEntry, budget);
+  const compositionBytes = await inflateToMemory(zip, view, compositionEntry, budget);
   const composition = parseEntryComposition(
     compositionBytes,
     compositionEntry,
@@ -211,11 +259,22 @@ export async function extractProjectZip(
         await mkdir(target, { recursive: true });
         continue;
       }
-      const bytes = entry === compositionEntry
-        ? compositionBytes
-        : inflateEntry(zip, view, entry, budget);
       await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, bytes);
+      if (entry === compositionEntry) {
+        await writeFile(target, compositionBytes);
+      } else {
+        const handle = await open(target, "wx");
+        try {
+          await inflateEntry(zip, view, entry, budget, async (chunk) => {
+            let written = 0;
+            while (written < chunk.length) {
+              written += (await handle.write(chunk, written)).bytesWritten;
+            }
+          });
+        } finally {
+          await handle.close();
+        }
+      }
     }
     await rmdir(destination).catch(ignoreMissing);
     await rename(staging, destination);
@@ -444,6 +503,23 @@ function normaliseEntryName(name: string, what: string): { path: string; directo
   }
   const kept = segments.filter((segment) => segment !== "" && segment !== ".");
   const encoder = new TextEncoder();
+  const short = name.length > 200 ? `${name.slice(0, 200)}…` : name;
+  if (kept.length > MAX_DEPTH + 1) {
+    throw new ProjectZipError(
+      `${what} "${short}" is nested ${
+        kept.length - 1
+      } folders deep, over the limit of ${MAX_DEPTH}; ` +
+        `flatten the project's folders and ${REMAKE}`,
+      short,
+    );
+  }
+  if (encoder.encode(kept.join("/")).length > MAX_PATH_BYTES) {
+    throw new ProjectZipError(
+      `${what} "${short}" is longer than ${MAX_PATH_BYTES} bytes; shorten its folder and ` +
+        `file names`,
+      short,
+    );
+  }
   const long = kept.find((segment) => encoder.encode(segment).length > MAX_SEGMENT_BYTES);
   if (long !== undefined) {
     throw new ProjectZipError(
@@ -554,16 +630,52 @@ function parseEntryComposition(
   }
 }
 
-/**
- * Inflates one entry, counting every byte against `budget` as it comes out and stopping
- * as soon as the limit or the entry's declared size is passed.
- */
-function inflateEntry(
+/** Expanded bytes so far against the limit, and when the event loop last had a turn. */
+interface Budget {
+  used: number;
+  limit: number;
+  /** The limit as messages state it. */
+  limitText: string;
+  lastYield: number;
+}
+
+/** Gives the event loop a turn when this task has held it for a while. */
+async function yieldNow(budget: Budget): Promise<void> {
+  if (performance.now() - budget.lastYield < YIELD_EVERY_MS) return;
+  await new Promise((resolve) => setTimeout(resolve, 0));
+  budget.lastYield = performance.now();
+}
+
+/** Inflates one entry into memory (the composition, bounded by its own limit). */
+async function inflateToMemory(
   zip: Uint8Array,
   view: DataView,
   entry: CentralEntry,
-  budget: { used: number; limit: number },
-): Uint8Array {
+  budget: Budget,
+): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  await inflateEntry(zip, view, entry, budget, (chunk) => {
+    chunks.push(chunk);
+    size += chunk.length;
+    return Promise.resolve();
+  });
+  return chunks.length === 1 ? chunks[0] : concat(chunks, size);
+}
+
+/**
+ * Inflates one entry in slices, handing each piece to `sink` as it comes out, counting
+ * every byte against `budget` and stopping as soon as the limit or the entry's declared
+ * size is passed; the CRC-32 is checked at the end. The event loop gets turns between
+ * slices.
+ */
+async function inflateEntry(
+  zip: Uint8Array,
+  view: DataView,
+  entry: CentralEntry,
+  budget: Budget,
+  sink: (chunk: Uint8Array) => Promise<void>,
+): Promise<void> {
   const local = entry.localOffset;
   if (local + 30 > zip.length || view.getUint32(local, true) !== LOCAL_SIGNATURE) {
     throw corrupt(`the local header of entry "${entry.name}" is missing`, entry.name);
@@ -574,14 +686,15 @@ function inflateEntry(
   }
   const data = zip.subarray(start, start + entry.compressedSize);
 
-  const chunks: Uint8Array[] = [];
   let produced = 0;
+  let crc = 0;
+  let pending: Uint8Array[] = [];
   const take = (chunk: Uint8Array): void => {
     produced += chunk.length;
     budget.used += chunk.length;
     if (budget.used > budget.limit) {
       throw new ProjectZipError(
-        `the zip's files expand to more than the limit of ${formatBytes(budget.limit)} ` +
+        `the zip's files expand to more than the limit of ${budget.limitText} ` +
           `(found while inflating "${entry.name}", though the zip declares less: its sizes ` +
           `are wrong); make the project smaller and ${REMAKE}`,
         entry.name,
@@ -594,19 +707,45 @@ function inflateEntry(
         entry.name,
       );
     }
-    chunks.push(chunk);
+    pending.push(chunk);
+  };
+  const flush = async (): Promise<void> => {
+    const out = pending;
+    pending = [];
+    for (const chunk of out) {
+      crc = crc32(chunk, crc);
+      await sink(chunk);
+    }
+    await yieldNow(budget);
   };
 
   if (entry.method === METHOD_STORED) {
-    take(data.slice());
+    for (let at = 0; at < data.length; at += STORED_STEP) {
+      take(data.slice(at, Math.min(at + STORED_STEP, data.length)));
+      await flush();
+    }
   } else {
-    const inflater = new Inflate((chunk) => take(chunk));
+    // The runtime's native inflater, fed a slice at a time: one slice expands to at most
+    // about a MiB, a few milliseconds of work, and the loop gets a turn between slices.
+    const inflater = new DecompressionStream("deflate-raw");
+    const writer = inflater.writable.getWriter();
+    const reader = inflater.readable.getReader();
+    const feeding = (async () => {
+      for (let at = 0; at < data.length; at += INFLATE_STEP) {
+        await writer.write(data.slice(at, Math.min(at + INFLATE_STEP, data.length)));
+      }
+      await writer.close();
+    })();
+    feeding.catch(() => {}); // surfaces through the reader
     try {
-      for (let at = 0; at < data.length || at === 0; at += INFLATE_STEP) {
-        const end = Math.min(at + INFLATE_STEP, data.length);
-        inflater.push(data.subarray(at, end), end === data.length);
+      while (true) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        take(value);
+        await flush();
       }
     } catch (error) {
+      await reader.cancel().catch(() => {});
       if (error instanceof ProjectZipError) throw error;
       throw corrupt(
         `entry "${entry.name}" does not inflate (${(error as Error).message})`,
@@ -620,11 +759,9 @@ function inflateEntry(
       entry.name,
     );
   }
-  const bytes = chunks.length === 1 ? chunks[0] : concat(chunks, produced);
-  if (crc32(bytes) !== entry.crc) {
+  if (crc !== entry.crc) {
     throw corrupt(`entry "${entry.name}" fails its CRC-32 check`, entry.name);
   }
-  return bytes;
 }
 
 function concat(chunks: Uint8Array[], length: number): Uint8Array {

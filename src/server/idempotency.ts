@@ -1,0 +1,115 @@
+/**
+ * Idempotency keys of the API (`Idempotency-Key` on `POST /v3/assets` and
+ * `POST /v3/vid/renders`), race-free: a request first claims its key with a unique insert
+ * (a pending row), does its work, then records the object it made. A concurrent request
+ * with the same key and body waits for that object and answers it; one with a different
+ * body is a 409. Bodies are compared as canonical JSON (object keys sorted), so key order
+ * does not matter. A request that fails releases its claim, so the key can be retried.
+ *
+ * @module
+ */
+
+import type { DatabaseSync } from "node:sqlite";
+import { now, type Row, transaction } from "./db.ts";
+import { ApiError } from "./errors.ts";
+import { sha256Hex } from "./secrets.ts";
+
+/** `object_id` of a claim whose request is still running. */
+const PENDING = "";
+/** How long a request waits for a concurrent one with the same key before a 409. */
+const WAIT_MS = 120_000;
+const POLL_MS = 50;
+
+/** Where a key lives: the account and the endpoint (`assets` or `renders`). */
+export interface KeyScope {
+  accountId: string;
+  scope: "assets" | "renders";
+  key: string;
+}
+
+/** What {@linkcode claimKey} found: a fresh claim, or the object an earlier request made. */
+export type KeyClaim = { kind: "claimed" } | { kind: "replay"; objectId: string };
+
+/** JSON with every object's keys sorted, so equal bodies serialise the same. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}
+
+/** SHA-256 of a request body's canonical JSON. */
+export async function requestHash(body: unknown): Promise<string> {
+  return await sha256Hex(canonicalJson(body));
+}
+
+function conflict(message: string): ApiError {
+  return new ApiError(409, "vid_idempotency_conflict", message, "Idempotency-Key");
+}
+
+/**
+ * Claims `key` for a request with body hash `hash`: resolves `claimed` when this request
+ * is the first (it must later call {@linkcode completeKey} or {@linkcode releaseKey}), or
+ * `replay` with the object of the earlier request with the same body, waiting for it when
+ * that request is still running.
+ *
+ * @throws {ApiError} 409 when the key was used with another body, or its first request is
+ *   still running after two minutes.
+ */
+export async function claimKey(
+  db: DatabaseSync,
+  where: KeyScope,
+  hash: string,
+): Promise<KeyClaim> {
+  const deadline = Date.now() + WAIT_MS;
+  while (true) {
+    const claim = transaction(db, (): KeyClaim | undefined => {
+      const row = db.prepare(
+        "select request_hash, object_id from idempotency where account_id = ? and scope = ? and key = ?",
+      ).get(where.accountId, where.scope, where.key) as Row | undefined;
+      if (!row) {
+        db.prepare(
+          "insert into idempotency (account_id, scope, key, request_hash, object_id, created_at) values (?, ?, ?, ?, ?, ?)",
+        ).run(where.accountId, where.scope, where.key, hash, PENDING, now());
+        return { kind: "claimed" };
+      }
+      if (row.request_hash !== hash) {
+        throw conflict(
+          `Idempotency-Key "${where.key}" was used with a different request body; use a new key`,
+        );
+      }
+      if (row.object_id !== PENDING) return { kind: "replay", objectId: String(row.object_id) };
+      return undefined;
+    });
+    if (claim) return claim;
+    if (Date.now() > deadline) {
+      throw conflict(
+        `a request with Idempotency-Key "${where.key}" is still being processed; retry later`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
+
+/** Records the object a claimed key's request made (call inside the request's transaction). */
+export function completeKey(db: DatabaseSync, where: KeyScope, objectId: string): void {
+  db.prepare(
+    "update idempotency set object_id = ? where account_id = ? and scope = ? and key = ?",
+  ).run(objectId, where.accountId, where.scope, where.key);
+}
+
+/** Drops a claim whose request failed, so the key can be used again. */
+export function releaseKey(db: DatabaseSync, where: KeyScope): void {
+  db.prepare(
+    "delete from idempotency where account_id = ? and scope = ? and key = ? and object_id = ?",
+  ).run(where.accountId, where.scope, where.key, PENDING);
+}
+
+/** Drops every claim left pending by a server that stopped mid-request (call on start). */
+export function releaseStaleKeys(db: DatabaseSync): number {
+  return Number(db.prepare("delete from idempotency where object_id = ?").run(PENDING).changes);
+}
