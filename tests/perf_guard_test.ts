@@ -24,7 +24,7 @@ describe("performance guard", () => {
 
   it("vid render keeps its fps and CPU ratios to the raw pipeline", async () => {
     const recorded = await recordedGuard();
-    const measured = await measureGuard(3);
+    const measured = await measureGuard(5);
     console.log(
       `perf guard: fps ratio ${measured.fpsRatio.toFixed(2)} (recorded ${
         recorded.fpsRatio.toFixed(2)
