@@ -23,7 +23,10 @@
  * - Runtime files the code reads through `import.meta.url` are embedded with `--include`
  *   ({@linkcode RUNTIME_INCLUDES}): the server's OpenAPI document and the Lambda worker
  *   bundle (built first when missing). Modules, npm packages and the JSON-imported
- *   deno.json are embedded by `deno compile` itself.
+ *   deno.json are embedded by `deno compile` itself, except the command files that
+ *   src/cli/main.ts imports by a computed URL for a fast start-up: each is an `--include`
+ *   too ({@linkcode COMMAND_MODULES}), which makes it (and the npm packages it reaches) part
+ *   of the binary's module graph.
  * - `--self-extracting`: the embedded files are written to disk (a hidden folder beside the
  *   binary) on first run, so paths from `import.meta.url` are real files. The local stack
  *   hands the worker bundle's path to a separate Node 22 process, which cannot read a
@@ -46,6 +49,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { COMMAND_MODULES } from "../src/cli/main.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -158,6 +162,7 @@ export function compileArgs(target: TargetName, outdir: string = DEFAULT_OUTDIR)
     "--no-check",
     "--exclude-unused-npm",
     ...RUNTIME_INCLUDES.flatMap((file) => ["--include", file]),
+    ...COMMAND_MODULES.flatMap((command) => ["--include", command.file]),
     "--target",
     TARGETS[target],
     "--output",

@@ -35,6 +35,7 @@ import {
   TARGETS,
 } from "../scripts/compile.ts";
 import { runtimeAssetUrls } from "../scripts/build_npm.ts";
+import { COMMAND_MODULES } from "../src/cli/main.ts";
 import { node22 } from "../src/lambda/local_stack.ts";
 import { ROOT } from "./helpers.ts";
 
@@ -148,6 +149,7 @@ describe("deno compile arguments", () => {
         "api/openapi.yaml",
         "--include",
         "dist/worker/index.mjs",
+        ...COMMAND_MODULES.flatMap((command) => ["--include", command.file]),
         "--target",
         triple,
         "--output",

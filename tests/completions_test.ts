@@ -28,7 +28,7 @@ const HAS_ZSH = installed("zsh");
 const HAS_FISH = installed("fish");
 
 /** Every command path of the live tree, with its subcommand names and long options. */
-function liveTree(): { path: string; commands: string[]; longs: string[] }[] {
+async function liveTree(): Promise<{ path: string; commands: string[]; longs: string[] }[]> {
   const out: { path: string; commands: string[]; longs: string[] }[] = [];
   const walk = (command: CommandUnknownOpts, path: string[]) => {
     const help = command.createHelp();
@@ -39,11 +39,11 @@ function liveTree(): { path: string; commands: string[]; longs: string[] }[] {
     });
     for (const sub of command.commands) walk(sub, [...path, sub.name()]);
   };
-  walk(buildProgram(), ["vid"]);
+  walk(await buildProgram(), ["vid"]);
   return out;
 }
 
-const TREE = liveTree();
+const TREE = await liveTree();
 
 function sorted(words: string[]): string[] {
   return [...words].sort();

@@ -159,7 +159,7 @@ window.__vid.onSeek((t) => {
 });
 </script>`,
       },
-    ).replace('data-duration="1"', 'data-duration="1" data-fps="29.97"');
+    ).replace('data-duration="1"', 'data-duration="2" data-fps="29.97"');
     project = await makeProject(html);
     const tone = await new Deno.Command("ffmpeg", {
       args: [
@@ -179,29 +179,31 @@ window.__vid.onSeek((t) => {
     await Deno.remove(project, { recursive: true });
   });
 
-  it("data-fps 29.97: 30 frames, r_frame_rate 30000/1001, frame 15 exactly at 0.5005 s", async () => {
+  it("data-fps 29.97: 60 frames in 2 chunks, r_frame_rate 30000/1001, frame 15 exactly at 0.5005 s", async () => {
     const output = `${project}/renders/ntsc.mp4`;
-    const result = await renderComposition({ target: project, output, chunkSize: 10 });
+    // Chunks are whole cells of the 1-second GOP grid (30 frames at 29.97): two of them, so
+    // the join's timestamps are checked too.
+    const result = await renderComposition({ target: project, output, chunkSize: 30 });
     assert.deepEqual(result.frameRate, NTSC);
-    assert.equal(result.frames, 30);
-    assert.equal(result.chunks, 3);
-    assert.equal(result.durationSeconds, 1.001);
-    assert.equal(await rFrameRate(output), "30000/1001,30");
+    assert.equal(result.frames, 60);
+    assert.equal(result.chunks, 2);
+    assert.equal(result.durationSeconds, 2.002);
+    assert.equal(await rFrameRate(output), "30000/1001,60");
     const colours = await pixelSeries(output, 160, 90);
-    assert.equal(colours.length, 30);
+    assert.equal(colours.length, 60);
     assert.ok(near(colours[14], RED), `frame 14 is ${rgb(colours[14])}`);
     assert.ok(near(colours[15], BLUE), `frame 15 is ${rgb(colours[15])}`);
-    // The soundtrack is cut to the video's 30 frames × 1001/30000 s.
+    // The soundtrack is cut to the video's 60 frames × 1001/30000 s.
     const audio = await audioDuration(output);
-    assert.ok(Math.abs(audio - 1.001) < 0.03, `audio lasts ${audio} s`);
+    assert.ok(Math.abs(audio - 2.002) < 0.03, `audio lasts ${audio} s`);
   });
 
   it("vid render --fps wins over data-fps; vid still maps --time at the composition's rate", async () => {
     const output = `${project}/renders/ten.mp4`;
     const render = await runVid(["render", project, "--fps", "10", "-o", output]);
     assert.equal(render.code, 0, render.stderr);
-    assert.match(render.stdout, /10 frames, 320x180, 10 fps/);
-    assert.equal(await rFrameRate(output), "10/1,10");
+    assert.match(render.stdout, /20 frames, 320x180, 10 fps/);
+    assert.equal(await rFrameRate(output), "10/1,20");
 
     const fraction = await runVid([
       "render",

@@ -14,17 +14,17 @@ import { buildProgram } from "../src/cli/main.ts";
 import { runVid } from "./helpers.ts";
 
 /** Every command of the tree with its path. */
-function commands(): { path: string; command: CommandUnknownOpts }[] {
+async function commands(): Promise<{ path: string; command: CommandUnknownOpts }[]> {
   const out: { path: string; command: CommandUnknownOpts }[] = [];
   const walk = (command: CommandUnknownOpts, path: string[]) => {
     out.push({ path: path.join(" "), command });
     for (const sub of command.commands) walk(sub, [...path, sub.name()]);
   };
-  walk(buildProgram(), ["vid"]);
+  walk(await buildProgram(), ["vid"]);
   return out;
 }
 
-const TREE = commands();
+const TREE = await commands();
 
 /** The `--help` text of `path`, at the usual 80 columns. */
 function helpOf(path: string): string {

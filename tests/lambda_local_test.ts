@@ -203,6 +203,7 @@ describe("vid lambda on the local stack", () => {
       assert.doesNotMatch(out.stderr, /errorType/);
       const id = out.stderr.match(/started (\S+)/)![1];
       const text = await runVid(["lambda", "progress", id], { env: stack.env });
+      assert.equal(text.code, 1, "progress of a failed render exits 1");
       assert.match(text.stdout, / failed: chunks 2\/3/);
       assert.match(text.stdout, message);
       assert.doesNotMatch(text.stdout, /errorType/);

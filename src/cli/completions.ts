@@ -82,7 +82,7 @@ function optionOf(option: Option): CompletionOption {
  *
  * @example
  * ```ts
- * const tree = completionTree(buildProgram());
+ * const tree = completionTree(await buildProgram());
  * tree.find((c) => c.path.join(" ") === "vid render")?.options.map((o) => o.long);
  * ```
  */
@@ -406,7 +406,7 @@ function fishScript(tree: CompletionCommand[], program: string, version: string)
  *
  * @example
  * ```ts
- * const script = completionScript("bash", buildProgram(), "0.1.0");
+ * const script = completionScript("bash", await buildProgram(), "0.1.0");
  * await Deno.writeTextFile(`${Deno.env.get("HOME")}/.local/share/bash-completion/completions/vid`, script);
  * ```
  */

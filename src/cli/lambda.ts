@@ -30,7 +30,7 @@ import { explainStackError } from "../lambda/stack_error.ts";
 import { cancelRender, downloadRender, renderOutputUrl } from "../lambda/renders.ts";
 import { readBatchManifest } from "../lambda/batch.ts";
 import { packageProject } from "../project/package.ts";
-import { printBatchProgress, registerLambdaBatch } from "./lambda_batch.ts";
+import { BATCH_PROGRESS_EXIT, printBatchProgress, registerLambdaBatch } from "./lambda_batch.ts";
 import {
   EXIT,
   frameRateArg,
@@ -669,7 +669,8 @@ export function registerLambda(program: Command): void {
         "Exit status with --manifest: 0 when every row succeeded; 3 while any row is still " +
         "running; 1 when none runs and a row failed, timed out, was aborted, failed to start " +
         "or was not started (run the batch again to retry them); 4 when the stack cannot be " +
-        "reached or a row's execution cannot be read." + ENV_HELP,
+        "reached or a row's execution cannot be read. For one render the same codes: 0 " +
+        "succeeded, 3 running, 1 failed, timed out or aborted." + ENV_HELP,
     )
     .argument("[render]", "render id (with the state machine) or execution ARN")
     .option("--manifest <file>", "a batch's manifest (`vid lambda render-batch --manifest`)")
@@ -699,12 +700,23 @@ export function registerLambda(program: Command): void {
           sfn: conn.sfn,
           s3: conn.s3,
         });
+        // A script polling one render gets the batch's codes: only a success is 0.
+        const exitCode = progress.status === "succeeded"
+          ? BATCH_PROGRESS_EXIT.succeeded
+          : progress.status === "running"
+          ? BATCH_PROGRESS_EXIT.running
+          : BATCH_PROGRESS_EXIT.failed;
         if (options.json) {
-          console.log(JSON.stringify({ ok: true, ...progressJson(progress) }, null, 2));
+          console.log(JSON.stringify(
+            { ok: exitCode === BATCH_PROGRESS_EXIT.succeeded, exitCode, ...progressJson(progress) },
+            null,
+            2,
+          ));
         } else {
           console.log(`${progress.renderId}  ${progressLine(progress)}`);
           for (const e of progress.errors) console.log(`  error: ${readableExecutionError(e)}`);
         }
+        Deno.exitCode = exitCode;
       } catch (error) {
         fail(error, options.json);
       }

@@ -25,26 +25,38 @@ export function progressReporter(
   return (p: RenderProgress) => {
     const now = performance.now();
     const ratio = p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0;
-    const summary = `${p.framesDone}/${p.framesTotal} frames  ${p.fps.toFixed(1)} fps  ETA ${
-      formatEta(p.etaSeconds)
-    }`;
+    const summary = p.media
+      ? `${p.media.file} (${p.media.index}/${p.media.count}) ${
+        p.media.cached ? "cached" : `${Math.round(p.media.fraction * 100)}%`
+      }`
+      : `${p.framesDone}/${p.framesTotal} frames  ${p.fps.toFixed(1)} fps  ETA ${
+        formatEta(p.etaSeconds)
+      }`;
     if (isTerminal) {
-      if (p.stage === "rendering" && now - lastPrint < 100 && p.framesDone < p.framesTotal) return;
+      const busy = p.stage === "rendering" && p.framesDone < p.framesTotal ||
+        p.media !== undefined && p.media.fraction < 1;
+      if (busy && now - lastPrint < 100) return;
       lastPrint = now;
       const width = 30;
       const filled = Math.round(ratio * width);
       const bar = "█".repeat(filled) + "░".repeat(width - filled);
       const line = p.stage === "rendering" || p.stage === "done"
         ? `${bar} ${Math.round(ratio * 100)}%  ${summary}`
+        : p.media
+        ? `${p.stage} ${summary}`
         : p.stage;
       write(`\r\x1b[2K${line}`);
       if (p.stage === "done") write("\n");
       return;
     }
-    const stageChanged = p.stage !== lastStage;
+    // Each media source gets its own line as it starts and ends.
+    const stage = p.media && (p.media.fraction === 0 || p.media.fraction === 1)
+      ? `${p.stage} ${p.media.index} ${p.media.fraction}`
+      : p.stage;
+    const stageChanged = stage !== lastStage;
     if (!stageChanged && now - lastPrint < intervalMs) return;
     lastPrint = now;
-    lastStage = p.stage;
+    lastStage = stage;
     write(p.stage === "rendering" ? `rendering ${summary}\n` : `${p.stage} ${summary}\n`);
   };
 }

@@ -14,8 +14,6 @@ import {
 import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { PageError } from "../render/page_error.ts";
 import { MissingDependencyError } from "../render/system.ts";
-import { RenderOptionError } from "../render/render.ts";
-import { CloudRenderError } from "../cloud/render.ts";
 
 /** Exit codes of the CLI. */
 export const EXIT = {
@@ -91,11 +89,16 @@ export function warn(message: string): void {
   console.error(`warning: ${message}`);
 }
 
+/**
+ * Errors of a bad option value, recognised by name: importing their classes would load the
+ * renderer (and the cloud client) into every command, however small.
+ */
+const USAGE_ERROR_NAMES = new Set(["RenderOptionError", "CloudRenderError"]);
+
 /** Exit code for an error thrown by the SDK. */
 export function exitCodeFor(error: unknown): number {
   if (error instanceof VariablesInputError) return EXIT.usage;
-  if (error instanceof RenderOptionError) return EXIT.usage;
-  if (error instanceof CloudRenderError) return EXIT.usage;
+  if (error instanceof Error && USAGE_ERROR_NAMES.has(error.name)) return EXIT.usage;
   if (
     error instanceof CompositionError || error instanceof StrictVariablesError ||
     error instanceof MissingDependencyError

@@ -12,6 +12,7 @@
 import { mkdir, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
+import { createBrowserPool } from "../render/capture_mode.ts";
 import {
   renderComposition,
   RenderOptionError,
@@ -222,6 +223,8 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
   let current: PreviewRenderStatus = { state: "idle", id: 0 };
   let running: Promise<void> | undefined;
   let controller: AbortController | undefined;
+  // The studio renders again and again: its capture browser stays warm between renders.
+  const browsers = createBrowserPool();
 
   const publish = (status: PreviewRenderStatus): void => {
     current = status;
@@ -253,6 +256,7 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
         workers: options.workers,
         output: join(rendersDir, file),
         signal,
+        browsers,
         onProgress: (progress) => {
           if (current.id === id) publish({ state: "rendering", id, progress });
         },
@@ -302,6 +306,7 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
     async close(): Promise<void> {
       controller?.abort();
       await running;
+      await browsers.close();
     },
   };
 }

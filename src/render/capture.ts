@@ -72,6 +72,9 @@ export interface CapturerOptions {
   fps: number;
 }
 
+/** BeginFrames tried for a page's first image before giving up. */
+const FIRST_FRAME_TRIES = 40;
+
 /**
  * A capturer for one page. BeginFrame may report no damage (nothing changed): the
  * previous image is then reused, which is exactly what the frame shows.
@@ -97,7 +100,11 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
   let previous: Uint8Array | undefined;
   return {
     async capture(): Promise<Uint8Array> {
-      for (let attempt = 0; attempt < 5; attempt++) {
+      // A new window's first frames may have no surface to read back yet, for longer on a
+      // busy machine (5 tries failed renders under load): the first image gets up to
+      // FIRST_FRAME_TRIES, a little apart; later frames reuse the previous image.
+      for (let attempt = 0; attempt < FIRST_FRAME_TRIES; attempt++) {
+        if (attempt >= 5) await new Promise((resolve) => setTimeout(resolve, 25));
         const result = await clock.exclusive(() =>
           page.send<{ hasDamage: boolean; screenshotData?: string }>(
             "HeadlessExperimental.beginFrame",

@@ -28,16 +28,21 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
   ]).finally(() => clearTimeout(timer));
 }
 
+/** Frames the BeginFrame probe tries before it gives up. */
+const PROBE_FRAMES = 40;
+
 /**
  * Whether BeginFrame capture returns an image in `browser`: undefined when it does, else
- * why not. The first frame of a new window often has no surface to read back yet, so a
- * few frames are tried.
+ * why not. The first frames of a new window often have no surface to read back yet, and
+ * on a busy machine that lasts longer (5 frames fell back to the 2x slower screenshot path
+ * under load), so up to {@linkcode PROBE_FRAMES} frames are tried, a little apart.
  */
 export async function probeBeginFrame(browser: Browser): Promise<string | undefined> {
   try {
     const page = await openPage(browser, { width: 64, height: 64, initScript: "" });
     try {
-      for (let frame = 1; frame <= 5; frame++) {
+      for (let frame = 1; frame <= PROBE_FRAMES; frame++) {
+        if (frame > 5) await new Promise((resolve) => setTimeout(resolve, 25));
         const result = await withTimeout(
           page.send<{ screenshotData?: string }>("HeadlessExperimental.beginFrame", {
             frameTimeTicks: frame * 33,
@@ -51,7 +56,7 @@ export async function probeBeginFrame(browser: Browser): Promise<string | undefi
           return undefined;
         }
       }
-      return "BeginFrame returned no image in 5 frames";
+      return `BeginFrame returned no image in ${PROBE_FRAMES} frames`;
     } finally {
       await closePage(page);
     }
@@ -105,4 +110,87 @@ export async function launchForCapture(
   }
   onFallback(reason ?? "the BeginFrame probe failed");
   return await launchBrowser({ mode: "screenshot", scale, networkFlags });
+}
+
+/**
+ * Browsers kept warm between renders by a process that renders many (the preview studio,
+ * `vid server`): a render takes one from the pool instead of launching (and probing) a new
+ * browser, and gives it back when done. One browser per capture preference and scale is
+ * kept; a browser that died meanwhile is dropped and a new one launched.
+ */
+export interface BrowserPool {
+  /** A live browser for the preference and scale: a kept one, else a newly launched one. */
+  acquire(
+    preference: CapturePreference,
+    onFallback: (reason: string) => void,
+    scale: number,
+  ): Promise<Browser>;
+  /** Gives a browser back after a render (its windows closed); closes it when one is kept. */
+  release(browser: Browser): Promise<void>;
+  /** Closes every kept browser. */
+  close(): Promise<void>;
+}
+
+/** Whether a browser's process still runs and its CDP connection is open. */
+function alive(browser: Browser): boolean {
+  return browser.process.exitCode === null && browser.process.signalCode === null &&
+    !browser.connection.closed;
+}
+
+/**
+ * Creates an empty pool of warm capture browsers.
+ *
+ * @example
+ * ```ts
+ * const pool = createBrowserPool();
+ * const browser = await pool.acquire("auto", () => {}, 1);
+ * await pool.release(browser); // kept for the next render
+ * await pool.close();
+ * ```
+ */
+export function createBrowserPool(): BrowserPool {
+  const kept = new Map<string, Browser>();
+  const keys = new WeakMap<Browser, string>();
+  let closed = false;
+  return {
+    async acquire(preference, onFallback, scale): Promise<Browser> {
+      const key = `${preference}@${scale}`;
+      const warm = kept.get(key);
+      kept.delete(key);
+      if (warm && alive(warm)) return warm;
+      await warm?.close();
+      const browser = await launchForCapture(preference, onFallback, scale);
+      keys.set(browser, key);
+      return browser;
+    },
+    async release(browser: Browser): Promise<void> {
+      const key = keys.get(browser);
+      if (closed || key === undefined || kept.has(key) || !alive(browser)) {
+        await browser.close();
+        return;
+      }
+      // Windows a failed or cancelled render left open are closed; the launch's blank
+      // window stays.
+      try {
+        const { targetInfos } = await browser.connection.send<
+          { targetInfos: { targetId: string; type: string; url: string }[] }
+        >("Target.getTargets");
+        await Promise.all(
+          targetInfos.filter((t) => t.type === "page" && t.url !== "about:blank").map((t) =>
+            browser.connection.send("Target.closeTarget", { targetId: t.targetId })
+          ),
+        );
+      } catch {
+        await browser.close();
+        return;
+      }
+      kept.set(key, browser);
+    },
+    async close(): Promise<void> {
+      closed = true;
+      const browsers = [...kept.values()];
+      kept.clear();
+      await Promise.allSettled(browsers.map((b) => b.close()));
+    },
+  };
 }

@@ -8,12 +8,17 @@
  */
 
 import { spawn } from "node:child_process";
-import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import process from "node:process";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import type { Browser } from "./browser.ts";
 import { evaluate } from "./capture.ts";
 import { type OutputFormat, runFfmpeg } from "./encode.ts";
-import { openComposition, type PageSpec } from "./render_chunk.ts";
+import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
 
 /** A media source could not be read or converted. */
 export class MediaError extends Error {
@@ -99,27 +104,36 @@ export function probeMedia(
 }
 
 /**
+ * Lists the `<video>` and `<audio>` elements of a loaded composition page after its scripts
+ * ran (sources may come from variables). Reads only: the page stays as loaded, so it can
+ * go on to render.
+ */
+export async function listMedia(composition: CompositionPage): Promise<MediaDescriptor[]> {
+  // Let every element request its source (or fail) first, so a missing file is known.
+  // AbortSignal.timeout runs on a real timer; the page's setTimeout is virtual.
+  return await evaluate(
+    composition.page,
+    `(async () => {
+      const pending = [...document.querySelectorAll("video, audio")]
+        .filter((el) => el.readyState < 1 && !el.error && (el.currentSrc || el.src));
+      await Promise.all(pending.map((el) => new Promise((settle) => {
+        el.addEventListener("loadedmetadata", settle, { once: true });
+        el.addEventListener("error", settle, { once: true });
+        AbortSignal.timeout(10000).addEventListener("abort", settle);
+      })));
+      return window.__vid.media();
+    })()`,
+  ) as MediaDescriptor[];
+}
+
+/**
  * Loads the composition once and lists its `<video>` and `<audio>` elements after its
  * scripts ran (sources may come from variables).
  */
 export async function discoverMedia(browser: Browser, spec: PageSpec): Promise<MediaDescriptor[]> {
   const composition = await openComposition(browser, { ...spec, videoProxies: undefined });
   try {
-    // Let every element request its source (or fail) first, so a missing file is known.
-    // AbortSignal.timeout runs on a real timer; the page's setTimeout is virtual.
-    return await evaluate(
-      composition.page,
-      `(async () => {
-        const pending = [...document.querySelectorAll("video, audio")]
-          .filter((el) => el.readyState < 1 && !el.error && (el.currentSrc || el.src));
-        await Promise.all(pending.map((el) => new Promise((settle) => {
-          el.addEventListener("loadedmetadata", settle, { once: true });
-          el.addEventListener("error", settle, { once: true });
-          AbortSignal.timeout(10000).addEventListener("abort", settle);
-        })));
-        return window.__vid.media();
-      })()`,
-    ) as MediaDescriptor[];
+    return await listMedia(composition);
   } finally {
     await composition.close();
   }
@@ -133,10 +147,154 @@ export interface VideoProxy {
   fps: number;
 }
 
+/** How far the preparation of one `<video>` source is. */
+export interface MediaProgress {
+  /** The source as the user knows it: a project path or a URL. */
+  file: string;
+  /** 1-based position of this source among those being prepared. */
+  index: number;
+  /** Sources being prepared. */
+  count: number;
+  /** Fraction of this source done, 0-1. */
+  fraction: number;
+  /** True when the proxy came from the cache (no conversion ran). */
+  cached: boolean;
+}
+
+/**
+ * The proxy encoding. Part of every cache key: a change here makes new proxies instead of
+ * serving ones made with other settings.
+ */
+const PROXY_ARGS: readonly string[] = [
+  "-an",
+  "-map",
+  "0:v:0",
+  "-c:v",
+  "libvpx",
+  "-g",
+  "1",
+  "-deadline",
+  "realtime",
+  "-cpu-used",
+  "16",
+  "-qmin",
+  "1",
+  "-qmax",
+  "10",
+  "-b:v",
+  "100M",
+  "-fps_mode",
+  "cfr",
+];
+
+/**
+ * The folder vid caches derived files in: `VID_CACHE_DIR` when set; `/tmp/vid-cache` on
+ * AWS Lambda (the only writable place there); else `$XDG_CACHE_HOME/vid`, else
+ * `~/.cache/vid`; the system temp folder as a last resort.
+ *
+ * @example
+ * ```ts
+ * console.log(cacheDir()); // e.g. /home/me/.cache/vid
+ * ```
+ */
+export function cacheDir(env: Record<string, string | undefined> = process.env): string {
+  if (env.VID_CACHE_DIR) return resolve(env.VID_CACHE_DIR);
+  if (env.AWS_LAMBDA_FUNCTION_NAME) return "/tmp/vid-cache";
+  if (env.XDG_CACHE_HOME) return join(env.XDG_CACHE_HOME, "vid");
+  const home = env.HOME ?? env.USERPROFILE;
+  return home ? join(home, ".cache", "vid") : join(tmpdir(), "vid-cache");
+}
+
+/** SHA-256 (hex) of a file's bytes after `prefix`, read as a stream. */
+function hashFile(file: string, prefix: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const hash = createHash("sha256").update(prefix);
+    createReadStream(file)
+      .on("data", (chunk) => hash.update(chunk))
+      .on("error", reject)
+      .on("end", () => resolve(hash.digest("hex")));
+  });
+}
+
+/** What a cached proxy's sidecar records; written after the proxy, so it marks it complete. */
+interface ProxyMeta {
+  fps: number;
+}
+
+/** Reads a cached proxy's sidecar; undefined when the proxy is not (completely) there. */
+async function readMeta(metaFile: string, proxyFile: string): Promise<ProxyMeta | undefined> {
+  try {
+    const meta = JSON.parse(await readFile(metaFile, "utf8")) as ProxyMeta;
+    if (!(meta.fps > 0)) return undefined;
+    await stat(proxyFile);
+    // Touched on use, so a cache sweep can drop the least recently used first.
+    const now = new Date();
+    await utimes(metaFile, now, now).catch(() => undefined);
+    return meta;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes `file` atomically: a uniquely named temp file beside it, then a rename. */
+async function writeAtomic(file: string, text: string): Promise<void> {
+  const temp = `${file}.${process.pid}-${crypto.randomUUID()}.tmp`;
+  await writeFile(temp, text);
+  await rename(temp, file);
+}
+
+/**
+ * Runs one proxy conversion, reporting the fraction of `duration` written so far (from
+ * ffmpeg's `-progress` lines).
+ */
+function convertProxy(
+  ffmpeg: string,
+  args: string[],
+  output: string,
+  duration: number,
+  onFraction: (fraction: number) => void,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(ffmpeg, [
+      "-hide_banner",
+      "-loglevel",
+      "error",
+      "-nostats",
+      "-progress",
+      "pipe:1",
+      "-y",
+      ...args,
+    ], { stdio: ["ignore", "pipe", "pipe"] });
+    let log = "";
+    let pending = "";
+    child.stderr.setEncoding("utf8").on("data", (text: string) => log = (log + text).slice(-4000));
+    child.stdout.setEncoding("utf8").on("data", (text: string) => {
+      pending += text;
+      const lines = pending.split("\n");
+      pending = lines.pop() ?? "";
+      for (const line of lines) {
+        const match = line.match(/^out_time_us=(\d+)/);
+        if (match && duration > 0) onFraction(Math.min(1, Number(match[1]) / 1e6 / duration));
+      }
+    });
+    child.on("error", (error) => reject(new Error(`cannot run ffmpeg: ${error.message}`)));
+    child.on("exit", (code) => {
+      if (code === 0) resolve();
+      else reject(new Error(`ffmpeg failed writing ${output}: ${log.trim()}`));
+    });
+  });
+}
+
 /**
  * Converts every distinct `<video>` source to an intra-coded VP8 copy at its own frame
  * rate (every frame a keyframe), so the browser can show any frame exactly and fast.
- * `serve` makes a prepared file reachable by the page and returns its URL.
+ *
+ * Proxies are cached under {@linkcode cacheDir} by the SHA-256 of the source's bytes and
+ * the proxy settings, so every render, still, preview and worker on the machine converts a
+ * video once. Each proxy is written to a temp file and renamed, and its sidecar (written
+ * last) marks it complete, so concurrent renders never read half a proxy. Without a
+ * writable cache folder the proxies go to `workDir`. `serve` makes a proxy reachable by the
+ * page and returns its URL.
  */
 export async function prepareVideoProxies(
   media: readonly MediaDescriptor[],
@@ -144,53 +302,70 @@ export async function prepareVideoProxies(
     ffmpeg: string;
     ffprobe: string;
     workDir: string;
-    /** Maps a page URL to what ffmpeg should read (a local file for cached remote media). */
+    /**
+     * Maps a page URL to what ffmpeg should read: a local file for project files and cached
+     * remote media. A source that is no local file is read from its URL and not cached.
+     */
     input?: (src: string) => string;
+    /** The source as the user knows it, for progress (e.g. its project path). */
+    label?: (src: string) => string;
     /** Options before each input (a guarded render's `-protocol_whitelist file`). */
     inputArgs?: readonly string[];
     serve: (name: string, file: string) => string;
+    /** Cache folder. @default cacheDir() */
+    cacheDir?: string;
+    /** Told as each source starts, advances and finishes. */
+    onProgress?: (progress: MediaProgress) => void;
   },
 ): Promise<Record<string, VideoProxy>> {
   const inputArgs = options.inputArgs ?? [];
   const proxies: Record<string, VideoProxy> = {};
   const sources = [...new Set(media.filter((m) => m.kind === "video").map((m) => m.src))];
+  const proxyDir = join(options.cacheDir ?? cacheDir(), "proxies");
+  const cacheUsable = sources.length > 0 &&
+    await mkdir(proxyDir, { recursive: true }).then(() => true, () => false);
   for (const [index, src] of sources.entries()) {
     const input = options.input?.(src) ?? src;
+    const file = options.label?.(src) ?? src;
+    const report = (fraction: number, cached: boolean) =>
+      options.onProgress?.({ file, index: index + 1, count: sources.length, fraction, cached });
+    const local = cacheUsable && !/^[a-z][a-z0-9+.-]*:/i.test(input) &&
+      await stat(input).then((s) => s.isFile(), () => false);
+    const key = local ? await hashFile(input, `vid-proxy-1\0${PROXY_ARGS.join(" ")}\0`) : "";
+    const output = local
+      ? join(proxyDir, `${key}.webm`)
+      : join(options.workDir, `video-${index}.webm`);
+    const metaFile = `${output}.json`;
+    const hit = local ? await readMeta(metaFile, output) : undefined;
+    if (hit) {
+      report(1, true);
+      proxies[src] = { url: options.serve(`video-${index}.webm`, output), fps: hit.fps };
+      continue;
+    }
+    report(0, false);
     const probe = await probeMedia(options.ffprobe, input, inputArgs);
     if (!probe.hasVideo || probe.fps <= 0) {
       throw new MediaError(`${src} has no video stream`, src);
     }
-    const file = join(options.workDir, `video-${index}.webm`);
-    await runFfmpeg(options.ffmpeg, [
-      ...inputArgs,
-      "-i",
-      input,
-      "-an",
-      "-map",
-      "0:v:0",
-      "-c:v",
-      "libvpx",
-      "-g",
-      "1",
-      "-deadline",
-      "realtime",
-      "-cpu-used",
-      "16",
-      "-qmin",
-      "1",
-      "-qmax",
-      "10",
-      "-b:v",
-      "100M",
-      "-fps_mode",
-      "cfr",
-      "-r",
-      String(probe.fps),
-      file,
-    ], file).catch((error: Error) => {
-      throw new MediaError(`cannot prepare video ${src}: ${error.message}`, src);
-    });
-    proxies[src] = { url: options.serve(`video-${index}.webm`, file), fps: probe.fps };
+    const temp = local ? `${output}.${process.pid}-${crypto.randomUUID()}.tmp.webm` : output;
+    try {
+      await convertProxy(
+        options.ffmpeg,
+        [...inputArgs, "-i", input, ...PROXY_ARGS, "-r", String(probe.fps), temp],
+        temp,
+        probe.duration,
+        (fraction) => report(fraction, false),
+      );
+      if (local) {
+        await rename(temp, output);
+        await writeAtomic(metaFile, JSON.stringify({ fps: probe.fps } satisfies ProxyMeta));
+      }
+    } catch (error) {
+      if (local) await rm(temp, { force: true });
+      throw new MediaError(`cannot prepare video ${src}: ${(error as Error).message}`, src);
+    }
+    report(1, false);
+    proxies[src] = { url: options.serve(`video-${index}.webm`, output), fps: probe.fps };
   }
   return proxies;
 }

@@ -22,7 +22,7 @@ import {
 } from "../composition/frame_rate.ts";
 import type { Browser, CaptureMode } from "./browser.ts";
 import { CdpClosedError } from "./cdp.ts";
-import type { CapturePreference } from "./capture_mode.ts";
+import type { BrowserPool, CapturePreference } from "./capture_mode.ts";
 import { type Chunk, chunkPlan, gopFrames } from "./chunk_plan.ts";
 import {
   concatChunks,
@@ -37,8 +37,8 @@ import {
   RENDER_FORMATS,
   type RenderFormat,
 } from "./encode.ts";
-import { mixAudio, muxAudio } from "./media.ts";
-import { renderChunk } from "./render_chunk.ts";
+import { type MediaProgress, mixAudio, muxAudio } from "./media.ts";
+import { renderChunk, renderRange } from "./render_chunk.ts";
 import {
   type CompositionSource,
   openRenderSession,
@@ -109,6 +109,8 @@ export interface RenderProgress {
   etaSeconds?: number;
   /** What the renderer is doing. */
   stage: "starting" | "preparing media" | "rendering" | "joining" | "done";
+  /** While preparing media: which `<video>` source and how far. */
+  media?: MediaProgress;
 }
 
 /**
@@ -166,6 +168,11 @@ export interface RenderOptions extends CompositionSource {
   seed?: number;
   /** `Date.now()` at time 0. @default the render's start time, whole seconds */
   epochMs?: number;
+  /**
+   * Warm browsers to capture with (see `createBrowserPool`), for a process that renders
+   * many: the preview studio, `vid server`. @default a browser launched for this render
+   */
+  browsers?: BrowserPool;
   /**
    * Keep the render off private networks, for renders of other people's compositions
    * (`vid server`, the Lambda worker): the page, its iframes, fetch/XHR, WebSocket,
@@ -485,9 +492,10 @@ export async function renderComposition<V extends object = Variables>(
       blockPrivateNetwork: options.blockPrivateNetwork,
       browser: options.browser,
       onWarning: options.onWarning,
-      onStage: (stage) => {
+      browsers: options.browsers,
+      onStage: (stage, media) => {
         progress.stage = stage;
-        options.onProgress?.({ ...progress });
+        options.onProgress?.({ ...progress, ...(media ? { media } : {}) });
       },
     });
     const { spec, ffmpeg, workDir: work } = session;
@@ -529,7 +537,14 @@ export async function renderComposition<V extends object = Variables>(
           };
           const used = live.browser;
           try {
-            await renderChunk(used, spec, out, countFrame, abortController.signal);
+            const loaded = live.takePage();
+            if (loaded) {
+              try {
+                await renderRange(loaded, out, countFrame, abortController.signal);
+              } finally {
+                await loaded.close();
+              }
+            } else await renderChunk(used, spec, out, countFrame, abortController.signal);
           } catch (error) {
             if (!(error instanceof CdpClosedError) || abortController.signal.aborted) throw error;
             // The browser crashed: relaunch it (once for all workers), retry this chunk once.

@@ -7,7 +7,7 @@
  */
 
 import { createServer, type Server } from "node:http";
-import { createReadStream } from "node:fs";
+import { createReadStream, realpathSync, statSync } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
 import { extname, join, sep } from "node:path";
 
@@ -51,6 +51,11 @@ export interface ProjectServer {
    * returns its absolute URL.
    */
   mount(name: string, file: string): string;
+  /**
+   * The file a URL of this server serves (a project file or a mounted one); undefined for
+   * other URLs and missing files. Lets ffmpeg read media straight from disk.
+   */
+  localFile(url: string): string | undefined;
   close(): Promise<void>;
 }
 
@@ -140,6 +145,18 @@ export async function serveProject(root: string): Promise<ProjectServer> {
     mount(name: string, file: string): string {
       mounts.set(`/__vid/${name}`, file);
       return `${url}__vid/${encodeURIComponent(name)}`;
+    },
+    localFile(src: string): string | undefined {
+      if (!src.startsWith(url)) return undefined;
+      try {
+        const path = decodeURIComponent(new URL(src).pathname);
+        const mounted = mounts.get(path);
+        const file = mounted ?? realpathSync(join(base, path));
+        if (!mounted && !file.startsWith(base + sep)) return undefined;
+        return statSync(file).isFile() ? file : undefined;
+      } catch {
+        return undefined;
+      }
     },
     close: () =>
       new Promise<void>((resolve) => {

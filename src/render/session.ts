@@ -17,13 +17,13 @@ import { StrictVariablesError, type VariableProblem } from "../composition/error
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
-import { type CapturePreference, launchForCapture } from "./capture_mode.ts";
+import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import type { RenderFormat } from "./encode.ts";
-import { discoverMedia, prepareVideoProxies } from "./media.ts";
+import { listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
 import { fetchRemoteMedia } from "./remote.ts";
 import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
 import { guardLaunchFlags, type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
-import type { PageSpec } from "./render_chunk.ts";
+import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
 import { type ProjectServer, serveProject } from "./serve.ts";
 import { requireFfmpeg, requireFfprobe } from "./system.ts";
 
@@ -124,8 +124,10 @@ export interface SessionOptions {
   outputSize?: { width: number; height: number };
   /** Told when the capture path falls back. */
   onWarning?: (message: string) => void;
-  /** Told when the session starts preparing media. */
-  onStage?: (stage: "preparing media") => void;
+  /** Warm browsers to take the capture browser from (and give it back to) instead of launching one. */
+  browsers?: BrowserPool;
+  /** Told when the session starts preparing media, then as each video source advances. */
+  onStage?: (stage: "preparing media", media?: MediaProgress) => void;
   /**
    * A running browser to render in, kept open by {@linkcode RenderSession.close} (one warm
    * browser shared by the renders of a batch). Not used with `blockPrivateNetwork`, whose
@@ -161,6 +163,12 @@ export interface RenderSession {
   checkMissingAssets(): void;
   /** The current browser (replaced after a crash). */
   readonly browser: Browser;
+  /**
+   * The page media discovery loaded, once, when it can render as it is (no `<video>` needed
+   * a stand-in): loaded, never captured, so it renders a chunk exactly as a fresh page. The
+   * taker closes it; undefined afterwards or when there is none.
+   */
+  takePage(): CompositionPage | undefined;
   /** Relaunches a crashed browser once, however many workers saw it crash. */
   replaceBrowser(crashed: Browser): Promise<Browser>;
   /** Closes the browser and server and removes the temp folder; never throws. */
@@ -208,14 +216,17 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
   const workDir = await mkdtemp(join(tmpdir(), "vid-render-"));
   let server: ProjectServer | undefined;
   let browser: Browser | undefined;
+  let discovery: CompositionPage | undefined;
   let proxy: GuardProxy | undefined;
   const close = async (): Promise<void> => {
+    await discovery?.close().catch(() => undefined);
     // Each step runs even when an earlier one fails, so nothing is left behind.
-    await Promise.allSettled([
-      browser === options.browser ? undefined : browser?.close(),
-      server?.close(),
-      proxy?.close(),
-    ]);
+    const done = browser === options.browser
+      ? undefined
+      : browser && options.browsers
+      ? options.browsers.release(browser)
+      : browser?.close();
+    await Promise.allSettled([done, server?.close(), proxy?.close()]);
     await rm(workDir, { recursive: true, force: true });
   };
   try {
@@ -226,14 +237,14 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       proxy = await startGuardProxy({ allowHosts: [origin] });
       networkFlags = guardLaunchFlags(proxy.url, [origin]);
     }
+    const onFallback = (reason: string) =>
+      options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`);
+    // A guarded render launches its own browser: its launch flags carry this render's proxy.
     const shared = options.blockPrivateNetwork ? undefined : options.browser;
-    browser = shared ?? await launchForCapture(
-      options.capture ?? "auto",
-      (reason) =>
-        options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`),
-      scale,
-      networkFlags,
-    );
+    browser = shared ??
+      (options.browsers && !options.blockPrivateNetwork
+        ? await options.browsers.acquire(options.capture ?? "auto", onFallback, scale)
+        : await launchForCapture(options.capture ?? "auto", onFallback, scale, networkFlags));
     const spec: PageSpec = {
       url: server.url + encodeURI(composition.entry),
       width: composition.width,
@@ -251,7 +262,11 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       blockPrivateNetwork: options.blockPrivateNetwork,
     });
     const remote = spec.remote;
-    const media = await discoverMedia(browser, spec);
+    const projectServer = server;
+    // The page media are discovered on the page that renders the first frames when no
+    // `<video>` needs a stand-in (the usual case): one page load fewer per render.
+    discovery = await openComposition(browser, { ...spec, videoProxies: undefined });
+    const media = await listMedia(discovery);
     checkMissingAssets(server, composition.file);
     // ffmpeg reads media outside the browser, so the guard applies to its inputs too: a
     // guarded render hands ffmpeg checked local files only.
@@ -264,17 +279,28 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       )
       : {};
     const inputArgs = options.blockPrivateNetwork ? GUARDED_INPUT_ARGS : [];
-    const input = (src: string): string => ffmpegInputs[src] ?? remote[src]?.file ?? src;
+    // ffmpeg reads project media straight from disk: over the project server it crawled
+    // (20-30 s for a clip ffmpeg converts from the file in under 3).
+    const input = (src: string): string =>
+      ffmpegInputs[src] ?? remote[src]?.file ?? projectServer.localFile(src) ?? src;
     const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
-    const projectServer = server;
     spec.videoProxies = await prepareVideoProxies(media, {
       ffmpeg,
       ffprobe,
       workDir,
       input,
+      label: (src) =>
+        src.startsWith(projectServer.url)
+          ? decodeURIComponent(new URL(src).pathname.slice(1))
+          : src,
       inputArgs,
       serve: (name, file) => projectServer.mount(name, file),
+      onProgress: (progress) => options.onStage?.("preparing media", progress),
     });
+    if (Object.keys(spec.videoProxies).length > 0) {
+      await discovery.close();
+      discovery = undefined;
+    }
     const relaunches = new WeakMap<Browser, Promise<Browser>>();
     return {
       spec,
@@ -288,6 +314,11 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       checkMissingAssets: () => checkMissingAssets(projectServer, composition.file),
       get browser(): Browser {
         return browser!;
+      },
+      takePage(): CompositionPage | undefined {
+        const page = discovery;
+        discovery = undefined;
+        return page;
       },
       async replaceBrowser(crashed: Browser): Promise<Browser> {
         let next = relaunches.get(crashed);

@@ -146,7 +146,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     onWarning: options.onWarning,
   });
   try {
-    const page = await openComposition(session.browser, session.spec);
+    const page = session.takePage() ?? await openComposition(session.browser, session.spec);
     let image: Uint8Array;
     try {
       await seekFrame(page.page, frame);

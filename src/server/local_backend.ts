@@ -7,6 +7,7 @@
 
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { type BrowserPool, createBrowserPool } from "../render/capture_mode.ts";
 import { renderComposition } from "../render/render.ts";
 import type { ServerContext } from "./context.ts";
 import type { RenderBackend, RenderJob } from "./render_backend.ts";
@@ -31,7 +32,12 @@ export async function unpackProject(
   return project;
 }
 
-async function renderLocally(ctx: ServerContext, job: RenderJob, signal: AbortSignal) {
+async function renderLocally(
+  ctx: ServerContext,
+  job: RenderJob,
+  signal: AbortSignal,
+  browsers?: BrowserPool,
+) {
   const { request } = job;
   const dir = await mkdtemp(join(ctx.workDir, `render-${job.id}-`));
   try {
@@ -50,6 +56,7 @@ async function renderLocally(ctx: ServerContext, job: RenderJob, signal: AbortSi
       // Tenants' compositions never reach the server's own network.
       blockPrivateNetwork: !ctx.allowPrivateUrls,
       signal,
+      browsers,
       onProgress: (p) => job.setProgress(p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0),
     });
     const thumbnail = join(dir, "thumbnail.jpg");
@@ -73,5 +80,12 @@ async function renderLocally(ctx: ServerContext, job: RenderJob, signal: AbortSi
  * ```
  */
 export function localBackend(workers: number): RenderBackend {
-  return { kind: "local", slots: workers, render: renderLocally, close: () => {} };
+  // Browsers stay warm between renders: a render skips the browser launch and probe.
+  const browsers = createBrowserPool();
+  return {
+    kind: "local",
+    slots: workers,
+    render: (ctx, job, signal) => renderLocally(ctx, job, signal, browsers),
+    close: () => void browsers.close(),
+  };
 }
