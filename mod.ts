@@ -115,6 +115,7 @@ export {
 } from "./src/render/render.ts";
 export { type CaptureMode } from "./src/render/browser.ts";
 export { type CapturePreference } from "./src/render/capture_mode.ts";
+export { type MediaProgress } from "./src/render/media.ts";
 export { type CompositionSource } from "./src/render/session.ts";
 export { type PackagedFile } from "./src/project/package.ts";
 export { PageError, type PageErrorDetails, type PageErrorSource } from "./src/render/page_error.ts";

@@ -121,6 +121,14 @@ export interface RenderProgress {
  */
 type SharedBrowser = Browser;
 
+/**
+ * The pool of warm browsers of `createBrowserPool`; an internal alias, for the reason given
+ * at {@linkcode SharedBrowser}.
+ *
+ * @internal
+ */
+type WarmBrowserPool = BrowserPool;
+
 /** Options of {@linkcode renderComposition}. */
 export interface RenderOptions extends CompositionSource {
   /**
@@ -172,7 +180,7 @@ export interface RenderOptions extends CompositionSource {
    * Warm browsers to capture with (see `createBrowserPool`), for a process that renders
    * many: the preview studio, `vid server`. @default a browser launched for this render
    */
-  browsers?: BrowserPool;
+  browsers?: WarmBrowserPool;
   /**
    * Keep the render off private networks, for renders of other people's compositions
    * (`vid server`, the Lambda worker): the page, its iframes, fetch/XHR, WebSocket,
