@@ -157,6 +157,53 @@ describe("vid lambda on the local stack", () => {
     );
   });
 
+  it("a site whose composition pins data-fps renders at that rate without --fps", async () => {
+    const pinned = await makeProject(
+      HTML.replace('data-duration="3"', 'data-duration="1" data-fps="12"'),
+    );
+    try {
+      const site = await runVid(["lambda", "sites", "create", pinned, "--json"], {
+        env: stack.env,
+      });
+      assert.equal(site.code, 0, site.stderr);
+      const out = await runVid(
+        [
+          "lambda",
+          "render",
+          "--site-id",
+          JSON.parse(site.stdout).siteId,
+          "--poll-interval",
+          "250",
+          "--wait",
+          "--json",
+        ],
+        { env: stack.env },
+      );
+      assert.equal(out.code, 0, out.stdout + out.stderr);
+      const result = JSON.parse(out.stdout);
+      const client = new S3Client({
+        region: stack.region,
+        endpoint: stack.s3Endpoint,
+        forcePathStyle: true,
+        credentials: S3_CREDENTIALS,
+      });
+      const file = join(scratch, "pinned.mp4");
+      try {
+        const object = await client.send(
+          new GetObjectCommand({ Bucket: stack.RenderBucketName, Key: result.outputKey }),
+        );
+        await Deno.writeFile(file, await object.Body!.transformToByteArray());
+      } finally {
+        client.destroy();
+      }
+      const info = await probeVideo(file);
+      assert.equal(info.fps, 12);
+      assert.equal(info.frames, 12);
+    } finally {
+      await Deno.remove(pinned, { recursive: true });
+    }
+  });
+
   it("progress shows every chunk done", async () => {
     assert.ok(renderId);
     const json = await runVid(["lambda", "progress", renderId, "--json"], { env: stack.env });

@@ -61,6 +61,7 @@ import {
   type S3Options,
   type SfnOptions,
   type SiteHandle,
+  withSiteFrameRate,
 } from "./sdk.ts";
 import { explainStackError, isStackFatal, isUnreachable } from "./stack_error.ts";
 
@@ -811,10 +812,10 @@ export async function renderBatch<
       }
       const { outputKey, variables } = parsed;
       if (parsed.warning) warnOnce(parsed.warning);
-      const config: RenderConfig = {
+      const config: RenderConfig = withSiteFrameRate({
         ...baseConfig,
         variables: variables as RenderConfig["variables"],
-      };
+      }, options.siteHandle);
       const input: Omit<ExecutionInput, "renderId"> = {
         bucketName: options.bucketName,
         siteId: options.siteHandle.siteId,

@@ -42,6 +42,7 @@ import { STATE_NAMES } from "./state_machine.ts";
 import { timeCapWarning } from "./time_cap.ts";
 import { parseComposition } from "../composition/composition.ts";
 import type { VariableDeclaration } from "../composition/declarations.ts";
+import type { FrameRate } from "../composition/frame_rate.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { loadSite } from "./sites.ts";
@@ -112,6 +113,21 @@ export interface SiteHandle {
    * `config.variables` against them.
    */
   declarations?: VariableDeclaration[];
+  /**
+   * The composition's `data-fps`, when it pins a rate and the handle knows it (from
+   * {@linkcode deploySite} or `loadSite`): a render whose `config.fps` is unset renders at it.
+   */
+  fps?: FrameRate;
+}
+
+/**
+ * `config` with the site composition's `data-fps` filled in where the caller gave no `fps`:
+ * the distributed path honours `data-fps` as `vid render` does (an explicit `fps` wins).
+ */
+export function withSiteFrameRate(config: RenderConfig, site: SiteHandle): RenderConfig {
+  if (config.fps !== undefined || site.fps === undefined) return config;
+  const { num, den } = site.fps;
+  return { ...config, fps: den === 1 ? num : `${num}/${den}` };
 }
 
 /** The manifest stored as `sites/<siteId>/site.json`. */
@@ -504,7 +520,9 @@ export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle
     const contents = unzipSync(pkg.zip);
     try {
       const html = new TextDecoder().decode(contents[pkg.entry]);
-      handle.declarations = parseComposition(html, pkg.entry).declarations;
+      const parsed = parseComposition(html, pkg.entry);
+      handle.declarations = parsed.declarations;
+      if (parsed.fps) handle.fps = parsed.fps;
     } catch {
       // not a composition the parser accepts: the render reports it; nothing to check here
     }
@@ -646,28 +664,33 @@ export async function renderToLambda<
     );
   }
   const renderId = options.renderId ?? newRenderId();
+  const composition = options.composition ?? siteHandle.composition;
+  // V only narrows what callers may pass; validateConfig checks the values at run time.
+  let config = options.config as RenderConfig;
+  let declarations = options.declarations ?? siteHandle.declarations;
+  let site: SiteHandle = siteHandle;
+  if (options.s3 && declarations === undefined) {
+    // A bare handle (siteHandleFromId) knows neither the declarations nor data-fps (a handle
+    // from deploySite or loadSite knows both): the site's composition says them.
+    const loaded = await loadSite(siteHandle.siteId, bucketName, { s3: options.s3, composition });
+    declarations ??= loaded.declarations;
+    site = loaded;
+  }
+  config = withSiteFrameRate(config, site);
   const input: ExecutionInput = {
     renderId,
     bucketName,
     siteId: siteHandle.siteId,
     serveUrl: siteHandle.serveUrl,
-    composition: options.composition ?? siteHandle.composition,
-    outputKey: options.outputKey ?? `renders/${renderId}/out.${options.config.format ?? "mp4"}`,
-    // V only narrows what callers may pass; validateConfig checks the values at run time.
-    config: options.config as RenderConfig,
+    composition,
+    outputKey: options.outputKey ?? `renders/${renderId}/out.${config.format ?? "mp4"}`,
+    config,
   };
   validateConfig(input, {
     reservedConcurrency: options.reservedConcurrency,
     frames: options.frames,
     onWarning: options.onWarning,
   });
-  let declarations = options.declarations ?? siteHandle.declarations;
-  if (declarations === undefined && options.s3) {
-    declarations = (await loadSite(siteHandle.siteId, bucketName, {
-      s3: options.s3,
-      composition: input.composition,
-    })).declarations;
-  }
   const variables = input.config.variables ?? {};
   if (declarations !== undefined && Object.keys(variables).length > 0) {
     // The same checker as `vid render`: mismatches warn, or fail with strictVariables.

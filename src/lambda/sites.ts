@@ -188,6 +188,7 @@ export async function loadSite(
       uploaded: false,
       declarations: parsed.declarations,
       duration: parsed.duration,
+      ...(parsed.fps && { fps: parsed.fps }),
       manifest,
     };
   });
