@@ -246,9 +246,12 @@ export function studioClient(): void {
 
   const pad = (n: number, width = 2): string => String(n).padStart(width, "0");
 
-  /** `HH:MM:SS:FF` of a frame at the composition's frame rate. */
+  /**
+   * `HH:MM:SS:FF` of a frame: non-drop-frame timecode, counting whole frames at the nominal
+   * rate (29.97 counts 30 a second, as editors label NTSC without drop-frame).
+   */
   const timecodeOf = (frame: number): string => {
-    const fps = info?.fps ?? 30;
+    const fps = Math.round(info?.fps ?? 30);
     const seconds = Math.floor(frame / fps);
     const width = String(fps - 1).length < 2 ? 2 : String(fps - 1).length;
     return `${pad(Math.floor(seconds / 3600))}:${pad(Math.floor(seconds / 60) % 60)}:${
@@ -261,10 +264,11 @@ export function studioClient(): void {
    * is 1 s and 15 frames), or seconds such as `1.5`, `1.5s`. Undefined when unreadable.
    */
   const parseTime = (text: string): number | undefined => {
-    const fps = info?.fps ?? 30;
+    const rate = info?.fps ?? 30;
+    const fps = Math.round(rate);
     const trimmed = text.trim().toLowerCase();
     const seconds = /^(\d+(?:\.\d+)?|\.\d+)\s*s?$/.exec(trimmed);
-    if (seconds) return Math.round(Number(seconds[1]) * fps);
+    if (seconds) return Math.round(Number(seconds[1]) * rate);
     if (!/^\d+(:\d+){1,3}$/.test(trimmed)) return undefined;
     const parts = trimmed.split(":").map(Number);
     while (parts.length < 4) parts.unshift(0);
@@ -1178,7 +1182,7 @@ export function studioClient(): void {
     document.title = `${next.id} · vid preview`;
     title.textContent = `${next.id} · ${next.width}×${next.height}${
       next.aspectRatio ? ` (${next.aspectRatio})` : ""
-    } · ${next.duration} s · ${next.fps} fps · ${next.frames} frames`;
+    } · ${next.duration} s · ${Number(next.fps.toFixed(3))} fps · ${next.frames} frames`;
     scrubber.max = String(next.frames - 1);
     frameInput.max = String(next.frames - 1);
     if (!sameDeclarations) buildPanel();
