@@ -1,5 +1,5 @@
 /**
- * Unit tests of the chunk planner against the spec's rules: defaults (240 frames per
+ * Unit tests of the chunk planner against its rules: defaults (240 frames per
  * chunk, 16 chunks at most), `targetChunkFrames` as a ceiling when `chunkSize` is unset,
  * contiguous even chunks, and errors naming the field at fault; and the GOP grid: chunks
  * hold whole 1-second cells (fps frames). The count rules are checked at fps 1, where a

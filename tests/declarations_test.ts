@@ -1,6 +1,7 @@
 /**
  * Tests for `parseDeclarations`: the JSON array in `data-composition-variables`. Valid
- * entries are normalised; invalid ones are dropped with an index and a reason (spec rule 5);
+ * entries are normalised; invalid ones (a type outside the five, such as `object`) are dropped
+ * with an index and a reason;
  * input that is not a JSON array throws.
  */
 
@@ -101,7 +102,7 @@ describe("parseDeclarations: accepted declarations", () => {
 });
 
 describe("parseDeclarations: dropped declarations", () => {
-  it("drops type object (rule 5) with its index, id and a reason naming the type", () => {
+  it("drops type object (outside the five types) with its index, id and a reason naming the type", () => {
     const { declarations, dropped } = parse([
       { id: "title", type: "string", default: "Hi" },
       { id: "data", type: "object", default: {} },

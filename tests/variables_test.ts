@@ -277,7 +277,7 @@ describe("checkOverrides", () => {
     }
   });
 
-  it("rejects structured values for every type (rule 4)", () => {
+  it("rejects structured values for every type (variables are typed primitives)", () => {
     const problems = checkOverrides(DECLARATIONS, {
       title: { a: 1 },
       count: [1],
@@ -297,7 +297,7 @@ describe("checkOverrides", () => {
     assert.match(none.message, /declared: none/);
   });
 
-  it("treats a key whose declaration was dropped as undeclared (rule 5)", () => {
+  it("treats a key whose declaration was dropped as undeclared", () => {
     const html = `<div data-composition-id="p" data-width="1920" data-height="1080" ` +
       `data-duration="2" data-composition-variables='[{"id":"title","type":"string"},` +
       `{"id":"data","type":"object","default":{}},{"id":"n","type":"number","default":"1"}]'>` +
@@ -318,7 +318,7 @@ describe("checkOverrides", () => {
 });
 
 describe("mergeVariables", () => {
-  it("returns the defaults when there are no overrides (rule 3)", () => {
+  it("returns the defaults when there are no overrides", () => {
     assert.deepEqual(mergeVariables(DECLARATIONS, {}), {
       title: "Hello",
       count: 3,
@@ -448,7 +448,7 @@ describe("resolveVariables", () => {
     assert.equal(values.layout, "tall");
   });
 
-  it("in strict mode reports keys of dropped declarations as undeclared (rule 5)", async () => {
+  it("in strict mode reports keys of dropped declarations as undeclared", async () => {
     const html = `<div data-composition-id="p" data-width="1920" data-height="1080" ` +
       `data-duration="2" data-composition-variables='[{"id":"data","type":"object"}]'></div>`;
     const { declarations } = parseComposition(html, "/p/index.html");

@@ -182,7 +182,7 @@ function warnEnvWins(vars: Env): void {
 /**
  * The account of the active credential. An OAuth access token that expired (or expires
  * within a minute) is refreshed first; a 401 on an OAuth token refreshes once and asks
- * again (spec, Authentication 8).
+ * again (a refused OAuth token gets one forced refresh and one replay, never more).
  */
 async function accountOf(
   resolved: ResolvedCredential,

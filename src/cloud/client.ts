@@ -1,6 +1,6 @@
 /**
  * The HTTP client of the hosted render API (`/v3/…`, see api/openapi.yaml): bearer
- * authentication with one refresh-and-replay on 401 (spec "Authentication" 8), retries
+ * authentication with one refresh-and-replay on 401 (an OAuth token only; never twice), retries
  * with backoff on network errors and 5xx, and the API's error body turned into a
  * {@linkcode CloudApiError} that names the code and field.
  *

@@ -1,6 +1,6 @@
 /**
- * Connects the CLI to the hosted API with the active credential (spec "Authentication"
- * 6-8): `CLOUD_API_KEY`, `VID_API_KEY`, then the credentials file; `CLOUD_API_URL` sets
+ * Connects the CLI to the hosted API with the active credential, first match wins:
+ * `CLOUD_API_KEY`, `VID_API_KEY`, then the credentials file; `CLOUD_API_URL` sets
  * the address. An OAuth sign-in is refreshed once on a 401 and the request replayed.
  *
  * @module

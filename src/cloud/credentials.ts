@@ -1,7 +1,7 @@
 /**
  * The stored credential of the hosted API and how the active one is chosen.
  *
- * Resolution order, first match wins (spec, Authentication 6): the environment variable
+ * Resolution order, first match wins: the environment variable
  * `CLOUD_API_KEY`, the environment variable `VID_API_KEY`, the credentials file. An empty
  * environment variable counts as unset.
  *
@@ -23,7 +23,7 @@
  * over it) in a folder created with mode `0700`; existing modes are never widened. A file
  * readable by others is still read, with a warning for the caller to print.
  *
- * The API address (spec, Authentication 7): `CLOUD_API_URL`, else the `base_url` of the
+ * The API address: `CLOUD_API_URL` (which overrides the backend address), else the `base_url` of the
  * stored credential, else {@linkcode DEFAULT_BASE_URL}.
  *
  * Web standards and `node:` built-ins only, so the npm SDK can use it under Node.

@@ -21,7 +21,7 @@ import { OUTPUT_FORMATS, type OutputFormat, QUALITIES, type Quality } from "../r
 import { type PackagedFile, packageProject } from "../project/package.ts";
 import { CloudApiError, type CloudClient } from "./client.ts";
 
-/** Upload limit of the hosted service (spec "Limits"). */
+/** Upload limit of the hosted service: a project zip of at most 200 MB. */
 export const CLOUD_MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
 /** Accepted `--resolution` values. */
 export const RESOLUTIONS = ["1080p", "4k"] as const;
@@ -128,8 +128,8 @@ export type CloudRenderResult =
   };
 
 /**
- * Checks every flag that can be checked without the network (spec errors included:
- * 4k has no alpha path).
+ * Checks every flag that can be checked without the network, among them that 4k has no alpha
+ * path (webm and mov need native resolution).
  */
 export function checkCloudRenderOptions(options: CloudRenderOptions): void {
   if (options.fps !== undefined) {

@@ -26,7 +26,10 @@ export const VARIABLE_TYPES: readonly VariableType[] = [
 /** Every type a declaration may have: the spec's five, then `image`. */
 export const ACCEPTED_VARIABLE_TYPES: readonly VariableType[] = [...VARIABLE_TYPES, "image"];
 
-/** A variable's runtime value: a typed primitive (spec rule 4). */
+/**
+ * A variable's runtime value: a typed primitive. Structured data travels as a string the
+ * composition parses itself.
+ */
 export type VariableValue = string | number | boolean;
 
 /** Values keyed by variable id, as `window.__vid.getVariables()` returns them. */

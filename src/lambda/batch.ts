@@ -151,7 +151,7 @@ export interface BatchSummary {
 }
 
 /**
- * One batch entry: one line of the JSONL file (spec: "Batch entry"). `V` types
+ * One batch entry: one line of the JSONL file (`outputKey` and inline `variables`). `V` types
  * `variables`, e.g. with the type `vid types` generates, so entries built in code are
  * checked at compile time before they are written as lines.
  */

@@ -24,7 +24,7 @@
  * Formats: `mp4` (H.264), `webm` (VP9 with alpha) and `mov` (ProRes 4444 with alpha), the
  * same set as a local render, because chunks are encoded by the shared chunk renderer and
  * joined with the concat demuxer without re-encoding, which all three support. HDR is not
- * accepted (spec: in-process only).
+ * accepted: high-dynamic-range output renders in-process only.
  *
  * @module
  */
@@ -50,7 +50,7 @@ export interface WebhookConfig {
 }
 
 /**
- * The SDK's `config` of a distributed render (spec: "Render configuration"). `V` types
+ * The SDK's `config` of a distributed render. `V` types
  * `variables`, e.g. with the type `vid types` generates, so a wrong variable is a
  * compile error.
  */

@@ -15,7 +15,7 @@
  *    at the project root, read as one list in that order, so a `!pattern` in
  *    `.vidignore` can re-include what `.hyperframesignore` excluded.
  *
- * The built-in exclusions (1 to 3) cannot be re-included by a `!pattern`: the spec has the
+ * The built-in exclusions (1 to 3) cannot be re-included by a `!pattern`: the
  * ignore files add exclusions, never remove them, and they keep secrets (`.env`),
  * repository internals and previous outputs out of every upload whatever the ignore
  * files say. As in git, a file inside an excluded folder cannot be re-included either.

@@ -1,6 +1,6 @@
 /**
- * Remote media from variables: a string variable holding an `http(s)` URL (spec rule 6:
- * media are passed as URLs) is downloaded once per render and served to every page from
+ * Remote media from variables: a string variable holding an `http(s)` URL (media are passed
+ * as URL references, never inlined as base64) is downloaded once per render and served to every page from
  * that local copy, so parallel workers never download it again and every frame sees the
  * same bytes. Downloads stream to disk with a byte cap; server-side renders also refuse
  * private and loopback hosts at every redirect hop (`src/net/address_policy.ts`).

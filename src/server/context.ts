@@ -7,7 +7,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Storage } from "./storage.ts";
 
-/** Upload limit of a project zip: 200 MB (spec "Limits"). */
+/** Upload limit of a project zip: 200 MB, the hosted service's documented limit. */
 export const MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
 /** Largest JSON request body the API reads: 1 MiB (larger is a 413). */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
@@ -26,7 +26,7 @@ export const UPLOAD_URL_SECONDS = 3600;
 export const DOWNLOAD_URL_SECONDS = 900;
 /** Credits a render costs per second of output at 1080p; 4k costs 1.5 times that. */
 export const CREDITS_PER_SECOND = 1;
-/** The 4k price multiplier of the spec. */
+/** Credits per render by resolution: 4k is billed at 1.5 times 1080p. */
 export const RESOLUTION_MULTIPLIER: Readonly<Record<"1080p" | "4k", number>> = {
   "1080p": 1,
   "4k": 1.5,
