@@ -270,6 +270,17 @@ export function packageJson(
     types: "./esm/mod.d.ts",
     exports: {
       ".": { types: "./esm/mod.d.ts", import: "./esm/mod.js", default: "./esm/mod.js" },
+      // The subpath entries of deno.json: local rendering without the AWS SDK, and Lambda.
+      "./render": {
+        types: "./esm/render.d.ts",
+        import: "./esm/render.js",
+        default: "./esm/render.js",
+      },
+      "./lambda": {
+        types: "./esm/lambda.d.ts",
+        import: "./esm/lambda.js",
+        default: "./esm/lambda.js",
+      },
       "./package.json": "./package.json",
     },
     files: ["esm/", "README.md", "LICENSE"],
@@ -299,7 +310,7 @@ export function tsconfig(outDir: string, typeRoots: string): Record<string, unkn
       newLine: "lf",
       noEmitOnError: true,
     },
-    files: ["mod.ts"],
+    files: ["mod.ts", "render.ts", "lambda.ts"],
   };
 }
 

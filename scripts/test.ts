@@ -65,7 +65,17 @@ const FLAGS_WITH_VALUE: ReadonlySet<string> = new Set([
  * What `deno check` covers: every TypeScript file of the repository but the Pulumi program,
  * which `tsc` checks against its own package (below).
  */
-const TYPE_CHECKED: string[] = ["mod.ts", "cli.ts", "src", "worker", "bench", "scripts", "tests"];
+const TYPE_CHECKED: string[] = [
+  "mod.ts",
+  "render.ts",
+  "lambda.ts",
+  "cli.ts",
+  "src",
+  "worker",
+  "bench",
+  "scripts",
+  "tests",
+];
 
 /** Deno marks a parent test that failed only because of its steps with this message. */
 const STEP_FAILURE = /^\d+ test steps? failed/;

@@ -112,7 +112,7 @@ console.log(JSON.stringify(out));
 
 /** A local render from plain Node: Chromium over CDP (a WebSocket) and ffmpeg. */
 const LOCAL_RENDER_SCRIPT = `
-import { renderComposition } from "${NPM_PACKAGE_NAME}";
+import { renderComposition } from "${NPM_PACKAGE_NAME}/render";
 const result = await renderComposition({
   target: process.env.VID_TEST_PROJECT,
   output: process.argv[2],
@@ -354,6 +354,8 @@ describe("the npm package in a fresh Node project", () => {
     assert.equal(manifest.type, "module");
     assert.equal(manifest.engines.node, ">=20");
     assert.equal(manifest.exports["."].types, "./esm/mod.d.ts");
+    assert.equal(manifest.exports["./render"].import, "./esm/render.js");
+    assert.equal(manifest.exports["./lambda"].import, "./esm/lambda.js");
     const deno = JSON.parse(await Deno.readTextFile(new URL("../deno.json", import.meta.url)));
     for (const [name, version] of Object.entries(manifest.dependencies as Record<string, string>)) {
       assert.match(version, /^\d+\.\d+\.\d+$/, `${name}@${version} is not exact`);

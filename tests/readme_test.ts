@@ -454,10 +454,19 @@ async function runBlock(block: Block, setup: RunSetup): Promise<RunOutcome> {
   return { code: result.code, output: new TextDecoder().decode(result.stdout) };
 }
 
-/** A ts block importing the repository's mod.ts where it says `@vid/cli` or `vid-sdk`. */
+/**
+ * A ts block importing the repository's entries where it says `@vid/cli` or `vid-sdk` (and
+ * their `/render` and `/lambda` subpaths).
+ */
 function withModTs(code: string): string {
-  const mod = JSON.stringify(`${ROOT}mod.ts`);
-  return `${code.replaceAll('"@vid/cli"', mod).replaceAll('"vid-sdk"', mod)}\nexport {};\n`;
+  let out = code;
+  for (
+    const [entry, file] of [["", "mod.ts"], ["/render", "render.ts"], ["/lambda", "lambda.ts"]]
+  ) {
+    const path = JSON.stringify(`${ROOT}${file}`);
+    out = out.replaceAll(`"@vid/cli${entry}"`, path).replaceAll(`"vid-sdk${entry}"`, path);
+  }
+  return `${out}\nexport {};\n`;
 }
 
 /** Writes the ts blocks to temp files importing the repository's mod.ts and checks them. */

@@ -21,7 +21,7 @@ import { compositionHtml, runVid } from "./helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "./server_process.ts";
 import { openDatabase } from "../src/server/db.ts";
 import { tenantMessage } from "../src/server/errors.ts";
-import { canonicalJson } from "../src/server/idempotency.ts";
+import { canonicalJson } from "../src/util/canonical_json.ts";
 
 type Json = Record<string, unknown>;
 

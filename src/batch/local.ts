@@ -31,7 +31,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/p
 import { dirname, isAbsolute, join, normalize, relative, resolve, sep } from "node:path";
 import { readComposition } from "../composition/composition.ts";
 import type { Variables } from "../composition/declarations.ts";
-import { BatchInputError, type BatchManifestRow, batchRenderId } from "../lambda/batch.ts";
+import { BatchInputError, type BatchManifestRow, batchRenderId } from "./manifest.ts";
 import type { ExecutionInput } from "../lambda/config.ts";
 import { projectRules } from "../project/ignore_rules.ts";
 import type { Browser } from "../render/browser.ts";

@@ -53,6 +53,14 @@ import {
 import { batchFileLines as lines, parseBatchLine } from "../batch/entries.ts";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import { type ExecutionInput, type RenderConfig, validateConfig } from "./config.ts";
+import {
+  BatchInputError,
+  type BatchManifestRow,
+  batchRenderId,
+  type BatchRowStatus,
+} from "../batch/manifest.ts";
+
+export { BatchInputError, type BatchManifestRow, batchRenderId, type BatchRowStatus };
 import { readableExecutionError } from "./execution_error.ts";
 import {
   getRenderProgress,
@@ -81,44 +89,6 @@ type ReadySfnClient = SFNClient;
  * @internal
  */
 type ReadyS3Client = S3Client;
-
-/**
- * Status of a batch manifest row:
- * - `started`: this run started the row's execution;
- * - `already-started`: the row's execution existed (an earlier run started it);
- * - `would-invoke`: dry run, the row is valid; nothing was started;
- * - `failed-to-start`: the line is invalid, or the start call failed (see `error`);
- * - `skipped`: a blank line; not an entry;
- * - `not-started`: valid, but the batch was interrupted before the row was started.
- */
-export type BatchRowStatus =
-  | "started"
-  | "already-started"
-  | "would-invoke"
-  | "failed-to-start"
-  | "skipped"
-  | "not-started";
-
-/** One row of the batch manifest: one per input line. */
-export interface BatchManifestRow {
-  /** 1-based line number in the JSONL file. */
-  line: number;
-  /** The entry's `outputKey`; `null` when the line had none. */
-  outputKey: string | null;
-  /** What happened to the row's render (see {@linkcode BatchRowStatus}). */
-  status: BatchRowStatus;
-  /** ARN of the execution; `null` unless `started` or `already-started`. */
-  executionArn: string | null;
-  /** Why the row did not start (`failed-to-start`, `skipped`, `not-started`); else `null`. */
-  error: string | null;
-  /** Render id (execution name) of a started or already-started row. */
-  renderId?: string;
-  /**
-   * Which attempt of the row the execution is: 1 for the first, n for the execution named
-   * `<first>-a<n>` that a rerun started after earlier attempts failed (or `rerun: "all"`).
-   */
-  attempt?: number;
-}
 
 /**
  * Which rows a rerun starts again: `failed` (default) starts a new attempt for rows whose
@@ -286,24 +256,6 @@ export interface BatchProgress {
   done: boolean;
 }
 
-/** A bad argument of {@linkcode renderBatch} or a bad manifest; `field` names it. */
-export class BatchInputError extends Error {
-  /** Always `"BatchInputError"`. */
-  override name = "BatchInputError";
-  /** The offending option or manifest field, e.g. `maxConcurrent` or `[3].line`. */
-  readonly field: string;
-  /**
-   * Creates the error for one option or manifest field.
-   *
-   * @param field The offending option or field.
-   * @param message What is wrong and how to fix it.
-   */
-  constructor(field: string, message: string) {
-    super(message);
-    this.field = field;
-  }
-}
-
 /** Entries (non-blank lines) above which the large-batch concurrency guidance applies. */
 export const LARGE_BATCH_ROWS = 1000;
 /** Default of `maxParallelChunks`, used by the guidance when the config leaves it unset. */
@@ -366,46 +318,6 @@ function isTransient(error: unknown): boolean {
 
 function isRetryable(error: unknown): boolean {
   return isThrottle(error) || isTransient(error);
-}
-
-/** JSON with object keys sorted, so equal values hash equally whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (isPlainObject(value)) {
-    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
-
-/**
- * The deterministic render id (execution name) of a batch row: `b-` and the first 40 hex
- * digits of the SHA-256 of its execution input without `renderId`. The same row of the
- * same site always gets the same id, which is what makes a rerun resume.
- *
- * @example
- * ```ts
- * import { batchRenderId } from "@vid/cli";
- *
- * const id = await batchRenderId({
- *   bucketName: "vid-renders",
- *   siteId: "site-0123456789abcdef",
- *   serveUrl: "https://vid-renders.s3.us-east-1.amazonaws.com/sites/site-0123456789abcdef/",
- *   composition: "index.html",
- *   outputKey: "out/ada.mp4",
- *   config: { variables: { title: "Ada" } },
- * });
- * id; // "b-" followed by 40 hex digits
- * ```
- */
-export async function batchRenderId(input: Omit<ExecutionInput, "renderId">): Promise<string> {
-  const { renderId: _ignored, ...rest } = input as ExecutionInput;
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(canonicalJson(rest)),
-  );
-  const hex = [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-  return `b-${hex.slice(0, 40)}`;
 }
 
 /** The execution ARN for a name: the state machine ARN with `execution` and the name. */

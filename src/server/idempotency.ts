@@ -13,6 +13,7 @@ import type { DatabaseSync } from "node:sqlite";
 import { now, type Row, transaction } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { sha256Hex } from "./secrets.ts";
+import { canonicalJson } from "../util/canonical_json.ts";
 
 /** `object_id` of a claim whose request is still running. */
 const PENDING = "";
@@ -29,18 +30,6 @@ export interface KeyScope {
 
 /** What {@linkcode claimKey} found: a fresh claim, or the object an earlier request made. */
 export type KeyClaim = { kind: "claimed" } | { kind: "replay"; objectId: string };
-
-/** JSON with every object's keys sorted, so equal bodies serialise the same. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
-  }
-  return JSON.stringify(value) ?? "null";
-}
 
 /** SHA-256 of a request body's canonical JSON. */
 export async function requestHash(body: unknown): Promise<string> {
