@@ -195,14 +195,23 @@ export class CdpSession {
     return off;
   }
 
-  /** Resolves with the next `method` event of this page. */
+  /**
+   * Resolves with the next `method` event of this page; rejects with {@linkcode CdpClosedError}
+   * when the page crashes, detaches or the browser goes away first (a wait for `load` on a
+   * killed browser would otherwise sit out its whole timeout and not be retried as a crash).
+   */
   once(method: string): Promise<Params> {
-    return new Promise((resolve) => {
-      const off = this.on(method, (params) => {
+    let off = (): void => {};
+    const event = new Promise<Params>((resolve) => {
+      off = this.on(method, (params) => {
         off();
         resolve(params);
       });
     });
+    const result = Promise.race([event, this.#crash]).finally(() => off());
+    // A caller may stop waiting (its own call failed first): that is no unhandled rejection.
+    result.catch(() => {});
+    return result;
   }
 
   /** Drops this session's event subscriptions (after its target closed). */
