@@ -466,12 +466,20 @@ describe("vid server against hostile tenants", () => {
     const stopped = await api(`/v3/vid/renders/${running.body.render_id}`, { method: "DELETE" });
     assert.equal(stopped.body.refunded_credits, 3);
     assert.equal(await credits(), before);
-    // The render stops; nothing it wrote stays, and the row stays deleted.
-    // Its browser's record goes when the browser is closed: the render has stopped.
-    await until(
-      "the deleted render to stop",
-      async () => (await Array.fromAsync(Deno.readDir(`${dataDir}/work/browsers`))).length === 0,
-    );
+    // The render stops; nothing it wrote stays, and the row stays deleted. Its work folder
+    // (work/run-<pid>/render-<id>-…) goes when the render has stopped; the capture browser
+    // itself may stay warm for the next render.
+    const renderFolders = async (): Promise<string[]> => {
+      const found: string[] = [];
+      for await (const run of Deno.readDir(`${dataDir}/work`)) {
+        if (!run.isDirectory || !run.name.startsWith("run-")) continue;
+        for await (const entry of Deno.readDir(`${dataDir}/work/${run.name}`)) {
+          if (entry.name.startsWith(`render-${running.body.render_id}`)) found.push(entry.name);
+        }
+      }
+      return found;
+    };
+    await until("the deleted render to stop", async () => (await renderFolders()).length === 0);
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal(renderRow(String(running.body.render_id)).status, "deleted");
     const files = await Array.fromAsync(
