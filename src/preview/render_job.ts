@@ -224,7 +224,9 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
   let running: Promise<void> | undefined;
   let controller: AbortController | undefined;
   // The studio renders again and again: its capture browser stays warm between renders.
-  const browsers = createBrowserPool();
+  // Cancel takes it down too (stop means nothing of the render keeps running); the next
+  // render launches a fresh one.
+  let browsers = createBrowserPool();
 
   const publish = (status: PreviewRenderStatus): void => {
     current = status;
@@ -301,6 +303,9 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
       if (current.state !== "rendering" || !controller) return false;
       controller.abort();
       await running;
+      const cancelled = browsers;
+      browsers = createBrowserPool();
+      await cancelled.close();
       return true;
     },
     async close(): Promise<void> {
