@@ -321,7 +321,7 @@ describe("vid cloud", () => {
     assert.ok(near(red[0], [255, 0, 0, 255], 24), rgb(red[0]));
 
     const json = await cloud(
-      ["render", dir, "--poll-interval", "0.2", "--fps", "5", "--json", "-o", `${cwd}/out.mp4`],
+      ["render", dir, "--poll-interval", "0.2", "--fps", "5", "--json", "-o", `${cwd}/out.webm`],
       { cwd },
     );
     assert.equal(json.code, 0, describeRun(json));
@@ -331,9 +331,12 @@ describe("vid cloud", () => {
     assert.match(body.renderId, /^rnd_\w+$/);
     assert.notEqual(body.renderId, renderId, "a re-run without a key is a new render");
     assert.match(body.assetId, /^ast_\w+$/);
-    assert.equal(body.output, `${cwd}/out.mp4`);
+    assert.equal(body.output, `${cwd}/out.webm`);
     assert.ok(body.uploadedBytes > 0);
-    assert.equal((await probeVideo(body.output)).frames, 5);
+    // Without --format the -o extension picks the format, as with vid render.
+    const webm = await probeVideo(body.output);
+    assert.equal(webm.frames, 5);
+    assert.equal(webm.codec, "vp9");
     assert.doesNotMatch(json.stderr, /uploading|submitted/, "no progress lines with --json");
   });
 
@@ -629,6 +632,8 @@ describe("vid cloud", () => {
       [["--fps", "29,97"], /--fps/],
       [["--quality", "x"], /--quality/],
       [["--format", "gif"], /--format/],
+      [["-o", "out.gif"], /--output: the hosted service renders mp4, webm, mov/],
+      [["-o", "out.webm", "--format", "mp4"], /--format mp4 conflicts with the output extension/],
       [
         ["--resolution", "4k", "--format", "webm"],
         /--resolution: 4k cannot be webm: the 4k path has no alpha channel\. Use mp4, or render alpha at native resolution/,

@@ -95,8 +95,10 @@ export function registerCloud(program: Command): void {
       ),
     )
     .addOption(
-      new Option("--format <format>", "mp4; webm and mov carry alpha").choices(OUTPUT_FORMATS)
-        .default("mp4" as const),
+      new Option(
+        "--format <format>",
+        "mp4; webm and mov carry alpha (unset: the --output extension, else mp4)",
+      ).choices(OUTPUT_FORMATS).default("mp4" as const),
     )
     .addOption(
       new Option("--resolution <r>", "1080p, or 4k (billed at 1.5x; mp4 only)").choices(RESOLUTIONS)
@@ -134,7 +136,11 @@ export function registerCloud(program: Command): void {
     )
     .option("--idempotency-key <key>", "1-255 of A-Z a-z 0-9 _ : . - ; sent to upload and submit")
     .option("--json", "print machine-readable JSON on stdout")
-    .action(async (dir, options) => {
+    .action(async (dir, options, command) => {
+      // The default mp4 gives way to the --output extension, as in vid render.
+      const format = command.getOptionValueSource("format") === "default"
+        ? undefined
+        : options.format;
       const controller = new AbortController();
       const stop = () => controller.abort(new Error("cancelled"));
       Deno.addSignalListener("SIGINT", stop);
@@ -146,7 +152,7 @@ export function registerCloud(program: Command): void {
             composition: options.composition,
             fps: options.fps,
             quality: options.quality,
-            format: options.format,
+            format,
             resolution: options.resolution,
             aspectRatio: options.aspectRatio,
             output: options.output,

@@ -17,7 +17,13 @@ import type { Variables } from "../composition/declarations.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, loadOverrides } from "../composition/variables.ts";
 import { FrameRateError, parseFrameRate } from "../composition/frame_rate.ts";
-import { OUTPUT_FORMATS, type OutputFormat, QUALITIES, type Quality } from "../render/encode.ts";
+import {
+  formatOfPath,
+  OUTPUT_FORMATS,
+  type OutputFormat,
+  QUALITIES,
+  type Quality,
+} from "../render/encode.ts";
 import { type PackagedFile, packageProject } from "../project/package.ts";
 import { CloudApiError, type CloudClient } from "./client.ts";
 
@@ -128,6 +134,35 @@ export type CloudRenderResult =
   };
 
 /**
+ * The format of a hosted render: `--format`, else the one the `--output` extension names (as
+ * `vid render` does), else mp4. The service renders mp4, webm and mov; a `--format` that
+ * disagrees with the extension is an error naming both.
+ */
+function cloudFormat(options: CloudRenderOptions): OutputFormat {
+  const format = options.format;
+  if (format !== undefined && !OUTPUT_FORMATS.includes(format)) {
+    throw new CloudRenderError("--format", `must be one of ${OUTPUT_FORMATS.join(", ")}`);
+  }
+  const named = options.output === undefined ? undefined : formatOfPath(options.output);
+  if (named === undefined) return format ?? "mp4";
+  if (named === null || !(OUTPUT_FORMATS as readonly string[]).includes(named)) {
+    throw new CloudRenderError(
+      "--output",
+      `the hosted service renders ${OUTPUT_FORMATS.join(", ")}; end ${options.output} with ` +
+        `.mp4, .webm or .mov (gif and PNG sequences render locally with vid render)`,
+    );
+  }
+  if (format !== undefined && named !== format) {
+    throw new CloudRenderError(
+      "--format",
+      `--format ${format} conflicts with the output extension of ${options.output} (${named}); ` +
+        `drop --format to render ${named}, or name the output for ${format} (e.g. out.${format})`,
+    );
+  }
+  return named as OutputFormat;
+}
+
+/**
  * Checks every flag that can be checked without the network, among them that 4k has no alpha
  * path (webm and mov need native resolution).
  */
@@ -140,10 +175,7 @@ export function checkCloudRenderOptions(options: CloudRenderOptions): void {
       throw new CloudRenderError("--fps", error.message.replace(/^--fps: /, ""));
     }
   }
-  const format = options.format ?? "mp4";
-  if (!OUTPUT_FORMATS.includes(format)) {
-    throw new CloudRenderError("--format", `must be one of ${OUTPUT_FORMATS.join(", ")}`);
-  }
+  const format = cloudFormat(options);
   if (!QUALITIES.includes(options.quality ?? "standard")) {
     throw new CloudRenderError("--quality", `must be one of ${QUALITIES.join(", ")}`);
   }
@@ -252,7 +284,7 @@ export async function cloudRender(
   const warn = options.onWarning ?? (() => {});
   const stage = options.onStage ?? (() => {});
   const composition = options.composition ?? "index.html";
-  const format = options.format ?? "mp4";
+  const format = cloudFormat(options);
   const overrides: Variables = await loadOverrides({
     variables: options.variables,
     variablesFile: options.variablesFile,
