@@ -157,7 +157,7 @@ describe("vid lambda on the local stack", () => {
     );
   });
 
-  it("a site whose composition pins data-fps renders at that rate without --fps", async () => {
+  it("a site whose composition pins data-fps renders at that rate without --fps; the output key's extension picks the format", async () => {
     const pinned = await makeProject(
       HTML.replace('data-duration="3"', 'data-duration="1" data-fps="12"'),
     );
@@ -172,6 +172,8 @@ describe("vid lambda on the local stack", () => {
           "render",
           "--site-id",
           JSON.parse(site.stdout).siteId,
+          "--output-key",
+          "out/pinned.webm",
           "--poll-interval",
           "250",
           "--wait",
@@ -187,7 +189,7 @@ describe("vid lambda on the local stack", () => {
         forcePathStyle: true,
         credentials: S3_CREDENTIALS,
       });
-      const file = join(scratch, "pinned.mp4");
+      const file = join(scratch, "pinned.webm");
       try {
         const object = await client.send(
           new GetObjectCommand({ Bucket: stack.RenderBucketName, Key: result.outputKey }),
@@ -199,6 +201,14 @@ describe("vid lambda on the local stack", () => {
       const info = await probeVideo(file);
       assert.equal(info.fps, 12);
       assert.equal(info.frames, 12);
+      assert.equal(info.codec, "vp9");
+
+      const gif = await runVid(
+        ["lambda", "render", "--site-id", JSON.parse(site.stdout).siteId, "--output-key", "a.gif"],
+        { env: stack.env },
+      );
+      assert.notEqual(gif.code, 0);
+      assert.match(gif.stderr, /outputKey.*writes mp4, webm, mov, not gif/);
     } finally {
       await Deno.remove(pinned, { recursive: true });
     }

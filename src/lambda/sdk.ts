@@ -43,6 +43,7 @@ import { timeCapWarning } from "./time_cap.ts";
 import { parseComposition } from "../composition/composition.ts";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import type { FrameRate } from "../composition/frame_rate.ts";
+import { formatOfPath, OUTPUT_FORMATS, type OutputFormat } from "../render/encode.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { loadSite } from "./sites.ts";
@@ -118,6 +119,32 @@ export interface SiteHandle {
    * {@linkcode deploySite} or `loadSite`): a render whose `config.fps` is unset renders at it.
    */
   fps?: FrameRate;
+}
+
+/**
+ * `config` with the format its output key's extension names (`.mp4`, `.webm`, `.mov`) where
+ * the caller gave no `format`, as `vid render -o` does. A key naming another format than
+ * `format`, or one a distributed render cannot write (gif, PNG), is a {@linkcode ConfigError}.
+ */
+export function withOutputKeyFormat(config: RenderConfig, outputKey?: string): RenderConfig {
+  const named = outputKey === undefined ? undefined : formatOfPath(outputKey);
+  if (named === undefined || named === null) return config;
+  if (!(OUTPUT_FORMATS as readonly string[]).includes(named)) {
+    throw new ConfigError(
+      "outputKey",
+      `a distributed render writes ${OUTPUT_FORMATS.join(", ")}, not ${named} (${outputKey}); ` +
+        "end the key with .mp4, .webm or .mov, or render gif and PNG sequences with vid render",
+    );
+  }
+  if (config.format === undefined) return { ...config, format: named as OutputFormat };
+  if (config.format !== named) {
+    throw new ConfigError(
+      "outputKey",
+      `format ${config.format} conflicts with the extension of ${outputKey} (${named}); leave ` +
+        `format unset to render ${named}, or end the key with .${config.format}`,
+    );
+  }
+  return config;
 }
 
 /**
@@ -676,7 +703,7 @@ export async function renderToLambda<
     declarations ??= loaded.declarations;
     site = loaded;
   }
-  config = withSiteFrameRate(config, site);
+  config = withOutputKeyFormat(withSiteFrameRate(config, site), options.outputKey);
   const input: ExecutionInput = {
     renderId,
     bucketName,
