@@ -20,6 +20,7 @@ import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
+import { isPlainObject } from "../util/json_shape.ts";
 
 /** What one line of a batch file holds. */
 export type ParsedBatchLine =
@@ -31,10 +32,6 @@ export type ParsedBatchLine =
    * An entry. `warning` (starting with `line N:`) lists variable problems when not strict.
    */
   | { kind: "entry"; outputKey: string; variables: Variables; warning?: string };
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /**
  * Checks one decoded batch entry (`{"outputKey": ..., "variables": {...}}`) against the

@@ -35,6 +35,7 @@ import { chmod, mkdir, open, readFile, rename, rm, stat } from "node:fs/promises
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
+import { isPlainObject } from "../util/json_shape.ts";
 
 /**
  * The API address when neither `CLOUD_API_URL` nor a stored credential names one: a
@@ -158,10 +159,6 @@ function errorCode(error: unknown): string | undefined {
   return (error as { code?: string } | undefined)?.code;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** Checks the parsed content of a credentials file. */
 function parseCredentials(file: string, text: string): Credentials {
   let data: unknown;
@@ -181,7 +178,7 @@ function parseCredentials(file: string, text: string): Credentials {
       `"${field}" ${problem}; sign in again with \`vid auth login\``,
     );
   }
-  if (!isObject(data)) fail("version", "is missing (the file must hold a JSON object)");
+  if (!isPlainObject(data)) fail("version", "is missing (the file must hold a JSON object)");
   const record = data;
   if (record.version !== 1) fail("version", `must be 1, got ${JSON.stringify(record.version)}`);
   function stringField(field: string): string {

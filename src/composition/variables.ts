@@ -17,6 +17,7 @@ import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc
 import { isCssColor } from "./color.ts";
 import { typeMismatch, type VariableDeclaration, type Variables } from "./declarations.ts";
 import { StrictVariablesError, type VariableProblem, VariablesInputError } from "./errors.ts";
+import { isPlainObject } from "../util/json_shape.ts";
 
 /** Where overrides come from; both optional. */
 export interface OverrideSources {
@@ -24,10 +25,6 @@ export interface OverrideSources {
   variables?: string;
   /** Path of a JSON or JSONC file holding an object (`--variables-file`). */
   variablesFile?: string;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /**

@@ -72,6 +72,7 @@ import {
   withSiteFrameRate,
 } from "./sdk.ts";
 import { explainStackError, isStackFatal, isUnreachable } from "./stack_error.ts";
+import { isPlainObject } from "../util/json_shape.ts";
 
 /**
  * A ready `SFNClient` of `@aws-sdk/client-sfn`, kept by the caller. An internal alias, not a
@@ -284,10 +285,6 @@ function laterAttemptArn(executionArn: string, attempt: number): string | undefi
 /** The render id of attempt `attempt` of a row whose first attempt is `baseId`. */
 function attemptRenderId(baseId: string, attempt: number): string {
   return attempt <= 1 ? baseId : `${baseId}-a${attempt}`;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 interface AwsError {

@@ -32,6 +32,7 @@
 import type { OutputFormat, Quality } from "../render/encode.ts";
 import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { chunkCount, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
+import { isPlainObject } from "../util/json_shape.ts";
 
 /** Workflow execution input limit: the whole serialised payload, UTF-8 bytes (256 KiB). */
 export const MAX_EXECUTION_INPUT_BYTES = 262144;
@@ -220,10 +221,6 @@ const MAX_DIMENSION = 8192;
  */
 export function serializedBytes(value: unknown): number {
   return new TextEncoder().encode(JSON.stringify(value) ?? "").byteLength;
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The biggest leaf of the input, to point at the inlined media that broke the limit. */

@@ -50,6 +50,7 @@ import { studioPage } from "./studio_page.ts";
 import { createPreviewVideoProxies, type PreviewVideoProxies } from "./video_proxies.ts";
 import { type ProjectWatcher, watchProject } from "./watch.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
+import { isPlainObject } from "../util/json_shape.ts";
 
 /** The port `vid preview` listens on unless told otherwise. */
 export const DEFAULT_PREVIEW_PORT = 4700;
@@ -224,10 +225,6 @@ function json(body: unknown, status = 200): Response {
     status,
     headers: { "content-type": "application/json; charset=utf-8", ...NO_STORE },
   });
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** Reads a JSON object body; undefined when it is not one. */
