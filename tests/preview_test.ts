@@ -11,6 +11,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { findChromium } from "../src/render/system.ts";
+import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "./preview_process.ts";
 import { injectRuntime } from "../src/preview/inject.ts";
 import { checkStudioValues } from "../src/preview/server.ts";
 import { probeVideo, ROOT, runVid } from "./helpers.ts";
@@ -18,64 +19,6 @@ import { probeVideo, ROOT, runVid } from "./helpers.ts";
 const FIXTURE = `${ROOT}tests/fixtures/preview`;
 const WIDTH = 320;
 const HEIGHT = 180;
-
-/** A running `vid preview` child process. */
-interface PreviewProcess {
-  url: string;
-  port: number;
-  child: Deno.ChildProcess;
-  stderr(): string;
-  /** Resolves with the exit status once stdout and stderr closed. */
-  done: Promise<Deno.CommandStatus>;
-}
-
-async function startPreviewProcess(dir: string, args: string[] = []): Promise<PreviewProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${ROOT}cli.ts`, "preview", dir, "--port", "0", "--json", ...args],
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let err = "";
-  const errDone = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-    new WritableStream({ write: (text) => void (err += text) }),
-  );
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let out = "";
-  while (!out.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`vid preview exited before listening: ${out}${err}`);
-    out += value;
-  }
-  const outDone = (async () => {
-    while (!(await reader.read()).done) { /* drain */ }
-  })();
-  const line = JSON.parse(out.split("\n")[0]) as { url: string; port: number };
-  return {
-    ...line,
-    child,
-    stderr: () => err,
-    done: Promise.all([child.status, errDone, outDone]).then(([status]) => status),
-  };
-}
-
-async function runFfmpeg(args: string[], input?: Uint8Array): Promise<Uint8Array> {
-  const child = new Deno.Command("ffmpeg", {
-    args: ["-v", "error", ...args],
-    stdin: input ? "piped" : "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (input) {
-    const writer = child.stdin.getWriter();
-    await writer.write(input);
-    await writer.close();
-  }
-  const output = await child.output();
-  if (!output.success) throw new Error(new TextDecoder().decode(output.stderr));
-  return output.stdout;
-}
 
 /** RGB bytes of a PNG. */
 function decodePng(png: Uint8Array): Promise<Uint8Array> {

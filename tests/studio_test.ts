@@ -13,6 +13,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { findChromium } from "../src/render/system.ts";
+import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "./preview_process.ts";
 import { probeVideo, ROOT } from "./helpers.ts";
 
 const SHOTS = `${ROOT}.test-results/studio`;
@@ -102,71 +103,13 @@ async function gsapSource(): Promise<string> {
   throw new Error("gsap is not installed under node_modules/.deno");
 }
 
-interface PreviewProcess {
-  url: string;
-  port: number;
-  pid: number;
-  child: Deno.ChildProcess;
-  stderr(): string;
-  done: Promise<Deno.CommandStatus>;
-}
-
-async function startPreview(dir: string): Promise<PreviewProcess> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", `${ROOT}cli.ts`, "preview", dir, "--port", "0", "--json"],
-    env: { NO_COLOR: "1" },
-    stdin: "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  let err = "";
-  const errDone = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
-    new WritableStream({ write: (text) => void (err += text) }),
-  );
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let out = "";
-  while (!out.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`vid preview exited before listening: ${out}${err}`);
-    out += value;
-  }
-  const outDone = (async () => {
-    while (!(await reader.read()).done) { /* drain */ }
-  })();
-  const line = JSON.parse(out.split("\n")[0]) as { url: string; port: number };
-  return {
-    ...line,
-    pid: child.pid,
-    child,
-    stderr: () => err,
-    done: Promise.all([child.status, errDone, outDone]).then(([status]) => status),
-  };
-}
-
-async function ffmpeg(args: string[], input?: Uint8Array): Promise<Uint8Array> {
-  const child = new Deno.Command("ffmpeg", {
-    args: ["-v", "error", ...args],
-    stdin: input ? "piped" : "null",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (input) {
-    const writer = child.stdin.getWriter();
-    await writer.write(input);
-    await writer.close();
-  }
-  const output = await child.output();
-  if (!output.success) throw new Error(new TextDecoder().decode(output.stderr));
-  return output.stdout;
-}
-
 /** Saves a screenshot of `selector` under .test-results/studio/ and returns its RGB. */
 async function shot(p: Page, selector: string, name: string): Promise<Uint8Array> {
   await Deno.mkdir(SHOTS, { recursive: true });
   const element = await p.$(selector);
   const png = await element!.screenshot({ type: "png" });
   await Deno.writeFile(`${SHOTS}/${name}.png`, png);
-  return await ffmpeg(
+  return await runFfmpeg(
     ["-f", "png_pipe", "-i", "pipe:0", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
     png,
   );
@@ -261,7 +204,7 @@ describe("the vid preview studio for template authors", () => {
     await Deno.writeTextFile(`${project}/js/late.js`, LATE_JS);
     await Deno.writeTextFile(`${project}/long.html`, LONG);
     await Deno.writeTextFile(`${project}/notes.html`, "<!doctype html><p>not a composition</p>");
-    await ffmpeg([
+    await runFfmpeg([
       "-f",
       "lavfi",
       "-i",
@@ -271,7 +214,7 @@ describe("the vid preview studio for template authors", () => {
     const executablePath = await findChromium();
     assert.ok(executablePath, "chromium is installed");
     [preview, browser] = await Promise.all([
-      startPreview(project),
+      startPreviewProcess(project),
       puppeteer.launch({
         executablePath,
         headless: true,
