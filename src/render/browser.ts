@@ -87,6 +87,8 @@ export interface LaunchOptions {
 /** A running browser. */
 export interface Browser {
   readonly mode: CaptureMode;
+  /** The browser binary that runs. */
+  readonly executable: string;
   readonly connection: CdpConnection;
   readonly process: ChildProcess;
   /** Kills the browser and removes its profile. Safe to call twice. */
@@ -311,6 +313,7 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
   let closing: Promise<void> | undefined;
   return {
     mode: options.mode,
+    executable,
     connection,
     process: child,
     close(): Promise<void> {

@@ -5,8 +5,11 @@
  * @module
  */
 
+import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import process from "node:process";
 import { type Browser, type CaptureMode, closePage, launchBrowser, openPage } from "./browser.ts";
+import { cacheDir } from "./media.ts";
 
 /** `auto` probes BeginFrame first; the other two force a path. */
 export type CapturePreference = "auto" | CaptureMode;
@@ -65,6 +68,64 @@ export async function probeBeginFrame(browser: Browser): Promise<string | undefi
   }
 }
 
+/** Where the binaries whose BeginFrame probe passed are recorded. */
+function probeRecordFile(): string {
+  return join(cacheDir(), "beginframe-probe.json");
+}
+
+/**
+ * What a passed probe is remembered by: the binary's path, size and modification time, and
+ * the extra launch flags. Whether BeginFrame returns images is a property of the binary and
+ * its flags, so a probe that passed once passes again until the binary changes (an upgrade
+ * changes its size or time); skipping it saves a window and a renderer process per launch
+ * (300 ms of a 1-frame render). Slow first frames on a busy machine are not the probe's
+ * business after that: the capturer tries a new window's first frame up to 40 times too.
+ */
+async function probeKey(browser: Browser): Promise<string | undefined> {
+  try {
+    const info = await stat(browser.executable);
+    return [browser.executable, info.size, info.mtimeMs, process.env.VID_CHROMIUM_FLAGS ?? ""]
+      .join("|");
+  } catch {
+    return undefined;
+  }
+}
+
+async function probeRecords(): Promise<string[]> {
+  try {
+    const records = JSON.parse(await readFile(probeRecordFile(), "utf8"));
+    return Array.isArray(records) ? records.filter((r) => typeof r === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Remembers a passed probe (temp file then rename: readers never see half a file). */
+async function recordProbe(key: string): Promise<void> {
+  try {
+    const records = [...new Set([...(await probeRecords()), key])].slice(-16);
+    const file = probeRecordFile();
+    await mkdir(cacheDir(), { recursive: true });
+    const partial = `${file}.${process.pid}.partial`;
+    await writeFile(partial, JSON.stringify(records));
+    await rename(partial, file);
+  } catch {
+    // An unwritable cache only costs the next launch a probe.
+  }
+}
+
+/**
+ * Whether BeginFrame capture works in `browser`: undefined when it does, else why not. A
+ * binary whose probe passed before (see {@linkcode probeKey}) is not probed again.
+ */
+async function checkBeginFrame(browser: Browser): Promise<string | undefined> {
+  const key = await probeKey(browser);
+  if (key !== undefined && (await probeRecords()).includes(key)) return undefined;
+  const reason = await probeBeginFrame(browser);
+  if (reason === undefined && key !== undefined) await recordProbe(key);
+  return reason;
+}
+
 /**
  * Launches the browser for the preferred capture path. `VID_CAPTURE` (`beginframe` or
  * `screenshot`) overrides `auto`.
@@ -95,7 +156,7 @@ export async function launchForCapture(
     let browser: Browser | undefined;
     try {
       browser = await launchBrowser({ mode: "beginframe", scale, networkFlags });
-      reason = await probeBeginFrame(browser);
+      reason = await checkBeginFrame(browser);
       if (reason === undefined) return browser;
     } catch (error) {
       if (wanted === "beginframe" && attempt === 2) throw error;

@@ -252,6 +252,8 @@ export interface EncoderOptions {
    * joined into `output`. The first frame written must be on the grid. @default one run
    */
   cellFrames?: number;
+  /** Frames that will be written: the next encoder run then starts ahead of its first frame. */
+  frames?: number;
 }
 
 /** A running ffmpeg process fed one image per frame. */
@@ -324,6 +326,28 @@ function timestampPassthrough(ffmpeg: string): string[] {
     passthroughOption.set(ffmpeg, option);
   }
   return [option, "passthrough"];
+}
+
+/**
+ * Finds out ahead of the first encoder run, without blocking, which timestamp option
+ * `ffmpeg` takes (see `timestampPassthrough`): the probe starts ffmpeg once (100-200 ms),
+ * which a render session runs while its browser starts instead of on the first frame.
+ */
+export function prepareEncoder(ffmpeg: string): Promise<void> {
+  if (passthroughOption.has(ffmpeg)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const probe = spawn(ffmpeg, ["-loglevel", "quiet", "-fps_mode", "passthrough", "-version"], {
+      stdio: "ignore",
+    });
+    probe.on("error", () => resolve());
+    probe.on("exit", (code) => {
+      // Only a refusal (exit 1) switches; a missing binary is reported by the real run.
+      if (!passthroughOption.has(ffmpeg)) {
+        passthroughOption.set(ffmpeg, code === 1 ? "-vsync" : "-fps_mode");
+      }
+      resolve();
+    });
+  });
 }
 
 /** One ffmpeg process encoding the frames written to it into `output`. */
@@ -451,25 +475,40 @@ export function startEncoder(options: EncoderOptions): Encoder {
     cells.push(cell);
     return cell;
   };
-  let current: (typeof cells)[number] | undefined;
   const removeCells = () => Promise.all(cells.map((c) => rm(c.file, { force: true })));
   const abortAll = (): void => cells.forEach((c) => c.run.abort());
+  let written = 0;
+  // ffmpeg takes 100-200 ms to start: every run is started ahead, the first one now and
+  // each next one when the previous cell is full, so it starts while the next frame is
+  // captured. Without `frames` the run after a full cell is started on its first frame.
+  let current: (typeof cells)[number] | undefined = startCell();
+  const endCell = (): void => {
+    const done = current!;
+    done.finished = done.run.finish();
+    // Reported by finish(); unhandled until then.
+    done.finished.catch(() => {});
+    current = undefined;
+  };
   return {
     async write(frame: Uint8Array): Promise<void> {
-      if (current && current.frames === cellFrames) {
-        const done = current;
-        done.finished = done.run.finish();
-        // Reported by finish(); unhandled until then.
-        done.finished.catch(() => {});
-        current = undefined;
-      }
+      if (current && current.frames === cellFrames) endCell();
       current ??= startCell();
       current.frames++;
+      written++;
       await current.run.write(frame);
+      if (current.frames === cellFrames && options.frames !== undefined) {
+        endCell();
+        if (written < options.frames) current = startCell();
+      }
     },
     async finish(): Promise<void> {
       try {
-        if (current) current.finished = current.run.finish();
+        if (current && current.frames === 0) {
+          // Started ahead for frames that never came.
+          current.run.abort();
+          cells.pop();
+          void rm(current.file, { force: true });
+        } else if (current) current.finished = current.run.finish();
         await Promise.all(cells.map((c) => c.finished));
         if (cells.length === 1) {
           await rename(cells[0].file, options.output);

@@ -1,6 +1,6 @@
 /**
  * Local render orchestration: composition + variables -> chunk plan -> parallel chunk
- * renders in one browser (one window per worker) -> concat -> the output file, which
+ * renders (one browser per worker, see workers.ts) -> concat -> the output file, which
  * appears only when complete.
  *
  * @module
@@ -21,7 +21,6 @@ import {
   parseFrameRate,
 } from "../composition/frame_rate.ts";
 import type { Browser, CaptureMode } from "./browser.ts";
-import { CdpClosedError } from "./cdp.ts";
 import type { BrowserPool, CapturePreference } from "./capture_mode.ts";
 import { type Chunk, chunkPlan, gopFrames } from "./chunk_plan.ts";
 import {
@@ -38,7 +37,7 @@ import {
   type RenderFormat,
 } from "./encode.ts";
 import { type MediaProgress, mixAudio, muxAudio } from "./media.ts";
-import { renderChunk, renderRange } from "./render_chunk.ts";
+import { runWorkers } from "./workers.ts";
 import {
   type CompositionSource,
   openRenderSession,
@@ -506,12 +505,11 @@ export async function renderComposition<V extends object = Variables>(
         options.onProgress?.({ ...progress, ...(media ? { media } : {}) });
       },
     });
-    const { spec, ffmpeg, workDir: work } = session;
+    const { ffmpeg, workDir: work } = session;
     const live = session;
     // Timed from here, not from the first frame: one frame over a few microseconds
     // would read as a rate of 100000 fps.
     const captureStart = performance.now();
-    let retries = 0;
     const onFrame = () => {
       progress.framesDone++;
       progress.stage = "rendering";
@@ -529,55 +527,19 @@ export async function renderComposition<V extends object = Variables>(
     const chunkFiles = chunks.map((c) =>
       isImageSequence(format) ? framePattern : join(work, `chunk-${c.index}.${format}`)
     );
-    let nextChunk = 0;
-    // Every chunk gets a fresh page fast-forwarded to its first frame, whatever the worker
-    // count: Chromium keeps raster state between frames (layer raster scales, tiles), so a
-    // page's history would otherwise show in the pixels and --workers would change them.
-    const worker = async (): Promise<void> => {
-      try {
-        while (nextChunk < chunks.length) {
-          const chunk = chunks[nextChunk++];
-          const out = { chunk, output: chunkFiles[chunk.index], quality, ffmpeg, hdr };
-          let done = 0;
-          const countFrame = () => {
-            done++;
-            onFrame();
-          };
-          const used = live.browser;
-          try {
-            const loaded = live.takePage();
-            if (loaded) {
-              try {
-                await renderRange(loaded, out, countFrame, abortController.signal);
-              } finally {
-                await loaded.close();
-              }
-            } else await renderChunk(used, spec, out, countFrame, abortController.signal);
-          } catch (error) {
-            if (!(error instanceof CdpClosedError) || abortController.signal.aborted) throw error;
-            // The browser crashed: relaunch it (once for all workers), retry this chunk once.
-            retries++;
-            progress.framesDone -= done;
-            try {
-              const relaunched = await live.replaceBrowser(used);
-              await renderChunk(relaunched, spec, out, onFrame, abortController.signal);
-            } catch (retryError) {
-              if (abortController.signal.aborted) throw retryError;
-              throw new ChunkFailedError(chunk, retryError as Error);
-            }
-          }
-        }
-      } catch (error) {
-        abortController.abort();
-        throw error;
-      }
-    };
-    const results = await Promise.allSettled(
-      Array.from({ length: workers }, worker),
-    );
+    const retries = await runWorkers(live, {
+      chunks,
+      workers,
+      output: (chunk) => ({ chunk, output: chunkFiles[chunk.index], quality, ffmpeg, hdr }),
+      onFrame,
+      onRetry: (framesLost) => progress.framesDone -= framesLost,
+      abort: abortController,
+      onWarning: options.onWarning,
+      chunkFailed: (chunk, cause) => new ChunkFailedError(chunk, cause),
+    });
     if (signal?.aborted) throw new RenderCancelledError();
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
-    if (failed) throw failed.reason;
+    // The join needs no browser: they go down while ffmpeg joins.
+    const browsersClosed = live.closeBrowsers();
     session.checkMissingAssets();
 
     progress.stage = "joining";
@@ -632,6 +594,7 @@ export async function renderComposition<V extends object = Variables>(
         throw error;
       }
     }
+    await browsersClosed;
     progress.stage = "done";
     options.onProgress?.({ ...progress });
     const elapsedMs = performance.now() - started;
@@ -649,7 +612,7 @@ export async function renderComposition<V extends object = Variables>(
       to: range.to,
       frames,
       durationSeconds: frameTime(frames, frameRate),
-      captureMode: session.browser.mode,
+      captureMode: live.browser.mode,
       workers,
       chunks: chunks.length,
       retries,

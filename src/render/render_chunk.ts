@@ -192,18 +192,11 @@ export async function openComposition(browser: Browser, spec: PageSpec): Promise
 }
 
 /**
- * Renders one chunk on an open page into `out.output`. `onFrame` is called after each
- * frame is handed to the encoder; `signal` aborts between frames and kills ffmpeg.
+ * Starts the encoder of one chunk of a composition: ffmpeg takes 100-200 ms to start, which
+ * {@linkcode renderChunk} spends while the page loads.
  */
-export async function renderRange(
-  composition: CompositionPage,
-  out: ChunkOutput,
-  onFrame: (frame: number) => void = () => {},
-  signal?: AbortSignal,
-): Promise<void> {
-  const { spec } = composition;
-  const alpha = hasAlpha(spec.format);
-  const encoder: Encoder = startEncoder({
+export function startChunkEncoder(spec: PageSpec, out: ChunkOutput): Encoder {
+  return startEncoder({
     ffmpeg: out.ffmpeg,
     output: out.output,
     fps: spec.fps,
@@ -211,13 +204,29 @@ export async function renderRange(
     quality: out.quality,
     width: Math.round(spec.width * (spec.scale ?? 1)),
     height: Math.round(spec.height * (spec.scale ?? 1)),
-    frameFormat: alpha ? "png" : "jpeg",
+    frameFormat: hasAlpha(spec.format) ? "png" : "jpeg",
     startNumber: out.chunk.from,
     hdr: out.hdr,
     outputSize: spec.outputSize,
     // One encoder run per GOP grid cell: chunks start on the grid (see chunk_plan.ts).
     cellFrames: gopFrames(spec.fps),
+    frames: out.chunk.frames,
   });
+}
+
+/**
+ * Renders one chunk on an open page into `out.output`. `onFrame` is called after each
+ * frame is handed to the encoder; `signal` aborts between frames and kills ffmpeg.
+ * `encoder` is one {@linkcode startChunkEncoder} started for this chunk, else one is
+ * started here.
+ */
+export async function renderRange(
+  composition: CompositionPage,
+  out: ChunkOutput,
+  onFrame: (frame: number) => void = () => {},
+  signal?: AbortSignal,
+  encoder: Encoder = startChunkEncoder(composition.spec, out),
+): Promise<void> {
   const abort = () => encoder.abort();
   signal?.addEventListener("abort", abort);
   try {
@@ -254,9 +263,16 @@ export async function renderChunk(
   onFrame?: (frame: number) => void,
   signal?: AbortSignal,
 ): Promise<void> {
-  const composition = await openComposition(browser, spec);
+  const encoder = startChunkEncoder(spec, out);
+  let composition: CompositionPage;
   try {
-    await renderRange(composition, out, onFrame, signal);
+    composition = await openComposition(browser, spec);
+  } catch (error) {
+    encoder.abort();
+    throw error;
+  }
+  try {
+    await renderRange(composition, out, onFrame, signal, encoder);
   } finally {
     await composition.close();
   }

@@ -18,7 +18,7 @@ import { checkOverrides, mergeVariables, resolveVariables } from "../composition
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
 import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
-import type { RenderFormat } from "./encode.ts";
+import { prepareEncoder, type RenderFormat } from "./encode.ts";
 import { listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
 import { fetchRemoteMedia } from "./remote.ts";
 import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
@@ -171,8 +171,22 @@ export interface RenderSession {
   takePage(): CompositionPage | undefined;
   /** Relaunches a crashed browser once, however many workers saw it crash. */
   replaceBrowser(crashed: Browser): Promise<Browser>;
-  /** Closes the browser and server and removes the temp folder; never throws. */
+  /**
+   * Launches one more capture browser of the session's mode, scale and network guard, for
+   * one more worker: a browser's compositor takes one BeginFrame at a time, so windows of
+   * one browser capture in turn while windows of separate browsers capture in parallel.
+   * Closed with the session.
+   */
+  addBrowser(): Promise<Browser>;
+  /**
+   * Closes (or gives back to the pool) every browser of the session, early: the join needs
+   * none, so the browsers go down while ffmpeg joins. Never throws; safe to call twice.
+   */
+  closeBrowsers(): Promise<void>;
+  /** Closes the browsers and server and removes the temp folder; never throws. */
   close(): Promise<void>;
+  /** {@linkcode RenderSession.close}, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** The smallest device scale factor Chromium captures at; below it ffmpeg scales down. */
@@ -212,41 +226,68 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       Math.min(size.width / composition.width, size.height / composition.height),
     )
     : 1;
-  const ffmpeg = await requireFfmpeg();
-  const workDir = await mkdtemp(join(tmpdir(), "vid-render-"));
   let server: ProjectServer | undefined;
   let browser: Browser | undefined;
   let discovery: CompositionPage | undefined;
   let proxy: GuardProxy | undefined;
+  let networkFlags: string[] = [];
+  /** Browsers launched for more workers and relaunched after crashes; closed with the session. */
+  const extra = new Set<Browser>();
+  const onFallback = (reason: string) =>
+    options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`);
+  // A guarded render launches its own browser (its launch flags carry this render's proxy,
+  // which needs the project server's address); any other starts its browser at once, while
+  // the project server starts and ffmpeg is looked up.
+  const launching = options.blockPrivateNetwork
+    ? undefined
+    : (options.browser
+      ? Promise.resolve(options.browser)
+      : options.browsers
+      ? options.browsers.acquire(options.capture ?? "auto", onFallback, scale)
+      : launchForCapture(options.capture ?? "auto", onFallback, scale));
+  launching?.then((launched) => browser = launched, () => undefined);
+  let browsersClosed: Promise<void> | undefined;
+  const closeBrowsers = (): Promise<void> => {
+    browsersClosed ??= (async () => {
+      await discovery?.close().catch(() => undefined);
+      discovery = undefined;
+      // A launch still under way is closed once it is up.
+      const main = browser ?? await launching?.catch(() => undefined);
+      const done = main === options.browser
+        ? undefined
+        : main && options.browsers && !options.blockPrivateNetwork
+        ? options.browsers.release(main)
+        : main?.close();
+      await Promise.allSettled([done, ...[...extra].map((b) => b.close())]);
+    })();
+    return browsersClosed;
+  };
+  let workDir: string | undefined;
   const close = async (): Promise<void> => {
-    await discovery?.close().catch(() => undefined);
     // Each step runs even when an earlier one fails, so nothing is left behind.
-    const done = browser === options.browser
-      ? undefined
-      : browser && options.browsers
-      ? options.browsers.release(browser)
-      : browser?.close();
-    await Promise.allSettled([done, server?.close(), proxy?.close()]);
-    await rm(workDir, { recursive: true, force: true });
+    await Promise.allSettled([closeBrowsers(), server?.close(), proxy?.close()]);
+    if (workDir) await rm(workDir, { recursive: true, force: true });
   };
   try {
-    server = await serveProject(composition.projectDir);
-    let networkFlags: string[] = [];
+    const [ffmpeg, work, projectServer] = await Promise.all([
+      requireFfmpeg().then(async (path) => {
+        await prepareEncoder(path);
+        return path;
+      }),
+      mkdtemp(join(tmpdir(), "vid-render-")),
+      serveProject(composition.projectDir).then((started) => server = started),
+    ]);
+    workDir = work;
     if (options.blockPrivateNetwork) {
-      const origin = new URL(server.url).host;
+      const origin = new URL(projectServer.url).host;
       proxy = await startGuardProxy({ allowHosts: [origin] });
       networkFlags = guardLaunchFlags(proxy.url, [origin]);
+      browser = await launchForCapture(options.capture ?? "auto", onFallback, scale, networkFlags);
+    } else {
+      browser = await launching!;
     }
-    const onFallback = (reason: string) =>
-      options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`);
-    // A guarded render launches its own browser: its launch flags carry this render's proxy.
-    const shared = options.blockPrivateNetwork ? undefined : options.browser;
-    browser = shared ??
-      (options.browsers && !options.blockPrivateNetwork
-        ? await options.browsers.acquire(options.capture ?? "auto", onFallback, scale)
-        : await launchForCapture(options.capture ?? "auto", onFallback, scale, networkFlags));
     const spec: PageSpec = {
-      url: server.url + encodeURI(composition.entry),
+      url: projectServer.url + encodeURI(composition.entry),
       width: composition.width,
       height: composition.height,
       fps: options.fps,
@@ -258,23 +299,22 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ...(size ? { outputSize: size, scale } : {}),
     };
     options.onStage?.("preparing media");
-    spec.remote = await fetchRemoteMedia(values, workDir, {
+    spec.remote = await fetchRemoteMedia(values, work, {
       blockPrivateNetwork: options.blockPrivateNetwork,
     });
     const remote = spec.remote;
-    const projectServer = server;
     // The page media are discovered on the page that renders the first frames when no
     // `<video>` needs a stand-in (the usual case): one page load fewer per render.
     discovery = await openComposition(browser, { ...spec, videoProxies: undefined });
     const media = await listMedia(discovery);
-    checkMissingAssets(server, composition.file);
+    checkMissingAssets(projectServer, composition.file);
     // ffmpeg reads media outside the browser, so the guard applies to its inputs too: a
     // guarded render hands ffmpeg checked local files only.
     const ffmpegInputs = options.blockPrivateNetwork
       ? await guardedMediaInputs(
         media,
-        { url: server.url, dir: composition.projectDir },
-        workDir,
+        { url: projectServer.url, dir: composition.projectDir },
+        work,
         remote,
       )
       : {};
@@ -287,7 +327,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     spec.videoProxies = await prepareVideoProxies(media, {
       ffmpeg,
       ffprobe,
-      workDir,
+      workDir: work,
       input,
       label: (src) =>
         src.startsWith(projectServer.url)
@@ -302,10 +342,11 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       discovery = undefined;
     }
     const relaunches = new WeakMap<Browser, Promise<Browser>>();
+    const mode = browser.mode;
     return {
       spec,
-      server,
-      workDir,
+      server: projectServer,
+      workDir: work,
       ffmpeg,
       ffprobe,
       media,
@@ -327,11 +368,28 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
             launchBrowser({ mode: crashed.mode, scale, networkFlags })
           );
           relaunches.set(crashed, next);
+          const wasMain = crashed === browser;
+          extra.delete(crashed);
+          next.then((relaunched) => {
+            if (wasMain) browser = relaunched;
+            else extra.add(relaunched);
+            // Launched after the session closed its browsers: nobody else will close it.
+            if (browsersClosed) void relaunched.close();
+          }, () => undefined);
         }
-        browser = await next;
-        return browser;
+        return await next;
       },
+      async addBrowser(): Promise<Browser> {
+        if (browsersClosed) throw new Error("the render session's browsers are closed");
+        // The mode is known from the session's browser: no second BeginFrame probe.
+        const added = await launchBrowser({ mode, scale, networkFlags });
+        extra.add(added);
+        if (browsersClosed) await added.close();
+        return added;
+      },
+      closeBrowsers,
       close,
+      [Symbol.asyncDispose]: close,
     };
   } catch (error) {
     await close();
