@@ -2,7 +2,9 @@
  * Warm capture browsers (`createBrowserPool`, used by the preview studio and `vid server`):
  * consecutive renders through a pool capture with the same browser process, leave no
  * windows behind in it, still produce the right frames; a browser that died in the pool
- * is replaced; closing the pool ends the kept browser.
+ * is replaced; closing the pool ends the kept browser. A render with N workers captures in
+ * N browsers (a browser's compositor takes one BeginFrame at a time), launched for the
+ * render and gone when it returns; with a pool, the pool's browser is the first of them.
  *
  * @module
  */
@@ -15,6 +17,7 @@ import { renderComposition } from "../src/render/render.ts";
 import { compositionHtml, makeProject, pixelSeries } from "./helpers.ts";
 
 let project: string;
+let twoChunks: string;
 let scratch: string;
 
 before(async () => {
@@ -24,13 +27,70 @@ before(async () => {
       { id: "warm", duration: 0.4 },
     ),
   );
+  twoChunks = await makeProject(
+    compositionHtml(
+      `<div style="position:absolute;inset:0;animation:f 2s linear both"></div>`,
+      {
+        id: "two",
+        duration: 2,
+        head: `<style>@keyframes f { from { background: #000 } to { background: #00f } }</style>`,
+      },
+    ),
+  );
   scratch = await Deno.makeTempDir({ prefix: "vid-pool-" });
 });
 
 after(async () => {
   await Deno.remove(project, { recursive: true });
+  await Deno.remove(twoChunks, { recursive: true });
   await Deno.remove(scratch, { recursive: true });
 });
+
+/** Pids of this process's capture browsers (its children started with a DevTools port). */
+function capturingBrowsers(): number[] {
+  const pids: number[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid !== Deno.pid) continue;
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
+      if (cmdline.includes("--remote-debugging-port")) pids.push(Number(entry.name));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids;
+}
+
+/** Renders a 10-frame, two-chunk fade with two workers, noting every browser seen meanwhile. */
+async function renderWithTwoWorkers(
+  output: string,
+  extra: { browsers?: ReturnType<typeof createBrowserPool>; warm?: number } = {},
+): Promise<{ seen: Set<number>; frames: number }> {
+  const seen = new Set<number>();
+  // Browsers running before the render (a pool's idle one aside) are not the render's.
+  const earlier = new Set(capturingBrowsers().filter((pid) => pid !== extra.warm));
+  const note = () => capturingBrowsers().forEach((pid) => earlier.has(pid) || seen.add(pid));
+  const watch = setInterval(note, 20);
+  try {
+    const result = await renderComposition({
+      target: twoChunks,
+      fps: 5,
+      chunkSize: 5,
+      workers: 2,
+      output,
+      browsers: extra.browsers,
+      onProgress: note,
+    });
+    assert.equal(result.workers, 2);
+    assert.equal(result.chunks, 2);
+    return { seen, frames: result.frames };
+  } finally {
+    clearInterval(watch);
+  }
+}
 
 function running(pid: number): boolean {
   try {
@@ -94,5 +154,40 @@ describe("warm browser pool", () => {
     await pool.close();
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal(running(pid), false, "close() left the kept browser running");
+  });
+});
+
+describe("a browser per worker", () => {
+  it("two workers capture in two browsers, both gone when the render returns", async () => {
+    const output = join(scratch, "two.mp4");
+    const { seen, frames } = await renderWithTwoWorkers(output);
+    assert.equal(frames, 10);
+    assert.equal(seen.size, 2, `browsers seen during the render: ${[...seen]}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.deepEqual([...seen].filter(running), [], "a worker's browser outlived the render");
+    const series = await pixelSeries(output, 160, 90);
+    assert.equal(series.length, 10);
+    for (const frame of [0, 5, 9]) {
+      assert.ok(Math.abs(series[frame][2] - Math.round(255 * frame / 10)) < 12, `${frame}`);
+    }
+  });
+
+  it("with a pool, the pool's warm browser is the first worker's and stays warm", async () => {
+    const pool = createBrowserPool();
+    try {
+      const warm = await pool.acquire("auto", () => {}, 1);
+      const pid = warm.process.pid!;
+      await pool.release(warm);
+      const { seen } = await renderWithTwoWorkers(join(scratch, "pooled.mp4"), {
+        browsers: pool,
+        warm: pid,
+      });
+      assert.ok(seen.has(pid), "the first worker did not use the warm browser");
+      assert.equal(seen.size, 2);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual([...seen].filter(running), [pid], "only the warm browser may stay");
+    } finally {
+      await pool.close();
+    }
   });
 });
