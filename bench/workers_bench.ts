@@ -10,6 +10,7 @@
  * deno run -A bench/workers_bench.ts                         # gsap, workers 1,2, 3 rounds
  * deno run -A bench/workers_bench.ts --workers 1,2,4 --only css --quality standard
  * deno run -A bench/workers_bench.ts --base /tmp/base --workers 1 --runs 5
+ * deno run -A bench/workers_bench.ts --format webm --quality standard   # PNG capture path
  * ```
  *
  * @module
@@ -46,6 +47,7 @@ if (import.meta.main) {
       runs: { type: "string", default: "3" },
       only: { type: "string", default: "gsap" },
       quality: { type: "string", default: "high" },
+      format: { type: "string", default: "mp4" },
       base: { type: "string" },
       json: { type: "boolean", default: false },
     },
@@ -79,7 +81,7 @@ if (import.meta.main) {
       const order = [...configs.slice(shift), ...configs.slice(0, shift)];
       for (const config of order) {
         loads.push(loadavg()[0]);
-        const out = join(work, "out.mp4");
+        const out = join(work, `out.${values.format}`);
         const run = await timedRun(
           [
             Deno.execPath(),
@@ -122,7 +124,7 @@ if (import.meta.main) {
     if (values.json) console.log(JSON.stringify({ composition: values.only, runs, load, rows }));
     else {
       console.log(
-        `${values.only}, --quality ${values.quality}, median of ${runs}, load ${
+        `${values.only}, ${values.format} --quality ${values.quality}, median of ${runs}, load ${
           load.map((l) => l.toFixed(1)).join("-")
         }`,
       );
