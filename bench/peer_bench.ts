@@ -1,9 +1,10 @@
 /**
  * Peer benchmark: `vid render` against the HyperFrames CLI (npm `hyperframes`, the closest
  * peer: the same HTML model, BeginFrame capture) on the same 1920x1080, 5 s, 30 fps
- * compositions, at equal encoder settings (x264 medium, CRF 18: vid `--quality high`,
- * HyperFrames `--quality standard`) and the same worker count, run alternately (the order
- * flips every round), each figure the median of the rounds.
+ * compositions, at equal encoder settings (x264 preset medium, CRF 16: vid `--quality high`,
+ * HyperFrames `--quality standard --crf 16`; its `standard` alone is medium CRF 18, which
+ * spends fewer bits and less CPU than vid's `high`) and the same worker count, run
+ * alternately (the order flips every round), each figure the median of the rounds.
  *
  * - Compositions: `bench/fixtures/peer_gsap` (a GSAP timeline on `window.__timelines`;
  *   gsap.min.js is copied in from vid's own npm dependency at run time) and
@@ -45,6 +46,8 @@ import { node22 } from "../src/lambda/local_stack.ts";
 
 /** The HyperFrames CLI version benchmarked (pinned: a new release is a new baseline). */
 export const HYPERFRAMES_VERSION = "0.8.170";
+/** The CRF of vid's `--quality high` (src/render/encode.ts), given to HyperFrames too. */
+const VID_HIGH_CRF = "16";
 /** The system browser HyperFrames is pointed at (vid launches the same binary). */
 const HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell";
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -379,7 +382,7 @@ async function main(): Promise<void> {
         "--quiet",
         ...(options.defaults
           ? []
-          : ["--quality", "standard", "--workers", String(options.workers)]),
+          : ["--quality", "standard", "--crf", VID_HIGH_CRF, "--workers", String(options.workers)]),
       ];
       for (let round = 0; round < options.runs; round++) {
         const order: ("vid" | "hyperframes")[] = round % 2 === 0
@@ -420,7 +423,8 @@ async function main(): Promise<void> {
   }
   const settings = options.defaults
     ? "each tool's defaults"
-    : `x264 medium CRF 18 (vid --quality high, HyperFrames --quality standard), ${options.workers} worker(s)`;
+    : `x264 medium CRF ${VID_HIGH_CRF} (vid --quality high, HyperFrames --quality standard ` +
+      `--crf ${VID_HIGH_CRF}), ${options.workers} worker(s)`;
   console.log(
     `\nvid vs HyperFrames ${HYPERFRAMES_VERSION}, 1920x1080 30 fps 5 s, ${settings}; ` +
       `median of ${options.runs} alternating runs; load ${
