@@ -230,15 +230,15 @@ export async function renderRange(
   const abort = () => encoder.abort();
   signal?.addEventListener("abort", abort);
   // One frame in flight to ffmpeg: the next frame is seeked and captured while ffmpeg
-  // drains the pipe of the previous one (a 1080p JPEG is several pipe buffers, and an
+  // drains the pipe of the previous one (a 1080p JPEG fills the 64 KB pipe buffer, and an
   // encoder busy with x264's lookahead reads it late); frames still reach it in order.
   let writing: Promise<void> = Promise.resolve();
   try {
     for (let frame = out.chunk.from; frame <= out.chunk.to; frame++) {
       signal?.throwIfAborted();
-      await seekFrame(composition.page, frame);
+      const pendingVideos = await seekFrame(composition.page, frame);
       composition.frame = frame;
-      const image = await composition.capturer.capture();
+      const image = await composition.capturer.capture(pendingVideos);
       await writing;
       writing = encoder.write(image).then(() => onFrame(frame));
       // A failed write is thrown by the next `await writing`; until then it is handled.
