@@ -109,9 +109,11 @@ describe("vid render under interference", () => {
       "2",
       "--json",
     ]);
+    // The first worker's browser (the first launched: a further worker's may still be
+    // starting, and one killed then is launched again, with no chunk to retry).
     let browser: number | undefined;
-    for (const pid of await childrenOf(render.child.pid)) {
-      if ((await commandLine(pid)).includes("--remote-debugging-port")) browser = pid;
+    for (const pid of (await childrenOf(render.child.pid)).sort((a, b) => a - b)) {
+      if ((await commandLine(pid)).includes("--remote-debugging-port")) browser ??= pid;
     }
     assert.ok(browser, "the render's browser process was not found");
     Deno.kill(browser, "SIGKILL");

@@ -202,70 +202,140 @@ function readyTimeoutMs(): number {
 }
 
 /**
- * Starts the server and browser for a prepared composition and readies its media.
- *
- * @example
- * ```ts
- * const session = await openRenderSession({ prepared, fps: 30, format: "mp4" });
- * try {
- *   // render chunks with session.browser and session.spec
- * } finally {
- *   await session.close();
- * }
- * ```
+ * The capture browsers of one session: the first one (shared, from the pool, or launched at
+ * once, see {@linkcode SessionBrowsers.start}), one more per extra worker, and the ones
+ * relaunched after a crash; all closed (or given back to the pool) together.
  */
-export async function openRenderSession(options: SessionOptions): Promise<RenderSession> {
-  const { composition, values } = options.prepared;
-  const size = options.outputSize;
-  // Captured sharp at the scale that fits the output size, never stretched. Chromium
-  // clamps a device scale factor below 0.5 to 0.5 (a 1920x1080 page asked for at 1/6 comes
-  // back 960x540), so smaller outputs are captured at 0.5 and ffmpeg scales them down.
-  const scale = size
+interface SessionBrowsers {
+  /** The first browser; throws before {@linkcode SessionBrowsers.start} resolved. */
+  readonly main: Browser;
+  /**
+   * Resolves with the first browser. A guarded render's browser is launched here with the
+   * guard's `networkFlags` (they need the project server's address); any other was already
+   * launching since the session began.
+   */
+  start(networkFlags?: string[]): Promise<Browser>;
+  add(): Promise<Browser>;
+  replace(crashed: Browser): Promise<Browser>;
+  /** Closes every browser; safe to call twice, never throws. */
+  close(): Promise<void>;
+}
+
+function sessionBrowsers(
+  options: SessionOptions,
+  scale: number,
+  beforeClose: () => Promise<void>,
+): SessionBrowsers {
+  const preference = options.capture ?? "auto";
+  const onFallback = (reason: string) =>
+    options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`);
+  let main: Browser | undefined;
+  let networkFlags: string[] = [];
+  /** Browsers launched for more workers and relaunched after crashes. */
+  const extra = new Set<Browser>();
+  const relaunches = new WeakMap<Browser, Promise<Browser>>();
+  let closed: Promise<void> | undefined;
+  const pooled = options.browsers && !options.blockPrivateNetwork ? options.browsers : undefined;
+  // Started at once, while the project server starts and ffmpeg is looked up.
+  const launching = options.blockPrivateNetwork
+    ? undefined
+    : options.browser
+    ? Promise.resolve(options.browser)
+    : pooled
+    ? pooled.acquire(preference, onFallback, scale)
+    : launchForCapture(preference, onFallback, scale);
+  launching?.then((launched) => main = launched, () => undefined);
+  return {
+    get main(): Browser {
+      if (!main) throw new Error("the session's browser is not started");
+      return main;
+    },
+    async start(flags: string[] = []): Promise<Browser> {
+      networkFlags = flags;
+      main = launching
+        ? await launching
+        : await launchForCapture(preference, onFallback, scale, networkFlags);
+      return main;
+    },
+    async add(): Promise<Browser> {
+      if (closed || !main) throw new Error("the render session's browsers are closed");
+      // The mode is known from the first browser: no second BeginFrame probe.
+      const added = await launchBrowser({ mode: main.mode, scale, networkFlags });
+      extra.add(added);
+      if (closed) await added.close();
+      return added;
+    },
+    async replace(crashed: Browser): Promise<Browser> {
+      let next = relaunches.get(crashed);
+      if (!next) {
+        next = crashed.close().then(() =>
+          launchBrowser({ mode: crashed.mode, scale, networkFlags })
+        );
+        relaunches.set(crashed, next);
+        const wasMain = crashed === main;
+        extra.delete(crashed);
+        next.then((relaunched) => {
+          if (wasMain) main = relaunched;
+          else extra.add(relaunched);
+          // Launched after the session closed its browsers: nobody else will close it.
+          if (closed) void relaunched.close();
+        }, () => undefined);
+      }
+      return await next;
+    },
+    close(): Promise<void> {
+      closed ??= (async () => {
+        await beforeClose().catch(() => undefined);
+        // A launch still under way is closed once it is up.
+        const first = main ?? await launching?.catch(() => undefined);
+        const done = first === options.browser
+          ? undefined
+          : first && pooled
+          ? pooled.release(first)
+          : first?.close();
+        await Promise.allSettled([done, ...[...extra].map((b) => b.close())]);
+      })();
+      return closed;
+    },
+  };
+}
+
+/** The scale frames are captured at: sharp at the output size, never stretched. */
+function captureScale(composition: Composition, size?: { width: number; height: number }): number {
+  // Chromium clamps a device scale factor below 0.5 to 0.5 (a 1920x1080 page asked for at
+  // 1/6 comes back 960x540), so smaller outputs are captured at 0.5 and ffmpeg scales them.
+  return size
     ? Math.max(
       MIN_CAPTURE_SCALE,
       Math.min(size.width / composition.width, size.height / composition.height),
     )
     : 1;
+}
+
+/**
+ * Starts the server and browser for a prepared composition and readies its media.
+ *
+ * @example
+ * ```ts
+ * await using session = await openRenderSession({ prepared, fps: 30, format: "mp4" });
+ * // render chunks with session.browser and session.spec; closed when the scope ends
+ * ```
+ */
+export async function openRenderSession(options: SessionOptions): Promise<RenderSession> {
+  const { composition, values } = options.prepared;
+  const size = options.outputSize;
+  const scale = captureScale(composition, size);
   let server: ProjectServer | undefined;
-  let browser: Browser | undefined;
   let discovery: CompositionPage | undefined;
   let proxy: GuardProxy | undefined;
-  let networkFlags: string[] = [];
-  /** Browsers launched for more workers and relaunched after crashes; closed with the session. */
-  const extra = new Set<Browser>();
-  const onFallback = (reason: string) =>
-    options.onWarning?.(`BeginFrame capture unavailable (${reason}); using screenshots`);
-  // A guarded render launches its own browser (its launch flags carry this render's proxy,
-  // which needs the project server's address); any other starts its browser at once, while
-  // the project server starts and ffmpeg is looked up.
-  const launching = options.blockPrivateNetwork
-    ? undefined
-    : (options.browser
-      ? Promise.resolve(options.browser)
-      : options.browsers
-      ? options.browsers.acquire(options.capture ?? "auto", onFallback, scale)
-      : launchForCapture(options.capture ?? "auto", onFallback, scale));
-  launching?.then((launched) => browser = launched, () => undefined);
-  let browsersClosed: Promise<void> | undefined;
-  const closeBrowsers = (): Promise<void> => {
-    browsersClosed ??= (async () => {
-      await discovery?.close().catch(() => undefined);
-      discovery = undefined;
-      // A launch still under way is closed once it is up.
-      const main = browser ?? await launching?.catch(() => undefined);
-      const done = main === options.browser
-        ? undefined
-        : main && options.browsers && !options.blockPrivateNetwork
-        ? options.browsers.release(main)
-        : main?.close();
-      await Promise.allSettled([done, ...[...extra].map((b) => b.close())]);
-    })();
-    return browsersClosed;
-  };
+  const browsers = sessionBrowsers(options, scale, async () => {
+    await discovery?.close();
+    discovery = undefined;
+  });
   let workDir: string | undefined;
   const close = async (): Promise<void> => {
     // Each step runs even when an earlier one fails, so nothing is left behind.
-    await Promise.allSettled([closeBrowsers(), server?.close(), proxy?.close()]);
+    await Promise.allSettled([browsers.close(), server?.close(), proxy?.close()]);
     if (workDir) await rm(workDir, { recursive: true, force: true });
   };
   try {
@@ -278,14 +348,13 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       serveProject(composition.projectDir).then((started) => server = started),
     ]);
     workDir = work;
+    let networkFlags: string[] = [];
     if (options.blockPrivateNetwork) {
       const origin = new URL(projectServer.url).host;
       proxy = await startGuardProxy({ allowHosts: [origin] });
       networkFlags = guardLaunchFlags(proxy.url, [origin]);
-      browser = await launchForCapture(options.capture ?? "auto", onFallback, scale, networkFlags);
-    } else {
-      browser = await launching!;
     }
+    const browser = await browsers.start(networkFlags);
     const spec: PageSpec = {
       url: projectServer.url + encodeURI(composition.entry),
       width: composition.width,
@@ -341,8 +410,6 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       await discovery.close();
       discovery = undefined;
     }
-    const relaunches = new WeakMap<Browser, Promise<Browser>>();
-    const mode = browser.mode;
     return {
       spec,
       server: projectServer,
@@ -354,40 +421,16 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       inputArgs,
       checkMissingAssets: () => checkMissingAssets(projectServer, composition.file),
       get browser(): Browser {
-        return browser!;
+        return browsers.main;
       },
       takePage(): CompositionPage | undefined {
         const page = discovery;
         discovery = undefined;
         return page;
       },
-      async replaceBrowser(crashed: Browser): Promise<Browser> {
-        let next = relaunches.get(crashed);
-        if (!next) {
-          next = crashed.close().then(() =>
-            launchBrowser({ mode: crashed.mode, scale, networkFlags })
-          );
-          relaunches.set(crashed, next);
-          const wasMain = crashed === browser;
-          extra.delete(crashed);
-          next.then((relaunched) => {
-            if (wasMain) browser = relaunched;
-            else extra.add(relaunched);
-            // Launched after the session closed its browsers: nobody else will close it.
-            if (browsersClosed) void relaunched.close();
-          }, () => undefined);
-        }
-        return await next;
-      },
-      async addBrowser(): Promise<Browser> {
-        if (browsersClosed) throw new Error("the render session's browsers are closed");
-        // The mode is known from the session's browser: no second BeginFrame probe.
-        const added = await launchBrowser({ mode, scale, networkFlags });
-        extra.add(added);
-        if (browsersClosed) await added.close();
-        return added;
-      },
-      closeBrowsers,
+      replaceBrowser: (crashed) => browsers.replace(crashed),
+      addBrowser: () => browsers.add(),
+      closeBrowsers: () => browsers.close(),
       close,
       [Symbol.asyncDispose]: close,
     };
