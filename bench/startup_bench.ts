@@ -11,6 +11,7 @@
  * ```sh
  * deno run -A bench/startup_bench.ts            # 5 rounds
  * deno run -A bench/startup_bench.ts --runs 9 --json
+ * deno run -A bench/startup_bench.ts --base /tmp/base   # and another checkout's render
  * ```
  *
  * @module
@@ -131,7 +132,11 @@ async function stages(dir: string, output: string): Promise<Record<string, numbe
 if (import.meta.main) {
   const { values } = parseArgs({
     args: Deno.args,
-    options: { runs: { type: "string", default: "5" }, json: { type: "boolean" } },
+    options: {
+      runs: { type: "string", default: "5" },
+      json: { type: "boolean" },
+      base: { type: "string" },
+    },
   });
   const runs = Number(values.runs);
   const work = await mkdtemp(join(tmpdir(), "vid-startup-bench-"));
@@ -158,6 +163,11 @@ if (import.meta.main) {
         join(work, "one.mp4"),
       ],
     };
+    if (values.base) {
+      // Another checkout's render of the same frame, side by side (see workers_bench.ts).
+      commands["base: vid render, 1 frame"] = commands["vid render, 1 frame"]
+        .map((arg) => arg === cli ? join(values.base!, "cli.ts") : arg);
+    }
     const loadStart = loadavg()[0];
     // One unmeasured run of each warms Deno's module cache and the page cache.
     for (const args of Object.values(commands)) await wall(args, work);
