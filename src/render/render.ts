@@ -149,7 +149,7 @@ export interface RenderOptions extends CompositionSource {
   format?: RenderFormat;
   /** Encoder preset. @default "standard" */
   quality?: Quality;
-  /** Parallel windows. @default min(cores, 4) */
+  /** Parallel workers, each capturing in its own browser. @default min(cores, 4) */
   workers?: number;
   /**
    * High-dynamic-range mp4: 10-bit HEVC, BT.2020, HLG. In-process only: the distributed
@@ -228,7 +228,7 @@ export interface RenderResult {
   durationSeconds: number;
   /** Capture path used: BeginFrame or screenshots. */
   captureMode: CaptureMode;
-  /** Parallel windows used. */
+  /** Parallel workers used (one browser each). */
   workers: number;
   /** Chunks the frames were split into. */
   chunks: number;
