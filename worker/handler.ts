@@ -69,6 +69,7 @@ import {
 } from "../src/render/guarded_media.ts";
 import { downloadRemote, fetchRemoteMedia } from "../src/render/remote.ts";
 import { requireFfmpeg, requireFfprobe } from "../src/render/system.ts";
+import { pool } from "../src/util/async.ts";
 import { deliverWebhook } from "../src/server/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
 import {
@@ -458,15 +459,11 @@ async function downloadSite(bucket: string, siteId: string): Promise<string> {
   const staging = await mkdtemp(join(root, `.${siteId}-`));
   try {
     const base = resolve(staging);
-    const queue = [...keys];
-    const worker = async (): Promise<void> => {
-      for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
-        const file = resolve(base, key.slice(prefix.length));
-        if (!file.startsWith(base + sep)) throw new Error(`unsafe key in site: ${key}`);
-        await downloadFile(bucket, key, file);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(8, keys.length) }, worker));
+    await pool(keys, 8, async (key) => {
+      const file = resolve(base, key.slice(prefix.length));
+      if (!file.startsWith(base + sep)) throw new Error(`unsafe key in site: ${key}`);
+      await downloadFile(bucket, key, file);
+    });
     await rm(dir, { recursive: true, force: true });
     await mkdir(dirname(dir), { recursive: true });
     await rename(staging, dir);

@@ -45,6 +45,7 @@ import {
   resolveRenderFormat,
 } from "../render/render.ts";
 import { readBatchFile } from "./entries.ts";
+import { pool } from "../util/async.ts";
 
 /**
  * Status of a local batch manifest row: the distributed statuses that apply here
@@ -456,69 +457,68 @@ export async function renderBatchLocal(
     return await launching;
   };
 
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < queue.length && !signal?.aborted) {
-      const item = queue[next++];
-      const { row } = item;
-      let known = 0;
-      let done = 0;
-      progress.active++;
-      try {
-        const result = await renderComposition({
-          target,
-          composition: options.composition,
-          values: item.variables,
-          strictVariables: options.strict,
-          output: row.output,
-          format: item.format,
-          fps,
-          quality,
-          workers: 1,
-          capture: options.capture,
-          browser: await sharedBrowser(),
-          signal,
-          onWarning: warn,
-          onProgress: (p: RenderProgress) => {
-            if (known === 0 && p.framesTotal > 0) {
-              known = p.framesTotal;
-              progress.framesKnown += known;
-            }
-            progress.framesDone += p.framesDone - done;
-            done = p.framesDone;
-            report();
-          },
-        });
-        Object.assign(row, {
-          status: "rendered",
-          output: result.output,
-          bytes: await outputBytes(result.output, item.format),
-          frames: result.frames,
-          elapsedMs: Math.round(result.elapsedMs),
-        });
-      } catch (error) {
-        if (error instanceof RenderCancelledError || signal?.aborted) {
-          progress.framesDone -= done;
-          row.error = `line ${row.line}: interrupted before this row was rendered; run the ` +
-            `batch again to render it`;
-        } else {
-          row.status = "failed";
-          row.error = `line ${row.line}: ${(error as Error).message}`;
-          progress.rowsFailed++;
-        }
-      } finally {
-        progress.active--;
+  const renderRow = async (item: (typeof queue)[number]): Promise<void> => {
+    const { row } = item;
+    let known = 0;
+    let done = 0;
+    progress.active++;
+    try {
+      const result = await renderComposition({
+        target,
+        composition: options.composition,
+        values: item.variables,
+        strictVariables: options.strict,
+        output: row.output,
+        format: item.format,
+        fps,
+        quality,
+        workers: 1,
+        capture: options.capture,
+        browser: await sharedBrowser(),
+        signal,
+        onWarning: warn,
+        onProgress: (p: RenderProgress) => {
+          if (known === 0 && p.framesTotal > 0) {
+            known = p.framesTotal;
+            progress.framesKnown += known;
+          }
+          progress.framesDone += p.framesDone - done;
+          done = p.framesDone;
+          report();
+        },
+      });
+      Object.assign(row, {
+        status: "rendered",
+        output: result.output,
+        bytes: await outputBytes(result.output, item.format),
+        frames: result.frames,
+        elapsedMs: Math.round(result.elapsedMs),
+      });
+    } catch (error) {
+      if (error instanceof RenderCancelledError || signal?.aborted) {
+        progress.framesDone -= done;
+        row.error = `line ${row.line}: interrupted before this row was rendered; run the ` +
+          `batch again to render it`;
+      } else {
+        row.status = "failed";
+        row.error = `line ${row.line}: ${(error as Error).message}`;
+        progress.rowsFailed++;
       }
-      if (row.status !== "not-started") {
-        progress.rowsDone++;
-        report();
-      }
-      options.onRow?.(row);
-      await writeManifest();
+    } finally {
+      progress.active--;
     }
+    if (row.status !== "not-started") {
+      progress.rowsDone++;
+      report();
+    }
+    options.onRow?.(row);
+    await writeManifest();
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
+    // An abort stops taking rows (the rows left are marked below), it is not an error here.
+    await pool(queue, concurrency, renderRow, signal).catch((error) => {
+      if (!signal?.aborted) throw error;
+    });
   } finally {
     await browser?.close();
     for (const { row } of queue) {

@@ -9,6 +9,7 @@ import { type Command, Option } from "@commander-js/extra-typings";
 import { readComposition } from "../composition/composition.ts";
 import { loadOverrides } from "../composition/variables.ts";
 import { frameCount } from "../render/render.ts";
+import { pool, sleep } from "../util/async.ts";
 import type { RenderConfig } from "../lambda/config.ts";
 import { LAMBDA_FORMATS, LAMBDA_QUALITIES, validateConfig } from "../lambda/config.ts";
 import { deployStack } from "../lambda/deploy.ts";
@@ -641,7 +642,7 @@ export function registerLambda(program: Command): void {
             last = line;
           }
           if (progress.status !== "running") break;
-          await new Promise((resolve) => setTimeout(resolve, options.pollInterval));
+          await sleep(options.pollInterval);
         }
         const ok = progress.status === "succeeded";
         if (options.json) {
@@ -747,7 +748,7 @@ export function registerLambda(program: Command): void {
             .filter((row) => row.executionArn !== null)
             .map((row) => ({ line: row.line as number | undefined, arn: row.executionArn! }))
           : [{ line: undefined, arn: executionArnFrom(render!, conn) }];
-        const results = await mapLimited(targets, 10, async (t) => ({
+        const results = await pool(targets, 10, async (t) => ({
           ...(t.line !== undefined ? { line: t.line } : {}),
           ...await cancelRender({ executionArn: t.arn, sfn: conn.sfn }),
         }));
@@ -828,23 +829,4 @@ export function registerLambda(program: Command): void {
 /** The execution ARN of a render id or ARN argument. */
 function executionArnFrom(render: string, conn: Connection): string {
   return render.startsWith("arn:") ? render : executionArnOf(conn.stateMachineArn(), render);
-}
-
-/** `work` over `items`, at most `limit` at once, results in item order. */
-async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await work(items[i]);
-      }
-    }),
-  );
-  return out;
 }

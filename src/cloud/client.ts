@@ -7,6 +7,8 @@
  * @module
  */
 
+import { sleep } from "../util/async.ts";
+
 /** An error answer of the API, or a request that never got one. */
 export class CloudApiError extends Error {
   override name = "CloudApiError";
@@ -178,7 +180,7 @@ export class CloudClient {
       }
       this.#options.onRetry?.({ what, attempt, reason });
       const wait = (this.#options.backoffMs ?? defaultBackoff)(attempt);
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await sleep(wait);
     }
   }
 }

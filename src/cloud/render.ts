@@ -26,6 +26,7 @@ import {
 } from "../render/encode.ts";
 import { type PackagedFile, packageProject } from "../project/package.ts";
 import { CloudApiError, type CloudClient } from "./client.ts";
+import { sleep } from "../util/async.ts";
 
 /** Upload limit of the hosted service: a project zip of at most 200 MB. */
 export const CLOUD_MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
@@ -251,19 +252,6 @@ function detectAspectRatio(width: number, height: number, warn: (m: string) => v
 function randomKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(12));
   return `vid-cli-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-
-async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  // An "abort" event fires once: a signal aborted earlier (Ctrl-C during the upload) would
-  // never wake this listener, and the poll would go on.
-  signal?.throwIfAborted();
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
-  });
 }
 
 /**

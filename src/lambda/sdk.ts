@@ -50,6 +50,7 @@ import { loadSite } from "./sites.ts";
 import { explainStackError } from "./stack_error.ts";
 import { functionRunMs } from "./cost.ts";
 import { readableExecutionError } from "./execution_error.ts";
+import { pool } from "../util/async.ts";
 
 /**
  * A ready `S3Client` of `@aws-sdk/client-s3`, which the caller keeps and destroys.
@@ -492,19 +493,6 @@ export function isNotFound(error: unknown): boolean {
     e?.$metadata?.httpStatusCode === 404;
 }
 
-/** Runs `work` over `items`, at most `limit` at once. */
-async function eachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-    while (next < items.length) await work(items[next++]);
-  });
-  await Promise.all(lanes);
-}
-
 /**
  * Packages a project (see `packageProject`: deterministic zip, upload rules) and uploads
  * each included file to `sites/<siteId>/<path>`, then `sites/<siteId>/site.json`. The
@@ -586,7 +574,7 @@ async function uploadSite(
   prefix: string,
   manifestKey: string,
 ): Promise<void> {
-  await eachLimited(pkg.files, options.uploadConcurrency ?? 8, async (file) => {
+  await pool(pkg.files, Math.max(1, options.uploadConcurrency ?? 8), async (file) => {
     await client.send(
       new PutObjectCommand({
         Bucket: options.bucketName,

@@ -43,6 +43,7 @@ import { unpackProject } from "./local_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 import type { LambdaBackendConfig, RenderBackend, RenderJob } from "./render_backend.ts";
 import { S3Storage } from "./storage.ts";
+import { sleep } from "../util/async.ts";
 
 /**
  * A render could not be handed to the distributed backend, or its execution did not
@@ -105,21 +106,6 @@ function fractionDone(progress: LambdaRenderProgress): number {
     return progress.framesDone / progress.framesTotal;
   }
   return progress.chunksTotal > 0 ? progress.chunksDone / progress.chunksTotal : 0;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 function errorName(error: unknown): string | undefined {
