@@ -10,6 +10,7 @@ import { readComposition } from "../composition/composition.ts";
 import { loadOverrides } from "../composition/variables.ts";
 import { frameCount } from "../render/render.ts";
 import { pool, sleep } from "../util/async.ts";
+import { defaultRegion, s3OptionsFromEnv, sfnOptionsFromEnv } from "../aws/clients.ts";
 import type { RenderConfig } from "../lambda/config.ts";
 import { LAMBDA_FORMATS, LAMBDA_QUALITIES, validateConfig } from "../lambda/config.ts";
 import { deployStack } from "../lambda/deploy.ts";
@@ -73,19 +74,11 @@ export interface Connection {
 
 export function connection(flags: ConnectionFlags): Connection {
   const env = (name: string) => Deno.env.get(name) || undefined;
-  const region = flags.region ?? env("AWS_REGION") ?? env("AWS_DEFAULT_REGION") ?? "us-east-1";
-  const s3Endpoint = env("VID_S3_ENDPOINT");
-  const pathStyle = env("VID_S3_FORCE_PATH_STYLE");
+  const region = flags.region ?? defaultRegion();
   return {
     region,
-    s3: {
-      region,
-      endpoint: s3Endpoint,
-      forcePathStyle: pathStyle !== undefined
-        ? /^(1|true)$/i.test(pathStyle)
-        : s3Endpoint !== undefined,
-    },
-    sfn: { region, endpoint: env("VID_SFN_ENDPOINT") },
+    s3: s3OptionsFromEnv(region),
+    sfn: sfnOptionsFromEnv(region),
     bucket() {
       const bucket = flags.bucket ?? env("VID_LAMBDA_BUCKET");
       if (!bucket) {

@@ -43,7 +43,6 @@
  */
 
 import { readFile, stat } from "node:fs/promises";
-import process from "node:process";
 import type { S3Client } from "@aws-sdk/client-s3";
 import {
   DescribeExecutionCommand,
@@ -62,6 +61,7 @@ import {
 
 export { BatchInputError, type BatchManifestRow, batchRenderId, type BatchRowStatus };
 import { readableExecutionError } from "./execution_error.ts";
+import { executionArnFor, sfnClientFor, STATE_MACHINE_ARN_SHAPE } from "../aws/clients.ts";
 import {
   getRenderProgress,
   type LambdaRenderStatus,
@@ -317,17 +317,18 @@ function isRetryable(error: unknown): boolean {
   return isThrottle(error) || isTransient(error);
 }
 
-/** The execution ARN for a name: the state machine ARN with `execution` and the name. */
-function executionArnFor(stateMachineArn: string, name: string): string {
-  const parts = stateMachineArn.split(":");
-  if (parts.length < 7 || parts[5] !== "stateMachine") {
+/** The execution ARN for a name; a malformed state machine ARN is the batch's input error. */
+function batchExecutionArn(stateMachineArn: string, name: string): string {
+  const arn = executionArnFor(stateMachineArn, name);
+  if (arn === undefined) {
     throw new BatchInputError(
       "stateMachineArn",
-      `stateMachineArn must be a state machine ARN (arn:aws:states:<region>:<account>:` +
-        `stateMachine:<name>), got ${JSON.stringify(stateMachineArn)}`,
+      `stateMachineArn must be a state machine ARN (${STATE_MACHINE_ARN_SHAPE}), got ${
+        JSON.stringify(stateMachineArn)
+      }`,
     );
   }
-  return [...parts.slice(0, 5), "execution", parts[6], name].join(":");
+  return arn;
 }
 
 /**
@@ -496,7 +497,7 @@ export async function renderBatch<
   const declarations = options.declarations ?? [];
   const baseConfig = (options.baseConfig ?? {}) as RenderConfig;
   const signal = options.signal;
-  if (!options.dryRun) executionArnFor(options.stateMachineArn, "check");
+  if (!options.dryRun) batchExecutionArn(options.stateMachineArn, "check");
 
   const guidance = largeBatchGuidance({
     entries: await countEntries(options.batchFile),
@@ -512,13 +513,9 @@ export async function renderBatch<
   const pending = new Set<Promise<void>>();
   const given = options.sfn instanceof SFNClient ? options.sfn : undefined;
   const sfnOptions = options.sfn instanceof SFNClient ? undefined : options.sfn;
-  const client = options.dryRun ? undefined : given ?? new SFNClient({
-    region: sfnOptions?.region ?? (options.stateMachineArn.split(":")[3] ||
-      process.env.AWS_REGION || "us-east-1"),
-    endpoint: sfnOptions?.endpoint,
-    credentials: sfnOptions?.credentials,
-    maxAttempts: 1, // retries are this batch's, counted per row (see the module notes)
-  });
+  const client = options.dryRun ? undefined : given ??
+    // Retries are this batch's, counted per row (see the module notes).
+    sfnClientFor(sfnOptions, options.stateMachineArn, { maxAttempts: 1 });
 
   const finish = (row: BatchManifestRow) => {
     rows.push(row);
@@ -568,7 +565,7 @@ export async function renderBatch<
     let found: { attempt: number; arn: string; status: string } | undefined;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
       const described = await describe(
-        executionArnFor(options.stateMachineArn, attemptRenderId(baseId, attempt)),
+        batchExecutionArn(options.stateMachineArn, attemptRenderId(baseId, attempt)),
       );
       if (!described) break;
       found = { attempt, ...described };
@@ -651,7 +648,7 @@ export async function renderBatch<
           return;
         } catch (error) {
           if ((error as AwsError).name === "ExecutionAlreadyExists") {
-            exists(executionArnFor(options.stateMachineArn, attemptRenderId(baseId, next)), next);
+            exists(batchExecutionArn(options.stateMachineArn, attemptRenderId(baseId, next)), next);
             return;
           }
           if (isStackFatal(error)) {

@@ -16,7 +16,8 @@
  */
 
 import S3rver from "s3rver";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { CreateBucketCommand } from "@aws-sdk/client-s3";
+import { s3ClientFor } from "../aws/clients.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type InvokeContext, startLocalStepFunctions } from "./local_sfn.ts";
@@ -293,7 +294,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     for (const closer of closers.reverse()) await closer().catch(() => {});
   };
   try {
-    const client = new S3Client({
+    const client = s3ClientFor({
       region,
       endpoint: s3.endpoint,
       forcePathStyle: true,

@@ -25,8 +25,7 @@
  */
 
 import { readableExecutionError } from "../lambda/execution_error.ts";
-import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { SFNClient } from "@aws-sdk/client-sfn";
+import { GetObjectCommand } from "@aws-sdk/client-s3";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RenderConfig } from "../lambda/config.ts";
@@ -44,6 +43,7 @@ import { thumbnailFromVideo } from "./thumbnail.ts";
 import type { LambdaBackendConfig, RenderBackend, RenderJob } from "./render_backend.ts";
 import { S3Storage } from "./storage.ts";
 import { sleep } from "../util/async.ts";
+import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
 
 /**
  * A render could not be handed to the distributed backend, or its execution did not
@@ -138,13 +138,8 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
     endpoint: config.s3Endpoint,
     forcePathStyle: config.s3ForcePathStyle,
   };
-  const s3 = new S3Client({
-    ...s3Options,
-    // S3-compatible services (s3rver) reject the checksum trailers the SDK otherwise adds.
-    requestChecksumCalculation: config.s3Endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-    responseChecksumValidation: config.s3Endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-  });
-  const sfn = new SFNClient({ region: config.region, endpoint: config.sfnEndpoint });
+  const s3 = s3ClientFor(s3Options);
+  const sfn = sfnClientFor({ region: config.region, endpoint: config.sfnEndpoint });
 
   /** The object key the workflow writes the video to, and whether that is the storage's own. */
   const outputOf = (ctx: ServerContext, job: RenderJob): { key: string; inStorage: boolean } => {

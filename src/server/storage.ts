@@ -34,13 +34,14 @@ import { dirname, join, resolve } from "node:path";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
+import { s3ClientFor } from "../aws/clients.ts";
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsCommand,
   PutObjectCommand,
-  S3Client,
+  type S3Client,
   S3ServiceException,
 } from "@aws-sdk/client-s3";
 
@@ -435,15 +436,11 @@ export class S3Storage implements Storage {
     this.region = options.region ?? "us-east-1";
     this.endpoint = options.endpoint;
     this.forcePathStyle = options.forcePathStyle ?? false;
-    this.client = new S3Client({
+    this.client = s3ClientFor({
       region: this.region,
       endpoint: options.endpoint,
       forcePathStyle: this.forcePathStyle,
       credentials: options.credentials,
-      // S3-compatible services (s3rver, older MinIO) reject the checksum trailers the SDK
-      // otherwise adds to streamed uploads; AWS accepts either.
-      requestChecksumCalculation: options.endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-      responseChecksumValidation: options.endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
     });
   }
 
