@@ -70,6 +70,7 @@ import {
 import { downloadRemote, fetchRemoteMedia } from "../src/render/remote.ts";
 import { requireFfmpeg, requireFfprobe } from "../src/render/system.ts";
 import { pool } from "../src/util/async.ts";
+import { CONTENT_TYPES } from "../src/util/mime.ts";
 import { deliverWebhook } from "../src/server/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
 import {
@@ -101,12 +102,6 @@ export interface AssembleResult {
 
 /** What the worker returns for each task. */
 export type TaskResult = PlanResult | ChunkResult | AssembleResult;
-
-const CONTENT_TYPES: Record<OutputFormat, string> = {
-  mp4: "video/mp4",
-  webm: "video/webm",
-  mov: "video/quicktime",
-};
 
 /** Lambda entry point (`index.handler` in the bundle). */
 export async function handler(event: PlanPayload): Promise<PlanResult>;

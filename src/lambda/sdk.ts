@@ -48,6 +48,7 @@ import { explainStackError } from "./stack_error.ts";
 import { functionRunMs } from "./cost.ts";
 import { readableExecutionError } from "./execution_error.ts";
 import { pool } from "../util/async.ts";
+import { contentTypeOf } from "../util/mime.ts";
 import {
   arnRegion,
   clientLocation,
@@ -362,39 +363,6 @@ export const USD_PER_STATE_TRANSITION = 0.000025;
 /** Memory of the render function assumed by the cost estimate (the deploy default), MB. */
 export const DEFAULT_LAMBDA_MEMORY_MB = 10240;
 
-const CONTENT_TYPES: Record<string, string> = {
-  html: "text/html; charset=utf-8",
-  htm: "text/html; charset=utf-8",
-  js: "text/javascript; charset=utf-8",
-  mjs: "text/javascript; charset=utf-8",
-  css: "text/css; charset=utf-8",
-  json: "application/json",
-  txt: "text/plain; charset=utf-8",
-  svg: "image/svg+xml",
-  png: "image/png",
-  jpg: "image/jpeg",
-  jpeg: "image/jpeg",
-  gif: "image/gif",
-  webp: "image/webp",
-  avif: "image/avif",
-  mp4: "video/mp4",
-  webm: "video/webm",
-  mov: "video/quicktime",
-  mp3: "audio/mpeg",
-  wav: "audio/wav",
-  ogg: "audio/ogg",
-  m4a: "audio/mp4",
-  woff: "font/woff",
-  woff2: "font/woff2",
-  ttf: "font/ttf",
-  otf: "font/otf",
-};
-
-function contentType(path: string): string {
-  const ext = path.slice(path.lastIndexOf(".") + 1).toLowerCase();
-  return CONTENT_TYPES[ext] ?? "application/octet-stream";
-}
-
 /** Whether an S3 error means the object (or its key) does not exist. */
 export function isNotFound(error: unknown): boolean {
   const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
@@ -489,7 +457,7 @@ async function uploadSite(
         Bucket: options.bucketName,
         Key: prefix + file.path,
         Body: contents[file.path],
-        ContentType: contentType(file.path),
+        ContentType: contentTypeOf(file.path),
       }),
     );
   });

@@ -53,6 +53,7 @@ import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "./webho
 import { fetchProjectUrl } from "./url_source.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
+import { contentTypeOf } from "../util/mime.ts";
 
 /** The project facts stored with a ready asset. */
 export interface AssetProject {
@@ -66,12 +67,6 @@ export interface AssetProject {
 }
 
 const IDEMPOTENCY_KEY = /^[A-Za-z0-9_:.-]{1,255}$/;
-const MIME: Readonly<Record<string, string>> = {
-  mp4: "video/mp4",
-  webm: "video/webm",
-  mov: "video/quicktime",
-  jpg: "image/jpeg",
-};
 
 function loadOpenApi(): unknown {
   const text = readFileSync(new URL("../../api/openapi.yaml", import.meta.url), "utf8");
@@ -717,7 +712,7 @@ export function createApp(ctx: ServerContext): Hono {
     if (!object) throw notFound("file", `${id}/${kind}`);
     return new Response(object.body, {
       headers: {
-        "content-type": MIME[ext],
+        "content-type": contentTypeOf(`${kind}.${ext}`),
         "content-length": String(object.size),
         "content-disposition": `attachment; filename="${id}.${ext}"`,
       },

@@ -35,6 +35,7 @@ import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
 import { s3ClientFor } from "../aws/clients.ts";
+import { contentTypeOf } from "../util/mime.ts";
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
@@ -55,7 +56,10 @@ export interface StoredObject {
 
 /** Where the render server keeps project zips, videos and thumbnails. */
 export interface Storage {
-  /** Stores a local file under key (streamed, not loaded whole). */
+  /**
+   * Stores a local file under key (streamed, not loaded whole); the content type defaults to
+   * the key's extension's (src/util/mime.ts).
+   */
   putFile(key: string, file: string, contentType?: string): Promise<void>;
   /** Stores bytes under key. */
   putBytes(key: string, bytes: Uint8Array, contentType?: string): Promise<void>;
@@ -477,7 +481,7 @@ export class S3Storage implements Storage {
           Key: objectKey,
           Body: body,
           ContentLength: size,
-          ContentType: contentType,
+          ContentType: contentType ?? contentTypeOf(key),
         }),
       );
     } finally {
@@ -503,7 +507,7 @@ export class S3Storage implements Storage {
         Key: this.#objectKey(key),
         Body: bytes,
         ContentLength: bytes.byteLength,
-        ContentType: contentType,
+        ContentType: contentType ?? contentTypeOf(key),
       }),
     );
   }
