@@ -32,7 +32,7 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { renderComposition } from "../src/render/render.ts";
-import { verifyWebhook } from "../src/server/webhooks.ts";
+import { verifyWebhook } from "../src/webhooks/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
 import { compositionHtml, frameHashes, makeProject, probeVideo, ROOT } from "./helpers.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "./s3_server.ts";

@@ -44,7 +44,7 @@ import {
   resolveRenderBackend,
 } from "../src/server/render_backend.ts";
 import { FsStorage } from "../src/server/storage.ts";
-import { verifyWebhook } from "../src/server/webhooks.ts";
+import { verifyWebhook } from "../src/webhooks/webhooks.ts";
 
 /** 1 s, 320x180: the whole frame fades from blue to red. */
 const FADE = compositionHtml(

@@ -71,7 +71,7 @@ import { downloadRemote, fetchRemoteMedia } from "../src/render/remote.ts";
 import { requireFfmpeg, requireFfprobe } from "../src/render/system.ts";
 import { pool } from "../src/util/async.ts";
 import { CONTENT_TYPES } from "../src/util/mime.ts";
-import { deliverWebhook } from "../src/server/webhooks.ts";
+import { deliverWebhook } from "../src/webhooks/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
 import {
   type AssemblePayload,

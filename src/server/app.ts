@@ -49,7 +49,7 @@ import {
 import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
-import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "./webhooks.ts";
+import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "../webhooks/webhooks.ts";
 import { fetchProjectUrl } from "./url_source.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";

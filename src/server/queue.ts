@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url";
 import type { ServerContext } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
 import type { RenderBackend, RenderJob, RenderRequest } from "./render_backend.ts";
-import { deliverWebhook, type WebhookPayload } from "./webhooks.ts";
+import { deliverWebhook, type WebhookPayload } from "../webhooks/webhooks.ts";
 import { randomId } from "./secrets.ts";
 import { tenantMessage } from "./errors.ts";
 import { sleep } from "../util/async.ts";
