@@ -55,8 +55,8 @@ import process from "node:process";
 import { frameCount } from "../src/render/render.ts";
 import { frameRateValue, parseFrameRate } from "../src/composition/frame_rate.ts";
 import { renderChunk } from "../src/render/render_chunk.ts";
-import { concatChunks, type OutputFormat, type Quality } from "../src/render/encode.ts";
-import { mixAudio, muxAudio } from "../src/render/media.ts";
+import type { OutputFormat, Quality } from "../src/render/encode.ts";
+import { assembleVideo } from "../src/render/assemble.ts";
 import {
   openRenderSession,
   prepareComposition,
@@ -209,8 +209,6 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
       }
       return file;
     }));
-    const ffmpeg = await requireFfmpeg();
-    const joined = join(work, `joined.${format}`);
     // The same plan as the plan task made (one planner), for exact timestamps at the joins.
     const planned = planChunks(input, event.totalFrames).chunks;
     if (planned.length !== chunks.length) {
@@ -218,9 +216,6 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
         `assemble: ${chunks.length} chunk results for a plan of ${planned.length} chunks`,
       );
     }
-    const timing = { fps: rate, frames: planned.map((c) => c.frames) };
-    await concatChunks(ffmpeg, files, join(work, "chunks.txt"), joined, format, timing);
-
     // The soundtrack is mixed once, for the whole timeline, from the media chunk 0's page
     // found: no browser here.
     const media = chunks.find((c) => c.media)?.media;
@@ -230,20 +225,20 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
           "were the chunks rendered by an older worker? Render again",
       );
     }
-    const soundtrack = join(work, "soundtrack.wav");
-    const audio = media.length > 0 && await mixAudio(media, {
-      ffmpeg,
+    const final = join(work, `final.${format}`);
+    const { audio } = await assembleVideo({
+      ffmpeg: await requireFfmpeg(),
       ffprobe: await requireFfprobe(),
+      chunkFiles: files,
+      timing: { fps: rate, frames: planned.map((c) => c.frames) },
+      format,
+      media,
       duration: event.totalFrames / rate,
-      output: soundtrack,
-      input: await mediaInputs(input, media, work),
+      input: media.length > 0 ? await mediaInputs(input, media, work) : undefined,
       inputArgs: blockPrivateNetwork() ? GUARDED_INPUT_ARGS : [],
+      workDir: work,
+      output: final,
     });
-    let final = joined;
-    if (audio) {
-      final = join(work, `final.${format}`);
-      await muxAudio(ffmpeg, joined, soundtrack, final, format);
-    }
     const bytes = (await stat(final)).size;
     await uploadFile(input.bucketName, input.outputKey, final, CONTENT_TYPES[format]);
     const outputUrl = objectUrl(input.bucketName, input.outputKey);
