@@ -43,7 +43,7 @@ import {
   node22,
   S3_CREDENTIALS,
   startLocalStack,
-} from "../src/lambda/local_stack.ts";
+} from "../src/lambda/local/local_stack.ts";
 import { compositionHtml, makeProject, near, pixelSeries, probeVideo, rgb } from "./helpers.ts";
 
 /** A 2 s, 320x180 composition (20 frames at 10 fps) whose colour goes from red to blue. */

@@ -45,7 +45,7 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { S3_CREDENTIALS, startS3Server } from "./s3_server.ts";
-import { node22 } from "../src/lambda/local_stack.ts";
+import { node22 } from "../src/lambda/local/local_stack.ts";
 import { createAccount, startServerProcess } from "./server_process.ts";
 
 /** A loopback TCP listener that counts connections and answers like a leaky service. */

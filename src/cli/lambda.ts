@@ -13,9 +13,9 @@ import { pool, sleep } from "../util/async.ts";
 import { defaultRegion, s3OptionsFromEnv, sfnOptionsFromEnv } from "../aws/clients.ts";
 import type { RenderConfig } from "../lambda/config.ts";
 import { LAMBDA_FORMATS, LAMBDA_QUALITIES, validateConfig } from "../lambda/config.ts";
-import { deployStack } from "../lambda/deploy.ts";
+import { deployStack } from "../lambda/deploy/deploy.ts";
 import { readableExecutionError } from "../lambda/execution_error.ts";
-import { startLocalStack } from "../lambda/local_stack.ts";
+import { startLocalStack } from "../lambda/local/local_stack.ts";
 import {
   deploySite,
   executionArnOf,

@@ -16,10 +16,10 @@
 
 import { fileURLToPath } from "node:url";
 import { isAbsolute, join, resolve } from "node:path";
-import { node22 } from "./local_stack.ts";
-import { defaultRegion } from "../aws/clients.ts";
+import { node22 } from "../local/local_stack.ts";
+import { defaultRegion } from "../../aws/clients.ts";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const PULUMI_DIR = join(ROOT, "pulumi");
 
 /** Where to install the Pulumi CLI. */

@@ -17,14 +17,14 @@
 
 import S3rver from "s3rver";
 import { CreateBucketCommand } from "@aws-sdk/client-s3";
-import { s3ClientFor } from "../aws/clients.ts";
+import { s3ClientFor } from "../../aws/clients.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type InvokeContext, startLocalStepFunctions } from "./local_sfn.ts";
-import { stateMachineDefinition } from "./state_machine.ts";
+import { stateMachineDefinition } from "../state_machine.ts";
 import { startWarmWorkers, type WarmWorkersStats } from "./warm_workers.ts";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
 /** Version of the Node 22 binary the local stack runs the worker with. */
 export const NODE22_VERSION = "22.23.3";
