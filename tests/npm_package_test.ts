@@ -342,6 +342,8 @@ describe("the npm package in a fresh Node project", () => {
         "package/esm/mod.d.ts",
         "package/esm/src/lambda/sdk.js",
         "package/esm/src/lambda/sdk.d.ts",
+        "package/esm/cloud.js",
+        "package/esm/cloud.d.ts",
       ]
     ) {
       assert.ok(listing.split("\n").includes(file), `${file} missing from:\n${listing}`);
@@ -356,6 +358,9 @@ describe("the npm package in a fresh Node project", () => {
     assert.equal(manifest.exports["."].types, "./esm/mod.d.ts");
     assert.equal(manifest.exports["./render"].import, "./esm/render.js");
     assert.equal(manifest.exports["./lambda"].import, "./esm/lambda.js");
+    assert.equal(manifest.exports["./cloud"].import, "./esm/cloud.js");
+    assert.equal(manifest.exports["./server"], undefined, "the server is Deno-only");
+    assert.ok(!listing.includes("package/esm/src/server/"), "no server module is shipped");
     const deno = JSON.parse(await Deno.readTextFile(new URL("../deno.json", import.meta.url)));
     for (const [name, version] of Object.entries(manifest.dependencies as Record<string, string>)) {
       assert.match(version, /^\d+\.\d+\.\d+$/, `${name}@${version} is not exact`);

@@ -25,16 +25,6 @@ import process from "node:process";
 import { S3Client, type S3ClientConfig } from "@aws-sdk/client-s3";
 import { SFNClient, type SFNClientConfig } from "@aws-sdk/client-sfn";
 
-/** Access keys for a client. */
-export interface AwsCredentials {
-  /** Access key id. */
-  accessKeyId: string;
-  /** Secret access key. */
-  secretAccessKey: string;
-  /** Session token of temporary credentials. */
-  sessionToken?: string;
-}
-
 /** Where and how to reach S3 (or an S3-compatible service such as s3rver). */
 export interface S3Options {
   /** AWS region. @default `AWS_REGION`, then `AWS_DEFAULT_REGION`, then `"us-east-1"` */
@@ -44,7 +34,7 @@ export interface S3Options {
   /** Address buckets as `<endpoint>/<bucket>`; most loopback services need this. */
   forcePathStyle?: boolean;
   /** Access keys; the SDK's default chain when unset. */
-  credentials?: AwsCredentials;
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
 }
 
 /** Where and how to reach Step Functions. */
@@ -54,7 +44,7 @@ export interface SfnOptions {
   /** Endpoint of a Step Functions-compatible service (the local stack). */
   endpoint?: string;
   /** Access keys; the SDK's default chain when unset. */
-  credentials?: AwsCredentials;
+  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
 }
 
 /** Client settings beyond the connection. */

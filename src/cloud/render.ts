@@ -38,8 +38,16 @@ const IDEMPOTENCY_KEY = /^[A-Za-z0-9_:.-]{1,255}$/;
 
 /** A flag is wrong; names it. Raised before any network call. */
 export class CloudRenderError extends Error {
+  /** Always `"CloudRenderError"`. */
   override name = "CloudRenderError";
+  /** The option at fault, e.g. `fps`. */
   readonly field: string;
+  /**
+   * Creates the error.
+   *
+   * @param field The option at fault.
+   * @param message What is wrong and how to fix it.
+   */
   constructor(field: string, message: string) {
     super(`${field}: ${message}`);
     this.field = field;
@@ -57,60 +65,97 @@ export interface CloudRenderOptions {
    * @default the composition's data-fps, else 30 (decided by the server)
    */
   fps?: number | string;
-  /** @default "standard" */
+  /** Encoding quality. @default "standard" */
   quality?: Quality;
-  /** @default "mp4" */
+  /** Container of the video. @default "mp4" */
   format?: OutputFormat;
-  /** @default "1080p" */
+  /** Output resolution. @default "1080p" */
   resolution?: (typeof RESOLUTIONS)[number];
-  /** @default detected from the composition; "16:9" for assetId/url */
+  /**
+   * Aspect ratio of the output frame.
+   * @default detected from the composition; "16:9" for assetId/url
+   */
   aspectRatio?: AspectRatio;
-  /** @default "renders/<render_id>.<format>" */
+  /**
+   * Where the video is written, renamed into place once complete.
+   * @default "renders/<render_id>.<format>"
+   */
   output?: string;
+  /** Package and check only: report what would be uploaded; no network. */
   dryRun?: boolean;
+  /** Render an asset already uploaded (its id) instead of a project folder. */
   assetId?: string;
+  /** Render a project zip the server fetches from this URL. */
   url?: string;
+  /** Variable overrides, as a JSON object text. */
   variables?: string;
+  /** Variable overrides from a JSON file. */
   variablesFile?: string;
+  /** Refuse overrides that do not match the declarations (else warn). */
   strictVariables?: boolean;
+  /** Return once the render is submitted, without waiting for it. */
   noWait?: boolean;
+  /** URL the server POSTs the signed webhook to when the render ends. */
   callbackUrl?: string;
+  /** Opaque id echoed in the webhook. */
   callbackId?: string;
   /** Seconds between polls. @default 10 */
   pollInterval?: number;
   /** Minutes to wait for the render. @default 60 */
   maxWait?: number;
+  /** Key that makes a retried submission start the render once. */
   idempotencyKey?: string;
+  /** Receives warnings. @default dropped */
   onWarning?: (message: string) => void;
   /** Told about each step ("packaging", "uploading", "submitted", "rendering" …). */
   onStage?: (stage: string, detail?: Record<string, unknown>) => void;
+  /** Stops waiting (and the upload); the render already submitted goes on. */
   signal?: AbortSignal;
 }
 
 /** What `--dry-run` reports. */
 export interface DryRunReport {
+  /** Marks a dry run. */
   dryRun: true;
+  /** The project folder packaged. */
   projectDir: string;
+  /** The entry HTML file. */
   composition: string;
+  /** The aspect ratio the render would use. */
   aspectRatio: AspectRatio;
+  /** Size of the zip, bytes. */
   compressedBytes: number;
+  /** Size of the files in it, bytes. */
   uncompressedBytes: number;
+  /** Files in the zip. */
   fileCount: number;
+  /** The largest files, largest first. */
   largest: PackagedFile[];
+  /** Content address of the project. */
   siteId: string;
+  /** SHA-256 of the zip, hex. */
   sha256: string;
+  /** Warnings about the project. */
   warnings: string[];
 }
 
 /** The render record the API returns. */
 export interface CloudRenderRecord {
+  /** Id of the render. */
   render_id: string;
+  /** Id of the uploaded project. */
   asset_id: string | null;
+  /** Where the render is. */
   status: "queued" | "rendering" | "completed" | "failed" | "deleted";
+  /** Fraction done, 0-1. */
   progress: number;
+  /** Why it failed. */
   error: string | null;
+  /** Signed download URL of the video, once completed. */
   video_url: string | null;
+  /** Signed URL of the thumbnail, once completed. */
   thumbnail_url: string | null;
+  /** Other fields of the API's render object. */
   [field: string]: unknown;
 }
 

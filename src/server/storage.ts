@@ -75,10 +75,18 @@ export interface Storage {
 
 /** A key, prefix or storage URL is invalid, or an object is missing or could not be handled. */
 export class StorageError extends Error {
+  /** Always `"StorageError"`. */
   override name = "StorageError";
   /** The key, prefix or storage URL at fault. */
   readonly field: string;
 
+  /**
+   * Creates the error.
+   *
+   * @param message What is wrong and how to fix it.
+   * @param field The storage URL or key at fault.
+   * @param options The cause.
+   */
   constructor(message: string, field: string, options?: ErrorOptions) {
     super(message, options);
     this.field = field;

@@ -207,6 +207,7 @@ export async function verifyWebhook(
 
 /** A `callback_url` was rejected. The message says why and never echoes credentials. */
 export class CallbackUrlError extends Error {
+  /** Always `"CallbackUrlError"`. */
   override name = "CallbackUrlError";
   /** The render field at fault. */
   readonly field = "callback_url";
