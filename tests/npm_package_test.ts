@@ -75,6 +75,15 @@ try {
 } catch (error) {
   out.tooLarge = error.name + ": " + error.message;
 }
+// The hosted service's client entry: a webhook signed as the server signs it verifies.
+const cloud = await import("${NPM_PACKAGE_NAME}/cloud");
+const { createHmac } = await import("node:crypto");
+const t = Math.floor(Date.now() / 1000);
+const body = '{"render_id":"r_1"}';
+const mac = createHmac("sha256", "whsec").update(t + "." + body).digest("hex");
+out.cloudRender = typeof cloud.cloudRender;
+out.webhookVerified = await cloud.verifyWebhook("whsec", "t=" + t + ",v1=" + mac, body);
+out.forgedVerified = await cloud.verifyWebhook("whsec", "t=" + t + ",v1=" + "0".repeat(64), body);
 if (process.argv[2] === "validate-only") {
   console.log(JSON.stringify(out));
   process.exit(0);
@@ -385,6 +394,11 @@ describe("the npm package in a fresh Node project", () => {
         node,
       );
       assert.match(result.tooLarge, /largest field is config\.variables\.image/);
+      assert.deepEqual(
+        [result.cloudRender, result.webhookVerified, result.forgedVerified],
+        ["function", true, false],
+        `${node}: vid-sdk/cloud`,
+      );
     }
   });
 
