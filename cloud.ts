@@ -9,11 +9,9 @@
  * ```ts
  * import { cloudRender, connectCloud } from "@vid/cli/cloud";
  *
- * const result = await cloudRender(
- *   { target: "examples/hello", output: "renders/hello.mp4", variables: '{"title":"Hi"}' },
- *   () => connectCloud(),
- * );
- * if (!result.dryRun && result.status === "completed") console.log(result.output);
+ * // A dry run packages and checks the project only: no sign-in, no network.
+ * const report = await cloudRender({ target: "examples/hello", dryRun: true }, () => connectCloud());
+ * if (report.dryRun) console.log(`${report.fileCount} files, ${report.compressedBytes} bytes`);
  * ```
  *
  * @module

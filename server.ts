@@ -9,7 +9,7 @@
  * ```ts
  * import { startServer } from "@vid/cli/server";
  *
- * const server = await startServer({ dataDir: ".vid-server", port: 0 });
+ * const server = await startServer({ dataDir: await Deno.makeTempDir(), port: 0 });
  * console.log(`listening at ${server.url}`);
  * await server.close();
  * ```

@@ -61,17 +61,20 @@ export interface AssembleVideoResult {
  *
  * @example
  * ```ts
- * await assembleVideo({
- *   ffmpeg: "ffmpeg",
- *   ffprobe: "ffprobe",
- *   chunkFiles: ["work/chunk-0.mp4", "work/chunk-1.mp4"],
- *   timing: { fps: 30, frames: [60, 30] },
- *   format: "mp4",
- *   media: [],
- *   duration: 3,
- *   workDir: "work",
- *   output: "out/.video.partial.mp4",
- * });
+ * // Two chunks of a 3-second, 30 fps silent video, joined into a temp file.
+ * async function join(work: string): Promise<void> {
+ *   await assembleVideo({
+ *     ffmpeg: "ffmpeg",
+ *     ffprobe: "ffprobe",
+ *     chunkFiles: [`${work}/chunk-0.mp4`, `${work}/chunk-1.mp4`],
+ *     timing: { fps: 30, frames: [60, 30] },
+ *     format: "mp4",
+ *     media: [],
+ *     duration: 3,
+ *     workDir: work,
+ *     output: `${work}/.video.partial.mp4`,
+ *   });
+ * }
  * ```
  */
 export async function assembleVideo(options: AssembleVideoOptions): Promise<AssembleVideoResult> {

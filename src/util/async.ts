@@ -65,7 +65,8 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  *
  * @example
  * ```ts
- * const sizes = await pool(["a.txt", "b.txt"], 8, async (path) => (await Deno.stat(path)).size);
+ * const squares = await pool([1, 2, 3, 4], 2, async (n) => n * n);
+ * // [1, 4, 9, 16], with at most 2 calls in flight
  * ```
  */
 export async function pool<T, R>(
@@ -183,12 +184,10 @@ export interface RetryOptions extends BackoffOptions {
  *
  * @example
  * ```ts
- * const response = await retry(() => fetch("https://example.com/"), {
- *   attempts: 4,
- *   baseMs: 500,
- *   maxMs: 8000,
- *   jitter: 0.2,
- * });
+ * let calls = 0;
+ * const flaky = () => ++calls < 3 ? Promise.reject(new Error("busy")) : Promise.resolve(calls);
+ * const result = await retry(flaky, { attempts: 4, baseMs: 5, maxMs: 50, jitter: "full" });
+ * // 3: two failures, then the answer
  * ```
  */
 export async function retry<T>(
