@@ -7,7 +7,7 @@
  * @module
  */
 
-import { sleep } from "../util/async.ts";
+import { backoffDelay, sleep } from "../util/async.ts";
 
 /** An error answer of the API, or a request that never got one. */
 export class CloudApiError extends Error {
@@ -73,7 +73,7 @@ export interface RequestOptions {
 }
 
 function defaultBackoff(attempt: number): number {
-  return Math.min(8000, 500 * 2 ** (attempt - 1));
+  return backoffDelay(attempt, { baseMs: 500, maxMs: 8000 });
 }
 
 /**
