@@ -18,8 +18,20 @@ import * as render from "../render.ts";
 import * as server from "../server.ts";
 import { ROOT } from "./helpers.ts";
 
+/** The repository files (relative paths) that `entry` loads. */
+async function localModulesOf(entry: string): Promise<string[]> {
+  return (await moduleGraph(entry)).filter((s) => s.startsWith(`file://${ROOT}`))
+    .map((s) => s.slice(`file://${ROOT}`.length));
+}
+
 /** The npm packages (name@version) whose modules `entry` loads. */
 async function npmModulesOf(entry: string): Promise<string[]> {
+  return (await moduleGraph(entry)).filter((s) => s.startsWith("npm:"))
+    .map((s) => s.replace(/^npm:\/?/, ""));
+}
+
+/** The specifiers of every module `entry` loads. */
+async function moduleGraph(entry: string): Promise<string[]> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["info", "--json", entry],
     cwd: ROOT,
@@ -31,8 +43,7 @@ async function npmModulesOf(entry: string): Promise<string[]> {
   const graph = JSON.parse(new TextDecoder().decode(out.stdout)) as {
     modules: { specifier: string }[];
   };
-  return graph.modules.map((m) => m.specifier).filter((s) => s.startsWith("npm:"))
-    .map((s) => s.replace(/^npm:\/?/, ""));
+  return graph.modules.map((m) => m.specifier);
 }
 
 describe("entry points", () => {
@@ -46,6 +57,12 @@ describe("entry points", () => {
       "./server": "./server.ts",
       "./cli": "./cli.ts",
     });
+  });
+
+  it("the Lambda worker reaches nothing of the server or the CLI (no arrow between surfaces)", async () => {
+    const modules = await localModulesOf("worker/handler.ts");
+    assert.ok(modules.includes("src/webhooks/webhooks.ts"), modules.join(", "));
+    assert.deepEqual(modules.filter((m) => /^src\/(server|cli)\//.test(m)), []);
   });
 
   it("@vid/cli/cloud reaches no AWS SDK and no browser driver", async () => {
