@@ -572,10 +572,26 @@ export function vidPageRuntime(config: RuntimeConfig): void {
       const t = frameSeconds(frame);
       nowMs = t * 1000;
       for (const hook of seekHooks) {
+        // A handler's promise that never settles (say, one awaiting a timer: timers run on
+        // the frame clock, which stands still during a seek) fails the frame after the
+        // readiness timeout instead of holding the render forever.
+        let timer: ReturnType<typeof realSetTimeout> | undefined;
+        const stalled = new Promise<"stalled">((resolve) => {
+          timer = realSetTimeout(() => resolve("stalled"), config.readyTimeoutMs);
+        });
+        let outcome: unknown;
         try {
-          await hook(t);
+          outcome = await Promise.race([hook(t), stalled]);
         } catch (error) {
           recordError(error);
+        } finally {
+          clearTimer(timer);
+        }
+        if (outcome === "stalled") {
+          throw new Error(
+            `frame ${frame}: an onSeek handler did not settle within ${config.readyTimeoutMs} ms ` +
+              `(timers inside it wait for the next frame; use __vid.delay() to hold a frame)`,
+          );
         }
       }
       seekTimelines(t);
