@@ -5,26 +5,12 @@
  * @module
  */
 
-import { type Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
+import { type Command, InvalidArgumentError } from "@commander-js/extra-typings";
 import { connectCloud } from "../cloud/connect.ts";
-import {
-  ASPECT_RATIOS,
-  cloudRender,
-  type CloudRenderRecord,
-  RESOLUTIONS,
-} from "../cloud/render.ts";
-import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
-import { EXIT, frameRateArg, integerIn, reportError, VARIABLES_HELP, warn } from "./shared.ts";
-
-function positiveNumber(flag: string): (value: string) => number {
-  return (value: string): number => {
-    const n = Number(value);
-    if (value.trim() === "" || !Number.isFinite(n) || n <= 0) {
-      throw new InvalidArgumentError(`${flag} must be a positive number.`);
-    }
-    return n;
-  };
-}
+import { cloudRender, type CloudRenderRecord } from "../cloud/render.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
+import { EXIT, integerIn, reportError, warn } from "./shared.ts";
 
 function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -83,58 +69,29 @@ export function registerCloud(program: Command): void {
         "--asset-id or --url skip the upload. --dry-run only builds and inspects the zip.",
     )
     .argument("[dir]", "project directory", ".")
-    .option(
-      "--fps <rate>",
-      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30 unless the " +
-        "composition sets data-fps)",
-      frameRateArg("--fps"),
-    )
+    .addOption(cliOption(OPTIONS.fps))
+    .addOption(cliOptionWithDefault(OPTIONS.quality))
+    .addOption(cliOptionWithDefault(OPTIONS.videoFormat, {
+      help: "mp4; webm and mov carry alpha (unset: the --output extension, else mp4)",
+    }))
+    .addOption(cliOptionWithDefault(OPTIONS.resolution))
+    .addOption(cliOption(OPTIONS.aspectRatio))
     .addOption(
-      new Option("--quality <preset>", "encoder preset").choices(QUALITIES).default(
-        "standard" as const,
-      ),
+      cliOptionWithDefault(OPTIONS.composition, { help: "entry HTML file inside the zip" }),
     )
-    .addOption(
-      new Option(
-        "--format <format>",
-        "mp4; webm and mov carry alpha (unset: the --output extension, else mp4)",
-      ).choices(OUTPUT_FORMATS).default("mp4" as const),
-    )
-    .addOption(
-      new Option("--resolution <r>", "1080p, or 4k (billed at 1.5x; mp4 only)").choices(RESOLUTIONS)
-        .default("1080p" as const),
-    )
-    .addOption(
-      new Option(
-        "--aspect-ratio <ratio>",
-        "output aspect ratio (default: auto, from data-width/data-height; 16:9 for " +
-          "--asset-id/--url)",
-      ).choices(ASPECT_RATIOS),
-    )
-    .option("-c, --composition <file>", "entry HTML file inside the zip", "index.html")
     .option("-o, --output <path>", "download path (default: renders/<render_id>.<ext>)")
     .option("--dry-run", "build and inspect the zip locally: no sign-in, upload or render")
     .option("--asset-id <id>", "render an uploaded asset; skip zip and upload")
     .option("--url <url>", "render a project zip or HTML file from a URL; skip the upload")
-    .option("--variables <json>", VARIABLES_HELP.variables)
-    .option("--variables-file <path>", VARIABLES_HELP.variablesFile)
-    .option("--strict-variables", VARIABLES_HELP.strict)
+    .addOption(cliOption(OPTIONS.variables))
+    .addOption(cliOption(OPTIONS.variablesFile))
+    .addOption(cliSwitch(OPTIONS.strictVariables))
     .option("--no-wait", "submit, print the render_id and exit")
     .option("--callback-url <url>", "https webhook called when the render terminates")
-    .option("--callback-id <id>", "opaque id echoed in the webhook payload")
-    .option(
-      "--poll-interval <seconds>",
-      "seconds between polls",
-      positiveNumber("--poll-interval"),
-      10,
-    )
-    .option(
-      "--max-wait <minutes>",
-      "minutes to wait for the render",
-      positiveNumber("--max-wait"),
-      60,
-    )
-    .option("--idempotency-key <key>", "1-255 of A-Z a-z 0-9 _ : . - ; sent to upload and submit")
+    .addOption(cliOption(OPTIONS.callbackId))
+    .addOption(cliOptionWithDefault(OPTIONS.pollInterval))
+    .addOption(cliOptionWithDefault(OPTIONS.maxWait))
+    .addOption(cliOption(OPTIONS.idempotencyKey))
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (dir, options, command) => {
       // The default mp4 gives way to the --output extension, as in vid render.

@@ -19,7 +19,6 @@ import {
   renderBatch,
   summarizeBatch,
 } from "../lambda/batch.ts";
-import { LAMBDA_FORMATS, LAMBDA_QUALITIES } from "../lambda/config.ts";
 import { deploySite, type SiteHandle, siteHandleFromId } from "../lambda/sdk.ts";
 import { loadSite } from "../lambda/sites.ts";
 import {
@@ -32,10 +31,12 @@ import {
   RESERVED_ENV,
   reservedConcurrencyFromEnv,
   unreachableHint,
-} from "./lambda.ts";
-import { EXIT, frameRateArg, positiveInteger, warn } from "./shared.ts";
+} from "./lambda_connection.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
+import { EXIT, warn } from "./shared.ts";
 
-/** The command's help; a function because `ENV_HELP` comes from the module importing this one. */
+/** The command's help, built when the command is registered. */
 const help = (): string =>
   'Start one distributed render per line of a JSONL file ({"outputKey": ..., ' +
   '"variables": {...}}). The site is deployed once (unless --site-id). Prints a summary ' +
@@ -95,55 +96,18 @@ export function registerLambdaBatch(lambda: Command): void {
     .option("--site-id <id>", "render a site uploaded earlier; skip packaging and upload")
     .option("-c, --composition <file>", "entry HTML file", "index.html")
     .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
-    .option(
-      "--width <px>",
-      "output width in pixels (default: data-width)",
-      positiveInteger("--width"),
-    )
-    .option(
-      "--height <px>",
-      "output height in pixels (default: data-height)",
-      positiveInteger("--height"),
-    )
-    .option(
-      "--fps <rate>",
-      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30)",
-      frameRateArg("--fps"),
-    )
-    .addOption(
-      new Option("--format <format>", "output format (default: mp4)").choices(LAMBDA_FORMATS),
-    )
-    .addOption(
-      new Option("--quality <preset>", "encoder preset (default: standard)")
-        .choices(LAMBDA_QUALITIES),
-    )
-    .option(
-      "--max-parallel-chunks <n>",
-      "cap on chunks per render (default: 16)",
-      positiveInteger("--max-parallel-chunks"),
-    )
-    .option(
-      "--target-chunk-frames <n>",
-      "ceiling on frames per chunk; ignored when --chunk-size is set",
-      positiveInteger("--target-chunk-frames"),
-    )
-    .option(
-      "--chunk-size <n>",
-      "frames per chunk (default: 240)",
-      positiveInteger("--chunk-size"),
-    )
-    .option(
-      "--max-concurrent <n>",
-      "cap on simultaneous workflow start calls (not on function concurrency)",
-      positiveInteger("--max-concurrent"),
-      50,
-    )
-    .option(
-      "--reserved-concurrency <n>",
-      `reserved concurrency of the render function (env ${RESERVED_ENV}), for the ` +
-        "large-batch guidance",
-      positiveInteger("--reserved-concurrency"),
-    )
+    .addOption(cliOption(OPTIONS.width))
+    .addOption(cliOption(OPTIONS.height))
+    .addOption(cliOption(OPTIONS.fps, { defaultText: "30" }))
+    .addOption(cliOption(OPTIONS.videoFormat))
+    .addOption(cliOption(OPTIONS.quality))
+    .addOption(cliOption(OPTIONS.maxParallelChunks, { help: "cap on chunks per render" }))
+    .addOption(cliOption(OPTIONS.targetChunkFrames))
+    .addOption(cliOption(OPTIONS.chunkSize))
+    .addOption(cliOptionWithDefault(OPTIONS.maxConcurrent))
+    .addOption(cliOption(OPTIONS.reservedConcurrency, {
+      help: "reserved concurrency of the render function, for the large-batch guidance",
+    }))
     .addOption(
       new Option(
         "--rerun <rows>",

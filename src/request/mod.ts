@@ -1,0 +1,10 @@
+/**
+ * The render request, declared once: option declarations, cross-field rules and the error
+ * of a bad option. See `options.ts` for how the surfaces derive from it.
+ *
+ * @module
+ */
+
+export * from "./errors.ts";
+export * from "./options.ts";
+export * from "./rules.ts";
