@@ -12,7 +12,7 @@ import { VidError } from "../errors.ts";
 import type { RenderConfig } from "../lambda/config.ts";
 import type { S3Options, SfnOptions } from "../lambda/sdk.ts";
 import { explainStackError } from "../lambda/stack_error.ts";
-import { EXIT, reportError } from "./shared.ts";
+import { reportError } from "./shared.ts";
 
 export const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
   "  --bucket, VID_LAMBDA_BUCKET          render bucket (RenderBucketName)\n" +
@@ -142,8 +142,7 @@ export function timeoutFromEnv(): number {
 
 export function fail(error: unknown, json: boolean | undefined): void {
   // AWS's own words (`Could not load credentials from any providers`) get the fix added.
-  const code = reportError(hinted(explainStackError(error)), json);
-  Deno.exitCode = error instanceof LambdaUsageError ? EXIT.usage : code;
+  Deno.exitCode = reportError(hinted(explainStackError(error)), json);
 }
 
 /** A connection failure's message with the endpoints to check added; others unchanged. */
@@ -161,6 +160,9 @@ function hinted(error: unknown): unknown {
   if (!(error instanceof Error)) return error;
   const message = unreachableHint(error.message);
   if (message === error.message) return error;
+  if (error instanceof VidError) {
+    return new VidError(message, { exitCode: error.exitCode, cause: error });
+  }
   const out = new Error(message);
   out.name = error.name;
   return out;

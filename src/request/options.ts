@@ -231,6 +231,12 @@ export const OPTIONS = {
     default: "index.html",
     check: nonEmptyString,
   }),
+  output: option({
+    key: "output",
+    flags: "-o, --output <path>",
+    help: "output file",
+    check: nonEmptyString,
+  }),
   fps: option({
     key: "fps",
     flags: "--fps <rate>",
@@ -502,7 +508,8 @@ function problemOf(error: unknown): string {
 
 /**
  * Checks one value against its declaration; throws {@linkcode RenderOptionError} naming the
- * SDK key and the flag. `undefined` passes (the option is unset).
+ * SDK key (or `field`, the path of a nested value such as `outputSize.width`) and the flag.
+ * `undefined` passes (the option is unset).
  *
  * @example
  * ```ts
@@ -513,12 +520,13 @@ function problemOf(error: unknown): string {
 export function checkOption<T>(
   declaration: OptionDeclaration<string, T>,
   value: unknown,
+  field: string = declaration.key,
 ): T | undefined {
   if (value === undefined) return undefined;
   try {
     return declaration.check(value);
   } catch (error) {
-    throw new RenderOptionError(declaration.key, problemOf(error), flagOf(declaration));
+    throw new RenderOptionError(field, problemOf(error), flagOf(declaration));
   }
 }
 
@@ -538,20 +546,22 @@ export function parseOption<T, C extends T>(
 }
 
 /**
- * Checks the fields of the hosted API's render body that the declarations own; a bad one is
- * a {@linkcode RenderOptionError} whose `field` is the API field (`aspect_ratio`). Unset
- * fields take the declared default.
+ * Checks a field of the hosted API's render body; a bad one is a
+ * {@linkcode RenderOptionError} whose `field` is the API field (`aspect_ratio`). An unset
+ * field (absent or `null`) is `undefined`: the caller applies the default.
  */
 export function checkApiField<T>(
-  declaration: OptionDeclaration<string, T> & { api: string },
+  declaration: OptionDeclaration<string, T>,
   body: Record<string, unknown>,
 ): T | undefined {
-  const value = body[declaration.api];
-  if (value === undefined || value === null) return declaration.default;
+  const field = declaration.api;
+  if (field === undefined) throw new TypeError(`option ${declaration.key} has no API field`);
+  const value = body[field];
+  if (value === undefined || value === null) return undefined;
   try {
     return declaration.check(value);
   } catch (error) {
-    throw new RenderOptionError(declaration.api, problemOf(error), flagOf(declaration));
+    throw new RenderOptionError(field, problemOf(error), flagOf(declaration));
   }
 }
 
@@ -560,19 +570,17 @@ export function checkApiField<T>(
  * whose `field` is `config.<field>`.
  */
 export function checkConfigField<T>(
-  declaration: OptionDeclaration<string, T> & { config: string },
+  declaration: OptionDeclaration<string, T>,
   config: Record<string, unknown>,
 ): T | undefined {
-  const value = config[declaration.config];
+  const field = declaration.config;
+  if (field === undefined) throw new TypeError(`option ${declaration.key} has no config field`);
+  const value = config[field];
   if (value === undefined) return undefined;
   try {
     return declaration.check(value);
   } catch (error) {
-    throw new RenderOptionError(
-      `config.${declaration.config}`,
-      problemOf(error),
-      flagOf(declaration),
-    );
+    throw new RenderOptionError(`config.${field}`, problemOf(error), flagOf(declaration));
   }
 }
 

@@ -13,46 +13,30 @@ import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { VariableDeclaration } from "../composition/declarations.ts";
-import { checkOverrides } from "../composition/variables.ts";
-import {
-  frameCountOf,
-  type FrameRate,
-  FrameRateError,
-  frameRateValue,
-  frameTime,
-  parseFrameRate,
-} from "../composition/frame_rate.ts";
-import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
+import type { FrameRate } from "../composition/frame_rate.ts";
 import { authenticate, type Caller } from "./accounts.ts";
 import {
-  CREDITS_PER_SECOND,
   DOWNLOAD_URL_SECONDS,
   MAX_COMPOSITION_LENGTH,
   MAX_CONCURRENT_PROJECT_CHECKS,
   MAX_FILENAME_LENGTH,
   MAX_UPLOAD_BYTES,
-  OUTPUT_SIZES,
-  RESOLUTION_MULTIPLIER,
   type ServerContext,
   UPLOAD_URL_SECONDS,
 } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
 import { ApiError, invalid, notFound, RateLimitedError } from "./errors.ts";
 import { clientAddress, newThrottles } from "./throttle.ts";
-import {
-  claimKey,
-  completeKey,
-  type KeyScope,
-  releaseKey,
-  requestHash as hashRequest,
-} from "./idempotency.ts";
+import type { KeyScope } from "./idempotency.ts";
 import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
-import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "./webhooks.ts";
 import { fetchProjectUrl } from "./url_source.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
+import { EXIT_USAGE, VidError } from "../errors.ts";
+import { renderRoutes } from "./render_routes.ts";
+import { idempotencyKey, underKey } from "./under_key.ts";
 
 /** The project facts stored with a ready asset. */
 export interface AssetProject {
@@ -65,7 +49,6 @@ export interface AssetProject {
   declarations: VariableDeclaration[];
 }
 
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9_:.-]{1,255}$/;
 const MIME: Readonly<Record<string, string>> = {
   mp4: "video/mp4",
   webm: "video/webm",
@@ -76,40 +59,6 @@ const MIME: Readonly<Record<string, string>> = {
 function loadOpenApi(): unknown {
   const text = readFileSync(new URL("../../api/openapi.yaml", import.meta.url), "utf8");
   return parseYaml(text);
-}
-
-function idempotencyKey(c: Context): string | undefined {
-  const key = c.req.header("idempotency-key");
-  if (key === undefined) return undefined;
-  if (!IDEMPOTENCY_KEY.test(key)) {
-    throw invalid(
-      "Idempotency-Key",
-      "must be 1 to 255 characters of A-Z a-z 0-9 _ : . -",
-    );
-  }
-  return key;
-}
-
-/**
- * Runs a create request under its `Idempotency-Key` (if any): `create` runs only for the
- * first request with the key and must call `complete` with the new object's id inside its
- * final transaction; later ones get `replay` with that id. A failing `create` frees the key.
- */
-async function underKey(
-  ctx: ServerContext,
-  where: KeyScope | undefined,
-  body: Record<string, unknown>,
-  create: (complete: (objectId: string) => void) => Promise<string>,
-): Promise<{ id: string; replayed: boolean }> {
-  if (!where) return { id: await create(() => {}), replayed: false };
-  const claim = await claimKey(ctx.db, where, await hashRequest(body));
-  if (claim.kind === "replay") return { id: claim.objectId, replayed: true };
-  try {
-    return { id: await create((id) => completeKey(ctx.db, where, id)), replayed: false };
-  } catch (error) {
-    releaseKey(ctx.db, where);
-    throw error;
-  }
 }
 
 async function assetJson(ctx: ServerContext, row: Row): Promise<Record<string, unknown>> {
@@ -168,19 +117,6 @@ export async function renderJson(ctx: ServerContext, row: Row): Promise<Record<s
     created_at: row.created_at,
     completed_at: row.completed_at,
   };
-}
-
-function enumField<T extends string>(
-  body: Record<string, unknown>,
-  field: string,
-  allowed: readonly T[],
-  fallback: T,
-): T {
-  const value = body[field] ?? fallback;
-  if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
-    throw invalid(field, `must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`);
-  }
-  return value as T;
 }
 
 /**
@@ -288,6 +224,10 @@ export function createApp(ctx: ServerContext): Hono {
     }
     if (error instanceof ApiError) {
       return c.json(error.toJSON(), error.status as 400);
+    }
+    // A bad value of a declared render option (src/request): 400 naming the API field.
+    if (error instanceof VidError && error.exitCode === EXIT_USAGE && error.field !== undefined) {
+      return c.json(invalid(error.field, error.detail ?? error.message).toJSON(), 400);
     }
     console.error(error);
     return c.json(new ApiError(500, "vid_internal", "internal error").toJSON(), 500);
@@ -453,171 +393,11 @@ export function createApp(ctx: ServerContext): Hono {
     return c.json(await assetJson(ctx, ready));
   });
 
-  app.post("/v3/vid/renders", async (c) => {
-    const who = await caller(c);
-    const key = idempotencyKey(c);
-    const body = await jsonBody(c);
-    // 30, 29.97 (= 30000/1001) or "30000/1001"; the record keeps the rate's value num/den.
-    let givenRate: FrameRate | undefined;
-    if (body.fps !== undefined) {
-      if (typeof body.fps !== "number" && typeof body.fps !== "string") {
-        throw invalid(
-          "fps",
-          `must be a frame rate such as 30 or 29.97, got ${JSON.stringify(body.fps)}`,
-        );
-      }
-      try {
-        givenRate = parseFrameRate(body.fps, "fps");
-      } catch (error) {
-        if (error instanceof FrameRateError) {
-          throw invalid("fps", error.message.replace(/^fps: /, ""));
-        }
-        throw error;
-      }
-    }
-    const quality = enumField(body, "quality", QUALITIES, "standard");
-    const format = enumField(body, "format", OUTPUT_FORMATS, "mp4");
-    const resolution = enumField(body, "resolution", ["1080p", "4k"] as const, "1080p");
-    const aspectRatio = enumField(body, "aspect_ratio", ["16:9", "9:16", "1:1"] as const, "16:9");
-    if (resolution === "4k" && format !== "mp4") {
-      throw invalid(
-        "resolution",
-        `4k cannot be ${format}: the 4k path has no alpha channel. Use mp4, or render alpha at native resolution`,
-      );
-    }
-    const composition = body.composition ?? "index.html";
-    if (typeof composition !== "string") throw invalid("composition", "must be a string");
-    if (composition.length > MAX_COMPOSITION_LENGTH) {
-      throw invalid("composition", `must be at most ${MAX_COMPOSITION_LENGTH} characters`);
-    }
-    const variables = body.variables ?? {};
-    if (typeof variables !== "object" || variables === null || Array.isArray(variables)) {
-      throw invalid("variables", "must be a JSON object of variable values");
-    }
-    const strict = body.strict_variables ?? false;
-    if (typeof strict !== "boolean") throw invalid("strict_variables", "must be true or false");
-    let callbackUrl: string | null = null;
-    if (body.callback_url !== undefined && body.callback_url !== null) {
-      try {
-        const checked = checkCallbackUrl(String(body.callback_url), {
-          allowHttpLoopback: ctx.allowHttpCallbacks,
-        });
-        await checkCallbackTarget(checked, {
-          allowPrivate: ctx.allowPrivateUrls,
-          allowLoopback: ctx.allowHttpCallbacks,
-        });
-        callbackUrl = checked.href;
-      } catch (error) {
-        if (error instanceof CallbackUrlError) throw invalid("callback_url", error.message);
-        throw error;
-      }
-    }
-    const callbackId = body.callback_id ?? null;
-    if (callbackId !== null && (typeof callbackId !== "string" || callbackId.length > 255)) {
-      throw invalid("callback_id", "must be a string of at most 255 characters");
-    }
-    if (body.url !== undefined && body.asset_id !== undefined) {
-      throw invalid("url", "give asset_id or url, not both");
-    }
-    if (body.url === undefined && typeof body.asset_id !== "string") {
-      throw invalid("asset_id", "is required (or give url)");
-    }
-    if (body.url !== undefined && typeof body.url !== "string") {
-      throw invalid("url", "must be an http(s) URL of a zip or an HTML file");
-    }
-    const where: KeyScope | undefined = key
-      ? { accountId: who.account.id, scope: "renders", key }
-      : undefined;
-    const made = await underKey(ctx, where, body, async (complete) => {
-      const assetId = body.url !== undefined
-        ? await checks.run(() => assetFromUrl(ctx, who, String(body.url), composition))
-        : String(body.asset_id);
-      const asset = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
-        assetId,
-        who.account.id,
-      ) as Row | undefined;
-      if (!asset) throw notFound("asset", assetId);
-      if (asset.status !== "ready") {
-        throw new ApiError(
-          409,
-          "vid_asset_not_ready",
-          `asset ${asset.id} has not been uploaded yet`,
-          "asset_id",
-        );
-      }
-      const project = JSON.parse(String(asset.project)) as AssetProject;
-      if (composition !== asset.composition) {
-        throw invalid(
-          "composition",
-          `asset ${asset.id} was checked with entry ${asset.composition}`,
-        );
-      }
-      const problems = checkOverrides(project.declarations, variables as Record<string, unknown>);
-      if (strict && problems.length > 0) {
-        throw new ApiError(
-          422,
-          "vid_project_invalid",
-          `variables do not match the composition's declarations: ${
-            problems.map((p) => p.message).join("; ")
-          }`,
-          `variables.${problems[0].key}`,
-        );
-      }
-      // Without a given rate the composition's data-fps, else 30.
-      const rate = givenRate ?? project.fps ?? { num: 30, den: 1 };
-      const fps = frameRateValue(rate);
-      const duration = frameTime(frameCountOf(project.duration, rate), rate);
-      const credits =
-        Math.round(duration * CREDITS_PER_SECOND * RESOLUTION_MULTIPLIER[resolution] * 100) / 100;
-      const id = randomId("rnd");
-      const request = {
-        composition,
-        fps,
-        quality,
-        format,
-        resolution,
-        aspect_ratio: aspectRatio,
-        variables,
-        strict_variables: strict,
-      };
-      transaction(ctx.db, () => {
-        const balance = ctx.db.prepare("select credits from accounts where id = ?").get(
-          who.account.id,
-        ) as Row;
-        if (Number(balance.credits) < credits) {
-          throw new ApiError(
-            402,
-            "vid_insufficient_credits",
-            `this render costs ${credits} credits and the account has ${balance.credits}`,
-          );
-        }
-        ctx.db.prepare("update accounts set credits = credits - ? where id = ?").run(
-          credits,
-          who.account.id,
-        );
-        ctx.db.prepare(
-          "insert into renders (id, account_id, asset_id, status, request, width, height, duration_seconds, credits, warnings, callback_url, callback_id, created_at) values (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        ).run(
-          id,
-          who.account.id,
-          String(asset.id),
-          JSON.stringify(request),
-          OUTPUT_SIZES[resolution][aspectRatio].width,
-          OUTPUT_SIZES[resolution][aspectRatio].height,
-          duration,
-          credits,
-          JSON.stringify(problems.map((p) => p.message)),
-          callbackUrl,
-          callbackId as string | null,
-          now(),
-        );
-        complete(id);
-      });
-      return id;
-    });
-    if (!made.replayed) ctx.wake();
-    const row = ctx.db.prepare("select * from renders where id = ?").get(made.id) as Row;
-    return c.json(await renderJson(ctx, row), made.replayed ? 200 : 201);
+  renderRoutes(app, ctx, {
+    caller,
+    assetFromUrl: (who, url, composition) =>
+      checks.run(() => assetFromUrl(ctx, who, url, composition)),
+    renderJson: (row) => renderJson(ctx, row),
   });
 
   app.get("/v3/vid/renders", async (c) => {
