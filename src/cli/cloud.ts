@@ -62,6 +62,14 @@ export function registerCloud(program: Command): void {
         "list, read or delete your renders.",
     );
 
+  registerCloudRender(cloud);
+  registerCloudList(cloud);
+  registerCloudGet(cloud);
+  registerCloudDelete(cloud);
+}
+
+/** Registers the `render` subcommand. */
+function registerCloudRender(cloud: Command): void {
   cloud
     .command("render")
     .description(
@@ -192,7 +200,10 @@ export function registerCloud(program: Command): void {
         Deno.removeSignalListener("SIGINT", stop);
       }
     });
+}
 
+/** Registers the `list` subcommand. */
+function registerCloudList(cloud: Command): void {
   cloud
     .command("list")
     .description("Recent renders, newest first")
@@ -225,7 +236,10 @@ export function registerCloud(program: Command): void {
         Deno.exitCode = reportError(error, options.json);
       }
     });
+}
 
+/** Registers the `get` subcommand. */
+function registerCloudGet(cloud: Command): void {
   cloud
     .command("get")
     .description("Full detail of a render, with a fresh short-lived signed video_url")
@@ -245,7 +259,10 @@ export function registerCloud(program: Command): void {
         Deno.exitCode = reportError(error, options.json);
       }
     });
+}
 
+/** Registers the `delete` subcommand. */
+function registerCloudDelete(cloud: Command): void {
   cloud
     .command("delete")
     .description("Soft-delete a render (asks first on a terminal)")

@@ -24,9 +24,11 @@ import { packageProject } from "../project/package.ts";
 import { OPTIONS } from "../request/options.ts";
 import {
   connection,
+  type ConnectionFlags,
   ENV_HELP,
   fail,
   LambdaUsageError,
+  type RenderConfigFlags,
   renderConfigFrom,
   reservedConcurrencyFromEnv,
   timeoutFromEnv,
@@ -88,137 +90,160 @@ export function registerLambdaRender(lambda: Command): void {
     .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
     .option("--region <region>", "AWS region (env AWS_REGION)")
     .option("--json", "print machine-readable JSON on stdout")
-    .action(async (projectDir, options) => {
-      try {
-        if (projectDir === undefined && !options.siteId) {
-          throw new LambdaUsageError(
-            "pass the project directory, or --site-id <id> to render a site uploaded earlier",
-          );
-        }
-        const conn = connection(options);
-        const bucketName = conn.bucket();
-        const stateMachineArn = conn.stateMachineArn();
-        const reservedConcurrency = options.reservedConcurrency ?? reservedConcurrencyFromEnv();
-        const variables = options.variables !== undefined || options.variablesFile !== undefined
-          ? await loadOverrides({
-            variables: options.variables,
-            variablesFile: options.variablesFile,
-          })
-          : undefined;
-        const config = renderConfigFrom(options);
-        if (variables !== undefined) config.variables = variables as RenderConfig["variables"];
-        // Pure checks first (input size, options): no request is worth making before them.
-        const standIn = siteHandleFromId(options.siteId ?? "site-0000000000000000", bucketName, {
-          composition: options.composition,
-          s3: conn.s3,
-        });
-        validateConfig({
-          renderId: "r-check",
-          bucketName,
-          siteId: standIn.siteId,
-          serveUrl: standIn.serveUrl,
-          composition: options.composition,
-          outputKey: options.outputKey ?? "renders/r-check/out.mp4",
-          config,
-        });
-        let siteHandle: SiteHandle;
-        let duration: number | undefined;
-        if (options.siteId) {
-          // The site in the bucket is what renders: check it exists and holds the
-          // composition, and read the declarations from it, before anything starts.
-          const site = await loadSite(options.siteId, bucketName, {
-            composition: options.composition,
-            s3: conn.s3,
-          });
-          siteHandle = site;
-          duration = site.duration;
-          if (projectDir !== undefined) {
-            const local = await packageProject(projectDir, { composition: options.composition })
-              .then((pkg) => pkg.siteId, () => undefined);
-            if (local !== undefined && local !== site.siteId) {
-              warn(
-                `${projectDir} packages as ${local}, not ${site.siteId}: rendering the uploaded ` +
-                  `site ${site.siteId} (--site-id); drop --site-id to upload and render ` +
-                  `${projectDir} as it is now`,
-              );
-            }
-          }
-        } else {
-          siteHandle = await deploySite({
-            projectDir: projectDir!,
-            composition: options.composition,
-            bucketName,
-            s3: conn.s3,
-          });
-          duration = await readComposition(projectDir!, options.composition).then(
-            (composition) => composition.duration,
-            () => undefined,
-          );
-        }
-        // The composition's length sizes the largest chunk for the time-cap warning.
-        const frames = duration !== undefined ? frameCount(duration, options.fps ?? 30) : undefined;
-        const handle = await renderToLambda({
-          siteHandle,
-          bucketName,
-          stateMachineArn,
-          config,
-          outputKey: options.outputKey,
-          sfn: conn.sfn,
-          memoryMb: options.memory,
-          frames,
-          timeoutSeconds: timeoutFromEnv(),
-          reservedConcurrency,
-          strictVariables: options.strictVariables === true,
-          onWarning: warn,
-        });
-        const started = {
-          renderId: handle.renderId,
-          executionArn: handle.executionArn,
-          siteId: siteHandle.siteId,
-          bucketName: handle.bucketName,
-          outputKey: handle.outputKey,
-        };
-        if (!options.wait) {
-          if (options.json) {
-            console.log(JSON.stringify({ ok: true, status: "running", ...started }, null, 2));
-          } else {
-            console.log(handle.renderId);
-            console.log(handle.executionArn);
-          }
-          return;
-        }
-        if (!options.json) console.error(`started ${handle.renderId}`);
-        let last = "";
-        let progress: LambdaRenderProgress;
-        while (true) {
-          progress = await getRenderProgress({
-            executionArn: handle.executionArn,
-            bucketName,
-            sfn: conn.sfn,
-            s3: conn.s3,
-          });
-          const line = progressLine(progress);
-          if (line !== last) {
-            if (options.json) {
-              console.error(JSON.stringify({ event: "progress", ...progressJson(progress) }));
-            } else console.error(line);
-            last = line;
-          }
-          if (progress.status !== "running") break;
-          await new Promise((resolve) => setTimeout(resolve, options.pollInterval));
-        }
-        const ok = progress.status === "succeeded";
-        if (options.json) {
-          console.log(JSON.stringify({ ok, ...started, ...progressJson(progress) }, null, 2));
-        } else if (ok) {
-          console.log(progress.outputLocation);
-        } else {
-          for (const e of progress.errors) console.error(`error: ${readableExecutionError(e)}`);
-          console.error(`render ${handle.renderId} ${progress.status}`);
-        }
-        if (!ok) Deno.exitCode = EXIT.failed;
-      } catch (error) {
-        fail(error, options.json);
-      }
+    .action((projectDir, options) => runLambdaRender(projectDir, options));
+}
+
+/** The flags of `vid lambda render`, as commander parses them. */
+interface LambdaRenderFlags extends ConnectionFlags, RenderConfigFlags {
+  siteId?: string;
+  composition: string;
+  variables?: string;
+  variablesFile?: string;
+  strictVariables?: true;
+  reservedConcurrency?: number;
+  outputKey?: string;
+  memory?: number;
+  wait?: true;
+  pollInterval: number;
+  json?: true;
+}
+
+/** Runs `vid lambda render`: checks, uploads (unless --site-id), starts, and with --wait follows. */
+async function runLambdaRender(
+  projectDir: string | undefined,
+  options: LambdaRenderFlags,
+): Promise<void> {
+  try {
+    if (projectDir === undefined && !options.siteId) {
+      throw new LambdaUsageError(
+        "pass the project directory, or --site-id <id> to render a site uploaded earlier",
+      );
+    }
+    const conn = connection(options);
+    const bucketName = conn.bucket();
+    const stateMachineArn = conn.stateMachineArn();
+    const reservedConcurrency = options.reservedConcurrency ?? reservedConcurrencyFromEnv();
+    const variables = options.variables !== undefined || options.variablesFile !== undefined
+      ? await loadOverrides({
+        variables: options.variables,
+        variablesFile: options.variablesFile,
+      })
+      : undefined;
+    const config = renderConfigFrom(options);
+    if (variables !== undefined) config.variables = variables as RenderConfig["variables"];
+    // Pure checks first (input size, options): no request is worth making before them.
+    const standIn = siteHandleFromId(options.siteId ?? "site-0000000000000000", bucketName, {
+      composition: options.composition,
+      s3: conn.s3,
     });
+    validateConfig({
+      renderId: "r-check",
+      bucketName,
+      siteId: standIn.siteId,
+      serveUrl: standIn.serveUrl,
+      composition: options.composition,
+      outputKey: options.outputKey ?? "renders/r-check/out.mp4",
+      config,
+    });
+    let siteHandle: SiteHandle;
+    let duration: number | undefined;
+    if (options.siteId) {
+      // The site in the bucket is what renders: check it exists and holds the
+      // composition, and read the declarations from it, before anything starts.
+      const site = await loadSite(options.siteId, bucketName, {
+        composition: options.composition,
+        s3: conn.s3,
+      });
+      siteHandle = site;
+      duration = site.duration;
+      if (projectDir !== undefined) {
+        const local = await packageProject(projectDir, { composition: options.composition })
+          .then((pkg) => pkg.siteId, () => undefined);
+        if (local !== undefined && local !== site.siteId) {
+          warn(
+            `${projectDir} packages as ${local}, not ${site.siteId}: rendering the uploaded ` +
+              `site ${site.siteId} (--site-id); drop --site-id to upload and render ` +
+              `${projectDir} as it is now`,
+          );
+        }
+      }
+    } else {
+      siteHandle = await deploySite({
+        projectDir: projectDir!,
+        composition: options.composition,
+        bucketName,
+        s3: conn.s3,
+      });
+      duration = await readComposition(projectDir!, options.composition).then(
+        (composition) => composition.duration,
+        () => undefined,
+      );
+    }
+    // The composition's length sizes the largest chunk for the time-cap warning.
+    const frames = duration !== undefined
+      ? frameCount(duration, options.fps ?? Number(OPTIONS.fps.default))
+      : undefined;
+    const handle = await renderToLambda({
+      siteHandle,
+      bucketName,
+      stateMachineArn,
+      config,
+      outputKey: options.outputKey,
+      sfn: conn.sfn,
+      memoryMb: options.memory,
+      frames,
+      timeoutSeconds: timeoutFromEnv(),
+      reservedConcurrency,
+      strictVariables: options.strictVariables === true,
+      onWarning: warn,
+    });
+    const started = {
+      renderId: handle.renderId,
+      executionArn: handle.executionArn,
+      siteId: siteHandle.siteId,
+      bucketName: handle.bucketName,
+      outputKey: handle.outputKey,
+    };
+    if (!options.wait) {
+      if (options.json) {
+        console.log(JSON.stringify({ ok: true, status: "running", ...started }, null, 2));
+      } else {
+        console.log(handle.renderId);
+        console.log(handle.executionArn);
+      }
+      return;
+    }
+    if (!options.json) console.error(`started ${handle.renderId}`);
+    let last = "";
+    let progress: LambdaRenderProgress;
+    while (true) {
+      progress = await getRenderProgress({
+        executionArn: handle.executionArn,
+        bucketName,
+        sfn: conn.sfn,
+        s3: conn.s3,
+      });
+      const line = progressLine(progress);
+      if (line !== last) {
+        if (options.json) {
+          console.error(JSON.stringify({ event: "progress", ...progressJson(progress) }));
+        } else console.error(line);
+        last = line;
+      }
+      if (progress.status !== "running") break;
+      await new Promise((resolve) => setTimeout(resolve, options.pollInterval));
+    }
+    const ok = progress.status === "succeeded";
+    if (options.json) {
+      console.log(JSON.stringify({ ok, ...started, ...progressJson(progress) }, null, 2));
+    } else if (ok) {
+      console.log(progress.outputLocation);
+    } else {
+      for (const e of progress.errors) console.error(`error: ${readableExecutionError(e)}`);
+      console.error(`render ${handle.renderId} ${progress.status}`);
+    }
+    if (!ok) Deno.exitCode = EXIT.failed;
+  } catch (error) {
+    fail(error, options.json);
+  }
 }

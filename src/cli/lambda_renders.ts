@@ -24,6 +24,13 @@ import { integerIn } from "./shared.ts";
 
 /** Registers `vid lambda progress`, `cancel` and `download`. */
 export function registerLambdaRenders(lambda: Command): void {
+  registerLambdaRendersProgress(lambda);
+  registerLambdaRendersCancel(lambda);
+  registerLambdaRendersDownload(lambda);
+}
+
+/** Registers the `progress` subcommand. */
+function registerLambdaRendersProgress(lambda: Command): void {
   lambda
     .command("progress")
     .summary("Where a render (or with --manifest, a batch) is: status, chunks, cost so far.")
@@ -85,7 +92,10 @@ export function registerLambdaRenders(lambda: Command): void {
         fail(error, options.json);
       }
     });
+}
 
+/** Registers the `cancel` subcommand. */
+function registerLambdaRendersCancel(lambda: Command): void {
   lambda
     .command("cancel")
     .summary("Stop a running render, or every running render of a batch (--manifest).")
@@ -132,7 +142,10 @@ export function registerLambdaRenders(lambda: Command): void {
         fail(error, options.json);
       }
     });
+}
 
+/** Registers the `download` subcommand. */
+function registerLambdaRendersDownload(lambda: Command): void {
   lambda
     .command("download")
     .summary("Fetch a finished render's output to a file, or print a presigned URL (--url).")

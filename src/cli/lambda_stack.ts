@@ -12,6 +12,12 @@ import { integerIn, positiveInteger } from "./shared.ts";
 
 /** Registers `vid lambda local` and `vid lambda deploy`. */
 export function registerLambdaStack(lambda: Command): void {
+  registerLambdaStackLocal(lambda);
+  registerLambdaStackDeploy(lambda);
+}
+
+/** Registers the `local` subcommand. */
+function registerLambdaStackLocal(lambda: Command): void {
   lambda
     .command("local")
     .summary("Run the whole stack on this machine and print its outputs and environment.")
@@ -83,7 +89,10 @@ export function registerLambdaStack(lambda: Command): void {
         fail(error, options.json);
       }
     });
+}
 
+/** Registers the `deploy` subcommand. */
+function registerLambdaStackDeploy(lambda: Command): void {
   lambda
     .command("deploy")
     .summary("Deploy the stack once per account and region (Pulumi).")

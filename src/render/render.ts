@@ -291,7 +291,7 @@ const EXTENSIONS = ".mp4, .webm, .mov, .gif or a PNG sequence such as frames/%05
  * ```
  */
 export function resolveRenderFormat(output?: string, format?: RenderFormat): RenderFormat {
-  if (output === undefined) return format ?? "mp4";
+  if (output === undefined) return format ?? OPTIONS.format.default!;
   const named = formatOfPath(output);
   if (named === null) {
     const ext = output.slice(output.lastIndexOf("."));
@@ -322,7 +322,7 @@ export function resolveRenderFormat(output?: string, format?: RenderFormat): Ren
     // `--format png -o frames`: the folder of the sequence.
     return format;
   }
-  return format ?? named ?? "mp4";
+  return format ?? named ?? OPTIONS.format.default!;
 }
 
 /** The output path: a file, or for a PNG sequence a pattern inside its folder. */
@@ -401,7 +401,7 @@ export async function renderComposition<V extends object = Variables>(
   const started = performance.now();
   checkRenderOptions(options);
   const format = resolveRenderFormat(options.output, options.format);
-  const quality = options.quality ?? "standard";
+  const quality = options.quality ?? OPTIONS.quality.default!;
   const hdr = options.hdr === true;
   const prepared = await prepareComposition(options);
   const { composition, problems } = prepared;

@@ -34,6 +34,7 @@ import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
 import { fetchProjectUrl } from "./url_source.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
+import { OPTIONS } from "../request/options.ts";
 import { EXIT_USAGE, VidError } from "../errors.ts";
 import { renderRoutes } from "./render_routes.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
@@ -251,6 +252,32 @@ export function createApp(ctx: ServerContext): Hono {
     });
   });
 
+  const deps: RouteDeps = { caller, checks };
+  assetRoutes(app, ctx, deps);
+  renderRoutes(app, ctx, {
+    caller,
+    assetFromUrl: (who, url, composition) =>
+      checks.run(() => assetFromUrl(ctx, who, url, composition)),
+    renderJson: (row) => renderJson(ctx, row),
+  });
+  renderReadRoutes(app, ctx, deps);
+  fileRoutes(app, ctx);
+
+  app.route("/oauth", oauthRoutes(ctx, { throttles }));
+
+  return app;
+}
+
+/** What the route groups share: the caller check and the project-check slots. */
+interface RouteDeps {
+  /** Authenticates the request's caller (throttling failed credentials). */
+  caller(c: Context): Promise<Caller>;
+  /** Uploads and url sources are read whole and checked: a few at a time. */
+  checks: Slots;
+}
+
+/** `POST /v3/assets`, `GET /v3/assets/:id` and the signed upload `PUT /v3/uploads/:id`. */
+function assetRoutes(app: Hono, ctx: ServerContext, { caller, checks }: RouteDeps): void {
   app.post("/v3/assets", async (c) => {
     const who = await caller(c);
     const key = idempotencyKey(c);
@@ -269,7 +296,7 @@ export function createApp(ctx: ServerContext): Hono {
         "size_bytes",
       );
     }
-    const composition = body.composition ?? "index.html";
+    const composition = body.composition ?? OPTIONS.composition.default;
     if (typeof composition !== "string" || composition.trim() === "") {
       throw invalid("composition", "must be the entry HTML file's path inside the zip");
     }
@@ -392,14 +419,10 @@ export function createApp(ctx: ServerContext): Hono {
     const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
     return c.json(await assetJson(ctx, ready));
   });
+}
 
-  renderRoutes(app, ctx, {
-    caller,
-    assetFromUrl: (who, url, composition) =>
-      checks.run(() => assetFromUrl(ctx, who, url, composition)),
-    renderJson: (row) => renderJson(ctx, row),
-  });
-
+/** `GET /v3/vid/renders` (a page), `GET` and `DELETE /v3/vid/renders/:id`. */
+function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps): void {
   app.get("/v3/vid/renders", async (c) => {
     const who = await caller(c);
     const limitText = c.req.query("limit") ?? "20";
@@ -471,7 +494,10 @@ export function createApp(ctx: ServerContext): Hono {
     ctx.storage.deletePrefix(`renders/${row.id}/`).catch(() => {});
     return c.json({ render_id: row.id, deleted: true, refunded_credits: refunded });
   });
+}
 
+/** `GET /v3/files/:id/:kind`: the signed download of a video or its thumbnail. */
+function fileRoutes(app: Hono, ctx: ServerContext): void {
   app.get("/v3/files/:id/:kind", async (c) => {
     const id = c.req.param("id");
     const kind = c.req.param("kind");
@@ -503,8 +529,4 @@ export function createApp(ctx: ServerContext): Hono {
       },
     });
   });
-
-  app.route("/oauth", oauthRoutes(ctx, { throttles }));
-
-  return app;
 }
