@@ -6,5 +6,6 @@
  */
 
 export * from "./errors.ts";
+export * from "./formats.ts";
 export * from "./options.ts";
 export * from "./rules.ts";

@@ -8,9 +8,9 @@
  * refused anywhere is refused with the same words, naming the option in the words of the
  * surface it came through (`--fps`, `fps`, `config.fps`).
  *
- * The tables themselves stay with their owners and are referenced here, never copied: the
- * formats and presets with the encoder (`src/render/encode.ts`), the frame-rate range with
- * the rate parser (`src/composition/frame_rate.ts`), chunk defaults with the chunk planner.
+ * Each table exists once: the formats, presets and chunk defaults in `formats.ts` (the
+ * encoder and the chunk planner re-export them), the frame-rate range with the one rate
+ * parser (`src/composition/frame_rate.ts`), which the `fps` check calls.
  *
  * To add an option: declare it below, then add its flag to the commands that accept it
  * (`cliOption(OPTIONS.x)`) and its field to the surfaces' option types;
@@ -22,8 +22,9 @@
 import { availableParallelism } from "node:os";
 import type { AspectRatio } from "../composition/composition.ts";
 import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
-import { DEFAULT_CHUNK_SIZE, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 import {
+  DEFAULT_CHUNK_SIZE,
+  DEFAULT_MAX_PARALLEL_CHUNKS,
   GIF_MAX_FPS,
   OUTPUT_FORMATS,
   type OutputFormat,
@@ -31,7 +32,7 @@ import {
   type Quality,
   RENDER_FORMATS,
   type RenderFormat,
-} from "../render/encode.ts";
+} from "./formats.ts";
 import { isPlainObject } from "../util/json_shape.ts";
 import { RenderOptionError } from "./errors.ts";
 

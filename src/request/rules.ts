@@ -6,7 +6,7 @@
  * @module
  */
 
-import type { OutputFormat, RenderFormat } from "../render/encode.ts";
+import type { OutputFormat, RenderFormat } from "./formats.ts";
 import { RenderOptionError } from "./errors.ts";
 import { flagOf, OPTIONS, type Resolution } from "./options.ts";
 
