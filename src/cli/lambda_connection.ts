@@ -9,6 +9,7 @@
  */
 
 import { VidError } from "../errors.ts";
+import { OPTIONS, parseOption, RenderOptionError } from "../request/mod.ts";
 import type { RenderConfig } from "../lambda/config.ts";
 import type { S3Options, SfnOptions } from "../lambda/sdk.ts";
 import { explainStackError } from "../lambda/stack_error.ts";
@@ -116,17 +117,21 @@ export function renderConfigFrom(flags: RenderConfigFlags): RenderConfig {
 }
 
 /** Reserved concurrency of the render function, from the environment (deploy's --concurrency). */
-export const RESERVED_ENV = "VID_LAMBDA_RESERVED_CONCURRENCY";
+export const RESERVED_ENV: string = OPTIONS.reservedConcurrency.env!;
 
-/** `VID_LAMBDA_RESERVED_CONCURRENCY` as a positive integer, or `undefined` when unset. */
+/**
+ * `VID_LAMBDA_RESERVED_CONCURRENCY` as a positive integer (the `--reserved-concurrency`
+ * declaration's check), or `undefined` when unset.
+ */
 export function reservedConcurrencyFromEnv(): number | undefined {
   const raw = Deno.env.get(RESERVED_ENV);
   if (raw === undefined || raw === "") return undefined;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) {
-    throw new LambdaUsageError(`${RESERVED_ENV} must be a positive integer, got ${raw}`);
+  try {
+    return parseOption(OPTIONS.reservedConcurrency, raw);
+  } catch (error) {
+    if (!(error instanceof RenderOptionError)) throw error;
+    throw new LambdaUsageError(`${RESERVED_ENV} ${error.detail}`);
   }
-  return value;
 }
 
 /** The function time cap for the warning: `VID_LAMBDA_TIMEOUT_SECONDS`, else 900. */
