@@ -33,6 +33,7 @@ import {
   RenderOptionError,
 } from "../src/request/mod.ts";
 import { VidError } from "../src/errors.ts";
+import { parse as parseYaml } from "yaml";
 
 /** One row: a flag text that parses to `value`, and a flag text that is refused. */
 interface Case {
@@ -380,6 +381,29 @@ describe("request: every declared flag is in the help of the commands that take 
     for (const name of TAKEN_BY["vid render"]) {
       const declaration: OptionDeclaration<string, unknown> = OPTIONS[name];
       assert.ok(help.includes(flagOf(declaration)!), `vid render --help lacks ${name}`);
+    }
+  });
+});
+
+describe("request: the hosted API's contract agrees with the declarations", () => {
+  it("api/openapi.yaml RenderCreate lists each declared field with its choices and default", async () => {
+    const spec = parseYaml(
+      await Deno.readTextFile(new URL("../api/openapi.yaml", import.meta.url)),
+    ) as {
+      components: {
+        schemas: { RenderCreate: { properties: Record<string, Record<string, unknown>> } };
+      };
+    };
+    const properties = spec.components.schemas.RenderCreate.properties;
+    const withApi = ALL_OPTIONS.filter((d) => d.api !== undefined);
+    assert.ok(withApi.length >= 8);
+    for (const declaration of withApi) {
+      const property = properties[declaration.api!];
+      assert.ok(property, `RenderCreate has no ${declaration.api}`);
+      if (declaration.choices) assert.deepEqual(property.enum, [...declaration.choices]);
+      if (declaration.choices && declaration.default !== undefined) {
+        assert.equal(property.default, declaration.default, declaration.api);
+      }
     }
   });
 });
