@@ -148,7 +148,9 @@ export class ConfigError extends VidError {
    * @param flag The command-line flag that sets the field, when one does.
    */
   constructor(field: string, message: string, flag?: string) {
-    super(`[validateConfig] ${field}: ${message}`, { field, flag, detail: message, exitCode: 2 });
+    // Exit 1, as before the request was declared once: the execution input as a whole is bad
+    // (its size, a field no flag sets), which the command line reports as a failed run.
+    super(`[validateConfig] ${field}: ${message}`, { field, flag, detail: message, exitCode: 1 });
   }
 }
 
