@@ -15,6 +15,7 @@ import {
   deploySite,
   getRenderProgress,
   type LambdaRenderProgress,
+  type RenderHandle,
   renderToLambda,
   type SiteHandle,
   siteHandleFromId,
@@ -23,6 +24,7 @@ import { loadSite } from "../lambda/sites.ts";
 import { packageProject } from "../project/package.ts";
 import { OPTIONS } from "../request/options.ts";
 import {
+  type Connection,
   connection,
   type ConnectionFlags,
   ENV_HELP,
@@ -145,40 +147,7 @@ async function runLambdaRender(
       outputKey: options.outputKey ?? "renders/r-check/out.mp4",
       config,
     });
-    let siteHandle: SiteHandle;
-    let duration: number | undefined;
-    if (options.siteId) {
-      // The site in the bucket is what renders: check it exists and holds the
-      // composition, and read the declarations from it, before anything starts.
-      const site = await loadSite(options.siteId, bucketName, {
-        composition: options.composition,
-        s3: conn.s3,
-      });
-      siteHandle = site;
-      duration = site.duration;
-      if (projectDir !== undefined) {
-        const local = await packageProject(projectDir, { composition: options.composition })
-          .then((pkg) => pkg.siteId, () => undefined);
-        if (local !== undefined && local !== site.siteId) {
-          warn(
-            `${projectDir} packages as ${local}, not ${site.siteId}: rendering the uploaded ` +
-              `site ${site.siteId} (--site-id); drop --site-id to upload and render ` +
-              `${projectDir} as it is now`,
-          );
-        }
-      }
-    } else {
-      siteHandle = await deploySite({
-        projectDir: projectDir!,
-        composition: options.composition,
-        bucketName,
-        s3: conn.s3,
-      });
-      duration = await readComposition(projectDir!, options.composition).then(
-        (composition) => composition.duration,
-        () => undefined,
-      );
-    }
+    const { siteHandle, duration } = await renderSite(projectDir, options, conn);
     // The composition's length sizes the largest chunk for the time-cap warning.
     const frames = duration !== undefined
       ? frameCount(duration, options.fps ?? Number(OPTIONS.fps.default))
@@ -213,37 +182,94 @@ async function runLambdaRender(
       }
       return;
     }
-    if (!options.json) console.error(`started ${handle.renderId}`);
-    let last = "";
-    let progress: LambdaRenderProgress;
-    while (true) {
-      progress = await getRenderProgress({
-        executionArn: handle.executionArn,
-        bucketName,
-        sfn: conn.sfn,
-        s3: conn.s3,
-      });
-      const line = progressLine(progress);
-      if (line !== last) {
-        if (options.json) {
-          console.error(JSON.stringify({ event: "progress", ...progressJson(progress) }));
-        } else console.error(line);
-        last = line;
-      }
-      if (progress.status !== "running") break;
-      await new Promise((resolve) => setTimeout(resolve, options.pollInterval));
-    }
-    const ok = progress.status === "succeeded";
-    if (options.json) {
-      console.log(JSON.stringify({ ok, ...started, ...progressJson(progress) }, null, 2));
-    } else if (ok) {
-      console.log(progress.outputLocation);
-    } else {
-      for (const e of progress.errors) console.error(`error: ${readableExecutionError(e)}`);
-      console.error(`render ${handle.renderId} ${progress.status}`);
-    }
-    if (!ok) Deno.exitCode = EXIT.failed;
+    await followRender(handle, started, options, conn);
   } catch (error) {
     fail(error, options.json);
   }
+}
+
+/**
+ * The site that renders and the composition's length (for the time-cap warning): the
+ * uploaded site (`--site-id`, checked in the bucket; a project directory that no longer
+ * packages to it is a warning), or the project deployed now.
+ */
+async function renderSite(
+  projectDir: string | undefined,
+  options: LambdaRenderFlags,
+  conn: Connection,
+): Promise<{ siteHandle: SiteHandle; duration: number | undefined }> {
+  let siteHandle: SiteHandle;
+  let duration: number | undefined;
+  if (options.siteId) {
+    // The site in the bucket is what renders: check it exists and holds the
+    // composition, and read the declarations from it, before anything starts.
+    const site = await loadSite(options.siteId, conn.bucket(), {
+      composition: options.composition,
+      s3: conn.s3,
+    });
+    siteHandle = site;
+    duration = site.duration;
+    if (projectDir !== undefined) {
+      const local = await packageProject(projectDir, { composition: options.composition })
+        .then((pkg) => pkg.siteId, () => undefined);
+      if (local !== undefined && local !== site.siteId) {
+        warn(
+          `${projectDir} packages as ${local}, not ${site.siteId}: rendering the uploaded ` +
+            `site ${site.siteId} (--site-id); drop --site-id to upload and render ` +
+            `${projectDir} as it is now`,
+        );
+      }
+    }
+  } else {
+    siteHandle = await deploySite({
+      projectDir: projectDir!,
+      composition: options.composition,
+      bucketName: conn.bucket(),
+      s3: conn.s3,
+    });
+    duration = await readComposition(projectDir!, options.composition).then(
+      (composition) => composition.duration,
+      () => undefined,
+    );
+  }
+  return { siteHandle, duration };
+}
+
+/** `--wait`: polls the render, printing each new progress line, until it finishes. */
+async function followRender(
+  handle: RenderHandle,
+  started: Record<string, string>,
+  options: LambdaRenderFlags,
+  conn: Connection,
+): Promise<void> {
+  if (!options.json) console.error(`started ${handle.renderId}`);
+  let last = "";
+  let progress: LambdaRenderProgress;
+  while (true) {
+    progress = await getRenderProgress({
+      executionArn: handle.executionArn,
+      bucketName: handle.bucketName,
+      sfn: conn.sfn,
+      s3: conn.s3,
+    });
+    const line = progressLine(progress);
+    if (line !== last) {
+      if (options.json) {
+        console.error(JSON.stringify({ event: "progress", ...progressJson(progress) }));
+      } else console.error(line);
+      last = line;
+    }
+    if (progress.status !== "running") break;
+    await new Promise((resolve) => setTimeout(resolve, options.pollInterval));
+  }
+  const ok = progress.status === "succeeded";
+  if (options.json) {
+    console.log(JSON.stringify({ ok, ...started, ...progressJson(progress) }, null, 2));
+  } else if (ok) {
+    console.log(progress.outputLocation);
+  } else {
+    for (const e of progress.errors) console.error(`error: ${readableExecutionError(e)}`);
+    console.error(`render ${handle.renderId} ${progress.status}`);
+  }
+  if (!ok) Deno.exitCode = EXIT.failed;
 }
