@@ -6,8 +6,9 @@
  */
 
 import { type Command, InvalidArgumentError } from "@commander-js/extra-typings";
+import type { CloudClient } from "../cloud/client.ts";
 import { connectCloud } from "../cloud/connect.ts";
-import { cloudRender, type CloudRenderRecord } from "../cloud/render.ts";
+import { cloudRender, type CloudRenderRecord, type CloudRenderResult } from "../cloud/render.ts";
 import { OPTIONS } from "../request/options.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { EXIT, integerIn, reportError, warn } from "./shared.ts";
@@ -135,56 +136,11 @@ function registerCloudRender(cloud: Command): void {
             idempotencyKey: options.idempotencyKey,
             signal: controller.signal,
             onWarning: warn,
-            onStage: (stage, detail) => {
-              if (stage === "submitted") submitted = String(detail?.renderId);
-              if (options.json) return;
-              if (stage === "uploading") {
-                console.error(`uploading ${formatBytes(Number(detail?.bytes))}`);
-              } else if (stage === "submitted") {
-                console.error(`submitted ${detail?.renderId}`);
-              } else if (stage === "rendering") {
-                const progress = Math.round(Number(detail?.progress ?? 0) * 100);
-                console.error(`${detail?.status} ${progress}%`);
-              } else if (stage === "downloading") {
-                console.error(`downloading to ${detail?.output}`);
-              }
-            },
+            onStage: stageReporter(options.json === true, (id) => submitted = id),
           },
-          () =>
-            connectCloud({
-              onRetry: (info) => {
-                retryNotice(info);
-                const billable = info.what === "create the asset" ||
-                  info.what === "upload the project zip" || info.what === "submit the render";
-                if (billable && !options.idempotencyKey) {
-                  warn(
-                    "upload retried without an idempotency key: this run reuses its own key, " +
-                      "but re-running the command may create a duplicate asset and bill twice; " +
-                      "pass --idempotency-key to make re-runs safe",
-                  );
-                }
-              },
-              onWarning: warn,
-            }),
+          () => connectForRender(options.idempotencyKey),
         );
-        if (options.json) {
-          console.log(JSON.stringify({ ok: true, ...result }, null, 2));
-        } else if (result.dryRun) {
-          console.log(
-            `${result.projectDir} (${result.composition}, ${result.aspectRatio})\n` +
-              `  zip ${formatBytes(result.compressedBytes)} (${
-                formatBytes(result.uncompressedBytes)
-              } ` +
-              `unpacked), ${result.fileCount} files, site ${result.siteId}\n  largest files:`,
-          );
-          for (const file of result.largest) {
-            console.log(`    ${formatBytes(file.size).padStart(10)}  ${file.path}`);
-          }
-        } else if (result.status === "queued") {
-          console.log(result.renderId);
-        } else {
-          console.log(`rendered ${result.output} (${result.renderId})`);
-        }
+        printCloudResult(result, options.json === true);
       } catch (error) {
         if (controller.signal.aborted) {
           console.error(
@@ -200,6 +156,69 @@ function registerCloudRender(cloud: Command): void {
         Deno.removeSignalListener("SIGINT", stop);
       }
     });
+}
+
+/** Tells the user what `vid cloud render` is doing; `onSubmitted` learns the render id. */
+function stageReporter(
+  json: boolean,
+  onSubmitted: (renderId: string) => void,
+): (stage: string, detail?: Record<string, unknown>) => void {
+  return (stage, detail) => {
+    if (stage === "submitted") onSubmitted(String(detail?.renderId));
+    if (json) return;
+    if (stage === "uploading") {
+      console.error(`uploading ${formatBytes(Number(detail?.bytes))}`);
+    } else if (stage === "submitted") {
+      console.error(`submitted ${detail?.renderId}`);
+    } else if (stage === "rendering") {
+      const progress = Math.round(Number(detail?.progress ?? 0) * 100);
+      console.error(`${detail?.status} ${progress}%`);
+    } else if (stage === "downloading") {
+      console.error(`downloading to ${detail?.output}`);
+    }
+  };
+}
+
+/**
+ * Signs in for a render; a retried billable call without `--idempotency-key` warns that a
+ * re-run may bill twice.
+ */
+function connectForRender(idempotencyKey: string | undefined): Promise<CloudClient> {
+  return connectCloud({
+    onRetry: (info) => {
+      retryNotice(info);
+      const billable = info.what === "create the asset" ||
+        info.what === "upload the project zip" || info.what === "submit the render";
+      if (billable && !idempotencyKey) {
+        warn(
+          "upload retried without an idempotency key: this run reuses its own key, " +
+            "but re-running the command may create a duplicate asset and bill twice; " +
+            "pass --idempotency-key to make re-runs safe",
+        );
+      }
+    },
+    onWarning: warn,
+  });
+}
+
+/** Prints what `vid cloud render` did: JSON, the dry run's zip, the render id or the file. */
+function printCloudResult(result: CloudRenderResult, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify({ ok: true, ...result }, null, 2));
+  } else if (result.dryRun) {
+    console.log(
+      `${result.projectDir} (${result.composition}, ${result.aspectRatio})\n` +
+        `  zip ${formatBytes(result.compressedBytes)} (${formatBytes(result.uncompressedBytes)} ` +
+        `unpacked), ${result.fileCount} files, site ${result.siteId}\n  largest files:`,
+    );
+    for (const file of result.largest) {
+      console.log(`    ${formatBytes(file.size).padStart(10)}  ${file.path}`);
+    }
+  } else if (result.status === "queued") {
+    console.log(result.renderId);
+  } else {
+    console.log(`rendered ${result.output} (${result.renderId})`);
+  }
 }
 
 /** Registers the `list` subcommand. */
