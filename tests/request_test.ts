@@ -12,6 +12,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import type { CommandUnknownOpts } from "@commander-js/extra-typings";
 import { buildProgram } from "../src/cli/main.ts";
+import { renderConfigFrom } from "../src/cli/lambda_connection.ts";
 import type { RenderConfig } from "../src/lambda/config.ts";
 import type { CloudRenderOptions } from "../src/cloud/render.ts";
 import type { RenderOptions } from "../src/render/render.ts";
@@ -148,6 +149,19 @@ describe("request: each option parses, defaults and refuses in one place", () =>
     assert.equal(OPTIONS.maxWait.default, 60);
     assert.equal(OPTIONS.composition.default, "index.html");
     assert.equal(OPTIONS.seed.default, 1);
+  });
+
+  it("the lambda flags become the distributed config under their declared config fields", () => {
+    assert.deepEqual(
+      renderConfigFrom({ fps: 25, format: "webm", chunkSize: 60, width: undefined }),
+      { fps: 25, format: "webm", chunkSize: 60 },
+    );
+    for (const name of ["width", "height", "fps", "videoFormat", "quality", "chunkSize"] as const) {
+      const field = OPTIONS[name].config!;
+      assert.ok(field, name);
+      const flags = { [OPTIONS[name].key]: name === "fps" ? 24 : "x" };
+      assert.ok(field in renderConfigFrom(flags), `${name} -> config.${field}`);
+    }
   });
 
   it("an unset value passes; a value of the wrong JSON type is refused by name", () => {

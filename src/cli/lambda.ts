@@ -1,6 +1,9 @@
 /**
  * `vid lambda`: distributed rendering on AWS Lambda and Step Functions (or the local
- * stack): `local`, `deploy`, `sites create`, `render`, `progress`.
+ * stack). One module per subcommand group: `lambda_stack.ts` (`local`, `deploy`),
+ * `lambda_sites.ts` (`sites create|list|rm`), `lambda_render.ts` (`render`),
+ * `lambda_batch.ts` (`render-batch`), `lambda_renders.ts` (`progress`, `cancel`,
+ * `download`); the connection helpers they share are in `lambda_connection.ts`.
  *
  * @module
  */

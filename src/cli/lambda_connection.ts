@@ -9,7 +9,7 @@
  */
 
 import { VidError } from "../errors.ts";
-import { OPTIONS, parseOption, RenderOptionError } from "../request/mod.ts";
+import { OPTIONS, type OptionValue, parseOption, RenderOptionError } from "../request/mod.ts";
 import type { RenderConfig } from "../lambda/config.ts";
 import type { S3Options, SfnOptions } from "../lambda/sdk.ts";
 import { explainStackError } from "../lambda/stack_error.ts";
@@ -83,37 +83,43 @@ export function connection(flags: ConnectionFlags): Connection {
 }
 
 /**
- * The render options `vid lambda render` and `vid lambda render-batch` share. Their flag
- * definitions are written out in each command: a generic helper adding them to a command
- * makes commander's typed option inference too deep for the type checker.
+ * The render options `vid lambda render` and `vid lambda render-batch` share, as their
+ * declarations (`src/request/options.ts`) type them. Each command adds the flags with
+ * `cliOption(OPTIONS.x)`: a generic helper adding them all makes commander's typed option
+ * inference too deep for the type checker.
  */
 export interface RenderConfigFlags {
-  width?: number;
-  height?: number;
+  width?: OptionValue<typeof OPTIONS.width>;
+  height?: OptionValue<typeof OPTIONS.height>;
   fps?: number;
-  format?: RenderConfig["format"];
-  quality?: RenderConfig["quality"];
-  chunkSize?: number;
-  maxParallelChunks?: number;
-  targetChunkFrames?: number;
+  format?: OptionValue<typeof OPTIONS.videoFormat>;
+  quality?: OptionValue<typeof OPTIONS.quality>;
+  chunkSize?: OptionValue<typeof OPTIONS.chunkSize>;
+  maxParallelChunks?: OptionValue<typeof OPTIONS.maxParallelChunks>;
+  targetChunkFrames?: OptionValue<typeof OPTIONS.targetChunkFrames>;
 }
+
+/** The options whose flag value goes into the distributed `config` under their config field. */
+const CONFIG_FLAGS = [
+  OPTIONS.width,
+  OPTIONS.height,
+  OPTIONS.fps,
+  OPTIONS.videoFormat,
+  OPTIONS.quality,
+  OPTIONS.chunkSize,
+  OPTIONS.maxParallelChunks,
+  OPTIONS.targetChunkFrames,
+] as const;
 
 /** The {@linkcode RenderConfig} of the shared render options; unset ones are left out. */
 export function renderConfigFrom(flags: RenderConfigFlags): RenderConfig {
-  const config: RenderConfig = {
-    fps: flags.fps,
-    width: flags.width,
-    height: flags.height,
-    format: flags.format,
-    quality: flags.quality,
-    chunkSize: flags.chunkSize,
-    maxParallelChunks: flags.maxParallelChunks,
-    targetChunkFrames: flags.targetChunkFrames,
-  };
-  for (const key of Object.keys(config) as (keyof RenderConfig)[]) {
-    if (config[key] === undefined) delete config[key];
+  const config: Record<string, unknown> = {};
+  for (const declaration of CONFIG_FLAGS) {
+    const value = flags[declaration.key as keyof RenderConfigFlags];
+    if (value !== undefined) config[declaration.config!] = value;
   }
-  return config;
+  // Each value passed its declaration's check when the flag was parsed.
+  return config as RenderConfig;
 }
 
 /** Reserved concurrency of the render function, from the environment (deploy's --concurrency). */
