@@ -9,7 +9,6 @@ import { InvalidArgumentError } from "@commander-js/extra-typings";
 import { StrictVariablesError } from "../composition/errors.ts";
 import { VidError } from "../errors.ts";
 import { PageError } from "../render/page_error.ts";
-import { OPTIONS, parseOption, RenderOptionError } from "../request/mod.ts";
 
 /** Exit codes of the CLI. */
 export const EXIT = {
@@ -30,22 +29,6 @@ export function integerIn(flag: string, min: number, max: number): (value: strin
       throw new InvalidArgumentError(`${flag} must be an integer from ${min} to ${max}.`);
     }
     return n;
-  };
-}
-
-/**
- * Parses a frame-rate flag (`30`, `29.97`, `30000/1001`) with the declared `fps` option,
- * naming `flag` on error. Returns the rate's value num/den, which every surface maps back
- * to the same fraction.
- */
-export function frameRateArg(flag: string): (value: string) => number {
-  return (value: string): number => {
-    try {
-      return parseOption(OPTIONS.fps, value) as number;
-    } catch (error) {
-      if (!(error instanceof RenderOptionError)) throw error;
-      throw new InvalidArgumentError(`${flag}: ${error.detail}.`);
-    }
   };
 }
 
