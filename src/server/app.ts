@@ -254,6 +254,7 @@ export function createApp(ctx: ServerContext): Hono {
 
   const deps: RouteDeps = { caller, checks };
   assetRoutes(app, ctx, deps);
+  uploadRoute(app, ctx, deps);
   renderRoutes(app, ctx, {
     caller,
     assetFromUrl: (who, url, composition) =>
@@ -276,8 +277,8 @@ interface RouteDeps {
   checks: Slots;
 }
 
-/** `POST /v3/assets`, `GET /v3/assets/:id` and the signed upload `PUT /v3/uploads/:id`. */
-function assetRoutes(app: Hono, ctx: ServerContext, { caller, checks }: RouteDeps): void {
+/** `POST /v3/assets` and `GET /v3/assets/:id`. */
+function assetRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps): void {
   app.post("/v3/assets", async (c) => {
     const who = await caller(c);
     const key = idempotencyKey(c);
@@ -348,76 +349,6 @@ function assetRoutes(app: Hono, ctx: ServerContext, { caller, checks }: RouteDep
     ) as Row | undefined;
     if (!row) throw notFound("asset", c.req.param("id"));
     return c.json(await assetJson(ctx, row));
-  });
-
-  app.put("/v3/uploads/:id", async (c) => {
-    const id = c.req.param("id");
-    const path = `/v3/uploads/${id}`;
-    const expires = Number(c.req.query("expires"));
-    const sig = c.req.query("sig") ?? "";
-    if (!(await verifyPath(ctx.secret, "upload", path, expires, sig))) {
-      throw new ApiError(
-        403,
-        "vid_forbidden",
-        "the upload URL is expired or invalid; create the asset again",
-      );
-    }
-    const row = ctx.db.prepare("select * from assets where id = ?").get(id) as Row | undefined;
-    if (!row) throw notFound("asset", id);
-    // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
-    // one is refused, so it can never replace a ready project.
-    const claimed = ctx.db.prepare(
-      "update assets set upload_started_at = ? where id = ? and status = 'pending_upload' and upload_started_at is null",
-    ).run(Date.now(), id);
-    if (Number(claimed.changes) !== 1) {
-      throw new ApiError(
-        409,
-        "vid_asset_not_ready",
-        row.status === "pending_upload"
-          ? `asset ${id} is being uploaded by another request; an upload URL is used once`
-          : `asset ${id} was uploaded already`,
-      );
-    }
-    await mkdir(ctx.workDir, { recursive: true });
-    const dir = await mkdtemp(join(ctx.workDir, "put-"));
-    try {
-      // The body goes to disk first: a slow sender holds a file, not a check slot.
-      const limit = Math.min(Number(row.size_bytes), MAX_UPLOAD_BYTES);
-      const file = join(dir, "upload.zip");
-      const size = await bodyToFile(
-        c,
-        limit,
-        file,
-        () =>
-          new ApiError(
-            413,
-            "vid_payload_too_large",
-            `the upload is larger than this asset's declared size or the ${
-              MAX_UPLOAD_BYTES / 1024 / 1024
-            } MB limit (${limit} bytes allowed)`,
-          ),
-      );
-      if (size !== Number(row.size_bytes)) {
-        throw invalid("body", `expected ${row.size_bytes} bytes as declared, got ${size}`);
-      }
-      await checks.run(async () => {
-        const zip = new Uint8Array(await readFile(file));
-        if (row.sha256 && (await sha256Hex(zip)) !== row.sha256) {
-          throw invalid("body", "the upload does not match the declared sha256");
-        }
-        await ingestProject(ctx, id, zip, String(row.composition));
-      });
-    } catch (error) {
-      // A failed upload frees the URL for another try.
-      ctx.db.prepare(
-        "update assets set upload_started_at = null where id = ? and status = 'pending_upload'",
-      ).run(id);
-      throw error;
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-    const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
-    return c.json(await assetJson(ctx, ready));
   });
 }
 
@@ -528,5 +459,81 @@ function fileRoutes(app: Hono, ctx: ServerContext): void {
         "content-disposition": `attachment; filename="${id}.${ext}"`,
       },
     });
+  });
+}
+
+/**
+ * `PUT /v3/uploads/:id`: the signed, single-use upload of an asset's zip, written to disk,
+ * checked against the declared size and sha256, then ingested.
+ */
+function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void {
+  app.put("/v3/uploads/:id", async (c) => {
+    const id = c.req.param("id");
+    const path = `/v3/uploads/${id}`;
+    const expires = Number(c.req.query("expires"));
+    const sig = c.req.query("sig") ?? "";
+    if (!(await verifyPath(ctx.secret, "upload", path, expires, sig))) {
+      throw new ApiError(
+        403,
+        "vid_forbidden",
+        "the upload URL is expired or invalid; create the asset again",
+      );
+    }
+    const row = ctx.db.prepare("select * from assets where id = ?").get(id) as Row | undefined;
+    if (!row) throw notFound("asset", id);
+    // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
+    // one is refused, so it can never replace a ready project.
+    const claimed = ctx.db.prepare(
+      "update assets set upload_started_at = ? where id = ? and status = 'pending_upload' and upload_started_at is null",
+    ).run(Date.now(), id);
+    if (Number(claimed.changes) !== 1) {
+      throw new ApiError(
+        409,
+        "vid_asset_not_ready",
+        row.status === "pending_upload"
+          ? `asset ${id} is being uploaded by another request; an upload URL is used once`
+          : `asset ${id} was uploaded already`,
+      );
+    }
+    await mkdir(ctx.workDir, { recursive: true });
+    const dir = await mkdtemp(join(ctx.workDir, "put-"));
+    try {
+      // The body goes to disk first: a slow sender holds a file, not a check slot.
+      const limit = Math.min(Number(row.size_bytes), MAX_UPLOAD_BYTES);
+      const file = join(dir, "upload.zip");
+      const size = await bodyToFile(
+        c,
+        limit,
+        file,
+        () =>
+          new ApiError(
+            413,
+            "vid_payload_too_large",
+            `the upload is larger than this asset's declared size or the ${
+              MAX_UPLOAD_BYTES / 1024 / 1024
+            } MB limit (${limit} bytes allowed)`,
+          ),
+      );
+      if (size !== Number(row.size_bytes)) {
+        throw invalid("body", `expected ${row.size_bytes} bytes as declared, got ${size}`);
+      }
+      await checks.run(async () => {
+        const zip = new Uint8Array(await readFile(file));
+        if (row.sha256 && (await sha256Hex(zip)) !== row.sha256) {
+          throw invalid("body", "the upload does not match the declared sha256");
+        }
+        await ingestProject(ctx, id, zip, String(row.composition));
+      });
+    } catch (error) {
+      // A failed upload frees the URL for another try.
+      ctx.db.prepare(
+        "update assets set upload_started_at = null where id = ? and status = 'pending_upload'",
+      ).run(id);
+      throw error;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
+    return c.json(await assetJson(ctx, ready));
   });
 }
