@@ -32,6 +32,7 @@ export {
 export type { AspectRatio } from "./src/composition/composition.ts";
 export type { OutputFormat, Quality } from "./src/render/encode.ts";
 export type { PackagedFile } from "./src/project/package.ts";
+export type { Resolution } from "./src/request/options.ts";
 export {
   type Authenticator,
   bearerAuth,
