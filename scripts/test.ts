@@ -69,6 +69,8 @@ const TYPE_CHECKED: string[] = [
   "mod.ts",
   "render.ts",
   "lambda.ts",
+  "cloud.ts",
+  "server.ts",
   "cli.ts",
   "src",
   "worker",

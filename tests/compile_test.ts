@@ -36,7 +36,7 @@ import {
 } from "../scripts/compile.ts";
 import { runtimeAssetUrls } from "../scripts/build_npm.ts";
 import { COMMAND_MODULES } from "../src/cli/main.ts";
-import { node22 } from "../src/lambda/local_stack.ts";
+import { node22 } from "../src/lambda/local/local_stack.ts";
 import { ROOT } from "./helpers.ts";
 
 const decoder = new TextDecoder();
@@ -318,7 +318,7 @@ describe("runtime files from a compiled layout", () => {
 
     await Deno.writeTextFile(
       join(layout, "probe.ts"),
-      'import { workerBundle } from "./src/lambda/local_stack.ts";\n' +
+      'import { workerBundle } from "./src/lambda/local/local_stack.ts";\n' +
         "console.log(await workerBundle());\n",
     );
     const probe = await run(Deno.execPath(), ["run", "-A", join(layout, "probe.ts")], {
@@ -351,7 +351,7 @@ describe("runtime files from a compiled layout", () => {
     }
     await Deno.writeTextFile(
       join(layout, "probe.ts"),
-      'import { workerBundle } from "./src/lambda/local_stack.ts";\n' +
+      'import { workerBundle } from "./src/lambda/local/local_stack.ts";\n' +
         "console.log(await workerBundle());\n",
     );
     const probe = await run(Deno.execPath(), ["run", "-A", join(layout, "probe.ts")], {

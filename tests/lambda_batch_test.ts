@@ -40,7 +40,7 @@ import {
   renderBatch,
 } from "../src/lambda/batch.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
-import { startLocalStepFunctions } from "../src/lambda/local_sfn.ts";
+import { startLocalStepFunctions } from "../src/lambda/local/local_sfn.ts";
 import {
   LOCAL_BUCKET,
   type LocalStack,
@@ -48,7 +48,7 @@ import {
   type S3Server,
   startLocalStack,
   startS3Server,
-} from "../src/lambda/local_stack.ts";
+} from "../src/lambda/local/local_stack.ts";
 import {
   deploySite,
   getRenderProgress,
@@ -834,7 +834,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     assert.equal(strict.code, 1);
     const error = JSON.parse(strict.stdout).error;
     assert.equal(error.name, "StrictVariablesError");
-    assert.equal(error.field, "title");
+    assert.equal(error.field, "variables.title");
     assert.equal(state.starts - before, 1, "nothing started");
 
     // The project changed since the upload: the uploaded site renders, and a warning says so.

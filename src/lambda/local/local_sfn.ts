@@ -31,7 +31,7 @@ import { Buffer } from "node:buffer";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StateMachine, type StateMachineDefinition } from "aws-local-stepfunctions";
-import { MAX_EXECUTION_INPUT_BYTES } from "./config.ts";
+import { MAX_EXECUTION_INPUT_BYTES } from "../config.ts";
 
 /** Options of {@linkcode startLocalStepFunctions}. */
 export interface LocalStepFunctionsOptions {
