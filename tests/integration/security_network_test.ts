@@ -34,7 +34,11 @@ import { RemoteMediaError } from "../../src/render/remote.ts";
 import { BlockedMediaError } from "../../src/render/guarded_media.ts";
 import { fetchProjectUrl } from "../../src/server/url_source.ts";
 import type { ApiError } from "../../src/server/errors.ts";
-import { CallbackUrlError, checkCallbackTarget, deliverWebhook } from "../../src/server/webhooks.ts";
+import {
+  CallbackUrlError,
+  checkCallbackTarget,
+  deliverWebhook,
+} from "../../src/server/webhooks.ts";
 import { zipSync } from "fflate";
 import { compositionHtml, makeProject, near, probeVideo, rgb, ROOT } from "../helpers.ts";
 import { join } from "node:path";
