@@ -39,8 +39,13 @@ export type ParsedBatchLine =
  *
  * @example
  * ```ts
- * checkBatchEntry({ outputKey: "a.mp4", variables: { title: "Ada" } }, 1, declarations);
- * // { kind: "entry", outputKey: "a.mp4", variables: { title: "Ada" } }
+ * import assert from "node:assert/strict";
+ *
+ * const declarations = [{ id: "title", type: "string", label: "Title" } as const];
+ * assert.deepEqual(
+ *   checkBatchEntry({ outputKey: "a.mp4", variables: { title: "Ada" } }, 1, declarations),
+ *   { kind: "entry", outputKey: "a.mp4", variables: { title: "Ada" } },
+ * );
  * ```
  */
 export function checkBatchEntry(
@@ -93,8 +98,14 @@ export function checkBatchEntry(
  *
  * @example
  * ```ts
- * parseBatchLine('{"outputKey":"a.mp4"}', 1, []); // { kind: "entry", outputKey: "a.mp4", variables: {} }
- * parseBatchLine("", 2, []); // { kind: "blank" }
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseBatchLine('{"outputKey":"a.mp4"}', 1, []), {
+ *   kind: "entry",
+ *   outputKey: "a.mp4",
+ *   variables: {},
+ * });
+ * assert.deepEqual(parseBatchLine("", 2, []), { kind: "blank" });
  * ```
  */
 export function parseBatchLine(
@@ -144,8 +155,12 @@ export interface CsvRecord {
  *
  * @example
  * ```ts
- * parseCsv('outputKey,title\na.mp4,"Hello, world"\n');
- * // [{ line: 1, cells: ["outputKey", "title"] }, { line: 2, cells: ["a.mp4", "Hello, world"] }]
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseCsv('outputKey,title\na.mp4,"Hello, world"\n'), [
+ *   { line: 1, cells: ["outputKey", "title"] },
+ *   { line: 2, cells: ["a.mp4", "Hello, world"] },
+ * ]);
  * ```
  */
 export function parseCsv(text: string): CsvRecord[] {
@@ -220,7 +235,10 @@ function typedCell(
  * span lines). A CSV without an `outputKey` column is one invalid row naming the header.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * import { readComposition } from "../composition/composition.ts";
+ *
+ * const { declarations } = await readComposition("examples/hello");
  * for await (const { line, parsed } of readBatchFile("rows.csv", declarations)) {
  *   if (parsed.kind === "entry") console.log(line, parsed.outputKey, parsed.variables);
  * }

@@ -151,10 +151,12 @@ export type LocalBatchSummary = Record<LocalBatchRowStatus, number> & { rows: nu
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { summarizeLocalBatch } from "@vid/cli";
  *
- * const s = summarizeLocalBatch(result.rows);
- * console.log(`${s.rendered} rendered, ${s.failed} failed`);
+ * const s = summarizeLocalBatch([]);
+ * assert.equal(s.rows, 0);
+ * assert.equal(s.rendered, 0);
  * ```
  */
 export function summarizeLocalBatch(rows: readonly LocalBatchManifestRow[]): LocalBatchSummary {
@@ -274,7 +276,7 @@ function outputFor(outDir: string, outputKey: string): string {
  * same inputs, so an interrupted batch resumes.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { renderBatchLocal, summarizeLocalBatch } from "@vid/cli";
  *
  * const { rows } = await renderBatchLocal({

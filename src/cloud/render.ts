@@ -271,7 +271,9 @@ async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  * (never for `dryRun`), so a dry run needs no sign-in.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * import { connectCloud } from "./connect.ts";
+ *
  * const result = await cloudRender({ target: "examples/hello" }, () => connectCloud());
  * if (!result.dryRun && result.status === "completed") console.log(result.output);
  * ```

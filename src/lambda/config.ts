@@ -216,7 +216,9 @@ const MAX_DIMENSION = 8192;
  *
  * @example
  * ```ts
- * serializedBytes({ title: "€" }); // 15: the euro sign is three bytes
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(serializedBytes({ title: "€" }), 15); // the euro sign is three bytes
  * ```
  */
 export function serializedBytes(value: unknown): number {
@@ -395,6 +397,9 @@ function checkRenderConfig(config: Record<string, unknown>): void {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const warnings: string[] = [];
  * const input = validateConfig({
  *   renderId: "r1",
  *   bucketName: "vid-renders",
@@ -402,7 +407,9 @@ function checkRenderConfig(config: Record<string, unknown>): void {
  *   serveUrl: "https://vid-renders.s3.amazonaws.com/sites/site-0123456789abcdef/",
  *   outputKey: "renders/r1/out.mp4",
  *   config: { fps: 30, format: "mp4", variables: { title: "Hi" } },
- * }, { reservedConcurrency: 8, onWarning: (m) => console.warn(m) }); // warns: 8 < 16
+ * }, { reservedConcurrency: 8, onWarning: (m) => warnings.push(m) });
+ * assert.equal(input.renderId, "r1");
+ * assert.equal(warnings.length, 1); // reserved concurrency 8 is below 16
  * ```
  *
  * @param input The execution input, as it will be passed to `StartExecution`.

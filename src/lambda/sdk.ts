@@ -513,7 +513,7 @@ async function eachLimited<T>(
  * any change gives a new site id.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { deploySite } from "@vid/cli";
  *
  * const site = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders-123" });
@@ -620,12 +620,16 @@ async function uploadSite(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { siteHandleFromId } from "@vid/cli";
  *
  * const site = siteHandleFromId("site-0123456789abcdef", "vid-renders-123", {
  *   s3: { region: "eu-west-1" },
  * });
- * site.serveUrl; // https://vid-renders-123.s3.eu-west-1.amazonaws.com/sites/site-0123456789abcdef/
+ * assert.equal(
+ *   site.serveUrl,
+ *   "https://vid-renders-123.s3.eu-west-1.amazonaws.com/sites/site-0123456789abcdef/",
+ * );
  * ```
  */
 export function siteHandleFromId(
@@ -662,7 +666,7 @@ function newRenderId(): string {
  * execution named after the render id.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { deploySite, renderToLambda } from "@vid/cli";
  *
  * const siteHandle = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders-123" });
@@ -948,10 +952,11 @@ function readEvents(events: HistoryEvent[], now: number) {
  * included.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { getRenderProgress } from "@vid/cli";
  *
- * const p = await getRenderProgress({ executionArn: render.executionArn });
+ * const executionArn = "arn:aws:states:us-east-1:123456789012:execution:vid-render:r-abc";
+ * const p = await getRenderProgress({ executionArn });
  * console.log(p.status, `${p.chunksDone}/${p.chunksTotal}`, p.outputLocation ?? "");
  * ```
  */

@@ -129,7 +129,7 @@ function notFound(siteId: string, bucketName: string): StackError {
  * `composition` (not in the site) or `bucketName` (no such bucket).
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { loadSite, renderToLambda } from "@vid/cli";
  *
  * const siteHandle = await loadSite("site-0123456789abcdef", "vid-renders-123");
@@ -217,7 +217,7 @@ async function listKeys(
  * last).
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { listSites } from "@vid/cli";
  *
  * for (const site of await listSites("vid-renders-123")) {
@@ -274,7 +274,7 @@ export async function listSites(
  * {@linkcode StackError} (`siteId`) when the site has no object in the bucket.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { removeSite } from "@vid/cli";
  *
  * const deleted = await removeSite("site-0123456789abcdef", "vid-renders-123");

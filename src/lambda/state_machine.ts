@@ -189,7 +189,18 @@ export type TaskPayload = PlanPayload | RenderChunkPayload | AssemblePayload;
  *
  * @example
  * ```ts
- * planChunks(input, 1800).chunks.length; // 8 with the defaults
+ * import assert from "node:assert/strict";
+ * import type { ExecutionInput } from "./config.ts";
+ *
+ * const input: ExecutionInput = {
+ *   renderId: "r1",
+ *   bucketName: "vid-renders",
+ *   siteId: "site-0123456789abcdef",
+ *   serveUrl: "https://vid-renders.s3.amazonaws.com/sites/site-0123456789abcdef/",
+ *   outputKey: "renders/r1/out.mp4",
+ *   config: { fps: 30 },
+ * };
+ * assert.equal(planChunks(input, 1800).chunks.length, 8); // 60 s at 30 fps, default chunking
  * ```
  */
 export function planChunks(input: ExecutionInput, totalFrames: number): PlanResult {
@@ -229,8 +240,12 @@ export const TIME_CAP_FIX =
  *
  * @example
  * ```ts
- * chunkTimeoutCause({ index: 3, from: 90, to: 119 }, 900);
- * // "chunk 3 (frames 90-119) hit the 900 s function time cap: use smaller chunks ..."
+ * import assert from "node:assert/strict";
+ *
+ * assert.match(
+ *   chunkTimeoutCause({ index: 3, from: 90, to: 119 }, 900),
+ *   /^chunk 3 \(frames 90-119\) hit the 900 s function time cap: use smaller chunks/,
+ * );
  * ```
  */
 export function chunkTimeoutCause(
@@ -257,7 +272,7 @@ function nonNegativeInteger(name: string, value: number): number {
  * const definition = stateMachineDefinition({
  *   functionArn: "arn:aws:lambda:us-east-1:123456789012:function:vid-render",
  * });
- * JSON.stringify(definition); // the state machine's `definition`
+ * const json = JSON.stringify(definition); // the state machine's `definition`
  * ```
  *
  * @param functions One function ARN for every task, or one per task.

@@ -57,8 +57,12 @@ function positiveNumber(name: string, value: number): void {
  *
  * @example
  * ```ts
- * estimateChunkSeconds({ width: 1920, height: 1080, frames: 240, memoryMb: 10240 }); // 60
- * estimateChunkSeconds({ width: 1920, height: 1080, frames: 240, memoryMb: 1024 }); // 600
+ * import assert from "node:assert/strict";
+ *
+ * const at = (memoryMb: number) =>
+ *   Math.round(estimateChunkSeconds({ width: 1920, height: 1080, frames: 240, memoryMb }));
+ * assert.equal(at(10240), 60);
+ * assert.equal(at(1024), 600);
  * ```
  */
 export function estimateChunkSeconds(input: ChunkEstimateInput): number {

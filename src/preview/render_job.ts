@@ -211,7 +211,7 @@ function describeError(error: unknown): NonNullable<PreviewRenderStatus["error"]
  * Creates the renderer behind the studio's render dialog.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const jobs = createRenderJobs({ target: "examples/hello", rendersDir: "examples/hello/renders" });
  * jobs.start({ values: { title: "Hi" }, fps: 30, compositionId: "hello" });
  * await jobs.idle();

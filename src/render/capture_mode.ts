@@ -70,7 +70,7 @@ export async function probeBeginFrame(browser: Browser): Promise<string | undefi
  * `screenshot`) overrides `auto`.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const browser = await launchForCapture("auto");
  * console.log(browser.mode); // "beginframe" where chromium-headless-shell is installed
  * ```
@@ -141,7 +141,7 @@ function alive(browser: Browser): boolean {
  * Creates an empty pool of warm capture browsers.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const pool = createBrowserPool();
  * const browser = await pool.acquire("auto", () => {}, 1);
  * await pool.release(browser); // kept for the next render

@@ -34,8 +34,10 @@ export const GOP_SECONDS = 1;
  *
  * @example
  * ```ts
- * gopFrames(30); // 30
- * gopFrames(30000 / 1001); // 30
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(gopFrames(30), 30);
+ * assert.equal(gopFrames(30000 / 1001), 30);
  * ```
  */
 export function gopFrames(fps: number): number {
@@ -128,9 +130,13 @@ export function chunkCount(options: ChunkPlanOptions): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * // 60 s at 30 fps: 60 cells of 30 frames in 8 chunks, 4 x 240 and 4 x 210 frames
- * chunkPlan({ frames: 1800, fps: 30 });
- * chunkPlan({ frames: 300, fps: 30, targetChunkFrames: 100 }).length; // 3: 120, 90, 90
+ * const sizes = chunkPlan({ frames: 1800, fps: 30 }).map((c) => c.frames);
+ * assert.deepEqual(sizes, [240, 240, 240, 240, 210, 210, 210, 210]);
+ * const small = chunkPlan({ frames: 300, fps: 30, targetChunkFrames: 100 }).map((c) => c.frames);
+ * assert.deepEqual(small, [120, 90, 90]);
  * ```
  */
 export function chunkPlan(options: ChunkPlanOptions): Chunk[] {

@@ -168,7 +168,7 @@ async function streamToFile(body: ReadableStream<Uint8Array>, file: string): Pro
  * cannot be both an object and a folder of other keys (`a` and `a/b`), which S3 allows.
  *
  * @example Store and read back a thumbnail
- * ```ts
+ * ```ts no_run
  * import { FsStorage } from "./storage.ts";
  *
  * const storage = new FsStorage("/var/lib/vid/storage");
@@ -211,7 +211,7 @@ export class FsStorage implements Storage {
    * Copies a local file in, streamed by the operating system.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * await new FsStorage("storage").putFile("renders/abc/video.mp4", "out/video.mp4");
@@ -225,7 +225,7 @@ export class FsStorage implements Storage {
    * Stores bytes.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * await new FsStorage("storage").putBytes("notes/a.txt", new TextEncoder().encode("hi"));
@@ -239,7 +239,7 @@ export class FsStorage implements Storage {
    * Opens the object; undefined when missing.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * const object = await new FsStorage("storage").get("notes/a.txt");
@@ -271,7 +271,7 @@ export class FsStorage implements Storage {
    * Copies the object to a local file, creating its folder.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * await new FsStorage("storage").download("projects/abc/project.zip", "/tmp/work/project.zip");
@@ -287,7 +287,7 @@ export class FsStorage implements Storage {
    * Whether a file is stored under key.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * console.log(await new FsStorage("storage").exists("notes/a.txt"));
@@ -307,7 +307,7 @@ export class FsStorage implements Storage {
    * also matches `renders/abc/video.mp4`), then removes folders left empty.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * const deleted = await new FsStorage("storage").deletePrefix("projects/abc/");
@@ -400,7 +400,7 @@ const DELETE_BATCH = 1000;
  * Storage in an S3 bucket, or any service speaking the S3 protocol through `endpoint`.
  *
  * @example Against a local S3 server
- * ```ts
+ * ```ts no_run
  * import { S3Storage } from "./storage.ts";
  *
  * const storage = new S3Storage({
@@ -462,7 +462,7 @@ export class S3Storage implements Storage {
    * Uploads a local file as a stream with a known length.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * const storage = new S3Storage({ bucket: "vid" });
@@ -492,7 +492,7 @@ export class S3Storage implements Storage {
    * Uploads bytes.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * const png = new Uint8Array([137, 80, 78, 71]);
@@ -515,7 +515,7 @@ export class S3Storage implements Storage {
    * Opens the object for reading; undefined when missing.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * const object = await new S3Storage({ bucket: "vid" }).get("thumbnails/abc.png");
@@ -542,7 +542,7 @@ export class S3Storage implements Storage {
    * Copies the object to a local file, creating its folder.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * await new S3Storage({ bucket: "vid" }).download("projects/abc/project.zip", "/tmp/p.zip");
@@ -558,7 +558,7 @@ export class S3Storage implements Storage {
    * Whether an object is stored under key (a HEAD request).
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * console.log(await new S3Storage({ bucket: "vid" }).exists("thumbnails/abc.png"));
@@ -580,7 +580,7 @@ export class S3Storage implements Storage {
    * Deletes every object whose key starts with prefix, a page of up to 1000 at a time.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * const deleted = await new S3Storage({ bucket: "vid" }).deletePrefix("projects/abc/");
@@ -648,7 +648,7 @@ const S3_PARAMS = new Set(["endpoint", "region", "path_style"]);
  * default chain.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { storageFromUrl } from "./storage.ts";
  *
  * const local = storageFromUrl("./storage");
