@@ -11,8 +11,8 @@
  *
  * Part 2, real worker: the local stack (`startLocalStack`, the worker bundle under Node
  * 22 with Chromium and ffmpeg, at most twice the CPU count of tasks at once) renders a
- * 36-line personalised batch from one command: 3 lines broken, one row that fails for real
- * (its page asks for a missing file), and 32 outputs in the bucket, each a video of its
+ * 12-line personalised batch from one command: 3 lines broken, one row that fails for real
+ * (its page asks for a missing file), and 8 outputs in the bucket, each a video of its
  * row's colour. Run again with nothing fixed, only the failed row starts, as attempt 2.
  * The batch file and manifest live inside the project and are never uploaded; one output
  * is downloaded to a file and through a presigned URL; the site is listed and removed.
@@ -1111,7 +1111,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
 
 describe("vid lambda render-batch with the real worker (local stack)", () => {
   /** Row colours: each row's video is filled with its own. */
-  const COLOURS = Array.from({ length: 32 }, (_, i) => {
+  const COLOURS = Array.from({ length: 8 }, (_, i) => {
     const r = (i * 53) % 256;
     const g = (i * 97 + 60) % 256;
     const b = (i * 151 + 120) % 256;
@@ -1168,15 +1168,15 @@ if (v.pic) {
     if (scratch) await Deno.remove(scratch, { recursive: true });
   });
 
-  it("36 lines, 3 broken, 1 failing for real: 32 videos in their row's colour; the rerun starts only the failed row, as attempt 2; the batch file and manifest inside the project are not uploaded; download, sites list / rm", async () => {
+  it("12 lines, 3 broken, 1 failing for real: 8 videos in their row's colour; the rerun starts only the failed row, as attempt 2; the batch file and manifest inside the project are not uploaded; download, sites list / rm", async () => {
     const lines = COLOURS.map((c, i) =>
       JSON.stringify({ outputKey: `people/${i + 1}.mp4`, variables: { fill: hex(c) } })
     );
-    // Three broken lines (10, 20 and the last, 36) and one that renders and fails (25).
-    lines.splice(9, 0, "{ not json");
-    lines.splice(19, 0, JSON.stringify({ variables: { fill: "#ffffff" } }));
+    // Three broken lines (4, 8 and the last, 12) and one that renders and fails (10).
+    lines.splice(3, 0, "{ not json");
+    lines.splice(7, 0, JSON.stringify({ variables: { fill: "#ffffff" } }));
     lines.splice(
-      24,
+      9,
       0,
       JSON.stringify({
         outputKey: "people/pic.mp4",
@@ -1184,7 +1184,7 @@ if (v.pic) {
       }),
     );
     lines.push(JSON.stringify({ outputKey: "people/last.mp4", variables: "not an object" }));
-    assert.equal(lines.length, 36);
+    assert.equal(lines.length, 12);
     // Kept inside the project: neither may change the site (or every row would start again).
     const file = join(project, "people.jsonl");
     await Deno.writeTextFile(file, lines.join("\n") + "\n");
@@ -1219,24 +1219,24 @@ if (v.pic) {
     const t0 = performance.now();
     const out = await batch();
     assert.equal(out.code, 1, out.stderr); // some lines failed to start
-    assert.match(out.stdout, /^33 started, 0 already started, 3 failed to start, 0 skipped\n/);
+    assert.match(out.stdout, /^9 started, 0 already started, 3 failed to start, 0 skipped\n/);
     const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
-    assert.equal(rows.length, 36); // one row per line
+    assert.equal(rows.length, 12); // one row per line
     assert.deepEqual(
       rows.filter((r) => r.status === "failed-to-start").map((r) => r.line),
-      [10, 20, 36],
+      [4, 8, 12],
     );
     const progress = await settle(rows);
     console.log(
-      `33 real renders through the local stack: ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      `9 real renders through the local stack: ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
-    assert.equal(progress.succeeded, 32, JSON.stringify(progress.rows.filter((r) => r.errors[0])));
+    assert.equal(progress.succeeded, 8, JSON.stringify(progress.rows.filter((r) => r.errors[0])));
     assert.equal(progress.failed, 1);
-    assert.equal(progress.rows[24].status, "failed");
+    assert.equal(progress.rows[9].status, "failed");
 
     // The cost counts run time only: at most `concurrency` functions run at once, so the
     // renders' run time cannot exceed concurrency x the wall time. Counting the time tasks
-    // waited for a free worker (most of it, with 33 renders on a few workers) would.
+    // waited for a free worker (most of it, with 9 renders on a few workers) would.
     const wall = (performance.now() - t0) / 1000;
     let runSeconds = 0;
     for (const row of rows.filter((r) => r.executionArn)) {
@@ -1259,14 +1259,14 @@ if (v.pic) {
       env: stack.env,
     });
     assert.equal(report.code, 1, report.stderr);
-    const failedRow = JSON.parse(report.stdout).rows[24];
+    const failedRow = JSON.parse(report.stdout).rows[9];
     const message = failedRow.errors.join("\n");
     assert.match(message, /missing\.png/);
     assert.doesNotMatch(message, /vid-sites|\/tmp\/|errorType/);
 
     const byLine = new Map(rows.map((r) => [r.line, r]));
-    const colourLines = rows.filter((r) => r.status === "started" && r.line !== 25);
-    assert.equal(colourLines.length, 32);
+    const colourLines = rows.filter((r) => r.status === "started" && r.line !== 10);
+    assert.equal(colourLines.length, 8);
     for (const [i, row] of colourLines.entries()) {
       const object = await s3Client.send(
         new GetObjectCommand({ Bucket: stack.RenderBucketName, Key: row.outputKey! }),
@@ -1289,21 +1289,21 @@ if (v.pic) {
     assert.equal(again.code, 1, again.stderr);
     assert.match(
       again.stdout,
-      /^1 started \(1 as a new attempt after a failure\), 32 already started, 3 failed to start, 0 skipped\n/,
+      /^1 started \(1 as a new attempt after a failure\), 8 already started, 3 failed to start, 0 skipped\n/,
     );
     const rerun: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
-    assert.equal(rerun[24].status, "started");
-    assert.equal(rerun[24].attempt, 2);
-    assert.equal(rerun[24].renderId, `${byLine.get(25)!.renderId}-a2`);
-    assert.match(rerun[24].executionArn!, /-a2$/);
-    for (const line of [1, 2, 35]) {
+    assert.equal(rerun[9].status, "started");
+    assert.equal(rerun[9].attempt, 2);
+    assert.equal(rerun[9].renderId, `${byLine.get(10)!.renderId}-a2`);
+    assert.match(rerun[9].executionArn!, /-a2$/);
+    for (const line of [1, 2, 11]) {
       assert.equal(rerun[line - 1].executionArn, byLine.get(line)!.executionArn);
     }
     const second = await settle(rerun);
-    assert.equal(second.rows[24].status, "failed");
+    assert.equal(second.rows[9].status, "failed");
     const human = await runVid(["lambda", "progress", "--manifest", manifest], { env: stack.env });
     assert.equal(human.code, 1);
-    assert.match(human.stdout, /\n25 people\/pic\.mp4 failed \(attempt 2\) /);
+    assert.match(human.stdout, /\n10 people\/pic\.mp4 failed \(attempt 2\) /);
 
     // Downloading an output: to a file (temp file, then rename), or as a presigned URL.
     const first = byLine.get(1)!;
@@ -1328,7 +1328,7 @@ if (v.pic) {
     const fetched = new Uint8Array(await (await fetch(signed.url)).arrayBuffer());
     assert.deepEqual(fetched, await Deno.readFile(saved));
     const failedDownload = await runVid(
-      ["lambda", "download", rerun[24].renderId!, "-o", join(scratch, "pic.mp4")],
+      ["lambda", "download", rerun[9].renderId!, "-o", join(scratch, "pic.mp4")],
       { env: stack.env },
     );
     assert.equal(failedDownload.code, 1);
