@@ -1,23 +1,25 @@
 /**
- * Runs the suite and ends with one summary line. Without arguments, everything, in this order:
+ * Runs the suite and ends with one summary line. Without arguments, everything: first
  * `deno fmt --check`, `deno lint` and `deno check --doc` of every TypeScript file outside
- * `pulumi/` (one test each; `--doc` type-checks every `@example` too), the runnable `@example`
- * blocks of the library (`deno test --doc`, below), `deno test` over `tests/` (`tests/unit/`
- * and `tests/integration/`), then the Pulumi program in `pulumi/` under Node: `npm install`
- * there (a quick no-op once `node_modules` matches `package-lock.json`), `tsc --noEmit` (one
- * test), and its unit tests (`node --test` with the tsx loader, Pulumi mocks). Every `deno
- * test` and `node --test` run writes a JUnit report that is parsed for the counts.
+ * `pulumi/` (one test each; `--doc` type-checks every `@example` too) and, alongside them,
+ * the Pulumi program in `pulumi/` under Node: `npm install` there (a quick no-op once
+ * `node_modules` matches `package-lock.json`), `tsc --noEmit` (one test) and its unit tests
+ * (`node --test` with the tsx loader, Pulumi mocks; output printed after the checks). Then,
+ * alone on the machine, the runnable `@example` blocks of the library (`deno test --doc`,
+ * below) and `deno test` over `tests/` (`tests/unit/` and `tests/integration/`), without a
+ * second type check when `deno check` passed. Every `deno test` and `node --test` run writes
+ * a JUnit report that is parsed for the counts.
  *
  * `--unit` runs only the fast inner loop: `tests/unit/` (no browser, ffmpeg, subprocess or
  * server process; `deno test --deny-run` enforces the subprocess part) and the runnable
  * examples. `--integration` runs only `tests/integration/` (real Chromium, ffmpeg, servers,
  * S3 and worker processes). `deno task test:unit` and `deno task test:integration` are these.
  *
- * Examples: an `@example` fenced as `` ```ts `` is type-checked and run by `deno test --doc`
- * (pure computations state their results with `node:assert`); one fenced as
- * `` ```ts no_run `` renders, launches a browser, touches the network, AWS or the user's
- * files, so it is only type-checked (deno has no such attribute: this script leaves those
- * out of the run with a `--filter` built from their line ranges).
+ * Examples: an `@example` block labelled `ts` is type-checked and run by `deno test --doc`
+ * (pure computations state their results with `node:assert`); one labelled `ts no_run`
+ * renders, launches a browser, touches the network, AWS or the user's files, so it is only
+ * type-checked (deno has no such attribute: this script leaves those out of the run with a
+ * `--filter` naming the runnable ones, and fails when one of those did not run).
  *
  * Other arguments go to `deno test`; a path among them replaces `tests/` (and skips the
  * examples and Pulumi):
@@ -121,12 +123,16 @@ const TYPE_CHECKED: string[] = [
 /** Deno marks a parent test that failed only because of its steps with this message. */
 const STEP_FAILURE = /^\d+ test steps? failed/;
 
+/** Where a step's lines go: printed at once, or kept to print after a step run alongside. */
+type Log = (text: string) => void;
+
 async function runCheck(
   name: string,
   args: string[],
   tally: Tally,
   program: string = Deno.execPath(),
   cwd: string = ROOT,
+  log: Log = console.log,
 ): Promise<void> {
   const started = performance.now();
   const result = await new Deno.Command(program, {
@@ -139,15 +145,15 @@ async function runCheck(
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   if (result.code === 0) {
     tally.passed++;
-    console.log(`ok    ${name} (${seconds}s)`);
+    log(`ok    ${name} (${seconds}s)`);
     return;
   }
   tally.failed++;
   tally.failures.push(name);
   const command = program === Deno.execPath() ? "deno" : program;
-  console.log(`FAIL  ${name}: ${command} ${args.join(" ")}`);
+  log(`FAIL  ${name}: ${command} ${args.join(" ")}`);
   const decoder = new TextDecoder();
-  console.log((decoder.decode(result.stdout) + decoder.decode(result.stderr)).trimEnd());
+  log((decoder.decode(result.stdout) + decoder.decode(result.stderr)).trimEnd());
 }
 
 /** Whether `args` names test files or directories (which then replace `tests/`). */
@@ -381,15 +387,16 @@ function relativeToRoot(file: string): string {
 /**
  * Installs, type-checks and unit-tests the Pulumi program in `pulumi/` with Node (Pulumi's
  * SDK targets Node; there is no Pulumi CLI here, the tests use `pulumi.runtime.setMocks`).
+ * Its output goes to `log` (the run keeps it while the static checks run alongside).
  */
-async function runPulumiTests(): Promise<Tally> {
+export async function runPulumiTests(log: Log = console.log): Promise<Tally> {
   const tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
   const fail = (reason: string): Tally => {
     tally.failed++;
     tally.failures.push(`pulumi: ${reason}`);
     return tally;
   };
-  console.log("\n$ npm install --no-audit --no-fund (pulumi/)");
+  log("\n$ npm install --no-audit --no-fund (pulumi/)");
   try {
     const install = await new Deno.Command("npm", {
       args: ["install", "--no-audit", "--no-fund"],
@@ -400,7 +407,7 @@ async function runPulumiTests(): Promise<Tally> {
     }).output();
     if (install.code !== 0) {
       const decoder = new TextDecoder();
-      console.log((decoder.decode(install.stdout) + decoder.decode(install.stderr)).trimEnd());
+      log((decoder.decode(install.stdout) + decoder.decode(install.stderr)).trimEnd());
       return fail(`npm install exited with code ${install.code}`);
     }
   } catch (error) {
@@ -413,6 +420,7 @@ async function runPulumiTests(): Promise<Tally> {
     tally,
     "node",
     PULUMI_DIR,
+    log,
   );
 
   const files: string[] = [];
@@ -431,14 +439,17 @@ async function runPulumiTests(): Promise<Tally> {
     `--test-reporter-destination=${ROOT}${PULUMI_JUNIT_PATH}`,
     ...files,
   ];
-  console.log(`\n$ node ${args.join(" ")} (pulumi/)`);
-  const { code } = await new Deno.Command("node", {
+  log(`\n$ node ${args.join(" ")} (pulumi/)`);
+  const node = await new Deno.Command("node", {
     args,
     cwd: PULUMI_DIR,
     stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
+    stdout: "piped",
+    stderr: "piped",
   }).output();
+  const decoder = new TextDecoder();
+  log((decoder.decode(node.stdout) + decoder.decode(node.stderr)).trimEnd());
+  const code = node.code;
   let xml: string;
   try {
     xml = await Deno.readTextFile(`${ROOT}${PULUMI_JUNIT_PATH}`);
@@ -478,13 +489,22 @@ async function main(argv: string[]): Promise<number> {
       };
     }
   } else {
+    // The Pulumi program's install, type check and tests (Node, mostly one core) run while
+    // the static checks run; its output is printed after theirs. Both end before any test
+    // that renders starts, so no render shares the machine with them.
+    const pulumiLog: string[] = [];
+    const pulumiRun = args.length === 0
+      ? runPulumiTests((text) => pulumiLog.push(text))
+      : Promise.resolve(empty());
     await runCheck("fmt", ["fmt", "--check"], checks);
     await runCheck("lint", ["lint"], checks);
     await runCheck("check", ["check", "--doc", ...TYPE_CHECKED], checks);
-    const checked = checks.failed === 0;
-    if (args.length === 0) docs = await runDocTests(checked);
-    tests = await runTests(args);
-    if (args.length === 0) pulumi = await runPulumiTests();
+    pulumi = await pulumiRun;
+    for (const text of pulumiLog) console.log(text);
+    // Everything under tests/ and every example was type-checked just now: not again.
+    const checked = checks.failed === 0 ? ["--no-check"] : [];
+    if (args.length === 0) docs = await runDocTests(checked.length > 0);
+    tests = await runTests(args, ["tests/"], checked);
   }
 
   const failures = [...checks.failures, ...docs.failures, ...tests.failures, ...pulumi.failures];
