@@ -1210,7 +1210,7 @@ if (v.pic) {
       let progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
       const deadline = performance.now() + 600_000;
       while (!progress.done && performance.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await new Promise((resolve) => setTimeout(resolve, 250));
         progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
       }
       return progress;
