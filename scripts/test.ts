@@ -361,6 +361,9 @@ async function runDocTests(typeChecked: boolean): Promise<Tally> {
     [],
     [
       "--doc",
+      // Each example is a module of its own, loaded in its own worker: pure examples share
+      // nothing, so they load and run on every core.
+      "--parallel",
       ...(typeChecked ? ["--no-check"] : []),
       `--filter=${exactFilter(runnable.map((example) => example.name))}`,
     ],
