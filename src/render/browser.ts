@@ -238,6 +238,33 @@ export function recordBrowsersIn(dir: string | undefined): void {
  */
 export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
   const executable = options.executablePath ?? await browserPath(options.mode);
+  try {
+    return await launchOnce(executable, options);
+  } catch (error) {
+    // A browser killed by a signal before it printed its DevTools address (seen under heavy
+    // load with the Lambda Chromium's --single-process, where a hang watchdog takes the whole
+    // browser down) is a transient start-up failure: one fresh launch, then the error.
+    if (!(error instanceof BrowserStartupCrashError)) throw error;
+    return await launchOnce(executable, options);
+  }
+}
+
+/**
+ * The browser process died by a signal during start-up, before it was reachable.
+ * {@linkcode launchBrowser} retries once on this error.
+ */
+export class BrowserStartupCrashError extends Error {
+  override name = "BrowserStartupCrashError";
+  /** The signal that ended the browser, e.g. `SIGTRAP`. */
+  readonly signal: string;
+  constructor(executable: string, signal: string, stderr: string) {
+    super(`${executable} was killed by ${signal} during start-up:\n${stderr}`);
+    this.signal = signal;
+  }
+}
+
+/** One launch attempt of {@linkcode launchBrowser}. */
+async function launchOnce(executable: string, options: LaunchOptions): Promise<Browser> {
   const profile = await mkdtemp(join(tmpdir(), "vid-chromium-"));
   const args = [
     ...COMMON_FLAGS,
@@ -293,9 +320,13 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
         clearTimeout(timer);
         reject(new Error(`cannot start ${executable}: ${error.message}`));
       });
-      child.on("exit", (code) => {
+      child.on("exit", (code, signal) => {
         clearTimeout(timer);
-        reject(new Error(`${executable} exited with code ${code} during start-up:\n${stderr}`));
+        reject(
+          signal
+            ? new BrowserStartupCrashError(executable, signal, stderr)
+            : new Error(`${executable} exited with code ${code} during start-up:\n${stderr}`),
+        );
       });
     });
   } catch (error) {

@@ -37,12 +37,18 @@ export async function evaluate(page: CdpSession, expression: string): Promise<un
 }
 
 /**
- * Moves the page to `frame` (t = frame / fps) and waits for the readiness gate. When the
+ * Moves the page to `frame` (t = frame / fps) and waits for the readiness gate; returns how
+ * many seeked `<video>` elements still wait for their new frame to be presented (pass it to
+ * {@linkcode Capturer.capture}). When the
  * page threw, the {@linkcode PageError} says where, from the runtime's record.
  */
-export async function seekFrame(page: CdpSession, frame: number): Promise<void> {
+export async function seekFrame(page: CdpSession, frame: number): Promise<number> {
   try {
-    await evaluate(page, `window.__vid.seek(${frame})`);
+    const pending = await evaluate(
+      page,
+      `window.__vid.seek(${frame}).then(() => window.__vid.videoFramesPending())`,
+    );
+    return typeof pending === "number" ? pending : 0;
   } catch (error) {
     if (error instanceof CdpClosedError) throw error;
     const thrown = await evaluate(
@@ -59,7 +65,12 @@ export async function seekFrame(page: CdpSession, frame: number): Promise<void> 
 
 /** Returns the image of the current frame. */
 export interface Capturer {
-  capture(): Promise<Uint8Array>;
+  /**
+   * The image of the current frame. `pendingVideos` (from {@linkcode seekFrame}): when
+   * above 0, the image is taken only once the compositor has presented every seeked
+   * video's new frame. @default 0
+   */
+  capture(pendingVideos?: number): Promise<Uint8Array>;
 }
 
 /** Options of {@linkcode createCapturer}. */
@@ -76,6 +87,23 @@ export interface CapturerOptions {
 const FIRST_FRAME_TRIES = 40;
 
 /**
+ * Draws (BeginFrames, or checks between screenshots) spent waiting for seeked videos' new
+ * frames to be presented, a little apart after the first few: about 2 s on a busy machine.
+ * A video that is still not presented then is one the compositor does not draw, and the
+ * page runtime stops waiting for it.
+ */
+const VIDEO_FRAME_TRIES = 60;
+
+/** Whether the seeked videos' new frames have been presented (see seekFrame). */
+async function videosPresented(page: CdpSession): Promise<boolean> {
+  return await evaluate(page, "window.__vid.videoFramesPending()") === 0;
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
  * A capturer for one page. BeginFrame may report no damage (nothing changed): the
  * previous image is then reused, which is exactly what the frame shows.
  */
@@ -85,7 +113,12 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
     : { format: "png" };
   if (options.mode === "screenshot") {
     return {
-      async capture(): Promise<Uint8Array> {
+      async capture(pendingVideos = 0): Promise<Uint8Array> {
+        // The page draws on its own here: wait until the videos' frames are on screen.
+        for (let tries = 0; pendingVideos > 0 && tries < VIDEO_FRAME_TRIES; tries++) {
+          if (await videosPresented(page)) break;
+          await pause(tries < 3 ? 5 : 40);
+        }
         const { data } = await page.send<{ data: string }>("Page.captureScreenshot", {
           ...screenshot,
           optimizeForSpeed: true,
@@ -98,26 +131,42 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
   const interval = 1000 / options.fps;
   const clock = compositorClock(page);
   let previous: Uint8Array | undefined;
+  /** One BeginFrame; its image, else (no damage: nothing changed) the previous one. */
+  const draw = async (): Promise<Uint8Array | undefined> => {
+    const result = await clock.exclusive(() =>
+      page.send<{ hasDamage: boolean; screenshotData?: string }>(
+        "HeadlessExperimental.beginFrame",
+        { frameTimeTicks: clock.tick(interval), interval, screenshot },
+      )
+    );
+    if (result.screenshotData) previous = Buffer.from(result.screenshotData, "base64");
+    return previous;
+  };
   return {
-    async capture(): Promise<Uint8Array> {
+    async capture(pendingVideos = 0): Promise<Uint8Array> {
       // A new window's first frames may have no surface to read back yet, for longer on a
       // busy machine (5 tries failed renders under load): the first image gets up to
       // FIRST_FRAME_TRIES, a little apart; later frames reuse the previous image.
-      for (let attempt = 0; attempt < FIRST_FRAME_TRIES; attempt++) {
-        if (attempt >= 5) await new Promise((resolve) => setTimeout(resolve, 25));
-        const result = await clock.exclusive(() =>
-          page.send<{ hasDamage: boolean; screenshotData?: string }>(
-            "HeadlessExperimental.beginFrame",
-            { frameTimeTicks: clock.tick(interval), interval, screenshot },
-          )
-        );
-        if (result.screenshotData) {
-          previous = Buffer.from(result.screenshotData, "base64");
-          return previous;
-        }
-        if (previous) return previous;
+      let image: Uint8Array | undefined;
+      for (let attempt = 0; attempt < FIRST_FRAME_TRIES && !image; attempt++) {
+        if (attempt >= 5) await pause(25);
+        image = await draw();
       }
-      throw new Error("BeginFrame returned no image for the first frame");
+      if (!image) throw new Error("BeginFrame returned no image for the first frame");
+      // A seeked video's frame reaches the compositor on the media thread, so that draw may
+      // still show its previous frame (seen on a loaded machine). Its presentation is
+      // confirmed in a later draw's frame callbacks: draw until then; the last image shows it.
+      // The confirming draw's image is the one returned: its compositor frame comes after
+      // the callbacks that confirmed presentation (no damage: the same image, cheaply).
+      if (pendingVideos > 0) {
+        for (let tries = 0; tries < VIDEO_FRAME_TRIES; tries++) {
+          if (await videosPresented(page)) break;
+          if (tries >= 3) await pause(30);
+          image = await draw() ?? image;
+        }
+        image = await draw() ?? image;
+      }
+      return image;
     },
   };
 }

@@ -228,9 +228,9 @@ export async function renderRange(
   try {
     for (let frame = out.chunk.from; frame <= out.chunk.to; frame++) {
       signal?.throwIfAborted();
-      await seekFrame(composition.page, frame);
+      const pendingVideos = await seekFrame(composition.page, frame);
       composition.frame = frame;
-      await encoder.write(await composition.capturer.capture());
+      await encoder.write(await composition.capturer.capture(pendingVideos));
       onFrame(frame);
     }
     await encoder.finish();

@@ -149,13 +149,13 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     const page = session.takePage() ?? await openComposition(session.browser, session.spec);
     let image: Uint8Array;
     try {
-      await seekFrame(page.page, frame);
+      const pendingVideos = await seekFrame(page.page, frame);
       image = await createCapturer(page.page, {
         mode: session.browser.mode,
         format: imageFormat,
         quality,
         fps,
-      }).capture();
+      }).capture(pendingVideos);
     } finally {
       await page.close();
     }

@@ -119,6 +119,11 @@ export interface VidPageApi {
   media(): MediaDescriptor[];
   /** Renderer entry point: every error the page threw so far, oldest first. */
   errors(): PageErrorRecord[];
+  /**
+   * Renderer entry point: how many `<video>` elements seeked for the current frame have not
+   * yet had their new frame presented by the compositor (`requestVideoFrameCallback`).
+   */
+  videoFramesPending(): number;
 }
 
 /**
@@ -460,7 +465,27 @@ export function vidPageRuntime(config: RuntimeConfig): void {
         reject(new Error(`${what} failed: cannot load ${sourceOf(el as HTMLMediaElement)}`));
       }, { once: true });
     });
+  // Videos seeked for the current frame whose new frame the compositor has not presented
+  // yet. Under BeginFrame control a video's frame reaches the compositor on its own thread,
+  // so 'seeked' alone does not mean the next BeginFrame shows it: the capturer draws again
+  // until requestVideoFrameCallback has confirmed every seeked video.
+  // A video still unpresented when the next frame seeks is one the compositor does not draw
+  // (display: none, no box): it is not waited for again.
+  const unpresented = new Set<HTMLVideoElement>();
+  const neverPresented = new WeakSet<HTMLVideoElement>();
+  let seekGeneration = 0;
+  const awaitPresentation = (el: HTMLVideoElement): void => {
+    if (typeof el.requestVideoFrameCallback !== "function" || neverPresented.has(el)) return;
+    const generation = seekGeneration;
+    unpresented.add(el);
+    el.requestVideoFrameCallback(() => {
+      if (generation === seekGeneration) unpresented.delete(el);
+    });
+  };
   const seekVideos = async (t: number): Promise<void> => {
+    seekGeneration++;
+    for (const el of unpresented) neverPresented.add(el);
+    unpresented.clear();
     for (const el of mediaElements()) {
       el.autoplay = false;
       if (!el.paused) el.pause();
@@ -501,6 +526,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
       }
       if (Math.abs(el.currentTime - target) > 1e-6) {
         const seeked = untilEvent(el, "seeked", `video ${d.src} seek`);
+        awaitPresentation(el);
         el.currentTime = target;
         await seeked;
       }
@@ -525,6 +551,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     },
     media: () => mediaElements().map(describe).filter((d) => d.src !== ""),
     errors: () => structuredClone(pageErrors),
+    videoFramesPending: () => unpresented.size,
     async seek(frame: number): Promise<void> {
       if (frame < currentFrame) {
         throw new Error(
@@ -545,10 +572,26 @@ export function vidPageRuntime(config: RuntimeConfig): void {
       const t = frameSeconds(frame);
       nowMs = t * 1000;
       for (const hook of seekHooks) {
+        // A handler's promise that never settles (say, one awaiting a timer: timers run on
+        // the frame clock, which stands still during a seek) fails the frame after the
+        // readiness timeout instead of holding the render forever.
+        let timer: ReturnType<typeof realSetTimeout> | undefined;
+        const stalled = new Promise<"stalled">((resolve) => {
+          timer = realSetTimeout(() => resolve("stalled"), config.readyTimeoutMs);
+        });
+        let outcome: unknown;
         try {
-          await hook(t);
+          outcome = await Promise.race([hook(t), stalled]);
         } catch (error) {
           recordError(error);
+        } finally {
+          clearTimer(timer);
+        }
+        if (outcome === "stalled") {
+          throw new Error(
+            `frame ${frame}: an onSeek handler did not settle within ${config.readyTimeoutMs} ms ` +
+              `(timers inside it wait for the next frame; use __vid.delay() to hold a frame)`,
+          );
         }
       }
       seekTimelines(t);

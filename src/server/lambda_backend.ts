@@ -41,7 +41,13 @@ import type { ServerContext } from "./context.ts";
 import { setExecutionArn } from "./db.ts";
 import { unpackProject } from "./local_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
-import type { LambdaBackendConfig, RenderBackend, RenderJob } from "./render_backend.ts";
+import {
+  type LambdaBackendConfig,
+  type RenderBackend,
+  RenderDeletedError,
+  type RenderJob,
+} from "./render_backend.ts";
+import { cancelRender } from "../lambda/renders.ts";
 import { S3Storage } from "./storage.ts";
 
 /**
@@ -282,7 +288,17 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
           executionArn = await start(ctx, job, dir);
         }
         if (executionArn !== job.executionArn) setExecutionArn(ctx.db, job.id, executionArn);
-        const progress = await waitForEnd(job, executionArn, signal);
+        const progress = await waitForEnd(job, executionArn, signal).catch(async (error) => {
+          // A deleted render stops its execution: no more chunks are scheduled or paid for.
+          // (A server shutting down leaves it running; the next start resumes polling it.)
+          if (signal.reason instanceof RenderDeletedError) {
+            await cancelRender({ executionArn, sfn, cause: `render ${job.id} was deleted` })
+              .catch((stop) =>
+                console.error(`render ${job.id}: cannot stop ${executionArn}: ${stop}`)
+              );
+          }
+          throw error;
+        });
         if (progress.status !== "succeeded") {
           const why = progress.errors.length > 0
             ? progress.errors.map(readableExecutionError).join("; ")

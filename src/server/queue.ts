@@ -14,7 +14,12 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ServerContext } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
-import type { RenderBackend, RenderJob, RenderRequest } from "./render_backend.ts";
+import {
+  type RenderBackend,
+  RenderDeletedError,
+  type RenderJob,
+  type RenderRequest,
+} from "./render_backend.ts";
 import { deliverWebhook, type WebhookPayload } from "./webhooks.ts";
 import { randomId } from "./secrets.ts";
 import { tenantMessage } from "./errors.ts";
@@ -213,7 +218,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
   return {
     wake,
     cancel(renderId: string): void {
-      inFlight.get(renderId)?.abort();
+      inFlight.get(renderId)?.abort(new RenderDeletedError(renderId));
     },
     async stop(): Promise<void> {
       stopping = true;

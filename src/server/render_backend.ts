@@ -62,6 +62,21 @@ export interface RenderBackend {
   close(): void;
 }
 
+/**
+ * The abort reason of a render deleted while it runs (as opposed to the server shutting
+ * down, after which the next start resumes it): a backend stops the render's remote work.
+ */
+export class RenderDeletedError extends Error {
+  /** Always `"RenderDeletedError"`. */
+  override name = "RenderDeletedError";
+  /** The deleted render. */
+  readonly renderId: string;
+  constructor(renderId: string) {
+    super(`render ${renderId} was deleted`);
+    this.renderId = renderId;
+  }
+}
+
 /** Names of the render backends. */
 export type RenderBackendKind = "local" | "lambda";
 

@@ -663,6 +663,27 @@ fetch("logo.json").then(function (r) { return r.json(); }).then(function (data) 
       assert.equal(failed.outputDir?.length ?? 0, 0, `left behind: ${failed.outputDir}`);
     });
 
+    it("fails when an onSeek handler never settles (it awaits a frame-clock timer), naming the frame", async () => {
+      const dir = await project(compositionHtml("", {
+        id: "hook-stuck",
+        after: `<script>
+window.__vid.onSeek(function (t) {
+  if (t < 0.2) return;
+  return new Promise(function (resolve) { setTimeout(resolve, 100); });
+});
+</script>`,
+      }));
+      const started = performance.now();
+      const failed = await renderExpectingFailure(dir, ["--workers", "1"], {
+        VID_READY_TIMEOUT_MS: "1000",
+      });
+      assert.equal(failed.code, 1, failed.stderr);
+      const line = errorLine(failed.stderr);
+      assert.match(line, /frame 6: an onSeek handler did not settle within 1000 ms/, line);
+      assert.ok(performance.now() - started < 20000, "the timeout came from VID_READY_TIMEOUT_MS");
+      assert.equal(failed.outputDir?.length ?? 0, 0, `left behind: ${failed.outputDir}`);
+    });
+
     it("fails when the page throws, naming the frame and the message, leaving no file", async () => {
       const dir = await project(compositionHtml("", {
         id: "throws",

@@ -16,6 +16,7 @@
  *   StartExecution was called once per render (counted by a forwarding proxy in front of
  *   the local Step Functions endpoint). That server keeps its storage on the render bucket
  *   itself, so the workflow writes the video straight to the storage key (no copy);
+ * - deleting a running render stops its execution (ABORTED) and refunds its credits;
  * - the same project rendered again is not uploaded again (one site per project).
  *
  * Without the stack: the configuration's environment fallbacks and defaults, and the
@@ -66,6 +67,24 @@ const BROKEN = compositionHtml("<div></div>", {
   after: `<script>window.__vid.onSeek((t) => {
   if (t >= 0.5 && t < 0.52) throw new Error("logo service down");
 });</script>`,
+});
+
+/**
+ * 4 s at 30 fps whose every frame holds capture for 150 ms of real time (a worker's timer
+ * is not on the frame clock): still running when it is deleted.
+ */
+const SLOW = compositionHtml("<div></div>", {
+  id: "lambda-slow",
+  duration: 4,
+  after: `<script>
+const source = "onmessage = () => setTimeout(() => postMessage(0), 150);";
+const clock = new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })));
+window.__vid.onSeek(() => {
+  const release = window.__vid.delay("slow frame");
+  clock.onmessage = () => release();
+  clock.postMessage(0);
+});
+</script>`,
 });
 
 /** The flags every lambda server here runs with: 10-frame chunks, fast polling. */
@@ -377,6 +396,33 @@ describe("vid server with the distributed backend (local stack)", () => {
         await hook.shutdown();
       }
     });
+
+    it("deleting a running render stops its execution and refunds it", async () => {
+      const before = (await api(server.url, key, "/v3/me")).body.credits as number;
+      const id = await submit(server.url, key, SLOW);
+      const charged = before - ((await api(server.url, key, "/v3/me")).body.credits as number);
+      await eventually(
+        () => Boolean(renderRow(dataDir, id)?.execution_arn),
+        "execution recorded",
+        120000,
+      );
+      const executionArn = String(renderRow(dataDir, id)?.execution_arn);
+      const running = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+      assert.equal(running.status, "RUNNING");
+      const deleted = await api(server.url, key, `/v3/vid/renders/${id}`, { method: "DELETE" });
+      assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+      assert.equal(deleted.body.refunded_credits, charged);
+      let status: string | undefined;
+      const deadline = Date.now() + 30000;
+      while (Date.now() < deadline) {
+        status = (await sfn.send(new DescribeExecutionCommand({ executionArn }))).status;
+        if (status !== "RUNNING") break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      assert.equal(status, "ABORTED", "the deleted render's execution was stopped");
+      assert.equal((await api(server.url, key, "/v3/me")).body.credits, before);
+      assert.equal(renderRow(dataDir, id)?.status, "deleted");
+    });
   });
 
   it("resumes the same execution after kill -9 and never starts a second; storage on the render bucket gets the video directly", async () => {
@@ -435,7 +481,7 @@ describe("vid server with the distributed backend (local stack)", () => {
       const manifests = (listed.Contents ?? []).map((o) => o.Key!).filter((k) =>
         k.endsWith("/site.json")
       );
-      assert.equal(manifests.length, 2, `one site per project (fade, broken): ${manifests}`);
+      assert.equal(manifests.length, 3, `one site per project (fade, broken, slow): ${manifests}`);
     } finally {
       await second?.stop();
       await proxy.close();
