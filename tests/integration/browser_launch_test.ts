@@ -11,8 +11,8 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { BrowserStartupCrashError, launchBrowser } from "../src/render/browser.ts";
-import { findHeadlessShell } from "../src/render/system.ts";
+import { BrowserStartupCrashError, launchBrowser } from "../../src/render/browser.ts";
+import { findHeadlessShell } from "../../src/render/system.ts";
 
 let scratch: string;
 let shell: string;

@@ -15,10 +15,10 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { evaluate, seekFrame } from "../src/render/capture.ts";
-import { openRenderSession, prepareComposition } from "../src/render/session.ts";
-import { openComposition } from "../src/render/render_chunk.ts";
-import { compositionHtml, makeProject } from "./helpers.ts";
+import { evaluate, seekFrame } from "../../src/render/capture.ts";
+import { openRenderSession, prepareComposition } from "../../src/render/session.ts";
+import { openComposition } from "../../src/render/render_chunk.ts";
+import { compositionHtml, makeProject } from "../helpers.ts";
 
 const VIDEOS =
   `<video src="clip.mp4" muted style="position:absolute;left:0;top:0;width:320px;height:180px;object-fit:fill"></video>` +
