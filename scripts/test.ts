@@ -6,9 +6,11 @@
  * `node_modules` matches `package-lock.json`), `tsc --noEmit` (one test) and its unit tests
  * (`node --test` with the tsx loader, Pulumi mocks; output printed after the checks). Then,
  * alone on the machine, the runnable `@example` blocks of the library (`deno test --doc`,
- * below) and `deno test` over `tests/` (`tests/unit/` and `tests/integration/`), without a
- * second type check when `deno check` passed. Every `deno test` and `node --test` run writes
- * a JUnit report that is parsed for the counts.
+ * below), `deno test --deny-run tests/unit/` and `deno test tests/integration/` (with any
+ * test file still directly in `tests/`), without a second type check when `deno check`
+ * passed. Every `deno test` and `node --test` run writes a JUnit report that is parsed for
+ * the counts: `.test-results/junit.xml` holds the integration tests (and any run given a
+ * path), `unit-junit.xml`, `doc-junit.xml` and `pulumi-junit.xml` the others.
  *
  * `--unit` runs only the fast inner loop: `tests/unit/` (no browser, ffmpeg, subprocess or
  * server process; `deno test --deny-run` enforces the subprocess part) and the runnable
@@ -21,8 +23,8 @@
  * type-checked (deno has no such attribute: this script leaves those out of the run with a
  * `--filter` naming the runnable ones, and fails when one of those did not run).
  *
- * Other arguments go to `deno test`; a path among them replaces `tests/` (and skips the
- * examples and Pulumi):
+ * Other arguments go to `deno test` (and skip the examples and Pulumi); a path among them
+ * replaces the test folders:
  *
  * ```sh
  * deno run -A scripts/test.ts --filter variables
@@ -62,6 +64,7 @@ const JUNIT_PATH = ".test-results/junit.xml";
 const PULUMI_DIR: string = `${ROOT}pulumi`;
 const PULUMI_JUNIT_PATH = ".test-results/pulumi-junit.xml";
 const DOC_JUNIT_PATH = ".test-results/doc-junit.xml";
+const UNIT_JUNIT_PATH = ".test-results/unit-junit.xml";
 
 /** Fast tests of pure logic: no browser, ffmpeg, subprocess or server process. */
 const UNIT_TESTS = "tests/unit/";
@@ -467,6 +470,34 @@ export async function runPulumiTests(log: Log = console.log): Promise<Tally> {
   return tally;
 }
 
+/** The sum of two tallies. */
+function add(a: Tally, b: Tally): Tally {
+  return {
+    passed: a.passed + b.passed,
+    failed: a.failed + b.failed,
+    skipped: a.skipped + b.skipped,
+    failures: [...a.failures, ...b.failures],
+  };
+}
+
+/**
+ * Test files directly in `tests/` (in neither folder yet, e.g. just merged): they run with
+ * the integration tests, and a line says where they belong.
+ */
+async function strayTestFiles(): Promise<string[]> {
+  const stray: string[] = [];
+  for await (const entry of Deno.readDir(`${ROOT}tests`)) {
+    if (entry.isFile && entry.name.endsWith("_test.ts")) stray.push(`tests/${entry.name}`);
+  }
+  if (stray.length > 0) {
+    console.log(
+      `\n${stray.join(", ")}: in neither tests/unit/ nor tests/integration/; run with the ` +
+        "integration tests (move it to tests/unit/ if it starts no process)",
+    );
+  }
+  return stray.sort();
+}
+
 async function main(argv: string[]): Promise<number> {
   const unit = argv.includes("--unit");
   const integration = argv.includes("--integration");
@@ -480,16 +511,11 @@ async function main(argv: string[]): Promise<number> {
     // The inner loop: no fmt, lint or type check of the whole repository, no Pulumi.
     if (unit) {
       docs = await runDocTests(false);
-      tests = await runTests(args, [UNIT_TESTS], ["--deny-run"]);
+      tests = await runTests(args, [UNIT_TESTS], ["--deny-run"], UNIT_JUNIT_PATH);
     }
     if (integration) {
-      const more = await runTests(args, [INTEGRATION_TESTS]);
-      tests = {
-        passed: tests.passed + more.passed,
-        failed: tests.failed + more.failed,
-        skipped: tests.skipped + more.skipped,
-        failures: [...tests.failures, ...more.failures],
-      };
+      const paths = [INTEGRATION_TESTS, ...await strayTestFiles()];
+      tests = add(tests, await runTests(args, paths));
     }
   } else {
     // The Pulumi program's install, type check and tests (Node, mostly one core) run while
@@ -507,7 +533,15 @@ async function main(argv: string[]): Promise<number> {
     // Everything under tests/ and every example was type-checked just now: not again.
     const checked = checks.failed === 0 ? ["--no-check"] : [];
     if (args.length === 0) docs = await runDocTests(checked.length > 0);
-    tests = await runTests(args, ["tests/"], checked);
+    if (hasPath(args)) {
+      tests = await runTests(args, ["tests/"], checked);
+    } else {
+      // Unit tests under --deny-run, so one that starts a process fails here too.
+      tests = add(
+        await runTests(args, [UNIT_TESTS], [...checked, "--deny-run"], UNIT_JUNIT_PATH),
+        await runTests(args, [INTEGRATION_TESTS, ...await strayTestFiles()], checked),
+      );
+    }
   }
 
   const failures = [...checks.failures, ...docs.failures, ...tests.failures, ...pulumi.failures];
