@@ -4,11 +4,11 @@
  * `pulumi/` (one test each; `--doc` type-checks every `@example` too) and, alongside them,
  * the Pulumi program in `pulumi/` under Node: `npm install` there (a quick no-op once
  * `node_modules` matches `package-lock.json`), `tsc --noEmit` (one test) and its unit tests
- * (`node --test` with the tsx loader, Pulumi mocks; output printed after the checks). Then,
- * alone on the machine, the runnable `@example` blocks of the library (`deno test --doc`,
- * below), `deno test --deny-run tests/unit/` and `deno test tests/integration/` (with any
- * test file still directly in `tests/`), without a second type check when `deno check`
- * passed. Every `deno test` and `node --test` run writes a JUnit report that is parsed for
+ * (`node --test` with the tsx loader, Pulumi mocks; its output is printed when it ends).
+ * After the checks, still alongside Pulumi, the runnable `@example` blocks of the library
+ * (`deno test --doc`, below) and `deno test --deny-run tests/unit/`; then, alone on the
+ * machine, `deno test tests/integration/` (with any test file still directly in `tests/`).
+ * No test is type-checked twice when `deno check` passed. Every `deno test` and `node --test` run writes a JUnit report that is parsed for
  * the counts: `.test-results/junit.xml` holds the integration tests (and any run given a
  * path), `unit-junit.xml`, `doc-junit.xml` and `pulumi-junit.xml` the others.
  *
@@ -519,8 +519,9 @@ async function main(argv: string[]): Promise<number> {
     }
   } else {
     // The Pulumi program's install, type check and tests (Node, mostly one core) run while
-    // the static checks run; its output is printed after theirs. Both end before any test
-    // that renders starts, so no render shares the machine with them.
+    // the static checks, the examples and the unit tests run (none of them renders or times
+    // a render); its output is printed after theirs. It ends before the integration tests
+    // start, so no render shares the machine with it.
     const pulumiLog: string[] = [];
     const pulumiRun = args.length === 0
       ? runPulumiTests((text) => pulumiLog.push(text))
@@ -528,8 +529,6 @@ async function main(argv: string[]): Promise<number> {
     await runCheck("fmt", ["fmt", "--check"], checks);
     await runCheck("lint", ["lint"], checks);
     await runCheck("check", ["check", "--doc", ...TYPE_CHECKED], checks);
-    pulumi = await pulumiRun;
-    for (const text of pulumiLog) console.log(text);
     // Everything under tests/ and every example was type-checked just now: not again.
     const checked = checks.failed === 0 ? ["--no-check"] : [];
     if (args.length === 0) docs = await runDocTests(checked.length > 0);
@@ -537,10 +536,13 @@ async function main(argv: string[]): Promise<number> {
       tests = await runTests(args, ["tests/"], checked);
     } else {
       // Unit tests under --deny-run, so one that starts a process fails here too.
-      tests = add(
-        await runTests(args, [UNIT_TESTS], [...checked, "--deny-run"], UNIT_JUNIT_PATH),
-        await runTests(args, [INTEGRATION_TESTS, ...await strayTestFiles()], checked),
-      );
+      tests = await runTests(args, [UNIT_TESTS], [...checked, "--deny-run"], UNIT_JUNIT_PATH);
+    }
+    pulumi = await pulumiRun;
+    for (const text of pulumiLog) console.log(text);
+    if (!hasPath(args)) {
+      const paths = [INTEGRATION_TESTS, ...await strayTestFiles()];
+      tests = add(tests, await runTests(args, paths, checked));
     }
   }
 
