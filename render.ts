@@ -42,6 +42,7 @@ export {
   type VariableType,
   type VariableValue,
 } from "./src/composition/declarations.ts";
+export { VidError, type VidErrorOptions } from "./src/errors.ts";
 export {
   CompositionError,
   StrictVariablesError,

@@ -54,6 +54,7 @@ import { dirname, join, resolve, sep } from "node:path";
 import process from "node:process";
 import { frameCount } from "../src/render/render.ts";
 import { frameRateValue, parseFrameRate } from "../src/composition/frame_rate.ts";
+import { OPTIONS } from "../src/request/options.ts";
 import { renderChunk } from "../src/render/render_chunk.ts";
 import { concatChunks, type OutputFormat, type Quality } from "../src/render/encode.ts";
 import { mixAudio, muxAudio } from "../src/render/media.ts";
@@ -301,15 +302,15 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
 
 /** The rate's value num/den; `config.fps` may be written `29.97` or `"30000/1001"`. */
 function fps(input: ExecutionInput): number {
-  return frameRateValue(parseFrameRate(input.config.fps ?? 30, "config.fps"));
+  return frameRateValue(parseFrameRate(input.config.fps ?? OPTIONS.fps.default!, "config.fps"));
 }
 
 function formatOf(input: ExecutionInput): OutputFormat {
-  return input.config.format ?? "mp4";
+  return input.config.format ?? OPTIONS.videoFormat.default!;
 }
 
 function qualityOf(input: ExecutionInput): Quality {
-  return input.config.quality ?? "standard";
+  return input.config.quality ?? OPTIONS.quality.default!;
 }
 
 function chunkPrefix(): string {

@@ -5,26 +5,13 @@
  * @module
  */
 
-import { type Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
+import { type Command, InvalidArgumentError } from "@commander-js/extra-typings";
+import type { CloudClient } from "../cloud/client.ts";
 import { connectCloud } from "../cloud/connect.ts";
-import {
-  ASPECT_RATIOS,
-  cloudRender,
-  type CloudRenderRecord,
-  RESOLUTIONS,
-} from "../cloud/render.ts";
-import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
-import { EXIT, frameRateArg, integerIn, reportError, VARIABLES_HELP, warn } from "./shared.ts";
-
-function positiveNumber(flag: string): (value: string) => number {
-  return (value: string): number => {
-    const n = Number(value);
-    if (value.trim() === "" || !Number.isFinite(n) || n <= 0) {
-      throw new InvalidArgumentError(`${flag} must be a positive number.`);
-    }
-    return n;
-  };
-}
+import { cloudRender, type CloudRenderRecord, type CloudRenderResult } from "../cloud/render.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
+import { EXIT, integerIn, reportError, warn } from "./shared.ts";
 
 function formatBytes(bytes: number): string {
   if (bytes < 1024) return `${bytes} B`;
@@ -76,6 +63,14 @@ export function registerCloud(program: Command): void {
         "list, read or delete your renders.",
     );
 
+  registerCloudRender(cloud);
+  registerCloudList(cloud);
+  registerCloudGet(cloud);
+  registerCloudDelete(cloud);
+}
+
+/** Registers the `render` subcommand. */
+function registerCloudRender(cloud: Command): void {
   cloud
     .command("render")
     .description(
@@ -83,58 +78,29 @@ export function registerCloud(program: Command): void {
         "--asset-id or --url skip the upload. --dry-run only builds and inspects the zip.",
     )
     .argument("[dir]", "project directory", ".")
-    .option(
-      "--fps <rate>",
-      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30 unless the " +
-        "composition sets data-fps)",
-      frameRateArg("--fps"),
-    )
+    .addOption(cliOption(OPTIONS.fps))
+    .addOption(cliOptionWithDefault(OPTIONS.quality))
+    .addOption(cliOptionWithDefault(OPTIONS.videoFormat, {
+      help: "mp4; webm and mov carry alpha (unset: the --output extension, else mp4)",
+    }))
+    .addOption(cliOptionWithDefault(OPTIONS.resolution))
+    .addOption(cliOption(OPTIONS.aspectRatio))
     .addOption(
-      new Option("--quality <preset>", "encoder preset").choices(QUALITIES).default(
-        "standard" as const,
-      ),
+      cliOptionWithDefault(OPTIONS.composition, { help: "entry HTML file inside the zip" }),
     )
-    .addOption(
-      new Option(
-        "--format <format>",
-        "mp4; webm and mov carry alpha (unset: the --output extension, else mp4)",
-      ).choices(OUTPUT_FORMATS).default("mp4" as const),
-    )
-    .addOption(
-      new Option("--resolution <r>", "1080p, or 4k (billed at 1.5x; mp4 only)").choices(RESOLUTIONS)
-        .default("1080p" as const),
-    )
-    .addOption(
-      new Option(
-        "--aspect-ratio <ratio>",
-        "output aspect ratio (default: auto, from data-width/data-height; 16:9 for " +
-          "--asset-id/--url)",
-      ).choices(ASPECT_RATIOS),
-    )
-    .option("-c, --composition <file>", "entry HTML file inside the zip", "index.html")
     .option("-o, --output <path>", "download path (default: renders/<render_id>.<ext>)")
     .option("--dry-run", "build and inspect the zip locally: no sign-in, upload or render")
     .option("--asset-id <id>", "render an uploaded asset; skip zip and upload")
     .option("--url <url>", "render a project zip or HTML file from a URL; skip the upload")
-    .option("--variables <json>", VARIABLES_HELP.variables)
-    .option("--variables-file <path>", VARIABLES_HELP.variablesFile)
-    .option("--strict-variables", VARIABLES_HELP.strict)
+    .addOption(cliOption(OPTIONS.variables))
+    .addOption(cliOption(OPTIONS.variablesFile))
+    .addOption(cliSwitch(OPTIONS.strictVariables))
     .option("--no-wait", "submit, print the render_id and exit")
     .option("--callback-url <url>", "https webhook called when the render terminates")
-    .option("--callback-id <id>", "opaque id echoed in the webhook payload")
-    .option(
-      "--poll-interval <seconds>",
-      "seconds between polls",
-      positiveNumber("--poll-interval"),
-      10,
-    )
-    .option(
-      "--max-wait <minutes>",
-      "minutes to wait for the render",
-      positiveNumber("--max-wait"),
-      60,
-    )
-    .option("--idempotency-key <key>", "1-255 of A-Z a-z 0-9 _ : . - ; sent to upload and submit")
+    .addOption(cliOption(OPTIONS.callbackId))
+    .addOption(cliOptionWithDefault(OPTIONS.pollInterval))
+    .addOption(cliOptionWithDefault(OPTIONS.maxWait))
+    .addOption(cliOption(OPTIONS.idempotencyKey))
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (dir, options, command) => {
       // The default mp4 gives way to the --output extension, as in vid render.
@@ -170,56 +136,11 @@ export function registerCloud(program: Command): void {
             idempotencyKey: options.idempotencyKey,
             signal: controller.signal,
             onWarning: warn,
-            onStage: (stage, detail) => {
-              if (stage === "submitted") submitted = String(detail?.renderId);
-              if (options.json) return;
-              if (stage === "uploading") {
-                console.error(`uploading ${formatBytes(Number(detail?.bytes))}`);
-              } else if (stage === "submitted") {
-                console.error(`submitted ${detail?.renderId}`);
-              } else if (stage === "rendering") {
-                const progress = Math.round(Number(detail?.progress ?? 0) * 100);
-                console.error(`${detail?.status} ${progress}%`);
-              } else if (stage === "downloading") {
-                console.error(`downloading to ${detail?.output}`);
-              }
-            },
+            onStage: stageReporter(options.json === true, (id) => submitted = id),
           },
-          () =>
-            connectCloud({
-              onRetry: (info) => {
-                retryNotice(info);
-                const billable = info.what === "create the asset" ||
-                  info.what === "upload the project zip" || info.what === "submit the render";
-                if (billable && !options.idempotencyKey) {
-                  warn(
-                    "upload retried without an idempotency key: this run reuses its own key, " +
-                      "but re-running the command may create a duplicate asset and bill twice; " +
-                      "pass --idempotency-key to make re-runs safe",
-                  );
-                }
-              },
-              onWarning: warn,
-            }),
+          () => connectForRender(options.idempotencyKey),
         );
-        if (options.json) {
-          console.log(JSON.stringify({ ok: true, ...result }, null, 2));
-        } else if (result.dryRun) {
-          console.log(
-            `${result.projectDir} (${result.composition}, ${result.aspectRatio})\n` +
-              `  zip ${formatBytes(result.compressedBytes)} (${
-                formatBytes(result.uncompressedBytes)
-              } ` +
-              `unpacked), ${result.fileCount} files, site ${result.siteId}\n  largest files:`,
-          );
-          for (const file of result.largest) {
-            console.log(`    ${formatBytes(file.size).padStart(10)}  ${file.path}`);
-          }
-        } else if (result.status === "queued") {
-          console.log(result.renderId);
-        } else {
-          console.log(`rendered ${result.output} (${result.renderId})`);
-        }
+        printCloudResult(result, options.json === true);
       } catch (error) {
         if (controller.signal.aborted) {
           console.error(
@@ -235,7 +156,73 @@ export function registerCloud(program: Command): void {
         Deno.removeSignalListener("SIGINT", stop);
       }
     });
+}
 
+/** Tells the user what `vid cloud render` is doing; `onSubmitted` learns the render id. */
+function stageReporter(
+  json: boolean,
+  onSubmitted: (renderId: string) => void,
+): (stage: string, detail?: Record<string, unknown>) => void {
+  return (stage, detail) => {
+    if (stage === "submitted") onSubmitted(String(detail?.renderId));
+    if (json) return;
+    if (stage === "uploading") {
+      console.error(`uploading ${formatBytes(Number(detail?.bytes))}`);
+    } else if (stage === "submitted") {
+      console.error(`submitted ${detail?.renderId}`);
+    } else if (stage === "rendering") {
+      const progress = Math.round(Number(detail?.progress ?? 0) * 100);
+      console.error(`${detail?.status} ${progress}%`);
+    } else if (stage === "downloading") {
+      console.error(`downloading to ${detail?.output}`);
+    }
+  };
+}
+
+/**
+ * Signs in for a render; a retried billable call without `--idempotency-key` warns that a
+ * re-run may bill twice.
+ */
+function connectForRender(idempotencyKey: string | undefined): Promise<CloudClient> {
+  return connectCloud({
+    onRetry: (info) => {
+      retryNotice(info);
+      const billable = info.what === "create the asset" ||
+        info.what === "upload the project zip" || info.what === "submit the render";
+      if (billable && !idempotencyKey) {
+        warn(
+          "upload retried without an idempotency key: this run reuses its own key, " +
+            "but re-running the command may create a duplicate asset and bill twice; " +
+            "pass --idempotency-key to make re-runs safe",
+        );
+      }
+    },
+    onWarning: warn,
+  });
+}
+
+/** Prints what `vid cloud render` did: JSON, the dry run's zip, the render id or the file. */
+function printCloudResult(result: CloudRenderResult, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify({ ok: true, ...result }, null, 2));
+  } else if (result.dryRun) {
+    console.log(
+      `${result.projectDir} (${result.composition}, ${result.aspectRatio})\n` +
+        `  zip ${formatBytes(result.compressedBytes)} (${formatBytes(result.uncompressedBytes)} ` +
+        `unpacked), ${result.fileCount} files, site ${result.siteId}\n  largest files:`,
+    );
+    for (const file of result.largest) {
+      console.log(`    ${formatBytes(file.size).padStart(10)}  ${file.path}`);
+    }
+  } else if (result.status === "queued") {
+    console.log(result.renderId);
+  } else {
+    console.log(`rendered ${result.output} (${result.renderId})`);
+  }
+}
+
+/** Registers the `list` subcommand. */
+function registerCloudList(cloud: Command): void {
   cloud
     .command("list")
     .description("Recent renders, newest first")
@@ -268,7 +255,10 @@ export function registerCloud(program: Command): void {
         Deno.exitCode = reportError(error, options.json);
       }
     });
+}
 
+/** Registers the `get` subcommand. */
+function registerCloudGet(cloud: Command): void {
   cloud
     .command("get")
     .description("Full detail of a render, with a fresh short-lived signed video_url")
@@ -288,7 +278,10 @@ export function registerCloud(program: Command): void {
         Deno.exitCode = reportError(error, options.json);
       }
     });
+}
 
+/** Registers the `delete` subcommand. */
+function registerCloudDelete(cloud: Command): void {
   cloud
     .command("delete")
     .description("Soft-delete a render (asks first on a terminal)")

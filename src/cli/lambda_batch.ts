@@ -19,23 +19,26 @@ import {
   renderBatch,
   summarizeBatch,
 } from "../lambda/batch.ts";
-import { LAMBDA_FORMATS, LAMBDA_QUALITIES } from "../lambda/config.ts";
-import { deploySite, type SiteHandle, siteHandleFromId } from "../lambda/sdk.ts";
+import { deploySite, type S3Options, type SiteHandle, siteHandleFromId } from "../lambda/sdk.ts";
 import { loadSite } from "../lambda/sites.ts";
 import {
   type Connection,
   connection,
+  type ConnectionFlags,
   ENV_HELP,
   fail,
   LambdaUsageError,
+  type RenderConfigFlags,
   renderConfigFrom,
   RESERVED_ENV,
   reservedConcurrencyFromEnv,
   unreachableHint,
-} from "./lambda.ts";
-import { EXIT, frameRateArg, positiveInteger, warn } from "./shared.ts";
+} from "./lambda_connection.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
+import { EXIT, warn } from "./shared.ts";
 
-/** The command's help; a function because `ENV_HELP` comes from the module importing this one. */
+/** The command's help, built when the command is registered. */
 const help = (): string =>
   'Start one distributed render per line of a JSONL file ({"outputKey": ..., ' +
   '"variables": {...}}). The site is deployed once (unless --site-id). Prints a summary ' +
@@ -95,55 +98,18 @@ export function registerLambdaBatch(lambda: Command): void {
     .option("--site-id <id>", "render a site uploaded earlier; skip packaging and upload")
     .option("-c, --composition <file>", "entry HTML file", "index.html")
     .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
-    .option(
-      "--width <px>",
-      "output width in pixels (default: data-width)",
-      positiveInteger("--width"),
-    )
-    .option(
-      "--height <px>",
-      "output height in pixels (default: data-height)",
-      positiveInteger("--height"),
-    )
-    .option(
-      "--fps <rate>",
-      "frames per second, 1-240: 30, 29.97 or 30000/1001 (default: 30)",
-      frameRateArg("--fps"),
-    )
-    .addOption(
-      new Option("--format <format>", "output format (default: mp4)").choices(LAMBDA_FORMATS),
-    )
-    .addOption(
-      new Option("--quality <preset>", "encoder preset (default: standard)")
-        .choices(LAMBDA_QUALITIES),
-    )
-    .option(
-      "--max-parallel-chunks <n>",
-      "cap on chunks per render (default: 16)",
-      positiveInteger("--max-parallel-chunks"),
-    )
-    .option(
-      "--target-chunk-frames <n>",
-      "ceiling on frames per chunk; ignored when --chunk-size is set",
-      positiveInteger("--target-chunk-frames"),
-    )
-    .option(
-      "--chunk-size <n>",
-      "frames per chunk (default: 240)",
-      positiveInteger("--chunk-size"),
-    )
-    .option(
-      "--max-concurrent <n>",
-      "cap on simultaneous workflow start calls (not on function concurrency)",
-      positiveInteger("--max-concurrent"),
-      50,
-    )
-    .option(
-      "--reserved-concurrency <n>",
-      `reserved concurrency of the render function (env ${RESERVED_ENV}), for the ` +
-        "large-batch guidance",
-      positiveInteger("--reserved-concurrency"),
-    )
+    .addOption(cliOption(OPTIONS.width))
+    .addOption(cliOption(OPTIONS.height))
+    .addOption(cliOption(OPTIONS.fps, { defaultText: "30" }))
+    .addOption(cliOption(OPTIONS.videoFormat))
+    .addOption(cliOption(OPTIONS.quality))
+    .addOption(cliOption(OPTIONS.maxParallelChunks, { help: "cap on chunks per render" }))
+    .addOption(cliOption(OPTIONS.targetChunkFrames))
+    .addOption(cliOption(OPTIONS.chunkSize))
+    .addOption(cliOptionWithDefault(OPTIONS.maxConcurrent))
+    .addOption(cliOption(OPTIONS.reservedConcurrency, {
+      help: "reserved concurrency of the render function, for the large-batch guidance",
+    }))
     .addOption(
       new Option(
         "--rerun <rows>",
@@ -162,129 +128,175 @@ export function registerLambdaBatch(lambda: Command): void {
     .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
     .option("--region <region>", "AWS region (env AWS_REGION)")
     .option("--json", "print the manifest as a JSON array on stdout")
-    .action(async (projectDir, options) => {
-      const controller = new AbortController();
-      let interrupts = 0;
-      const onSignal = () => {
-        interrupts++;
-        if (interrupts > 1) Deno.exit(EXIT.cancelled);
-        console.error(
-          "interrupted: starting no more rows; waiting for the start calls in flight " +
-            "(Ctrl-C again to quit at once, without the manifest)",
-        );
-        controller.abort();
-      };
+    .action((projectDir, options) => runLambdaBatch(projectDir, options));
+}
+
+/** The flags of `vid lambda render-batch`, as commander parses them. */
+interface LambdaBatchFlags extends ConnectionFlags, RenderConfigFlags {
+  batch: string;
+  siteId?: string;
+  composition: string;
+  maxConcurrent: number;
+  reservedConcurrency?: number;
+  rerun: BatchRerun;
+  strictVariables?: true;
+  variablesFile?: string;
+  dryRun?: true;
+  manifest?: string;
+  json?: true;
+}
+
+/**
+ * The site the rows render: the uploaded one (`--site-id`, checked in the bucket), a
+ * stand-in for a dry run, or the project deployed once; with the declarations to check the
+ * rows' variables against.
+ */
+async function batchSite(
+  projectDir: string | undefined,
+  options: LambdaBatchFlags,
+  where: {
+    bucketName: string;
+    siteOptions: { composition: string; s3: S3Options };
+    exclude: string[];
+  },
+): Promise<{ siteHandle: SiteHandle; declarations: readonly VariableDeclaration[] }> {
+  const { bucketName, siteOptions, exclude } = where;
+  let siteHandle: SiteHandle;
+  let declarations: readonly VariableDeclaration[] = [];
+  if (options.siteId && !options.dryRun) {
+    // The uploaded site renders: check it and read its declarations from the bucket.
+    const site = await loadSite(options.siteId, bucketName, siteOptions);
+    siteHandle = site;
+    declarations = site.declarations;
+  } else {
+    if (projectDir !== undefined) {
+      declarations = (await readComposition(projectDir, options.composition)).declarations;
+    }
+    // The dry run uploads nothing: a handle naming the site is enough to lint the rows.
+    siteHandle = options.siteId
+      ? siteHandleFromId(options.siteId, bucketName, siteOptions)
+      : options.dryRun
+      ? siteHandleFromId("site-dry-run", bucketName, siteOptions)
+      : await deploySite({ projectDir: projectDir!, bucketName, exclude, ...siteOptions });
+  }
+  return { siteHandle, declarations };
+}
+
+/** Prints the summary and one line per row; one reason for the rows left unstarted. */
+function printBatchRows(rows: BatchManifestRow[], dryRun: boolean): void {
+  console.log(summaryLine(rows, dryRun));
+  const notStarted: string[] = [];
+  for (const row of rows) {
+    const attempt = (row.attempt ?? 1) > 1 ? ` (attempt ${row.attempt})` : "";
+    console.log(
+      `${row.line} ${row.outputKey ?? "-"} ${row.executionArn ?? "-"} ${row.status}` +
+        attempt,
+    );
+    if (row.status === "not-started" && row.error) notStarted.push(row.error);
+    else if (row.error && row.status !== "skipped") console.error(row.error);
+  }
+  // One reason for every row left unstarted (interrupted, or the stack went away).
+  if (notStarted.length > 0) {
+    const reason = notStarted[0].replace(/^line \d+: /, "");
+    console.error(
+      `${notStarted.length} row(s) not started: ${unreachableHint(reason)}`,
+    );
+  }
+}
+
+/** Runs `vid lambda render-batch`: resolves the site, starts one render per row, reports. */
+async function runLambdaBatch(
+  projectDir: string | undefined,
+  options: LambdaBatchFlags,
+): Promise<void> {
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSignal = () => {
+    interrupts++;
+    if (interrupts > 1) Deno.exit(EXIT.cancelled);
+    console.error(
+      "interrupted: starting no more rows; waiting for the start calls in flight " +
+        "(Ctrl-C again to quit at once, without the manifest)",
+    );
+    controller.abort();
+  };
+  try {
+    if (options.variablesFile !== undefined) {
+      throw new LambdaUsageError(
+        "--variables-file is not accepted by render-batch: variables are inline per row " +
+          '(the "variables" object of each JSONL line)',
+      );
+    }
+    const conn = connection(options);
+    // A dry run calls nothing: without a stack configured, stand-in names are enough to
+    // lint the rows (they only count toward each execution input's size).
+    const orDryRun = (get: () => string, standIn: string): string => {
       try {
-        if (options.variablesFile !== undefined) {
-          throw new LambdaUsageError(
-            "--variables-file is not accepted by render-batch: variables are inline per row " +
-              '(the "variables" object of each JSONL line)',
-          );
-        }
-        const conn = connection(options);
-        // A dry run calls nothing: without a stack configured, stand-in names are enough to
-        // lint the rows (they only count toward each execution input's size).
-        const orDryRun = (get: () => string, standIn: string): string => {
-          try {
-            return get();
-          } catch (error) {
-            if (options.dryRun && error instanceof LambdaUsageError) return standIn;
-            throw error;
-          }
-        };
-        const bucketName = orDryRun(() => conn.bucket(), "dry-run-bucket");
-        const stateMachineArn = orDryRun(
-          () => conn.stateMachineArn(),
-          `arn:aws:states:${conn.region}:000000000000:stateMachine:dry-run`,
-        );
-        const reservedConcurrency = options.reservedConcurrency ?? reservedConcurrencyFromEnv();
-        if (projectDir === undefined && !options.siteId) {
-          throw new LambdaUsageError(
-            "pass the project directory, or --site-id <id> to render a site uploaded earlier",
-          );
-        }
-        const baseConfig = renderConfigFrom(options);
-        const siteOptions = { composition: options.composition, s3: conn.s3 };
-        // The batch file and the manifest may live in the project: never upload them, or
-        // the site id, and so every row's execution name, would change with them.
-        const exclude = [options.batch, ...(options.manifest ? [options.manifest] : [])];
-        let siteHandle: SiteHandle;
-        let declarations: readonly VariableDeclaration[] = [];
-        if (options.siteId && !options.dryRun) {
-          // The uploaded site renders: check it and read its declarations from the bucket.
-          const site = await loadSite(options.siteId, bucketName, siteOptions);
-          siteHandle = site;
-          declarations = site.declarations;
-        } else {
-          if (projectDir !== undefined) {
-            declarations = (await readComposition(projectDir, options.composition)).declarations;
-          }
-          // The dry run uploads nothing: a handle naming the site is enough to lint the rows.
-          siteHandle = options.siteId
-            ? siteHandleFromId(options.siteId, bucketName, siteOptions)
-            : options.dryRun
-            ? siteHandleFromId("site-dry-run", bucketName, siteOptions)
-            : await deploySite({ projectDir: projectDir!, bucketName, exclude, ...siteOptions });
-        }
-        Deno.addSignalListener("SIGINT", onSignal);
-        Deno.addSignalListener("SIGTERM", onSignal);
-        let retries = 0;
-        const rows: BatchManifestRow[] = await renderBatch({
-          batchFile: options.batch,
-          siteHandle,
-          bucketName,
-          stateMachineArn,
-          declarations,
-          strict: options.strictVariables === true,
-          baseConfig,
-          maxConcurrent: options.maxConcurrent,
-          dryRun: options.dryRun === true,
-          rerun: options.rerun,
-          sfn: conn.sfn,
-          reservedConcurrency,
-          signal: controller.signal,
-          onRetry: () => retries++,
-          onWarning: warn,
-        });
-        const json = JSON.stringify(rows, null, 2);
-        if (options.manifest) await writeAtomically(options.manifest, json + "\n");
-        if (options.json) {
-          console.log(json);
-        } else {
-          console.log(summaryLine(rows, options.dryRun === true));
-          const notStarted: string[] = [];
-          for (const row of rows) {
-            const attempt = (row.attempt ?? 1) > 1 ? ` (attempt ${row.attempt})` : "";
-            console.log(
-              `${row.line} ${row.outputKey ?? "-"} ${row.executionArn ?? "-"} ${row.status}` +
-                attempt,
-            );
-            if (row.status === "not-started" && row.error) notStarted.push(row.error);
-            else if (row.error && row.status !== "skipped") console.error(row.error);
-          }
-          // One reason for every row left unstarted (interrupted, or the stack went away).
-          if (notStarted.length > 0) {
-            const reason = notStarted[0].replace(/^line \d+: /, "");
-            console.error(
-              `${notStarted.length} row(s) not started: ${unreachableHint(reason)}`,
-            );
-          }
-        }
-        if (retries > 0) {
-          console.error(`${retries} throttled start call(s) were retried with backoff`);
-        }
-        const summary = summarizeBatch(rows);
-        if (controller.signal.aborted) Deno.exitCode = EXIT.cancelled;
-        else if (summary.failedToStart > 0 || summary.notStarted > 0) {
-          Deno.exitCode = EXIT.failed;
-        }
+        return get();
       } catch (error) {
-        fail(error, options.json);
-      } finally {
-        Deno.removeSignalListener("SIGINT", onSignal);
-        Deno.removeSignalListener("SIGTERM", onSignal);
+        if (options.dryRun && error instanceof LambdaUsageError) return standIn;
+        throw error;
       }
+    };
+    const bucketName = orDryRun(() => conn.bucket(), "dry-run-bucket");
+    const stateMachineArn = orDryRun(
+      () => conn.stateMachineArn(),
+      `arn:aws:states:${conn.region}:000000000000:stateMachine:dry-run`,
+    );
+    const reservedConcurrency = options.reservedConcurrency ?? reservedConcurrencyFromEnv();
+    if (projectDir === undefined && !options.siteId) {
+      throw new LambdaUsageError(
+        "pass the project directory, or --site-id <id> to render a site uploaded earlier",
+      );
+    }
+    const baseConfig = renderConfigFrom(options);
+    const siteOptions = { composition: options.composition, s3: conn.s3 };
+    // The batch file and the manifest may live in the project: never upload them, or
+    // the site id, and so every row's execution name, would change with them.
+    const exclude = [options.batch, ...(options.manifest ? [options.manifest] : [])];
+    const { siteHandle, declarations } = await batchSite(projectDir, options, {
+      bucketName,
+      siteOptions,
+      exclude,
     });
+    Deno.addSignalListener("SIGINT", onSignal);
+    Deno.addSignalListener("SIGTERM", onSignal);
+    let retries = 0;
+    const rows: BatchManifestRow[] = await renderBatch({
+      batchFile: options.batch,
+      siteHandle,
+      bucketName,
+      stateMachineArn,
+      declarations,
+      strict: options.strictVariables === true,
+      baseConfig,
+      maxConcurrent: options.maxConcurrent,
+      dryRun: options.dryRun === true,
+      rerun: options.rerun,
+      sfn: conn.sfn,
+      reservedConcurrency,
+      signal: controller.signal,
+      onRetry: () => retries++,
+      onWarning: warn,
+    });
+    const json = JSON.stringify(rows, null, 2);
+    if (options.manifest) await writeAtomically(options.manifest, json + "\n");
+    if (options.json) console.log(json);
+    else printBatchRows(rows, options.dryRun === true);
+    if (retries > 0) {
+      console.error(`${retries} throttled start call(s) were retried with backoff`);
+    }
+    const summary = summarizeBatch(rows);
+    if (controller.signal.aborted) Deno.exitCode = EXIT.cancelled;
+    else if (summary.failedToStart > 0 || summary.notStarted > 0) {
+      Deno.exitCode = EXIT.failed;
+    }
+  } catch (error) {
+    fail(error, options.json);
+  } finally {
+    Deno.removeSignalListener("SIGINT", onSignal);
+    Deno.removeSignalListener("SIGTERM", onSignal);
+  }
 }
 
 function batchProgressText(p: BatchProgress): string[] {

@@ -6,7 +6,9 @@
 
 import type { Command } from "@commander-js/extra-typings";
 import { DEFAULT_PREVIEW_PORT, startPreview } from "../preview/server.ts";
-import { frameRateArg, integerIn, positiveInteger, reportError } from "./shared.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOption } from "./request_flags.ts";
+import { integerIn, reportError } from "./shared.ts";
 
 /** Tries `xdg-open url`; returns what to tell the user when it could not. */
 async function openBrowser(url: string): Promise<string | undefined> {
@@ -55,17 +57,13 @@ export function registerPreview(program: Command): void {
       integerIn("--port", 0, 65535),
       DEFAULT_PREVIEW_PORT,
     )
-    .option(
-      "--fps <rate>",
-      "frames per second of the stage and of renders, 1-240: 30, 29.97 or 30000/1001 " +
-        "(default: 30 unless the composition sets data-fps)",
-      frameRateArg("--fps"),
-    )
-    .option(
-      "--workers <n>",
-      "parallel browser windows of a render (default: as vid render)",
-      positiveInteger("--workers"),
-    )
+    .addOption(cliOption(OPTIONS.fps, {
+      help: "frames per second of the stage and of renders, 1-240: 30, 29.97 or 30000/1001",
+    }))
+    .addOption(cliOption(OPTIONS.workers, {
+      help: "parallel browser windows of a render",
+      defaultText: "as vid render",
+    }))
     .option("--open", "open the studio in the default browser (xdg-open)")
     .option("--json", 'print {"url", "port"} as one JSON line once listening')
     .action(async (target, options) => {

@@ -8,19 +8,11 @@
 import { type Command, Option } from "@commander-js/extra-typings";
 import { formatFrameRate } from "../composition/frame_rate.ts";
 import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
-import { GIF_MAX_FPS, QUALITIES, RENDER_FORMATS } from "../render/encode.ts";
-import { defaultWorkers, RenderCancelledError, renderComposition } from "../render/render.ts";
+import { RenderCancelledError, renderComposition } from "../render/render.ts";
+import { OPTIONS } from "../request/options.ts";
 import { progressReporter } from "./progress.ts";
-import {
-  EXIT,
-  FPS_HELP,
-  frameRangeArg,
-  frameRateArg,
-  positiveInteger,
-  reportError,
-  VARIABLES_HELP,
-  warn,
-} from "./shared.ts";
+import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
+import { EXIT, reportError, warn } from "./shared.ts";
 
 /** Registers `vid render`. */
 export function registerRender(program: Command): void {
@@ -33,53 +25,27 @@ export function registerRender(program: Command): void {
         "The frame rate is --fps, else the composition's data-fps, else 30.",
     )
     .argument("[target]", "project directory or HTML file", ".")
-    .option(
-      "-c, --composition <file>",
-      "entry HTML file inside the project directory",
-      "index.html",
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
     .option(
       "-o, --output <path>",
       "output file; its extension picks the format: .mp4, .webm, .mov, .gif, or a PNG " +
         "sequence frames/%05d.png (default: renders/<composition-id>.<format>)",
     )
-    .option(
-      "--fps <rate>",
-      `${FPS_HELP} (default: 30 unless the composition sets data-fps)`,
-      frameRateArg("--fps"),
-    )
-    .addOption(
-      new Option(
-        "--format <format>",
-        "mp4 (H.264), webm (VP9 + alpha), mov (ProRes 4444 + alpha), gif (one palette, at " +
-          `most ${GIF_MAX_FPS} fps), png (RGBA sequence; file number = frame index) ` +
-          "(default: from the --output extension, else mp4)",
-      ).choices(RENDER_FORMATS),
-    )
-    .addOption(
-      new Option("--quality <preset>", "encoder preset").choices(QUALITIES)
-        .default("standard" as const),
-    )
-    .option(
-      "--workers <n>",
-      `parallel browser windows (default: ${defaultWorkers()} on this machine)`,
-      positiveInteger("--workers"),
-    )
-    .option(
-      "--frames <from-to>",
-      "render only frames from..to, inclusive (e.g. 0-59)",
-      frameRangeArg,
-    )
-    .option("--variables <json>", VARIABLES_HELP.variables)
-    .option("--variables-file <path>", VARIABLES_HELP.variablesFile)
-    .option("--strict-variables", VARIABLES_HELP.strict)
+    .addOption(cliOption(OPTIONS.fps))
+    .addOption(cliOption(OPTIONS.format))
+    .addOption(cliOptionWithDefault(OPTIONS.quality))
+    .addOption(cliOption(OPTIONS.workers))
+    .addOption(cliOption(OPTIONS.frames))
+    .addOption(cliOption(OPTIONS.variables))
+    .addOption(cliOption(OPTIONS.variablesFile))
+    .addOption(cliSwitch(OPTIONS.strictVariables))
     .addOption(
       new Option(
         "--capture <mode>",
         "capture path: auto probes BeginFrame (chromium-headless-shell), else screenshots",
       ).choices(CAPTURE_PREFERENCES).default("auto" as const),
     )
-    .option("--hdr", "HDR mp4: 10-bit HEVC, BT.2020 primaries, HLG transfer (local only)")
+    .addOption(cliSwitch(OPTIONS.hdr))
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")
     .action(async (target, options) => {

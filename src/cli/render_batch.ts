@@ -15,17 +15,9 @@ import {
   summarizeLocalBatch,
 } from "../batch/local.ts";
 import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
-import { QUALITIES, RENDER_FORMATS } from "../render/encode.ts";
-import { defaultWorkers } from "../render/render.ts";
-import {
-  EXIT,
-  FPS_HELP,
-  frameRateArg,
-  positiveInteger,
-  reportError,
-  VARIABLES_HELP,
-  warn,
-} from "./shared.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
+import { EXIT, reportError, warn } from "./shared.ts";
 
 const HELP = "Render one video per row of a batch file on this machine: JSONL (one " +
   '{"outputKey": "ada.mp4", "variables": {...}} per line, the format of `vid lambda ' +
@@ -67,36 +59,19 @@ export function registerRenderBatch(program: Command): void {
       "--manifest <file>",
       "manifest file, rewritten as rows finish (default: <out-dir>/vid-batch-manifest.json)",
     )
-    .option(
-      "-c, --composition <file>",
-      "entry HTML file inside the project directory",
-      "index.html",
-    )
-    .addOption(
-      new Option(
-        "--format <format>",
-        "format of every row (default: from each outputKey's extension)",
-      ).choices(RENDER_FORMATS),
-    )
-    .option(
-      "--fps <rate>",
-      `${FPS_HELP} (default: 30 unless the composition sets data-fps)`,
-      frameRateArg("--fps"),
-    )
-    .addOption(
-      new Option("--quality <preset>", "encoder preset").choices(QUALITIES)
-        .default("standard" as const),
-    )
-    .option(
-      "--concurrency <n>",
-      `rows rendered at once (default: ${defaultWorkers()} on this machine)`,
-      positiveInteger("--concurrency"),
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
+    .addOption(cliOption(OPTIONS.format, {
+      help: "format of every row",
+      defaultText: "from each outputKey's extension",
+    }))
+    .addOption(cliOption(OPTIONS.fps))
+    .addOption(cliOptionWithDefault(OPTIONS.quality))
+    .addOption(cliOption(OPTIONS.concurrency))
     .addOption(
       new Option("--capture <mode>", "capture path").choices(CAPTURE_PREFERENCES)
         .default("auto" as const),
     )
-    .option("--strict-variables", VARIABLES_HELP.strict)
+    .addOption(cliSwitch(OPTIONS.strictVariables))
     .option("--dry-run", "check the rows only: valid rows become would-invoke; nothing renders")
     .option("--json", "print the manifest as a JSON array on stdout")
     .action(async (target, options) => {

@@ -6,14 +6,9 @@
  */
 
 import { InvalidArgumentError } from "@commander-js/extra-typings";
-import {
-  CompositionError,
-  StrictVariablesError,
-  VariablesInputError,
-} from "../composition/errors.ts";
-import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
+import { StrictVariablesError } from "../composition/errors.ts";
+import { VidError } from "../errors.ts";
 import { PageError } from "../render/page_error.ts";
-import { MissingDependencyError } from "../render/system.ts";
 
 /** Exit codes of the CLI. */
 export const EXIT = {
@@ -24,13 +19,6 @@ export const EXIT = {
   usage: 2,
   /** Interrupted with Ctrl-C or SIGTERM. */
   cancelled: 130,
-} as const;
-
-/** Help texts of the variable flags, shared by every command that takes them. */
-export const VARIABLES_HELP = {
-  variables: "inline JSON object of variable overrides (wins over --variables-file)",
-  variablesFile: "JSON or JSONC file holding an object of variable overrides",
-  strict: "fail on undeclared keys or wrong types instead of warning",
 } as const;
 
 /** Parses an integer flag within `min`..`max`, naming the flag on error. */
@@ -44,44 +32,9 @@ export function integerIn(flag: string, min: number, max: number): (value: strin
   };
 }
 
-/** Help text of every `--fps` flag. */
-export const FPS_HELP =
-  "frames per second, 1-240: an integer, 29.97 / 23.976 / 59.94 (exactly 30000/1001 " +
-  "etc.) or a fraction such as 30000/1001";
-
-/**
- * Parses a frame-rate flag (`30`, `29.97`, `30000/1001`) with the one rate parser, naming
- * the flag on error. Returns the rate's value num/den, which every surface maps back to
- * the same fraction.
- */
-export function frameRateArg(flag: string): (value: string) => number {
-  return (value: string): number => {
-    try {
-      return frameRateValue(parseFrameRate(value, flag));
-    } catch (error) {
-      throw new InvalidArgumentError(`${(error as Error).message}.`);
-    }
-  };
-}
-
 /** Parses a positive integer flag. */
 export function positiveInteger(flag: string): (value: string) => number {
   return integerIn(flag, 1, Number.MAX_SAFE_INTEGER);
-}
-
-/** Parses `--frames <from>-<to>`. */
-export function frameRangeArg(value: string): { from: number; to: number } {
-  const parts = value.split("-");
-  const [from, to] = parts.map((p) => Number(p));
-  if (
-    parts.length !== 2 || parts.some((p) => p.trim() === "") || !Number.isInteger(from) ||
-    !Number.isInteger(to) || from < 0 || to < from
-  ) {
-    throw new InvalidArgumentError(
-      `--frames must be <from>-<to> with whole frame numbers, from <= to (e.g. 0-59).`,
-    );
-  }
-  return { from, to };
 }
 
 /** Writes a warning line to stderr. */
@@ -90,20 +43,11 @@ export function warn(message: string): void {
 }
 
 /**
- * Errors of a bad option value, recognised by name: importing their classes would load the
- * renderer (and the cloud client) into every command, however small.
+ * Exit code for an error thrown by the SDK: an input error ({@linkcode VidError}) carries
+ * its own (2 for a bad flag or value); anything else failed the run (1).
  */
-const USAGE_ERROR_NAMES = new Set(["RenderOptionError", "CloudRenderError"]);
-
-/** Exit code for an error thrown by the SDK. */
 export function exitCodeFor(error: unknown): number {
-  if (error instanceof VariablesInputError) return EXIT.usage;
-  if (error instanceof Error && USAGE_ERROR_NAMES.has(error.name)) return EXIT.usage;
-  if (
-    error instanceof CompositionError || error instanceof StrictVariablesError ||
-    error instanceof MissingDependencyError
-  ) return EXIT.failed;
-  return EXIT.failed;
+  return error instanceof VidError ? error.exitCode : EXIT.failed;
 }
 
 /** Prints an SDK error to stderr (or as JSON on stdout) and returns its exit code. */
@@ -115,8 +59,14 @@ export function reportError(error: unknown, json = false): number {
       ok: false,
       error: { name: err.name, message: err.message },
     };
-    const field = (err as { field?: unknown }).field;
+    // The command line's words: the flag the value came through, else the SDK path.
+    const field = err instanceof VidError
+      ? err.flag ?? err.field
+      : (err as { field?: unknown }).field;
     if (typeof field === "string") (body.error as Record<string, unknown>).field = field;
+    if (err instanceof VidError && err.flag !== undefined && err.field !== undefined) {
+      (body.error as Record<string, unknown>).path = err.field;
+    }
     const api = apiCode(err);
     if (api) Object.assign(body.error as Record<string, unknown>, api);
     if (err instanceof StrictVariablesError) {
@@ -129,7 +79,8 @@ export function reportError(error: unknown, json = false): number {
   } else {
     const api = apiCode(err);
     const suffix = api && api.status > 0 ? ` (${api.code}, HTTP ${api.status})` : "";
-    console.error(`error: ${err.message}${suffix}`);
+    const message = err instanceof VidError ? err.cliMessage() : err.message;
+    console.error(`error: ${message}${suffix}`);
   }
   return code;
 }

@@ -4,18 +4,12 @@
  * @module
  */
 
-import { type Command, InvalidArgumentError, Option } from "@commander-js/extra-typings";
+import { type Command, Option } from "@commander-js/extra-typings";
 import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
 import { renderStill } from "../render/still.ts";
-import { frameRateArg, integerIn, reportError, VARIABLES_HELP, warn } from "./shared.ts";
-
-function seconds(value: string): number {
-  const n = Number(value);
-  if (value.trim() === "" || !Number.isFinite(n) || n < 0) {
-    throw new InvalidArgumentError("--time must be a number of seconds >= 0 (e.g. 2.5).");
-  }
-  return n;
-}
+import { OPTIONS } from "../request/options.ts";
+import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
+import { reportError, warn } from "./shared.ts";
 
 /** Registers `vid still`. */
 export function registerStill(program: Command): void {
@@ -27,24 +21,17 @@ export function registerStill(program: Command): void {
         "in the video. Pick it with --frame or --time (default: frame 0).",
     )
     .argument("[target]", "project directory or HTML file", ".")
-    .option(
-      "-c, --composition <file>",
-      "entry HTML file inside the project directory",
-      "index.html",
-    )
-    .option("--frame <n>", "frame number, from 0", integerIn("--frame", 0, Number.MAX_SAFE_INTEGER))
-    .option("--time <seconds>", "time in seconds; the frame shown then", seconds)
-    .option(
-      "--fps <rate>",
-      "frame rate that maps --time to a frame: 30, 29.97 or 30000/1001 (default: 30 unless the " +
-        "composition sets data-fps)",
-      frameRateArg("--fps"),
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
+    .addOption(cliOption(OPTIONS.frame))
+    .addOption(cliOption(OPTIONS.time))
+    .addOption(cliOption(OPTIONS.fps, {
+      help: "frame rate that maps --time to a frame: 30, 29.97 or 30000/1001",
+    }))
     .option("-o, --output <file>", "image file, .png or .jpg (default: renders/<id>-<frame>.png)")
-    .option("--quality <n>", "JPEG quality 1-100", integerIn("--quality", 1, 100), 90)
-    .option("--variables <json>", VARIABLES_HELP.variables)
-    .option("--variables-file <path>", VARIABLES_HELP.variablesFile)
-    .option("--strict-variables", VARIABLES_HELP.strict)
+    .addOption(cliOptionWithDefault(OPTIONS.jpegQuality))
+    .addOption(cliOption(OPTIONS.variables))
+    .addOption(cliOption(OPTIONS.variablesFile))
+    .addOption(cliSwitch(OPTIONS.strictVariables))
     .addOption(
       new Option("--capture <mode>", "capture path").choices(CAPTURE_PREFERENCES)
         .default("auto" as const),

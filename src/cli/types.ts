@@ -5,6 +5,7 @@
  * @module
  */
 
+import { VidError } from "../errors.ts";
 import { type Command, InvalidArgumentError } from "@commander-js/extra-typings";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, relative, resolve } from "node:path";
@@ -15,14 +16,14 @@ import {
   variablesJsonSchema,
   variablesTypeSource,
 } from "../composition/types_gen.ts";
-import { EXIT, reportError, warn } from "./shared.ts";
+import { reportError, warn } from "./shared.ts";
 
 /** A usage problem of `vid types` found after parsing (exit 2). */
-export class TypesUsageError extends Error {
+export class TypesUsageError extends VidError {
   override name = "UsageError";
-  /** @param field The flag at fault. */
-  constructor(message: string, readonly field: string) {
-    super(message);
+  /** @param flag The flag at fault. */
+  constructor(message: string, flag: string) {
+    super(message, { flag, exitCode: 2 });
   }
 }
 
@@ -147,9 +148,7 @@ export function registerTypes(program: Command): void {
         if (schemaFile !== null) note(`wrote the JSON Schema of ${summary} to ${schemaFile}`);
       } catch (error) {
         for (const file of staged) await rm(file.partial, { force: true }).catch(() => {});
-        Deno.exitCode = error instanceof TypesUsageError
-          ? (reportError(error, options.json), EXIT.usage)
-          : reportError(error, options.json);
+        Deno.exitCode = reportError(error, options.json);
       }
     });
 }

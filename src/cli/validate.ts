@@ -13,7 +13,9 @@ import type { DroppedDeclaration } from "../composition/declarations.ts";
 import { formatFrameRate } from "../composition/frame_rate.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, loadOverrides, mergeVariables } from "../composition/variables.ts";
-import { EXIT, reportError, VARIABLES_HELP } from "./shared.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOption, cliSwitch } from "./request_flags.ts";
+import { EXIT, reportError } from "./shared.ts";
 
 /** The three answers of `vid validate`. */
 export type Verdict = "valid" | "valid-with-warnings" | "invalid";
@@ -63,9 +65,9 @@ export function registerValidate(program: Command): void {
         "Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.",
     )
     .argument("[target]", "project directory or HTML file", ".")
-    .option("--variables <json>", VARIABLES_HELP.variables)
-    .option("--variables-file <path>", VARIABLES_HELP.variablesFile)
-    .option("--strict-variables", VARIABLES_HELP.strict)
+    .addOption(cliOption(OPTIONS.variables))
+    .addOption(cliOption(OPTIONS.variablesFile))
+    .addOption(cliSwitch(OPTIONS.strictVariables))
     .option(
       "-c, --composition <file>",
       "entry HTML file inside the project directory",

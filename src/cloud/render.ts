@@ -16,33 +16,61 @@ import { type AspectRatio, aspectRatioOf, readComposition } from "../composition
 import type { Variables } from "../composition/declarations.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, loadOverrides } from "../composition/variables.ts";
-import { FrameRateError, parseFrameRate } from "../composition/frame_rate.ts";
+import { formatOfPath, OUTPUT_FORMATS, type OutputFormat, type Quality } from "../render/encode.ts";
+import { VidError } from "../errors.ts";
 import {
-  formatOfPath,
-  OUTPUT_FORMATS,
-  type OutputFormat,
-  QUALITIES,
-  type Quality,
-} from "../render/encode.ts";
+  ASPECT_RATIOS,
+  checkOption,
+  flagOf,
+  type OptionDeclaration,
+  OPTIONS,
+  type Resolution,
+  RESOLUTIONS,
+} from "../request/options.ts";
+import { RenderOptionError } from "../request/errors.ts";
+import { checkResolutionFormat } from "../request/rules.ts";
 import { type PackagedFile, packageProject } from "../project/package.ts";
 import { CloudApiError, type CloudClient } from "./client.ts";
 
 /** Upload limit of the hosted service: a project zip of at most 200 MB. */
 export const CLOUD_MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
-/** Accepted `--resolution` values. */
-export const RESOLUTIONS = ["1080p", "4k"] as const;
-/** Accepted `--aspect-ratio` values. */
-export const ASPECT_RATIOS: readonly AspectRatio[] = ["16:9", "9:16", "1:1"];
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9_:.-]{1,255}$/;
+// The accepted resolutions and aspect ratios are declared with the render request.
+export { ASPECT_RATIOS, RESOLUTIONS };
 
-/** A flag is wrong; names it. Raised before any network call. */
-export class CloudRenderError extends Error {
+/**
+ * An option of a hosted render is wrong; names it (`field`: the SDK option, `flag`: the
+ * flag of `vid cloud render`). Raised before any network call.
+ */
+export class CloudRenderError extends VidError {
+  /** Always `"CloudRenderError"`. */
   override name = "CloudRenderError";
-  readonly field: string;
-  constructor(field: string, message: string) {
-    super(`${field}: ${message}`);
-    this.field = field;
+  /** The option at fault, e.g. `resolution`. */
+  declare readonly field: string;
+  /**
+   * Creates the error for one option.
+   *
+   * @param field The SDK option at fault.
+   * @param detail What is wrong; the message is `<field>: <detail>`.
+   * @param flag The flag of the option.
+   */
+  constructor(field: string, detail: string, flag?: string) {
+    super(`${field}: ${detail}`, { field, flag, detail, exitCode: 2 });
   }
+}
+
+/** A declared option's check, with its error as a {@linkcode CloudRenderError}. */
+function checked<T>(declaration: OptionDeclaration<string, T>, value: unknown): T | undefined {
+  try {
+    return checkOption(declaration, value);
+  } catch (error) {
+    if (!(error instanceof RenderOptionError)) throw error;
+    throw new CloudRenderError(error.field, error.detail, error.flag);
+  }
+}
+
+/** A {@linkcode CloudRenderError} for the option `declaration` declares. */
+function optionError(declaration: OptionDeclaration<string, unknown>, detail: string) {
+  return new CloudRenderError(declaration.key, detail, flagOf(declaration));
 }
 
 /** Options of {@linkcode cloudRender}; the CLI flags of `vid cloud render`. */
@@ -61,7 +89,7 @@ export interface CloudRenderOptions {
   /** @default "mp4" */
   format?: OutputFormat;
   /** @default "1080p" */
-  resolution?: (typeof RESOLUTIONS)[number];
+  resolution?: Resolution;
   /** @default detected from the composition; "16:9" for assetId/url */
   aspectRatio?: AspectRatio;
   /** @default "renders/<render_id>.<format>" */
@@ -139,22 +167,19 @@ export type CloudRenderResult =
  * disagrees with the extension is an error naming both.
  */
 function cloudFormat(options: CloudRenderOptions): OutputFormat {
-  const format = options.format;
-  if (format !== undefined && !OUTPUT_FORMATS.includes(format)) {
-    throw new CloudRenderError("--format", `must be one of ${OUTPUT_FORMATS.join(", ")}`);
-  }
+  const format = checked(OPTIONS.videoFormat, options.format);
   const named = options.output === undefined ? undefined : formatOfPath(options.output);
-  if (named === undefined) return format ?? "mp4";
+  if (named === undefined) return format ?? OPTIONS.videoFormat.default!;
   if (named === null || !(OUTPUT_FORMATS as readonly string[]).includes(named)) {
-    throw new CloudRenderError(
-      "--output",
+    throw optionError(
+      OPTIONS.output,
       `the hosted service renders ${OUTPUT_FORMATS.join(", ")}; end ${options.output} with ` +
         `.mp4, .webm or .mov (gif and PNG sequences render locally with vid render)`,
     );
   }
   if (format !== undefined && named !== format) {
-    throw new CloudRenderError(
-      "--format",
+    throw optionError(
+      OPTIONS.videoFormat,
       `--format ${format} conflicts with the output extension of ${options.output} (${named}); ` +
         `drop --format to render ${named}, or name the output for ${format} (e.g. out.${format})`,
     );
@@ -167,42 +192,39 @@ function cloudFormat(options: CloudRenderOptions): OutputFormat {
  * path (webm and mov need native resolution).
  */
 export function checkCloudRenderOptions(options: CloudRenderOptions): void {
-  if (options.fps !== undefined) {
-    try {
-      parseFrameRate(options.fps, "--fps");
-    } catch (error) {
-      if (!(error instanceof FrameRateError)) throw error;
-      throw new CloudRenderError("--fps", error.message.replace(/^--fps: /, ""));
-    }
+  for (
+    const declaration of [
+      OPTIONS.fps,
+      OPTIONS.quality,
+      OPTIONS.resolution,
+      OPTIONS.aspectRatio,
+      OPTIONS.callbackId,
+      OPTIONS.idempotencyKey,
+      OPTIONS.pollInterval,
+      OPTIONS.maxWait,
+    ]
+  ) {
+    checked<unknown>(declaration, options[declaration.key as keyof CloudRenderOptions]);
   }
   const format = cloudFormat(options);
-  if (!QUALITIES.includes(options.quality ?? "standard")) {
-    throw new CloudRenderError("--quality", `must be one of ${QUALITIES.join(", ")}`);
-  }
-  const resolution = options.resolution ?? "1080p";
-  if (!RESOLUTIONS.includes(resolution)) {
-    throw new CloudRenderError("--resolution", `must be one of ${RESOLUTIONS.join(", ")}`);
-  }
-  if (resolution === "4k" && format !== "mp4") {
-    throw new CloudRenderError(
-      "--resolution",
-      `4k cannot be ${format}: the 4k path has no alpha channel. Use mp4, or render alpha at native resolution`,
-    );
-  }
-  if (options.aspectRatio !== undefined && !ASPECT_RATIOS.includes(options.aspectRatio)) {
-    throw new CloudRenderError("--aspect-ratio", `must be one of ${ASPECT_RATIOS.join(", ")}`);
+  try {
+    checkResolutionFormat(options.resolution ?? OPTIONS.resolution.default!, format);
+  } catch (error) {
+    if (!(error instanceof RenderOptionError)) throw error;
+    throw new CloudRenderError(error.field, error.detail, error.flag);
   }
   if (options.assetId !== undefined && options.url !== undefined) {
-    throw new CloudRenderError("--asset-id", "give --asset-id or --url, not both");
+    throw new CloudRenderError("assetId", "give --asset-id or --url, not both", "--asset-id");
   }
   if (options.dryRun && (options.assetId !== undefined || options.url !== undefined)) {
     throw new CloudRenderError(
-      "--dry-run",
+      "dryRun",
       "inspects a local project's zip; drop --asset-id/--url",
+      "--dry-run",
     );
   }
   if (options.url !== undefined && !/^https?:\/\//i.test(options.url)) {
-    throw new CloudRenderError("--url", "must be an http(s) URL of a zip or an HTML file");
+    throw new CloudRenderError("url", "must be an http(s) URL of a zip or an HTML file", "--url");
   }
   if (options.callbackUrl !== undefined) {
     let url: URL | undefined;
@@ -216,23 +238,8 @@ export function checkCloudRenderOptions(options: CloudRenderOptions): void {
     const loopback = url?.protocol === "http:" &&
       ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname);
     if (url?.protocol !== "https:" && !loopback) {
-      throw new CloudRenderError("--callback-url", "must be an https:// URL");
+      throw new CloudRenderError("callbackUrl", "must be an https:// URL", "--callback-url");
     }
-  }
-  if (options.callbackId !== undefined && options.callbackId.length > 255) {
-    throw new CloudRenderError("--callback-id", "must be at most 255 characters");
-  }
-  if (options.idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(options.idempotencyKey)) {
-    throw new CloudRenderError(
-      "--idempotency-key",
-      "must be 1 to 255 characters of A-Z a-z 0-9 _ : . -",
-    );
-  }
-  if (options.pollInterval !== undefined && !(options.pollInterval > 0)) {
-    throw new CloudRenderError("--poll-interval", "must be a positive number of seconds");
-  }
-  if (options.maxWait !== undefined && !(options.maxWait > 0)) {
-    throw new CloudRenderError("--max-wait", "must be a positive number of minutes");
   }
 }
 
@@ -285,7 +292,7 @@ export async function cloudRender(
   checkCloudRenderOptions(options);
   const warn = options.onWarning ?? (() => {});
   const stage = options.onStage ?? (() => {});
-  const composition = options.composition ?? "index.html";
+  const composition = options.composition ?? OPTIONS.composition.default!;
   const format = cloudFormat(options);
   const overrides: Variables = await loadOverrides({
     variables: options.variables,
@@ -364,9 +371,9 @@ export async function cloudRender(
       composition,
       // Without a rate the server takes the composition's data-fps, else 30.
       ...(options.fps !== undefined && { fps: options.fps }),
-      quality: options.quality ?? "standard",
+      quality: options.quality ?? OPTIONS.quality.default,
       format,
-      resolution: options.resolution ?? "1080p",
+      resolution: options.resolution ?? OPTIONS.resolution.default,
       aspect_ratio: aspectRatio,
       variables: overrides,
       strict_variables: options.strictVariables === true,
@@ -387,7 +394,8 @@ export async function cloudRender(
       uploadedBytes,
     };
   }
-  const deadline = Date.now() + (options.maxWait ?? 60) * 60000;
+  const maxWait = options.maxWait ?? OPTIONS.maxWait.default!;
+  const deadline = Date.now() + maxWait * 60000;
   let render = submitted;
   while (render.status !== "completed") {
     if (render.status === "failed") {
@@ -397,11 +405,11 @@ export async function cloudRender(
       throw new CloudApiError(
         0,
         "max_wait",
-        `render ${renderId} is still ${render.status} after ${options.maxWait ?? 60} min; ` +
+        `render ${renderId} is still ${render.status} after ${maxWait} min; ` +
           `check it later with: vid cloud get ${renderId}`,
       );
     }
-    await sleep((options.pollInterval ?? 10) * 1000, options.signal);
+    await sleep((options.pollInterval ?? OPTIONS.pollInterval.default!) * 1000, options.signal);
     render = await client.request<CloudRenderRecord>("GET", `/v3/vid/renders/${renderId}`, {
       what: "poll the render",
     });

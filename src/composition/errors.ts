@@ -5,6 +5,8 @@
  * @module
  */
 
+import { VidError } from "../errors.ts";
+
 /** A composition file could not be read or its root element is invalid. */
 export class CompositionError extends Error {
   /** Always `"CompositionError"`. */
@@ -33,21 +35,23 @@ export class CompositionError extends Error {
 }
 
 /** `--variables` / `--variables-file` could not be read or is not a JSON object. */
-export class VariablesInputError extends Error {
+export class VariablesInputError extends VidError {
   /** Always `"VariablesInputError"`. */
   override name = "VariablesInputError";
+  /** The SDK option at fault: `variables` or `variablesFile`. */
+  declare readonly field: string;
   /** The flag at fault: `--variables` or `--variables-file`. */
-  readonly field: string;
+  declare readonly flag: string;
 
   /**
    * Creates the error for one flag.
    *
    * @param message What is wrong, naming the fix.
-   * @param field The flag at fault.
+   * @param flag The flag at fault: `--variables` or `--variables-file`.
    */
-  constructor(message: string, field: string) {
-    super(message);
-    this.field = field;
+  constructor(message: string, flag: string) {
+    const field = flag === "--variables-file" ? "variablesFile" : "variables";
+    super(message, { field, flag, exitCode: 2 });
   }
 }
 
@@ -66,13 +70,13 @@ export interface VariableProblem {
 }
 
 /** Overrides failed `--strict-variables` checking; carries every problem found. */
-export class StrictVariablesError extends Error {
+export class StrictVariablesError extends VidError {
   /** Always `"StrictVariablesError"`. */
   override name = "StrictVariablesError";
   /** Every problem, in override key order. */
   readonly problems: VariableProblem[];
-  /** The first key at fault. */
-  readonly field: string;
+  /** SDK path of the first override at fault, e.g. `variables.title`. */
+  declare readonly field: string;
 
   /**
    * Creates the error, listing every problem in its message.
@@ -83,8 +87,11 @@ export class StrictVariablesError extends Error {
     super(
       `variables do not match the composition's declarations (--strict-variables):\n` +
         problems.map((p) => `  - ${p.message}`).join("\n"),
+      {
+        field: problems[0] === undefined ? "variables" : `variables.${problems[0].key}`,
+        exitCode: 1,
+      },
     );
     this.problems = problems;
-    this.field = problems[0]?.key ?? "variables";
   }
 }

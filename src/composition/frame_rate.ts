@@ -15,6 +15,8 @@
  * @module
  */
 
+import { VidError } from "../errors.ts";
+
 /** A frame rate as a reduced fraction: `num` frames every `den` seconds. */
 export interface FrameRate {
   /** Frames... */
@@ -31,11 +33,11 @@ export const MAX_FPS = 240;
 export const MAX_RATE_DENOMINATOR = 1001;
 
 /** A frame rate that cannot be parsed or is out of range; `field` names where it came from. */
-export class FrameRateError extends Error {
+export class FrameRateError extends VidError {
   /** Always `"FrameRateError"`. */
   override name = "FrameRateError";
-  /** Where the rate came from, e.g. `--fps`, `data-fps` or `config.fps`. */
-  readonly field: string;
+  /** Where the rate came from, e.g. `fps`, `data-fps` or `config.fps`. */
+  declare readonly field: string;
 
   /**
    * Creates the error for one field.
@@ -44,8 +46,7 @@ export class FrameRateError extends Error {
    * @param message What is wrong; prefixed with `<field>: `.
    */
   constructor(field: string, message: string) {
-    super(`${field}: ${message}`);
-    this.field = field;
+    super(`${field}: ${message}`, { field, detail: message, exitCode: 2 });
   }
 }
 

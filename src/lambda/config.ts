@@ -29,18 +29,21 @@
  * @module
  */
 
-import type { OutputFormat, Quality } from "../render/encode.ts";
-import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
+import { OUTPUT_FORMATS, type OutputFormat, QUALITIES, type Quality } from "../render/encode.ts";
+import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { chunkCount, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 import { isPlainObject } from "../util/json_shape.ts";
+import { VidError } from "../errors.ts";
+import { RenderOptionError } from "../request/errors.ts";
+import { checkConfigField, CONFIG_FIELDS, OPTIONS } from "../request/options.ts";
 
 /** Workflow execution input limit: the whole serialised payload, UTF-8 bytes (256 KiB). */
 export const MAX_EXECUTION_INPUT_BYTES = 262144;
 
-/** Output formats a distributed render accepts. */
-export const LAMBDA_FORMATS: readonly OutputFormat[] = ["mp4", "webm", "mov"];
-/** Quality presets a distributed render accepts (those of the encoder). */
-export const LAMBDA_QUALITIES: readonly Quality[] = ["draft", "standard", "high"];
+/** Output formats a distributed render accepts: the encoder's video formats. */
+export const LAMBDA_FORMATS: readonly OutputFormat[] = OUTPUT_FORMATS;
+/** Quality presets a distributed render accepts: the encoder's. */
+export const LAMBDA_QUALITIES: readonly Quality[] = QUALITIES;
 
 /** Signed notification sent when the render terminates. */
 export interface WebhookConfig {
@@ -132,20 +135,22 @@ export interface ValidateConfigOptions {
 }
 
 /** A field of the execution input is invalid; `field` is its path, e.g. `config.fps`. */
-export class ConfigError extends Error {
+export class ConfigError extends VidError {
   /** Always `"ConfigError"` (subclasses set their own). */
   override name = "ConfigError";
   /** Path of the invalid field, e.g. `config.fps`. */
-  readonly field: string;
+  declare readonly field: string;
   /**
    * Creates the error for one field.
    *
    * @param field Path of the invalid field.
    * @param message What is wrong and how to fix it; prefixed with `[validateConfig] <field>: `.
+   * @param flag The command-line flag that sets the field, when one does.
    */
-  constructor(field: string, message: string) {
-    super(`[validateConfig] ${field}: ${message}`);
-    this.field = field;
+  constructor(field: string, message: string, flag?: string) {
+    // Exit 1, as before the request was declared once: the execution input as a whole is bad
+    // (its size, a field no flag sets), which the command line reports as a failed run.
+    super(`[validateConfig] ${field}: ${message}`, { field, flag, detail: message, exitCode: 1 });
   }
 }
 
@@ -192,24 +197,10 @@ export class HdrNotSupportedError extends ConfigError {
   }
 }
 
-const CONFIG_KEYS: ReadonlySet<string> = new Set([
-  "fps",
-  "width",
-  "height",
-  "format",
-  "quality",
-  "variables",
-  "chunkSize",
-  "maxParallelChunks",
-  "targetChunkFrames",
-  "hdr",
-  "seed",
-  "epochMs",
-  "webhook",
-]);
+/** The fields of `config`: those the render request declares, and the webhook. */
+const CONFIG_KEYS: ReadonlySet<string> = new Set([...CONFIG_FIELDS, "webhook"]);
 
 const RENDER_ID = /^[A-Za-z0-9_-]{1,80}$/;
-const MAX_DIMENSION = 8192;
 
 /**
  * UTF-8 bytes of a value serialised as JSON, as the workflow counts its input.
@@ -248,22 +239,6 @@ function requireString(input: Record<string, unknown>, key: string): string {
     throw new ConfigError(key, `must be a non-empty string, got ${JSON.stringify(value)}`);
   }
   return value;
-}
-
-function checkInteger(
-  config: Record<string, unknown>,
-  key: string,
-  min: number,
-  max: number,
-): void {
-  const value = config[key];
-  if (value === undefined) return;
-  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(
-      `config.${key}`,
-      `must be an integer from ${min} to ${max}, got ${JSON.stringify(value)}`,
-    );
-  }
 }
 
 function checkWebhook(value: unknown): void {
@@ -337,42 +312,26 @@ function checkRenderConfig(config: Record<string, unknown>): void {
     if (config.hdr === true) throw new HdrNotSupportedError();
     throw new ConfigError("config.hdr", `must be a boolean, got ${JSON.stringify(config.hdr)}`);
   }
-  if (config.fps !== undefined) {
-    if (typeof config.fps !== "number" && typeof config.fps !== "string") {
-      throw new ConfigError(
-        "config.fps",
-        `must be a frame rate, got ${JSON.stringify(config.fps)}`,
-      );
-    }
+  // The render options, checked by their declarations: one message on every surface.
+  for (
+    const declaration of [
+      OPTIONS.fps,
+      OPTIONS.width,
+      OPTIONS.height,
+      OPTIONS.videoFormat,
+      OPTIONS.quality,
+      OPTIONS.variableOverrides,
+      OPTIONS.seed,
+      OPTIONS.epochMs,
+    ]
+  ) {
     try {
-      parseFrameRate(config.fps, "config.fps");
+      checkConfigField<unknown>(declaration, config);
     } catch (error) {
-      if (!(error instanceof FrameRateError)) throw error;
-      throw new ConfigError("config.fps", error.message.replace(/^config\.fps: /, ""));
+      if (!(error instanceof RenderOptionError)) throw error;
+      throw new ConfigError(error.field, error.detail, error.flag);
     }
   }
-  checkInteger(config, "width", 1, MAX_DIMENSION);
-  checkInteger(config, "height", 1, MAX_DIMENSION);
-  if (config.format !== undefined && !LAMBDA_FORMATS.includes(config.format as OutputFormat)) {
-    throw new ConfigError(
-      "config.format",
-      `must be one of ${LAMBDA_FORMATS.join(", ")}, got ${JSON.stringify(config.format)}`,
-    );
-  }
-  if (config.quality !== undefined && !LAMBDA_QUALITIES.includes(config.quality as Quality)) {
-    throw new ConfigError(
-      "config.quality",
-      `must be one of ${LAMBDA_QUALITIES.join(", ")}, got ${JSON.stringify(config.quality)}`,
-    );
-  }
-  if (config.variables !== undefined && !isPlainObject(config.variables)) {
-    throw new ConfigError(
-      "config.variables",
-      `must be an object of variable overrides, got ${JSON.stringify(config.variables)}`,
-    );
-  }
-  checkInteger(config, "seed", 0, Number.MAX_SAFE_INTEGER);
-  checkInteger(config, "epochMs", 0, Number.MAX_SAFE_INTEGER);
   if (config.webhook !== undefined) checkWebhook(config.webhook);
   // The planner owns the chunk option rules and their errors (ChunkPlanError).
   chunkCount({
@@ -448,7 +407,7 @@ export function validateConfig(
       ? chunkCount({
         frames,
         // The rate sets the GOP grid, which caps the count (see chunk_plan.ts).
-        fps: frameRateValue(parseFrameRate(input.config.fps ?? 30, "config.fps")),
+        fps: frameRateValue(parseFrameRate(input.config.fps ?? OPTIONS.fps.default!, "config.fps")),
         chunkSize: input.config.chunkSize,
         targetChunkFrames: input.config.targetChunkFrames,
         maxParallelChunks: input.config.maxParallelChunks,

@@ -46,6 +46,7 @@ import type { FrameRate } from "../composition/frame_rate.ts";
 import { formatOfPath, OUTPUT_FORMATS, type OutputFormat } from "../render/encode.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
 import { checkOverrides } from "../composition/variables.ts";
+import { OPTIONS } from "../request/options.ts";
 import { loadSite } from "./sites.ts";
 import { explainStackError } from "./stack_error.ts";
 import { functionRunMs } from "./cost.ts";
@@ -714,7 +715,8 @@ export async function renderToLambda<
     siteId: siteHandle.siteId,
     serveUrl: siteHandle.serveUrl,
     composition,
-    outputKey: options.outputKey ?? `renders/${renderId}/out.${config.format ?? "mp4"}`,
+    outputKey: options.outputKey ??
+      `renders/${renderId}/out.${config.format ?? OPTIONS.videoFormat.default}`,
     config,
   };
   validateConfig(input, {

@@ -20,10 +20,9 @@
  * @module
  */
 
-/** Default frames per chunk. */
-export const DEFAULT_CHUNK_SIZE = 240;
-/** Default cap on chunks rendered in parallel. */
-export const DEFAULT_MAX_PARALLEL_CHUNKS = 16;
+// The chunking defaults belong to the render request (src/request/formats.ts).
+import { DEFAULT_CHUNK_SIZE, DEFAULT_MAX_PARALLEL_CHUNKS } from "../request/formats.ts";
+export { DEFAULT_CHUNK_SIZE, DEFAULT_MAX_PARALLEL_CHUNKS };
 /** Seconds of one GOP grid cell. */
 export const GOP_SECONDS = 1;
 

@@ -47,28 +47,25 @@ import { rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { ffmpegRate, type FrameRate, parseFrameRate } from "../composition/frame_rate.ts";
 
-/** Output container and codec family. */
-export type OutputFormat = "mp4" | "webm" | "mov";
-/** Encoder quality preset. */
-export type Quality = "draft" | "standard" | "high";
-
-/**
- * What a local render writes: a video format, an animated GIF, or a PNG sequence. The
- * hosted and distributed renders write the video formats only ({@linkcode OutputFormat}).
- */
-export type RenderFormat = OutputFormat | "gif" | "png";
-
-/** The accepted output formats. */
-export const OUTPUT_FORMATS: readonly OutputFormat[] = ["mp4", "webm", "mov"];
-/** The formats a local render accepts. */
-export const RENDER_FORMATS: readonly RenderFormat[] = ["mp4", "webm", "mov", "gif", "png"];
-
-/**
- * Highest frame rate of a GIF. GIF frame delays are whole hundredths of a second, so 25 fps
- * (4/100 s) is the fastest common rate every viewer plays evenly, and fewer frames keep the
- * file small; a GIF render asked for more frames per second renders at this rate.
- */
-export const GIF_MAX_FPS = 25;
+// The format and preset tables belong to the render request (src/request/formats.ts).
+import {
+  GIF_MAX_FPS,
+  OUTPUT_FORMATS,
+  type OutputFormat,
+  QUALITIES,
+  type Quality,
+  RENDER_FORMATS,
+  type RenderFormat,
+} from "../request/formats.ts";
+export {
+  GIF_MAX_FPS,
+  OUTPUT_FORMATS,
+  type OutputFormat,
+  QUALITIES,
+  type Quality,
+  RENDER_FORMATS,
+  type RenderFormat,
+};
 
 /** Whether a format is written as numbered PNG frames (the chunk output of gif and png). */
 export function isImageSequence(format: RenderFormat): format is "gif" | "png" {
@@ -101,9 +98,6 @@ export function formatOfPath(path: string): RenderFormat | null | undefined {
 export function hasFramePattern(path: string): boolean {
   return /%0?\d*d/.test(path.split(/[\\/]/).pop() ?? "");
 }
-/** The accepted quality presets. */
-export const QUALITIES: readonly Quality[] = ["draft", "standard", "high"];
-
 /** Whether a format carries an alpha channel (and so is captured as PNG). */
 export function hasAlpha(format: RenderFormat): boolean {
   return format !== "mp4" && format !== "gif";

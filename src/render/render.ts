@@ -7,7 +7,6 @@
  */
 
 import { mkdir, readdir, rename, rm } from "node:fs/promises";
-import { availableParallelism } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
@@ -15,7 +14,6 @@ import {
   ffmpegRate,
   frameCountOf,
   type FrameRate,
-  FrameRateError,
   frameRateValue,
   frameTime,
   parseFrameRate,
@@ -32,13 +30,14 @@ import {
   hasFramePattern,
   isImageSequence,
   type OutputFormat,
-  QUALITIES,
   type Quality,
-  RENDER_FORMATS,
   type RenderFormat,
 } from "./encode.ts";
 import { type MediaProgress, mixAudio, muxAudio } from "./media.ts";
 import { renderChunk, renderRange } from "./render_chunk.ts";
+import { RenderOptionError } from "../request/errors.ts";
+import { checkOption, defaultWorkers, flagOf, OPTIONS } from "../request/options.ts";
+import { checkHdrFormat } from "../request/rules.ts";
 import {
   type CompositionSource,
   openRenderSession,
@@ -46,23 +45,8 @@ import {
   type RenderSession,
 } from "./session.ts";
 
-/** An option of a render is out of range; names the option. */
-export class RenderOptionError extends Error {
-  /** Always `"RenderOptionError"`. */
-  override name = "RenderOptionError";
-  /** The option at fault, e.g. `fps`. */
-  readonly field: string;
-  /**
-   * Creates the error for one option.
-   *
-   * @param field The option at fault.
-   * @param message What is wrong; prefixed with `<field>: `.
-   */
-  constructor(field: string, message: string) {
-    super(`${field}: ${message}`);
-    this.field = field;
-  }
-}
+// The options' error and the worker default are declared with the render request.
+export { defaultWorkers, RenderOptionError };
 
 /** A chunk failed (after its retry, for a browser crash). */
 export class ChunkFailedError extends Error {
@@ -246,11 +230,6 @@ export interface RenderResult {
 /** GOP grid cells per chunk of a local render (2 seconds); workers pull chunks from a queue. */
 export const LOCAL_CHUNK_CELLS = 2;
 
-/** Default worker count for this machine. */
-export function defaultWorkers(): number {
-  return Math.max(1, Math.min(availableParallelism(), 4));
-}
-
 /** Total frames of a composition: duration x fps rounded to the nearest frame, at least 1. */
 export function frameCount(durationSeconds: number, fps: number | FrameRate): number {
   return frameCountOf(durationSeconds, typeof fps === "number" ? parseFrameRate(fps) : fps);
@@ -277,51 +256,24 @@ export function renderFrameRate(
   declared: FrameRate | undefined,
 ): FrameRate {
   if (fps === undefined) return declared ?? DEFAULT_FRAME_RATE;
-  try {
-    return parseFrameRate(fps, "--fps");
-  } catch (error) {
-    if (!(error instanceof FrameRateError)) throw error;
-    throw new RenderOptionError("--fps", error.message.replace(/^--fps: /, ""));
-  }
+  return parseFrameRate(checkOption(OPTIONS.fps, fps)!, "fps");
 }
 
-/** Checks fps, format, quality, workers; throws {@linkcode RenderOptionError}. */
+/**
+ * Checks the options the render request declares (fps, format, quality, workers, frames,
+ * output size) and the rules between them; throws {@linkcode RenderOptionError}.
+ */
 export function checkRenderOptions(options: RenderOptions): void {
-  renderFrameRate(options.fps, undefined);
-  if (options.format !== undefined && !RENDER_FORMATS.includes(options.format)) {
-    throw new RenderOptionError(
-      "--format",
-      `must be one of ${RENDER_FORMATS.join(", ")}, got ${options.format}`,
-    );
+  for (const declaration of [OPTIONS.fps, OPTIONS.format, OPTIONS.quality, OPTIONS.workers]) {
+    checkOption<unknown>(declaration, options[declaration.key as keyof RenderOptions]);
   }
-  resolveRenderFormat(options.output, options.format);
-  if (options.quality !== undefined && !QUALITIES.includes(options.quality)) {
-    throw new RenderOptionError(
-      "--quality",
-      `must be one of ${QUALITIES.join(", ")}, got ${options.quality}`,
-    );
-  }
+  checkOption(OPTIONS.frames, options.frames);
   const size = options.outputSize;
-  if (
-    size && ![size.width, size.height].every((n) => Number.isInteger(n) && n > 0 && n <= 8192)
-  ) {
-    throw new RenderOptionError(
-      "outputSize",
-      `width and height must be integers from 1 to 8192, got ${size.width}x${size.height}`,
-    );
+  if (size) {
+    checkOption(OPTIONS.width, size.width, "outputSize.width");
+    checkOption(OPTIONS.height, size.height, "outputSize.height");
   }
-  const format = resolveRenderFormat(options.output, options.format);
-  if (options.hdr && format !== "mp4") {
-    throw new RenderOptionError(
-      "--hdr",
-      `HDR output is an mp4 (10-bit HEVC, HLG); it cannot be ${format}`,
-    );
-  }
-  if (
-    options.workers !== undefined && (!Number.isInteger(options.workers) || options.workers < 1)
-  ) {
-    throw new RenderOptionError("--workers", `must be a positive integer, got ${options.workers}`);
-  }
+  checkHdrFormat(options.hdr, resolveRenderFormat(options.output, options.format));
 }
 
 /** Where each format's name comes from, for the messages below. */
@@ -339,39 +291,42 @@ const EXTENSIONS = ".mp4, .webm, .mov, .gif or a PNG sequence such as frames/%05
  * assert.equal(resolveRenderFormat("out.webm"), "webm");
  * assert.equal(resolveRenderFormat("frames/%05d.png"), "png");
  * assert.equal(resolveRenderFormat(undefined, "gif"), "gif");
- * assert.throws(() => resolveRenderFormat("out.webm", "mp4"), { field: "--format" });
+ * assert.throws(() => resolveRenderFormat("out.webm", "mp4"), { field: "format", flag: "--format" });
  * ```
  */
 export function resolveRenderFormat(output?: string, format?: RenderFormat): RenderFormat {
-  if (output === undefined) return format ?? "mp4";
+  if (output === undefined) return format ?? OPTIONS.format.default!;
   const named = formatOfPath(output);
   if (named === null) {
     const ext = output.slice(output.lastIndexOf("."));
     throw new RenderOptionError(
-      "--output",
+      "output",
       `no output format writes ${ext} files (${output}); end the path with ${EXTENSIONS}`,
+      flagOf(OPTIONS.output),
     );
   }
   if (named === "png" && !hasFramePattern(output)) {
     throw new RenderOptionError(
-      "--output",
+      "output",
       `${output} is one image: a PNG sequence needs a frame-number pattern in the file name, ` +
         `e.g. ${output.replace(/[^/\\]*$/, "%05d.png")}; for a single frame use \`vid still\``,
+      flagOf(OPTIONS.output),
     );
   }
   if (format !== undefined && named !== undefined && named !== format) {
     throw new RenderOptionError(
-      "--format",
+      "format",
       `--format ${format} conflicts with the output extension of ${output} (${named}); drop ` +
         `--format to render ${named}, or name the output for ${format}` +
         (format === "png" ? " (e.g. frames/%05d.png)" : ` (e.g. out.${format})`),
+      flagOf(OPTIONS.format),
     );
   }
   if (format === "png" && named === undefined && !hasFramePattern(output)) {
     // `--format png -o frames`: the folder of the sequence.
     return format;
   }
-  return format ?? named ?? "mp4";
+  return format ?? named ?? OPTIONS.format.default!;
 }
 
 /** The output path: a file, or for a PNG sequence a pattern inside its folder. */
@@ -398,9 +353,10 @@ async function checkSequenceFolder(pattern: string): Promise<void> {
   const other = names.find((n) => !frame.test(n));
   if (other !== undefined) {
     throw new RenderOptionError(
-      "--output",
+      "output",
       `${folder} holds ${other}, which is not a frame of ${basename(pattern)}; a PNG sequence ` +
         `replaces its whole folder, so choose a new or empty folder`,
+      flagOf(OPTIONS.output),
     );
   }
 }
@@ -419,9 +375,10 @@ function frameRange(options: RenderOptions, total: number): { from: number; to: 
   const { from, to } = options.frames;
   if (!Number.isInteger(from) || !Number.isInteger(to) || from < 0 || to < from || to >= total) {
     throw new RenderOptionError(
-      "--frames",
+      "frames",
       `must be <from>-<to> with 0 <= from <= to <= ${total - 1} (the composition has ${total} ` +
         `frames), got ${from}-${to}`,
+      flagOf(OPTIONS.frames),
     );
   }
   return { from, to };
@@ -448,7 +405,7 @@ export async function renderComposition<V extends object = Variables>(
   const started = performance.now();
   checkRenderOptions(options);
   const format = resolveRenderFormat(options.output, options.format);
-  const quality = options.quality ?? "standard";
+  const quality = options.quality ?? OPTIONS.quality.default!;
   const hdr = options.hdr === true;
   const prepared = await prepareComposition(options);
   const { composition, problems } = prepared;

@@ -17,7 +17,10 @@ import {
   frameRateValue,
   frameTime,
 } from "../composition/frame_rate.ts";
-import { renderFrameRate, RenderOptionError } from "./render.ts";
+import { renderFrameRate } from "./render.ts";
+import { RenderOptionError } from "../request/errors.ts";
+import { checkOption, flagOf, OPTIONS } from "../request/options.ts";
+import { checkFrameOrTime } from "../request/rules.ts";
 import { openComposition } from "./render_chunk.ts";
 import { type CompositionSource, openRenderSession, prepareComposition } from "./session.ts";
 
@@ -78,33 +81,28 @@ function imageFormatOf(output: string): "png" | "jpeg" {
   if (ext === ".png") return "png";
   if (ext === ".jpg" || ext === ".jpeg") return "jpeg";
   throw new RenderOptionError(
-    "--output",
+    "output",
     `a still is written as .png, .jpg or .jpeg, got "${basename(output)}"`,
+    flagOf(OPTIONS.output),
   );
 }
 
 /** Resolves `frame`/`time` to a frame number inside the composition. */
 function pickFrame(options: StillOptions, total: number, rate: FrameRate): number {
-  if (options.frame !== undefined && options.time !== undefined) {
-    throw new RenderOptionError("--frame", "give --frame or --time, not both");
-  }
+  checkFrameOrTime(options.frame, options.time);
   let frame = options.frame ?? 0;
   if (options.time !== undefined) {
-    if (!Number.isFinite(options.time) || options.time < 0) {
-      throw new RenderOptionError(
-        "--time",
-        `must be a number of seconds >= 0, got ${options.time}`,
-      );
-    }
+    checkOption(OPTIONS.time, options.time);
     frame = Math.floor((options.time * rate.num) / rate.den + 1e-9);
   }
   if (!Number.isInteger(frame) || frame < 0 || frame >= total) {
-    const field = options.time !== undefined ? "--time" : "--frame";
+    const picked = options.time !== undefined ? OPTIONS.time : OPTIONS.frame;
     throw new RenderOptionError(
-      field,
+      picked.key,
       `is outside the composition: it has frames 0-${total - 1} (${
         frameTime(total, rate).toFixed(3)
       } s at ${formatFrameRate(rate)} fps), got frame ${frame}`,
+      flagOf(picked),
     );
   }
   return frame;
@@ -121,10 +119,8 @@ function pickFrame(options: StillOptions, total: number, rate: FrameRate): numbe
  */
 export async function renderStill(options: StillOptions = {}): Promise<StillResult> {
   renderFrameRate(options.fps, undefined);
-  const quality = options.jpegQuality ?? 90;
-  if (!Number.isInteger(quality) || quality < 1 || quality > 100) {
-    throw new RenderOptionError("--quality", `must be an integer from 1 to 100, got ${quality}`);
-  }
+  const quality = checkOption(OPTIONS.jpegQuality, options.jpegQuality) ??
+    OPTIONS.jpegQuality.default;
   if (options.output !== undefined) imageFormatOf(options.output);
   const prepared = await prepareComposition(options);
   const { composition } = prepared;

@@ -13,46 +13,31 @@ import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { VariableDeclaration } from "../composition/declarations.ts";
-import { checkOverrides } from "../composition/variables.ts";
-import {
-  frameCountOf,
-  type FrameRate,
-  FrameRateError,
-  frameRateValue,
-  frameTime,
-  parseFrameRate,
-} from "../composition/frame_rate.ts";
-import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
+import type { FrameRate } from "../composition/frame_rate.ts";
 import { authenticate, type Caller } from "./accounts.ts";
 import {
-  CREDITS_PER_SECOND,
   DOWNLOAD_URL_SECONDS,
   MAX_COMPOSITION_LENGTH,
   MAX_CONCURRENT_PROJECT_CHECKS,
   MAX_FILENAME_LENGTH,
   MAX_UPLOAD_BYTES,
-  OUTPUT_SIZES,
-  RESOLUTION_MULTIPLIER,
   type ServerContext,
   UPLOAD_URL_SECONDS,
 } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
 import { ApiError, invalid, notFound, RateLimitedError } from "./errors.ts";
 import { clientAddress, newThrottles } from "./throttle.ts";
-import {
-  claimKey,
-  completeKey,
-  type KeyScope,
-  releaseKey,
-  requestHash as hashRequest,
-} from "./idempotency.ts";
+import type { KeyScope } from "./idempotency.ts";
 import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
-import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "./webhooks.ts";
 import { fetchProjectUrl } from "./url_source.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
+import { OPTIONS } from "../request/options.ts";
+import { EXIT_USAGE, VidError } from "../errors.ts";
+import { renderRoutes } from "./render_routes.ts";
+import { idempotencyKey, underKey } from "./under_key.ts";
 
 /** The project facts stored with a ready asset. */
 export interface AssetProject {
@@ -65,7 +50,6 @@ export interface AssetProject {
   declarations: VariableDeclaration[];
 }
 
-const IDEMPOTENCY_KEY = /^[A-Za-z0-9_:.-]{1,255}$/;
 const MIME: Readonly<Record<string, string>> = {
   mp4: "video/mp4",
   webm: "video/webm",
@@ -76,40 +60,6 @@ const MIME: Readonly<Record<string, string>> = {
 function loadOpenApi(): unknown {
   const text = readFileSync(new URL("../../api/openapi.yaml", import.meta.url), "utf8");
   return parseYaml(text);
-}
-
-function idempotencyKey(c: Context): string | undefined {
-  const key = c.req.header("idempotency-key");
-  if (key === undefined) return undefined;
-  if (!IDEMPOTENCY_KEY.test(key)) {
-    throw invalid(
-      "Idempotency-Key",
-      "must be 1 to 255 characters of A-Z a-z 0-9 _ : . -",
-    );
-  }
-  return key;
-}
-
-/**
- * Runs a create request under its `Idempotency-Key` (if any): `create` runs only for the
- * first request with the key and must call `complete` with the new object's id inside its
- * final transaction; later ones get `replay` with that id. A failing `create` frees the key.
- */
-async function underKey(
-  ctx: ServerContext,
-  where: KeyScope | undefined,
-  body: Record<string, unknown>,
-  create: (complete: (objectId: string) => void) => Promise<string>,
-): Promise<{ id: string; replayed: boolean }> {
-  if (!where) return { id: await create(() => {}), replayed: false };
-  const claim = await claimKey(ctx.db, where, await hashRequest(body));
-  if (claim.kind === "replay") return { id: claim.objectId, replayed: true };
-  try {
-    return { id: await create((id) => completeKey(ctx.db, where, id)), replayed: false };
-  } catch (error) {
-    releaseKey(ctx.db, where);
-    throw error;
-  }
 }
 
 async function assetJson(ctx: ServerContext, row: Row): Promise<Record<string, unknown>> {
@@ -168,19 +118,6 @@ export async function renderJson(ctx: ServerContext, row: Row): Promise<Record<s
     created_at: row.created_at,
     completed_at: row.completed_at,
   };
-}
-
-function enumField<T extends string>(
-  body: Record<string, unknown>,
-  field: string,
-  allowed: readonly T[],
-  fallback: T,
-): T {
-  const value = body[field] ?? fallback;
-  if (typeof value !== "string" || !(allowed as readonly string[]).includes(value)) {
-    throw invalid(field, `must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`);
-  }
-  return value as T;
 }
 
 /**
@@ -292,6 +229,10 @@ export function createApp(ctx: ServerContext): Hono {
     if (error instanceof ApiError) {
       return c.json(error.toJSON(), error.status as 400);
     }
+    // A bad value of a declared render option (src/request): 400 naming the API field.
+    if (error instanceof VidError && error.exitCode === EXIT_USAGE && error.field !== undefined) {
+      return c.json(invalid(error.field, error.detail ?? error.message).toJSON(), 400);
+    }
     console.error(error);
     return c.json(new ApiError(500, "vid_internal", "internal error").toJSON(), 500);
   });
@@ -314,6 +255,33 @@ export function createApp(ctx: ServerContext): Hono {
     });
   });
 
+  const deps: RouteDeps = { caller, checks };
+  assetRoutes(app, ctx, deps);
+  uploadRoute(app, ctx, deps);
+  renderRoutes(app, ctx, {
+    caller,
+    assetFromUrl: (who, url, composition) =>
+      checks.run(() => assetFromUrl(ctx, who, url, composition)),
+    renderJson: (row) => renderJson(ctx, row),
+  });
+  renderReadRoutes(app, ctx, deps);
+  fileRoutes(app, ctx);
+
+  app.route("/oauth", oauthRoutes(ctx, { throttles }));
+
+  return app;
+}
+
+/** What the route groups share: the caller check and the project-check slots. */
+interface RouteDeps {
+  /** Authenticates the request's caller (throttling failed credentials). */
+  caller(c: Context): Promise<Caller>;
+  /** Uploads and url sources are read whole and checked: a few at a time. */
+  checks: Slots;
+}
+
+/** `POST /v3/assets` and `GET /v3/assets/:id`. */
+function assetRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps): void {
   app.post("/v3/assets", async (c) => {
     const who = await caller(c);
     const key = idempotencyKey(c);
@@ -332,7 +300,7 @@ export function createApp(ctx: ServerContext): Hono {
         "size_bytes",
       );
     }
-    const composition = body.composition ?? "index.html";
+    const composition = body.composition ?? OPTIONS.composition.default;
     if (typeof composition !== "string" || composition.trim() === "") {
       throw invalid("composition", "must be the entry HTML file's path inside the zip");
     }
@@ -385,244 +353,10 @@ export function createApp(ctx: ServerContext): Hono {
     if (!row) throw notFound("asset", c.req.param("id"));
     return c.json(await assetJson(ctx, row));
   });
+}
 
-  app.put("/v3/uploads/:id", async (c) => {
-    const id = c.req.param("id");
-    const path = `/v3/uploads/${id}`;
-    const expires = Number(c.req.query("expires"));
-    const sig = c.req.query("sig") ?? "";
-    if (!(await verifyPath(ctx.secret, "upload", path, expires, sig))) {
-      throw new ApiError(
-        403,
-        "vid_forbidden",
-        "the upload URL is expired or invalid; create the asset again",
-      );
-    }
-    const row = ctx.db.prepare("select * from assets where id = ?").get(id) as Row | undefined;
-    if (!row) throw notFound("asset", id);
-    // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
-    // one is refused, so it can never replace a ready project.
-    const claimed = ctx.db.prepare(
-      "update assets set upload_started_at = ? where id = ? and status = 'pending_upload' and upload_started_at is null",
-    ).run(Date.now(), id);
-    if (Number(claimed.changes) !== 1) {
-      throw new ApiError(
-        409,
-        "vid_asset_not_ready",
-        row.status === "pending_upload"
-          ? `asset ${id} is being uploaded by another request; an upload URL is used once`
-          : `asset ${id} was uploaded already`,
-      );
-    }
-    await mkdir(ctx.workDir, { recursive: true });
-    const dir = await mkdtemp(join(ctx.workDir, "put-"));
-    try {
-      // The body goes to disk first: a slow sender holds a file, not a check slot.
-      const limit = Math.min(Number(row.size_bytes), MAX_UPLOAD_BYTES);
-      const file = join(dir, "upload.zip");
-      const size = await bodyToFile(
-        c,
-        limit,
-        file,
-        () =>
-          new ApiError(
-            413,
-            "vid_payload_too_large",
-            `the upload is larger than this asset's declared size or the ${
-              MAX_UPLOAD_BYTES / 1024 / 1024
-            } MB limit (${limit} bytes allowed)`,
-          ),
-      );
-      if (size !== Number(row.size_bytes)) {
-        throw invalid("body", `expected ${row.size_bytes} bytes as declared, got ${size}`);
-      }
-      await checks.run(async () => {
-        const zip = new Uint8Array(await readFile(file));
-        if (row.sha256 && (await sha256Hex(zip)) !== row.sha256) {
-          throw invalid("body", "the upload does not match the declared sha256");
-        }
-        await ingestProject(ctx, id, zip, String(row.composition));
-      });
-    } catch (error) {
-      // A failed upload frees the URL for another try.
-      ctx.db.prepare(
-        "update assets set upload_started_at = null where id = ? and status = 'pending_upload'",
-      ).run(id);
-      throw error;
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-    const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
-    return c.json(await assetJson(ctx, ready));
-  });
-
-  app.post("/v3/vid/renders", async (c) => {
-    const who = await caller(c);
-    const key = idempotencyKey(c);
-    const body = await jsonBody(c);
-    // 30, 29.97 (= 30000/1001) or "30000/1001"; the record keeps the rate's value num/den.
-    let givenRate: FrameRate | undefined;
-    if (body.fps !== undefined) {
-      if (typeof body.fps !== "number" && typeof body.fps !== "string") {
-        throw invalid(
-          "fps",
-          `must be a frame rate such as 30 or 29.97, got ${JSON.stringify(body.fps)}`,
-        );
-      }
-      try {
-        givenRate = parseFrameRate(body.fps, "fps");
-      } catch (error) {
-        if (error instanceof FrameRateError) {
-          throw invalid("fps", error.message.replace(/^fps: /, ""));
-        }
-        throw error;
-      }
-    }
-    const quality = enumField(body, "quality", QUALITIES, "standard");
-    const format = enumField(body, "format", OUTPUT_FORMATS, "mp4");
-    const resolution = enumField(body, "resolution", ["1080p", "4k"] as const, "1080p");
-    const aspectRatio = enumField(body, "aspect_ratio", ["16:9", "9:16", "1:1"] as const, "16:9");
-    if (resolution === "4k" && format !== "mp4") {
-      throw invalid(
-        "resolution",
-        `4k cannot be ${format}: the 4k path has no alpha channel. Use mp4, or render alpha at native resolution`,
-      );
-    }
-    const composition = body.composition ?? "index.html";
-    if (typeof composition !== "string") throw invalid("composition", "must be a string");
-    if (composition.length > MAX_COMPOSITION_LENGTH) {
-      throw invalid("composition", `must be at most ${MAX_COMPOSITION_LENGTH} characters`);
-    }
-    const variables = body.variables ?? {};
-    if (typeof variables !== "object" || variables === null || Array.isArray(variables)) {
-      throw invalid("variables", "must be a JSON object of variable values");
-    }
-    const strict = body.strict_variables ?? false;
-    if (typeof strict !== "boolean") throw invalid("strict_variables", "must be true or false");
-    let callbackUrl: string | null = null;
-    if (body.callback_url !== undefined && body.callback_url !== null) {
-      try {
-        const checked = checkCallbackUrl(String(body.callback_url), {
-          allowHttpLoopback: ctx.allowHttpCallbacks,
-        });
-        await checkCallbackTarget(checked, {
-          allowPrivate: ctx.allowPrivateUrls,
-          allowLoopback: ctx.allowHttpCallbacks,
-        });
-        callbackUrl = checked.href;
-      } catch (error) {
-        if (error instanceof CallbackUrlError) throw invalid("callback_url", error.message);
-        throw error;
-      }
-    }
-    const callbackId = body.callback_id ?? null;
-    if (callbackId !== null && (typeof callbackId !== "string" || callbackId.length > 255)) {
-      throw invalid("callback_id", "must be a string of at most 255 characters");
-    }
-    if (body.url !== undefined && body.asset_id !== undefined) {
-      throw invalid("url", "give asset_id or url, not both");
-    }
-    if (body.url === undefined && typeof body.asset_id !== "string") {
-      throw invalid("asset_id", "is required (or give url)");
-    }
-    if (body.url !== undefined && typeof body.url !== "string") {
-      throw invalid("url", "must be an http(s) URL of a zip or an HTML file");
-    }
-    const where: KeyScope | undefined = key
-      ? { accountId: who.account.id, scope: "renders", key }
-      : undefined;
-    const made = await underKey(ctx, where, body, async (complete) => {
-      const assetId = body.url !== undefined
-        ? await checks.run(() => assetFromUrl(ctx, who, String(body.url), composition))
-        : String(body.asset_id);
-      const asset = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
-        assetId,
-        who.account.id,
-      ) as Row | undefined;
-      if (!asset) throw notFound("asset", assetId);
-      if (asset.status !== "ready") {
-        throw new ApiError(
-          409,
-          "vid_asset_not_ready",
-          `asset ${asset.id} has not been uploaded yet`,
-          "asset_id",
-        );
-      }
-      const project = JSON.parse(String(asset.project)) as AssetProject;
-      if (composition !== asset.composition) {
-        throw invalid(
-          "composition",
-          `asset ${asset.id} was checked with entry ${asset.composition}`,
-        );
-      }
-      const problems = checkOverrides(project.declarations, variables as Record<string, unknown>);
-      if (strict && problems.length > 0) {
-        throw new ApiError(
-          422,
-          "vid_project_invalid",
-          `variables do not match the composition's declarations: ${
-            problems.map((p) => p.message).join("; ")
-          }`,
-          `variables.${problems[0].key}`,
-        );
-      }
-      // Without a given rate the composition's data-fps, else 30.
-      const rate = givenRate ?? project.fps ?? { num: 30, den: 1 };
-      const fps = frameRateValue(rate);
-      const duration = frameTime(frameCountOf(project.duration, rate), rate);
-      const credits =
-        Math.round(duration * CREDITS_PER_SECOND * RESOLUTION_MULTIPLIER[resolution] * 100) / 100;
-      const id = randomId("rnd");
-      const request = {
-        composition,
-        fps,
-        quality,
-        format,
-        resolution,
-        aspect_ratio: aspectRatio,
-        variables,
-        strict_variables: strict,
-      };
-      transaction(ctx.db, () => {
-        const balance = ctx.db.prepare("select credits from accounts where id = ?").get(
-          who.account.id,
-        ) as Row;
-        if (Number(balance.credits) < credits) {
-          throw new ApiError(
-            402,
-            "vid_insufficient_credits",
-            `this render costs ${credits} credits and the account has ${balance.credits}`,
-          );
-        }
-        ctx.db.prepare("update accounts set credits = credits - ? where id = ?").run(
-          credits,
-          who.account.id,
-        );
-        ctx.db.prepare(
-          "insert into renders (id, account_id, asset_id, status, request, width, height, duration_seconds, credits, warnings, callback_url, callback_id, created_at) values (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        ).run(
-          id,
-          who.account.id,
-          String(asset.id),
-          JSON.stringify(request),
-          OUTPUT_SIZES[resolution][aspectRatio].width,
-          OUTPUT_SIZES[resolution][aspectRatio].height,
-          duration,
-          credits,
-          JSON.stringify(problems.map((p) => p.message)),
-          callbackUrl,
-          callbackId as string | null,
-          now(),
-        );
-        complete(id);
-      });
-      return id;
-    });
-    if (!made.replayed) ctx.wake();
-    const row = ctx.db.prepare("select * from renders where id = ?").get(made.id) as Row;
-    return c.json(await renderJson(ctx, row), made.replayed ? 200 : 201);
-  });
-
+/** `GET /v3/vid/renders` (a page), `GET` and `DELETE /v3/vid/renders/:id`. */
+function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps): void {
   app.get("/v3/vid/renders", async (c) => {
     const who = await caller(c);
     const limitText = c.req.query("limit") ?? "20";
@@ -694,7 +428,10 @@ export function createApp(ctx: ServerContext): Hono {
     ctx.storage.deletePrefix(`renders/${row.id}/`).catch(() => {});
     return c.json({ render_id: row.id, deleted: true, refunded_credits: refunded });
   });
+}
 
+/** `GET /v3/files/:id/:kind`: the signed download of a video or its thumbnail. */
+function fileRoutes(app: Hono, ctx: ServerContext): void {
   app.get("/v3/files/:id/:kind", async (c) => {
     const id = c.req.param("id");
     const kind = c.req.param("kind");
@@ -726,8 +463,80 @@ export function createApp(ctx: ServerContext): Hono {
       },
     });
   });
+}
 
-  app.route("/oauth", oauthRoutes(ctx, { throttles }));
-
-  return app;
+/**
+ * `PUT /v3/uploads/:id`: the signed, single-use upload of an asset's zip, written to disk,
+ * checked against the declared size and sha256, then ingested.
+ */
+function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void {
+  app.put("/v3/uploads/:id", async (c) => {
+    const id = c.req.param("id");
+    const path = `/v3/uploads/${id}`;
+    const expires = Number(c.req.query("expires"));
+    const sig = c.req.query("sig") ?? "";
+    if (!(await verifyPath(ctx.secret, "upload", path, expires, sig))) {
+      throw new ApiError(
+        403,
+        "vid_forbidden",
+        "the upload URL is expired or invalid; create the asset again",
+      );
+    }
+    const row = ctx.db.prepare("select * from assets where id = ?").get(id) as Row | undefined;
+    if (!row) throw notFound("asset", id);
+    // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
+    // one is refused, so it can never replace a ready project.
+    const claimed = ctx.db.prepare(
+      "update assets set upload_started_at = ? where id = ? and status = 'pending_upload' and upload_started_at is null",
+    ).run(Date.now(), id);
+    if (Number(claimed.changes) !== 1) {
+      throw new ApiError(
+        409,
+        "vid_asset_not_ready",
+        row.status === "pending_upload"
+          ? `asset ${id} is being uploaded by another request; an upload URL is used once`
+          : `asset ${id} was uploaded already`,
+      );
+    }
+    await mkdir(ctx.workDir, { recursive: true });
+    const dir = await mkdtemp(join(ctx.workDir, "put-"));
+    try {
+      // The body goes to disk first: a slow sender holds a file, not a check slot.
+      const limit = Math.min(Number(row.size_bytes), MAX_UPLOAD_BYTES);
+      const file = join(dir, "upload.zip");
+      const size = await bodyToFile(
+        c,
+        limit,
+        file,
+        () =>
+          new ApiError(
+            413,
+            "vid_payload_too_large",
+            `the upload is larger than this asset's declared size or the ${
+              MAX_UPLOAD_BYTES / 1024 / 1024
+            } MB limit (${limit} bytes allowed)`,
+          ),
+      );
+      if (size !== Number(row.size_bytes)) {
+        throw invalid("body", `expected ${row.size_bytes} bytes as declared, got ${size}`);
+      }
+      await checks.run(async () => {
+        const zip = new Uint8Array(await readFile(file));
+        if (row.sha256 && (await sha256Hex(zip)) !== row.sha256) {
+          throw invalid("body", "the upload does not match the declared sha256");
+        }
+        await ingestProject(ctx, id, zip, String(row.composition));
+      });
+    } catch (error) {
+      // A failed upload frees the URL for another try.
+      ctx.db.prepare(
+        "update assets set upload_started_at = null where id = ? and status = 'pending_upload'",
+      ).run(id);
+      throw error;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
+    return c.json(await assetJson(ctx, ready));
+  });
 }

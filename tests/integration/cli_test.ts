@@ -327,7 +327,7 @@ describe("vid validate", () => {
     const body = parseJson(json.stdout);
     assert.equal(body.valid, false);
     const error = assertErrorJson(json.stdout, "StrictVariablesError");
-    assert.equal(error.field, "count");
+    assert.equal(error.field, "variables.count");
     const problems = body.problems as { key: string; expected: string; given: string }[];
     assert.deepEqual(problems.map((p) => [p.key, p.given]), [
       ["count", '"many"'],

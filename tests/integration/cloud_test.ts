@@ -481,7 +481,8 @@ describe("vid cloud", () => {
     assert.equal(json.code, 1, describeRun(json));
     const error = parseJson<{ ok: boolean; error: Record<string, unknown> }>(json).error;
     assert.equal(error.name, "StrictVariablesError");
-    assert.equal(error.field, "n");
+    // The SDK path of the override, as the server's 422 names it.
+    assert.equal(error.field, "variables.n");
     const [problem] = error.problems as Record<string, string>[];
     assert.deepEqual([problem.key, problem.expected, problem.given], [
       "n",

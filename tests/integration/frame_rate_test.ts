@@ -242,7 +242,9 @@ window.__vid.onSeek((t) => {
     }
     await assert.rejects(
       renderComposition({ target: project, fps: "300" }),
-      (error: unknown) => error instanceof RenderOptionError && error.field === "--fps",
+      // The SDK names its own option; the flag rides along for the CLI.
+      (error: unknown) =>
+        error instanceof RenderOptionError && error.field === "fps" && error.flag === "--fps",
     );
   });
 });

@@ -834,7 +834,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     assert.equal(strict.code, 1);
     const error = JSON.parse(strict.stdout).error;
     assert.equal(error.name, "StrictVariablesError");
-    assert.equal(error.field, "title");
+    assert.equal(error.field, "variables.title");
     assert.equal(state.starts - before, 1, "nothing started");
 
     // The project changed since the upload: the uploaded site renders, and a warning says so.

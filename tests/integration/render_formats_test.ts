@@ -204,7 +204,8 @@ describe("renderComposition (SDK): formats over several chunks", () => {
       renderComposition({ target: project, output: `${out}/sdk.mov`, format: "gif" }),
       (error: Error & { field?: string }) => {
         assert.equal(error.name, "RenderOptionError");
-        assert.equal(error.field, "--format");
+        assert.equal(error.field, "format");
+        assert.equal((error as Error & { flag?: string }).flag, "--format");
         assert.match(error.message, /--format gif conflicts/);
         return true;
       },

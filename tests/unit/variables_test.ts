@@ -47,11 +47,13 @@ async function withTempDir(fn: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-function isInputError(field: string, ...mentions: (string | RegExp)[]) {
+/** The error names the flag (`--variables`, `--variables-file`) and its SDK option. */
+function isInputError(flag: string, ...mentions: (string | RegExp)[]) {
   return (error: unknown) => {
     assert.ok(error instanceof VariablesInputError, `expected VariablesInputError, got ${error}`);
     assert.equal(error.name, "VariablesInputError");
-    assert.equal(error.field, field);
+    assert.equal(error.flag, flag);
+    assert.equal(error.field, flag === "--variables-file" ? "variablesFile" : "variables");
     for (const m of mentions) {
       if (typeof m === "string") assert.ok(error.message.includes(m), error.message);
       else assert.match(error.message, m);
@@ -429,7 +431,7 @@ describe("resolveVariables", () => {
           assert.ok(error instanceof StrictVariablesError);
           assert.equal(error.name, "StrictVariablesError");
           assert.deepEqual(error.problems.map((p) => p.key), ["dark", "count", "extra"]);
-          assert.equal(error.field, "dark");
+          assert.equal(error.field, "variables.dark"); // the SDK path of the first problem
           assert.match(error.message, /--strict-variables/);
           for (const p of error.problems) assert.ok(error.message.includes(p.message), p.message);
           return true;

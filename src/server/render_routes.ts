@@ -1,0 +1,183 @@
+/**
+ * `POST /v3/vid/renders`: submit a render. The steps are kept apart so each can be read
+ * alone: the body's check (`render_request.ts`, from the render request's declarations),
+ * the idempotency key (`under_key.ts`), the asset and variable checks, the price, and the
+ * one transaction that charges the account and records the render.
+ *
+ * @module
+ */
+
+import type { Context, Hono } from "hono";
+import type { VariableProblem } from "../composition/errors.ts";
+import { checkOverrides } from "../composition/variables.ts";
+import { frameCountOf, frameRateValue, frameTime } from "../composition/frame_rate.ts";
+import type { Caller } from "./accounts.ts";
+import type { AssetProject } from "./app.ts";
+import {
+  CREDITS_PER_SECOND,
+  OUTPUT_SIZES,
+  RESOLUTION_MULTIPLIER,
+  type ServerContext,
+} from "./context.ts";
+import { now, type Row, transaction } from "./db.ts";
+import { ApiError, invalid, notFound } from "./errors.ts";
+import type { KeyScope } from "./idempotency.ts";
+import { jsonBody } from "./request_body.ts";
+import { randomId } from "./secrets.ts";
+import { checkRenderRequest, type RenderRequest } from "./render_request.ts";
+import { idempotencyKey, underKey } from "./under_key.ts";
+
+/** What the render route needs from the app around it. */
+export interface RenderRouteDeps {
+  /** Authenticates the request's caller. */
+  caller(c: Context): Promise<Caller>;
+  /** Fetches a `url` source into a new ready asset of the caller's; returns its id. */
+  assetFromUrl(who: Caller, url: string, composition: string): Promise<string>;
+  /** A render row as the API shows it. */
+  renderJson(row: Row): Promise<Record<string, unknown>>;
+}
+
+/** The caller's ready asset the render reads, with the facts of its composition. */
+function readyAsset(
+  ctx: ServerContext,
+  who: Caller,
+  assetId: string,
+  composition: string,
+): { asset: Row; project: AssetProject } {
+  const asset = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
+    assetId,
+    who.account.id,
+  ) as Row | undefined;
+  if (!asset) throw notFound("asset", assetId);
+  if (asset.status !== "ready") {
+    throw new ApiError(
+      409,
+      "vid_asset_not_ready",
+      `asset ${asset.id} has not been uploaded yet`,
+      "asset_id",
+    );
+  }
+  if (composition !== asset.composition) {
+    throw invalid("composition", `asset ${asset.id} was checked with entry ${asset.composition}`);
+  }
+  return { asset, project: JSON.parse(String(asset.project)) as AssetProject };
+}
+
+/** The variable problems; with `strict_variables` any problem is a 422 naming the first. */
+function variableProblems(request: RenderRequest, project: AssetProject): VariableProblem[] {
+  const problems = checkOverrides(project.declarations, request.variables);
+  if (request.strict && problems.length > 0) {
+    throw new ApiError(
+      422,
+      "vid_project_invalid",
+      `variables do not match the composition's declarations: ${
+        problems.map((p) => p.message).join("; ")
+      }`,
+      `variables.${problems[0].key}`,
+    );
+  }
+  return problems;
+}
+
+/** The render's length and price: seconds x credits per second x the resolution's multiplier. */
+function price(request: RenderRequest, project: AssetProject): {
+  fps: number;
+  duration: number;
+  credits: number;
+} {
+  // Without a given rate the composition's data-fps, else 30.
+  const rate = request.rate ?? project.fps ?? { num: 30, den: 1 };
+  const duration = frameTime(frameCountOf(project.duration, rate), rate);
+  const credits = Math.round(
+    duration * CREDITS_PER_SECOND * RESOLUTION_MULTIPLIER[request.resolution] * 100,
+  ) / 100;
+  return { fps: frameRateValue(rate), duration, credits };
+}
+
+/**
+ * Charges the account and records the queued render in one transaction; an account short
+ * of credits is a 402 and nothing is written.
+ */
+function chargeAndRecord(
+  ctx: ServerContext,
+  who: Caller,
+  assetId: string,
+  request: RenderRequest,
+  facts: { fps: number; duration: number; credits: number; warnings: string[] },
+  complete: (id: string) => void,
+): string {
+  const id = randomId("rnd");
+  const size = OUTPUT_SIZES[request.resolution][request.aspectRatio];
+  const record = {
+    composition: request.composition,
+    fps: facts.fps,
+    quality: request.quality,
+    format: request.format,
+    resolution: request.resolution,
+    aspect_ratio: request.aspectRatio,
+    variables: request.variables,
+    strict_variables: request.strict,
+  };
+  transaction(ctx.db, () => {
+    const balance = ctx.db.prepare("select credits from accounts where id = ?").get(
+      who.account.id,
+    ) as Row;
+    if (Number(balance.credits) < facts.credits) {
+      throw new ApiError(
+        402,
+        "vid_insufficient_credits",
+        `this render costs ${facts.credits} credits and the account has ${balance.credits}`,
+      );
+    }
+    ctx.db.prepare("update accounts set credits = credits - ? where id = ?").run(
+      facts.credits,
+      who.account.id,
+    );
+    ctx.db.prepare(
+      "insert into renders (id, account_id, asset_id, status, request, width, height, duration_seconds, credits, warnings, callback_url, callback_id, created_at) values (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    ).run(
+      id,
+      who.account.id,
+      assetId,
+      JSON.stringify(record),
+      size.width,
+      size.height,
+      facts.duration,
+      facts.credits,
+      JSON.stringify(facts.warnings),
+      request.callbackUrl,
+      request.callbackId,
+      now(),
+    );
+    complete(id);
+  });
+  return id;
+}
+
+/** Registers `POST /v3/vid/renders` on `app`. */
+export function renderRoutes(app: Hono, ctx: ServerContext, deps: RenderRouteDeps): void {
+  app.post("/v3/vid/renders", async (c) => {
+    const who = await deps.caller(c);
+    const key = idempotencyKey(c);
+    const body = await jsonBody(c);
+    const request = await checkRenderRequest(body, {
+      allowHttpCallbacks: ctx.allowHttpCallbacks,
+      allowPrivateUrls: ctx.allowPrivateUrls,
+    });
+    const where: KeyScope | undefined = key
+      ? { accountId: who.account.id, scope: "renders", key }
+      : undefined;
+    const made = await underKey(ctx, where, body, async (complete) => {
+      const assetId = "url" in request.source
+        ? await deps.assetFromUrl(who, request.source.url, request.composition)
+        : request.source.assetId;
+      const { asset, project } = readyAsset(ctx, who, assetId, request.composition);
+      const warnings = variableProblems(request, project).map((p) => p.message);
+      const facts = { ...price(request, project), warnings };
+      return chargeAndRecord(ctx, who, String(asset.id), request, facts, complete);
+    });
+    if (!made.replayed) ctx.wake();
+    const row = ctx.db.prepare("select * from renders where id = ?").get(made.id) as Row;
+    return c.json(await deps.renderJson(row), made.replayed ? 200 : 201);
+  });
+}
