@@ -19,7 +19,10 @@
  * @module
  */
 
-// Everything of the subpath entries: `@vid/cli/render` (this machine) and `@vid/cli/lambda`
-// (distributed on AWS).
+// Everything of the subpath entries: `@vid/cli/render` (this machine), `@vid/cli/lambda`
+// (distributed on AWS), `@vid/cli/cloud` (a hosted render service's client) and
+// `@vid/cli/server` (hosting that service; Deno only, left out of the npm package).
 export * from "./render.ts";
 export * from "./lambda.ts";
+export * from "./cloud.ts";
+export * from "./server.ts";

@@ -21,7 +21,7 @@
 import { join } from "node:path";
 import { renderBatch, summarizeBatch } from "../src/lambda/batch.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
-import { startLocalStepFunctions } from "../src/lambda/local_sfn.ts";
+import { startLocalStepFunctions } from "../src/lambda/local/local_sfn.ts";
 import { siteHandleFromId } from "../src/lambda/sdk.ts";
 import {
   planChunks,

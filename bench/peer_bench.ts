@@ -41,7 +41,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { cacheDir } from "../src/render/media.ts";
-import { node22 } from "../src/lambda/local_stack.ts";
+import { node22 } from "../src/lambda/local/local_stack.ts";
 
 /** The HyperFrames CLI version benchmarked (pinned: a new release is a new baseline). */
 export const HYPERFRAMES_VERSION = "0.8.170";

@@ -11,8 +11,12 @@
  *
  * Choices:
  *
+ * - The package has the subpath entries that run under Node ({@linkcode NPM_ENTRIES}:
+ *   `vid-sdk/render`, `vid-sdk/lambda`, `vid-sdk/cloud`) and a root `vid-sdk` that exports
+ *   them all: mod.ts without its Deno-only entries (`server.ts`: `Deno.serve`), see
+ *   {@linkcode npmIndex}.
  * - `tsc` (TypeScript's own compiler) with `rewriteRelativeImportExtensions`, over a
- *   staging copy of `mod.ts` and exactly the `src/` files it reaches (`deno info --json`),
+ *   staging copy of those entries and exactly the `src/` files they reach (`deno info --json`),
  *   so the source keeps Deno's `./x.ts` imports and the output has `./x.js`. `@deno/dnt`
  *   is not on npm.
  * - TypeScript and `@types/node` are build tools, not dependencies of the project: they are
@@ -63,6 +67,36 @@ export const TYPES_NODE_VERSION = "20.19.43";
  * them), each mapped in deno.json: `ws` gives Node 20 the WebSocket Node 22 has built in.
  */
 export const RUNTIME_DEPENDENCIES: readonly string[] = ["ws"];
+
+/**
+ * The subpath entries of deno.json that the npm package has, each `vid-sdk/<name>`: the ones
+ * that run under Node. `server.ts` (`@vid/cli/server`) is Deno-only and left out.
+ */
+export const NPM_ENTRIES: readonly string[] = ["render.ts", "lambda.ts", "cloud.ts"];
+
+/**
+ * The npm package's root module: mod.ts without the `export * from` lines of entries that
+ * are not in {@linkcode NPM_ENTRIES}. Throws when mod.ts re-exports anything else, so a new
+ * entry is a decision, not an accident.
+ *
+ * @example
+ * ```ts
+ * npmIndex('export * from "./render.ts";\nexport * from "./server.ts";\n');
+ * // 'export * from "./render.ts";\n'
+ * ```
+ */
+export function npmIndex(modText: string): string {
+  const lines = modText.split("\n").filter((line) => {
+    const entry = /^export \* from "\.\/([^"/]+\.ts)";$/.exec(line)?.[1];
+    return entry === undefined || NPM_ENTRIES.includes(entry);
+  });
+  for (const line of lines) {
+    if (/^export .* from /.test(line) && !/^export \* from "\.\/[^"/]+\.ts";$/.test(line)) {
+      throw new NpmBuildError("mod.ts", `exports other than whole entries: ${line}`);
+    }
+  }
+  return lines.join("\n");
+}
 
 /** Oldest Node.js major the package supports. */
 export const MIN_NODE_MAJOR = 20;
@@ -281,6 +315,12 @@ export function packageJson(
         import: "./esm/lambda.js",
         default: "./esm/lambda.js",
       },
+      // The hosted service's client (no AWS SDK, no browser code).
+      "./cloud": {
+        types: "./esm/cloud.d.ts",
+        import: "./esm/cloud.js",
+        default: "./esm/cloud.js",
+      },
       "./package.json": "./package.json",
     },
     files: ["esm/", "README.md", "LICENSE"],
@@ -310,7 +350,7 @@ export function tsconfig(outDir: string, typeRoots: string): Record<string, unkn
       newLine: "lf",
       noEmitOnError: true,
     },
-    files: ["mod.ts", "render.ts", "lambda.ts"],
+    files: ["mod.ts", ...NPM_ENTRIES],
   };
 }
 
@@ -428,6 +468,11 @@ Lambda + Step Functions. ESM only, with TypeScript declarations. Version ${versi
 npm install ${NPM_PACKAGE_NAME}
 \`\`\`
 
+\`${NPM_PACKAGE_NAME}\` exports everything; each part also has its own entry, which loads only
+what it needs: \`${NPM_PACKAGE_NAME}/render\` (this machine, no AWS SDK),
+\`${NPM_PACKAGE_NAME}/lambda\` (AWS Lambda + Step Functions) and \`${NPM_PACKAGE_NAME}/cloud\`
+(the client of a hosted render service: \`cloudRender\`, credentials, \`verifyWebhook\`).
+
 ## Distributed rendering (AWS Lambda, or the local stack)
 
 \`\`\`js
@@ -514,9 +559,18 @@ export async function buildNpm(options: BuildNpmOptions = {}): Promise<BuildNpmR
   if (!install.success) {
     throw new NpmBuildError("deno install", install.stderr.slice(-2000));
   }
-  const info = await run(Deno.execPath(), ["info", "--json", "mod.ts"], ROOT);
-  if (!info.success) throw new NpmBuildError("deno info mod.ts", info.stderr.slice(-2000));
-  const graph = JSON.parse(info.stdout) as ModuleGraph;
+  // One graph for the entries together: each module once.
+  const graph: ModuleGraph = { modules: [] };
+  const seen = new Set<string>();
+  for (const entry of NPM_ENTRIES) {
+    const info = await run(Deno.execPath(), ["info", "--json", entry], ROOT);
+    if (!info.success) throw new NpmBuildError(`deno info ${entry}`, info.stderr.slice(-2000));
+    for (const module of (JSON.parse(info.stdout) as ModuleGraph).modules) {
+      if (seen.has(module.specifier)) continue;
+      seen.add(module.specifier);
+      graph.modules.push(module);
+    }
+  }
   const sources = sourceFiles(graph, ROOT);
   const dependencies = npmDependencies(graph);
   for (const name of RUNTIME_DEPENDENCIES) {
@@ -558,6 +612,10 @@ export async function buildNpm(options: BuildNpmOptions = {}): Promise<BuildNpmR
           `node: built-ins instead:\n  ${problems.join("\n  ")}`,
       );
     }
+    await writeFile(
+      join(staging, "mod.ts"),
+      npmIndex(await readFile(join(ROOT, "mod.ts"), "utf8")),
+    );
     await writeFile(join(staging, "package.json"), JSON.stringify({ type: "module" }));
     await symlink(join(ROOT, "node_modules"), join(staging, "node_modules"), "dir");
 

@@ -72,7 +72,15 @@ const UNIT_TESTS = "tests/unit/";
 const INTEGRATION_TESTS = "tests/integration/";
 
 /** The library whose `@example` blocks `deno test --doc` runs (the `no_run` ones aside). */
-const DOC_TESTED: string[] = ["mod.ts", "render.ts", "lambda.ts", "cli.ts", "src"];
+const DOC_TESTED: string[] = [
+  "mod.ts",
+  "render.ts",
+  "lambda.ts",
+  "cloud.ts",
+  "server.ts",
+  "cli.ts",
+  "src",
+];
 
 /** A JSDoc line opening a fenced block; group 1 is the info string (language, attributes). */
 const JSDOC_FENCE = /^\s*\*\s*```(.*)$/;
@@ -115,6 +123,8 @@ const TYPE_CHECKED: string[] = [
   "mod.ts",
   "render.ts",
   "lambda.ts",
+  "cloud.ts",
+  "server.ts",
   "cli.ts",
   "src",
   "worker",

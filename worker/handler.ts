@@ -56,8 +56,8 @@ import { frameCount } from "../src/render/render.ts";
 import { frameRateValue, parseFrameRate } from "../src/composition/frame_rate.ts";
 import { OPTIONS } from "../src/request/options.ts";
 import { renderChunk } from "../src/render/render_chunk.ts";
-import { concatChunks, type OutputFormat, type Quality } from "../src/render/encode.ts";
-import { mixAudio, muxAudio } from "../src/render/media.ts";
+import type { OutputFormat, Quality } from "../src/render/encode.ts";
+import { assembleVideo } from "../src/render/assemble.ts";
 import {
   openRenderSession,
   prepareComposition,
@@ -70,7 +70,9 @@ import {
 } from "../src/render/guarded_media.ts";
 import { downloadRemote, fetchRemoteMedia } from "../src/render/remote.ts";
 import { requireFfmpeg, requireFfprobe } from "../src/render/system.ts";
-import { deliverWebhook } from "../src/server/webhooks.ts";
+import { pool } from "../src/util/async.ts";
+import { CONTENT_TYPES } from "../src/util/mime.ts";
+import { deliverWebhook } from "../src/webhooks/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
 import {
   type AssemblePayload,
@@ -101,12 +103,6 @@ export interface AssembleResult {
 
 /** What the worker returns for each task. */
 export type TaskResult = PlanResult | ChunkResult | AssembleResult;
-
-const CONTENT_TYPES: Record<OutputFormat, string> = {
-  mp4: "video/mp4",
-  webm: "video/webm",
-  mov: "video/quicktime",
-};
 
 /** Lambda entry point (`index.handler` in the bundle). */
 export async function handler(event: PlanPayload): Promise<PlanResult>;
@@ -214,8 +210,6 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
       }
       return file;
     }));
-    const ffmpeg = await requireFfmpeg();
-    const joined = join(work, `joined.${format}`);
     // The same plan as the plan task made (one planner), for exact timestamps at the joins.
     const planned = planChunks(input, event.totalFrames).chunks;
     if (planned.length !== chunks.length) {
@@ -223,9 +217,6 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
         `assemble: ${chunks.length} chunk results for a plan of ${planned.length} chunks`,
       );
     }
-    const timing = { fps: rate, frames: planned.map((c) => c.frames) };
-    await concatChunks(ffmpeg, files, join(work, "chunks.txt"), joined, format, timing);
-
     // The soundtrack is mixed once, for the whole timeline, from the media chunk 0's page
     // found: no browser here.
     const media = chunks.find((c) => c.media)?.media;
@@ -235,20 +226,20 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
           "were the chunks rendered by an older worker? Render again",
       );
     }
-    const soundtrack = join(work, "soundtrack.wav");
-    const audio = media.length > 0 && await mixAudio(media, {
-      ffmpeg,
+    const final = join(work, `final.${format}`);
+    const { audio } = await assembleVideo({
+      ffmpeg: await requireFfmpeg(),
       ffprobe: await requireFfprobe(),
+      chunkFiles: files,
+      timing: { fps: rate, frames: planned.map((c) => c.frames) },
+      format,
+      media,
       duration: event.totalFrames / rate,
-      output: soundtrack,
-      input: await mediaInputs(input, media, work),
+      input: media.length > 0 ? await mediaInputs(input, media, work) : undefined,
       inputArgs: blockPrivateNetwork() ? GUARDED_INPUT_ARGS : [],
+      workDir: work,
+      output: final,
     });
-    let final = joined;
-    if (audio) {
-      final = join(work, `final.${format}`);
-      await muxAudio(ffmpeg, joined, soundtrack, final, format);
-    }
     const bytes = (await stat(final)).size;
     await uploadFile(input.bucketName, input.outputKey, final, CONTENT_TYPES[format]);
     const outputUrl = objectUrl(input.bucketName, input.outputKey);
@@ -459,15 +450,11 @@ async function downloadSite(bucket: string, siteId: string): Promise<string> {
   const staging = await mkdtemp(join(root, `.${siteId}-`));
   try {
     const base = resolve(staging);
-    const queue = [...keys];
-    const worker = async (): Promise<void> => {
-      for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
-        const file = resolve(base, key.slice(prefix.length));
-        if (!file.startsWith(base + sep)) throw new Error(`unsafe key in site: ${key}`);
-        await downloadFile(bucket, key, file);
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(8, keys.length) }, worker));
+    await pool(keys, 8, async (key) => {
+      const file = resolve(base, key.slice(prefix.length));
+      if (!file.startsWith(base + sep)) throw new Error(`unsafe key in site: ${key}`);
+      await downloadFile(bucket, key, file);
+    });
     await rm(dir, { recursive: true, force: true });
     await mkdir(dirname(dir), { recursive: true });
     await rename(staging, dir);

@@ -6,10 +6,11 @@
  * | variable                        | meaning                                                  |
  * | ------------------------------- | -------------------------------------------------------- |
  * | `VID_S3_ENDPOINT`               | endpoint of an S3-compatible service (unset on AWS)       |
- * | `VID_S3_FORCE_PATH_STYLE=1`     | `<endpoint>/<bucket>` addressing (needed on loopback)     |
- * | `AWS_REGION`                    | region, default `us-east-1`                              |
+ * | `VID_S3_FORCE_PATH_STYLE=0`     | `<bucket>.<endpoint>` addressing (default: by path)       |
+ * | `AWS_REGION`                    | region (then `AWS_DEFAULT_REGION`), default `us-east-1`   |
  * | `AWS_ACCESS_KEY_ID` etc.        | credentials; the SDK's default chain reads them          |
  *
+ * The client comes from the shared factory (src/aws/clients.ts), which reads these.
  * Node built-ins only (no `Deno.*`): this module runs in the Lambda bundle under Node 22.
  *
  * @module
@@ -18,31 +19,22 @@
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
-import process from "node:process";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import {
   GetObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
-  S3Client,
+  type S3Client,
 } from "@aws-sdk/client-s3";
+import { defaultRegion, objectUrlFor, s3ClientFor, s3OptionsFromEnv } from "../src/aws/clients.ts";
 
 let client: S3Client | undefined;
 
 /** The worker's S3 client, created once per container from the environment. */
 export function s3Client(): S3Client {
   if (client) return client;
-  const endpoint = process.env.VID_S3_ENDPOINT || undefined;
-  client = new S3Client({
-    region: process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || "us-east-1",
-    endpoint,
-    forcePathStyle: /^(1|true)$/i.test(process.env.VID_S3_FORCE_PATH_STYLE ?? ""),
-    // S3-compatible services (s3rver) reject the checksum trailers the SDK otherwise adds
-    // to streamed uploads; AWS accepts either.
-    requestChecksumCalculation: endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-    responseChecksumValidation: endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-  });
+  client = s3ClientFor(s3OptionsFromEnv());
   return client;
 }
 
@@ -102,8 +94,5 @@ export async function putJson(bucket: string, key: string, value: unknown): Prom
 /** Where an object can be fetched: the endpoint's path-style URL, or the AWS one. */
 export function objectUrl(bucket: string, key: string): string {
   const path = key.split("/").map(encodeURIComponent).join("/");
-  const endpoint = process.env.VID_S3_ENDPOINT;
-  if (endpoint) return `${endpoint.replace(/\/+$/, "")}/${bucket}/${path}`;
-  const region = process.env.AWS_REGION || "us-east-1";
-  return `https://${bucket}.s3.${region}.amazonaws.com/${path}`;
+  return objectUrlFor(bucket, path, { region: defaultRegion(), ...s3OptionsFromEnv() });
 }

@@ -45,6 +45,7 @@ import {
   resolveRenderFormat,
 } from "../render/render.ts";
 import { readBatchFile } from "./entries.ts";
+import { pool } from "../util/async.ts";
 
 /**
  * Status of a local batch manifest row: the distributed statuses that apply here
@@ -269,27 +270,15 @@ function outputFor(outDir: string, outputKey: string): string {
   return resolve(outDir, key);
 }
 
-/**
- * Renders one video per row of a JSONL or CSV batch file on this machine, in parallel
- * windows of one warm browser, and returns the manifest (also written to
- * `<outDir>/vid-batch-manifest.json`). A rerun skips the rows already rendered with the
- * same inputs, so an interrupted batch resumes.
- *
- * @example
- * ```ts no_run
- * import { renderBatchLocal, summarizeLocalBatch } from "@vid/cli";
- *
- * const { rows } = await renderBatchLocal({
- *   target: "examples/hello",
- *   batchFile: "rows.jsonl", // {"outputKey": "ada.mp4", "variables": {"title": "Ada"}}
- *   outDir: "renders/batch",
- * });
- * console.log(summarizeLocalBatch(rows)); // { rows: 1, rendered: 1, failed: 0, ... }
- * ```
- */
-export async function renderBatchLocal(
-  options: RenderBatchLocalOptions,
-): Promise<LocalBatchResult> {
+/** A valid row waiting to be rendered: its manifest row, overrides and format. */
+interface QueuedRow {
+  row: LocalBatchManifestRow;
+  variables: Variables;
+  format: RenderFormat;
+}
+
+/** Checks `concurrency` and that the batch file is a file; returns the concurrency. */
+async function checkLocalBatchOptions(options: RenderBatchLocalOptions): Promise<number> {
   const concurrency = options.concurrency ?? defaultWorkers();
   if (!Number.isInteger(concurrency) || concurrency < 1) {
     throw new BatchInputError(
@@ -307,28 +296,32 @@ export async function renderBatchLocal(
         `(header: variable ids and outputKey)`,
     );
   }
-  const warned = new Set<string>();
-  const warn = (message: string) => {
-    if (warned.has(message)) return;
-    warned.add(message);
-    (options.onWarning ?? ((m: string) => console.warn(m)))(message);
-  };
-  const target = options.target ?? ".";
-  const composition = await readComposition(target, options.composition);
-  const outDir = resolve(options.outDir ?? "renders");
-  const manifestPath = resolve(options.manifest ?? join(outDir, "vid-batch-manifest.json"));
-  // Left to renderComposition when unset, so a batch renders at the rate a single render would.
-  const fps = options.fps;
-  const quality = options.quality ?? "standard";
-  const siteId = await projectContentId(composition.projectDir, [
-    outDir,
-    manifestPath,
-    resolve(options.batchFile),
-  ]);
-  const previous = await previousRows(manifestPath, warn);
+  return concurrency;
+}
 
+/** What {@linkcode planLocalRows} needs besides the options. */
+interface PlanContext {
+  composition: Awaited<ReturnType<typeof readComposition>>;
+  outDir: string;
+  siteId: string;
+  previous: Map<string, LocalBatchManifestRow>;
+  fps: RenderBatchLocalOptions["fps"];
+  quality: Quality;
+  warn: (message: string) => void;
+}
+
+/**
+ * Reads the batch file and decides each row: skipped (blank), failed to start (invalid,
+ * bad or duplicate `outputKey`), would-invoke (dry run), already rendered (the same render
+ * id and output bytes as in the previous manifest), or queued to render.
+ */
+async function planLocalRows(
+  options: RenderBatchLocalOptions,
+  ctx: PlanContext,
+): Promise<{ rows: LocalBatchManifestRow[]; queue: QueuedRow[] }> {
+  const { composition, outDir, siteId, previous, fps, quality, warn } = ctx;
   const rows: LocalBatchManifestRow[] = [];
-  const queue: { row: LocalBatchManifestRow; variables: Variables; format: RenderFormat }[] = [];
+  const queue: QueuedRow[] = [];
   const seen = new Map<string, number>();
   for await (
     const { line, parsed } of readBatchFile(
@@ -407,6 +400,165 @@ export async function renderBatchLocal(
     queue.push({ row: { ...row, status: "not-started" }, variables, format });
     rows.push(queue.at(-1)!.row);
   }
+  return { rows, queue };
+}
+
+/** The batch's one browser: launched on first use, relaunched if its process died. */
+function sharedBrowser(
+  capture: CapturePreference | undefined,
+  warn: (message: string) => void,
+): { get(): Promise<Browser>; close(): Promise<void> } {
+  let browser: Browser | undefined;
+  let launching: Promise<Browser> | undefined;
+  return {
+    async get(): Promise<Browser> {
+      if (browser && browser.process.exitCode === null && browser.process.signalCode === null) {
+        return browser;
+      }
+      launching ??= (async () => {
+        await browser?.close();
+        browser = await launchForCapture(
+          capture ?? "auto",
+          (reason) => warn(`BeginFrame capture unavailable (${reason}); using screenshots`),
+        );
+        return browser;
+      })().finally(() => launching = undefined);
+      return await launching;
+    },
+    async close(): Promise<void> {
+      await browser?.close();
+    },
+  };
+}
+
+/** What {@linkcode renderQueuedRow} shares with the other rows of the batch. */
+interface RowContext {
+  options: RenderBatchLocalOptions;
+  target: string;
+  fps: RenderBatchLocalOptions["fps"];
+  quality: Quality;
+  signal?: AbortSignal;
+  browser: () => Promise<Browser>;
+  progress: LocalBatchProgress;
+  report: () => void;
+  warn: (message: string) => void;
+  writeManifest: () => Promise<void>;
+}
+
+/**
+ * Renders one queued row and records the outcome in its manifest row (rendered, failed,
+ * or left not started when interrupted), counting progress; then writes the manifest. A
+ * failed render fails its row, never the batch.
+ */
+async function renderQueuedRow(item: QueuedRow, ctx: RowContext): Promise<void> {
+  const { row } = item;
+  let known = 0;
+  let done = 0;
+  ctx.progress.active++;
+  try {
+    const result = await renderComposition({
+      target: ctx.target,
+      composition: ctx.options.composition,
+      values: item.variables,
+      strictVariables: ctx.options.strict,
+      output: row.output,
+      format: item.format,
+      fps: ctx.fps,
+      quality: ctx.quality,
+      workers: 1,
+      capture: ctx.options.capture,
+      browser: await ctx.browser(),
+      signal: ctx.signal,
+      onWarning: ctx.warn,
+      onProgress: (p: RenderProgress) => {
+        if (known === 0 && p.framesTotal > 0) {
+          known = p.framesTotal;
+          ctx.progress.framesKnown += known;
+        }
+        ctx.progress.framesDone += p.framesDone - done;
+        done = p.framesDone;
+        ctx.report();
+      },
+    });
+    Object.assign(row, {
+      status: "rendered",
+      output: result.output,
+      bytes: await outputBytes(result.output, item.format),
+      frames: result.frames,
+      elapsedMs: Math.round(result.elapsedMs),
+    });
+  } catch (error) {
+    if (error instanceof RenderCancelledError || ctx.signal?.aborted) {
+      ctx.progress.framesDone -= done;
+      row.error = `line ${row.line}: interrupted before this row was rendered; run the ` +
+        `batch again to render it`;
+    } else {
+      row.status = "failed";
+      row.error = `line ${row.line}: ${(error as Error).message}`;
+      ctx.progress.rowsFailed++;
+    }
+  } finally {
+    ctx.progress.active--;
+  }
+  if (row.status !== "not-started") {
+    ctx.progress.rowsDone++;
+    ctx.report();
+  }
+  ctx.options.onRow?.(row);
+  await ctx.writeManifest();
+}
+
+/**
+ * Renders one video per row of a JSONL or CSV batch file on this machine, in parallel
+ * windows of one warm browser, and returns the manifest (also written to
+ * `<outDir>/vid-batch-manifest.json`). A rerun skips the rows already rendered with the
+ * same inputs, so an interrupted batch resumes.
+ *
+ * @example
+ * ```ts no_run
+ * import { renderBatchLocal, summarizeLocalBatch } from "@vid/cli";
+ *
+ * const { rows } = await renderBatchLocal({
+ *   target: "examples/hello",
+ *   batchFile: "rows.jsonl", // {"outputKey": "ada.mp4", "variables": {"title": "Ada"}}
+ *   outDir: "renders/batch",
+ * });
+ * console.log(summarizeLocalBatch(rows)); // { rows: 1, rendered: 1, failed: 0, ... }
+ * ```
+ */
+export async function renderBatchLocal(
+  options: RenderBatchLocalOptions,
+): Promise<LocalBatchResult> {
+  const concurrency = await checkLocalBatchOptions(options);
+  const warned = new Set<string>();
+  const warn = (message: string) => {
+    if (warned.has(message)) return;
+    warned.add(message);
+    (options.onWarning ?? ((m: string) => console.warn(m)))(message);
+  };
+  const target = options.target ?? ".";
+  const composition = await readComposition(target, options.composition);
+  const outDir = resolve(options.outDir ?? "renders");
+  const manifestPath = resolve(options.manifest ?? join(outDir, "vid-batch-manifest.json"));
+  // Left to renderComposition when unset, so a batch renders at the rate a single render would.
+  const fps = options.fps;
+  const quality = options.quality ?? "standard";
+  const siteId = await projectContentId(composition.projectDir, [
+    outDir,
+    manifestPath,
+    resolve(options.batchFile),
+  ]);
+  const previous = await previousRows(manifestPath, warn);
+
+  const { rows, queue } = await planLocalRows(options, {
+    composition,
+    outDir,
+    siteId,
+    previous,
+    fps,
+    quality,
+    warn,
+  });
   for (const row of rows) if (row.status !== "not-started") options.onRow?.(row);
 
   // Rows in line order, each with the distributed manifest's fields first.
@@ -440,89 +592,27 @@ export async function renderBatchLocal(
   report();
 
   const signal = options.signal;
-  let browser: Browser | undefined;
-  let launching: Promise<Browser> | undefined;
-  /** The shared browser, launched on first use and relaunched if its process died. */
-  const sharedBrowser = async (): Promise<Browser> => {
-    if (browser && browser.process.exitCode === null && browser.process.signalCode === null) {
-      return browser;
-    }
-    launching ??= (async () => {
-      await browser?.close();
-      browser = await launchForCapture(
-        options.capture ?? "auto",
-        (reason) => warn(`BeginFrame capture unavailable (${reason}); using screenshots`),
-      );
-      return browser;
-    })().finally(() => launching = undefined);
-    return await launching;
-  };
+  const browser = sharedBrowser(options.capture, warn);
 
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < queue.length && !signal?.aborted) {
-      const item = queue[next++];
-      const { row } = item;
-      let known = 0;
-      let done = 0;
-      progress.active++;
-      try {
-        const result = await renderComposition({
-          target,
-          composition: options.composition,
-          values: item.variables,
-          strictVariables: options.strict,
-          output: row.output,
-          format: item.format,
-          fps,
-          quality,
-          workers: 1,
-          capture: options.capture,
-          browser: await sharedBrowser(),
-          signal,
-          onWarning: warn,
-          onProgress: (p: RenderProgress) => {
-            if (known === 0 && p.framesTotal > 0) {
-              known = p.framesTotal;
-              progress.framesKnown += known;
-            }
-            progress.framesDone += p.framesDone - done;
-            done = p.framesDone;
-            report();
-          },
-        });
-        Object.assign(row, {
-          status: "rendered",
-          output: result.output,
-          bytes: await outputBytes(result.output, item.format),
-          frames: result.frames,
-          elapsedMs: Math.round(result.elapsedMs),
-        });
-      } catch (error) {
-        if (error instanceof RenderCancelledError || signal?.aborted) {
-          progress.framesDone -= done;
-          row.error = `line ${row.line}: interrupted before this row was rendered; run the ` +
-            `batch again to render it`;
-        } else {
-          row.status = "failed";
-          row.error = `line ${row.line}: ${(error as Error).message}`;
-          progress.rowsFailed++;
-        }
-      } finally {
-        progress.active--;
-      }
-      if (row.status !== "not-started") {
-        progress.rowsDone++;
-        report();
-      }
-      options.onRow?.(row);
-      await writeManifest();
-    }
+  const ctx: RowContext = {
+    options,
+    target,
+    fps,
+    quality,
+    signal,
+    browser: () => browser.get(),
+    progress,
+    report,
+    warn,
+    writeManifest,
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
+    // An abort stops taking rows (the rows left are marked below), it is not an error here.
+    await pool(queue, concurrency, (item) => renderQueuedRow(item, ctx), signal).catch((error) => {
+      if (!signal?.aborted) throw error;
+    });
   } finally {
-    await browser?.close();
+    await browser.close();
     for (const { row } of queue) {
       if (row.status === "not-started" && row.error === null) {
         row.error = `line ${row.line}: interrupted before this row was rendered; run the batch ` +

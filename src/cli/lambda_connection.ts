@@ -13,6 +13,7 @@ import { OPTIONS, type OptionValue, parseOption, RenderOptionError } from "../re
 import type { RenderConfig } from "../lambda/config.ts";
 import type { S3Options, SfnOptions } from "../lambda/sdk.ts";
 import { explainStackError } from "../lambda/stack_error.ts";
+import { defaultRegion, s3OptionsFromEnv, sfnOptionsFromEnv } from "../aws/clients.ts";
 import { reportError } from "./shared.ts";
 
 export const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
@@ -46,19 +47,11 @@ export interface Connection {
 
 export function connection(flags: ConnectionFlags): Connection {
   const env = (name: string) => Deno.env.get(name) || undefined;
-  const region = flags.region ?? env("AWS_REGION") ?? env("AWS_DEFAULT_REGION") ?? "us-east-1";
-  const s3Endpoint = env("VID_S3_ENDPOINT");
-  const pathStyle = env("VID_S3_FORCE_PATH_STYLE");
+  const region = flags.region ?? defaultRegion();
   return {
     region,
-    s3: {
-      region,
-      endpoint: s3Endpoint,
-      forcePathStyle: pathStyle !== undefined
-        ? /^(1|true)$/i.test(pathStyle)
-        : s3Endpoint !== undefined,
-    },
-    sfn: { region, endpoint: env("VID_SFN_ENDPOINT") },
+    s3: s3OptionsFromEnv(region),
+    sfn: sfnOptionsFromEnv(region),
     bucket() {
       const bucket = flags.bucket ?? env("VID_LAMBDA_BUCKET");
       if (!bucket) {

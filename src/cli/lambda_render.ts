@@ -38,6 +38,7 @@ import {
 import { progressJson, progressLine } from "./lambda_progress.ts";
 import { cliOption, cliSwitch } from "./request_flags.ts";
 import { EXIT, integerIn, positiveInteger, warn } from "./shared.ts";
+import { sleep } from "../util/async.ts";
 
 /** Registers `vid lambda render`. */
 export function registerLambdaRender(lambda: Command): void {
@@ -260,7 +261,7 @@ async function followRender(
       last = line;
     }
     if (progress.status !== "running") break;
-    await new Promise((resolve) => setTimeout(resolve, options.pollInterval));
+    await sleep(options.pollInterval);
   }
   const ok = progress.status === "succeeded";
   if (options.json) {

@@ -21,6 +21,7 @@ import {
 } from "./lambda_connection.ts";
 import { progressJson, progressLine } from "./lambda_progress.ts";
 import { integerIn } from "./shared.ts";
+import { pool } from "../util/async.ts";
 
 /** Registers `vid lambda progress`, `cancel` and `download`. */
 export function registerLambdaRenders(lambda: Command): void {
@@ -121,7 +122,7 @@ function registerLambdaRendersCancel(lambda: Command): void {
             .filter((row) => row.executionArn !== null)
             .map((row) => ({ line: row.line as number | undefined, arn: row.executionArn! }))
           : [{ line: undefined, arn: executionArnFrom(render!, conn) }];
-        const results = await mapLimited(targets, 10, async (t) => ({
+        const results = await pool(targets, 10, async (t) => ({
           ...(t.line !== undefined ? { line: t.line } : {}),
           ...await cancelRender({ executionArn: t.arn, sfn: conn.sfn }),
         }));
@@ -205,23 +206,4 @@ function registerLambdaRendersDownload(lambda: Command): void {
 /** The execution ARN of a render id or ARN argument. */
 function executionArnFrom(render: string, conn: Connection): string {
   return render.startsWith("arn:") ? render : executionArnOf(conn.stateMachineArn(), render);
-}
-
-/** `work` over `items`, at most `limit` at once, results in item order. */
-async function mapLimited<T, R>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await work(items[i]);
-      }
-    }),
-  );
-  return out;
 }

@@ -5,8 +5,8 @@
  */
 
 import type { Command } from "@commander-js/extra-typings";
-import { deployStack } from "../lambda/deploy.ts";
-import { startLocalStack } from "../lambda/local_stack.ts";
+import { deployStack } from "../lambda/deploy/deploy.ts";
+import { startLocalStack } from "../lambda/local/local_stack.ts";
 import { fail } from "./lambda_connection.ts";
 import { integerIn, positiveInteger } from "./shared.ts";
 

@@ -7,14 +7,26 @@
  * @module
  */
 
+import { backoffDelay, sleep } from "../util/async.ts";
+
 /** An error answer of the API, or a request that never got one. */
 export class CloudApiError extends Error {
+  /** Always `"CloudApiError"`. */
   override name = "CloudApiError";
   /** HTTP status; 0 when the request never got an answer. */
   readonly status: number;
   /** The API's error code, e.g. `vid_project_invalid`. */
   readonly code: string;
+  /** The request field at fault, when the API names one. */
   readonly field?: string;
+  /**
+   * Creates the error.
+   *
+   * @param status HTTP status (0: no answer).
+   * @param code The API error code.
+   * @param message What is wrong.
+   * @param field The request field at fault.
+   */
   constructor(status: number, code: string, message: string, field?: string) {
     super(message);
     this.status = status;
@@ -38,6 +50,7 @@ export interface Authenticator {
 export interface CloudClientOptions {
   /** Base URL, e.g. `http://127.0.0.1:8787`. */
   baseUrl: string;
+  /** Adds the credential to each request. @default none */
   auth?: Authenticator;
   /** Attempts for network errors and 5xx. @default 4 */
   attempts?: number;
@@ -45,19 +58,22 @@ export interface CloudClientOptions {
   backoffMs?: (attempt: number) => number;
   /** Told before each retry (the CLI prints it). */
   onRetry?: (info: { what: string; attempt: number; reason: string }) => void;
+  /** The fetch to use. @default globalThis.fetch */
   fetch?: typeof fetch;
 }
 
 /** One request. */
 export interface RequestOptions {
+  /** JSON request body. */
   body?: unknown;
+  /** Idempotency-Key header. */
   idempotencyKey?: string;
   /** What the request does, for retry messages. */
   what?: string;
 }
 
 function defaultBackoff(attempt: number): number {
-  return Math.min(8000, 500 * 2 ** (attempt - 1));
+  return backoffDelay(attempt, { baseMs: 500, maxMs: 8000 });
 }
 
 /**
@@ -74,9 +90,15 @@ function defaultBackoff(attempt: number): number {
  * ```
  */
 export class CloudClient {
+  /** The API address, without a trailing slash. */
   readonly baseUrl: string;
   #options: CloudClientOptions;
 
+  /**
+   * Creates a client.
+   *
+   * @param options Address, credential and retry settings.
+   */
   constructor(options: CloudClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.#options = options;
@@ -182,7 +204,7 @@ export class CloudClient {
       }
       this.#options.onRetry?.({ what, attempt, reason });
       const wait = (this.#options.backoffMs ?? defaultBackoff)(attempt);
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await sleep(wait);
     }
   }
 }

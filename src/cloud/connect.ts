@@ -13,8 +13,11 @@ import { refreshStoredCredential } from "./oauth_client.ts";
 
 /** Options of {@linkcode connectCloud}. */
 export interface ConnectOptions {
+  /** Told about each retried request. */
   onRetry?: CloudClientOptions["onRetry"];
+  /** Receives warnings (e.g. a credentials file readable by others). */
   onWarning?: (message: string) => void;
+  /** Environment to read credentials from. @default process.env */
   env?: Env;
 }
 

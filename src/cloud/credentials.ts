@@ -49,20 +49,27 @@ export type Env = Readonly<Record<string, string | undefined>>;
 
 /** A long-lived API key (`vid auth login --api-key`, or an environment variable). */
 export interface ApiKeyCredentials {
+  /** Format version of the file. */
   version: 1;
   /** The API the key belongs to. */
   base_url: string;
+  /** An API key. */
   type: "api_key";
+  /** The key. */
   api_key: string;
 }
 
 /** The tokens of a browser sign-in (`vid auth login`). */
 export interface OAuthCredentials {
+  /** Format version of the file. */
   version: 1;
   /** The API that issued the tokens. */
   base_url: string;
+  /** An OAuth sign-in. */
   type: "oauth";
+  /** Bearer token. */
   access_token: string;
+  /** Token that gets a new access token. */
   refresh_token: string;
   /** When the access token expires, in Unix seconds. */
   expires_at: number;
@@ -78,7 +85,9 @@ export type CredentialSource = "CLOUD_API_KEY" | "VID_API_KEY" | "file";
 
 /** The active credential, as {@linkcode resolveCredential} finds it. */
 export interface ResolvedCredential {
+  /** Where the credential came from. */
   source: CredentialSource;
+  /** The credential. */
   credential: Credentials;
   /** The API address to use with it (see {@linkcode baseUrl}). */
   baseUrl: string;
@@ -90,15 +99,25 @@ export interface ResolvedCredential {
 
 /** A credentials file that was read, with a warning about its mode when needed. */
 export interface StoredCredential {
+  /** The credential stored. */
   credential: Credentials;
+  /** The credentials file. */
   file: string;
+  /** A warning about the file (permissions), if any. */
   warning?: string;
 }
 
 /** No credential anywhere: no environment variable and no credentials file. */
 export class NotSignedInError extends Error {
+  /** Always `"NotSignedInError"`. */
   override name = "NotSignedInError";
+  /** Always `"credentials"`. */
   readonly field = "credentials";
+  /**
+   * Creates the error.
+   *
+   * @param file The credentials file that was looked for.
+   */
   constructor(file: string) {
     super(
       `not signed in: no CLOUD_API_KEY or VID_API_KEY in the environment and no credentials ` +
@@ -110,9 +129,19 @@ export class NotSignedInError extends Error {
 
 /** The credentials file cannot be read, parsed or written. */
 export class CredentialsFileError extends Error {
+  /** Always `"CredentialsFileError"`. */
   override name = "CredentialsFileError";
+  /** The field of the file at fault. */
   readonly field: string;
+  /** The credentials file. */
   readonly file: string;
+  /**
+   * Creates the error.
+   *
+   * @param file The credentials file.
+   * @param field The field at fault.
+   * @param message What is wrong and how to fix it.
+   */
   constructor(file: string, field: string, message: string) {
     super(`credentials file ${file}: ${message}`);
     this.file = file;

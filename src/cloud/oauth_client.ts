@@ -33,11 +33,19 @@ export const DEFAULT_LOGIN_TIMEOUT_MS = 5 * 60 * 1000;
 
 /** Signing in, refreshing or revoking failed. */
 export class OAuthError extends Error {
+  /** Always `"OAuthError"`. */
   override name = "OAuthError";
   /** What the error is about, e.g. `refresh_token`, `code`, `base_url`, `timeout`. */
   readonly field: string;
   /** The RFC 6749 error code when the server sent one (e.g. `invalid_grant`). */
   readonly code?: string;
+  /**
+   * Creates the error.
+   *
+   * @param field What is at fault.
+   * @param message What is wrong and how to fix it.
+   * @param code The OAuth error code, if the server gave one.
+   */
   constructor(field: string, message: string, code?: string) {
     super(message);
     this.field = field;
@@ -47,10 +55,18 @@ export class OAuthError extends Error {
 
 /** The API refused a credential (401 on `/v3/me`). */
 export class CredentialRejectedError extends Error {
+  /** Always `"CredentialRejectedError"`. */
   override name = "CredentialRejectedError";
+  /** Always `"credentials"`. */
   readonly field = "credentials";
   /** What the server said, e.g. "invalid or revoked API key". */
   readonly reason: string;
+  /**
+   * Creates the error.
+   *
+   * @param message What the user is told.
+   * @param reason Why the server refused.
+   */
   constructor(message: string, reason: string = message) {
     super(message);
     this.reason = reason;
@@ -59,7 +75,9 @@ export class CredentialRejectedError extends Error {
 
 /** The account behind a credential, as `GET /v3/me` answers. */
 export interface Account {
+  /** Id of the account. */
   account_id: string;
+  /** Its e-mail address. */
   email: string;
   /** How the caller authenticated. */
   credential: "api_key" | "oauth";

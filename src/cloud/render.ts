@@ -31,6 +31,7 @@ import { RenderOptionError } from "../request/errors.ts";
 import { checkResolutionFormat } from "../request/rules.ts";
 import { type PackagedFile, packageProject } from "../project/package.ts";
 import { CloudApiError, type CloudClient } from "./client.ts";
+import { sleep } from "../util/async.ts";
 
 /** Upload limit of the hosted service: a project zip of at most 200 MB. */
 export const CLOUD_MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
@@ -84,60 +85,97 @@ export interface CloudRenderOptions {
    * @default the composition's data-fps, else 30 (decided by the server)
    */
   fps?: number | string;
-  /** @default "standard" */
+  /** Encoding quality. @default "standard" */
   quality?: Quality;
-  /** @default "mp4" */
+  /** Container of the video. @default "mp4" */
   format?: OutputFormat;
-  /** @default "1080p" */
+  /** Output resolution. @default "1080p" */
   resolution?: Resolution;
-  /** @default detected from the composition; "16:9" for assetId/url */
+  /**
+   * Aspect ratio of the output frame.
+   * @default detected from the composition; "16:9" for assetId/url
+   */
   aspectRatio?: AspectRatio;
-  /** @default "renders/<render_id>.<format>" */
+  /**
+   * Where the video is written, renamed into place once complete.
+   * @default "renders/<render_id>.<format>"
+   */
   output?: string;
+  /** Package and check only: report what would be uploaded; no network. */
   dryRun?: boolean;
+  /** Render an asset already uploaded (its id) instead of a project folder. */
   assetId?: string;
+  /** Render a project zip the server fetches from this URL. */
   url?: string;
+  /** Variable overrides, as a JSON object text. */
   variables?: string;
+  /** Variable overrides from a JSON file. */
   variablesFile?: string;
+  /** Refuse overrides that do not match the declarations (else warn). */
   strictVariables?: boolean;
+  /** Return once the render is submitted, without waiting for it. */
   noWait?: boolean;
+  /** URL the server POSTs the signed webhook to when the render ends. */
   callbackUrl?: string;
+  /** Opaque id echoed in the webhook. */
   callbackId?: string;
   /** Seconds between polls. @default 10 */
   pollInterval?: number;
   /** Minutes to wait for the render. @default 60 */
   maxWait?: number;
+  /** Key that makes a retried submission start the render once. */
   idempotencyKey?: string;
+  /** Receives warnings. @default dropped */
   onWarning?: (message: string) => void;
   /** Told about each step ("packaging", "uploading", "submitted", "rendering" …). */
   onStage?: (stage: string, detail?: Record<string, unknown>) => void;
+  /** Stops waiting (and the upload); the render already submitted goes on. */
   signal?: AbortSignal;
 }
 
 /** What `--dry-run` reports. */
 export interface DryRunReport {
+  /** Marks a dry run. */
   dryRun: true;
+  /** The project folder packaged. */
   projectDir: string;
+  /** The entry HTML file. */
   composition: string;
+  /** The aspect ratio the render would use. */
   aspectRatio: AspectRatio;
+  /** Size of the zip, bytes. */
   compressedBytes: number;
+  /** Size of the files in it, bytes. */
   uncompressedBytes: number;
+  /** Files in the zip. */
   fileCount: number;
+  /** The largest files, largest first. */
   largest: PackagedFile[];
+  /** Content address of the project. */
   siteId: string;
+  /** SHA-256 of the zip, hex. */
   sha256: string;
+  /** Warnings about the project. */
   warnings: string[];
 }
 
 /** The render record the API returns. */
 export interface CloudRenderRecord {
+  /** Id of the render. */
   render_id: string;
+  /** Id of the uploaded project. */
   asset_id: string | null;
+  /** Where the render is. */
   status: "queued" | "rendering" | "completed" | "failed" | "deleted";
+  /** Fraction done, 0-1. */
   progress: number;
+  /** Why it failed. */
   error: string | null;
+  /** Signed download URL of the video, once completed. */
   video_url: string | null;
+  /** Signed URL of the thumbnail, once completed. */
   thumbnail_url: string | null;
+  /** Other fields of the API's render object. */
   [field: string]: unknown;
 }
 
@@ -258,19 +296,6 @@ function detectAspectRatio(width: number, height: number, warn: (m: string) => v
 function randomKey(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(12));
   return `vid-cli-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
-}
-
-async function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  // An "abort" event fires once: a signal aborted earlier (Ctrl-C during the upload) would
-  // never wake this listener, and the poll would go on.
-  signal?.throwIfAborted();
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    }, { once: true });
-  });
 }
 
 /**

@@ -43,7 +43,6 @@
  */
 
 import { readFile, stat } from "node:fs/promises";
-import process from "node:process";
 import type { S3Client } from "@aws-sdk/client-s3";
 import {
   DescribeExecutionCommand,
@@ -62,6 +61,7 @@ import {
 
 export { BatchInputError, type BatchManifestRow, batchRenderId, type BatchRowStatus };
 import { readableExecutionError } from "./execution_error.ts";
+import { executionArnFor, sfnClientFor, STATE_MACHINE_ARN_SHAPE } from "../aws/clients.ts";
 import {
   getRenderProgress,
   type LambdaRenderStatus,
@@ -73,6 +73,7 @@ import {
 } from "./sdk.ts";
 import { explainStackError, isStackFatal, isUnreachable } from "./stack_error.ts";
 import { isPlainObject } from "../util/json_shape.ts";
+import { pool, retry } from "../util/async.ts";
 
 /**
  * A ready `SFNClient` of `@aws-sdk/client-sfn`, kept by the caller. An internal alias, not a
@@ -317,17 +318,18 @@ function isRetryable(error: unknown): boolean {
   return isThrottle(error) || isTransient(error);
 }
 
-/** The execution ARN for a name: the state machine ARN with `execution` and the name. */
-function executionArnFor(stateMachineArn: string, name: string): string {
-  const parts = stateMachineArn.split(":");
-  if (parts.length < 7 || parts[5] !== "stateMachine") {
+/** The execution ARN for a name; a malformed state machine ARN is the batch's input error. */
+function batchExecutionArn(stateMachineArn: string, name: string): string {
+  const arn = executionArnFor(stateMachineArn, name);
+  if (arn === undefined) {
     throw new BatchInputError(
       "stateMachineArn",
-      `stateMachineArn must be a state machine ARN (arn:aws:states:<region>:<account>:` +
-        `stateMachine:<name>), got ${JSON.stringify(stateMachineArn)}`,
+      `stateMachineArn must be a state machine ARN (${STATE_MACHINE_ARN_SHAPE}), got ${
+        JSON.stringify(stateMachineArn)
+      }`,
     );
   }
-  return [...parts.slice(0, 5), "execution", parts[6], name].join(":");
+  return arn;
 }
 
 /**
@@ -399,42 +401,339 @@ export function summarizeBatch(rows: readonly BatchManifestRow[]): BatchSummary 
   };
 }
 
-/** Counting semaphore: at most `limit` holders at once. */
-class Limiter {
-  #active = 0;
-  #waiting: (() => void)[] = [];
-  constructor(readonly limit: number) {}
-  async acquire(): Promise<void> {
-    while (this.#active >= this.limit) {
-      await new Promise<void>((resolve) => this.#waiting.push(resolve));
-    }
-    this.#active++;
-  }
-  release(): void {
-    this.#active--;
-    this.#waiting.shift()?.();
-  }
-}
-
-/** Resolves after `ms`, or at once (to `false`) when `signal` aborts. */
-function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
-  if (signal?.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const done = (completed: boolean) => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", onAbort);
-      resolve(completed);
-    };
-    const onAbort = () => done(false);
-    const timer = setTimeout(() => done(true), ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 async function countEntries(path: string): Promise<number> {
   let entries = 0;
   for await (const text of lines(path)) if (text.trim() !== "") entries++;
   return entries;
+}
+
+/** The checked numbers and choices of {@linkcode RenderBatchOptions}. */
+interface BatchSettings {
+  maxConcurrent: number;
+  startAttempts: number;
+  retryBaseMs: number;
+  rerun: BatchRerun;
+}
+
+/** Checks the options and that the batch file is a readable file; throws `BatchInputError`. */
+async function checkBatchOptions(options: RenderBatchOptions): Promise<BatchSettings> {
+  const maxConcurrent = options.maxConcurrent ?? 50;
+  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
+    throw new BatchInputError(
+      "maxConcurrent",
+      `maxConcurrent must be a positive integer, got ${maxConcurrent}`,
+    );
+  }
+  const startAttempts = options.startAttempts ?? DEFAULT_START_ATTEMPTS;
+  if (!Number.isInteger(startAttempts) || startAttempts < 1) {
+    throw new BatchInputError(
+      "startAttempts",
+      `startAttempts must be a positive integer, got ${startAttempts}`,
+    );
+  }
+  const rerun = options.rerun ?? "failed";
+  if (!BATCH_RERUN_VALUES.includes(rerun)) {
+    throw new BatchInputError(
+      "rerun",
+      `rerun must be one of ${BATCH_RERUN_VALUES.join(", ")}, got ${JSON.stringify(rerun)}`,
+    );
+  }
+  try {
+    if (!(await stat(options.batchFile)).isFile()) throw new Error("not a file");
+  } catch (error) {
+    throw new BatchInputError(
+      "batchFile",
+      `cannot read the batch file ${options.batchFile}: ${(error as Error).message}; pass a ` +
+        `JSONL file, one {"outputKey": ..., "variables": {...}} per line`,
+    );
+  }
+  if (!options.dryRun) batchExecutionArn(options.stateMachineArn, "check");
+  return {
+    maxConcurrent,
+    startAttempts,
+    retryBaseMs: options.retryBaseMs ?? DEFAULT_RETRY_BASE_MS,
+    rerun,
+  };
+}
+
+/** One batch run: its settings, client, and what every row shares. */
+interface BatchRun extends BatchSettings {
+  options: RenderBatchOptions;
+  /** Absent on a dry run. */
+  client?: SFNClient;
+  /** Aborts when the user's signal does, or when a failure stops the whole batch. */
+  stopped: AbortSignal;
+  /** Why no more rows can start (stack unreachable, credentials), once known. */
+  fatal?: string;
+  /** Ends the run early for every row, with the reason. */
+  stop(reason: string): void;
+  warnOnce(message: string): void;
+  finish(row: BatchManifestRow): void;
+}
+
+/** A valid row waiting for a start slot. */
+interface PendingRow {
+  line: number;
+  outputKey: string;
+  config: RenderConfig;
+  /** The render id of the row's first attempt. */
+  baseId: string;
+}
+
+/**
+ * The batch's Step Functions client (the caller's, or one with `maxAttempts: 1`: retries are
+ * this batch's, counted per row), after one `DescribeStateMachine` so a wrong stack fails at
+ * once. `undefined` on a dry run.
+ */
+async function batchClient(
+  options: RenderBatchOptions,
+): Promise<{ client?: SFNClient; owned: boolean }> {
+  if (options.dryRun) return { owned: false };
+  const given = options.sfn instanceof SFNClient ? options.sfn : undefined;
+  const client = given ??
+    sfnClientFor(options.sfn as SfnOptions | undefined, options.stateMachineArn, {
+      maxAttempts: 1,
+    });
+  try {
+    await client.send(
+      new DescribeStateMachineCommand({ stateMachineArn: options.stateMachineArn }),
+    );
+  } catch (error) {
+    if (!given) client.destroy();
+    throw explainStackError(error, { stateMachineArn: options.stateMachineArn });
+  }
+  return { client, owned: !given };
+}
+
+/**
+ * Reads the batch file line by line and yields the rows to start; the other rows (blank,
+ * invalid, duplicate `outputKey`, every valid row of a dry run) are finished here. Read only
+ * as fast as rows start (the pool pulls), so a large file is never held whole.
+ */
+async function* pendingRows(run: BatchRun): AsyncGenerator<PendingRow> {
+  const { options } = run;
+  const declarations = options.declarations ?? [];
+  const baseConfig = (options.baseConfig ?? {}) as RenderConfig;
+  const seen = new Map<string, number>();
+  let line = 0;
+  for await (const text of lines(options.batchFile)) {
+    line++;
+    const fail = (outputKey: string | null, error: string) =>
+      run.finish({ line, outputKey, status: "failed-to-start", executionArn: null, error });
+    const parsed = parseBatchLine(text, line, declarations, options.strict);
+    if (parsed.kind === "blank") {
+      run.finish({
+        line,
+        outputKey: null,
+        status: "skipped",
+        executionArn: null,
+        error: "blank line",
+      });
+      continue;
+    }
+    if (parsed.kind === "invalid") {
+      fail(parsed.outputKey, parsed.error);
+      continue;
+    }
+    const { outputKey, variables } = parsed;
+    if (parsed.warning) run.warnOnce(parsed.warning);
+    const config: RenderConfig = withSiteFrameRate({
+      ...baseConfig,
+      variables: variables as RenderConfig["variables"],
+    }, options.siteHandle);
+    const input: Omit<ExecutionInput, "renderId"> = {
+      bucketName: options.bucketName,
+      siteId: options.siteHandle.siteId,
+      serveUrl: options.siteHandle.serveUrl,
+      composition: options.siteHandle.composition,
+      outputKey,
+      config,
+    };
+    const baseId = await batchRenderId(input);
+    try {
+      validateConfig({ renderId: baseId, ...input });
+    } catch (error) {
+      fail(outputKey, `line ${line}: ${(error as Error).message}`);
+      continue;
+    }
+    const first = seen.get(outputKey);
+    if (first !== undefined) {
+      fail(outputKey, `line ${line}: duplicate outputKey ${outputKey} (first on line ${first})`);
+      continue;
+    }
+    seen.set(outputKey, line);
+    if (options.dryRun) {
+      run.finish({ line, outputKey, status: "would-invoke", executionArn: null, error: null });
+      continue;
+    }
+    yield { line, outputKey, config, baseId };
+  }
+}
+
+/** The execution's ARN and status, or `undefined` when there is none. */
+async function describeExecution(
+  client: SFNClient,
+  executionArn: string,
+): Promise<{ arn: string; status: string } | undefined> {
+  try {
+    const described = await client.send(new DescribeExecutionCommand({ executionArn }));
+    return { arn: described.executionArn ?? executionArn, status: described.status ?? "" };
+  } catch (error) {
+    if ((error as AwsError).name === "ExecutionDoesNotExist") return undefined;
+    throw error;
+  }
+}
+
+/**
+ * The row's latest attempt (walking `-a2`, `-a3`, … up to the first that does not exist),
+ * and whether to start the next one.
+ */
+async function latestAttempt(
+  run: BatchRun,
+  baseId: string,
+): Promise<{ attempt: number; arn?: string; startNext: boolean }> {
+  let found: { attempt: number; arn: string; status: string } | undefined;
+  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
+    const described = await describeExecution(
+      run.client!,
+      batchExecutionArn(run.options.stateMachineArn, attemptRenderId(baseId, attempt)),
+    );
+    if (!described) break;
+    found = { attempt, ...described };
+  }
+  if (!found) return { attempt: 0, startNext: true };
+  const running = found.status === "RUNNING" || found.status === "PENDING_REDRIVE";
+  const failed = ["FAILED", "TIMED_OUT", "ABORTED"].includes(found.status);
+  const startNext = !running && (run.rerun === "all" || (run.rerun === "failed" && failed));
+  if (startNext && found.attempt >= MAX_ATTEMPTS) {
+    throw new Error(
+      `all ${MAX_ATTEMPTS} attempts of this row ended without success; fix the row (see ` +
+        "`vid lambda progress --manifest`) and run the batch again",
+    );
+  }
+  return { attempt: found.attempt, arn: found.arn, startNext };
+}
+
+/**
+ * Starts one row: looks up its attempts, starts the next one when the rerun rule says so,
+ * and retries throttled, 5xx and dropped calls with full-jitter backoff. Always finishes the
+ * row: `started`, `already-started`, `not-started` (interrupted, or the batch stopped) or
+ * `failed-to-start`.
+ */
+async function startRow(run: BatchRun, row: PendingRow): Promise<void> {
+  const { line, outputKey, baseId } = row;
+  const { options } = run;
+  const notStarted = (reason: string): BatchManifestRow => ({
+    line,
+    outputKey,
+    status: "not-started",
+    executionArn: null,
+    error: `line ${line}: ${reason}`,
+  });
+  if (run.stopped.aborted) {
+    run.finish(notStarted(run.fatal ? `not started: ${run.fatal}` : INTERRUPTED));
+    return;
+  }
+  // Set when a start call of this run failed in a way that may have started the execution
+  // anyway (connection dropped, 5xx): if it exists then, this run started it.
+  let maybeStarted = false;
+  const exists = (arn: string, attempt: number): BatchManifestRow => ({
+    line,
+    outputKey,
+    status: maybeStarted ? "started" : "already-started",
+    executionArn: arn,
+    error: null,
+    renderId: attemptRenderId(baseId, attempt),
+    attempt,
+  });
+  const attemptStart = async (): Promise<BatchManifestRow> => {
+    if (run.fatal) return notStarted(`not started: ${run.fatal}`);
+    let next = 1;
+    try {
+      const found = await latestAttempt(run, baseId);
+      if (!found.startNext) return exists(found.arn!, found.attempt);
+      next = found.attempt + 1;
+      const renderId = attemptRenderId(baseId, next);
+      let handle;
+      try {
+        handle = await renderToLambda({
+          siteHandle: options.siteHandle,
+          bucketName: options.bucketName,
+          stateMachineArn: options.stateMachineArn,
+          config: row.config,
+          outputKey,
+          renderId,
+          sfn: run.client,
+          s3: false,
+          onWarning: run.warnOnce,
+        });
+      } catch (error) {
+        if (isTransient(error)) maybeStarted = true;
+        throw error;
+      }
+      return {
+        line,
+        outputKey,
+        status: "started",
+        executionArn: handle.executionArn,
+        error: null,
+        renderId,
+        attempt: next,
+      };
+    } catch (error) {
+      if ((error as AwsError).name === "ExecutionAlreadyExists") {
+        return exists(
+          batchExecutionArn(options.stateMachineArn, attemptRenderId(baseId, next)),
+          next,
+        );
+      }
+      if (!isStackFatal(error)) throw error;
+      const explained = explainStackError(error, {
+        stateMachineArn: options.stateMachineArn,
+      }) as Error;
+      run.stop(explained.message ?? String(explained));
+      return notStarted(`not started: ${run.fatal}`);
+    }
+  };
+  try {
+    run.finish(
+      await retry(attemptStart, {
+        attempts: run.startAttempts,
+        baseMs: run.retryBaseMs,
+        maxMs: RETRY_CAP_MS,
+        jitter: "full",
+        retryable: isRetryable,
+        onRetry: ({ attempt, error }) => options.onRetry?.(line, attempt, error as Error),
+        signal: run.stopped,
+      }),
+    );
+  } catch (error) {
+    if (run.stopped.aborted && error === run.stopped.reason) {
+      run.finish(notStarted(run.fatal ? `not started: ${run.fatal}` : INTERRUPTED));
+      return;
+    }
+    run.finish({
+      line,
+      outputKey,
+      status: "failed-to-start",
+      executionArn: null,
+      error: startFailure(line, run.startAttempts, error),
+    });
+  }
+}
+
+/** The manifest error of a row whose start failed for good. */
+function startFailure(line: number, attempts: number, error: unknown): string {
+  if (isRetryable(error)) {
+    const e = error as AwsError;
+    const what = `${e.name ?? "Error"}: ${e.message ?? "no message"}`;
+    return isThrottle(error)
+      ? `line ${line}: the start call was throttled on all ${attempts} attempts ` +
+        `(${what}); lower --max-concurrent, or run the batch again later to resume`
+      : `line ${line}: the start call failed on all ${attempts} attempts (${what})`;
+  }
+  const message = (error as Error).message ?? String(error);
+  return message.startsWith(`line ${line}:`) ? message : `line ${line}: ${message}`;
 }
 
 /**
@@ -467,314 +766,46 @@ export async function renderBatch<
     string | number | boolean
   >,
 >(options: RenderBatchOptions<V>): Promise<BatchManifestRow[]> {
-  const maxConcurrent = options.maxConcurrent ?? 50;
-  if (!Number.isInteger(maxConcurrent) || maxConcurrent < 1) {
-    throw new BatchInputError(
-      "maxConcurrent",
-      `maxConcurrent must be a positive integer, got ${maxConcurrent}`,
-    );
-  }
-  const startAttempts = options.startAttempts ?? DEFAULT_START_ATTEMPTS;
-  if (!Number.isInteger(startAttempts) || startAttempts < 1) {
-    throw new BatchInputError(
-      "startAttempts",
-      `startAttempts must be a positive integer, got ${startAttempts}`,
-    );
-  }
-  const retryBaseMs = options.retryBaseMs ?? DEFAULT_RETRY_BASE_MS;
-  try {
-    if (!(await stat(options.batchFile)).isFile()) throw new Error("not a file");
-  } catch (error) {
-    throw new BatchInputError(
-      "batchFile",
-      `cannot read the batch file ${options.batchFile}: ${(error as Error).message}; pass a ` +
-        `JSONL file, one {"outputKey": ..., "variables": {...}} per line`,
-    );
-  }
+  const generic = options as RenderBatchOptions;
+  const settings = await checkBatchOptions(generic);
   const warned = new Set<string>();
   const warnOnce = (message: string) => {
     if (warned.has(message)) return;
     warned.add(message);
     (options.onWarning ?? ((m: string) => console.warn(m)))(message);
   };
-  const declarations = options.declarations ?? [];
-  const baseConfig = (options.baseConfig ?? {}) as RenderConfig;
-  const signal = options.signal;
-  if (!options.dryRun) executionArnFor(options.stateMachineArn, "check");
-
   const guidance = largeBatchGuidance({
     entries: await countEntries(options.batchFile),
-    maxConcurrent,
-    maxParallelChunks: baseConfig.maxParallelChunks,
+    maxConcurrent: settings.maxConcurrent,
+    maxParallelChunks: options.baseConfig?.maxParallelChunks,
     reservedConcurrency: options.reservedConcurrency,
   });
   if (guidance) warnOnce(guidance);
 
+  const { client, owned } = await batchClient(generic);
   const rows: BatchManifestRow[] = [];
-  const seen = new Map<string, number>();
-  const limiter = new Limiter(maxConcurrent);
-  const pending = new Set<Promise<void>>();
-  const given = options.sfn instanceof SFNClient ? options.sfn : undefined;
-  const sfnOptions = options.sfn instanceof SFNClient ? undefined : options.sfn;
-  const client = options.dryRun ? undefined : given ?? new SFNClient({
-    region: sfnOptions?.region ?? (options.stateMachineArn.split(":")[3] ||
-      process.env.AWS_REGION || "us-east-1"),
-    endpoint: sfnOptions?.endpoint,
-    credentials: sfnOptions?.credentials,
-    maxAttempts: 1, // retries are this batch's, counted per row (see the module notes)
-  });
-
-  const finish = (row: BatchManifestRow) => {
-    rows.push(row);
-    options.onRow?.(row);
-  };
-  const rerun = options.rerun ?? "failed";
-  if (!BATCH_RERUN_VALUES.includes(rerun)) {
-    throw new BatchInputError(
-      "rerun",
-      `rerun must be one of ${BATCH_RERUN_VALUES.join(", ")}, got ${JSON.stringify(rerun)}`,
-    );
-  }
-  /** Why no more rows can start (stack unreachable, credentials), once known. */
-  let fatal: string | undefined;
   const stop = new AbortController();
-  if (client) {
-    try {
-      await client.send(
-        new DescribeStateMachineCommand({ stateMachineArn: options.stateMachineArn }),
-      );
-    } catch (error) {
-      if (!given) client.destroy();
-      throw explainStackError(error, { stateMachineArn: options.stateMachineArn });
-    }
-  }
-
-  /** The execution's ARN and status, or `undefined` when there is none. */
-  const describe = async (
-    executionArn: string,
-  ): Promise<{ arn: string; status: string } | undefined> => {
-    try {
-      const described = await client!.send(new DescribeExecutionCommand({ executionArn }));
-      return { arn: described.executionArn ?? executionArn, status: described.status ?? "" };
-    } catch (error) {
-      if ((error as AwsError).name === "ExecutionDoesNotExist") return undefined;
-      throw error;
-    }
+  const run: BatchRun = {
+    ...settings,
+    options: generic,
+    client,
+    stopped: options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal,
+    stop(reason: string) {
+      run.fatal ??= reason;
+      stop.abort();
+    },
+    warnOnce,
+    finish(row: BatchManifestRow) {
+      rows.push(row);
+      options.onRow?.(row);
+    },
   };
-
-  /**
-   * The row's latest attempt (walking `-a2`, `-a3`, … up to the first that does not
-   * exist), and whether to start the next one.
-   */
-  const latest = async (
-    baseId: string,
-  ): Promise<{ attempt: number; arn?: string; startNext: boolean }> => {
-    let found: { attempt: number; arn: string; status: string } | undefined;
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-      const described = await describe(
-        executionArnFor(options.stateMachineArn, attemptRenderId(baseId, attempt)),
-      );
-      if (!described) break;
-      found = { attempt, ...described };
-    }
-    if (!found) return { attempt: 0, startNext: true };
-    const running = found.status === "RUNNING" || found.status === "PENDING_REDRIVE";
-    const failed = ["FAILED", "TIMED_OUT", "ABORTED"].includes(found.status);
-    const startNext = !running && (rerun === "all" || (rerun === "failed" && failed));
-    if (startNext && found.attempt >= MAX_ATTEMPTS) {
-      throw new Error(
-        `all ${MAX_ATTEMPTS} attempts of this row ended without success; fix the row (see ` +
-          "`vid lambda progress --manifest`) and run the batch again",
-      );
-    }
-    return { attempt: found.attempt, arn: found.arn, startNext };
-  };
-
-  const start = async (
-    line: number,
-    outputKey: string,
-    config: RenderConfig,
-    baseId: string,
-  ) => {
-    const base = { line, outputKey };
-    // Set when a start call of this run failed in a way that may have started the
-    // execution anyway (connection dropped, 5xx): if it exists then, this run started it.
-    let maybeStarted = false;
-    const exists = (arn: string, attempt: number) =>
-      finish({
-        ...base,
-        status: maybeStarted ? "started" : "already-started",
-        executionArn: arn,
-        error: null,
-        renderId: attemptRenderId(baseId, attempt),
-        attempt,
-      });
-    const notStarted = (reason: string) =>
-      finish({
-        ...base,
-        status: "not-started",
-        executionArn: null,
-        error: `line ${line}: ${reason}`,
-      });
-    try {
-      for (let attempt = 1;; attempt++) {
-        if (fatal) {
-          notStarted(`not started: ${fatal}`);
-          return;
-        }
-        let starting = false;
-        let next = 1;
-        try {
-          const found = await latest(baseId);
-          if (!found.startNext) {
-            exists(found.arn!, found.attempt);
-            return;
-          }
-          next = found.attempt + 1;
-          starting = true;
-          const renderId = attemptRenderId(baseId, next);
-          const handle = await renderToLambda({
-            siteHandle: options.siteHandle,
-            bucketName: options.bucketName,
-            stateMachineArn: options.stateMachineArn,
-            config,
-            outputKey,
-            renderId,
-            sfn: client,
-            s3: false,
-            onWarning: warnOnce,
-          });
-          finish({
-            ...base,
-            status: "started",
-            executionArn: handle.executionArn,
-            error: null,
-            renderId,
-            attempt: next,
-          });
-          return;
-        } catch (error) {
-          if ((error as AwsError).name === "ExecutionAlreadyExists") {
-            exists(executionArnFor(options.stateMachineArn, attemptRenderId(baseId, next)), next);
-            return;
-          }
-          if (isStackFatal(error)) {
-            const explained = explainStackError(error, {
-              stateMachineArn: options.stateMachineArn,
-            }) as Error;
-            fatal ??= explained.message ?? String(explained);
-            stop.abort();
-            notStarted(`not started: ${fatal}`);
-            return;
-          }
-          if (!isRetryable(error)) throw error;
-          if (starting && isTransient(error)) maybeStarted = true;
-          const e = error as AwsError;
-          const what = `${e.name ?? "Error"}: ${e.message ?? "no message"}`;
-          if (attempt >= startAttempts) {
-            throw new Error(
-              isThrottle(error)
-                ? `line ${line}: the start call was throttled on all ${startAttempts} attempts ` +
-                  `(${what}); lower --max-concurrent, or run the batch again later to resume`
-                : `line ${line}: the start call failed on all ${startAttempts} attempts (${what})`,
-            );
-          }
-          options.onRetry?.(line, attempt, error as Error);
-          const ceiling = Math.min(RETRY_CAP_MS, retryBaseMs * 2 ** (attempt - 1));
-          const either = signal ? AbortSignal.any([signal, stop.signal]) : stop.signal;
-          if (!(await sleep(Math.random() * ceiling, either))) {
-            notStarted(fatal ? `not started: ${fatal}` : INTERRUPTED);
-            return;
-          }
-        }
-      }
-    } catch (error) {
-      const message = (error as Error).message ?? String(error);
-      finish({
-        line,
-        outputKey,
-        status: "failed-to-start",
-        executionArn: null,
-        error: message.startsWith(`line ${line}:`) ? message : `line ${line}: ${message}`,
-      });
-    } finally {
-      limiter.release();
-    }
-  };
-
-  let line = 0;
   try {
-    for await (const text of lines(options.batchFile)) {
-      line++;
-      const fail = (outputKey: string | null, error: string) =>
-        finish({ line, outputKey, status: "failed-to-start", executionArn: null, error });
-      const parsed = parseBatchLine(text, line, declarations, options.strict);
-      if (parsed.kind === "blank") {
-        finish({
-          line,
-          outputKey: null,
-          status: "skipped",
-          executionArn: null,
-          error: "blank line",
-        });
-        continue;
-      }
-      if (parsed.kind === "invalid") {
-        fail(parsed.outputKey, parsed.error);
-        continue;
-      }
-      const { outputKey, variables } = parsed;
-      if (parsed.warning) warnOnce(parsed.warning);
-      const config: RenderConfig = withSiteFrameRate({
-        ...baseConfig,
-        variables: variables as RenderConfig["variables"],
-      }, options.siteHandle);
-      const input: Omit<ExecutionInput, "renderId"> = {
-        bucketName: options.bucketName,
-        siteId: options.siteHandle.siteId,
-        serveUrl: options.siteHandle.serveUrl,
-        composition: options.siteHandle.composition,
-        outputKey,
-        config,
-      };
-      const renderId = await batchRenderId(input);
-      try {
-        validateConfig({ renderId, ...input });
-      } catch (error) {
-        fail(outputKey, `line ${line}: ${(error as Error).message}`);
-        continue;
-      }
-      const first = seen.get(outputKey);
-      if (first !== undefined) {
-        fail(outputKey, `line ${line}: duplicate outputKey ${outputKey} (first on line ${first})`);
-        continue;
-      }
-      seen.set(outputKey, line);
-      if (options.dryRun) {
-        finish({ line, outputKey, status: "would-invoke", executionArn: null, error: null });
-        continue;
-      }
-      if (!signal?.aborted && !fatal) {
-        await limiter.acquire(); // back-pressure: reading waits for a free start slot
-        if (!signal?.aborted && !fatal) {
-          const task = start(line, outputKey, config, renderId);
-          pending.add(task);
-          task.finally(() => pending.delete(task));
-          continue;
-        }
-        limiter.release();
-      }
-      finish({
-        line,
-        outputKey,
-        status: "not-started",
-        executionArn: null,
-        error: `line ${line}: ${fatal ? `not started: ${fatal}` : INTERRUPTED}`,
-      });
-    }
-    await Promise.all(pending);
+    // Back-pressure: a line is read only when a start slot is free. Rows reached after an
+    // interruption are still read, checked, and finished as not started (a rerun starts them).
+    await pool(pendingRows(run), settings.maxConcurrent, (row) => startRow(run, row));
   } finally {
-    if (!given) client?.destroy();
+    if (owned) client?.destroy();
   }
   return rows.sort((a, b) => a.line - b.line);
 }
@@ -848,87 +879,13 @@ export async function readBatchManifest(path: string): Promise<BatchManifestRow[
  * ```
  */
 export async function getBatchProgress(options: BatchProgressOptions): Promise<BatchProgress> {
-  const concurrency = options.concurrency ?? 10;
   const sorted = [...options.rows].sort((a, b) => a.line - b.line);
-  const result: BatchRowProgress[] = new Array(sorted.length);
-  let usd = 0;
-  let next = 0;
-  let unreachable: Error | undefined;
-  const lane = async () => {
-    while (next < sorted.length) {
-      const i = next++;
-      const row = sorted[i];
-      const base: Omit<BatchRowProgress, "status" | "chunksDone" | "chunksTotal" | "errors"> = {
-        line: row.line,
-        outputKey: row.outputKey,
-        executionArn: row.executionArn,
-        ...(row.attempt ? { attempt: row.attempt } : {}),
-      };
-      if (!row.executionArn) {
-        result[i] = {
-          ...base,
-          status: row.status as Exclude<BatchRowStatus, "started" | "already-started">,
-          chunksDone: 0,
-          chunksTotal: 0,
-          errors: row.error ? [row.error] : [],
-        };
-        continue;
-      }
-      try {
-        const read = (executionArn: string) =>
-          getRenderProgress({
-            executionArn,
-            bucketName: options.bucketName,
-            sfn: options.sfn,
-            s3: options.s3,
-          });
-        let p = await read(row.executionArn);
-        usd += p.costEstimate.usd;
-        // A manifest from before a rerun names an attempt that failed; a later attempt of
-        // the row (`-a<n+1>`, …) is where the row is now.
-        let attempt = row.attempt ?? attemptOf(row.executionArn);
-        while (FAILED_STATUSES.includes(p.status) && attempt !== undefined) {
-          const later = laterAttemptArn(row.executionArn, attempt + 1);
-          if (!later) break;
-          try {
-            p = await read(later);
-          } catch (error) {
-            if ((error as AwsError).name === "ExecutionDoesNotExist") break;
-            throw error;
-          }
-          usd += p.costEstimate.usd;
-          attempt++;
-          base.executionArn = later;
-          base.attempt = attempt;
-        }
-        result[i] = {
-          ...base,
-          status: p.status,
-          chunksDone: p.chunksDone,
-          chunksTotal: p.chunksTotal,
-          errors: p.errors.map(readableExecutionError),
-          ...(p.outputLocation ? { outputLocation: p.outputLocation } : {}),
-        };
-      } catch (error) {
-        // No row can be read when the stack is unreachable or the credentials are wrong:
-        // stop with that one error instead of a page of `unknown` rows.
-        if (isUnreachable(error) || isStackFatal(error)) {
-          unreachable ??= explainStackError(error, {}) as Error;
-          next = sorted.length;
-          return;
-        }
-        result[i] = {
-          ...base,
-          status: "unknown",
-          chunksDone: 0,
-          chunksTotal: 0,
-          errors: [`${(error as Error).name}: ${(error as Error).message}`],
-        };
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
-  if (unreachable) throw unreachable;
+  const cost = { usd: 0 };
+  const result = await pool(
+    sorted,
+    Math.max(1, options.concurrency ?? 10),
+    (row) => rowProgress(row, options, cost),
+  );
   const count = (test: (r: BatchRowProgress) => boolean) => result.filter(test).length;
   const running = count((r) => r.status === "running");
   return {
@@ -942,7 +899,79 @@ export async function getBatchProgress(options: BatchProgressOptions): Promise<B
     notStarted: count((r) => r.executionArn === null),
     chunksDone: result.reduce((sum, r) => sum + r.chunksDone, 0),
     chunksTotal: result.reduce((sum, r) => sum + r.chunksTotal, 0),
-    usd,
+    usd: cost.usd,
     done: running === 0 && count((r) => r.status === "unknown") === 0,
   };
+}
+
+/**
+ * Where one manifest row is: its latest attempt's progress (a manifest from before a rerun
+ * names an attempt that failed; a later attempt `-a<n+1>`, … is where the row is now), or
+ * its manifest status when it never started. Adds the executions' cost to `cost.usd`.
+ * Throws when the stack is unreachable or the credentials are wrong: then no row can be
+ * read, and one error says so instead of a page of `unknown` rows.
+ */
+async function rowProgress(
+  row: BatchManifestRow,
+  options: BatchProgressOptions,
+  cost: { usd: number },
+): Promise<BatchRowProgress> {
+  const base: Omit<BatchRowProgress, "status" | "chunksDone" | "chunksTotal" | "errors"> = {
+    line: row.line,
+    outputKey: row.outputKey,
+    executionArn: row.executionArn,
+    ...(row.attempt ? { attempt: row.attempt } : {}),
+  };
+  if (!row.executionArn) {
+    return {
+      ...base,
+      status: row.status as Exclude<BatchRowStatus, "started" | "already-started">,
+      chunksDone: 0,
+      chunksTotal: 0,
+      errors: row.error ? [row.error] : [],
+    };
+  }
+  const read = (executionArn: string) =>
+    getRenderProgress({
+      executionArn,
+      bucketName: options.bucketName,
+      sfn: options.sfn,
+      s3: options.s3,
+    });
+  try {
+    let p = await read(row.executionArn);
+    cost.usd += p.costEstimate.usd;
+    let attempt = row.attempt ?? attemptOf(row.executionArn);
+    while (FAILED_STATUSES.includes(p.status) && attempt !== undefined) {
+      const later = laterAttemptArn(row.executionArn, attempt + 1);
+      if (!later) break;
+      try {
+        p = await read(later);
+      } catch (error) {
+        if ((error as AwsError).name === "ExecutionDoesNotExist") break;
+        throw error;
+      }
+      cost.usd += p.costEstimate.usd;
+      attempt++;
+      base.executionArn = later;
+      base.attempt = attempt;
+    }
+    return {
+      ...base,
+      status: p.status,
+      chunksDone: p.chunksDone,
+      chunksTotal: p.chunksTotal,
+      errors: p.errors.map(readableExecutionError),
+      ...(p.outputLocation ? { outputLocation: p.outputLocation } : {}),
+    };
+  } catch (error) {
+    if (isUnreachable(error) || isStackFatal(error)) throw explainStackError(error, {});
+    return {
+      ...base,
+      status: "unknown",
+      chunksDone: 0,
+      chunksTotal: 0,
+      errors: [`${(error as Error).name}: ${(error as Error).message}`],
+    };
+  }
 }

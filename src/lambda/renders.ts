@@ -20,15 +20,8 @@ import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { DescribeExecutionCommand, SFNClient, StopExecutionCommand } from "@aws-sdk/client-sfn";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import type { ExecutionInput } from "./config.ts";
-import {
-  executionArnOf,
-  isNotFound,
-  type LambdaRenderStatus,
-  s3ClientFor,
-  type S3Options,
-  sfnClientFor,
-  type SfnOptions,
-} from "./sdk.ts";
+import { executionArnOf, isNotFound, type LambdaRenderStatus } from "./sdk.ts";
+import { s3ClientFor, type S3Options, sfnClientFor, type SfnOptions } from "../aws/clients.ts";
 import { explainStackError, StackError } from "./stack_error.ts";
 
 /**

@@ -24,18 +24,15 @@ import {
   HeadObjectCommand,
   PutObjectCommand,
   S3Client,
-  type S3ClientConfig,
 } from "@aws-sdk/client-s3";
 import {
   DescribeExecutionCommand,
   GetExecutionHistoryCommand,
   type HistoryEvent,
   SFNClient,
-  type SFNClientConfig,
   StartExecutionCommand,
 } from "@aws-sdk/client-sfn";
 import { unzipSync } from "fflate";
-import process from "node:process";
 import { type PackagedFile, packageProject } from "../project/package.ts";
 import { ConfigError, type ExecutionInput, type RenderConfig, validateConfig } from "./config.ts";
 import { STATE_NAMES } from "./state_machine.ts";
@@ -51,6 +48,22 @@ import { loadSite } from "./sites.ts";
 import { explainStackError } from "./stack_error.ts";
 import { functionRunMs } from "./cost.ts";
 import { readableExecutionError } from "./execution_error.ts";
+import { pool } from "../util/async.ts";
+import { contentTypeOf } from "../util/mime.ts";
+import {
+  arnRegion,
+  clientLocation,
+  defaultRegion,
+  executionArnFor,
+  objectUrlFor as serveUrlFor,
+  s3ClientFor,
+  type S3Options,
+  sfnClientFor,
+  type SfnOptions,
+  STATE_MACHINE_ARN_SHAPE,
+} from "../aws/clients.ts";
+
+export type { S3Options, SfnOptions };
 
 /**
  * A ready `S3Client` of `@aws-sdk/client-s3`, which the caller keeps and destroys.
@@ -70,28 +83,6 @@ type ReadyS3Client = S3Client;
  * @internal
  */
 type ReadySfnClient = SFNClient;
-
-/** Where and how to reach S3 (or an S3-compatible service such as s3rver). */
-export interface S3Options {
-  /** AWS region. @default `AWS_REGION`, then `AWS_DEFAULT_REGION`, then `"us-east-1"` */
-  region?: string;
-  /** Endpoint of an S3-compatible service, e.g. `http://127.0.0.1:4568`. */
-  endpoint?: string;
-  /** Address buckets as `<endpoint>/<bucket>`; most loopback services need this. */
-  forcePathStyle?: boolean;
-  /** Access keys; the SDK's default chain when unset. */
-  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
-}
-
-/** Where and how to reach Step Functions. */
-export interface SfnOptions {
-  /** AWS region. @default the region of the state machine or execution ARN */
-  region?: string;
-  /** Endpoint of a Step Functions-compatible service (the local stack). */
-  endpoint?: string;
-  /** Access keys; the SDK's default chain when unset. */
-  credentials?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
-}
 
 /** An uploaded site: what a render needs to find the project in the bucket. */
 export interface SiteHandle {
@@ -373,137 +364,11 @@ export const USD_PER_STATE_TRANSITION = 0.000025;
 /** Memory of the render function assumed by the cost estimate (the deploy default), MB. */
 export const DEFAULT_LAMBDA_MEMORY_MB = 10240;
 
-const CONTENT_TYPES: Record<string, string> = {
-  html: "text/html; charset=utf-8",
-  htm: "text/html; charset=utf-8",
-  js: "text/javascript; charset=utf-8",
-  mjs: "text/javascript; charset=utf-8",
-  css: "text/css; charset=utf-8",
-  json: "application/json",
-  txt: "text/plain; charset=utf-8",
-  svg: "image/svg+xml",
-  png: "image/png",
-  jpg: "image/jpeg",
-  jpeg: "image/jpeg",
-  gif: "image/gif",
-  webp: "image/webp",
-  avif: "image/avif",
-  mp4: "video/mp4",
-  webm: "video/webm",
-  mov: "video/quicktime",
-  mp3: "audio/mpeg",
-  wav: "audio/wav",
-  ogg: "audio/ogg",
-  m4a: "audio/mp4",
-  woff: "font/woff",
-  woff2: "font/woff2",
-  ttf: "font/ttf",
-  otf: "font/otf",
-};
-
-function contentType(path: string): string {
-  const ext = path.slice(path.lastIndexOf(".") + 1).toLowerCase();
-  return CONTENT_TYPES[ext] ?? "application/octet-stream";
-}
-
-/** The region of the AWS SDK's environment: `AWS_REGION`, `AWS_DEFAULT_REGION`, us-east-1. */
-export function defaultRegion(): string {
-  return process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || "us-east-1";
-}
-
-function trimSlashes(path: string): string {
-  return path.replace(/^\/+|\/+$/g, "");
-}
-
-/** The site's URL as the bucket serves it, for the connection options given. */
-export function serveUrlFor(
-  bucketName: string,
-  prefix: string,
-  location: { region: string; endpoint?: string; forcePathStyle?: boolean },
-): string {
-  if (location.endpoint) {
-    const url = new URL(location.endpoint);
-    const base = trimSlashes(url.pathname);
-    if (location.forcePathStyle) {
-      url.pathname = `${base ? `/${base}` : ""}/${bucketName}/${prefix}`;
-    } else {
-      url.hostname = `${bucketName}.${url.hostname}`;
-      url.pathname = `${base ? `/${base}` : ""}/${prefix}`;
-    }
-    return url.href;
-  }
-  return location.forcePathStyle
-    ? `https://s3.${location.region}.amazonaws.com/${bucketName}/${prefix}`
-    : `https://${bucketName}.s3.${location.region}.amazonaws.com/${prefix}`;
-}
-
-/** An S3 client for the connection options (checksums off for S3-compatible endpoints). */
-export function s3ClientFor(options: S3Options = {}, region?: string): S3Client {
-  const config: S3ClientConfig = {
-    region: options.region ?? region ?? defaultRegion(),
-    endpoint: options.endpoint,
-    forcePathStyle: options.forcePathStyle,
-    credentials: options.credentials,
-    // S3-compatible services (s3rver) reject the checksum trailers the SDK otherwise adds.
-    requestChecksumCalculation: options.endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-    responseChecksumValidation: options.endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-  };
-  return new S3Client(config);
-}
-
-/** A Step Functions client for the connection options, in the ARN's region by default. */
-export function sfnClientFor(options: SfnOptions = {}, arn?: string): SFNClient {
-  const config: SFNClientConfig = {
-    region: options.region ?? arnRegion(arn) ?? defaultRegion(),
-    endpoint: options.endpoint,
-    credentials: options.credentials,
-  };
-  return new SFNClient(config);
-}
-
-/** Region field of an ARN (`arn:aws:states:<region>:…`). */
-function arnRegion(arn?: string): string | undefined {
-  const region = arn?.split(":")[3];
-  return region ? region : undefined;
-}
-
-/** Where a ready S3 client sends requests, for `serveUrl`. */
-export async function clientLocation(
-  client: S3Client,
-): Promise<{ region: string; endpoint?: string; forcePathStyle?: boolean }> {
-  const config = client.config as unknown as {
-    region: () => Promise<string>;
-    endpoint?: () => Promise<{ protocol: string; hostname: string; port?: number; path: string }>;
-    isCustomEndpoint?: boolean;
-    forcePathStyle?: boolean;
-  };
-  const region = await config.region();
-  let endpoint: string | undefined;
-  if (config.endpoint && config.isCustomEndpoint !== false) {
-    const e = await config.endpoint();
-    endpoint = `${e.protocol}//${e.hostname}${e.port ? `:${e.port}` : ""}${e.path ?? ""}`;
-  }
-  return { region, endpoint, forcePathStyle: config.forcePathStyle };
-}
-
 /** Whether an S3 error means the object (or its key) does not exist. */
 export function isNotFound(error: unknown): boolean {
   const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
   return e?.name === "NotFound" || e?.name === "NoSuchKey" ||
     e?.$metadata?.httpStatusCode === 404;
-}
-
-/** Runs `work` over `items`, at most `limit` at once. */
-async function eachLimited<T>(
-  items: readonly T[],
-  limit: number,
-  work: (item: T) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, async () => {
-    while (next < items.length) await work(items[next++]);
-  });
-  await Promise.all(lanes);
 }
 
 /**
@@ -587,13 +452,13 @@ async function uploadSite(
   prefix: string,
   manifestKey: string,
 ): Promise<void> {
-  await eachLimited(pkg.files, options.uploadConcurrency ?? 8, async (file) => {
+  await pool(pkg.files, Math.max(1, options.uploadConcurrency ?? 8), async (file) => {
     await client.send(
       new PutObjectCommand({
         Bucket: options.bucketName,
         Key: prefix + file.path,
         Body: contents[file.path],
-        ContentType: contentType(file.path),
+        ContentType: contentTypeOf(file.path),
       }),
     );
   });
@@ -776,14 +641,16 @@ const STATUS: Record<string, LambdaRenderStatus> = {
 
 /** The execution ARN of a render: the state machine ARN with `execution` and the name. */
 export function executionArnOf(stateMachineArn: string, renderId: string): string {
-  const parts = stateMachineArn.split(":");
-  if (parts.length < 7 || parts[5] !== "stateMachine") {
+  const arn = executionArnFor(stateMachineArn, renderId);
+  if (arn === undefined) {
     throw new ConfigError(
       "stateMachineArn",
-      `must be a state machine ARN, got ${JSON.stringify(stateMachineArn)}`,
+      `must be a state machine ARN (${STATE_MACHINE_ARN_SHAPE}), got ${
+        JSON.stringify(stateMachineArn)
+      }`,
     );
   }
-  return [...parts.slice(0, 5), "execution", parts[6], renderId].join(":");
+  return arn;
 }
 
 async function readHistory(client: SFNClient, executionArn: string): Promise<HistoryEvent[]> {

@@ -19,16 +19,14 @@ import {
 } from "@aws-sdk/client-s3";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import { parseComposition } from "../composition/composition.ts";
+import { isNotFound, type SiteHandle, type SiteManifest } from "./sdk.ts";
 import {
   clientLocation,
   defaultRegion,
-  isNotFound,
+  objectUrlFor as serveUrlFor,
   s3ClientFor,
   type S3Options,
-  serveUrlFor,
-  type SiteHandle,
-  type SiteManifest,
-} from "./sdk.ts";
+} from "../aws/clients.ts";
 import { explainStackError, StackError } from "./stack_error.ts";
 
 /**

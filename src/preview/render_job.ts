@@ -20,13 +20,12 @@ import {
   type RenderResult,
 } from "../render/render.ts";
 import { OUTPUT_FORMATS, type OutputFormat, QUALITIES, type Quality } from "../render/encode.ts";
+import { CONTENT_TYPES } from "../util/mime.ts";
 
 /** Content type of a finished render, by file extension. */
-export const RENDER_EXTENSIONS: Readonly<Record<string, string>> = {
-  mp4: "video/mp4",
-  webm: "video/webm",
-  mov: "video/quicktime",
-};
+export const RENDER_EXTENSIONS: Readonly<Record<string, string>> = Object.fromEntries(
+  (["mp4", "webm", "mov"] as const).map((ext) => [ext, CONTENT_TYPES[ext]]),
+);
 
 /** Where a studio render is. */
 export type PreviewRenderState = "idle" | "rendering" | "done" | "failed" | "cancelled";

@@ -23,7 +23,6 @@ import { CdpClosedError } from "./cdp.ts";
 import type { BrowserPool, CapturePreference } from "./capture_mode.ts";
 import { type Chunk, chunkPlan, gopFrames } from "./chunk_plan.ts";
 import {
-  concatChunks,
   encodeGif,
   formatOfPath,
   GIF_MAX_FPS,
@@ -33,7 +32,8 @@ import {
   type Quality,
   type RenderFormat,
 } from "./encode.ts";
-import { type MediaProgress, mixAudio, muxAudio } from "./media.ts";
+import type { MediaProgress } from "./media.ts";
+import { assembleVideo } from "./assemble.ts";
 import { renderChunk, renderRange } from "./render_chunk.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkOption, defaultWorkers, flagOf, OPTIONS } from "../request/options.ts";
@@ -566,27 +566,20 @@ export async function renderComposition<V extends object = Variables>(
       await mkdir(dirname(output), { recursive: true });
       const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.${video}`);
       try {
-        const soundtrack = join(work, "soundtrack.wav");
-        const audible = await mixAudio(live.media, {
+        await assembleVideo({
           ffmpeg,
           ffprobe: live.ffprobe,
+          chunkFiles,
+          timing: { fps, frames: chunks.map((c) => c.frames) },
+          format: video,
+          media: live.media,
           duration: frameTime(frames, frameRate),
           startAt: frameTime(range.from, frameRate),
-          output: soundtrack,
           input: live.input,
           inputArgs: live.inputArgs,
+          workDir: work,
+          output: partial,
         });
-        const joined = audible ? join(work, `joined.${video}`) : partial;
-        const list = join(work, "chunks.txt");
-        const timing = { fps, frames: chunks.map((c) => c.frames) };
-        if (chunkFiles.length === 1) {
-          await rename(chunkFiles[0], joined).catch(async () => {
-            await concatChunks(ffmpeg, chunkFiles, list, joined, video, timing);
-          });
-        } else {
-          await concatChunks(ffmpeg, chunkFiles, list, joined, video, timing);
-        }
-        if (audible) await muxAudio(ffmpeg, joined, soundtrack, partial, video);
         await rename(partial, output);
       } catch (error) {
         await rm(partial, { force: true });

@@ -9,36 +9,8 @@
 import { createServer, type Server } from "node:http";
 import { createReadStream, realpathSync, statSync } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
-import { extname, join, sep } from "node:path";
-
-const MIME_TYPES: Readonly<Record<string, string>> = {
-  ".html": "text/html; charset=utf-8",
-  ".htm": "text/html; charset=utf-8",
-  ".js": "text/javascript; charset=utf-8",
-  ".mjs": "text/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8",
-  ".json": "application/json; charset=utf-8",
-  ".svg": "image/svg+xml",
-  ".png": "image/png",
-  ".jpg": "image/jpeg",
-  ".jpeg": "image/jpeg",
-  ".gif": "image/gif",
-  ".webp": "image/webp",
-  ".avif": "image/avif",
-  ".ico": "image/x-icon",
-  ".woff": "font/woff",
-  ".woff2": "font/woff2",
-  ".ttf": "font/ttf",
-  ".otf": "font/otf",
-  ".mp4": "video/mp4",
-  ".webm": "video/webm",
-  ".mov": "video/quicktime",
-  ".mp3": "audio/mpeg",
-  ".m4a": "audio/mp4",
-  ".wav": "audio/wav",
-  ".ogg": "audio/ogg",
-  ".txt": "text/plain; charset=utf-8",
-};
+import { join, sep } from "node:path";
+import { contentTypeOf } from "../util/mime.ts";
 
 /** A running project server. */
 export interface ProjectServer {
@@ -110,7 +82,7 @@ export async function serveProject(root: string): Promise<ProjectServer> {
         return;
       }
       const headers: Record<string, string> = {
-        "content-type": MIME_TYPES[extname(file).toLowerCase()] ?? "application/octet-stream",
+        "content-type": contentTypeOf(file),
         "accept-ranges": "bytes",
         "cache-control": "no-store",
         "access-control-allow-origin": "*",

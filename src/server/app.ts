@@ -38,6 +38,7 @@ import { OPTIONS } from "../request/options.ts";
 import { EXIT_USAGE, VidError } from "../errors.ts";
 import { renderRoutes } from "./render_routes.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
+import { contentTypeOf } from "../util/mime.ts";
 
 /** The project facts stored with a ready asset. */
 export interface AssetProject {
@@ -49,13 +50,6 @@ export interface AssetProject {
   fps?: FrameRate;
   declarations: VariableDeclaration[];
 }
-
-const MIME: Readonly<Record<string, string>> = {
-  mp4: "video/mp4",
-  webm: "video/webm",
-  mov: "video/quicktime",
-  jpg: "image/jpeg",
-};
 
 function loadOpenApi(): unknown {
   const text = readFileSync(new URL("../../api/openapi.yaml", import.meta.url), "utf8");
@@ -457,7 +451,7 @@ function fileRoutes(app: Hono, ctx: ServerContext): void {
     if (!object) throw notFound("file", `${id}/${kind}`);
     return new Response(object.body, {
       headers: {
-        "content-type": MIME[ext],
+        "content-type": contentTypeOf(`${kind}.${ext}`),
         "content-length": String(object.size),
         "content-disposition": `attachment; filename="${id}.${ext}"`,
       },

@@ -14,6 +14,7 @@ import { now, type Row, transaction } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { sha256Hex } from "./secrets.ts";
 import { canonicalJson } from "../util/canonical_json.ts";
+import { sleep } from "../util/async.ts";
 
 /** `object_id` of a claim whose request is still running. */
 const PENDING = "";
@@ -80,7 +81,7 @@ export async function claimKey(
         `a request with Idempotency-Key "${where.key}" is still being processed; retry later`,
       );
     }
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await sleep(POLL_MS);
   }
 }
 

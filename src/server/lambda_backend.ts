@@ -25,8 +25,7 @@
  */
 
 import { readableExecutionError } from "../lambda/execution_error.ts";
-import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { SFNClient } from "@aws-sdk/client-sfn";
+import { GetObjectCommand } from "@aws-sdk/client-s3";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RenderConfig } from "../lambda/config.ts";
@@ -49,6 +48,8 @@ import {
 } from "./render_backend.ts";
 import { cancelRender } from "../lambda/renders.ts";
 import { S3Storage } from "./storage.ts";
+import { sleep } from "../util/async.ts";
+import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
 
 /**
  * A render could not be handed to the distributed backend, or its execution did not
@@ -113,21 +114,6 @@ function fractionDone(progress: LambdaRenderProgress): number {
   return progress.chunksTotal > 0 ? progress.chunksDone / progress.chunksTotal : 0;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
 function errorName(error: unknown): string | undefined {
   return (error as { name?: string })?.name;
 }
@@ -161,13 +147,8 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
     endpoint: config.s3Endpoint,
     forcePathStyle: config.s3ForcePathStyle,
   };
-  const s3 = new S3Client({
-    ...s3Options,
-    // S3-compatible services (s3rver) reject the checksum trailers the SDK otherwise adds.
-    requestChecksumCalculation: config.s3Endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-    responseChecksumValidation: config.s3Endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-  });
-  const sfn = new SFNClient({ region: config.region, endpoint: config.sfnEndpoint });
+  const s3 = s3ClientFor(s3Options);
+  const sfn = sfnClientFor({ region: config.region, endpoint: config.sfnEndpoint });
 
   /** The object key the workflow writes the video to, and whether that is the storage's own. */
   const outputOf = (ctx: ServerContext, job: RenderJob): { key: string; inStorage: boolean } => {

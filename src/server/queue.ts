@@ -20,9 +20,10 @@ import {
   type RenderJob,
   type RenderRequest,
 } from "./render_backend.ts";
-import { deliverWebhook, type WebhookPayload } from "./webhooks.ts";
+import { deliverWebhook, type WebhookPayload } from "../webhooks/webhooks.ts";
 import { randomId } from "./secrets.ts";
 import { tenantMessage } from "./errors.ts";
+import { sleep } from "../util/async.ts";
 
 /** A running queue. */
 export interface RenderQueue {
@@ -167,7 +168,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
     while (!stopping) {
       const row = claim(ctx);
       if (!row) {
-        await Promise.race([waiting, new Promise((r) => setTimeout(r, 2000))]);
+        await Promise.race([waiting, sleep(2000)]);
         continue;
       }
       const id = String(row.id);

@@ -90,6 +90,7 @@ export const DEFAULT_LAMBDA_POLL_INTERVAL_MS = 2000;
 
 /** Settings of the `lambda` backend. Credentials come from the AWS SDK's default chain. */
 export interface LambdaBackendConfig {
+  /** The distributed backend. */
   kind: "lambda";
   /** The render bucket (`RenderBucketName`): sites, chunks and outputs. */
   bucketName: string;
@@ -115,6 +116,7 @@ export interface LambdaBackendConfig {
 
 /** Settings of the `local` backend. */
 export interface LocalBackendConfig {
+  /** Renders on this machine. */
   kind: "local";
 }
 
@@ -123,15 +125,25 @@ export type RenderBackendConfig = LocalBackendConfig | LambdaBackendConfig;
 
 /** The backend flags of `vid server`, as parsed (strings, unvalidated). */
 export interface RenderBackendFlags {
+  /** `--render-backend` (env `VID_RENDER_BACKEND`). */
   renderBackend?: string;
+  /** `--lambda-bucket`. */
   lambdaBucket?: string;
+  /** `--lambda-state-machine`. */
   lambdaStateMachine?: string;
+  /** `--lambda-region`. */
   lambdaRegion?: string;
+  /** `--lambda-s3-endpoint`. */
   lambdaS3Endpoint?: string;
+  /** `--lambda-sfn-endpoint`. */
   lambdaSfnEndpoint?: string;
+  /** `--lambda-chunk-size`. */
   lambdaChunkSize?: string;
+  /** `--lambda-max-parallel-chunks`. */
   lambdaMaxParallelChunks?: string;
+  /** `--lambda-max-in-flight`. */
   lambdaMaxInFlight?: string;
+  /** `--lambda-poll-interval`. */
   lambdaPollInterval?: string;
 }
 
@@ -145,6 +157,10 @@ export class RenderBackendConfigError extends Error {
   /** The flag at fault, e.g. `--lambda-bucket`. */
   readonly field: string;
   /**
+   * Creates the error.
+   *
+   * @param field The flag or variable at fault.
+   * @param message What is wrong and how to fix it.
    * @param field The flag at fault.
    * @param message What is wrong and how to fix it.
    */

@@ -15,7 +15,7 @@ import { checkApiField, OPTIONS, type Resolution } from "../request/options.ts";
 import { checkResolutionFormat } from "../request/rules.ts";
 import { MAX_COMPOSITION_LENGTH } from "./context.ts";
 import { invalid } from "./errors.ts";
-import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "./webhooks.ts";
+import { CallbackUrlError, checkCallbackTarget, checkCallbackUrl } from "../webhooks/webhooks.ts";
 
 /** A checked render request, defaults applied. */
 export interface RenderRequest {

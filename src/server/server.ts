@@ -16,7 +16,7 @@ import { openDatabase } from "./db.ts";
 import { startQueue } from "./queue.ts";
 import { lambdaBackend } from "./lambda_backend.ts";
 import { localBackend } from "./local_backend.ts";
-import type { RenderBackend, RenderBackendConfig } from "./render_backend.ts";
+import type { RenderBackendConfig, RenderBackendKind } from "./render_backend.ts";
 import { randomId } from "./secrets.ts";
 import { releaseStaleKeys } from "./idempotency.ts";
 import { reapPredecessors } from "./reaper.ts";
@@ -27,7 +27,7 @@ import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
 export interface ServerOptions {
   /** Port on 127.0.0.1 (or `hostname`); 0 picks a free one. @default 8787 */
   port?: number;
-  /** @default "127.0.0.1" */
+  /** Address to listen on. @default "127.0.0.1" */
   hostname?: string;
   /** Folder for the database, secret and (by default) stored files. */
   dataDir: string;
@@ -61,7 +61,7 @@ export interface RunningServer {
   /** What a previous run killed with SIGKILL left and this start cleaned up. */
   reaped: { browsers: number; folders: number };
   /** The render backend in use and how many renders it runs at once. */
-  backend: { kind: RenderBackend["kind"]; slots: number };
+  backend: { kind: RenderBackendKind; slots: number };
   /** Stops accepting requests, sends in-flight renders back to the queue, closes the database. */
   close(): Promise<void>;
 }

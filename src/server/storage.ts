@@ -34,13 +34,15 @@ import { dirname, join, resolve } from "node:path";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import process from "node:process";
+import { s3ClientFor } from "../aws/clients.ts";
+import { contentTypeOf } from "../util/mime.ts";
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsCommand,
   PutObjectCommand,
-  S3Client,
+  type S3Client,
   S3ServiceException,
 } from "@aws-sdk/client-s3";
 
@@ -54,7 +56,10 @@ export interface StoredObject {
 
 /** Where the render server keeps project zips, videos and thumbnails. */
 export interface Storage {
-  /** Stores a local file under key (streamed, not loaded whole). */
+  /**
+   * Stores a local file under key (streamed, not loaded whole); the content type defaults to
+   * the key's extension's (src/util/mime.ts).
+   */
   putFile(key: string, file: string, contentType?: string): Promise<void>;
   /** Stores bytes under key. */
   putBytes(key: string, bytes: Uint8Array, contentType?: string): Promise<void>;
@@ -70,10 +75,18 @@ export interface Storage {
 
 /** A key, prefix or storage URL is invalid, or an object is missing or could not be handled. */
 export class StorageError extends Error {
+  /** Always `"StorageError"`. */
   override name = "StorageError";
   /** The key, prefix or storage URL at fault. */
   readonly field: string;
 
+  /**
+   * Creates the error.
+   *
+   * @param message What is wrong and how to fix it.
+   * @param field The storage URL or key at fault.
+   * @param options The cause.
+   */
   constructor(message: string, field: string, options?: ErrorOptions) {
     super(message, options);
     this.field = field;
@@ -435,15 +448,11 @@ export class S3Storage implements Storage {
     this.region = options.region ?? "us-east-1";
     this.endpoint = options.endpoint;
     this.forcePathStyle = options.forcePathStyle ?? false;
-    this.client = new S3Client({
+    this.client = s3ClientFor({
       region: this.region,
       endpoint: options.endpoint,
       forcePathStyle: this.forcePathStyle,
       credentials: options.credentials,
-      // S3-compatible services (s3rver, older MinIO) reject the checksum trailers the SDK
-      // otherwise adds to streamed uploads; AWS accepts either.
-      requestChecksumCalculation: options.endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
-      responseChecksumValidation: options.endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
     });
   }
 
@@ -480,7 +489,7 @@ export class S3Storage implements Storage {
           Key: objectKey,
           Body: body,
           ContentLength: size,
-          ContentType: contentType,
+          ContentType: contentType ?? contentTypeOf(key),
         }),
       );
     } finally {
@@ -506,7 +515,7 @@ export class S3Storage implements Storage {
         Key: this.#objectKey(key),
         Body: bytes,
         ContentLength: bytes.byteLength,
-        ContentType: contentType,
+        ContentType: contentType ?? contentTypeOf(key),
       }),
     );
   }

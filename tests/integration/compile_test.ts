@@ -23,7 +23,7 @@ import { fileURLToPath } from "node:url";
 import { parse as parseYaml } from "yaml";
 import { RUNTIME_INCLUDES } from "../../scripts/compile.ts";
 import { runtimeAssetUrls } from "../../scripts/build_npm.ts";
-import { node22 } from "../../src/lambda/local_stack.ts";
+import { node22 } from "../../src/lambda/local/local_stack.ts";
 import { ROOT } from "../helpers.ts";
 
 const decoder = new TextDecoder();
@@ -227,7 +227,7 @@ describe("runtime files from a compiled layout", () => {
 
     await Deno.writeTextFile(
       join(layout, "probe.ts"),
-      'import { workerBundle } from "./src/lambda/local_stack.ts";\n' +
+      'import { workerBundle } from "./src/lambda/local/local_stack.ts";\n' +
         "console.log(await workerBundle());\n",
     );
     const probe = await run(Deno.execPath(), ["run", "-A", join(layout, "probe.ts")], {
@@ -260,7 +260,7 @@ describe("runtime files from a compiled layout", () => {
     }
     await Deno.writeTextFile(
       join(layout, "probe.ts"),
-      'import { workerBundle } from "./src/lambda/local_stack.ts";\n' +
+      'import { workerBundle } from "./src/lambda/local/local_stack.ts";\n' +
         "console.log(await workerBundle());\n",
     );
     const probe = await run(Deno.execPath(), ["run", "-A", join(layout, "probe.ts")], {

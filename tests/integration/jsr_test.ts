@@ -64,7 +64,15 @@ describe("JSR readiness", () => {
   });
 
   it("deno doc --lint of every entry: every export documented, no private type in a public one", async () => {
-    const out = await deno(["doc", "--lint", "mod.ts", "render.ts", "lambda.ts"]);
+    const out = await deno([
+      "doc",
+      "--lint",
+      "mod.ts",
+      "render.ts",
+      "lambda.ts",
+      "cloud.ts",
+      "server.ts",
+    ]);
     assert.equal(out.code, 0, out.stderr);
     assert.doesNotMatch(out.stderr, /error\[/);
   });
@@ -81,8 +89,17 @@ describe("JSR readiness", () => {
     }
     assert.ok(files.includes("src/lambda/sdk.ts"));
     const stray = files.filter((f) =>
-      !["mod.ts", "render.ts", "lambda.ts", "cli.ts", "deno.json", "LICENSE", "README.md"]
-        .includes(f) &&
+      ![
+        "mod.ts",
+        "render.ts",
+        "lambda.ts",
+        "cloud.ts",
+        "server.ts",
+        "cli.ts",
+        "deno.json",
+        "LICENSE",
+        "README.md",
+      ].includes(f) &&
       !f.startsWith("src/")
     );
     assert.deepEqual(stray, [], "only the SDK, the CLI and their sources are published");

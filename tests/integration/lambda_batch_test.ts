@@ -40,7 +40,7 @@ import {
   renderBatch,
 } from "../../src/lambda/batch.ts";
 import type { ExecutionInput } from "../../src/lambda/config.ts";
-import { startLocalStepFunctions } from "../../src/lambda/local_sfn.ts";
+import { startLocalStepFunctions } from "../../src/lambda/local/local_sfn.ts";
 import {
   LOCAL_BUCKET,
   type LocalStack,
@@ -48,7 +48,7 @@ import {
   type S3Server,
   startLocalStack,
   startS3Server,
-} from "../../src/lambda/local_stack.ts";
+} from "../../src/lambda/local/local_stack.ts";
 import {
   deploySite,
   getRenderProgress,

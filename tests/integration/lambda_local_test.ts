@@ -34,8 +34,8 @@ import {
   node22,
   S3_CREDENTIALS,
   startLocalStack,
-} from "../../src/lambda/local_stack.ts";
-import { startWarmWorkers, type WarmWorkersOptions } from "../../src/lambda/warm_workers.ts";
+} from "../../src/lambda/local/local_stack.ts";
+import { startWarmWorkers, type WarmWorkersOptions } from "../../src/lambda/local/warm_workers.ts";
 import { compositionHtml, frameHashes, makeProject, probeVideo, runVid } from "../helpers.ts";
 
 /** A 3 s, 320x180 composition (30 frames at 10 fps): a box sliding and changing colour. */

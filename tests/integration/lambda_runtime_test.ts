@@ -33,7 +33,7 @@ import {
 import { ARTIFACT_MANIFEST, type ArtifactManifest } from "../../worker/artifact_manifest.ts";
 import { PACKAGED_BINARIES, resolveRuntime } from "../../worker/lambda_runtime.ts";
 import type { ExecutionInput } from "../../src/lambda/config.ts";
-import { node22 } from "../../src/lambda/local_stack.ts";
+import { node22 } from "../../src/lambda/local/local_stack.ts";
 import {
   compositionHtml,
   makeProject,

@@ -26,7 +26,10 @@ import {
   renderToLambda,
   siteHandleFromId,
 } from "../../src/lambda/sdk.ts";
-import { type LocalStepFunctions, startLocalStepFunctions } from "../../src/lambda/local_sfn.ts";
+import {
+  type LocalStepFunctions,
+  startLocalStepFunctions,
+} from "../../src/lambda/local/local_sfn.ts";
 import {
   planChunks,
   stateMachineDefinition,

@@ -17,7 +17,10 @@ import {
   renderToLambda,
   siteHandleFromId,
 } from "../../src/lambda/sdk.ts";
-import { type LocalStepFunctions, startLocalStepFunctions } from "../../src/lambda/local_sfn.ts";
+import {
+  type LocalStepFunctions,
+  startLocalStepFunctions,
+} from "../../src/lambda/local/local_sfn.ts";
 import {
   CHUNK_TIMED_OUT,
   chunkTimeoutCause,

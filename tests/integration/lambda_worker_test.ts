@@ -32,11 +32,11 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { renderComposition } from "../../src/render/render.ts";
-import { verifyWebhook } from "../../src/server/webhooks.ts";
+import { verifyWebhook } from "../../src/webhooks/webhooks.ts";
 import type { ExecutionInput } from "../../src/lambda/config.ts";
 import { compositionHtml, frameHashes, makeProject, probeVideo, ROOT } from "../helpers.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
-import { node22 } from "../../src/lambda/local_stack.ts";
+import { node22 } from "../../src/lambda/local/local_stack.ts";
 
 const BUCKET = "vid-worker-test";
 const SITE_ID = "site-0123456789abcdef";

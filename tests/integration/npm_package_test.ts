@@ -38,7 +38,7 @@ import {
   node22,
   S3_CREDENTIALS,
   startLocalStack,
-} from "../../src/lambda/local_stack.ts";
+} from "../../src/lambda/local/local_stack.ts";
 import { compositionHtml, makeProject, near, pixelSeries, probeVideo, rgb } from "../helpers.ts";
 
 /** A 2 s, 320x180 composition (20 frames at 10 fps) whose colour goes from red to blue. */
@@ -70,6 +70,15 @@ try {
 } catch (error) {
   out.tooLarge = error.name + ": " + error.message;
 }
+// The hosted service's client entry: a webhook signed as the server signs it verifies.
+const cloud = await import("${NPM_PACKAGE_NAME}/cloud");
+const { createHmac } = await import("node:crypto");
+const t = Math.floor(Date.now() / 1000);
+const body = '{"render_id":"r_1"}';
+const mac = createHmac("sha256", "whsec").update(t + "." + body).digest("hex");
+out.cloudRender = typeof cloud.cloudRender;
+out.webhookVerified = await cloud.verifyWebhook("whsec", "t=" + t + ",v1=" + mac, body);
+out.forgedVerified = await cloud.verifyWebhook("whsec", "t=" + t + ",v1=" + "0".repeat(64), body);
 if (process.argv[2] === "validate-only") {
   console.log(JSON.stringify(out));
   process.exit(0);
@@ -264,6 +273,8 @@ describe("the npm package in a fresh Node project", () => {
         "package/esm/mod.d.ts",
         "package/esm/src/lambda/sdk.js",
         "package/esm/src/lambda/sdk.d.ts",
+        "package/esm/cloud.js",
+        "package/esm/cloud.d.ts",
       ]
     ) {
       assert.ok(listing.split("\n").includes(file), `${file} missing from:\n${listing}`);
@@ -278,6 +289,9 @@ describe("the npm package in a fresh Node project", () => {
     assert.equal(manifest.exports["."].types, "./esm/mod.d.ts");
     assert.equal(manifest.exports["./render"].import, "./esm/render.js");
     assert.equal(manifest.exports["./lambda"].import, "./esm/lambda.js");
+    assert.equal(manifest.exports["./cloud"].import, "./esm/cloud.js");
+    assert.equal(manifest.exports["./server"], undefined, "the server is Deno-only");
+    assert.ok(!listing.includes("package/esm/src/server/"), "no server module is shipped");
     const deno = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
     for (const [name, version] of Object.entries(manifest.dependencies as Record<string, string>)) {
       assert.match(version, /^\d+\.\d+\.\d+$/, `${name}@${version} is not exact`);
@@ -302,6 +316,11 @@ describe("the npm package in a fresh Node project", () => {
         node,
       );
       assert.match(result.tooLarge, /largest field is config\.variables\.image/);
+      assert.deepEqual(
+        [result.cloudRender, result.webhookVerified, result.forgedVerified],
+        ["function", true, false],
+        `${node}: vid-sdk/cloud`,
+      );
     }
   });
 

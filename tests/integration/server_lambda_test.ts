@@ -31,10 +31,14 @@ import { DatabaseSync } from "node:sqlite";
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import { DescribeExecutionCommand, SFNClient } from "@aws-sdk/client-sfn";
 import { zipSync } from "fflate";
-import { type LocalStack, S3_CREDENTIALS, startLocalStack } from "../../src/lambda/local_stack.ts";
+import {
+  type LocalStack,
+  S3_CREDENTIALS,
+  startLocalStack,
+} from "../../src/lambda/local/local_stack.ts";
 import { compositionHtml, near, pixelSeries, probeVideo, rgb, runVid } from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
-import { verifyWebhook } from "../../src/server/webhooks.ts";
+import { verifyWebhook } from "../../src/webhooks/webhooks.ts";
 
 /** 1 s, 320x180: the whole frame fades from blue to red. */
 const FADE = compositionHtml(

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { zipSync } from "fflate";
 import { compositionHtml, probeVideo, runVid } from "../helpers.ts";
 import { type ServerProcess, startServerProcess } from "../server_process.ts";
-import { verifyWebhook } from "../../src/server/webhooks.ts";
+import { verifyWebhook } from "../../src/webhooks/webhooks.ts";
 import { signPath, verifyPath } from "../../src/server/secrets.ts";
 
 const FADE = compositionHtml(

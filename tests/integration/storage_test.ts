@@ -330,6 +330,13 @@ describe("S3Storage specifics", () => {
         new HeadObjectCommand({ Bucket: BUCKET, Key: "tenants/t1/thumbnails/a.png" }),
       );
       assert.equal(head.ContentType, "image/png");
+      // Without a type given, the key's extension decides (the shared table, src/util/mime.ts).
+      await storage.putBytes("renders/r1/video.mp4", encoder.encode("mp4"));
+      const video = await raw.send(
+        new HeadObjectCommand({ Bucket: BUCKET, Key: "tenants/t1/renders/r1/video.mp4" }),
+      );
+      assert.equal(video.ContentType, "video/mp4");
+      await storage.deletePrefix("renders/");
       assert.equal(await storage.deletePrefix("thumbnails/"), 1);
       assert.equal(await storage.exists("other/b"), true);
     } finally {

@@ -30,7 +30,10 @@ import {
 } from "@aws-sdk/client-sfn";
 import { StateMachine } from "aws-local-stepfunctions";
 import { type ExecutionInput, MAX_EXECUTION_INPUT_BYTES } from "../../src/lambda/config.ts";
-import { type LocalStepFunctions, startLocalStepFunctions } from "../../src/lambda/local_sfn.ts";
+import {
+  type LocalStepFunctions,
+  startLocalStepFunctions,
+} from "../../src/lambda/local/local_sfn.ts";
 import {
   type AssemblePayload,
   type ChunkMedia,

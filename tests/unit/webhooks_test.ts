@@ -20,7 +20,7 @@ import {
   signWebhook,
   verifyWebhook,
   type WebhookPayload,
-} from "../../src/server/webhooks.ts";
+} from "../../src/webhooks/webhooks.ts";
 
 const SECRET = "whsec_test_7f3a";
 

@@ -277,12 +277,59 @@ class WorkerProcess {
 }
 
 /**
+ * Runs one invocation on `worker` within the function's timeout (plus the kill grace): the
+ * handler's outcome (its result or its error), or an `InvocationError` as Lambda reports it:
+ * `Sandbox.Timedout` (the process is killed) or `Lambda.Unknown` (the process died without a
+ * result). `track` follows the end of a process that died.
+ */
+async function runWithTimeout(
+  worker: WorkerProcess,
+  payload: unknown,
+  options: WarmWorkersOptions,
+  killGraceMs: number,
+  track: (ending: Promise<void>) => void,
+): Promise<Outcome> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), options.timeoutSeconds * 1000 + killGraceMs);
+  });
+  try {
+    const outcome = await Promise.race([worker.run(payload), timedOut]);
+    if (outcome === "timeout") {
+      await worker.kill();
+      throw new InvocationError(
+        "Sandbox.Timedout",
+        `Task timed out after ${options.timeoutSeconds.toFixed(2)} seconds`,
+      );
+    }
+    if (outcome === undefined) {
+      track(worker.done);
+      const status = await worker.exited;
+      const how = status.signal ? `signal ${status.signal}` : `code ${status.code}`;
+      // In the stack's log too: the workflow retries the task, which would otherwise be
+      // visible only in the execution history.
+      options.onLog?.(
+        `worker ${worker.pid} exited with ${how} during a task; its process group ` +
+          `(browsers, ffmpeg) was killed and the task fails with Lambda.Unknown\n`,
+      );
+      throw new InvocationError(
+        "Lambda.Unknown",
+        `worker process exited with ${how} without a result: ${worker.stderrTail}`,
+      );
+    }
+    return outcome;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * Starts an empty pool; processes start on demand.
  *
  * @example
  * ```ts no_run
  * import { node22 } from "./local_stack.ts";
- * import type { ExecutionInput } from "./config.ts";
+ * import type { ExecutionInput } from "../config.ts";
  *
  * async function plan(input: ExecutionInput): Promise<unknown> {
  *   const workers = startWarmWorkers({
@@ -373,34 +420,8 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
     counts.invocations++;
     busy.add(worker);
     counts.peakBusy = Math.max(counts.peakBusy, busy.size);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<"timeout">((resolve) => {
-      timer = setTimeout(() => resolve("timeout"), options.timeoutSeconds * 1000 + killGraceMs);
-    });
     try {
-      const outcome = await Promise.race([worker.run(payload), timedOut]);
-      if (outcome === "timeout") {
-        await worker.kill();
-        throw new InvocationError(
-          "Sandbox.Timedout",
-          `Task timed out after ${options.timeoutSeconds.toFixed(2)} seconds`,
-        );
-      }
-      if (outcome === undefined) {
-        track(worker.done);
-        const status = await worker.exited;
-        const how = status.signal ? `signal ${status.signal}` : `code ${status.code}`;
-        // In the stack's log too: the workflow retries the task, which would otherwise be
-        // visible only in the execution history.
-        options.onLog?.(
-          `worker ${worker.pid} exited with ${how} during a task; its process group ` +
-            `(browsers, ffmpeg) was killed and the task fails with Lambda.Unknown\n`,
-        );
-        throw new InvocationError(
-          "Lambda.Unknown",
-          `worker process exited with ${how} without a result: ${worker.stderrTail}`,
-        );
-      }
+      const outcome = await runWithTimeout(worker, payload, options, killGraceMs, track);
       busy.delete(worker);
       park(worker);
       if (outcome.error) {
@@ -408,7 +429,6 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
       }
       return outcome.result;
     } finally {
-      clearTimeout(timer);
       busy.delete(worker);
     }
   };

@@ -31,7 +31,7 @@ import { Buffer } from "node:buffer";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { StateMachine, type StateMachineDefinition } from "aws-local-stepfunctions";
-import { MAX_EXECUTION_INPUT_BYTES } from "./config.ts";
+import { MAX_EXECUTION_INPUT_BYTES } from "../config.ts";
 
 /** Options of {@linkcode startLocalStepFunctions}. */
 export interface LocalStepFunctionsOptions {
@@ -496,7 +496,7 @@ class HistoryRecorder {
  * @example
  * ```ts no_run
  * import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
- * import { stateMachineDefinition } from "./state_machine.ts";
+ * import { stateMachineDefinition } from "../state_machine.ts";
  *
  * const definition = stateMachineDefinition({ functionArn: "arn:aws:lambda:us-east-1:0:function:vid" });
  * const local = await startLocalStepFunctions({

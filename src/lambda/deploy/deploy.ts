@@ -16,9 +16,10 @@
 
 import { fileURLToPath } from "node:url";
 import { isAbsolute, join, resolve } from "node:path";
-import { node22 } from "./local_stack.ts";
+import { node22 } from "../local/local_stack.ts";
+import { defaultRegion } from "../../aws/clients.ts";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const PULUMI_DIR = join(ROOT, "pulumi");
 
 /** Where to install the Pulumi CLI. */
@@ -53,7 +54,7 @@ export class DeployError extends Error {
 export interface DeployStackOptions {
   /** Pulumi stack. @default "dev" */
   stack?: string;
-  /** AWS region. @default env `AWS_REGION`, else "us-east-1" */
+  /** AWS region. @default env `AWS_REGION`, then `AWS_DEFAULT_REGION`, else "us-east-1" */
   region?: string;
   /** Memory of the render function, MB (128-10240). @default 10240 */
   memory?: number;
@@ -143,7 +144,7 @@ export async function deployStack(options: DeployStackOptions = {}): Promise<Dep
   if (!(await pulumiOnPath())) throw new PulumiCliMissingError();
   const onProgress = options.onProgress ??
     ((text: string) => void Deno.stderr.write(new TextEncoder().encode(text)));
-  const region = options.region ?? Deno.env.get("AWS_REGION") ?? "us-east-1";
+  const region = options.region ?? defaultRegion();
   let workerPath = join(ROOT, "dist", "worker");
   if (options.workerPath) {
     workerPath = isAbsolute(options.workerPath) ? options.workerPath : resolve(options.workerPath);

@@ -16,14 +16,15 @@
  */
 
 import S3rver from "s3rver";
-import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
+import { CreateBucketCommand } from "@aws-sdk/client-s3";
+import { s3ClientFor } from "../../aws/clients.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type InvokeContext, startLocalStepFunctions } from "./local_sfn.ts";
-import { stateMachineDefinition } from "./state_machine.ts";
+import { stateMachineDefinition } from "../state_machine.ts";
 import { startWarmWorkers, type WarmWorkersStats } from "./warm_workers.ts";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 
 /** Version of the Node 22 binary the local stack runs the worker with. */
 export const NODE22_VERSION = "22.23.3";
@@ -293,7 +294,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     for (const closer of closers.reverse()) await closer().catch(() => {});
   };
   try {
-    const client = new S3Client({
+    const client = s3ClientFor({
       region,
       endpoint: s3.endpoint,
       forcePathStyle: true,

@@ -43,6 +43,10 @@
  * ({@linkcode checkCallbackTarget}) and again before every attempt, connecting to the
  * addresses just checked, since DNS can change in between.
  *
+ * Two surfaces deliver webhooks: the hosted server (`src/server/queue.ts`) and the Lambda
+ * worker's `assemble` task (`worker/handler.ts`, under Node). So this module lives below
+ * both, outside `src/server/`, and uses web standards and `node:` built-ins only.
+ *
  * @module
  */
 
@@ -52,6 +56,7 @@ import {
   resolvePublicHost,
 } from "../net/address_policy.ts";
 import { guardedFetch } from "../net/guarded_fetch.ts";
+import { backoffDelay as sharedBackoffDelay, sleep as abortableSleep } from "../util/async.ts";
 
 /** Name of the request header carrying the signature. */
 export const SIGNATURE_HEADER = "vid-signature";
@@ -210,6 +215,7 @@ export async function verifyWebhook(
 
 /** A `callback_url` was rejected. The message says why and never echoes credentials. */
 export class CallbackUrlError extends Error {
+  /** Always `"CallbackUrlError"`. */
   override name = "CallbackUrlError";
   /** The render field at fault. */
   readonly field = "callback_url";
@@ -380,21 +386,7 @@ export interface DeliverWebhookOptions {
  * ```
  */
 export function backoffDelay(attempt: number, random: () => number = Math.random): number {
-  const base = Math.min(1000 * 2 ** Math.max(attempt - 1, 0), 60_000);
-  return Math.min(Math.round(base * (0.8 + 0.4 * random())), 60_000);
-}
-
-function abortableSleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
+  return sharedBackoffDelay(attempt, { baseMs: 1000, maxMs: 60_000, jitter: 0.2 }, random);
 }
 
 function positiveInteger(field: string, value: number): void {
@@ -445,7 +437,8 @@ export async function deliverWebhook(options: DeliverWebhookOptions): Promise<De
   const doFetch = options.fetch ?? globalThis.fetch;
   const now = options.now ?? Date.now;
   const signal = options.signal;
-  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, signal));
+  // An abort ends the wait; the loop then reports "aborted".
+  const sleep = options.sleep ?? ((ms: number) => abortableSleep(ms, signal).catch(() => {}));
   const body = payloadBody(options.payload);
 
   let status: number | undefined;
