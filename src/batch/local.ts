@@ -45,6 +45,7 @@ import {
   resolveRenderFormat,
 } from "../render/render.ts";
 import { readBatchFile } from "./entries.ts";
+import { OPTIONS } from "../request/options.ts";
 import { pool } from "../util/async.ts";
 
 /**
@@ -540,7 +541,7 @@ export async function renderBatchLocal(
   const manifestPath = resolve(options.manifest ?? join(outDir, "vid-batch-manifest.json"));
   // Left to renderComposition when unset, so a batch renders at the rate a single render would.
   const fps = options.fps;
-  const quality = options.quality ?? "standard";
+  const quality = options.quality ?? OPTIONS.quality.default!;
   const siteId = await projectContentId(composition.projectDir, [
     outDir,
     manifestPath,

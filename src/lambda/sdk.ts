@@ -508,7 +508,7 @@ export function siteHandleFromId(
     bucketName,
     prefix,
     serveUrl: serveUrlFor(bucketName, prefix, { region: defaultRegion(), ...options.s3 }),
-    composition: options.composition ?? "index.html",
+    composition: options.composition ?? OPTIONS.composition.default!,
     files: [],
     uploaded: false,
   };

@@ -21,7 +21,11 @@
  */
 
 // The chunking defaults belong to the render request (src/request/formats.ts).
-import { DEFAULT_CHUNK_SIZE, DEFAULT_MAX_PARALLEL_CHUNKS } from "../request/formats.ts";
+import {
+  DEFAULT_CHUNK_SIZE,
+  DEFAULT_FPS,
+  DEFAULT_MAX_PARALLEL_CHUNKS,
+} from "../request/formats.ts";
 export { DEFAULT_CHUNK_SIZE, DEFAULT_MAX_PARALLEL_CHUNKS };
 /** Seconds of one GOP grid cell. */
 export const GOP_SECONDS = 1;
@@ -105,7 +109,7 @@ function positive(field: string, value: number | undefined): void {
 
 /** Grid cells of a range: ceil(frames / gopFrames(fps)). */
 function cellCount(options: ChunkPlanOptions): number {
-  return Math.ceil(options.frames / gopFrames(options.fps ?? 30));
+  return Math.ceil(options.frames / gopFrames(options.fps ?? DEFAULT_FPS));
 }
 
 /**
@@ -138,7 +142,7 @@ export function chunkPlan(options: ChunkPlanOptions): Chunk[] {
   if (!Number.isInteger(start) || start < 0) {
     throw new ChunkPlanError("from", options.from, "a non-negative integer");
   }
-  const cell = gopFrames(options.fps ?? 30);
+  const cell = gopFrames(options.fps ?? DEFAULT_FPS);
   const cells = cellCount(options);
   const base = Math.floor(cells / count);
   const extra = cells % count;

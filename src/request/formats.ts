@@ -33,6 +33,9 @@ export const GIF_MAX_FPS = 25;
 /** The accepted quality presets. */
 export const QUALITIES: readonly Quality[] = ["draft", "standard", "high"];
 
+/** Frames per second of a render whose request and composition name no rate. */
+export const DEFAULT_FPS = 30;
+
 /** Default frames per chunk. */
 export const DEFAULT_CHUNK_SIZE = 240;
 /** Default cap on chunks rendered in parallel. */

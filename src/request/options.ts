@@ -24,6 +24,7 @@ import type { AspectRatio } from "../composition/composition.ts";
 import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import {
   DEFAULT_CHUNK_SIZE,
+  DEFAULT_FPS,
   DEFAULT_MAX_PARALLEL_CHUNKS,
   GIF_MAX_FPS,
   OUTPUT_FORMATS,
@@ -244,7 +245,7 @@ export const OPTIONS = {
     api: "fps",
     config: "fps",
     help: FPS_HELP,
-    default: 30 as number | string,
+    default: DEFAULT_FPS as number | string,
     defaultText: "30 unless the composition sets data-fps",
     check: frameRate,
     parse: (text: string): number => {
