@@ -30,6 +30,18 @@ export const RENDER_FORMATS: readonly RenderFormat[] = ["mp4", "webm", "mov", "g
  */
 export const GIF_MAX_FPS = 25;
 
+/**
+ * How frames are captured: `auto` probes BeginFrame (chromium-headless-shell) and falls
+ * back to screenshots; the other two force a path.
+ */
+export type CapturePreference = "auto" | "beginframe" | "screenshot";
+/** The accepted capture preferences. */
+export const CAPTURE_PREFERENCES: readonly CapturePreference[] = [
+  "auto",
+  "beginframe",
+  "screenshot",
+];
+
 /** The accepted quality presets. */
 export const QUALITIES: readonly Quality[] = ["draft", "standard", "high"];
 

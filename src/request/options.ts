@@ -23,6 +23,8 @@ import { availableParallelism } from "node:os";
 import type { AspectRatio } from "../composition/composition.ts";
 import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import {
+  CAPTURE_PREFERENCES,
+  type CapturePreference,
   DEFAULT_CHUNK_SIZE,
   DEFAULT_FPS,
   DEFAULT_MAX_PARALLEL_CHUNKS,
@@ -280,6 +282,14 @@ export const OPTIONS = {
     help: "encoder preset",
     default: "standard" as Quality,
     ...oneOf<Quality>(QUALITIES),
+  }),
+  capture: option({
+    key: "capture",
+    flags: "--capture <mode>",
+    env: "VID_CAPTURE",
+    help: "capture path: auto probes BeginFrame (chromium-headless-shell), else screenshots",
+    default: "auto" as CapturePreference,
+    ...oneOf<CapturePreference>(CAPTURE_PREFERENCES),
   }),
   jpegQuality: option({
     key: "jpegQuality",
