@@ -46,6 +46,7 @@ import {
 } from "../render/render.ts";
 import { readBatchFile } from "./entries.ts";
 import { OPTIONS } from "../request/options.ts";
+import { RenderOptionError } from "../request/errors.ts";
 import { pool } from "../util/async.ts";
 
 /**
@@ -356,7 +357,11 @@ async function planLocalRows(
       if (format === "png" && !hasFramePattern(output)) output = join(output, "%05d.png");
     } catch (error) {
       // The key stands for the render's --output here: say so in the batch's words.
-      fail((error as Error).message.replace(/^--output: /, '"outputKey": '));
+      fail(
+        error instanceof RenderOptionError && error.field === "output"
+          ? `"outputKey": ${error.detail}`
+          : (error as Error).message,
+      );
       continue;
     }
     const first = seen.get(outputKey);
