@@ -21,6 +21,26 @@ import { createInterface } from "node:readline";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { isPlainObject } from "../util/json_shape.ts";
+import { flagOf, OPTIONS } from "../request/options.ts";
+
+/**
+ * The render settings a row might name by mistake, with the flag that sets them for the
+ * whole batch. A row carries `outputKey` and `variables` only, so such a key is refused
+ * rather than silently ignored.
+ */
+const ROW_SETTINGS: ReadonlyMap<string, string> = new Map(
+  [
+    OPTIONS.fps,
+    OPTIONS.format,
+    OPTIONS.quality,
+    OPTIONS.width,
+    OPTIONS.height,
+    OPTIONS.hdr,
+    OPTIONS.chunkSize,
+    OPTIONS.maxParallelChunks,
+    OPTIONS.targetChunkFrames,
+  ].map((d) => [d.key, flagOf(d)!]),
+);
 
 /** What one line of a batch file holds. */
 export type ParsedBatchLine =
@@ -36,6 +56,8 @@ export type ParsedBatchLine =
 /**
  * Checks one decoded batch entry (`{"outputKey": ..., "variables": {...}}`) against the
  * declarations: in strict mode a variable problem makes the line invalid, else a warning.
+ * A render option in a row (`"fps": 24`) makes the line invalid, naming the flag that sets
+ * it for the whole batch.
  *
  * @example
  * ```ts
@@ -68,6 +90,17 @@ export function checkBatchEntry(
       outputKey: null,
       error: `line ${line}: "outputKey" must be a non-empty string`,
     };
+  }
+  for (const key of Object.keys(entry)) {
+    const flag = ROW_SETTINGS.get(key);
+    if (flag !== undefined) {
+      return {
+        kind: "invalid",
+        outputKey,
+        error: `line ${line}: ${key}: is not a row field (a row carries "outputKey" and ` +
+          `"variables"); set ${flag} for the whole batch`,
+      };
+    }
   }
   const variables = entry.variables ?? {};
   if (!isPlainObject(variables)) {

@@ -45,6 +45,8 @@ import {
   resolveRenderFormat,
 } from "../render/render.ts";
 import { readBatchFile } from "./entries.ts";
+import { OPTIONS } from "../request/options.ts";
+import { RenderOptionError } from "../request/errors.ts";
 import { pool } from "../util/async.ts";
 
 /**
@@ -357,7 +359,11 @@ async function planLocalRows(
       if (format === "png" && !hasFramePattern(output)) output = join(output, "%05d.png");
     } catch (error) {
       // The key stands for the render's --output here: say so in the batch's words.
-      fail((error as Error).message.replace(/^--output: /, '"outputKey": '));
+      fail(
+        error instanceof RenderOptionError && error.field === "output"
+          ? `"outputKey": ${error.detail}`
+          : (error as Error).message,
+      );
       continue;
     }
     const first = seen.get(outputKey);
@@ -542,7 +548,7 @@ export async function renderBatchLocal(
   const manifestPath = resolve(options.manifest ?? join(outDir, "vid-batch-manifest.json"));
   // Left to renderComposition when unset, so a batch renders at the rate a single render would.
   const fps = options.fps;
-  const quality = options.quality ?? "standard";
+  const quality = options.quality ?? OPTIONS.quality.default!;
   const siteId = await projectContentId(composition.projectDir, [
     outDir,
     manifestPath,

@@ -323,6 +323,9 @@ function checkRenderConfig(config: Record<string, unknown>): void {
       OPTIONS.variableOverrides,
       OPTIONS.seed,
       OPTIONS.epochMs,
+      OPTIONS.chunkSize,
+      OPTIONS.maxParallelChunks,
+      OPTIONS.targetChunkFrames,
     ]
   ) {
     try {
@@ -333,13 +336,6 @@ function checkRenderConfig(config: Record<string, unknown>): void {
     }
   }
   if (config.webhook !== undefined) checkWebhook(config.webhook);
-  // The planner owns the chunk option rules and their errors (ChunkPlanError).
-  chunkCount({
-    frames: 1,
-    chunkSize: config.chunkSize as number | undefined,
-    targetChunkFrames: config.targetChunkFrames as number | undefined,
-    maxParallelChunks: config.maxParallelChunks as number | undefined,
-  });
 }
 
 /**
@@ -348,10 +344,10 @@ function checkRenderConfig(config: Record<string, unknown>): void {
  *
  * Throws {@linkcode ExecutionInputTooLargeError} when the serialised input exceeds
  * {@linkcode MAX_EXECUTION_INPUT_BYTES} (checked first, whatever else is wrong),
- * {@linkcode HdrNotSupportedError} for `config.hdr: true`, `ChunkPlanError` (from the
- * shared chunk planner) for a bad `chunkSize`, `targetChunkFrames` or `maxParallelChunks`,
- * and {@linkcode ConfigError} for any other bad field. Warns through `onWarning` when the
- * function's reserved concurrency is below `maxParallelChunks`: chunks then wait for a
+ * {@linkcode HdrNotSupportedError} for `config.hdr: true` and {@linkcode ConfigError} for
+ * any other bad field (the render options, chunk options included, in the words of their
+ * declarations: `config.chunkSize: must be a positive integer, got 0`). Warns through
+ * `onWarning` when the function's reserved concurrency is below `maxParallelChunks`: chunks then wait for a
  * free function instance and the render is throttled.
  *
  * @example

@@ -28,6 +28,7 @@ import {
   type S3Options,
 } from "../aws/clients.ts";
 import { explainStackError, StackError } from "./stack_error.ts";
+import { OPTIONS } from "../request/options.ts";
 
 /**
  * A ready `S3Client` of `@aws-sdk/client-s3`, kept by the caller; an internal alias (see
@@ -161,7 +162,7 @@ export async function loadSite(
       }
       throw explainStackError(error, { bucketName, region: regionOf(options.s3) });
     }
-    const composition = options.composition ?? manifest.composition ?? "index.html";
+    const composition = options.composition ?? manifest.composition ?? OPTIONS.composition.default!;
     const files = Array.isArray(manifest.files) ? manifest.files : [];
     if (!files.some((f) => f.path === composition)) {
       const html = files.map((f) => f.path).filter((p) => /\.html?$/i.test(p));

@@ -53,6 +53,8 @@
 import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { type Chunk, chunkPlan, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 import type { ExecutionInput } from "./config.ts";
+// The default rate of the render request (OPTIONS.fps.default).
+import { DEFAULT_FPS } from "../request/formats.ts";
 
 /** The task a function invocation performs. */
 export type TaskName = "plan" | "renderChunk" | "assemble";
@@ -211,7 +213,7 @@ export function planChunks(input: ExecutionInput, totalFrames: number): PlanResu
     chunks: chunkPlan({
       frames: totalFrames,
       // The rate the worker renders at: the GOP grid is a second of its frames.
-      fps: frameRateValue(parseFrameRate(fps ?? 30, "config.fps")),
+      fps: frameRateValue(parseFrameRate(fps ?? DEFAULT_FPS, "config.fps")),
       chunkSize,
       targetChunkFrames,
       maxParallelChunks,

@@ -6,17 +6,11 @@
  */
 
 import process from "node:process";
-import { type Browser, type CaptureMode, closePage, launchBrowser, openPage } from "./browser.ts";
+import { type Browser, closePage, launchBrowser, openPage } from "./browser.ts";
 
-/** `auto` probes BeginFrame first; the other two force a path. */
-export type CapturePreference = "auto" | CaptureMode;
-
-/** The accepted capture preferences. */
-export const CAPTURE_PREFERENCES: readonly CapturePreference[] = [
-  "auto",
-  "beginframe",
-  "screenshot",
-];
+// The capture preferences are a render option, declared in the request layer.
+import { CAPTURE_PREFERENCES, type CapturePreference } from "../request/formats.ts";
+export { CAPTURE_PREFERENCES, type CapturePreference };
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;

@@ -264,7 +264,15 @@ export function renderFrameRate(
  * output size) and the rules between them; throws {@linkcode RenderOptionError}.
  */
 export function checkRenderOptions(options: RenderOptions): void {
-  for (const declaration of [OPTIONS.fps, OPTIONS.format, OPTIONS.quality, OPTIONS.workers]) {
+  for (
+    const declaration of [
+      OPTIONS.fps,
+      OPTIONS.format,
+      OPTIONS.quality,
+      OPTIONS.workers,
+      OPTIONS.capture,
+    ]
+  ) {
     checkOption<unknown>(declaration, options[declaration.key as keyof RenderOptions]);
   }
   checkOption(OPTIONS.frames, options.frames);

@@ -23,7 +23,10 @@ import { availableParallelism } from "node:os";
 import type { AspectRatio } from "../composition/composition.ts";
 import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import {
+  CAPTURE_PREFERENCES,
+  type CapturePreference,
   DEFAULT_CHUNK_SIZE,
+  DEFAULT_FPS,
   DEFAULT_MAX_PARALLEL_CHUNKS,
   GIF_MAX_FPS,
   OUTPUT_FORMATS,
@@ -244,7 +247,7 @@ export const OPTIONS = {
     api: "fps",
     config: "fps",
     help: FPS_HELP,
-    default: 30 as number | string,
+    default: DEFAULT_FPS as number | string,
     defaultText: "30 unless the composition sets data-fps",
     check: frameRate,
     parse: (text: string): number => {
@@ -279,6 +282,14 @@ export const OPTIONS = {
     help: "encoder preset",
     default: "standard" as Quality,
     ...oneOf<Quality>(QUALITIES),
+  }),
+  capture: option({
+    key: "capture",
+    flags: "--capture <mode>",
+    env: "VID_CAPTURE",
+    help: "capture path: auto probes BeginFrame (chromium-headless-shell), else screenshots",
+    default: "auto" as CapturePreference,
+    ...oneOf<CapturePreference>(CAPTURE_PREFERENCES),
   }),
   jpegQuality: option({
     key: "jpegQuality",

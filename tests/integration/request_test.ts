@@ -63,6 +63,7 @@ const CASES: Partial<Record<OptionName, Case>> = {
   },
   quality: { good: "high", value: "high", bad: "best", message: /draft, standard, high/ },
   jpegQuality: { good: "80", value: 80, bad: "101", message: /integer from 1 to 100, got 101/ },
+  capture: { good: "screenshot", value: "screenshot", bad: "bogus", message: /auto, beginframe/ },
   frame: { good: "7", value: 7, bad: "-1", message: /integer from 0 up, got -1/ },
   time: { good: "2.5", value: 2.5, bad: "-1", message: /seconds >= 0/ },
   workers: { good: "3", value: 3, bad: "0", message: /positive integer, got 0/ },
@@ -285,6 +286,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "variablesFile",
     "strictVariables",
     "hdr",
+    "capture",
   ],
   "vid still": [
     "composition",
@@ -295,6 +297,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "variables",
     "variablesFile",
     "strictVariables",
+    "capture",
   ],
   "vid render-batch": [
     "composition",
@@ -303,6 +306,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "quality",
     "concurrency",
     "strictVariables",
+    "capture",
   ],
   "vid cloud render": [
     "composition",

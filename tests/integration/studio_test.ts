@@ -566,8 +566,8 @@ describe("the vid preview studio for template authors", () => {
     });
     assert.equal(response.status, 400);
     const body = await response.json();
-    assert.equal(body.error.field, "from");
-    assert.match(body.error.message, /^from: frame 20 is after to \(3\)/);
+    assert.equal(body.error.field, "frames");
+    assert.match(body.error.message, /^frames: must be <from>-<to> .*from <= to.*got 20-3/);
   });
 
   it("shows progress with an ETA, and cancel stops Chromium and ffmpeg and leaves no file", async () => {

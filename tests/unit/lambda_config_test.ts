@@ -18,7 +18,6 @@ import {
   serializedBytes,
   validateConfig,
 } from "../../src/lambda/config.ts";
-import { ChunkPlanError } from "../../src/render/chunk_plan.ts";
 
 function baseInput(config: ExecutionInput["config"] = {}): ExecutionInput {
   return {
@@ -222,7 +221,7 @@ describe("validateConfig: fields", () => {
     );
   });
 
-  it("chunk options are checked by the shared chunk planner", () => {
+  it("chunk options are checked by their declarations", () => {
     for (
       const [config, field] of [
         [{ chunkSize: 0 }, "chunkSize"],
@@ -232,7 +231,7 @@ describe("validateConfig: fields", () => {
     ) {
       assert.throws(
         () => validateConfig(baseInput(config)),
-        (error: unknown) => error instanceof ChunkPlanError && error.field === field,
+        (error: unknown) => error instanceof ConfigError && error.field === `config.${field}`,
         field,
       );
     }
