@@ -5,7 +5,7 @@
  * check an execution's input before any cloud call (`validateConfig`).
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { deploySite, renderToLambda } from "@vid/cli/lambda";
  *
  * const siteHandle = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders" });

@@ -3,7 +3,7 @@
  * variables.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { readComposition, renderComposition } from "@vid/cli";
  *
  * const composition = await readComposition("examples/hello");

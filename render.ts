@@ -5,7 +5,7 @@
  * cloud SDK, so importing it loads no AWS code.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { renderComposition } from "@vid/cli/render";
  *
  * const result = await renderComposition({

@@ -8,7 +8,7 @@
  * - `cpuRatio`: vid's CPU per frame / the raw pipeline's (all processes, sampled from
  *   /proc as bench/peer_bench.ts does).
  *
- * The figures recorded in `bench/perf_guard.json` are what tests/perf_guard_test.ts holds
+ * The figures recorded in `bench/perf_guard.json` are what tests/integration/perf_guard_test.ts holds
  * the code to: it fails when fpsRatio falls more than 20% below the recorded one or
  * cpuRatio rises more than 20% above it. Re-record after a deliberate change:
  *

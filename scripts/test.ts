@@ -1,18 +1,35 @@
 /**
- * Runs the whole suite and ends with one summary line: `deno fmt --check`, `deno lint` and
- * `deno check` of every TypeScript file outside `pulumi/` (one test each), then `deno test` over `tests/` with a JUnit report
- * that is parsed for the counts. Run by `deno task test` after setup.
+ * Runs the suite and ends with one summary line. Without arguments, everything: first
+ * `deno fmt --check`, `deno lint` and `deno check --doc` of every TypeScript file outside
+ * `pulumi/` (one test each; `--doc` type-checks every `@example` too) and, alongside them,
+ * the Pulumi program in `pulumi/` under Node: `npm install` there (a quick no-op once
+ * `node_modules` matches `package-lock.json`), `tsc --noEmit` (one test) and its unit tests
+ * (`node --test` with the tsx loader, Pulumi mocks; its output is printed when it ends).
+ * After the checks, still alongside Pulumi, the runnable `@example` blocks of the library
+ * (`deno test --doc`, below) and `deno test --deny-run tests/unit/`; then, alone on the
+ * machine, `deno test tests/integration/` (with any test file still directly in `tests/`).
+ * No test is type-checked twice when `deno check` passed. Every `deno test` and `node --test` run writes a JUnit report that is parsed for
+ * the counts: `.test-results/junit.xml` holds the integration tests (and any run given a
+ * path), `unit-junit.xml`, `doc-junit.xml` and `pulumi-junit.xml` the others.
  *
- * A run without arguments then tests the Pulumi program in `pulumi/` under Node: `npm install`
- * there (a quick no-op once `node_modules` matches `package-lock.json`), `tsc --noEmit` (one
- * test), and its unit tests (`node --test` with the tsx loader, Pulumi mocks), counted from
- * their JUnit report like those of `deno test`.
+ * `--unit` runs only the fast inner loop: `tests/unit/` (no browser, ffmpeg, subprocess or
+ * server process; `deno test --deny-run` enforces the subprocess part) and the runnable
+ * examples. `--integration` runs only `tests/integration/` (real Chromium, ffmpeg, servers,
+ * S3 and worker processes). `deno task test:unit` and `deno task test:integration` are these.
  *
- * Extra arguments go to `deno test`; a path among them replaces `tests/`:
+ * Examples: an `@example` block labelled `ts` is type-checked and run by `deno test --doc`
+ * (pure computations state their results with `node:assert`); one labelled `ts no_run`
+ * renders, launches a browser, touches the network, AWS or the user's files, so it is only
+ * type-checked (deno has no such attribute: this script leaves those out of the run with a
+ * `--filter` naming the runnable ones, and fails when one of those did not run).
+ *
+ * Other arguments go to `deno test` (and skip the examples and Pulumi); a path among them
+ * replaces the test folders:
  *
  * ```sh
  * deno run -A scripts/test.ts --filter variables
- * deno run -A scripts/test.ts tests/composition_test.ts
+ * deno run -A scripts/test.ts tests/unit/composition_test.ts
+ * deno run -A scripts/test.ts --unit
  * ```
  *
  * The very last line printed is `N passed, N failed` (with `, N skipped` when some were
@@ -21,7 +38,8 @@
  * @module
  */
 
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 /** Counts of one run, and the names of what failed. */
 interface Tally {
@@ -45,6 +63,42 @@ const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
 const JUNIT_PATH = ".test-results/junit.xml";
 const PULUMI_DIR: string = `${ROOT}pulumi`;
 const PULUMI_JUNIT_PATH = ".test-results/pulumi-junit.xml";
+const DOC_JUNIT_PATH = ".test-results/doc-junit.xml";
+const UNIT_JUNIT_PATH = ".test-results/unit-junit.xml";
+
+/** Fast tests of pure logic: no browser, ffmpeg, subprocess or server process. */
+const UNIT_TESTS = "tests/unit/";
+/** End-to-end tests: real Chromium, ffmpeg, servers, S3 and worker processes. */
+const INTEGRATION_TESTS = "tests/integration/";
+
+/** The library whose `@example` blocks `deno test --doc` runs (the `no_run` ones aside). */
+const DOC_TESTED: string[] = [
+  "mod.ts",
+  "render.ts",
+  "lambda.ts",
+  "cloud.ts",
+  "server.ts",
+  "cli.ts",
+  "src",
+];
+
+/** A JSDoc line opening a fenced block; group 1 is the info string (language, attributes). */
+const JSDOC_FENCE = /^\s*\*\s*```(.*)$/;
+/** The info-string languages `deno test --doc` extracts from JSDoc (not unlabelled blocks). */
+const DOC_LANGUAGES: ReadonlySet<string> = new Set([
+  "js",
+  "javascript",
+  "mjs",
+  "cjs",
+  "jsx",
+  "ts",
+  "typescript",
+  "mts",
+  "cts",
+  "tsx",
+]);
+/** A JSDoc line closing a fenced block. */
+const CLOSING_FENCE = /^\s*\*\s*```\s*$/;
 
 /** `deno test` flags whose value may follow as a separate argument. */
 const FLAGS_WITH_VALUE: ReadonlySet<string> = new Set([
@@ -82,12 +136,16 @@ const TYPE_CHECKED: string[] = [
 /** Deno marks a parent test that failed only because of its steps with this message. */
 const STEP_FAILURE = /^\d+ test steps? failed/;
 
+/** Where a step's lines go: printed at once, or kept to print after a step run alongside. */
+type Log = (text: string) => void;
+
 async function runCheck(
   name: string,
   args: string[],
   tally: Tally,
   program: string = Deno.execPath(),
   cwd: string = ROOT,
+  log: Log = console.log,
 ): Promise<void> {
   const started = performance.now();
   const result = await new Deno.Command(program, {
@@ -100,15 +158,15 @@ async function runCheck(
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   if (result.code === 0) {
     tally.passed++;
-    console.log(`ok    ${name} (${seconds}s)`);
+    log(`ok    ${name} (${seconds}s)`);
     return;
   }
   tally.failed++;
   tally.failures.push(name);
   const command = program === Deno.execPath() ? "deno" : program;
-  console.log(`FAIL  ${name}: ${command} ${args.join(" ")}`);
+  log(`FAIL  ${name}: ${command} ${args.join(" ")}`);
   const decoder = new TextDecoder();
-  console.log((decoder.decode(result.stdout) + decoder.decode(result.stderr)).trimEnd());
+  log((decoder.decode(result.stdout) + decoder.decode(result.stderr)).trimEnd());
 }
 
 /** Whether `args` names test files or directories (which then replace `tests/`). */
@@ -186,26 +244,35 @@ function countCases(cases: TestCase[], tally: Tally): void {
   }
 }
 
-async function readJunit(): Promise<string | undefined> {
+async function readJunit(path: string): Promise<string | undefined> {
   try {
-    return await Deno.readTextFile(`${ROOT}${JUNIT_PATH}`);
+    return await Deno.readTextFile(`${ROOT}${path}`);
   } catch (error) {
     if (error instanceof Deno.errors.NotFound) return undefined;
     throw error;
   }
 }
 
-/** Runs `deno test` with the output streamed live and returns the counts of its tests. */
-async function runTests(extraArgs: string[]): Promise<Tally> {
+/**
+ * Runs `deno test` with the output streamed live and returns the counts of its tests.
+ * `defaultPaths` are tested unless `extraArgs` names paths; `flags` come before `extraArgs`.
+ */
+async function runTests(
+  extraArgs: string[],
+  defaultPaths: string[] = ["tests/"],
+  flags: string[] = [],
+  junitPath: string = JUNIT_PATH,
+): Promise<Tally> {
   const tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
   await Deno.mkdir(`${ROOT}.test-results`, { recursive: true });
-  await Deno.remove(`${ROOT}${JUNIT_PATH}`).catch(() => {});
-  const args = ["test", "-A", `--junit-path=${JUNIT_PATH}`, ...extraArgs];
+  await Deno.remove(`${ROOT}${junitPath}`).catch(() => {});
+  const args = ["test", "-A", ...flags, `--junit-path=${junitPath}`, ...extraArgs];
   if (!hasPath(extraArgs)) {
     const separator = args.indexOf("--");
-    args.splice(separator === -1 ? args.length : separator, 0, "tests/");
+    args.splice(separator === -1 ? args.length : separator, 0, ...defaultPaths);
   }
-  console.log(`\n$ deno ${args.join(" ")}`);
+  const shown = args.map((arg) => arg.length > 120 ? `${arg.slice(0, 40)}…` : arg);
+  console.log(`\n$ deno ${shown.join(" ")}`);
   const { code } = await new Deno.Command(Deno.execPath(), {
     args,
     cwd: ROOT,
@@ -213,10 +280,10 @@ async function runTests(extraArgs: string[]): Promise<Tally> {
     stdout: "inherit",
     stderr: "inherit",
   }).output();
-  const xml = await readJunit();
+  const xml = await readJunit(junitPath);
   if (xml === undefined) {
     tally.failed++;
-    tally.failures.push(`deno test exited with code ${code} without writing ${JUNIT_PATH}`);
+    tally.failures.push(`deno test exited with code ${code} without writing ${junitPath}`);
     return tally;
   }
   countCases(parseJunit(xml), tally);
@@ -228,18 +295,126 @@ async function runTests(extraArgs: string[]): Promise<Tally> {
   return tally;
 }
 
+/** The TypeScript files under `path` (a file or a folder), recursively. */
+async function typeScriptFiles(path: string): Promise<string[]> {
+  const absolute = join(ROOT, path);
+  if ((await Deno.stat(absolute)).isFile) return [absolute];
+  const files: string[] = [];
+  for await (const entry of Deno.readDir(absolute)) {
+    const child = join(path, entry.name);
+    if (entry.isDirectory) files.push(...await typeScriptFiles(child));
+    else if (entry.isFile && entry.name.endsWith(".ts")) files.push(join(ROOT, child));
+  }
+  return files;
+}
+
+/** One fenced code block of a JSDoc comment, as `deno test --doc` names it. */
+interface Example {
+  /** The module's URL and `#<opening fence line>-<closing fence line + 1>.ts`. */
+  name: string;
+  file: string;
+  /** False for `no_run` (and `ignore`) blocks and for languages deno does not run. */
+  run: boolean;
+}
+
+/**
+ * The fenced blocks inside JSDoc comments (lines starting with `*`) of `paths` that
+ * `deno test --doc` extracts: those labelled with a JavaScript or TypeScript language.
+ */
+export async function docExamples(paths: string[]): Promise<Example[]> {
+  const examples: Example[] = [];
+  for (const path of paths) {
+    for (const file of (await typeScriptFiles(path)).sort()) {
+      const lines = (await Deno.readTextFile(file)).split("\n");
+      for (let i = 0; i < lines.length; i++) {
+        const open = JSDOC_FENCE.exec(lines[i]);
+        if (!open) continue;
+        let close = i + 1;
+        while (close < lines.length && !CLOSING_FENCE.test(lines[close])) close++;
+        const [lang = "", ...attributes] = open[1].trim().split(/\s+/);
+        if (!DOC_LANGUAGES.has(lang)) {
+          i = close;
+          continue;
+        }
+        examples.push({
+          name: `${pathToFileURL(file).href}#${i + 1}-${close + 2}.ts`,
+          file,
+          run: !attributes.includes("no_run") && !attributes.includes("ignore"),
+        });
+        i = close;
+      }
+    }
+  }
+  return examples;
+}
+
+/** A `deno test --filter` regular expression matching exactly `names`. */
+export function exactFilter(names: string[]): string {
+  const escaped = names.map((name) => name.replace(/[.*+?^${}()|[\]\\/#-]/g, "\\$&"));
+  return `/^(?:${escaped.join("|")})$/`;
+}
+
+/**
+ * Runs the library's runnable `@example` blocks (`deno test --doc`), leaving out the
+ * `no_run` ones, which `deno check --doc` type-checks with the rest of the repository.
+ * Only modules with a runnable example are loaded. Every runnable example must have run:
+ * one that deno named differently from {@linkcode docExamples} is a failure, not a gap.
+ * `typeChecked`: the examples were just type-checked (`deno check --doc`), so not again.
+ */
+async function runDocTests(typeChecked: boolean): Promise<Tally> {
+  const examples = await docExamples(DOC_TESTED);
+  const runnable = examples.filter((example) => example.run);
+  const files = [...new Set(runnable.map((example) => relativeToRoot(example.file)))];
+  if (files.length === 0) return { passed: 0, failed: 0, skipped: 0, failures: [] };
+  console.log(
+    `\n(${runnable.length} runnable examples in ${files.length} modules; ` +
+      `${examples.length - runnable.length} no_run examples are type-checked only)`,
+  );
+  const tally = await runTests(
+    files,
+    [],
+    [
+      "--doc",
+      // Each example is a module of its own, loaded in its own worker: pure examples share
+      // nothing, so they load and run on every core.
+      "--parallel",
+      ...(typeChecked ? ["--no-check"] : []),
+      `--filter=${exactFilter(runnable.map((example) => example.name))}`,
+    ],
+    DOC_JUNIT_PATH,
+  );
+  const xml = await readJunit(DOC_JUNIT_PATH);
+  if (xml === undefined) return tally; // deno test failed before running (counted above)
+  const ran = new Set(
+    parseJunit(xml).filter((c) => c.time !== undefined && !c.skipped).map((c) => c.name),
+  );
+  for (const example of runnable) {
+    if (ran.has(example.name)) continue;
+    tally.failed++;
+    tally.failures.push(`example ${example.name} did not run (deno named it differently?)`);
+  }
+  const root = pathToFileURL(ROOT).href;
+  tally.failures = tally.failures.map((failure) => failure.replaceAll(root, ""));
+  return tally;
+}
+
+function relativeToRoot(file: string): string {
+  return file.startsWith(ROOT) ? file.slice(ROOT.length) : file;
+}
+
 /**
  * Installs, type-checks and unit-tests the Pulumi program in `pulumi/` with Node (Pulumi's
  * SDK targets Node; there is no Pulumi CLI here, the tests use `pulumi.runtime.setMocks`).
+ * Its output goes to `log` (the run keeps it while the static checks run alongside).
  */
-async function runPulumiTests(): Promise<Tally> {
+export async function runPulumiTests(log: Log = console.log): Promise<Tally> {
   const tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
   const fail = (reason: string): Tally => {
     tally.failed++;
     tally.failures.push(`pulumi: ${reason}`);
     return tally;
   };
-  console.log("\n$ npm install --no-audit --no-fund (pulumi/)");
+  log("\n$ npm install --no-audit --no-fund (pulumi/)");
   try {
     const install = await new Deno.Command("npm", {
       args: ["install", "--no-audit", "--no-fund"],
@@ -250,7 +425,7 @@ async function runPulumiTests(): Promise<Tally> {
     }).output();
     if (install.code !== 0) {
       const decoder = new TextDecoder();
-      console.log((decoder.decode(install.stdout) + decoder.decode(install.stderr)).trimEnd());
+      log((decoder.decode(install.stdout) + decoder.decode(install.stderr)).trimEnd());
       return fail(`npm install exited with code ${install.code}`);
     }
   } catch (error) {
@@ -263,6 +438,7 @@ async function runPulumiTests(): Promise<Tally> {
     tally,
     "node",
     PULUMI_DIR,
+    log,
   );
 
   const files: string[] = [];
@@ -281,14 +457,17 @@ async function runPulumiTests(): Promise<Tally> {
     `--test-reporter-destination=${ROOT}${PULUMI_JUNIT_PATH}`,
     ...files,
   ];
-  console.log(`\n$ node ${args.join(" ")} (pulumi/)`);
-  const { code } = await new Deno.Command("node", {
+  log(`\n$ node ${args.join(" ")} (pulumi/)`);
+  const node = await new Deno.Command("node", {
     args,
     cwd: PULUMI_DIR,
     stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
+    stdout: "piped",
+    stderr: "piped",
   }).output();
+  const decoder = new TextDecoder();
+  log((decoder.decode(node.stdout) + decoder.decode(node.stderr)).trimEnd());
+  const code = node.code;
   let xml: string;
   try {
     xml = await Deno.readTextFile(`${ROOT}${PULUMI_JUNIT_PATH}`);
@@ -303,29 +482,95 @@ async function runPulumiTests(): Promise<Tally> {
   return tally;
 }
 
-async function main(args: string[]): Promise<number> {
-  const checks: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
-  await runCheck("fmt", ["fmt", "--check"], checks);
-  await runCheck("lint", ["lint"], checks);
-  await runCheck("check", ["check", ...TYPE_CHECKED], checks);
-  const tests = await runTests(args);
-  const pulumi: Tally = args.length === 0
-    ? await runPulumiTests()
-    : { passed: 0, failed: 0, skipped: 0, failures: [] };
+/** The sum of two tallies. */
+function add(a: Tally, b: Tally): Tally {
+  return {
+    passed: a.passed + b.passed,
+    failed: a.failed + b.failed,
+    skipped: a.skipped + b.skipped,
+    failures: [...a.failures, ...b.failures],
+  };
+}
 
-  const failures = [...checks.failures, ...tests.failures, ...pulumi.failures];
+/**
+ * Test files directly in `tests/` (in neither folder yet, e.g. just merged): they run with
+ * the integration tests, and a line says where they belong.
+ */
+async function strayTestFiles(): Promise<string[]> {
+  const stray: string[] = [];
+  for await (const entry of Deno.readDir(`${ROOT}tests`)) {
+    if (entry.isFile && entry.name.endsWith("_test.ts")) stray.push(`tests/${entry.name}`);
+  }
+  if (stray.length > 0) {
+    console.log(
+      `\n${stray.join(", ")}: in neither tests/unit/ nor tests/integration/; run with the ` +
+        "integration tests (move it to tests/unit/ if it starts no process)",
+    );
+  }
+  return stray.sort();
+}
+
+async function main(argv: string[]): Promise<number> {
+  const unit = argv.includes("--unit");
+  const integration = argv.includes("--integration");
+  const args = argv.filter((arg) => arg !== "--unit" && arg !== "--integration");
+  const empty = (): Tally => ({ passed: 0, failed: 0, skipped: 0, failures: [] });
+  const checks = empty();
+  let docs = empty();
+  let tests = empty();
+  let pulumi = empty();
+  if (unit || integration) {
+    // The inner loop: no fmt, lint or type check of the whole repository, no Pulumi.
+    if (unit) {
+      docs = await runDocTests(false);
+      tests = await runTests(args, [UNIT_TESTS], ["--deny-run"], UNIT_JUNIT_PATH);
+    }
+    if (integration) {
+      const paths = [INTEGRATION_TESTS, ...await strayTestFiles()];
+      tests = add(tests, await runTests(args, paths));
+    }
+  } else {
+    // The Pulumi program's install, type check and tests (Node, mostly one core) run while
+    // the static checks, the examples and the unit tests run (none of them renders or times
+    // a render); its output is printed after theirs. It ends before the integration tests
+    // start, so no render shares the machine with it.
+    const pulumiLog: string[] = [];
+    const pulumiRun = args.length === 0
+      ? runPulumiTests((text) => pulumiLog.push(text))
+      : Promise.resolve(empty());
+    await runCheck("fmt", ["fmt", "--check"], checks);
+    await runCheck("lint", ["lint"], checks);
+    await runCheck("check", ["check", "--doc", ...TYPE_CHECKED], checks);
+    // Everything under tests/ and every example was type-checked just now: not again.
+    const checked = checks.failed === 0 ? ["--no-check"] : [];
+    if (args.length === 0) docs = await runDocTests(checked.length > 0);
+    if (hasPath(args)) {
+      tests = await runTests(args, ["tests/"], checked);
+    } else {
+      // Unit tests under --deny-run, so one that starts a process fails here too.
+      tests = await runTests(args, [UNIT_TESTS], [...checked, "--deny-run"], UNIT_JUNIT_PATH);
+    }
+    pulumi = await pulumiRun;
+    for (const text of pulumiLog) console.log(text);
+    if (!hasPath(args)) {
+      const paths = [INTEGRATION_TESTS, ...await strayTestFiles()];
+      tests = add(tests, await runTests(args, paths, checked));
+    }
+  }
+
+  const failures = [...checks.failures, ...docs.failures, ...tests.failures, ...pulumi.failures];
   if (failures.length > 0) {
     console.log("\nFailed:");
     for (const name of failures) console.log(`  ${name}`);
   }
   const noTestsRan = tests.passed + tests.failed === 0;
   if (noTestsRan) console.log("\nNo tests ran: check the path and --filter given to deno test.");
-  const passed = checks.passed + tests.passed + pulumi.passed;
-  const failed = checks.failed + tests.failed + pulumi.failed;
-  const skippedCount = tests.skipped + pulumi.skipped;
+  const passed = checks.passed + docs.passed + tests.passed + pulumi.passed;
+  const failed = checks.failed + docs.failed + tests.failed + pulumi.failed;
+  const skippedCount = docs.skipped + tests.skipped + pulumi.skipped;
   const skipped = skippedCount > 0 ? `, ${skippedCount} skipped` : "";
   console.log(`\n${passed} passed, ${failed} failed${skipped}`);
   return failed > 0 || noTestsRan ? 1 : 0;
 }
 
-Deno.exit(await main(Deno.args));
+if (import.meta.main) Deno.exit(await main(Deno.args));

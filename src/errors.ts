@@ -34,12 +34,14 @@ export interface VidErrorOptions {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const error = new VidError("fps: must be a rate from 1 to 240, got 0", {
  *   field: "fps",
  *   flag: "--fps",
  *   detail: "must be a rate from 1 to 240, got 0",
  * });
- * error.cliMessage(); // "--fps: must be a rate from 1 to 240, got 0"
+ * assert.equal(error.cliMessage(), "--fps: must be a rate from 1 to 240, got 0");
  * ```
  */
 export class VidError extends Error {

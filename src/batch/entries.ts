@@ -21,6 +21,26 @@ import { createInterface } from "node:readline";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { isPlainObject } from "../util/json_shape.ts";
+import { flagOf, OPTIONS } from "../request/options.ts";
+
+/**
+ * The render settings a row might name by mistake, with the flag that sets them for the
+ * whole batch. A row carries `outputKey` and `variables` only, so such a key is refused
+ * rather than silently ignored.
+ */
+const ROW_SETTINGS: ReadonlyMap<string, string> = new Map(
+  [
+    OPTIONS.fps,
+    OPTIONS.format,
+    OPTIONS.quality,
+    OPTIONS.width,
+    OPTIONS.height,
+    OPTIONS.hdr,
+    OPTIONS.chunkSize,
+    OPTIONS.maxParallelChunks,
+    OPTIONS.targetChunkFrames,
+  ].map((d) => [d.key, flagOf(d)!]),
+);
 
 /** What one line of a batch file holds. */
 export type ParsedBatchLine =
@@ -36,11 +56,18 @@ export type ParsedBatchLine =
 /**
  * Checks one decoded batch entry (`{"outputKey": ..., "variables": {...}}`) against the
  * declarations: in strict mode a variable problem makes the line invalid, else a warning.
+ * A render option in a row (`"fps": 24`) makes the line invalid, naming the flag that sets
+ * it for the whole batch.
  *
  * @example
  * ```ts
- * checkBatchEntry({ outputKey: "a.mp4", variables: { title: "Ada" } }, 1, declarations);
- * // { kind: "entry", outputKey: "a.mp4", variables: { title: "Ada" } }
+ * import assert from "node:assert/strict";
+ *
+ * const declarations = [{ id: "title", type: "string", label: "Title" } as const];
+ * assert.deepEqual(
+ *   checkBatchEntry({ outputKey: "a.mp4", variables: { title: "Ada" } }, 1, declarations),
+ *   { kind: "entry", outputKey: "a.mp4", variables: { title: "Ada" } },
+ * );
  * ```
  */
 export function checkBatchEntry(
@@ -63,6 +90,17 @@ export function checkBatchEntry(
       outputKey: null,
       error: `line ${line}: "outputKey" must be a non-empty string`,
     };
+  }
+  for (const key of Object.keys(entry)) {
+    const flag = ROW_SETTINGS.get(key);
+    if (flag !== undefined) {
+      return {
+        kind: "invalid",
+        outputKey,
+        error: `line ${line}: ${key}: is not a row field (a row carries "outputKey" and ` +
+          `"variables"); set ${flag} for the whole batch`,
+      };
+    }
   }
   const variables = entry.variables ?? {};
   if (!isPlainObject(variables)) {
@@ -93,8 +131,14 @@ export function checkBatchEntry(
  *
  * @example
  * ```ts
- * parseBatchLine('{"outputKey":"a.mp4"}', 1, []); // { kind: "entry", outputKey: "a.mp4", variables: {} }
- * parseBatchLine("", 2, []); // { kind: "blank" }
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseBatchLine('{"outputKey":"a.mp4"}', 1, []), {
+ *   kind: "entry",
+ *   outputKey: "a.mp4",
+ *   variables: {},
+ * });
+ * assert.deepEqual(parseBatchLine("", 2, []), { kind: "blank" });
  * ```
  */
 export function parseBatchLine(
@@ -144,8 +188,12 @@ export interface CsvRecord {
  *
  * @example
  * ```ts
- * parseCsv('outputKey,title\na.mp4,"Hello, world"\n');
- * // [{ line: 1, cells: ["outputKey", "title"] }, { line: 2, cells: ["a.mp4", "Hello, world"] }]
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseCsv('outputKey,title\na.mp4,"Hello, world"\n'), [
+ *   { line: 1, cells: ["outputKey", "title"] },
+ *   { line: 2, cells: ["a.mp4", "Hello, world"] },
+ * ]);
  * ```
  */
 export function parseCsv(text: string): CsvRecord[] {
@@ -220,7 +268,10 @@ function typedCell(
  * span lines). A CSV without an `outputKey` column is one invalid row naming the header.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * import { readComposition } from "../composition/composition.ts";
+ *
+ * const { declarations } = await readComposition("examples/hello");
  * for await (const { line, parsed } of readBatchFile("rows.csv", declarations)) {
  *   if (parsed.kind === "entry") console.log(line, parsed.outputKey, parsed.variables);
  * }

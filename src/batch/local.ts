@@ -45,6 +45,8 @@ import {
   resolveRenderFormat,
 } from "../render/render.ts";
 import { readBatchFile } from "./entries.ts";
+import { OPTIONS } from "../request/options.ts";
+import { RenderOptionError } from "../request/errors.ts";
 import { pool } from "../util/async.ts";
 
 /**
@@ -152,10 +154,12 @@ export type LocalBatchSummary = Record<LocalBatchRowStatus, number> & { rows: nu
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { summarizeLocalBatch } from "@vid/cli";
  *
- * const s = summarizeLocalBatch(result.rows);
- * console.log(`${s.rendered} rendered, ${s.failed} failed`);
+ * const s = summarizeLocalBatch([]);
+ * assert.equal(s.rows, 0);
+ * assert.equal(s.rendered, 0);
  * ```
  */
 export function summarizeLocalBatch(rows: readonly LocalBatchManifestRow[]): LocalBatchSummary {
@@ -355,7 +359,11 @@ async function planLocalRows(
       if (format === "png" && !hasFramePattern(output)) output = join(output, "%05d.png");
     } catch (error) {
       // The key stands for the render's --output here: say so in the batch's words.
-      fail((error as Error).message.replace(/^--output: /, '"outputKey": '));
+      fail(
+        error instanceof RenderOptionError && error.field === "output"
+          ? `"outputKey": ${error.detail}`
+          : (error as Error).message,
+      );
       continue;
     }
     const first = seen.get(outputKey);
@@ -513,7 +521,7 @@ async function renderQueuedRow(item: QueuedRow, ctx: RowContext): Promise<void> 
  * same inputs, so an interrupted batch resumes.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { renderBatchLocal, summarizeLocalBatch } from "@vid/cli";
  *
  * const { rows } = await renderBatchLocal({
@@ -540,7 +548,7 @@ export async function renderBatchLocal(
   const manifestPath = resolve(options.manifest ?? join(outDir, "vid-batch-manifest.json"));
   // Left to renderComposition when unset, so a batch renders at the rate a single render would.
   const fps = options.fps;
-  const quality = options.quality ?? "standard";
+  const quality = options.quality ?? OPTIONS.quality.default!;
   const siteId = await projectContentId(composition.projectDir, [
     outDir,
     manifestPath,

@@ -73,6 +73,7 @@ export class BatchInputError extends Error {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { batchRenderId } from "@vid/cli";
  *
  * const id = await batchRenderId({
@@ -83,7 +84,7 @@ export class BatchInputError extends Error {
  *   outputKey: "out/ada.mp4",
  *   config: { variables: { title: "Ada" } },
  * });
- * id; // "b-" followed by 40 hex digits
+ * assert.match(id, /^b-[0-9a-f]{40}$/);
  * ```
  */
 export async function batchRenderId(input: Omit<ExecutionInput, "renderId">): Promise<string> {

@@ -82,8 +82,12 @@ function optionOf(option: Option): CompletionOption {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { buildProgram } from "./main.ts";
+ *
  * const tree = completionTree(await buildProgram());
- * tree.find((c) => c.path.join(" ") === "vid render")?.options.map((o) => o.long);
+ * const render = tree.find((c) => c.path.join(" ") === "vid render");
+ * assert.ok(render?.options.some((o) => o.long === "--format"));
  * ```
  */
 export function completionTree(program: CommandUnknownOpts): CompletionCommand[] {
@@ -405,7 +409,9 @@ function fishScript(tree: CompletionCommand[], program: string, version: string)
  * The completion script of `shell` for the command tree under `program`.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * import { buildProgram } from "./main.ts";
+ *
  * const script = completionScript("bash", await buildProgram(), "0.1.0");
  * await Deno.writeTextFile(`${Deno.env.get("HOME")}/.local/share/bash-completion/completions/vid`, script);
  * ```

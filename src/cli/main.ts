@@ -53,7 +53,7 @@ function commandModule<M>(name: string, file: string, pick: (m: M) => Register):
 
 /**
  * Each top-level command in the order `vid --help` lists them. A name missing here still
- * works (the whole tree is built), only slower; tests/startup_test.ts checks the table
+ * works (the whole tree is built), only slower; tests/integration/startup_test.ts checks the table
  * against the tree.
  */
 export const COMMAND_MODULES: readonly CommandModule[] = [
@@ -90,8 +90,10 @@ const NEEDS_WHOLE_TREE = new Set(["help", "completions"]);
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const program = await buildProgram();
- * console.log(program.commands.map((c) => c.name()));
+ * assert.ok(program.commands.map((c) => c.name()).includes("render"));
  * ```
  */
 export async function buildProgram(only?: string): Promise<Command> {

@@ -5,9 +5,8 @@
  * @module
  */
 
-import { type Command, Option } from "@commander-js/extra-typings";
+import type { Command } from "@commander-js/extra-typings";
 import { formatFrameRate } from "../composition/frame_rate.ts";
-import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
 import { RenderCancelledError, renderComposition } from "../render/render.ts";
 import { OPTIONS } from "../request/options.ts";
 import { progressReporter } from "./progress.ts";
@@ -39,12 +38,7 @@ export function registerRender(program: Command): void {
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
-    .addOption(
-      new Option(
-        "--capture <mode>",
-        "capture path: auto probes BeginFrame (chromium-headless-shell), else screenshots",
-      ).choices(CAPTURE_PREFERENCES).default("auto" as const),
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.capture))
     .addOption(cliSwitch(OPTIONS.hdr))
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { type Command, Option } from "@commander-js/extra-typings";
+import type { Command } from "@commander-js/extra-typings";
 import { relative } from "node:path";
 import {
   type LocalBatchManifestRow,
@@ -14,7 +14,6 @@ import {
   renderBatchLocal,
   summarizeLocalBatch,
 } from "../batch/local.ts";
-import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
 import { OPTIONS } from "../request/options.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { EXIT, reportError, warn } from "./shared.ts";
@@ -67,10 +66,7 @@ export function registerRenderBatch(program: Command): void {
     .addOption(cliOption(OPTIONS.fps))
     .addOption(cliOptionWithDefault(OPTIONS.quality))
     .addOption(cliOption(OPTIONS.concurrency))
-    .addOption(
-      new Option("--capture <mode>", "capture path").choices(CAPTURE_PREFERENCES)
-        .default("auto" as const),
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.capture))
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .option("--dry-run", "check the rows only: valid rows become would-invoke; nothing renders")
     .option("--json", "print the manifest as a JSON array on stdout")

@@ -63,7 +63,13 @@ function parser<T, C extends T>(declaration: OptionDeclaration<string, T, C>): (
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { Command } from "@commander-js/extra-typings";
+ * import { OPTIONS } from "../request/options.ts";
+ *
+ * const command = new Command("render");
  * command.addOption(cliOption(OPTIONS.fps));
+ * assert.ok(command.options.some((option) => option.long === "--fps"));
  * ```
  */
 export function cliOption<const F extends string, T, C extends T>(

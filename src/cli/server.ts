@@ -21,6 +21,7 @@ import {
   DEFAULT_LAMBDA_POLL_INTERVAL_MS,
   type RenderBackendConfig,
   RenderBackendConfigError,
+  type RenderBackendFlags,
   resolveRenderBackend,
 } from "../server/render_backend.ts";
 import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
@@ -121,58 +122,88 @@ export function registerServer(program: Command): void {
     )
     // `vid server users add … --data-dir x`: the subcommand's own --data-dir, not this one.
     .enablePositionalOptions()
-    .action(async (options) => {
-      let renderBackend: RenderBackendConfig;
-      try {
-        renderBackend = resolveRenderBackend(options, (name) => Deno.env.get(name));
-      } catch (error) {
-        if (!(error instanceof RenderBackendConfigError)) throw error;
-        console.error(`error: ${error.message}`);
-        Deno.exitCode = EXIT.usage;
-        return;
-      }
-      try {
-        const running = await startServer({
-          renderBackend,
-          port: options.port,
-          hostname: options.host,
-          dataDir: options.dataDir,
-          workers: options.workers,
-          publicUrl: options.publicUrl,
-          storage: options.storage,
-          allowHttpCallbacks: options.allowHttpCallbacks,
-          allowPrivateUrls: options.allowPrivateUrls,
-        });
-        console.log(`vid server listening on ${running.url} (data: ${options.dataDir})`);
-        if (renderBackend.kind === "lambda") {
-          console.log(
-            `render backend: lambda (bucket ${renderBackend.bucketName}, state machine ` +
-              `${renderBackend.stateMachineArn}, up to ${renderBackend.maxInFlight} renders in flight)`,
-          );
-        }
-        if (running.reaped.browsers > 0 || running.reaped.folders > 0) {
-          console.log(
-            `cleaned up after a run that did not stop: killed ${running.reaped.browsers} ` +
-              `browser(s), removed ${running.reaped.folders} work folder(s)`,
-          );
-        }
-        if (running.requeued > 0) {
-          console.log(`re-queued ${running.requeued} render(s) interrupted by the last stop`);
-        }
-        const stopped = Promise.withResolvers<void>();
-        const stop = () => stopped.resolve();
-        Deno.addSignalListener("SIGINT", stop);
-        Deno.addSignalListener("SIGTERM", stop);
-        await stopped.promise;
-        console.log("stopping: in-flight renders go back to the queue");
-        await running.close();
-        Deno.removeSignalListener("SIGINT", stop);
-        Deno.removeSignalListener("SIGTERM", stop);
-      } catch (error) {
-        Deno.exitCode = reportError(error);
-      }
-    });
+    .action(runServer);
 
+  registerUsers(server);
+  registerKeys(server);
+}
+
+/** The flags of `vid server` itself. */
+interface ServerFlags extends RenderBackendFlags {
+  port: number;
+  host: string;
+  dataDir: string;
+  workers: number;
+  publicUrl?: string;
+  storage?: string;
+  allowHttpCallbacks?: boolean;
+  allowPrivateUrls?: boolean;
+}
+
+/** `vid server`: starts the API, announces it and serves until SIGINT or SIGTERM. */
+async function runServer(options: ServerFlags): Promise<void> {
+  let renderBackend: RenderBackendConfig;
+  try {
+    renderBackend = resolveRenderBackend(options, (name) => Deno.env.get(name));
+  } catch (error) {
+    if (!(error instanceof RenderBackendConfigError)) throw error;
+    console.error(`error: ${error.message}`);
+    Deno.exitCode = EXIT.usage;
+    return;
+  }
+  try {
+    const running = await startServer({
+      renderBackend,
+      port: options.port,
+      hostname: options.host,
+      dataDir: options.dataDir,
+      workers: options.workers,
+      publicUrl: options.publicUrl,
+      storage: options.storage,
+      allowHttpCallbacks: options.allowHttpCallbacks,
+      allowPrivateUrls: options.allowPrivateUrls,
+    });
+    announce(running, renderBackend, options.dataDir);
+    const stopped = Promise.withResolvers<void>();
+    const stop = () => stopped.resolve();
+    Deno.addSignalListener("SIGINT", stop);
+    Deno.addSignalListener("SIGTERM", stop);
+    await stopped.promise;
+    console.log("stopping: in-flight renders go back to the queue");
+    await running.close();
+    Deno.removeSignalListener("SIGINT", stop);
+    Deno.removeSignalListener("SIGTERM", stop);
+  } catch (error) {
+    Deno.exitCode = reportError(error);
+  }
+}
+
+/** What a started server prints: where it listens, its backend, what it cleaned up. */
+function announce(
+  running: Awaited<ReturnType<typeof startServer>>,
+  renderBackend: RenderBackendConfig,
+  dataDir: string,
+): void {
+  console.log(`vid server listening on ${running.url} (data: ${dataDir})`);
+  if (renderBackend.kind === "lambda") {
+    console.log(
+      `render backend: lambda (bucket ${renderBackend.bucketName}, state machine ` +
+        `${renderBackend.stateMachineArn}, up to ${renderBackend.maxInFlight} renders in flight)`,
+    );
+  }
+  if (running.reaped.browsers > 0 || running.reaped.folders > 0) {
+    console.log(
+      `cleaned up after a run that did not stop: killed ${running.reaped.browsers} ` +
+        `browser(s), removed ${running.reaped.folders} work folder(s)`,
+    );
+  }
+  if (running.requeued > 0) {
+    console.log(`re-queued ${running.requeued} render(s) interrupted by the last stop`);
+  }
+}
+
+/** `vid server users add`: a local account. */
+function registerUsers(server: Command): void {
   server
     .command("users")
     .description("Manage local accounts")
@@ -203,7 +234,10 @@ export function registerServer(program: Command): void {
         Deno.exitCode = reportError(error, options.json);
       }
     });
+}
 
+/** `vid server keys create|list|revoke`: API keys of the local accounts. */
+function registerKeys(server: Command): void {
   const keys = server
     .command("keys")
     .description("Manage API keys: create, list, revoke");

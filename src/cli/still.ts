@@ -4,8 +4,7 @@
  * @module
  */
 
-import { type Command, Option } from "@commander-js/extra-typings";
-import { CAPTURE_PREFERENCES } from "../render/capture_mode.ts";
+import type { Command } from "@commander-js/extra-typings";
 import { renderStill } from "../render/still.ts";
 import { OPTIONS } from "../request/options.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
@@ -32,10 +31,7 @@ export function registerStill(program: Command): void {
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
-    .addOption(
-      new Option("--capture <mode>", "capture path").choices(CAPTURE_PREFERENCES)
-        .default("auto" as const),
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.capture))
     .option("--json", "print a machine-readable summary on stdout")
     .action(async (target, options) => {
       try {

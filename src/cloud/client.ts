@@ -80,8 +80,12 @@ function defaultBackoff(attempt: number): number {
  * A client of one API base URL.
  *
  * @example
- * ```ts
- * const client = new CloudClient({ baseUrl: "http://127.0.0.1:8787", auth: apiKeyAuth(key) });
+ * ```ts no_run
+ * const key = Deno.env.get("CLOUD_API_KEY")!;
+ * const client = new CloudClient({
+ *   baseUrl: "http://127.0.0.1:8787",
+ *   auth: { header: () => `Bearer ${key}` },
+ * });
  * const me = await client.request<{ email: string }>("GET", "/v3/me");
  * ```
  */

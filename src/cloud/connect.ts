@@ -25,7 +25,7 @@ export interface ConnectOptions {
  * A client for the active credential, or a `NotSignedInError` saying how to sign in.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const client = await connectCloud();
  * const me = await client.request<{ email: string }>("GET", "/v3/me");
  * ```

@@ -159,7 +159,9 @@ function setting(env: Env, name: string): string | undefined {
  *
  * @example
  * ```ts
- * credentialsPath({ HOME: "/home/ana" }); // "/home/ana/.cloud/credentials"
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(credentialsPath({ HOME: "/home/ana" }), "/home/ana/.cloud/credentials");
  * ```
  */
 export function credentialsPath(env: Env = process.env): string {
@@ -175,8 +177,10 @@ export function credentialsPath(env: Env = process.env): string {
  *
  * @example
  * ```ts
- * baseUrl({ CLOUD_API_URL: "https://vid.example.com/" }); // "https://vid.example.com"
- * baseUrl({}); // "http://127.0.0.1:8787"
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(baseUrl({ CLOUD_API_URL: "https://vid.example.com/" }), "https://vid.example.com");
+ * assert.equal(baseUrl({}), "http://127.0.0.1:8787");
  * ```
  */
 export function baseUrl(env: Env = process.env, credential?: Credentials): string {
@@ -244,7 +248,7 @@ function parseCredentials(file: string, text: string): Credentials {
  * others read or write it is still read, with a `warning`.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const stored = await readCredentials();
  * if (stored?.warning) console.error(`warning: ${stored.warning}`);
  * ```
@@ -278,7 +282,7 @@ export async function readCredentials(
  * Returns the file's path.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * await writeCredentials({
  *   version: 1,
  *   base_url: "http://127.0.0.1:8787",
@@ -333,7 +337,7 @@ export async function writeCredentials(
  * Deletes the credentials file. Returns whether there was one.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * if (!(await deleteCredentials())) console.log("not signed in");
  * ```
  */
@@ -357,7 +361,7 @@ export async function deleteCredentials(env: Env = process.env): Promise<boolean
  * Throws {@linkcode NotSignedInError} when there is none.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const { source, credential, baseUrl } = await resolveCredential();
  * ```
  */

@@ -127,7 +127,10 @@ function nowSeconds(): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const { verifier, challenge } = await createPkce();
+ * assert.notEqual(challenge, verifier); // the challenge is the verifier's SHA-256
  * ```
  */
 export async function createPkce(): Promise<Pkce> {
@@ -220,7 +223,7 @@ function describeOAuthError(body: Record<string, unknown>): { code: string; text
  * `GET /v3/me`. Throws {@linkcode CredentialRejectedError} on 401.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const me = await fetchAccount("http://127.0.0.1:8787", "vid_sk_…");
  * console.log(me.email, me.credits);
  * ```
@@ -252,7 +255,10 @@ export async function fetchAccount(baseUrl: string, credential: string): Promise
  * Exchanges an authorization code for tokens (`grant_type=authorization_code`).
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * const base = "http://127.0.0.1:8787";
+ * const { verifier } = await createPkce(); // its challenge went into the authorize URL
+ * const code = "the-code-from-the-callback";
  * const tokens = await exchangeCode(base, code, verifier, "http://127.0.0.1:5000/callback");
  * ```
  */
@@ -286,9 +292,14 @@ export async function exchangeCode(
  * carry it over from the credential being refreshed.
  *
  * @example
- * ```ts
- * const fresh = await refreshAccessToken(stored.base_url, stored.refresh_token);
- * await writeCredentials({ ...fresh, email: stored.email });
+ * ```ts no_run
+ * import { readCredentials, writeCredentials } from "./credentials.ts";
+ *
+ * const stored = (await readCredentials())?.credential;
+ * if (stored?.type === "oauth") {
+ *   const fresh = await refreshAccessToken(stored.base_url, stored.refresh_token);
+ *   await writeCredentials({ ...fresh, email: stored.email });
+ * }
  * ```
  */
 export async function refreshAccessToken(
@@ -319,8 +330,11 @@ export async function refreshAccessToken(
  * sign-in (its access and refresh tokens). Unknown tokens are not an error (RFC 7009).
  *
  * @example
- * ```ts
- * await revokeToken(stored.base_url, stored.refresh_token);
+ * ```ts no_run
+ * import { readCredentials } from "./credentials.ts";
+ *
+ * const stored = (await readCredentials())?.credential;
+ * if (stored?.type === "oauth") await revokeToken(stored.base_url, stored.refresh_token);
  * ```
  */
 export async function revokeToken(baseUrl: string, token: string): Promise<void> {
@@ -341,7 +355,8 @@ export async function revokeToken(baseUrl: string, token: string): Promise<void>
  * within 3 seconds.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * const url = "http://127.0.0.1:8787/oauth/authorize";
  * if (!(await openInBrowser(url))) console.error(`Open this URL: ${url}`);
  * ```
  */
@@ -415,7 +430,9 @@ function answer(response: ServerResponse, status: number, title: string, message
  * belong to this sign-in); `error=` ends the sign-in with that error.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * import { writeCredentials } from "./credentials.ts";
+ *
  * const credential = await loginWithPkce({
  *   baseUrl: "http://127.0.0.1:8787",
  *   onUrl: (url) => console.error(`Open this URL to sign in: ${url}`),
@@ -553,8 +570,11 @@ export async function loginWithPkce(options: LoginOptions): Promise<OAuthCredent
  * the spent refresh token again would revoke the whole sign-in.
  *
  * @example
- * ```ts
- * const fresh = await refreshStoredCredential(stored);
+ * ```ts no_run
+ * import { readCredentials } from "./credentials.ts";
+ *
+ * const stored = await readCredentials();
+ * if (stored?.credential.type === "oauth") await refreshStoredCredential(stored.credential);
  * ```
  */
 export async function refreshStoredCredential(

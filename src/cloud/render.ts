@@ -303,7 +303,9 @@ function randomKey(): string {
  * (never for `dryRun`), so a dry run needs no sign-in.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * import { connectCloud } from "./connect.ts";
+ *
  * const result = await cloudRender({ target: "examples/hello" }, () => connectCloud());
  * if (!result.dryRun && result.status === "completed") console.log(result.output);
  * ```

@@ -111,9 +111,11 @@ function components(
  *
  * @example
  * ```ts
- * isCssColor("#ff0066"); // true
- * isCssColor("rgb(0 128 255 / 50%)"); // true
- * isCssColor("blurple"); // false
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isCssColor("#ff0066"), true);
+ * assert.equal(isCssColor("rgb(0 128 255 / 50%)"), true);
+ * assert.equal(isCssColor("blurple"), false);
  * ```
  */
 export function isCssColor(text: string): boolean {

@@ -62,8 +62,10 @@ export const DEFAULT_ENTRY = "index.html";
  *
  * @example
  * ```ts
- * aspectRatioOf(1920, 1080); // "16:9"
- * aspectRatioOf(1000, 700); // null
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(aspectRatioOf(1920, 1080), "16:9");
+ * assert.equal(aspectRatioOf(1000, 700), null);
  * ```
  */
 export function aspectRatioOf(width: number, height: number): AspectRatio | null {
@@ -147,11 +149,13 @@ function positiveSeconds(file: string, root: Element, name: string): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const c = parseComposition(
  *   '<div data-composition-id="intro" data-width="1080" data-height="1920" data-duration="3"></div>',
  *   "/tmp/intro/index.html",
  * );
- * c.aspectRatio; // "9:16"
+ * assert.equal(c.aspectRatio, "9:16");
  * ```
  */
 export function parseComposition(html: string, file: string): Composition {
@@ -227,7 +231,10 @@ export function parseComposition(html: string, file: string): Composition {
  *
  * @example
  * ```ts
- * await resolveCompositionFile("examples/hello"); // ".../examples/hello/index.html"
+ * import assert from "node:assert/strict";
+ *
+ * const file = await resolveCompositionFile("examples/hello");
+ * assert.ok(file.endsWith("/examples/hello/index.html"));
  * ```
  */
 export async function resolveCompositionFile(
@@ -260,8 +267,10 @@ export async function resolveCompositionFile(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const composition = await readComposition("examples/hello");
- * console.log(composition.id, composition.width, composition.height);
+ * assert.deepEqual([composition.id, composition.width, composition.height], ["hello", 1920, 1080]);
  * ```
  */
 export async function readComposition(

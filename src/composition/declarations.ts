@@ -226,12 +226,18 @@ export function typeMismatch(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { isCssColor } from "./color.ts";
+ *
  * const { declarations, dropped } = parseDeclarations(
  *   '[{"id":"title","type":"string","default":"Hi"},{"id":"data","type":"object"}]',
  *   isCssColor,
  * );
- * declarations[0].id; // "title"
- * dropped[0].reason; // 'unknown type "object" (expected string, number, color, boolean, enum or image)'
+ * assert.equal(declarations[0].id, "title");
+ * assert.equal(
+ *   dropped[0].reason,
+ *   'unknown type "object" (expected string, number, color, boolean, enum or image)',
+ * );
  * ```
  */
 export function parseDeclarations(

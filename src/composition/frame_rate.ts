@@ -112,9 +112,12 @@ function checkRange(field: string, rate: FrameRate, given: string): FrameRate {
  *
  * @example
  * ```ts
- * parseFrameRate("29.97"); // { num: 30000, den: 1001 }
- * parseFrameRate(30); // { num: 30, den: 1 }
- * parseFrameRate("12.5"); // { num: 25, den: 2 }
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseFrameRate("29.97"), { num: 30000, den: 1001 });
+ * assert.deepEqual(parseFrameRate(30), { num: 30, den: 1 });
+ * assert.deepEqual(parseFrameRate("12.5"), { num: 25, den: 2 });
+ * assert.throws(() => parseFrameRate("0"), FrameRateError);
  * ```
  */
 export function parseFrameRate(input: string | number, field = "fps"): FrameRate {
@@ -181,7 +184,9 @@ function decimalsOf(text: string): number | undefined {
  *
  * @example
  * ```ts
- * frameRateValue({ num: 30000, den: 1001 }); // 29.97002997002997
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(frameRateValue({ num: 30000, den: 1001 }), 29.97002997002997);
  * ```
  */
 export function frameRateValue(rate: FrameRate): number {
@@ -194,7 +199,9 @@ export function frameRateValue(rate: FrameRate): number {
  *
  * @example
  * ```ts
- * frameTime(30, { num: 30000, den: 1001 }); // 1.001
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(frameTime(30, { num: 30000, den: 1001 }), 1.001);
  * ```
  */
 export function frameTime(frame: number, rate: FrameRate): number {
@@ -208,7 +215,10 @@ export function frameTime(frame: number, rate: FrameRate): number {
  *
  * @example
  * ```ts
- * frameCountOf(10, { num: 30000, den: 1001 }); // 300
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(frameCountOf(10, { num: 30000, den: 1001 }), 300);
+ * assert.equal(frameCountOf(1.5, { num: 25, den: 1 }), 38);
  * ```
  */
 export function frameCountOf(duration: number, rate: FrameRate): number {
@@ -221,7 +231,10 @@ export function frameCountOf(duration: number, rate: FrameRate): number {
  *
  * @example
  * ```ts
- * ffmpegRate({ num: 30000, den: 1001 }); // "30000/1001"
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(ffmpegRate({ num: 30000, den: 1001 }), "30000/1001");
+ * assert.equal(ffmpegRate({ num: 30, den: 1 }), "30");
  * ```
  */
 export function ffmpegRate(rate: FrameRate): string {
@@ -233,7 +246,10 @@ export function ffmpegRate(rate: FrameRate): string {
  *
  * @example
  * ```ts
- * formatFrameRate({ num: 24000, den: 1001 }); // "23.976"
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(formatFrameRate({ num: 24000, den: 1001 }), "23.976");
+ * assert.equal(formatFrameRate({ num: 30, den: 1 }), "30");
  * ```
  */
 export function formatFrameRate(rate: FrameRate): string {

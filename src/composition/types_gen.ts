@@ -110,8 +110,10 @@ const RESERVED = new Set([
  *
  * @example
  * ```ts
- * checkTypeName("HelloVariables"); // ok
- * checkTypeName("hello-variables"); // throws TypeNameError
+ * import assert from "node:assert/strict";
+ *
+ * checkTypeName("HelloVariables");
+ * assert.throws(() => checkTypeName("hello-variables"), TypeNameError);
  * ```
  */
 export function checkTypeName(name: string, field = "--name"): void {
@@ -130,9 +132,11 @@ export function checkTypeName(name: string, field = "--name"): void {
  *
  * @example
  * ```ts
- * typeNameFor("hello"); // "HelloVariables"
- * typeNameFor("product-launch_v2"); // "ProductLaunchV2Variables"
- * typeNameFor("3d-intro"); // "Composition3dIntroVariables"
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(typeNameFor("hello"), "HelloVariables");
+ * assert.equal(typeNameFor("product-launch_v2"), "ProductLaunchV2Variables");
+ * assert.equal(typeNameFor("3d-intro"), "Composition3dIntroVariables");
  * ```
  */
 export function typeNameFor(compositionId: string): string {
@@ -225,13 +229,16 @@ function propertyDoc(declaration: VariableDeclaration): string[] {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const source = variablesTypeSource(
  *   [{ id: "layout", type: "enum", label: "Layout", options: [
  *     { value: "center", label: "center" }, { value: "left", label: "left" },
  *   ] }],
  *   { compositionId: "hello" },
  * );
- * // export type HelloVariables = { ... layout?: "center" | "left"; };
+ * assert.match(source, /export type HelloVariables = \{/);
+ * assert.match(source, /layout\?: "center" \| "left";/);
  * ```
  */
 export function variablesTypeSource(
@@ -322,11 +329,13 @@ function propertySchema(declaration: VariableDeclaration): JsonSchema {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const schema = variablesJsonSchema(
  *   [{ id: "count", type: "number", label: "Count", default: 3 }],
  *   { compositionId: "hello" },
  * );
- * schema.properties; // { count: { title: "Count", type: "number", default: 3 } }
+ * assert.deepEqual(schema.properties, { count: { title: "Count", type: "number", default: 3 } });
  * ```
  */
 export function variablesJsonSchema(

@@ -33,7 +33,9 @@ export interface OverrideSources {
  *
  * @example
  * ```ts
- * parseInlineVariables('{"title":"Hi"}'); // { title: "Hi" }
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(parseInlineVariables('{"title":"Hi"}'), { title: "Hi" });
  * ```
  */
 export function parseInlineVariables(text: string): Variables {
@@ -62,7 +64,7 @@ export function parseInlineVariables(text: string): Variables {
  * Reads a `--variables-file` (JSON, or JSONC with comments and trailing commas).
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const values = await readVariablesFile("vars.jsonc");
  * ```
  */
@@ -104,7 +106,7 @@ export async function readVariablesFile(path: string): Promise<Variables> {
  * Loads both override sources and merges them (inline wins over the file).
  *
  * @example
- * ```ts
+ * ```ts no_run
  * await loadOverrides({ variables: '{"title":"Hi"}', variablesFile: "base.json" });
  * ```
  */
@@ -122,8 +124,10 @@ export async function loadOverrides(sources: OverrideSources): Promise<Variables
  *
  * @example
  * ```ts
- * editDistance("tittle", "title"); // 1
- * editDistance("subtilte", "subtitle"); // 1 (one swap)
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(editDistance("tittle", "title"), 1);
+ * assert.equal(editDistance("subtilte", "subtitle"), 1); // one swap
  * ```
  */
 export function editDistance(a: string, b: string): number {
@@ -156,8 +160,10 @@ export function editDistance(a: string, b: string): number {
  *
  * @example
  * ```ts
- * nearestName("tittle", ["title", "subtitle"]); // "title"
- * nearestName("background", ["title"]); // undefined
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(nearestName("tittle", ["title", "subtitle"]), "title");
+ * assert.equal(nearestName("background", ["title"]), undefined);
  * ```
  */
 export function nearestName(key: string, names: readonly string[]): string | undefined {
@@ -182,8 +188,12 @@ export function nearestName(key: string, names: readonly string[]): string | und
  *
  * @example
  * ```ts
- * checkOverrides([{ id: "n", type: "number", label: "n" }], { n: "5", extra: 1 });
- * // [{ key: "n", expected: "a finite number", given: '"5"', ... }, { key: "extra", ... }]
+ * import assert from "node:assert/strict";
+ *
+ * const problems = checkOverrides([{ id: "n", type: "number", label: "n" }], { n: "5", extra: 1 });
+ * assert.deepEqual(problems.map((p) => p.key), ["n", "extra"]);
+ * assert.equal(problems[0].expected, "a finite number");
+ * assert.equal(problems[0].given, '"5"');
  * ```
  */
 export function checkOverrides(
@@ -306,8 +316,12 @@ export function fallbackValue(declaration: VariableDeclaration): string | number
  *
  * @example
  * ```ts
- * mergeVariables([{ id: "title", type: "string", label: "Title", default: "Hi" }], {});
- * // { title: "Hi" }
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(
+ *   mergeVariables([{ id: "title", type: "string", label: "Title", default: "Hi" }], {}),
+ *   { title: "Hi" },
+ * );
  * ```
  */
 export function mergeVariables(
@@ -337,10 +351,15 @@ export interface ResolvedVariables {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ * import { readComposition } from "./composition.ts";
+ *
  * const composition = await readComposition("examples/hello");
  * const { values, problems } = await resolveVariables(composition.declarations, {
  *   variables: '{"title":"Launch day"}',
  * });
+ * assert.equal(values.title, "Launch day");
+ * assert.deepEqual(problems, []);
  * ```
  */
 export async function resolveVariables(

@@ -71,9 +71,11 @@ export interface InitResult {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { listStarters } from "@vid/cli";
  *
  * for (const s of listStarters()) console.log(s.name, s.description);
+ * assert.ok(listStarters().some((s) => s.name === "lower-third"));
  * ```
  */
 export function listStarters(): { name: string; description: string; libraries: string[] }[] {
@@ -102,7 +104,7 @@ function starterNamed(name: string): Starter {
  * libraries it uses.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { initProject, renderComposition } from "@vid/cli";
  *
  * const project = await initProject({ dir: "my-video", template: "lower-third" });
@@ -169,7 +171,7 @@ export interface AddedLibrary {
  * checked and every package found before anything is written.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { addLibraries } from "@vid/cli";
  *
  * const [gsap] = await addLibraries(["gsap"], "my-video");

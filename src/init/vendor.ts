@@ -113,7 +113,9 @@ function packageRoot(name: string, file: string): string | undefined {
  *
  * @example
  * ```ts
- * libraryFolder("inter"); // ".../node_modules/@fontsource/inter"
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(libraryFolder("inter").endsWith("/node_modules/@fontsource/inter"));
  * ```
  */
 export function libraryFolder(name: LibraryName): string {
@@ -146,7 +148,7 @@ export function libraryFolder(name: LibraryName): string {
  * project-relative paths written.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * await vendorLibrary("gsap", "my-video"); // ["lib/gsap.min.js"]
  * ```
  */

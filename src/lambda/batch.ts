@@ -340,10 +340,11 @@ function batchExecutionArn(stateMachineArn: string, name: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { largeBatchGuidance } from "@vid/cli";
  *
- * largeBatchGuidance({ entries: 5000, maxConcurrent: 50, reservedConcurrency: 320 });
- * // "batch of 5000 entries (more than 1000): --max-concurrent 50 is above ... = 20; ..."
+ * const guidance = largeBatchGuidance({ entries: 5000, maxConcurrent: 50, reservedConcurrency: 320 });
+ * assert.match(guidance!, /^batch of 5000 entries \(more than 1000\): --max-concurrent 50 is above .* = 20;/);
  * ```
  */
 export function largeBatchGuidance(options: {
@@ -376,9 +377,12 @@ export function largeBatchGuidance(options: {
  * Counts a manifest's rows by status.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { summarizeBatch } from "@vid/cli";
  *
+ * import { readBatchManifest } from "@vid/cli";
+ *
+ * const rows = await readBatchManifest("manifest.json");
  * const s = summarizeBatch(rows);
  * console.log(`${s.started} started, ${s.failedToStart} failed to start, ${s.skipped} skipped`);
  * ```
@@ -742,7 +746,7 @@ function startFailure(line: number, attempts: number, error: unknown): string {
  * `rerun`).
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { deploySite, renderBatch, summarizeBatch } from "@vid/cli";
  *
  * const siteHandle = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders" });
@@ -811,7 +815,7 @@ export async function renderBatch<
  * array of rows. Throws {@linkcode BatchInputError} naming the first bad field.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { getBatchProgress, readBatchManifest } from "@vid/cli";
  *
  * const rows = await readBatchManifest("manifest.json");
@@ -867,7 +871,7 @@ export async function readBatchManifest(path: string): Promise<BatchManifestRow[
  * `notStarted` with their reason.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { getBatchProgress, readBatchManifest } from "@vid/cli";
  *
  * const p = await getBatchProgress({ rows: await readBatchManifest("manifest.json") });

@@ -207,7 +207,9 @@ const RENDER_ID = /^[A-Za-z0-9_-]{1,80}$/;
  *
  * @example
  * ```ts
- * serializedBytes({ title: "€" }); // 15: the euro sign is three bytes
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(serializedBytes({ title: "€" }), 15); // the euro sign is three bytes
  * ```
  */
 export function serializedBytes(value: unknown): number {
@@ -321,6 +323,9 @@ function checkRenderConfig(config: Record<string, unknown>): void {
       OPTIONS.variableOverrides,
       OPTIONS.seed,
       OPTIONS.epochMs,
+      OPTIONS.chunkSize,
+      OPTIONS.maxParallelChunks,
+      OPTIONS.targetChunkFrames,
     ]
   ) {
     try {
@@ -331,13 +336,6 @@ function checkRenderConfig(config: Record<string, unknown>): void {
     }
   }
   if (config.webhook !== undefined) checkWebhook(config.webhook);
-  // The planner owns the chunk option rules and their errors (ChunkPlanError).
-  chunkCount({
-    frames: 1,
-    chunkSize: config.chunkSize as number | undefined,
-    targetChunkFrames: config.targetChunkFrames as number | undefined,
-    maxParallelChunks: config.maxParallelChunks as number | undefined,
-  });
 }
 
 /**
@@ -346,14 +344,17 @@ function checkRenderConfig(config: Record<string, unknown>): void {
  *
  * Throws {@linkcode ExecutionInputTooLargeError} when the serialised input exceeds
  * {@linkcode MAX_EXECUTION_INPUT_BYTES} (checked first, whatever else is wrong),
- * {@linkcode HdrNotSupportedError} for `config.hdr: true`, `ChunkPlanError` (from the
- * shared chunk planner) for a bad `chunkSize`, `targetChunkFrames` or `maxParallelChunks`,
- * and {@linkcode ConfigError} for any other bad field. Warns through `onWarning` when the
- * function's reserved concurrency is below `maxParallelChunks`: chunks then wait for a
+ * {@linkcode HdrNotSupportedError} for `config.hdr: true` and {@linkcode ConfigError} for
+ * any other bad field (the render options, chunk options included, in the words of their
+ * declarations: `config.chunkSize: must be a positive integer, got 0`). Warns through
+ * `onWarning` when the function's reserved concurrency is below `maxParallelChunks`: chunks then wait for a
  * free function instance and the render is throttled.
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const warnings: string[] = [];
  * const input = validateConfig({
  *   renderId: "r1",
  *   bucketName: "vid-renders",
@@ -361,7 +362,9 @@ function checkRenderConfig(config: Record<string, unknown>): void {
  *   serveUrl: "https://vid-renders.s3.amazonaws.com/sites/site-0123456789abcdef/",
  *   outputKey: "renders/r1/out.mp4",
  *   config: { fps: 30, format: "mp4", variables: { title: "Hi" } },
- * }, { reservedConcurrency: 8, onWarning: (m) => console.warn(m) }); // warns: 8 < 16
+ * }, { reservedConcurrency: 8, onWarning: (m) => warnings.push(m) });
+ * assert.equal(input.renderId, "r1");
+ * assert.equal(warnings.length, 1); // reserved concurrency 8 is below 16
  * ```
  *
  * @param input The execution input, as it will be passed to `StartExecution`.

@@ -159,10 +159,11 @@ async function withSfn<T>(ref: RenderRef, arn: string, work: (c: SFNClient) => P
  * (`cancelled: false`).
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { cancelRender } from "@vid/cli";
  *
- * const result = await cancelRender({ executionArn: render.executionArn });
+ * const executionArn = "arn:aws:states:us-east-1:123456789012:execution:vid-render:r-abc";
+ * const result = await cancelRender({ executionArn });
  * console.log(result.cancelled ? "cancelled" : `already ${result.status}`);
  * ```
  */
@@ -190,9 +191,10 @@ export async function cancelRender(options: CancelRenderOptions): Promise<Cancel
  * {@linkcode RenderStateError} when the render is running or did not succeed.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { renderOutput } from "@vid/cli";
  *
+ * const executionArn = "arn:aws:states:us-east-1:123456789012:execution:vid-render:r-abc";
  * const { bucketName, outputKey } = await renderOutput({ executionArn });
  * ```
  */
@@ -236,9 +238,10 @@ export async function renderOutput(ref: RenderRef): Promise<RenderOutput> {
  * it came from and the bytes written.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { downloadRender } from "@vid/cli";
  *
+ * const stateMachineArn = "arn:aws:states:us-east-1:123456789012:stateMachine:vid-render";
  * await downloadRender({ renderId: "r-abc", stateMachineArn, output: "out.mp4" });
  * ```
  */
@@ -295,9 +298,10 @@ export async function downloadRender(
  * or fetch it with any HTTP client. Re-create it rather than cache it.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { renderOutputUrl } from "@vid/cli";
  *
+ * const executionArn = "arn:aws:states:us-east-1:123456789012:execution:vid-render:r-abc";
  * const url = await renderOutputUrl({ executionArn, expiresIn: 600 });
  * ```
  */

@@ -27,6 +27,7 @@ import {
 } from "@aws-sdk/client-s3";
 import {
   DescribeExecutionCommand,
+  type DescribeExecutionCommandOutput,
   GetExecutionHistoryCommand,
   type HistoryEvent,
   SFNClient,
@@ -379,7 +380,7 @@ export function isNotFound(error: unknown): boolean {
  * any change gives a new site id.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { deploySite } from "@vid/cli";
  *
  * const site = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders-123" });
@@ -486,12 +487,16 @@ async function uploadSite(
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
  * import { siteHandleFromId } from "@vid/cli";
  *
  * const site = siteHandleFromId("site-0123456789abcdef", "vid-renders-123", {
  *   s3: { region: "eu-west-1" },
  * });
- * site.serveUrl; // https://vid-renders-123.s3.eu-west-1.amazonaws.com/sites/site-0123456789abcdef/
+ * assert.equal(
+ *   site.serveUrl,
+ *   "https://vid-renders-123.s3.eu-west-1.amazonaws.com/sites/site-0123456789abcdef/",
+ * );
  * ```
  */
 export function siteHandleFromId(
@@ -508,7 +513,7 @@ export function siteHandleFromId(
     bucketName,
     prefix,
     serveUrl: serveUrlFor(bucketName, prefix, { region: defaultRegion(), ...options.s3 }),
-    composition: options.composition ?? "index.html",
+    composition: options.composition ?? OPTIONS.composition.default!,
     files: [],
     uploaded: false,
   };
@@ -528,7 +533,7 @@ function newRenderId(): string {
  * execution named after the render id.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { deploySite, renderToLambda } from "@vid/cli";
  *
  * const siteHandle = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders-123" });
@@ -817,39 +822,18 @@ function readEvents(events: HistoryEvent[], now: number) {
  * included.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { getRenderProgress } from "@vid/cli";
  *
- * const p = await getRenderProgress({ executionArn: render.executionArn });
+ * const executionArn = "arn:aws:states:us-east-1:123456789012:execution:vid-render:r-abc";
+ * const p = await getRenderProgress({ executionArn });
  * console.log(p.status, `${p.chunksDone}/${p.chunksTotal}`, p.outputLocation ?? "");
  * ```
  */
 export async function getRenderProgress(
   options: RenderProgressOptions,
 ): Promise<LambdaRenderProgress> {
-  let executionArn = options.executionArn;
-  if (!executionArn) {
-    if (!options.renderId || !options.stateMachineArn) {
-      throw new ConfigError(
-        "executionArn",
-        "pass executionArn, or renderId together with stateMachineArn",
-      );
-    }
-    executionArn = executionArnOf(options.stateMachineArn, options.renderId);
-  }
-  const ownSfn = !(options.sfn instanceof SFNClient);
-  const sfn = options.sfn instanceof SFNClient
-    ? options.sfn
-    : sfnClientFor(options.sfn, executionArn);
-  let described;
-  let events: HistoryEvent[];
-  try {
-    described = await sfn.send(new DescribeExecutionCommand({ executionArn }));
-    events = await readHistory(sfn, executionArn);
-  } finally {
-    if (ownSfn) sfn.destroy();
-  }
-
+  const { executionArn, described, events } = await describeRender(options);
   let input: Partial<ExecutionInput> = {};
   try {
     input = JSON.parse(described.input ?? "{}");
@@ -863,66 +847,30 @@ export async function getRenderProgress(
   const now = described.stopDate?.getTime() ?? Date.now();
   const seen = readEvents(events, now);
 
-  let chunksTotal = seen.chunks?.length ?? seen.mapLength ?? 0;
-  let chunksDone = seen.done.size;
-  let framesTotal = seen.framesTotal;
-  let framesDone: number | undefined = seen.chunks
-    ? seen.chunks.filter((c) => seen.done.has(c.index)).reduce((sum, c) => sum + c.frames, 0)
-    : undefined;
-  const errors = [...seen.errors];
-  if (status === "failed" && errors.length === 0 && described.cause) {
-    errors.push(`${described.error ?? "Error"}: ${described.cause}`);
+  const tally: ProgressTally = {
+    chunksTotal: seen.chunks?.length ?? seen.mapLength ?? 0,
+    chunksDone: seen.done.size,
+    framesTotal: seen.framesTotal,
+    framesDone: seen.chunks
+      ? seen.chunks.filter((c) => seen.done.has(c.index)).reduce((sum, c) => sum + c.frames, 0)
+      : undefined,
+    errors: [...seen.errors],
+  };
+  if (status === "failed" && tally.errors.length === 0 && described.cause) {
+    tally.errors.push(`${described.error ?? "Error"}: ${described.cause}`);
   }
-
   if (options.s3 !== false && bucketName && renderId) {
     const ownS3 = !(options.s3 instanceof S3Client);
     const s3 = options.s3 instanceof S3Client
       ? options.s3
       : s3ClientFor(options.s3, arnRegion(executionArn));
     try {
-      const base = `renders/${renderId}/`;
-      const progress = await readJsonObject(s3, bucketName, `${base}progress.json`);
-      if (progress) {
-        chunksTotal = Math.max(chunksTotal, num(progress.chunksTotal) ?? 0);
-        chunksDone = Math.max(chunksDone, num(progress.chunksDone) ?? 0);
-        framesTotal = framesTotal ?? num(progress.framesTotal);
-        const frames = num(progress.framesDone);
-        if (frames !== undefined) framesDone = Math.max(framesDone ?? 0, frames);
-        if (Array.isArray(progress.errors)) {
-          for (const e of progress.errors) {
-            if (typeof e === "string" && !errors.includes(e)) errors.push(e);
-          }
-        }
-      }
-      if (status === "running" && seen.chunks) {
-        // Frames of chunks still rendering, from their own progress objects.
-        const pending = seen.chunks.filter((c) => !seen.done.has(c.index));
-        const partial = await Promise.all(
-          pending.map((c) => readJsonObject(s3, bucketName, `${base}chunks/${c.index}.json`)),
-        );
-        let extra = 0;
-        partial.forEach((chunk, i) => {
-          if (!chunk) return;
-          const partialFrames = num(chunk.framesDone);
-          if (partialFrames !== undefined) {
-            extra += Math.min(partialFrames, pending[i].frames);
-          } else if (typeof chunk.error !== "string") {
-            // The worker writes the object once the chunk is uploaded: the chunk is done,
-            // its Map iteration just not recorded yet.
-            extra += pending[i].frames;
-            chunksDone++;
-          }
-          if (typeof chunk.error === "string") {
-            const message = `chunk ${pending[i].index}: ${chunk.error}`;
-            if (!errors.includes(message)) errors.push(message);
-          }
-        });
-        if (extra > 0) framesDone = (framesDone ?? 0) + extra;
-      }
+      await addStoredProgress(tally, s3, bucketName, renderId, status === "running", seen);
     } finally {
       if (ownS3) s3.destroy();
     }
   }
+  const { chunksTotal, chunksDone, framesTotal, framesDone, errors } = tally;
 
   const memoryMb = options.memoryMb ?? DEFAULT_LAMBDA_MEMORY_MB;
   // Function run time when the history pairs invocations with their starts (AWS, the local
@@ -951,4 +899,96 @@ export async function getRenderProgress(
     startedAt: described.startDate,
     stoppedAt: described.stopDate,
   };
+}
+
+/** The execution named by `options` (its ARN, or render id and state machine) and its history. */
+async function describeRender(options: RenderProgressOptions): Promise<{
+  executionArn: string;
+  described: DescribeExecutionCommandOutput;
+  events: HistoryEvent[];
+}> {
+  let executionArn = options.executionArn;
+  if (!executionArn) {
+    if (!options.renderId || !options.stateMachineArn) {
+      throw new ConfigError(
+        "executionArn",
+        "pass executionArn, or renderId together with stateMachineArn",
+      );
+    }
+    executionArn = executionArnOf(options.stateMachineArn, options.renderId);
+  }
+  const ownSfn = !(options.sfn instanceof SFNClient);
+  const sfn = options.sfn instanceof SFNClient
+    ? options.sfn
+    : sfnClientFor(options.sfn, executionArn);
+  try {
+    const described = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+    const events = await readHistory(sfn, executionArn);
+    return { executionArn, described, events };
+  } finally {
+    if (ownSfn) sfn.destroy();
+  }
+}
+
+/** The counts of a render's progress, from its history and then its stored objects. */
+interface ProgressTally {
+  chunksTotal: number;
+  chunksDone: number;
+  framesTotal?: number;
+  framesDone?: number;
+  errors: string[];
+}
+
+/**
+ * Adds what the render's objects in the bucket say to `tally`: `progress.json` (the
+ * worker's totals) and, while it runs, each pending chunk's own progress object (frames of
+ * chunks still rendering, chunks uploaded but not yet recorded, chunk errors).
+ */
+async function addStoredProgress(
+  tally: ProgressTally,
+  s3: S3Client,
+  bucketName: string,
+  renderId: string,
+  running: boolean,
+  seen: ReturnType<typeof readEvents>,
+): Promise<void> {
+  const { errors } = tally;
+  const base = `renders/${renderId}/`;
+  const progress = await readJsonObject(s3, bucketName, `${base}progress.json`);
+  if (progress) {
+    tally.chunksTotal = Math.max(tally.chunksTotal, num(progress.chunksTotal) ?? 0);
+    tally.chunksDone = Math.max(tally.chunksDone, num(progress.chunksDone) ?? 0);
+    tally.framesTotal = tally.framesTotal ?? num(progress.framesTotal);
+    const frames = num(progress.framesDone);
+    if (frames !== undefined) tally.framesDone = Math.max(tally.framesDone ?? 0, frames);
+    if (Array.isArray(progress.errors)) {
+      for (const e of progress.errors) {
+        if (typeof e === "string" && !errors.includes(e)) errors.push(e);
+      }
+    }
+  }
+  if (!running || !seen.chunks) return;
+  // Frames of chunks still rendering, from their own progress objects.
+  const pending = seen.chunks.filter((c) => !seen.done.has(c.index));
+  const partial = await Promise.all(
+    pending.map((c) => readJsonObject(s3, bucketName, `${base}chunks/${c.index}.json`)),
+  );
+  let extra = 0;
+  partial.forEach((chunk, i) => {
+    if (!chunk) return;
+    const partialFrames = num(chunk.framesDone);
+    if (partialFrames !== undefined) {
+      extra += Math.min(partialFrames, pending[i].frames);
+    } else if (typeof chunk.error !== "string") {
+      // The worker writes the object once the chunk is uploaded: the chunk is done,
+      // its Map iteration just not recorded yet.
+      extra += pending[i].frames;
+      tally.chunksDone++;
+    }
+    if (typeof chunk.error === "string") {
+      const message = `chunk ${pending[i].index}: ${chunk.error}`;
+      if (!errors.includes(message)) errors.push(message);
+    }
+  });
+  if (extra > 0) tally.framesDone = (tally.framesDone ?? 0) + extra;
 }

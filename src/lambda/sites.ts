@@ -28,6 +28,7 @@ import {
   type S3Options,
 } from "../aws/clients.ts";
 import { explainStackError, StackError } from "./stack_error.ts";
+import { OPTIONS } from "../request/options.ts";
 
 /**
  * A ready `S3Client` of `@aws-sdk/client-s3`, kept by the caller; an internal alias (see
@@ -127,7 +128,7 @@ function notFound(siteId: string, bucketName: string): StackError {
  * `composition` (not in the site) or `bucketName` (no such bucket).
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { loadSite, renderToLambda } from "@vid/cli";
  *
  * const siteHandle = await loadSite("site-0123456789abcdef", "vid-renders-123");
@@ -161,7 +162,7 @@ export async function loadSite(
       }
       throw explainStackError(error, { bucketName, region: regionOf(options.s3) });
     }
-    const composition = options.composition ?? manifest.composition ?? "index.html";
+    const composition = options.composition ?? manifest.composition ?? OPTIONS.composition.default!;
     const files = Array.isArray(manifest.files) ? manifest.files : [];
     if (!files.some((f) => f.path === composition)) {
       const html = files.map((f) => f.path).filter((p) => /\.html?$/i.test(p));
@@ -215,7 +216,7 @@ async function listKeys(
  * last).
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { listSites } from "@vid/cli";
  *
  * for (const site of await listSites("vid-renders-123")) {
@@ -272,7 +273,7 @@ export async function listSites(
  * {@linkcode StackError} (`siteId`) when the site has no object in the bucket.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { removeSite } from "@vid/cli";
  *
  * const deleted = await removeSite("site-0123456789abcdef", "vid-renders-123");

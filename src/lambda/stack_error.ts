@@ -81,9 +81,11 @@ export function isStackFatal(error: unknown): boolean {
  * or `error` itself when it is none of the stack's (a bad request, a throttle).
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
  * import { explainStackError } from "./stack_error.ts";
  *
+ * const s3 = new S3Client({ region: "us-east-1" });
  * try {
  *   await s3.send(new PutObjectCommand({ Bucket: "vid-renders", Key: "k", Body: "x" }));
  * } catch (error) {

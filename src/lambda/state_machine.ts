@@ -53,6 +53,8 @@
 import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { type Chunk, chunkPlan, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 import type { ExecutionInput } from "./config.ts";
+// The default rate of the render request (OPTIONS.fps.default).
+import { DEFAULT_FPS } from "../request/formats.ts";
 
 /** The task a function invocation performs. */
 export type TaskName = "plan" | "renderChunk" | "assemble";
@@ -189,7 +191,18 @@ export type TaskPayload = PlanPayload | RenderChunkPayload | AssemblePayload;
  *
  * @example
  * ```ts
- * planChunks(input, 1800).chunks.length; // 8 with the defaults
+ * import assert from "node:assert/strict";
+ * import type { ExecutionInput } from "./config.ts";
+ *
+ * const input: ExecutionInput = {
+ *   renderId: "r1",
+ *   bucketName: "vid-renders",
+ *   siteId: "site-0123456789abcdef",
+ *   serveUrl: "https://vid-renders.s3.amazonaws.com/sites/site-0123456789abcdef/",
+ *   outputKey: "renders/r1/out.mp4",
+ *   config: { fps: 30 },
+ * };
+ * assert.equal(planChunks(input, 1800).chunks.length, 8); // 60 s at 30 fps, default chunking
  * ```
  */
 export function planChunks(input: ExecutionInput, totalFrames: number): PlanResult {
@@ -200,7 +213,7 @@ export function planChunks(input: ExecutionInput, totalFrames: number): PlanResu
     chunks: chunkPlan({
       frames: totalFrames,
       // The rate the worker renders at: the GOP grid is a second of its frames.
-      fps: frameRateValue(parseFrameRate(fps ?? 30, "config.fps")),
+      fps: frameRateValue(parseFrameRate(fps ?? DEFAULT_FPS, "config.fps")),
       chunkSize,
       targetChunkFrames,
       maxParallelChunks,
@@ -229,8 +242,12 @@ export const TIME_CAP_FIX =
  *
  * @example
  * ```ts
- * chunkTimeoutCause({ index: 3, from: 90, to: 119 }, 900);
- * // "chunk 3 (frames 90-119) hit the 900 s function time cap: use smaller chunks ..."
+ * import assert from "node:assert/strict";
+ *
+ * assert.match(
+ *   chunkTimeoutCause({ index: 3, from: 90, to: 119 }, 900),
+ *   /^chunk 3 \(frames 90-119\) hit the 900 s function time cap: use smaller chunks/,
+ * );
  * ```
  */
 export function chunkTimeoutCause(
@@ -257,7 +274,7 @@ function nonNegativeInteger(name: string, value: number): number {
  * const definition = stateMachineDefinition({
  *   functionArn: "arn:aws:lambda:us-east-1:123456789012:function:vid-render",
  * });
- * JSON.stringify(definition); // the state machine's `definition`
+ * const json = JSON.stringify(definition); // the state machine's `definition`
  * ```
  *
  * @param functions One function ARN for every task, or one per task.

@@ -19,6 +19,8 @@ import { DEFAULT_CHUNK_SIZE } from "../render/chunk_plan.ts";
 import { chunkPlan } from "../render/chunk_plan.ts";
 import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import type { RenderConfig } from "./config.ts";
+// The default rate of the render request (OPTIONS.fps.default).
+import { DEFAULT_FPS } from "../request/formats.ts";
 import { TIME_CAP_FIX } from "./state_machine.ts";
 
 /** Lambda's memory per vCPU, MB. */
@@ -57,8 +59,12 @@ function positiveNumber(name: string, value: number): void {
  *
  * @example
  * ```ts
- * estimateChunkSeconds({ width: 1920, height: 1080, frames: 240, memoryMb: 10240 }); // 60
- * estimateChunkSeconds({ width: 1920, height: 1080, frames: 240, memoryMb: 1024 }); // 600
+ * import assert from "node:assert/strict";
+ *
+ * const at = (memoryMb: number) =>
+ *   Math.round(estimateChunkSeconds({ width: 1920, height: 1080, frames: 240, memoryMb }));
+ * assert.equal(at(10240), 60);
+ * assert.equal(at(1024), 600);
  * ```
  */
 export function estimateChunkSeconds(input: ChunkEstimateInput): number {
@@ -100,7 +106,7 @@ export function timeCapWarning(
     : Math.max(
       ...chunkPlan({
         frames: options.frames,
-        fps: frameRateValue(parseFrameRate(config.fps ?? 30, "config.fps")),
+        fps: frameRateValue(parseFrameRate(config.fps ?? DEFAULT_FPS, "config.fps")),
         chunkSize: config.chunkSize,
         targetChunkFrames: config.targetChunkFrames,
         maxParallelChunks: config.maxParallelChunks,

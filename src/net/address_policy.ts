@@ -125,9 +125,11 @@ function publicV6(bytes: readonly number[]): boolean {
  *
  * @example
  * ```ts
- * isPublicAddress("8.8.8.8"); // true
- * isPublicAddress("10.0.0.1"); // false
- * isPublicAddress("::ffff:7f00:1"); // false (127.0.0.1, v4-mapped)
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isPublicAddress("8.8.8.8"), true);
+ * assert.equal(isPublicAddress("10.0.0.1"), false);
+ * assert.equal(isPublicAddress("::ffff:7f00:1"), false); // 127.0.0.1, v4-mapped
  * ```
  */
 export function isPublicAddress(ip: string): boolean {
@@ -144,8 +146,10 @@ export function isPublicAddress(ip: string): boolean {
  *
  * @example
  * ```ts
- * isLoopbackAddress("127.0.0.2"); // true
- * isLoopbackAddress("::ffff:7f00:1"); // true
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isLoopbackAddress("127.0.0.2"), true);
+ * assert.equal(isLoopbackAddress("::ffff:7f00:1"), true);
  * ```
  */
 export function isLoopbackAddress(ip: string): boolean {
@@ -166,8 +170,10 @@ export function isLoopbackAddress(ip: string): boolean {
  *
  * @example
  * ```ts
- * canonicalHost("0x7f.1"); // { host: "127.0.0.1", ip: 4 }
- * canonicalHost("[::ffff:127.0.0.1]"); // { host: "::ffff:7f00:1", ip: 6 }
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(canonicalHost("0x7f.1"), { host: "127.0.0.1", ip: 4 });
+ * assert.deepEqual(canonicalHost("[::ffff:127.0.0.1]"), { host: "::ffff:7f00:1", ip: 6 });
  * ```
  */
 export function canonicalHost(host: string): { host: string; ip: 0 | 4 | 6 } {
@@ -193,7 +199,7 @@ export function canonicalHost(host: string): { host: string; ip: 0 | 4 | 6 } {
  * resolves to is not public.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * await resolvePublicHost("example.com", "url"); // [{ address: "93.184.215.14", family: 4 }]
  * await resolvePublicHost("0x7f.1", "url"); // throws BlockedAddressError
  * ```

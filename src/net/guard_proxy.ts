@@ -62,7 +62,7 @@ function parseAuthority(authority: string, defaultPort: number): { host: string;
  * Starts the proxy on 127.0.0.1 at a free port.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const proxy = await startGuardProxy({ allowHosts: ["127.0.0.1:41234"] });
  * // launch Chromium with guardLaunchFlags(proxy.url, ["127.0.0.1:41234"])
  * await proxy.close();

@@ -110,7 +110,7 @@ export async function checkUrl(
  * the checked addresses. The response body streams.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const response = await guardedFetch(new URL("https://example.com/"), { field: "url" });
  * ```
  */
@@ -181,7 +181,7 @@ export interface GuardedDownload {
  * @throws {Error} The host cannot be reached, answered non-2xx, or redirected too often.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const got = await guardedGet("https://cdn.example.com/logo.png", { field: "logo", maxBytes: 1e6 });
  * ```
  */

@@ -104,6 +104,8 @@ function escapeAttribute(value: string): string {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const page = injectRuntime("<!doctype html><html><head></head><body></body></html>", {
  *   variables: { title: "Hi" },
  *   seed: 1,
@@ -111,7 +113,7 @@ function escapeAttribute(value: string): string {
  *   fps: 30,
  *   readyTimeoutMs: 30000,
  * });
- * page.indexOf("data-vid-runtime") < page.indexOf("<body>"); // true
+ * assert.ok(page.indexOf("data-vid-runtime") < page.indexOf("<body>"));
  * ```
  */
 export function injectRuntime(

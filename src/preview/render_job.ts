@@ -19,7 +19,8 @@ import {
   type RenderProgress,
   type RenderResult,
 } from "../render/render.ts";
-import { OUTPUT_FORMATS, type OutputFormat, QUALITIES, type Quality } from "../render/encode.ts";
+import type { OutputFormat, Quality } from "../render/encode.ts";
+import { checkOption, flagOf, OPTIONS } from "../request/options.ts";
 import { CONTENT_TYPES } from "../util/mime.ts";
 
 /** Content type of a finished render, by file extension. */
@@ -104,8 +105,9 @@ export interface RenderRequest {
 
 /**
  * The dialog's choices from a request body, checked: `format`, `quality`, `from`/`to`
- * (inclusive frames within `base.frames`) and `name` (letters, digits, `.`, `_`, `-`).
- * Throws {@linkcode RenderOptionError} naming the field.
+ * (inclusive frames within `base.frames`, checked as the `frames` option) and `name`
+ * (letters, digits, `.`, `_`, `-`). Throws {@linkcode RenderOptionError} naming the field
+ * (`format`, `quality`, `frames`, `name`) with the declaration's words.
  */
 export function renderRequestFrom(
   body: Record<string, unknown>,
@@ -113,39 +115,26 @@ export function renderRequestFrom(
 ): RenderRequest {
   const { frames: total, ...request } = base;
   const result: RenderRequest = { ...request };
-  if (body.format !== undefined) {
-    if (!OUTPUT_FORMATS.includes(body.format as OutputFormat)) {
-      throw new RenderOptionError(
-        "format",
-        `expected one of ${OUTPUT_FORMATS.join(", ")}, got ${JSON.stringify(body.format)}`,
-      );
-    }
-    result.format = body.format as OutputFormat;
-  }
-  if (body.quality !== undefined) {
-    if (!QUALITIES.includes(body.quality as Quality)) {
-      throw new RenderOptionError(
-        "quality",
-        `expected one of ${QUALITIES.join(", ")}, got ${JSON.stringify(body.quality)}`,
-      );
-    }
-    result.quality = body.quality as Quality;
-  }
+  // Format, quality and range through the render request's declarations: the same words
+  // as `vid render --format/--quality/--frames`.
+  const format = checkOption(OPTIONS.videoFormat, body.format);
+  if (format !== undefined) result.format = format;
+  const quality = checkOption(OPTIONS.quality, body.quality);
+  if (quality !== undefined) result.quality = quality;
   if (body.from !== undefined || body.to !== undefined) {
-    const from = body.from ?? 0;
-    const to = body.to ?? total - 1;
-    for (const [field, value] of [["from", from], ["to", to]] as const) {
-      if (!Number.isInteger(value) || (value as number) < 0 || (value as number) >= total) {
-        throw new RenderOptionError(
-          field,
-          `expected a frame from 0 to ${total - 1}, got ${JSON.stringify(value)}`,
-        );
-      }
+    const frames = checkOption(OPTIONS.frames, {
+      from: body.from ?? 0,
+      to: body.to ?? total - 1,
+    })!;
+    // The range must also lie inside this composition, which the declaration cannot know.
+    if (frames.to >= total) {
+      throw new RenderOptionError(
+        "frames",
+        `must end at or before the last frame, ${total - 1}, got ${frames.from}-${frames.to}`,
+        flagOf(OPTIONS.frames),
+      );
     }
-    if ((from as number) > (to as number)) {
-      throw new RenderOptionError("from", `frame ${from} is after to (${to})`);
-    }
-    result.frames = { from: from as number, to: to as number };
+    result.frames = frames;
   }
   if (body.name !== undefined && body.name !== "") {
     const name = String(body.name).replace(/\.(mp4|webm|mov)$/i, "");
@@ -210,7 +199,7 @@ function describeError(error: unknown): NonNullable<PreviewRenderStatus["error"]
  * Creates the renderer behind the studio's render dialog.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const jobs = createRenderJobs({ target: "examples/hello", rendersDir: "examples/hello/renders" });
  * jobs.start({ values: { title: "Hi" }, fps: 30, compositionId: "hello" });
  * await jobs.idle();
@@ -235,7 +224,7 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
   const run = async (id: number, request: RenderRequest, signal: AbortSignal): Promise<void> => {
     try {
       await mkdir(rendersDir, { recursive: true });
-      const format = request.format ?? "mp4";
+      const format = request.format ?? OPTIONS.videoFormat.default!;
       const file = await outputName(
         rendersDir,
         request.compositionId,

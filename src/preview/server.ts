@@ -162,11 +162,13 @@ export interface VariablesCheck {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const check = checkStudioValues(
  *   [{ id: "n", type: "number", label: "n", default: 1 }],
  *   { n: "x" },
  * );
- * check.problems[0].message; // '"n" (number) expects a finite number, got "x"'
+ * assert.equal(check.problems[0].message, '"n" (number) expects a finite number, got "x"');
  * ```
  */
 export function checkStudioValues(
@@ -256,7 +258,7 @@ function isLoopbackHost(host: string | null, port: number): boolean {
  * first, so an invalid one fails here with its {@linkcode CompositionError}.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const preview = await startPreview({ target: "examples/hello", port: 0 });
  * console.log(`vid preview: ${preview.url}`);
  * // … later

@@ -199,8 +199,10 @@ const BODY = `
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const html = studioPage();
- * html.includes('id="stage"'); // true
+ * assert.ok(html.includes('id="stage"'));
  * ```
  */
 export function studioPage(): string {

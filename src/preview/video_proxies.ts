@@ -74,10 +74,21 @@ export interface PreviewVideoProxies {
  * Creates the (empty) proxy store of a preview server.
  *
  * @example
- * ```ts
- * const proxies = createPreviewVideoProxies({ projectDir, project });
- * await proxies.prepare(await reportedMedia, "http://127.0.0.1:4700");
- * injectRuntime(html, { ...config, videoProxies: proxies.config("http://127.0.0.1:4700") });
+ * ```ts no_run
+ * import type { MediaDescriptor, RuntimeConfig } from "../runtime/page_runtime.ts";
+ * import type { ProjectServer } from "../render/serve.ts";
+ * import { injectRuntime } from "./inject.ts";
+ *
+ * async function page(
+ *   project: ProjectServer,
+ *   media: MediaDescriptor[],
+ *   html: string,
+ *   config: RuntimeConfig,
+ * ): Promise<string> {
+ *   const proxies = createPreviewVideoProxies({ projectDir: "/work/my-video", project });
+ *   await proxies.prepare(media, "http://127.0.0.1:4700");
+ *   return injectRuntime(html, { ...config, videoProxies: proxies.config("http://127.0.0.1:4700") });
+ * }
  * ```
  */
 export function createPreviewVideoProxies(options: PreviewVideoProxyOptions): PreviewVideoProxies {

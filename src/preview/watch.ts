@@ -37,7 +37,7 @@ function isInside(path: string, dir: string): boolean {
  * sorted) once per burst of edits.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const watcher = watchProject("examples/hello", (paths) => console.log("changed", paths));
  * // … later
  * watcher.close();

@@ -118,9 +118,11 @@ function builtInReason(segments: string[], isDirectory: boolean): string | undef
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const rules = await projectRules("examples/hello");
- * rules.exclusionReason("renders/hello.mp4", false); // 'root-level "renders/"'
- * rules.includes("assets/logo.png", false); // true unless an ignore file excludes it
+ * assert.equal(rules.exclusionReason("renders/hello.mp4", false), 'root-level "renders/"');
+ * assert.equal(rules.includes("assets/logo.png", false), true); // no ignore file excludes it
  * ```
  */
 export async function projectRules(projectDir: string): Promise<ProjectRules> {
@@ -160,11 +162,13 @@ export async function projectRules(projectDir: string): Promise<ProjectRules> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const include = await projectFilter("examples/hello");
- * include("index.html", false); // true
- * include("renders", true); // false: root-level renders/
- * include("scenes/renders", true); // true: only the root one is excluded
- * include("lib/node_modules", true); // false at any depth
+ * assert.equal(include("index.html", false), true);
+ * assert.equal(include("renders", true), false); // root-level renders/
+ * assert.equal(include("scenes/renders", true), true); // only the root one is excluded
+ * assert.equal(include("lib/node_modules", true), false); // at any depth
  * ```
  */
 export async function projectFilter(

@@ -301,7 +301,7 @@ function largestFiles(files: PackagedFile[]): PackagedFile[] {
  * `sha256` and `siteId` address the content.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const pkg = await packageProject("examples/hello", { maxBytes: HOSTED_UPLOAD_LIMIT_BYTES });
  * console.log(pkg.siteId, pkg.fileCount, pkg.compressedBytes);
  * for (const file of pkg.largest) console.log(file.size, file.path);

@@ -233,7 +233,7 @@ export function recordBrowsersIn(dir: string | undefined): void {
  * Starts a browser for `mode` and connects to it over CDP.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const browser = await launchBrowser({ mode: "beginframe" });
  * await browser.close();
  * ```

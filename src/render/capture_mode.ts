@@ -8,18 +8,12 @@
 import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
-import { type Browser, type CaptureMode, closePage, launchBrowser, openPage } from "./browser.ts";
+import { type Browser, closePage, launchBrowser, openPage } from "./browser.ts";
 import { cacheDir } from "./media.ts";
 
-/** `auto` probes BeginFrame first; the other two force a path. */
-export type CapturePreference = "auto" | CaptureMode;
-
-/** The accepted capture preferences. */
-export const CAPTURE_PREFERENCES: readonly CapturePreference[] = [
-  "auto",
-  "beginframe",
-  "screenshot",
-];
+// The capture preferences are a render option, declared in the request layer.
+import { CAPTURE_PREFERENCES, type CapturePreference } from "../request/formats.ts";
+export { CAPTURE_PREFERENCES, type CapturePreference };
 
 function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -131,7 +125,7 @@ async function checkBeginFrame(browser: Browser): Promise<string | undefined> {
  * `screenshot`) overrides `auto`.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const browser = await launchForCapture("auto");
  * console.log(browser.mode); // "beginframe" where chromium-headless-shell is installed
  * ```
@@ -202,7 +196,7 @@ function alive(browser: Browser): boolean {
  * Creates an empty pool of warm capture browsers.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const pool = createBrowserPool();
  * const browser = await pool.acquire("auto", () => {}, 1);
  * await pool.release(browser); // kept for the next render

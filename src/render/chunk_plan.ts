@@ -21,8 +21,15 @@
  */
 
 // The chunking defaults belong to the render request (src/request/formats.ts).
-import { DEFAULT_CHUNK_SIZE, DEFAULT_MAX_PARALLEL_CHUNKS } from "../request/formats.ts";
+import {
+  DEFAULT_CHUNK_SIZE,
+  DEFAULT_FPS,
+  DEFAULT_MAX_PARALLEL_CHUNKS,
+} from "../request/formats.ts";
 export { DEFAULT_CHUNK_SIZE, DEFAULT_MAX_PARALLEL_CHUNKS };
+import { VidError } from "../errors.ts";
+import { RenderOptionError } from "../request/errors.ts";
+import { checkOption, type OptionDeclaration, OPTIONS } from "../request/options.ts";
 /** Seconds of one GOP grid cell. */
 export const GOP_SECONDS = 1;
 
@@ -33,8 +40,10 @@ export const GOP_SECONDS = 1;
  *
  * @example
  * ```ts
- * gopFrames(30); // 30
- * gopFrames(30000 / 1001); // 30
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(gopFrames(30), 30);
+ * assert.equal(gopFrames(30000 / 1001), 30);
  * ```
  */
 export function gopFrames(fps: number): number {
@@ -72,51 +81,71 @@ export interface ChunkPlanOptions {
   maxParallelChunks?: number;
 }
 
-/** A chunk planning option is out of range. */
-export class ChunkPlanError extends Error {
+/**
+ * A chunk planning option is out of range: a {@linkcode VidError} whose `field` is the SDK
+ * key (`chunkSize`) and `flag` the command-line flag (`--chunk-size`). The chunk options
+ * are checked by their declarations (`src/request/options.ts`), so the words are those of
+ * `vid render --chunk-size`; the planner's own inputs (`frames`, `fps`, `from`) have no flag.
+ */
+export class ChunkPlanError extends VidError {
   /** Always `"ChunkPlanError"`. */
   override name = "ChunkPlanError";
   /** The option at fault, e.g. `chunkSize`. */
-  readonly field: string;
+  declare readonly field: string;
+  /** What is wrong, e.g. `must be a positive integer, got 0`. */
+  declare readonly detail: string;
   /**
    * Creates the error, naming the option, what it must be and what was given.
    *
    * @param field The option at fault.
-   * @param value The value given, shown as JSON.
-   * @param expected What the option must be, in words.
+   * @param detail What is wrong; the message is `<field>: <detail>`.
+   * @param flag The command-line flag of the option, when it has one.
    */
-  constructor(field: string, value: unknown, expected = "a positive integer") {
-    super(`${field} must be ${expected}, got ${JSON.stringify(value)}`);
-    this.field = field;
+  constructor(field: string, detail: string, flag?: string) {
+    super(`${field}: ${detail}`, { field, flag, detail });
   }
 }
 
 function positiveRate(value: number | undefined): void {
   if (value !== undefined && !(Number.isFinite(value) && value > 0)) {
-    throw new ChunkPlanError("fps", value, "a positive number of frames per second");
+    throw new ChunkPlanError(
+      "fps",
+      `must be a positive number of frames per second, got ${JSON.stringify(value)}`,
+    );
   }
 }
 
-function positive(field: string, value: number | undefined): void {
-  if (value !== undefined && (!Number.isInteger(value) || value <= 0)) {
-    throw new ChunkPlanError(field, value);
+/** The planner's frame count: a positive integer (an invariant of its caller, no flag). */
+function positiveFrames(value: number): void {
+  if (!Number.isInteger(value) || value <= 0) {
+    throw new ChunkPlanError("frames", `must be a positive integer, got ${JSON.stringify(value)}`);
+  }
+}
+
+/** A chunk option, checked by its declaration: the CLI's words, as a ChunkPlanError. */
+function declared(declaration: OptionDeclaration<string, number>, value: unknown): void {
+  try {
+    checkOption(declaration, value);
+  } catch (error) {
+    if (!(error instanceof RenderOptionError)) throw error;
+    throw new ChunkPlanError(error.field, error.detail, error.flag);
   }
 }
 
 /** Grid cells of a range: ceil(frames / gopFrames(fps)). */
 function cellCount(options: ChunkPlanOptions): number {
-  return Math.ceil(options.frames / gopFrames(options.fps ?? 30));
+  return Math.ceil(options.frames / gopFrames(options.fps ?? DEFAULT_FPS));
 }
 
 /**
  * The number of chunks: the count rules above, capped by the number of GOP grid cells.
  */
 export function chunkCount(options: ChunkPlanOptions): number {
-  positive("frames", options.frames);
+  positiveFrames(options.frames);
   positiveRate(options.fps);
-  positive("chunkSize", options.chunkSize);
-  positive("targetChunkFrames", options.targetChunkFrames);
-  positive("maxParallelChunks", options.maxParallelChunks);
+  declared(OPTIONS.chunkSize, options.chunkSize);
+  declared(OPTIONS.targetChunkFrames, options.targetChunkFrames);
+  declared(OPTIONS.maxParallelChunks, options.maxParallelChunks);
   const max = options.maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS;
   const per = options.chunkSize ?? options.targetChunkFrames ?? DEFAULT_CHUNK_SIZE;
   return Math.min(Math.max(Math.ceil(options.frames / per), 1), max, cellCount(options));
@@ -127,18 +156,25 @@ export function chunkCount(options: ChunkPlanOptions): number {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * // 60 s at 30 fps: 60 cells of 30 frames in 8 chunks, 4 x 240 and 4 x 210 frames
- * chunkPlan({ frames: 1800, fps: 30 });
- * chunkPlan({ frames: 300, fps: 30, targetChunkFrames: 100 }).length; // 3: 120, 90, 90
+ * const sizes = chunkPlan({ frames: 1800, fps: 30 }).map((c) => c.frames);
+ * assert.deepEqual(sizes, [240, 240, 240, 240, 210, 210, 210, 210]);
+ * const small = chunkPlan({ frames: 300, fps: 30, targetChunkFrames: 100 }).map((c) => c.frames);
+ * assert.deepEqual(small, [120, 90, 90]);
  * ```
  */
 export function chunkPlan(options: ChunkPlanOptions): Chunk[] {
   const count = chunkCount(options);
   const start = options.from ?? 0;
   if (!Number.isInteger(start) || start < 0) {
-    throw new ChunkPlanError("from", options.from, "a non-negative integer");
+    throw new ChunkPlanError(
+      "from",
+      `must be a non-negative integer, got ${JSON.stringify(options.from)}`,
+    );
   }
-  const cell = gopFrames(options.fps ?? 30);
+  const cell = gopFrames(options.fps ?? DEFAULT_FPS);
   const cells = cellCount(options);
   const base = Math.floor(cells / count);
   const extra = cells % count;

@@ -79,9 +79,11 @@ export function isImageSequence(format: RenderFormat): format is "gif" | "png" {
  *
  * @example
  * ```ts
- * formatOfPath("out.webm"); // "webm"
- * formatOfPath("frames/%05d.png"); // "png"
- * formatOfPath("out.mkv"); // null: an extension no format writes
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(formatOfPath("out.webm"), "webm");
+ * assert.equal(formatOfPath("frames/%05d.png"), "png");
+ * assert.equal(formatOfPath("out.mkv"), null); // an extension no format writes
  * ```
  */
 export function formatOfPath(path: string): RenderFormat | null | undefined {
@@ -443,7 +445,8 @@ function startRun(options: EncoderOptions, output: string): Encoder {
  * the last frame is in. The next run starts while the previous one finishes.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * const jpegBytes = await Deno.readFile("frame-00000.jpg");
  * const encoder = startEncoder({ ffmpeg: "ffmpeg", output: "chunk.mp4", fps: 30,
  *   format: "mp4", quality: "standard", width: 320, height: 180, frameFormat: "jpeg",
  *   cellFrames: 60 });
@@ -615,7 +618,7 @@ export async function concatChunks(
  * applied with dithering (paletteuse): the join of a GIF render's chunks.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * await encodeGif("ffmpeg", { pattern: "work/%05d.png", startNumber: 0, rate: "25",
  *   output: "out.gif" });
  * ```

@@ -58,8 +58,18 @@ export async function refusePlaylist(src: string, file: string): Promise<void> {
  * blob:...) and any playlist is refused.
  *
  * @example
- * ```ts
- * const files = await guardedMediaInputs(media, { url: server.url, dir }, workDir, remote);
+ * ```ts no_run
+ * import type { MediaDescriptor } from "../runtime/page_runtime.ts";
+ * import type { ProjectServer } from "./serve.ts";
+ * import type { RemoteAssets } from "./remote.ts";
+ *
+ * async function inputs(
+ *   media: MediaDescriptor[],
+ *   server: ProjectServer,
+ *   remote: RemoteAssets,
+ * ): Promise<Record<string, string>> {
+ *   return await guardedMediaInputs(media, { url: server.url, dir: "project" }, "work", remote);
+ * }
  * ```
  */
 export async function guardedMediaInputs(

@@ -194,7 +194,10 @@ const PROXY_ARGS: readonly string[] = [
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * console.log(cacheDir()); // e.g. /home/me/.cache/vid
+ * assert.ok(cacheDir().endsWith("vid"));
  * ```
  */
 export function cacheDir(env: Record<string, string | undefined> = process.env): string {

@@ -78,7 +78,7 @@ export interface RemoteMediaOptions {
  * hop checked when `blockPrivateNetwork` is set.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const assets = await fetchRemoteMedia({ logo: "https://cdn.example.com/logo.png" }, "/tmp/w");
  * ```
  */

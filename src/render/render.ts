@@ -244,8 +244,10 @@ export const DEFAULT_FRAME_RATE: FrameRate = { num: 30, den: 1 };
  *
  * @example
  * ```ts
- * renderFrameRate("29.97", undefined); // { num: 30000, den: 1001 }
- * renderFrameRate(undefined, { num: 25, den: 1 }); // { num: 25, den: 1 }
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(renderFrameRate("29.97", undefined), { num: 30000, den: 1001 });
+ * assert.deepEqual(renderFrameRate(undefined, { num: 25, den: 1 }), { num: 25, den: 1 });
  * ```
  */
 export function renderFrameRate(
@@ -261,7 +263,15 @@ export function renderFrameRate(
  * output size) and the rules between them; throws {@linkcode RenderOptionError}.
  */
 export function checkRenderOptions(options: RenderOptions): void {
-  for (const declaration of [OPTIONS.fps, OPTIONS.format, OPTIONS.quality, OPTIONS.workers]) {
+  for (
+    const declaration of [
+      OPTIONS.fps,
+      OPTIONS.format,
+      OPTIONS.quality,
+      OPTIONS.workers,
+      OPTIONS.capture,
+    ]
+  ) {
     checkOption<unknown>(declaration, options[declaration.key as keyof RenderOptions]);
   }
   checkOption(OPTIONS.frames, options.frames);
@@ -283,10 +293,12 @@ const EXTENSIONS = ".mp4, .webm, .mov, .gif or a PNG sequence such as frames/%05
  *
  * @example
  * ```ts
- * resolveRenderFormat("out.webm"); // "webm"
- * resolveRenderFormat("frames/%05d.png"); // "png"
- * resolveRenderFormat(undefined, "gif"); // "gif"
- * resolveRenderFormat("out.webm", "mp4"); // throws RenderOptionError (field "format")
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(resolveRenderFormat("out.webm"), "webm");
+ * assert.equal(resolveRenderFormat("frames/%05d.png"), "png");
+ * assert.equal(resolveRenderFormat(undefined, "gif"), "gif");
+ * assert.throws(() => resolveRenderFormat("out.webm", "mp4"), { field: "format", flag: "--format" });
  * ```
  */
 export function resolveRenderFormat(output?: string, format?: RenderFormat): RenderFormat {
@@ -384,7 +396,7 @@ function frameRange(options: RenderOptions, total: number): { from: number; to: 
  * the type `vid types` generates, so a wrong variable is a compile error.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const result = await renderComposition({
  *   target: "examples/hello",
  *   variables: '{"title":"Launch day"}',

@@ -139,10 +139,15 @@ async function throwLoadError(
  * Opens a window with the vid runtime and loads the composition.
  *
  * @example
- * ```ts
- * const page = await openComposition(browser, spec);
- * await renderRange(page, { chunk, output: "chunk-0.mp4", quality: "standard", ffmpeg });
- * await page.close();
+ * ```ts no_run
+ * import type { Browser } from "./browser.ts";
+ * import type { Chunk } from "./chunk_plan.ts";
+ *
+ * async function renderOne(browser: Browser, spec: PageSpec, chunk: Chunk): Promise<void> {
+ *   const page = await openComposition(browser, spec);
+ *   await renderRange(page, { chunk, output: "chunk-0.mp4", quality: "standard", ffmpeg: "ffmpeg" });
+ *   await page.close();
+ * }
  * ```
  */
 export async function openComposition(browser: Browser, spec: PageSpec): Promise<CompositionPage> {
@@ -259,9 +264,13 @@ export async function renderRange(
  * the hosted server and the Lambda worker.
  *
  * @example
- * ```ts
- * await renderChunk(browser, spec, { chunk: { index: 0, from: 0, to: 29, frames: 30 },
- *   output: "chunk-0.mp4", quality: "standard", ffmpeg: "ffmpeg" });
+ * ```ts no_run
+ * import type { Browser } from "./browser.ts";
+ *
+ * async function firstSecond(browser: Browser, spec: PageSpec): Promise<void> {
+ *   await renderChunk(browser, spec, { chunk: { index: 0, from: 0, to: 29, frames: 30 },
+ *     output: "chunk-0.mp4", quality: "standard", ffmpeg: "ffmpeg" });
+ * }
  * ```
  */
 export async function renderChunk(

@@ -54,7 +54,7 @@ export function parseRange(
  * Serves `root` on 127.0.0.1 at a free port.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const server = await serveProject("examples/hello");
  * console.log(server.url + "index.html");
  * await server.close();

@@ -57,7 +57,7 @@ export interface PreparedComposition {
  * Reads the composition, warns about dropped declarations and merges the overrides.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const { composition, values } = await prepareComposition({ target: "examples/hello" });
  * ```
  */
@@ -316,7 +316,8 @@ function captureScale(composition: Composition, size?: { width: number; height: 
  * Starts the server and browser for a prepared composition and readies its media.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * const prepared = await prepareComposition({ target: "examples/hello" });
  * await using session = await openRenderSession({ prepared, fps: 30, format: "mp4" });
  * // render chunks with session.browser and session.spec; closed when the scope ends
  * ```

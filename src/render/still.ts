@@ -112,7 +112,7 @@ function pickFrame(options: StillOptions, total: number, rate: FrameRate): numbe
  * Renders one frame to an image file.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const still = await renderStill({ target: "examples/hello", time: 2.5, output: "poster.png" });
  * console.log(still.frame); // 75
  * ```

@@ -30,8 +30,23 @@ export const RENDER_FORMATS: readonly RenderFormat[] = ["mp4", "webm", "mov", "g
  */
 export const GIF_MAX_FPS = 25;
 
+/**
+ * How frames are captured: `auto` probes BeginFrame (chromium-headless-shell) and falls
+ * back to screenshots; the other two force a path.
+ */
+export type CapturePreference = "auto" | "beginframe" | "screenshot";
+/** The accepted capture preferences. */
+export const CAPTURE_PREFERENCES: readonly CapturePreference[] = [
+  "auto",
+  "beginframe",
+  "screenshot",
+];
+
 /** The accepted quality presets. */
 export const QUALITIES: readonly Quality[] = ["draft", "standard", "high"];
+
+/** Frames per second of a render whose request and composition name no rate. */
+export const DEFAULT_FPS = 30;
 
 /** Default frames per chunk. */
 export const DEFAULT_CHUNK_SIZE = 240;

@@ -14,7 +14,7 @@
  *
  * To add an option: declare it below, then add its flag to the commands that accept it
  * (`cliOption(OPTIONS.x)`) and its field to the surfaces' option types;
- * `tests/request_test.ts` checks the help and the type agreement.
+ * `tests/integration/request_test.ts` checks the help and the type agreement.
  *
  * @module
  */
@@ -23,7 +23,10 @@ import { availableParallelism } from "node:os";
 import type { AspectRatio } from "../composition/composition.ts";
 import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import {
+  CAPTURE_PREFERENCES,
+  type CapturePreference,
   DEFAULT_CHUNK_SIZE,
+  DEFAULT_FPS,
   DEFAULT_MAX_PARALLEL_CHUNKS,
   GIF_MAX_FPS,
   OUTPUT_FORMATS,
@@ -244,7 +247,7 @@ export const OPTIONS = {
     api: "fps",
     config: "fps",
     help: FPS_HELP,
-    default: 30 as number | string,
+    default: DEFAULT_FPS as number | string,
     defaultText: "30 unless the composition sets data-fps",
     check: frameRate,
     parse: (text: string): number => {
@@ -279,6 +282,14 @@ export const OPTIONS = {
     help: "encoder preset",
     default: "standard" as Quality,
     ...oneOf<Quality>(QUALITIES),
+  }),
+  capture: option({
+    key: "capture",
+    flags: "--capture <mode>",
+    env: "VID_CAPTURE",
+    help: "capture path: auto probes BeginFrame (chromium-headless-shell), else screenshots",
+    default: "auto" as CapturePreference,
+    ...oneOf<CapturePreference>(CAPTURE_PREFERENCES),
   }),
   jpegQuality: option({
     key: "jpegQuality",
@@ -514,8 +525,11 @@ function problemOf(error: unknown): string {
  *
  * @example
  * ```ts
- * checkOption(OPTIONS.fps, "29.97"); // "29.97"
- * checkOption(OPTIONS.fps, 0); // throws RenderOptionError: fps: must be a rate from 1 to 240 …
+ * import assert from "node:assert/strict";
+ * import { RenderOptionError } from "./errors.ts";
+ *
+ * assert.equal(checkOption(OPTIONS.fps, "29.97"), "29.97");
+ * assert.throws(() => checkOption(OPTIONS.fps, 0), RenderOptionError); // fps: must be a rate from 1 to 240 …
  * ```
  */
 export function checkOption<T>(

@@ -16,8 +16,10 @@ import { flagOf, OPTIONS, type Resolution } from "./options.ts";
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * checkResolutionFormat("4k", "mp4"); // fine
- * checkResolutionFormat("4k", "webm"); // throws RenderOptionError (field "resolution")
+ * assert.throws(() => checkResolutionFormat("4k", "webm"), { field: "resolution" });
  * ```
  */
 export function checkResolutionFormat(

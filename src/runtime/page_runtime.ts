@@ -618,7 +618,10 @@ export function vidPageRuntime(config: RuntimeConfig): void {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const source = runtimeScript({ variables: { title: "Hi" }, seed: 1, epochMs: 0, fps: 30, readyTimeoutMs: 30000 });
+ * assert.ok(source.includes('"title":"Hi"'));
  * ```
  */
 export function runtimeScript(config: RuntimeConfig): string {

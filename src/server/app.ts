@@ -182,9 +182,12 @@ async function assetFromUrl(
  * Builds the API.
  *
  * @example
- * ```ts
- * const app = createApp(ctx);
- * Deno.serve({ port: 8787 }, app.fetch);
+ * ```ts no_run
+ * import type { ServerContext } from "./context.ts";
+ *
+ * function serve(ctx: ServerContext): Deno.HttpServer {
+ *   return Deno.serve({ port: 8787 }, createApp(ctx).fetch);
+ * }
  * ```
  */
 export function createApp(ctx: ServerContext): Hono {

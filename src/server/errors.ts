@@ -85,8 +85,12 @@ function escapeRegExp(text: string): string {
  *
  * @example
  * ```ts
- * tenantMessage("/srv/vid/work/run-1/render-rnd_1-x/project/a.html: bad", ["/srv/vid"]);
- * // "a.html: bad"
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(
+ *   tenantMessage("/srv/vid/work/run-1/render-rnd_1-x/project/a.html: bad", ["/srv/vid"]),
+ *   "a.html: bad",
+ * );
  * ```
  */
 export function tenantMessage(message: string, roots: readonly string[]): string {

@@ -123,19 +123,22 @@ function errorName(error: unknown): string | undefined {
  * `config.maxInFlight` at once.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { lambdaBackend } from "./lambda_backend.ts";
  * import { startQueue } from "./queue.ts";
+ * import type { ServerContext } from "./context.ts";
  *
- * const queue = startQueue(ctx, lambdaBackend({
- *   kind: "lambda",
- *   bucketName: "vid-renders-123",
- *   stateMachineArn: "arn:aws:states:us-east-1:123456789012:stateMachine:vid-render",
- *   region: "us-east-1",
- *   s3ForcePathStyle: false,
- *   maxInFlight: 20,
- *   pollIntervalMs: 2000,
- * }));
+ * function startLambdaQueue(ctx: ServerContext) {
+ *   return startQueue(ctx, lambdaBackend({
+ *     kind: "lambda",
+ *     bucketName: "vid-renders-123",
+ *     stateMachineArn: "arn:aws:states:us-east-1:123456789012:stateMachine:vid-render",
+ *     region: "us-east-1",
+ *     s3ForcePathStyle: false,
+ *     maxInFlight: 20,
+ *     pollIntervalMs: 2000,
+ *   }));
+ * }
  * ```
  */
 export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {

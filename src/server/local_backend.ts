@@ -72,11 +72,14 @@ async function renderLocally(
  * The local backend with `workers` renders in parallel.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { localBackend } from "./local_backend.ts";
  * import { startQueue } from "./queue.ts";
+ * import type { ServerContext } from "./context.ts";
  *
- * const queue = startQueue(ctx, localBackend(2));
+ * function startLocalQueue(ctx: ServerContext) {
+ *   return startQueue(ctx, localBackend(2));
+ * }
  * ```
  */
 export function localBackend(workers: number): RenderBackend {

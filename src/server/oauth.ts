@@ -121,8 +121,10 @@ export interface TokenResponse {
  *
  * @example
  * ```ts
- * accessTokenSecondsFrom("60"); // 60
- * accessTokenSecondsFrom(undefined); // 3600
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(accessTokenSecondsFrom("60"), 60);
+ * assert.equal(accessTokenSecondsFrom(undefined), 3600);
  * ```
  */
 export function accessTokenSecondsFrom(value: string | undefined): number {
@@ -415,8 +417,13 @@ function purgeExpired(db: DatabaseSync): void {
  * page), `POST /token` (code exchange and refresh) and `POST /revoke`.
  *
  * @example
- * ```ts
- * app.route("/oauth", oauthRoutes(ctx));
+ * ```ts no_run
+ * import { Hono } from "hono";
+ * import type { ServerContext } from "./context.ts";
+ *
+ * function api(ctx: ServerContext): Hono {
+ *   return new Hono().route("/oauth", oauthRoutes(ctx));
+ * }
  * ```
  */
 export function oauthRoutes(ctx: ServerContext, options: OAuthOptions = {}): Hono {

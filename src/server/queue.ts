@@ -141,10 +141,15 @@ async function notify(ctx: ServerContext, id: string): Promise<void> {
  * refunds the credits) and fires the webhook.
  *
  * @example
- * ```ts
- * const queue = startQueue(ctx, localBackend(1));
- * queue.wake();
- * await queue.stop();
+ * ```ts no_run
+ * import type { ServerContext } from "./context.ts";
+ * import { localBackend } from "./local_backend.ts";
+ *
+ * async function renderPending(ctx: ServerContext): Promise<void> {
+ *   const queue = startQueue(ctx, localBackend(1));
+ *   queue.wake();
+ *   await queue.stop();
+ * }
  * ```
  */
 export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQueue {

@@ -62,7 +62,7 @@ async function processes(): Promise<ProcessInfo[] | undefined> {
  * `workRoot` (the data folder's `work/`). Call before this run records anything.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const reaped = await reapPredecessors("vid-data/work");
  * if (reaped.browsers > 0) console.log(`killed ${reaped.browsers} orphaned browser(s)`);
  * ```

@@ -238,7 +238,7 @@ function endpointSetting(key: keyof RenderBackendFlags, raw: string | undefined)
  * output configures the server too.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { resolveRenderBackend } from "./render_backend.ts";
  *
  * const backend = resolveRenderBackend(

@@ -17,8 +17,14 @@ import { ApiError, invalid } from "./errors.ts";
  * the declared or received size passes the limit (the rest is not read).
  *
  * @example
- * ```ts
- * const bytes = await readLimited(c, 1024, () => new ApiError(413, "vid_payload_too_large", "…"));
+ * ```ts no_run
+ * import { Hono } from "hono";
+ * import { ApiError } from "./errors.ts";
+ *
+ * new Hono().post("/echo", async (c) => {
+ *   const bytes = await readLimited(c, 1024, () => new ApiError(413, "vid_payload_too_large", "…"));
+ *   return c.json({ bytes: bytes.length });
+ * });
  * ```
  */
 export async function readLimited(
@@ -126,9 +132,16 @@ export async function jsonBody(c: Context): Promise<Record<string, unknown>> {
  * are held in memory together.
  *
  * @example
- * ```ts
+ * ```ts no_run
+ * import { Hono } from "hono";
+ * import { ApiError } from "./errors.ts";
+ *
+ * const tooLarge = () => new ApiError(413, "vid_payload_too_large", "…");
  * const slots = new Slots(4);
- * await slots.run(async () => await readLimited(c, limit, tooLarge));
+ * new Hono().post("/echo", async (c) => {
+ *   const bytes = await slots.run(async () => await readLimited(c, 1024, tooLarge));
+ *   return c.json({ bytes: bytes.length });
+ * });
  * ```
  */
 export class Slots {

@@ -88,7 +88,7 @@ async function loadSecret(dataDir: string): Promise<string> {
  * Starts the API and the render queue.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const server = await startServer({ dataDir: "./vid-data", port: 0 });
  * console.log(server.url);
  * await server.close();

@@ -181,7 +181,7 @@ async function streamToFile(body: ReadableStream<Uint8Array>, file: string): Pro
  * cannot be both an object and a folder of other keys (`a` and `a/b`), which S3 allows.
  *
  * @example Store and read back a thumbnail
- * ```ts
+ * ```ts no_run
  * import { FsStorage } from "./storage.ts";
  *
  * const storage = new FsStorage("/var/lib/vid/storage");
@@ -224,7 +224,7 @@ export class FsStorage implements Storage {
    * Copies a local file in, streamed by the operating system.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * await new FsStorage("storage").putFile("renders/abc/video.mp4", "out/video.mp4");
@@ -238,7 +238,7 @@ export class FsStorage implements Storage {
    * Stores bytes.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * await new FsStorage("storage").putBytes("notes/a.txt", new TextEncoder().encode("hi"));
@@ -252,7 +252,7 @@ export class FsStorage implements Storage {
    * Opens the object; undefined when missing.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * const object = await new FsStorage("storage").get("notes/a.txt");
@@ -284,7 +284,7 @@ export class FsStorage implements Storage {
    * Copies the object to a local file, creating its folder.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * await new FsStorage("storage").download("projects/abc/project.zip", "/tmp/work/project.zip");
@@ -300,7 +300,7 @@ export class FsStorage implements Storage {
    * Whether a file is stored under key.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * console.log(await new FsStorage("storage").exists("notes/a.txt"));
@@ -320,7 +320,7 @@ export class FsStorage implements Storage {
    * also matches `renders/abc/video.mp4`), then removes folders left empty.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { FsStorage } from "./storage.ts";
    *
    * const deleted = await new FsStorage("storage").deletePrefix("projects/abc/");
@@ -413,7 +413,7 @@ const DELETE_BATCH = 1000;
  * Storage in an S3 bucket, or any service speaking the S3 protocol through `endpoint`.
  *
  * @example Against a local S3 server
- * ```ts
+ * ```ts no_run
  * import { S3Storage } from "./storage.ts";
  *
  * const storage = new S3Storage({
@@ -471,7 +471,7 @@ export class S3Storage implements Storage {
    * Uploads a local file as a stream with a known length.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * const storage = new S3Storage({ bucket: "vid" });
@@ -501,7 +501,7 @@ export class S3Storage implements Storage {
    * Uploads bytes.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * const png = new Uint8Array([137, 80, 78, 71]);
@@ -524,7 +524,7 @@ export class S3Storage implements Storage {
    * Opens the object for reading; undefined when missing.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * const object = await new S3Storage({ bucket: "vid" }).get("thumbnails/abc.png");
@@ -551,7 +551,7 @@ export class S3Storage implements Storage {
    * Copies the object to a local file, creating its folder.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * await new S3Storage({ bucket: "vid" }).download("projects/abc/project.zip", "/tmp/p.zip");
@@ -567,7 +567,7 @@ export class S3Storage implements Storage {
    * Whether an object is stored under key (a HEAD request).
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * console.log(await new S3Storage({ bucket: "vid" }).exists("thumbnails/abc.png"));
@@ -589,7 +589,7 @@ export class S3Storage implements Storage {
    * Deletes every object whose key starts with prefix, a page of up to 1000 at a time.
    *
    * @example
-   * ```ts
+   * ```ts no_run
    * import { S3Storage } from "./storage.ts";
    *
    * const deleted = await new S3Storage({ bucket: "vid" }).deletePrefix("projects/abc/");
@@ -657,7 +657,7 @@ const S3_PARAMS = new Set(["endpoint", "region", "path_style"]);
  * default chain.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { storageFromUrl } from "./storage.ts";
  *
  * const local = storageFromUrl("./storage");

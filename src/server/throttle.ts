@@ -36,9 +36,10 @@ const MAX_KEYS = 10_000;
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const throttle = new Throttle({ failures: 5, windowMs: 60_000 });
- * const wait = throttle.retryAfter("ana@example.com");
- * if (wait > 0) return new Response(null, { status: 429, headers: { "retry-after": String(wait) } });
+ * assert.equal(throttle.retryAfter("ana@example.com"), 0); // no failure yet: no wait
  * ```
  */
 export class Throttle {

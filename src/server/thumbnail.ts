@@ -26,7 +26,7 @@ export function thumbnailTime(durationSeconds: number, fps?: number): number {
  * mov ProRes 4444) is laid on white first, as a browser shows a page without a background.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * await thumbnailFromVideo("video.mp4", 5, "thumbnail.jpg", 30);
  * ```
  *

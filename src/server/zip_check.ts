@@ -157,7 +157,7 @@ interface CentralDirectory {
  * `Error` (a caller bug), as are file system failures.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { readFile } from "node:fs/promises";
  *
  * const zip = new Uint8Array(await readFile("project.zip"));

@@ -12,7 +12,9 @@
  *
  * @example
  * ```ts
- * canonicalJson({ b: 1, a: [true, { d: null, c: "x" }] }); // '{"a":[true,{"c":"x","d":null}],"b":1}'
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(canonicalJson({ b: 1, a: [true, { d: null, c: "x" }] }), '{"a":[true,{"c":"x","d":null}],"b":1}');
  * ```
  */
 export function canonicalJson(value: unknown): string {

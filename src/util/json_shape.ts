@@ -10,8 +10,10 @@
  *
  * @example
  * ```ts
- * isPlainObject({ a: 1 }); // true
- * isPlainObject([1]); // false
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(isPlainObject({ a: 1 }), true);
+ * assert.equal(isPlainObject([1]), false);
  * ```
  */
 export function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -117,9 +117,12 @@ async function hmacHex(secret: string, message: string): Promise<string> {
  *
  * @example
  * ```ts
+ * import assert from "node:assert/strict";
+ *
  * const body = JSON.stringify({ render_id: "r_1", status: "completed" });
- * const header = await signWebhook("s3cret", Math.floor(Date.now() / 1000), body);
- * // "t=1767225600,v1=…"
+ * const header = await signWebhook("s3cret", 1767225600, body);
+ * assert.match(header, /^t=1767225600,v1=[0-9a-f]{64}$/);
+ * assert.ok(await verifyWebhook("s3cret", header, body, { now: 1767225600 }));
  * ```
  */
 export async function signWebhook(
@@ -164,12 +167,17 @@ function timingSafeEqual(a: string, b: string): boolean {
  * @throws {TypeError} When `secret` is empty.
  *
  * @example
- * ```ts
- * const body = await request.text();
- * if (!await verifyWebhook(secret, request.headers.get(SIGNATURE_HEADER), body)) {
- *   return new Response("bad signature", { status: 400 });
- * }
- * const payload: WebhookPayload = JSON.parse(body);
+ * ```ts no_run
+ * Deno.serve(async (request) => {
+ *   const body = await request.text();
+ *   const secret = Deno.env.get("VID_WEBHOOK_SECRET")!;
+ *   if (!await verifyWebhook(secret, request.headers.get(SIGNATURE_HEADER), body)) {
+ *     return new Response("bad signature", { status: 400 });
+ *   }
+ *   const payload: WebhookPayload = JSON.parse(body);
+ *   console.log(payload.render_id, payload.status);
+ *   return new Response(null, { status: 204 });
+ * });
  * ```
  */
 export async function verifyWebhook(
@@ -237,9 +245,11 @@ const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["127.0.0.1", "[::1]", "loca
  *
  * @example
  * ```ts
- * checkCallbackUrl("https://example.com/hooks/vid"); // URL
- * checkCallbackUrl("http://example.com/hooks/vid"); // throws: callback_url must be an https:// URL
- * checkCallbackUrl("http://127.0.0.1:8080/hook", { allowHttpLoopback: true }); // URL
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(checkCallbackUrl("https://example.com/hooks/vid").href, "https://example.com/hooks/vid");
+ * assert.throws(() => checkCallbackUrl("http://example.com/hooks/vid"), /must be an https:\/\/ URL/);
+ * assert.equal(checkCallbackUrl("http://127.0.0.1:8080/hook", { allowHttpLoopback: true }).port, "8080");
  * ```
  */
 export function checkCallbackUrl(url: string, options: CheckCallbackUrlOptions = {}): URL {
@@ -292,7 +302,7 @@ export interface CallbackTargetPolicy {
  * @throws {CallbackUrlError} When the host does not resolve or is not allowed.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * await checkCallbackTarget(new URL("https://hooks.example.com/vid")); // addresses
  * await checkCallbackTarget(new URL("https://127.0.0.1/hook")); // throws CallbackUrlError
  * ```
@@ -367,9 +377,12 @@ export interface DeliverWebhookOptions {
  *
  * @example
  * ```ts
- * backoffDelay(1); // 800…1200
- * backoffDelay(3); // 3200…4800
- * backoffDelay(10); // 48000…60000
+ * import assert from "node:assert/strict";
+ *
+ * const within = (ms: number, low: number, high: number) => ms >= low && ms <= high;
+ * assert.ok(within(backoffDelay(1), 800, 1200));
+ * assert.ok(within(backoffDelay(3), 3200, 4800));
+ * assert.ok(within(backoffDelay(10), 48000, 60000));
  * ```
  */
 export function backoffDelay(attempt: number, random: () => number = Math.random): number {
@@ -400,7 +413,7 @@ function payloadBody(payload: WebhookPayload): string {
  * @throws {RangeError} When `attempts` or `timeoutMs` is not a positive integer.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const result = await deliverWebhook({
  *   url: "https://example.com/hooks/vid",
  *   secret: Deno.env.get("VID_WEBHOOK_SECRET")!,

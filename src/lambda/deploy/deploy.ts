@@ -133,7 +133,7 @@ async function step(
  * Deploys the render stack and returns its outputs.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * const { RenderBucketName, RenderStateMachineArn } = await deployStack({
  *   region: "eu-west-1",
  *   concurrency: 100,

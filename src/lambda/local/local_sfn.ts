@@ -494,11 +494,16 @@ class HistoryRecorder {
  * Starts a local Step Functions endpoint on loopback.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { SFNClient, StartExecutionCommand } from "@aws-sdk/client-sfn";
+ * import { stateMachineDefinition } from "../state_machine.ts";
  *
+ * const definition = stateMachineDefinition({ functionArn: "arn:aws:lambda:us-east-1:0:function:vid" });
  * const local = await startLocalStepFunctions({
- *   invoke: (functionArn, payload) => runWorker(functionArn, payload),
+ *   invoke: async (functionArn, payload) => {
+ *     console.log(`${functionArn} runs`, payload); // a worker would render here
+ *     return {};
+ *   },
  * });
  * const stateMachineArn = local.createStateMachine("vid-render", definition);
  * const sfn = new SFNClient({

@@ -274,7 +274,7 @@ export interface LocalStack {
  * tasks run the worker bundle under Node 22, and the render state machine.
  *
  * @example
- * ```ts
+ * ```ts no_run
  * import { startLocalStack } from "./local_stack.ts";
  *
  * const stack = await startLocalStack();

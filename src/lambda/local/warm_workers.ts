@@ -327,12 +327,21 @@ async function runWithTimeout(
  * Starts an empty pool; processes start on demand.
  *
  * @example
- * ```ts
- * const workers = startWarmWorkers({
- *   node: await node22(), bundle: "dist/worker/index.mjs", env: {}, timeoutSeconds: 900,
- * });
- * const plan = await workers.invoke({ task: "plan", input, executionStartTime });
- * await workers.close();
+ * ```ts no_run
+ * import { node22 } from "./local_stack.ts";
+ * import type { ExecutionInput } from "../config.ts";
+ *
+ * async function plan(input: ExecutionInput): Promise<unknown> {
+ *   const workers = startWarmWorkers({
+ *     node: await node22(), bundle: "dist/worker/index.mjs", env: {}, timeoutSeconds: 900,
+ *   });
+ *   const executionStartTime = new Date().toISOString();
+ *   try {
+ *     return await workers.invoke({ task: "plan", input, executionStartTime });
+ *   } finally {
+ *     await workers.close();
+ *   }
+ * }
  * ```
  */
 export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {

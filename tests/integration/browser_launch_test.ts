@@ -1,0 +1,92 @@
+/**
+ * `launchBrowser` start-up failures: a browser killed by a signal before it printed its
+ * DevTools address (a transient crash, seen under load with the Lambda Chromium) is launched
+ * once more and the render goes on; a browser that crashes every time, or exits with a code,
+ * fails with a message naming the executable and the signal or code. The crashing browser is
+ * a real wrapper script around the system's chromium-headless-shell.
+ *
+ * @module
+ */
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { BrowserStartupCrashError, launchBrowser } from "../../src/render/browser.ts";
+import { findHeadlessShell } from "../../src/render/system.ts";
+
+let scratch: string;
+let shell: string;
+
+before(async () => {
+  scratch = await Deno.makeTempDir({ prefix: "vid-launch-" });
+  shell = (await findHeadlessShell())!;
+  assert.ok(shell, "chromium-headless-shell is installed");
+});
+
+after(async () => {
+  await Deno.remove(scratch, { recursive: true });
+});
+
+/**
+ * Writes an executable that kills itself with SIGSEGV on its first `crashes` runs (counted in
+ * a file) and then runs the real headless shell with the same arguments.
+ */
+async function crashingBrowser(name: string, crashes: number): Promise<string> {
+  const counter = join(scratch, `${name}.count`);
+  const path = join(scratch, name);
+  await Deno.writeTextFile(
+    path,
+    `#!/bin/sh
+n=$(cat '${counter}' 2>/dev/null || echo 0)
+echo $((n + 1)) > '${counter}'
+if [ "$n" -lt ${crashes} ]; then kill -SEGV $$; fi
+exec '${shell}' "$@"
+`,
+  );
+  await Deno.chmod(path, 0o755);
+  return path;
+}
+
+async function runs(name: string): Promise<number> {
+  return Number(await Deno.readTextFile(join(scratch, `${name}.count`)));
+}
+
+describe("launchBrowser start-up", () => {
+  it("launches once more after a crash by a signal, and the browser works", async () => {
+    const executable = await crashingBrowser("once", 1);
+    const browser = await launchBrowser({ mode: "beginframe", executablePath: executable });
+    try {
+      const { product } = await browser.connection.send<{ product: string }>(
+        "Browser.getVersion",
+      );
+      assert.match(product, /Chrome/);
+    } finally {
+      await browser.close();
+    }
+    assert.equal(await runs("once"), 2);
+  });
+
+  it("gives up after the second crash, naming the executable and the signal", async () => {
+    const executable = await crashingBrowser("always", 5);
+    await assert.rejects(
+      launchBrowser({ mode: "beginframe", executablePath: executable }),
+      (error: unknown) => {
+        assert.ok(error instanceof BrowserStartupCrashError, String(error));
+        assert.equal(error.signal, "SIGSEGV");
+        assert.match(error.message, new RegExp(`${executable} was killed by SIGSEGV`));
+        return true;
+      },
+    );
+    assert.equal(await runs("always"), 2);
+  });
+
+  it("does not retry a browser that exits with a code", async () => {
+    const path = join(scratch, "exits");
+    await Deno.writeTextFile(path, `#!/bin/sh\necho "bad flag" >&2\nexit 3\n`);
+    await Deno.chmod(path, 0o755);
+    await assert.rejects(
+      launchBrowser({ mode: "screenshot", executablePath: path }),
+      /exits exited with code 3 during start-up:\nbad flag/,
+    );
+  });
+});

@@ -1,0 +1,285 @@
+/**
+ * A distributed render equals a local render of the same composition, frame for frame and
+ * sample for sample, whatever the chunk plan: the GOP grid (chunk_plan.ts) and one encoder
+ * run per grid cell (encode.ts) make every cell's bytes independent of the chunk it falls
+ * in, and the joins carry exact timestamps.
+ *
+ * The distributed renders run the Lambda worker's code in this process (worker/handler.ts:
+ * plan, renderChunk per chunk, assemble) against a real S3 server (s3rver) holding the
+ * site, with chunk plans of 1, 2, 3 and 5 chunks; the local render is `renderComposition`
+ * (what `vid render` runs). Fixture: 320x180 at 5 fps for 4.6 s, 23 frames = four 5-frame
+ * grid cells (1 s) and a 3-frame one, a box sliding and changing colour (so every frame differs)
+ * and a tone. Compared: `ffmpeg -f framemd5` of the decoded frames, and of the video and
+ * audio packets as stored (`-c copy`: bytes and timestamps in the stream's own time base,
+ * so a drift of a fraction of a frame at a join shows). webm (VP9) and mov (ProRes) joins
+ * are checked with local renders of 1 and 5 chunks against the default plan, and a rational
+ * rate (29.97: cells of 30 frames, 1.001 s) with 1 and 2 chunks.
+ *
+ * @module
+ */
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  PutObjectCommand,
+  S3Client,
+} from "@aws-sdk/client-s3";
+import { renderComposition } from "../../src/render/render.ts";
+import type { OutputFormat } from "../../src/render/encode.ts";
+import type { ExecutionInput } from "../../src/lambda/config.ts";
+import type { ChunkResult, PlanResult } from "../../src/lambda/state_machine.ts";
+import { compositionHtml, makeProject } from "../helpers.ts";
+import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
+
+const BUCKET = "vid-identity-test";
+/** Fresh per run: the worker keeps downloaded sites by id in `<tmpdir>/vid-sites`. */
+const SITE_ID = `site-identity-${crypto.randomUUID().slice(0, 8)}`;
+const EPOCH_MS = 1_700_000_000_000;
+const FPS = 5;
+const FRAMES = 23;
+
+const HTML = compositionHtml(
+  `<div id="box"></div><audio src="tone.wav" data-start="0" data-volume="0.5"></audio>`,
+  {
+    id: "identity",
+    duration: FRAMES / FPS,
+    head: `<style>
+#box { position: absolute; left: 0; top: 40px; width: 60px; height: 60px; background: #f00;
+  animation: slide 4.6s linear forwards; }
+@keyframes slide { 50% { background: #0f0; } to { left: 260px; background: #00f; } }
+</style>`,
+  },
+);
+
+async function run(cmd: string, args: string[]): Promise<string> {
+  const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
+  if (!out.success) {
+    throw new Error(`${cmd} ${args.join(" ")} failed: ${new TextDecoder().decode(out.stderr)}`);
+  }
+  return new TextDecoder().decode(out.stdout);
+}
+
+/** framemd5 lines (timestamps, size, hash), headers dropped. */
+async function framemd5(file: string, args: string[]): Promise<string[]> {
+  const out = await run("ffmpeg", ["-v", "error", "-i", file, ...args, "-f", "framemd5", "-"]);
+  return out.split("\n").filter((line) => line !== "" && !line.startsWith("#"));
+}
+
+/** What must be equal between two renders of the same composition. */
+interface Fingerprint {
+  /** Decoded frames. */
+  frames: string[];
+  /** Video packets as stored: bytes and timestamps in the stream's time base. */
+  videoPackets: string[];
+  /** Audio packets as stored (empty for a silent video). */
+  audioPackets: string[];
+}
+
+async function fingerprint(file: string): Promise<Fingerprint> {
+  return {
+    frames: await framemd5(file, ["-map", "0:v:0"]),
+    videoPackets: await framemd5(file, ["-map", "0:v:0", "-c", "copy"]),
+    audioPackets: await framemd5(file, ["-map", "0:a?", "-c", "copy"]),
+  };
+}
+
+/** How many of `a`'s lines differ from `b`'s, position by position. */
+function differing(a: string[], b: string[]): number {
+  return Math.max(a.length, b.length) -
+    a.filter((line, i) => line === b[i]).length;
+}
+
+function assertSame(
+  actual: Fingerprint,
+  expected: Fingerprint,
+  what: string,
+  frames = FRAMES,
+): void {
+  assert.equal(actual.frames.length, frames, `${what}: frame count`);
+  assert.equal(differing(actual.frames, expected.frames), 0, `${what}: decoded frames differ`);
+  assert.equal(
+    differing(actual.videoPackets, expected.videoPackets),
+    0,
+    `${what}: video packets (bytes or timestamps) differ`,
+  );
+  assert.equal(
+    differing(actual.audioPackets, expected.audioPackets),
+    0,
+    `${what}: audio packets differ`,
+  );
+}
+
+describe("distributed render = local render, for any chunk plan", () => {
+  let s3: S3Server;
+  let client: S3Client;
+  let project: string;
+  let scratch: string;
+  const saved: Record<string, string | undefined> = {};
+
+  before(async () => {
+    s3 = await startS3Server();
+    client = new S3Client({
+      region: "us-east-1",
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+    });
+    await client.send(new CreateBucketCommand({ Bucket: BUCKET }));
+    project = await makeProject(HTML);
+    scratch = await Deno.makeTempDir({ prefix: "vid-identity-" });
+    await run("ffmpeg", [
+      "-v",
+      "error",
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=frequency=440:duration=5",
+      join(project, "tone.wav"),
+    ]);
+    for (const name of ["index.html", "tone.wav"]) {
+      await client.send(
+        new PutObjectCommand({
+          Bucket: BUCKET,
+          Key: `sites/${SITE_ID}/${name}`,
+          Body: await Deno.readFile(join(project, name)),
+        }),
+      );
+    }
+    // The worker's S3 client reads its endpoint and keys from the environment.
+    const env = {
+      VID_S3_ENDPOINT: s3.endpoint,
+      VID_S3_FORCE_PATH_STYLE: "1",
+      AWS_REGION: "us-east-1",
+      AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+      VID_CHUNK_PREFIX: "chunks/",
+    };
+    for (const [name, value] of Object.entries(env)) {
+      saved[name] = Deno.env.get(name);
+      Deno.env.set(name, value);
+    }
+  });
+
+  after(async () => {
+    for (const [name, value] of Object.entries(saved)) {
+      if (value === undefined) Deno.env.delete(name);
+      else Deno.env.set(name, value);
+    }
+    client?.destroy();
+    await s3?.close();
+    if (project) await Deno.remove(project, { recursive: true });
+    if (scratch) await Deno.remove(scratch, { recursive: true });
+    const sites = join(tmpdir(), "vid-sites");
+    await Deno.remove(join(sites, SITE_ID), { recursive: true }).catch(() => {});
+    await Deno.remove(join(sites, `${SITE_ID}.complete`)).catch(() => {});
+  });
+
+  /** Renders through the worker's three tasks, as the state machine calls them. */
+  async function distributed(chunkSize: number, renderId: string): Promise<{
+    plan: PlanResult;
+    file: string;
+  }> {
+    const { handler } = await import("../../worker/handler.ts");
+    const input: ExecutionInput = {
+      renderId,
+      bucketName: BUCKET,
+      siteId: SITE_ID,
+      serveUrl: `${s3.endpoint}/${BUCKET}/sites/${SITE_ID}/`,
+      composition: "index.html",
+      outputKey: `renders/${renderId}/out.mp4`,
+      config: { fps: FPS, format: "mp4", chunkSize, epochMs: EPOCH_MS },
+    };
+    const executionStartTime = new Date().toISOString();
+    const plan = await handler({ task: "plan", input, executionStartTime });
+    const chunks: ChunkResult[] = [];
+    for (const chunk of plan.chunks) {
+      chunks.push(
+        await handler({
+          task: "renderChunk",
+          input,
+          chunk,
+          totalFrames: plan.totalFrames,
+          executionStartTime,
+        }),
+      );
+    }
+    await handler({
+      task: "assemble",
+      input,
+      totalFrames: plan.totalFrames,
+      chunks,
+      executionStartTime,
+    });
+    const object = await client.send(
+      new GetObjectCommand({ Bucket: BUCKET, Key: input.outputKey }),
+    );
+    const file = join(scratch, `${renderId}.mp4`);
+    await Deno.writeFile(file, await object.Body!.transformToByteArray());
+    return { plan, file };
+  }
+
+  async function local(format: OutputFormat, chunkSize?: number): Promise<string> {
+    const result = await renderComposition({
+      target: project,
+      output: join(scratch, `local-${chunkSize ?? "default"}.${format}`),
+      fps: FPS,
+      format,
+      chunkSize,
+      epochMs: EPOCH_MS,
+    });
+    assert.equal(result.frames, FRAMES);
+    return result.output;
+  }
+
+  it("mp4: chunk plans of 1, 2, 3 and 5 chunks give the local render's frames and audio", async () => {
+    const reference = await fingerprint(await local("mp4"));
+    assert.ok(reference.audioPackets.length > 0, "the fixture has audio");
+    // Grid cells of 1 s = 5 frames; chunk sizes are whole cells, the last chunk ends at 22.
+    const plans: [number, number[][]][] = [
+      [23, [[0, 22]]],
+      [12, [[0, 14], [15, 22]]],
+      [8, [[0, 9], [10, 19], [20, 22]]],
+      [5, [[0, 4], [5, 9], [10, 14], [15, 19], [20, 22]]],
+    ];
+    for (const [chunkSize, ranges] of plans) {
+      const { plan, file } = await distributed(chunkSize, `r-identity-${chunkSize}`);
+      assert.deepEqual(plan.chunks.map((c) => [c.from, c.to]), ranges);
+      assertSame(await fingerprint(file), reference, `${ranges.length} chunk(s)`);
+    }
+  });
+
+  it("29.97 fps (30000/1001): 1 and 2 chunks of 30-frame cells give the same mp4 and webm", async () => {
+    for (const format of ["mp4", "webm"] as const) {
+      const render = async (chunkSize: number) =>
+        await fingerprint(
+          (await renderComposition({
+            target: project,
+            output: join(scratch, `ntsc-${chunkSize}.${format}`),
+            fps: "30000/1001",
+            frames: { from: 0, to: 59 },
+            format,
+            chunkSize,
+            epochMs: EPOCH_MS,
+          })).output,
+        );
+      assertSame(await render(30), await render(60), `29.97 ${format}`, 60);
+    }
+  });
+
+  for (const format of ["webm", "mov"] as const) {
+    it(`${format}: 1 chunk and 5 chunks give the default plan's frames`, async () => {
+      const reference = await fingerprint(await local(format));
+      for (const chunkSize of [23, 5]) {
+        assertSame(
+          await fingerprint(await local(format, chunkSize)),
+          reference,
+          `${format} ${chunkSize}`,
+        );
+      }
+    });
+  }
+});

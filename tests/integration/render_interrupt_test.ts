@@ -1,0 +1,173 @@
+/**
+ * Failure handling of `vid render` under outside interference, with real processes: a
+ * browser killed mid-render is relaunched and its chunks retried once; Ctrl-C (SIGINT)
+ * stops the browser and ffmpeg and leaves no output or temp files.
+ *
+ * @module
+ */
+
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  compositionHtml,
+  makeProject,
+  near,
+  pixelSeries,
+  probeVideo,
+  rgb,
+  ROOT,
+} from "../helpers.ts";
+
+const FPS = 60;
+const SECONDS = 4;
+
+/** A 4 s fade so the render runs long enough to be interrupted. */
+function fadeProject(): Promise<string> {
+  return makeProject(compositionHtml(
+    `<div style="position:absolute;inset:0;animation:fade ${SECONDS}s linear both"></div>`,
+    {
+      duration: SECONDS,
+      head:
+        `<style>@keyframes fade { from { background: rgb(0,0,0) } to { background: rgb(0,0,255) } }</style>`,
+    },
+  ));
+}
+
+/** Pids of the direct children of `pid`. */
+async function childrenOf(pid: number): Promise<number[]> {
+  const out = await new Deno.Command("pgrep", { args: ["-P", String(pid)], stdout: "piped" })
+    .output();
+  return new TextDecoder().decode(out.stdout).split("\n").filter(Boolean).map(Number);
+}
+
+async function commandLine(pid: number): Promise<string> {
+  try {
+    return (await Deno.readTextFile(`/proc/${pid}/cmdline`)).replaceAll("\0", " ");
+  } catch {
+    return "";
+  }
+}
+
+/** Whether `pid` runs (a zombie waiting to be reaped by init does not count). */
+function alive(pid: number): boolean {
+  try {
+    const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+    return !/^State:\s+Z/m.test(status);
+  } catch {
+    return false;
+  }
+}
+
+/** Starts `vid render` and resolves once it reports rendering progress on stderr. */
+async function startRender(args: string[], env: Record<string, string> = {}) {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", `${ROOT}cli.ts`, "render", ...args],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1", ...env },
+  }).spawn();
+  let stderr = "";
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  const stderrDone = (async () => {
+    while (true) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      stderr += value;
+    }
+  })();
+  const deadline = Date.now() + 60000;
+  while (!/rendering \d+\//.test(stderr)) {
+    if (Date.now() > deadline) throw new Error(`render never started:\n${stderr}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    child,
+    stderr: () => stderr,
+    finish: async () => {
+      const [status, stdout] = await Promise.all([
+        child.status,
+        new Response(child.stdout).text(),
+        stderrDone,
+      ]);
+      return { code: status.code, signal: status.signal, stdout, stderr };
+    },
+  };
+}
+
+describe("vid render under interference", () => {
+  it("retries the chunks of a browser killed mid-render and still writes every frame", async () => {
+    const dir = await fadeProject();
+    const output = `${dir}/out.mp4`;
+    const render = await startRender([
+      dir,
+      "--output",
+      output,
+      "--fps",
+      String(FPS),
+      "--workers",
+      "2",
+      "--json",
+    ]);
+    // The first worker's browser (the first launched: a further worker's may still be
+    // starting, and one killed then is launched again, with no chunk to retry).
+    let browser: number | undefined;
+    for (const pid of (await childrenOf(render.child.pid)).sort((a, b) => a - b)) {
+      if ((await commandLine(pid)).includes("--remote-debugging-port")) browser ??= pid;
+    }
+    assert.ok(browser, "the render's browser process was not found");
+    Deno.kill(browser, "SIGKILL");
+    const result = await render.finish();
+    assert.equal(result.code, 0, result.stderr + result.stdout);
+    const summary = JSON.parse(result.stdout);
+    assert.ok(summary.retries >= 1, `expected a retry, got ${summary.retries}`);
+    const info = await probeVideo(output);
+    assert.equal(info.frames, FPS * SECONDS);
+    const series = await pixelSeries(output, 160, 90);
+    for (const frame of [0, 60, 120, 239]) {
+      const expected = [0, 0, Math.round((255 * frame) / (FPS * SECONDS))];
+      assert.ok(near(series[frame], expected, 6), `frame ${frame}: ${rgb(series[frame])}`);
+    }
+    await Deno.remove(dir, { recursive: true });
+  });
+
+  it("stops on SIGINT: exit 130, browser and ffmpeg gone, no output, no temp files", async () => {
+    const dir = await fadeProject();
+    const output = `${dir}/renders/out.mp4`;
+    // A private TMPDIR shows exactly what this render leaves behind.
+    const temp = await Deno.makeTempDir({ prefix: "vid-tmpdir-" });
+    const render = await startRender([dir, "--output", output, "--fps", String(FPS)], {
+      TMPDIR: temp,
+    });
+    const children = await childrenOf(render.child.pid);
+    const grandchildren = (await Promise.all(children.map(childrenOf))).flat();
+    assert.ok(children.length >= 2, "expected the browser and ffmpeg to be running");
+    render.child.kill("SIGINT");
+    const result = await render.finish();
+    assert.equal(result.code, 130, result.stderr);
+    assert.match(result.stderr, /cancelled/);
+    // SIGKILL is delivered at once but a loaded kernel may take a moment to tear a
+    // process down, so allow up to 3 s before calling it a leak.
+    const deadline = Date.now() + 3000;
+    let running = [...children, ...grandchildren].filter(alive);
+    while (running.length > 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      running = running.filter(alive);
+    }
+    for (const pid of running) {
+      assert.fail(`child process ${pid} (${await commandLine(pid)}) still runs`);
+    }
+    const left = [];
+    try {
+      for await (const entry of Deno.readDir(`${dir}/renders`)) left.push(entry.name);
+    } catch {
+      // no renders folder at all is fine
+    }
+    assert.deepEqual(left, []);
+    const leftovers = [];
+    for await (const entry of Deno.readDir(temp)) leftovers.push(entry.name);
+    assert.deepEqual(leftovers, [], "temp files left behind");
+    await Deno.remove(temp, { recursive: true });
+    await Deno.remove(dir, { recursive: true });
+  });
+});

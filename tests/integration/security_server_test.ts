@@ -1,0 +1,690 @@
+/**
+ * `vid server` under hostile tenants: the real server process on loopback, attacked the
+ * way a tenant could. Bounded bodies (413 before parsing), zip bombs checked without
+ * stalling the API (a concurrent GET is timed while they are processed) or its memory,
+ * deep folder zips (422), concurrent idempotent requests and upload PUTs, deleting queued
+ * and in-flight renders (refund, `deleted`, files purged), a 1-frame render's thumbnail
+ * and errors without server paths, key revocation, `vid.db` modes, key-check throttling,
+ * and reaping after `kill -9` of a server mid-render (its Chromium process group must not
+ * survive the restart). Every attack is bounded in count and time. The checks that need no
+ * server process are in tests/unit/server_hardening_test.ts.
+ *
+ * @module
+ */
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
+import { constants, crc32, deflateRawSync } from "node:zlib";
+import { zipSync } from "fflate";
+import process from "node:process";
+import { compositionHtml, runVid } from "../helpers.ts";
+import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
+
+type Json = Record<string, unknown>;
+
+const encoder = new TextEncoder();
+const MiB = 1024 * 1024;
+
+/** A composition of `duration` seconds at 320x180 (the server renders it at 1080p). */
+function page(duration = 1, id = "sec"): string {
+  return compositionHtml(
+    `<div style="position:absolute;inset:0;background:rgb(0,0,255)"></div>`,
+    { id, duration },
+  );
+}
+
+function projectZip(html = page()): Uint8Array<ArrayBuffer> {
+  return new Uint8Array(zipSync({ "index.html": encoder.encode(html) }));
+}
+
+/** One entry of a hand-built zip; sizes are what the headers declare. */
+interface RawEntry {
+  name: string;
+  method: 0 | 8;
+  data: Uint8Array;
+  crc: number;
+  uncompressedSize: number;
+}
+
+/** A zip written byte by byte, so tests can declare what they like. */
+function rawZip(entries: RawEntry[]): Uint8Array<ArrayBuffer> {
+  const locals: Uint8Array[] = [];
+  const centrals: Uint8Array[] = [];
+  let offset = 0;
+  for (const entry of entries) {
+    const name = encoder.encode(entry.name);
+    const local = new DataView(new ArrayBuffer(30));
+    local.setUint32(0, 0x04034b50, true);
+    local.setUint16(4, 20, true);
+    local.setUint16(8, entry.method, true);
+    local.setUint16(12, 0x21, true);
+    local.setUint32(14, entry.crc, true);
+    local.setUint32(18, entry.data.length, true);
+    local.setUint32(22, entry.uncompressedSize, true);
+    local.setUint16(26, name.length, true);
+    locals.push(new Uint8Array(local.buffer), name, entry.data);
+    const central = new DataView(new ArrayBuffer(46));
+    central.setUint32(0, 0x02014b50, true);
+    central.setUint16(4, 20, true);
+    central.setUint16(6, 20, true);
+    central.setUint16(10, entry.method, true);
+    central.setUint16(14, 0x21, true);
+    central.setUint32(16, entry.crc, true);
+    central.setUint32(20, entry.data.length, true);
+    central.setUint32(24, entry.uncompressedSize, true);
+    central.setUint16(28, name.length, true);
+    central.setUint32(42, offset, true);
+    centrals.push(new Uint8Array(central.buffer), name);
+    offset += 30 + name.length + entry.data.length;
+  }
+  const centralSize = centrals.reduce((sum, part) => sum + part.length, 0);
+  const end = new DataView(new ArrayBuffer(22));
+  end.setUint32(0, 0x06054b50, true);
+  end.setUint16(8, entries.length, true);
+  end.setUint16(10, entries.length, true);
+  end.setUint32(12, centralSize, true);
+  end.setUint32(16, offset, true);
+  const parts = [...locals, ...centrals, new Uint8Array(end.buffer)];
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+function storedEntry(name: string, text: string): RawEntry {
+  const data = encoder.encode(text);
+  return { name, method: 0, data, crc: crc32(data), uncompressedSize: data.length };
+}
+
+/**
+ * A deflate stream of `mib` MiB of zeros (about 1 KiB per MiB): one sync-flushed block of
+ * a MiB repeated, then an empty final block.
+ */
+function zeros(name: string, mib: number): RawEntry {
+  const block = new Uint8Array(MiB);
+  const flushed = deflateRawSync(block, { level: 9, finishFlush: constants.Z_SYNC_FLUSH });
+  const data = new Uint8Array(flushed.length * mib + 2);
+  let crc = 0;
+  for (let i = 0; i < mib; i++) {
+    data.set(flushed, i * flushed.length);
+    crc = crc32(block, crc);
+  }
+  data.set([0x03, 0x00], flushed.length * mib);
+  return { name, method: 8, data, crc, uncompressedSize: mib * MiB };
+}
+
+/** Peak resident memory of a process (Linux), bytes. */
+async function peakRss(pid: number): Promise<number> {
+  const status = await Deno.readTextFile(`/proc/${pid}/status`);
+  return Number(status.match(/VmHWM:\s+(\d+) kB/)![1]) * 1024;
+}
+
+/** Whether any process of group `pgid` is alive. */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 60000) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("vid server against hostile tenants", () => {
+  let dataDir: string;
+  let server: ServerProcess;
+  let key: string;
+
+  const api = async (
+    path: string,
+    init: RequestInit & { key?: string | null } = {},
+  ): Promise<{ status: number; body: Json; headers: Headers }> => {
+    const headers = new Headers(init.headers);
+    const credential = init.key === undefined ? key : init.key;
+    if (credential) headers.set("authorization", `Bearer ${credential}`);
+    if (typeof init.body === "string") headers.set("content-type", "application/json");
+    const response = await fetch(`${server.url}${path}`, { ...init, headers });
+    const text = await response.text();
+    return {
+      status: response.status,
+      body: text ? JSON.parse(text) : {},
+      headers: response.headers,
+    };
+  };
+
+  const createAsset = async (size: number): Promise<Json> => {
+    const created = await api("/v3/assets", {
+      method: "POST",
+      body: JSON.stringify({ size_bytes: size }),
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    return created.body;
+  };
+
+  const upload = async (zip: Uint8Array<ArrayBuffer>): Promise<{ status: number; body: Json }> => {
+    const created = await createAsset(zip.length);
+    const put = await fetch(String(created.upload_url), { method: "PUT", body: zip });
+    return { status: put.status, body: await put.json() };
+  };
+
+  const credits = async (): Promise<number> => Number((await api("/v3/me")).body.credits);
+
+  const renderRow = (id: string): Json => {
+    const db = new DatabaseSync(`${dataDir}/vid.db`, { readOnly: true });
+    try {
+      return db.prepare("select status, deleted_at from renders where id = ?").get(id) as Json;
+    } finally {
+      db.close();
+    }
+  };
+
+  before(async () => {
+    dataDir = await Deno.makeTempDir({ prefix: "vid-security-test-" });
+    key = await createAccount(dataDir, "ana@example.com", { credits: 1000 });
+    await createAccount(dataDir, "broke@example.com", { credits: 0 });
+    server = await startServerProcess(dataDir, ["--allow-private-urls"]);
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dataDir) await Deno.remove(dataDir, { recursive: true });
+  });
+
+  it("refuses a JSON body over 1 MiB with 413 before parsing it, declared or streamed", async () => {
+    const brokeKey = (await runVid([
+      "server",
+      "keys",
+      "create",
+      "broke@example.com",
+      "--data-dir",
+      dataDir,
+    ])).stdout.trim();
+    const big = JSON.stringify({ size_bytes: 10, filename: "x".repeat(2 * MiB) });
+    const declared = await api("/v3/assets", { method: "POST", body: big, key: brokeKey });
+    assert.equal(declared.status, 413, JSON.stringify(declared.body).slice(0, 300));
+    assert.equal((declared.body.error as Json).code, "vid_payload_too_large");
+    assert.equal((declared.body.error as Json).field, "body");
+    assert.match(String((declared.body.error as Json).message), /1 MiB \(1048576 bytes\)/);
+
+    // 100 MB sent chunked (no Content-Length): the server stops reading at 1 MiB.
+    let sent = 0;
+    const chunk = encoder.encode(" ".repeat(64 * 1024));
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 100 * MiB) return controller.close();
+        sent += chunk.length;
+        controller.enqueue(chunk);
+      },
+    });
+    let status = 0;
+    try {
+      const response = await fetch(`${server.url}/v3/vid/renders`, {
+        method: "POST",
+        body: stream,
+        headers: { authorization: `Bearer ${brokeKey}`, "content-type": "application/json" },
+      });
+      status = response.status;
+      await response.body?.cancel();
+    } catch {
+      // the server may close the connection while the client still sends
+    }
+    if (status !== 0) assert.equal(status, 413);
+    assert.ok(sent < 100 * MiB, `the client sent all ${sent} bytes: the server read them`);
+
+    const longName = await api("/v3/assets", {
+      method: "POST",
+      body: JSON.stringify({ size_bytes: 10, filename: "n".repeat(256) }),
+    });
+    assert.equal(longName.status, 400);
+    assert.equal((longName.body.error as Json).field, "filename");
+  });
+
+  it("checks zip bombs off the request path: 422, other requests answered within 200 ms, memory bounded", async () => {
+    const bomb = rawZip([storedEntry("index.html", page()), zeros("zeros.bin", 1023)]);
+    assert.ok(bomb.length < 1.5 * MiB, `bomb is ${bomb.length} bytes`);
+    // The same bomb declaring 1 MiB: its lie is found while inflating.
+    const lying = rawZip([storedEntry("index.html", page()), {
+      ...zeros("zeros.bin", 1023),
+      uncompressedSize: MiB,
+    }]);
+    // Heavy but allowed: 60 MiB from about 60 KiB (under the 64 MiB floor of the ratio).
+    const heavy = rawZip([storedEntry("index.html", page()), zeros("pad.bin", 60)]);
+
+    const latencies: number[] = [];
+    let probing = true;
+    const probe = (async () => {
+      while (probing) {
+        const started = performance.now();
+        const me = await api("/v3/me");
+        latencies.push(performance.now() - started);
+        assert.equal(me.status, 200);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+    try {
+      const started = performance.now();
+      const refused = await upload(bomb);
+      assert.equal(refused.status, 422, JSON.stringify(refused.body));
+      assert.match(
+        String((refused.body.error as Json).message),
+        /expand to 1023 MiB .* over the limit of .*100 times the zip's/,
+      );
+      const caught = await upload(lying);
+      assert.equal(caught.status, 422, JSON.stringify(caught.body));
+      assert.equal((caught.body.error as Json).field, "zeros.bin");
+      const allowed = await upload(heavy);
+      assert.equal(allowed.status, 200, JSON.stringify(allowed.body));
+      assert.equal(allowed.body.status, "ready");
+      assert.ok(performance.now() - started < 30000);
+    } finally {
+      probing = false;
+      await probe;
+    }
+    // A blocked event loop answers nothing until the check ends (seconds for this bomb
+    // before); the median is the API's answer time, the worst also counts this machine's
+    // scheduling (tests share few cores), so it has a looser bound.
+    assert.ok(latencies.length >= 5, `only ${latencies.length} probes answered meanwhile`);
+    const sorted = latencies.toSorted((a, b) => a - b);
+    const median = sorted[Math.floor(sorted.length / 2)];
+    const worst = sorted[sorted.length - 1];
+    console.log(
+      `GET /v3/me while zips were checked: ${latencies.length} probes, median ${
+        median.toFixed(0)
+      } ms, worst ${worst.toFixed(0)} ms`,
+    );
+    assert.ok(median < 200, `GETs took ${median.toFixed(0)} ms (median) while zips were checked`);
+    assert.ok(worst < 1500, `a GET took ${worst.toFixed(0)} ms while zips were checked`);
+    const peak = await peakRss(server.child.pid);
+    console.log(`server peak memory so far: ${(peak / MiB).toFixed(0)} MiB`);
+    assert.ok(peak < 600 * MiB, `server peak memory ${(peak / MiB).toFixed(0)} MiB`);
+  });
+
+  it("refuses a zip nested 2,500 folders deep with 422, not 500", async () => {
+    const deep = "d/".repeat(2500) + "f.txt";
+    const zip = rawZip([storedEntry("index.html", page()), storedEntry(deep, "x")]);
+    const result = await upload(zip);
+    assert.equal(result.status, 422, JSON.stringify(result.body).slice(0, 300));
+    assert.equal((result.body.error as Json).code, "vid_project_invalid");
+    assert.match(String((result.body.error as Json).message), /2500 folders deep, over the limit/);
+  });
+
+  it("makes one render and one asset for concurrent identical url requests with one Idempotency-Key", async () => {
+    let fetches = 0;
+    const site = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, async () => {
+      fetches++;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return new Response(page(1, "fromurl"), { headers: { "content-type": "text/html" } });
+    });
+    try {
+      const db = new DatabaseSync(`${dataDir}/vid.db`, { readOnly: true });
+      const assetsBefore = Number(
+        (db.prepare("select count(*) as n from assets").get() as Json).n,
+      );
+      const url = `http://127.0.0.1:${site.addr.port}/page.html`;
+      const send = (body: Json) =>
+        api("/v3/vid/renders", {
+          method: "POST",
+          body: JSON.stringify(body),
+          headers: { "idempotency-key": "race-1" },
+        });
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () => send({ url, fps: 1, quality: "draft" })),
+      );
+      const statuses = results.map((r) => r.status).sort();
+      assert.deepEqual(
+        statuses,
+        [200, 200, 200, 200, 201],
+        JSON.stringify(results.map((r) => r.body)),
+      );
+      const ids = new Set(results.map((r) => r.body.render_id));
+      assert.equal(ids.size, 1);
+      // The same body with its keys in another order is the same request.
+      const reordered = await send({ quality: "draft", fps: 1, url });
+      assert.equal(reordered.status, 200, JSON.stringify(reordered.body));
+      assert.equal(reordered.body.render_id, results[0].body.render_id);
+      const other = await send({ url, fps: 2 });
+      assert.equal(other.status, 409);
+      assert.equal(fetches, 1);
+      const assetsAfter = Number(
+        (db.prepare("select count(*) as n from assets").get() as Json).n,
+      );
+      db.close();
+      assert.equal(assetsAfter, assetsBefore + 1);
+      await api(`/v3/vid/renders/${results[0].body.render_id}`, { method: "DELETE" });
+    } finally {
+      await site.shutdown();
+    }
+  });
+
+  it("takes one PUT per upload URL, also when two arrive at once", async () => {
+    const first = rawZip([storedEntry("index.html", page(1, "first1"))]);
+    const second = rawZip([storedEntry("index.html", page(1, "second"))]);
+    assert.equal(first.length, second.length);
+    const created = await createAsset(first.length);
+    // The first PUT sends slowly, so the second arrives while it is in progress.
+    const slow = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        controller.enqueue(first.subarray(0, 10));
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        controller.enqueue(first.subarray(10));
+        controller.close();
+      },
+    });
+    const a = fetch(String(created.upload_url), { method: "PUT", body: slow });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const b = await fetch(String(created.upload_url), { method: "PUT", body: second });
+    const bBody = await b.json();
+    assert.equal(b.status, 409, JSON.stringify(bBody));
+    const aResponse = await a;
+    const aBody = await aResponse.json();
+    assert.equal(aResponse.status, 200, JSON.stringify(aBody));
+    const again = await fetch(String(created.upload_url), { method: "PUT", body: second });
+    assert.equal(again.status, 409);
+    await again.body?.cancel();
+    const stored = await Deno.readFile(`${dataDir}/storage/assets/${created.asset_id}/project.zip`);
+    assert.deepEqual(stored, first);
+  });
+
+  it("keeps serving uploads while slow senders hold upload URLs open", async () => {
+    const slowSenders = await Promise.all(Array.from({ length: 6 }, async () => {
+      const zip = projectZip(page(1, "slow"));
+      const created = await createAsset(zip.length);
+      let stop: () => void = () => {};
+      const stopped = new Promise<void>((resolve) => stop = resolve);
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(zip.subarray(0, 10));
+          await stopped;
+          controller.close();
+        },
+      });
+      const answer = fetch(String(created.upload_url), { method: "PUT", body })
+        .then(async (r) => (await r.body?.cancel(), r.status)).catch(() => 0);
+      return { stop, answer };
+    }));
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const started = performance.now();
+      const quick = await upload(projectZip(page(1, "quick")));
+      assert.equal(quick.status, 200, JSON.stringify(quick.body));
+      assert.ok(performance.now() - started < 5000);
+    } finally {
+      for (const sender of slowSenders) sender.stop();
+      // Cut short, each is the wrong size: a 400, nothing stored.
+      for (const sender of slowSenders) assert.equal(await sender.answer, 400);
+    }
+  });
+
+  it("refunds a deleted queued render and marks it deleted; purges a render deleted mid-flight", async () => {
+    const long = await upload(projectZip(page(3, "long")));
+    assert.equal(long.status, 200);
+    const short = await upload(projectZip(page(1, "short")));
+    const before = await credits();
+    const running = await api("/v3/vid/renders", {
+      method: "POST",
+      body: JSON.stringify({ asset_id: long.body.asset_id, fps: 10 }),
+    });
+    assert.equal(running.status, 201);
+    const queued = await api("/v3/vid/renders", {
+      method: "POST",
+      body: JSON.stringify({ asset_id: short.body.asset_id, fps: 1 }),
+    });
+    assert.equal(queued.status, 201);
+    assert.equal(await credits(), before - 3 - 1);
+    await until(
+      "the long render to start",
+      async () =>
+        (await api(`/v3/vid/renders/${running.body.render_id}`)).body.status === "rendering",
+    );
+    assert.equal((await api(`/v3/vid/renders/${queued.body.render_id}`)).body.status, "queued");
+
+    const deleted = await api(`/v3/vid/renders/${queued.body.render_id}`, { method: "DELETE" });
+    assert.deepEqual(deleted.body, {
+      render_id: queued.body.render_id,
+      deleted: true,
+      refunded_credits: 1,
+    });
+    assert.equal(await credits(), before - 3);
+    assert.equal(renderRow(String(queued.body.render_id)).status, "deleted");
+    const listed = await api("/v3/vid/renders?all=1&limit=100");
+    const shown = (listed.body.data as Json[]).find((r) => r.render_id === queued.body.render_id);
+    assert.equal(shown?.status, "deleted");
+
+    const stopped = await api(`/v3/vid/renders/${running.body.render_id}`, { method: "DELETE" });
+    assert.equal(stopped.body.refunded_credits, 3);
+    assert.equal(await credits(), before);
+    // The render stops; nothing it wrote stays, and the row stays deleted. Its work folder
+    // (work/run-<pid>/render-<id>-…) goes when the render has stopped; the capture browser
+    // itself may stay warm for the next render.
+    const renderFolders = async (): Promise<string[]> => {
+      const found: string[] = [];
+      for await (const run of Deno.readDir(`${dataDir}/work`)) {
+        if (!run.isDirectory || !run.name.startsWith("run-")) continue;
+        for await (const entry of Deno.readDir(`${dataDir}/work/${run.name}`)) {
+          if (entry.name.startsWith(`render-${running.body.render_id}`)) found.push(entry.name);
+        }
+      }
+      return found;
+    };
+    await until("the deleted render to stop", async () => (await renderFolders()).length === 0);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(renderRow(String(running.body.render_id)).status, "deleted");
+    const files = await Array.fromAsync(
+      Deno.readDir(`${dataDir}/storage/renders/${running.body.render_id}`),
+    ).catch(() => []);
+    assert.deepEqual(files, []);
+    assert.equal(await credits(), before);
+  });
+
+  it("thumbnails a 1-frame render (fps 1, 1 s) and never shows server paths in errors", async () => {
+    const one = await upload(projectZip(page(1, "oneframe")));
+    const render = await api("/v3/vid/renders", {
+      method: "POST",
+      body: JSON.stringify({ asset_id: one.body.asset_id, fps: 1 }),
+    });
+    assert.equal(render.status, 201);
+    let done: Json = {};
+    await until("the 1-frame render", async () => {
+      done = (await api(`/v3/vid/renders/${render.body.render_id}`)).body;
+      return done.status === "completed" || done.status === "failed";
+    }, 120000);
+    assert.equal(done.status, "completed", String(done.error));
+    const thumbnail = new Uint8Array(await (await fetch(String(done.thumbnail_url))).arrayBuffer());
+    assert.deepEqual([...thumbnail.subarray(0, 3)], [0xff, 0xd8, 0xff]);
+
+    // A render that fails on a missing file: the message names the project file only.
+    const missing = await upload(projectZip(
+      page(1, "missing").replace(
+        "</div></body>",
+        `<video src="clips/missing.mp4" data-start="0"></video></div></body>`,
+      ),
+    ));
+    assert.equal(missing.status, 200, JSON.stringify(missing.body));
+    const failing = await api("/v3/vid/renders", {
+      method: "POST",
+      body: JSON.stringify({ asset_id: missing.body.asset_id, fps: 1 }),
+    });
+    let failed: Json = {};
+    await until("the failing render", async () => {
+      failed = (await api(`/v3/vid/renders/${failing.body.render_id}`)).body;
+      return failed.status === "completed" || failed.status === "failed";
+    }, 120000);
+    assert.equal(failed.status, "failed");
+    const error = String(failed.error);
+    assert.match(error, /index\.html uses a file missing from the project/);
+    assert.ok(!error.includes(dataDir), error);
+    assert.ok(!/\/(tmp|home|root|usr|work)\//.test(error), error);
+  });
+
+  it("lists keys without secrets and revokes one: its next request is a 401", async () => {
+    const created = await runVid([
+      "server",
+      "keys",
+      "create",
+      "ana@example.com",
+      "--name",
+      "ci",
+      "--json",
+      "--data-dir",
+      dataDir,
+    ]);
+    const { id, key: secret } = JSON.parse(created.stdout);
+    assert.equal((await api("/v3/me", { key: secret })).status, 200);
+    for (const args of [[], ["--json"], ["ana@example.com", "--json"]]) {
+      const listed = await runVid(["server", "keys", "list", ...args, "--data-dir", dataDir]);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.match(listed.stdout, new RegExp(id));
+      assert.ok(!listed.stdout.includes("vid_sk_"), "a key was printed");
+      assert.ok(!/[0-9a-f]{64}/.test(listed.stdout), "a key hash was printed");
+    }
+    const json = JSON.parse(
+      (await runVid(["server", "keys", "list", "--json", "--data-dir", dataDir])).stdout,
+    );
+    assert.equal(json.ok, true);
+    const entry = json.keys.find((k: Json) => k.id === id);
+    assert.deepEqual(Object.keys(entry).sort(), [
+      "created_at",
+      "email",
+      "id",
+      "name",
+      "revoked_at",
+    ]);
+    assert.equal(entry.revoked_at, null);
+
+    const revoked = await runVid(["server", "keys", "revoke", id, "--data-dir", dataDir]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.match(revoked.stdout, new RegExp(`revoked ${id} \\(ci\\) of ana@example.com`));
+    const refused = await api("/v3/me", { key: secret });
+    assert.equal(refused.status, 401);
+    assert.match(String((refused.body.error as Json).message), /revoked/);
+    const unknown = await runVid([
+      "server",
+      "keys",
+      "revoke",
+      "key_000000000000",
+      "--data-dir",
+      dataDir,
+    ]);
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /no API key key_000000000000/);
+  });
+
+  it("keeps vid.db and its -wal and -shm mode 0600", async () => {
+    for (const suffix of ["", "-wal", "-shm"]) {
+      const info = await Deno.stat(`${dataDir}/vid.db${suffix}`);
+      assert.equal(info.mode! & 0o777, 0o600, `vid.db${suffix}`);
+    }
+  });
+
+  // Last: it locks this address out of credential checks for a minute.
+  it("answers 429 with Retry-After after 30 failed key checks from an address, valid key included", async () => {
+    let failures = 0;
+    for (; failures < 40; failures++) {
+      const result = await api("/v3/me", { key: `vid_sk_guess${failures}` });
+      if (result.status === 429) break;
+      assert.equal(result.status, 401);
+    }
+    // 30 in all: the revoked key's 401 above counted too.
+    assert.ok(failures >= 1 && failures <= 30, `locked out after ${failures} more failures`);
+    const locked = await api("/v3/me");
+    assert.equal(locked.status, 429);
+    assert.equal((locked.body.error as Json).code, "vid_rate_limited");
+    const retryAfter = Number(locked.headers.get("retry-after"));
+    assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+  });
+});
+
+describe("vid server after kill -9 mid-render", () => {
+  it("kills the browser and removes the work folders its killed predecessor left", async () => {
+    const dataDir = await Deno.makeTempDir({ prefix: "vid-reap-test-" });
+    const key = await createAccount(dataDir, "ana@example.com");
+    let server = await startServerProcess(dataDir);
+    const api = async (path: string, init: RequestInit = {}): Promise<Json> => {
+      const response = await fetch(`${server.url}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      });
+      return await response.json();
+    };
+    let browserPids: number[] = [];
+    try {
+      const zip = projectZip(page(4, "reap"));
+      const created = await api("/v3/assets", {
+        method: "POST",
+        body: JSON.stringify({ size_bytes: zip.length }),
+      });
+      await (await fetch(String(created.upload_url), { method: "PUT", body: zip })).body?.cancel();
+      const render = await api("/v3/vid/renders", {
+        method: "POST",
+        body: JSON.stringify({ asset_id: created.asset_id, fps: 10 }),
+      });
+      const records = `${dataDir}/work/browsers`;
+      await until(
+        "the render's browser",
+        async () => (await Array.fromAsync(Deno.readDir(records))).length > 0,
+      );
+      const browsers = await Promise.all(
+        (await Array.fromAsync(Deno.readDir(records))).map(async (entry) => ({
+          record: `${records}/${entry.name}`,
+          ...JSON.parse(await Deno.readTextFile(`${records}/${entry.name}`)) as {
+            pid: number;
+            owner: number;
+            profile: string;
+          },
+        })),
+      );
+      for (const browser of browsers) assert.equal(browser.owner, server.child.pid);
+      const oldRun = `${dataDir}/work/run-${server.child.pid}`;
+      assert.ok(
+        (await Array.fromAsync(Deno.readDir(oldRun))).some((e) => e.name.startsWith("render-")),
+      );
+
+      await server.stop("SIGKILL");
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      // Without reaping they would run on: a browser's process group outlives the server.
+      for (const browser of browsers) {
+        assert.ok(groupAlive(browser.pid), "a browser died with the server (nothing to reap)");
+      }
+
+      server = await startServerProcess(dataDir);
+      await until("the clean-up report", () => /cleaned up/.test(server.output()), 5000);
+      const report = server.output().match(/killed (\d+) browser\(s\), removed (\d+) work folder/);
+      assert.deepEqual(report?.slice(1), [String(browsers.length), "1"], server.output());
+      for (const browser of browsers) {
+        await until("the orphaned browser to die", () => !groupAlive(browser.pid), 5000);
+        await assert.rejects(Deno.stat(browser.profile));
+        await assert.rejects(Deno.stat(browser.record));
+      }
+      await assert.rejects(Deno.stat(oldRun));
+
+      // The render was re-queued; stop it, then the server, and nothing may be left.
+      await until(
+        "the re-queued render's browser",
+        async () => (await Array.fromAsync(Deno.readDir(records))).length > 0,
+      );
+      browserPids = await Promise.all(
+        (await Array.fromAsync(Deno.readDir(records))).map(async (e) =>
+          JSON.parse(await Deno.readTextFile(`${records}/${e.name}`)).pid as number
+        ),
+      );
+      await api(`/v3/vid/renders/${render.render_id}`, { method: "DELETE" });
+    } finally {
+      await server.stop();
+      for (const pid of browserPids) {
+        await until(`browser ${pid} to end`, () => !groupAlive(pid), 5000);
+      }
+      await Deno.remove(dataDir, { recursive: true });
+    }
+  });
+});

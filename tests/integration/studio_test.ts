@@ -1,0 +1,609 @@
+/**
+ * The authoring studio of `vid preview`, driven in real Chromium (puppeteer-core) against
+ * the real command on loopback: page errors with file, line, column and the offending
+ * line; the frame readout during playback; backward steps without a page load; typed
+ * frame and timecode; state in the URL; sound playback; the timeline; the composition
+ * switcher; the render dialog (format, quality, range, name, ETA, cancel). Screenshots
+ * go to `.test-results/studio/`; pixels are read from them where it matters.
+ *
+ * @module
+ */
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { findChromium } from "../../src/render/system.ts";
+import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "../preview_process.ts";
+import { probeVideo, ROOT } from "../helpers.ts";
+
+const SHOTS = `${ROOT}.test-results/studio`;
+
+/** Helper markup: a 320x180 composition page. */
+function page(id: string, body: string, options: { duration?: number; extra?: string } = {}) {
+  return `<!doctype html>
+<html><head><meta charset="utf-8"><style>
+html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; background: #000; }
+#root { position: relative; width: 320px; height: 180px; }
+#box { position: absolute; left: 0; top: 0; width: 40px; height: 40px; background: #fff;
+  animation: slide 0.5s linear 0.25s both; }
+#count { position: absolute; left: 0; top: 100px; height: 20px; background: #0f0; }
+@keyframes slide { from { transform: translateX(0); } to { transform: translateX(200px); } }
+</style></head>
+<body><div id="root" data-composition-id="${id}" data-width="320" data-height="180"
+  data-duration="${options.duration ?? 1}"
+  data-composition-variables='[{"id": "bg", "type": "color", "label": "Background", "default": "#202080"}]'>
+${body}
+</div>
+<script>
+document.getElementById("root").style.background = window.__vid.getVariables().bg;
+</script>
+${options.extra ?? ""}</body></html>
+`;
+}
+
+/**
+ * Main composition: a CSS animation, a GSAP timeline with one tween, a
+ * requestAnimationFrame counter bar, a sound.
+ */
+const MAIN = page(
+  "studio-main",
+  `<div id="box"></div><div id="count"></div>
+<div id="gbox" style="position:absolute;left:0;top:140px;width:20px;height:20px;background:#f0f"></div>
+<audio src="tone.wav" data-start="0.2" data-duration="0.6"></audio>`,
+  {
+    extra: `<script src="gsap.min.js"></script>
+<script>
+const tl = gsap.timeline({ paused: true });
+tl.to("#gbox", { x: 100, duration: 0.4, ease: "none" }, 0.3);
+window.__timelines = { intro: tl };
+</script>
+<script>
+let rounds = 0;
+function grow() {
+  rounds++;
+  document.getElementById("count").style.width = (rounds * 9) + "px";
+  requestAnimationFrame(grow);
+}
+requestAnimationFrame(grow);
+</script>`,
+  },
+);
+
+/** Throws while loading: scene.js line 3, column 17. */
+const BOOM = page("studio-boom", "", { extra: '<script src="scene.js"></script>' });
+const SCENE_JS = `const config = undefined;
+function setup() {
+  return config.title;
+}
+setup();
+`;
+
+/** Throws at frame 12 from js/late.js line 4. */
+const LATE = page("studio-late", "", { extra: '<script src="js/late.js"></script>' });
+const LATE_JS = `let n = 0;
+function step() {
+  n++;
+  if (n === 13) undefinedFunction(n);
+  requestAnimationFrame(step);
+}
+requestAnimationFrame(step);
+`;
+
+/** Ten seconds, for a render long enough to cancel. */
+const LONG = page("studio-long", '<div id="box"></div>', { duration: 10 });
+
+/** `gsap.min.js` from the repository's npm dependencies (installed by `deno install`). */
+async function gsapSource(): Promise<string> {
+  for await (const entry of Deno.readDir(`${ROOT}node_modules/.deno`)) {
+    if (!entry.name.startsWith("gsap@")) continue;
+    return await Deno.readTextFile(
+      `${ROOT}node_modules/.deno/${entry.name}/node_modules/gsap/dist/gsap.min.js`,
+    );
+  }
+  throw new Error("gsap is not installed under node_modules/.deno");
+}
+
+/** Saves a screenshot of `selector` under .test-results/studio/ and returns its RGB. */
+async function shot(p: Page, selector: string, name: string): Promise<Uint8Array> {
+  await Deno.mkdir(SHOTS, { recursive: true });
+  const element = await p.$(selector);
+  const png = await element!.screenshot({ type: "png" });
+  await Deno.writeFile(`${SHOTS}/${name}.png`, png);
+  return await runFfmpeg(
+    ["-f", "png_pipe", "-i", "pipe:0", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+    png,
+  );
+}
+
+function rgbAt(rgb: Uint8Array, width: number, x: number, y: number): number[] {
+  const i = (y * width + x) * 3;
+  return [rgb[i], rgb[i + 1], rgb[i + 2]];
+}
+
+function near(a: number[], b: number[], tolerance = 16): boolean {
+  return a.every((v, i) => Math.abs(v - b[i]) <= tolerance);
+}
+
+async function waitForStage(p: Page, frame: number, afterGeneration = 0): Promise<void> {
+  await p.waitForFunction(
+    (f: number, g: number) => {
+      const d = document.getElementById("stage")!.dataset;
+      return d.state === "ready" && d.frame === String(f) && Number(d.generation) > g;
+    },
+    { timeout: 20000 },
+    frame,
+    afterGeneration,
+  );
+}
+
+async function stageData(p: Page): Promise<Record<string, string>> {
+  return await p.$eval("#stage", (el) =>
+    ({ ...(el as HTMLElement).dataset }) as Record<
+      string,
+      string
+    >);
+}
+
+/** The frame the live stage page is really at, from its runtime's clock. */
+async function liveFrame(p: Page): Promise<number> {
+  return await p.$eval("#stage iframe:not(.standby)", (el) => {
+    const w = (el as HTMLIFrameElement).contentWindow as unknown as { __vid: { time: number } };
+    return Math.round(w.__vid.time * 30);
+  });
+}
+
+async function typeInto(p: Page, selector: string, text: string): Promise<void> {
+  await p.click(selector, { count: 3 });
+  await p.keyboard.type(text);
+  await p.keyboard.press("Enter");
+}
+
+/** Process ids and names of every descendant of `pid`. */
+async function descendants(pid: number): Promise<{ pid: number; name: string }[]> {
+  const parents = new Map<number, number[]>();
+  const names = new Map<number, string>();
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
+      const close = stat.lastIndexOf(")");
+      const ppid = Number(stat.slice(close + 2).split(" ")[1]);
+      names.set(Number(entry.name), stat.slice(stat.indexOf("(") + 1, close));
+      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry.name)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: { pid: number; name: string }[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    for (const child of parents.get(queue.shift()!) ?? []) {
+      found.push({ pid: child, name: names.get(child) ?? "" });
+      queue.push(child);
+    }
+  }
+  return found;
+}
+
+describe("the vid preview studio for template authors", () => {
+  let work: string;
+  let project: string;
+  let preview: PreviewProcess;
+  let browser: Browser;
+  let studio: Page;
+
+  before(async () => {
+    work = await Deno.makeTempDir({ prefix: "vid-studio-test-" });
+    project = `${work}/project`;
+    await Deno.mkdir(`${project}/js`, { recursive: true });
+    await Deno.writeTextFile(`${project}/index.html`, MAIN);
+    await Deno.writeTextFile(`${project}/gsap.min.js`, await gsapSource());
+    await Deno.writeTextFile(`${project}/boom.html`, BOOM);
+    await Deno.writeTextFile(`${project}/scene.js`, SCENE_JS);
+    await Deno.writeTextFile(`${project}/late.html`, LATE);
+    await Deno.writeTextFile(`${project}/js/late.js`, LATE_JS);
+    await Deno.writeTextFile(`${project}/long.html`, LONG);
+    await Deno.writeTextFile(`${project}/notes.html`, "<!doctype html><p>not a composition</p>");
+    await runFfmpeg([
+      "-f",
+      "lavfi",
+      "-i",
+      "sine=frequency=440:duration=1",
+      `${project}/tone.wav`,
+    ]);
+    const executablePath = await findChromium();
+    assert.ok(executablePath, "chromium is installed");
+    [preview, browser] = await Promise.all([
+      startPreviewProcess(project),
+      puppeteer.launch({
+        executablePath,
+        headless: true,
+        args: [
+          "--no-sandbox",
+          "--disable-gpu",
+          "--force-color-profile=srgb",
+          "--hide-scrollbars",
+          "--autoplay-policy=no-user-gesture-required",
+        ],
+      }),
+    ]);
+    studio = await browser.newPage();
+    await studio.setViewport({ width: 1200, height: 760, deviceScaleFactor: 1 });
+    await studio.goto(preview.url);
+    await waitForStage(studio, 0);
+    await studio.select("#zoom", "1");
+  });
+
+  after(async () => {
+    await browser?.close();
+    try {
+      preview?.child.kill("SIGINT");
+    } catch {
+      // already gone
+    }
+    await preview?.done;
+    await Deno.remove(work, { recursive: true });
+  });
+
+  it("lists every composition at the project root and switches between them", async () => {
+    const options = await studio.$$eval(
+      "#composition-select option",
+      (os) => os.map((o) => (o as HTMLOptionElement).value),
+    );
+    assert.deepEqual(options, ["boom.html", "index.html", "late.html", "long.html"]);
+    assert.equal(
+      await studio.$eval("#composition-select", (el) => (el as HTMLElement).hidden),
+      false,
+    );
+    assert.equal(
+      await studio.$eval("#composition-select", (el) => (el as HTMLSelectElement).value),
+      "index.html",
+    );
+  });
+
+  it("a throw while loading shows as a load error with file:line:col, stack and the source line", async () => {
+    await studio.select("#composition-select", "boom.html");
+    await studio.waitForFunction(
+      () => document.getElementById("stage")!.dataset.state === "error",
+      { timeout: 20000 },
+    );
+    await studio.waitForFunction(() =>
+      document.getElementById("stage-excerpt")!.textContent !== ""
+    );
+    const message = await studio.$eval("#stage-message", (el) =>
+      ({
+        ...(el as HTMLElement).dataset,
+        text: document.getElementById("stage-error-text")!.textContent,
+        excerpt: document.getElementById("stage-excerpt")!.textContent,
+      }) as Record<string, string>);
+    assert.equal(message.kind, "load");
+    assert.deepEqual([message.file, message.line, message.column], ["scene.js", "3", "17"]);
+    assert.equal(
+      message.text,
+      "the page threw while loading: TypeError: Cannot read properties of undefined " +
+        "(reading 'title')\n    at setup (scene.js:3:17)\n    at scene.js:5:1",
+    );
+    assert.doesNotMatch(message.text!, /frame \d+/, "not a frame error");
+    const lines = message.excerpt!.split("\n");
+    assert.ok(
+      lines.includes(">   3 |   return config.title;") ||
+        lines.includes("> 3 |   return config.title;"),
+      message.excerpt!,
+    );
+    const caret = lines[lines.findIndex((l) => l.includes("return config.title")) + 1];
+    assert.equal(
+      caret.indexOf("^") - caret.indexOf("|") - 2,
+      16,
+      `caret under column 17: ${caret}`,
+    );
+    // The overlay is on screen: its dark red covers the stage.
+    const rgb = await shot(studio, "#stage-box", "load-error");
+    assert.ok(
+      near(rgbAt(rgb, 320, 300, 100), [58, 29, 34], 24),
+      `overlay ${rgbAt(rgb, 320, 300, 100)}`,
+    );
+  });
+
+  it("a throw at a frame names that frame and js/late.js:4", async () => {
+    await studio.select("#composition-select", "late.html");
+    await waitForStage(studio, 0);
+    await typeInto(studio, "#frame-input", "20");
+    await studio.waitForFunction(
+      () => document.getElementById("stage")!.dataset.state === "error",
+      { timeout: 20000 },
+    );
+    const message = await studio.$eval("#stage-message", (el) =>
+      ({
+        ...(el as HTMLElement).dataset,
+        text: document.getElementById("stage-error-text")!.textContent!,
+      }) as Record<string, string>);
+    assert.equal(message.kind, "frame");
+    assert.deepEqual([message.file, message.line], ["js/late.js", "4"]);
+    assert.match(
+      message.text,
+      /^frame 12: the page threw ReferenceError: undefinedFunction is not defined\n {4}at step \(js\/late\.js:4:17\)/,
+    );
+    await shot(studio, "#stage-box", "frame-error");
+    await studio.select("#composition-select", "index.html");
+    await waitForStage(studio, 0);
+  });
+
+  it("typed frame and timecode go there; a bad time is marked and ignored", async () => {
+    await typeInto(studio, "#frame-input", "25");
+    await waitForStage(studio, 25);
+    assert.equal(await studio.$eval("#frame-readout", (el) => el.textContent), "frame 25 / 29");
+    assert.equal(
+      await studio.$eval("#timecode-input", (el) => (el as HTMLInputElement).value),
+      "00:00:00:25",
+    );
+    await typeInto(studio, "#timecode-input", "00:00:00:10");
+    await waitForStage(studio, 10);
+    await typeInto(studio, "#timecode-input", "0.5s");
+    await waitForStage(studio, 15);
+    assert.equal(await studio.$eval("#time-readout", (el) => el.textContent), "0.500 s / 1.000 s");
+    await typeInto(studio, "#timecode-input", "00:00:01:40");
+    assert.equal(
+      await studio.$eval("#timecode-input", (el) => el.getAttribute("aria-invalid")),
+      "true",
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal((await stageData(studio)).frame, "15", "the stage stayed at frame 15");
+    await studio.click("#play");
+    await studio.click("#play");
+  });
+
+  it("a step back loads no page: the standby page is seeked, the picture is the forward one", async () => {
+    await typeInto(studio, "#frame-input", "19");
+    await waitForStage(studio, 19);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const forward = await shot(studio, "#stage-box", "frame-19-forward");
+    await studio.focus("#play");
+    await studio.keyboard.press("ArrowRight");
+    await waitForStage(studio, 20);
+    // Give the standby page time to load in the background, as a person's pause would.
+    await studio.waitForFunction(
+      () => document.querySelectorAll("#stage iframe.standby").length === 1,
+      { timeout: 10000 },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    let generation = Number((await stageData(studio)).generation);
+    await studio.keyboard.press("ArrowLeft");
+    await waitForStage(studio, 19, generation);
+    const step = await stageData(studio);
+    assert.equal(step.path, "standby", "no page load on the way back");
+    const stepMs = Number(step.stepMs);
+    const back = await shot(studio, "#stage-box", "frame-19-back");
+    let off = 0;
+    for (let i = 0; i < back.length; i++) if (Math.abs(back[i] - forward[i]) > 24) off++;
+    assert.ok(off / back.length < 0.002, `same picture back as forward (${off} bytes off)`);
+
+    // A page load for comparison: new variable values need a fresh page.
+    generation = Number((await stageData(studio)).generation);
+    await studio.$eval("#var-bg", (el) => {
+      (el as HTMLInputElement).value = "#208020";
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+    await waitForStage(studio, 19, generation);
+    const load = await stageData(studio);
+    assert.equal(load.path, "load");
+    const loadMs = Number(load.stepMs);
+    console.log(
+      `step back: ${stepMs.toFixed(0)} ms via standby; a page load: ${loadMs.toFixed(0)} ms`,
+    );
+    assert.ok(stepMs < loadMs, `standby step ${stepMs} ms vs load ${loadMs} ms`);
+  });
+
+  it("the readout names the frame on stage during playback", async () => {
+    await typeInto(studio, "#frame-input", "0");
+    await waitForStage(studio, 0);
+    await studio.focus("#play");
+    await studio.keyboard.press("Space");
+    const samples: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const sample = await studio.evaluate(() => {
+        const iframe = document.querySelector<HTMLIFrameElement>("#stage iframe:not(.standby)")!;
+        const time = (iframe.contentWindow as unknown as { __vid: { time: number } }).__vid.time;
+        return {
+          readout: document.getElementById("frame-readout")!.textContent!,
+          stage: Math.round(time * 30),
+          seeking: document.getElementById("stage")!.dataset.state !== "ready",
+        };
+      });
+      if (!sample.seeking) {
+        samples.push(`${sample.readout}|${sample.stage}`);
+        assert.equal(sample.readout, `frame ${sample.stage} / 29`, "readout = stage frame");
+      }
+      await new Promise((resolve) => setTimeout(resolve, 40));
+    }
+    assert.ok(samples.length >= 3, `enough settled samples: ${samples}`);
+    await studio.waitForFunction(() => document.getElementById("play")!.textContent === "Play", {
+      timeout: 10000,
+    });
+    assert.equal(await liveFrame(studio), 29);
+  });
+
+  it("plays the composition's sound aligned to the playhead, muted on demand, silent when paused", async () => {
+    await typeInto(studio, "#frame-input", "0");
+    await waitForStage(studio, 0);
+    const src = await studio.$eval("#sounds audio", (el) => (el as HTMLAudioElement).dataset.clip!);
+    assert.match(src, /\/tone\.wav$/);
+    await studio.click("#play");
+    await studio.waitForFunction(
+      () => !(document.querySelector("#sounds audio") as HTMLAudioElement).paused,
+      { timeout: 5000 },
+    );
+    const sync = await studio.evaluate(() => {
+      const el = document.querySelector("#sounds audio") as HTMLAudioElement;
+      const iframe = document.querySelector<HTMLIFrameElement>("#stage iframe:not(.standby)")!;
+      const time = (iframe.contentWindow as unknown as { __vid: { time: number } }).__vid.time;
+      return { audio: el.currentTime, stage: time, muted: el.muted };
+    });
+    // data-start 0.2: the source plays from 0 when the playhead passes 0.2 s.
+    assert.ok(sync.stage >= 0.2, `sound starts at 0.2 s, stage at ${sync.stage}`);
+    assert.ok(
+      Math.abs(sync.audio - (sync.stage - 0.2)) < 0.2,
+      `sound ${sync.audio} s vs playhead ${sync.stage} - 0.2 s`,
+    );
+    assert.equal(sync.muted, false);
+    await studio.$eval("#volume", (el) => {
+      (el as HTMLInputElement).value = "0.5";
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+    assert.equal(
+      await studio.$eval("#sounds audio", (el) => (el as HTMLAudioElement).volume),
+      0.5,
+      "the volume slider scales the clip's data-volume (1)",
+    );
+    await studio.click("#mute");
+    assert.equal(
+      await studio.$eval("#sounds audio", (el) => (el as HTMLAudioElement).muted),
+      true,
+    );
+    await studio.click("#play");
+    assert.equal(
+      await studio.$eval("#sounds audio", (el) => (el as HTMLAudioElement).paused),
+      true,
+      "paused with the stage",
+    );
+    await studio.click("#mute");
+    await studio.$eval("#volume", (el) => {
+      (el as HTMLInputElement).value = "1";
+      el.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+  });
+
+  it("the timeline shows the sound clip, the CSS animation and the GSAP tween where they are, and seeks", async () => {
+    await typeInto(studio, "#frame-input", "20");
+    await waitForStage(studio, 20);
+    await studio.waitForSelector('#timeline .clip[data-kind="animation"]');
+    const clips = await studio.$$eval("#timeline .clip", (els) =>
+      els.map((el) => {
+        const d = (el as HTMLElement).dataset;
+        return `${d.kind}:${d.label}:${d.start}-${d.end}`;
+      }));
+    assert.ok(clips.includes("audio:tone.wav:0.200-0.800"), clips.join(", "));
+    assert.ok(clips.includes("animation:slide #box:0.250-0.750"), clips.join(", "));
+    assert.ok(clips.includes("timeline:GSAP intro:0.000-0.700"), clips.join(", "));
+    assert.ok(clips.includes("timeline:intro #gbox:0.300-0.700"), clips.join(", "));
+    const track = await studio.$('#timeline .track[data-kind="audio"]');
+    const box = (await track!.boundingBox())!;
+    await studio.mouse.click(box.x + box.width * 0.5 + 1, box.y + box.height / 2);
+    await waitForStage(studio, 15);
+    await shot(studio, "#viewer", "timeline");
+  });
+
+  it("the URL holds composition, frame, changed variables and mute: a reload restores them", async () => {
+    await typeInto(studio, "#frame-input", "12");
+    await waitForStage(studio, 12);
+    await studio.click("#mute");
+    await studio.waitForFunction(() =>
+      location.search.includes("muted=1") && location.search.includes("frame=12")
+    );
+    const url = studio.url();
+    const params = new URL(url).searchParams;
+    assert.equal(params.get("frame"), "12");
+    assert.deepEqual(JSON.parse(params.get("vars")!), { bg: "#208020" });
+    const before = await shot(studio, "#stage-box", "before-reload");
+    const second = await browser.newPage();
+    await second.setViewport({ width: 1200, height: 760, deviceScaleFactor: 1 });
+    await second.goto(url);
+    await waitForStage(second, 12);
+    await second.select("#zoom", "1");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const after = await shot(second, "#stage-box", "after-reload");
+    assert.equal(await second.$eval("#var-bg", (el) => (el as HTMLInputElement).value), "#208020");
+    assert.equal(await second.$eval("#mute", (el) => el.getAttribute("aria-pressed")), "true");
+    assert.equal(await second.$eval("#frame-readout", (el) => el.textContent), "frame 12 / 29");
+    assert.ok(
+      near(rgbAt(after, 320, 300, 170), [32, 128, 32]),
+      `restored background ${rgbAt(after, 320, 300, 170)}`,
+    );
+    let off = 0;
+    for (let i = 0; i < after.length; i++) if (Math.abs(after[i] - before[i]) > 24) off++;
+    assert.ok(off / after.length < 0.002, `the shared link shows the same picture (${off} off)`);
+    await second.goto(`${preview.url}?composition=late.html&frame=3`);
+    await waitForStage(second, 3);
+    assert.equal(
+      await second.$eval("#composition-select", (el) => (el as HTMLSelectElement).value),
+      "late.html",
+    );
+    await second.close();
+    await studio.click("#mute");
+  });
+
+  it("the render dialog renders a frame range as webm under its own name", async () => {
+    await studio.click("#render");
+    await studio.waitForSelector("#render-dialog[open]");
+    assert.deepEqual(
+      await studio.$$eval(
+        "#render-format option",
+        (os) => os.map((o) => (o as HTMLOptionElement).value),
+      ),
+      ["mp4", "webm", "mov"],
+    );
+    await studio.select("#render-format", "webm");
+    await studio.select("#render-quality", "draft");
+    await studio.$eval("#render-from", (el) => (el as HTMLInputElement).value = "5");
+    await studio.$eval("#render-to", (el) => (el as HTMLInputElement).value = "14");
+    await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "clip-a");
+    await shot(studio, "#render-dialog", "render-dialog");
+    await studio.click("#render-start");
+    await studio.waitForSelector("#render-link", { timeout: 60000 });
+    const href = await studio.$eval("#render-link", (el) => (el as HTMLAnchorElement).href);
+    assert.match(href, /\/__preview\/renders\/clip-a\.webm$/);
+    const response = await fetch(href);
+    assert.equal(response.headers.get("content-type"), "video/webm");
+    await response.body?.cancel();
+    const video = await probeVideo(`${project}/renders/clip-a.webm`);
+    assert.equal(video.frames, 10, "frames 5-14");
+  });
+
+  it("a bad range is refused naming the field", async () => {
+    const response = await fetch(`${preview.url}__preview/render`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ values: {}, from: 20, to: 3 }),
+    });
+    assert.equal(response.status, 400);
+    const body = await response.json();
+    assert.equal(body.error.field, "frames");
+    assert.match(body.error.message, /^frames: must be <from>-<to> .*from <= to.*got 20-3/);
+  });
+
+  it("shows progress with an ETA, and cancel stops Chromium and ffmpeg and leaves no file", async () => {
+    await studio.select("#composition-select", "long.html");
+    await waitForStage(studio, 0);
+    await studio.click("#render");
+    await studio.waitForSelector("#render-dialog[open]");
+    await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "long-one");
+    await studio.click("#render-start");
+    await studio.waitForFunction(
+      () => /about \d+ s left/.test(document.getElementById("render-status")!.textContent!),
+      { timeout: 60000 },
+    );
+    await shot(studio, "aside", "render-progress");
+    const running = await descendants(preview.pid);
+    assert.ok(
+      running.some((p) => /chrom/i.test(p.name)),
+      `a browser renders: ${JSON.stringify(running)}`,
+    );
+    assert.ok(
+      running.some((p) => p.name === "ffmpeg"),
+      `ffmpeg encodes: ${JSON.stringify(running)}`,
+    );
+    await studio.click("#render-cancel");
+    await studio.waitForFunction(
+      () => document.getElementById("render-status")!.dataset.state === "cancelled",
+      { timeout: 20000 },
+    );
+    assert.match(
+      await studio.$eval("#render-status", (el) => el.textContent!),
+      /Render cancelled; no file was written/,
+    );
+    const left = (await descendants(preview.pid)).filter((p) => /chrom|ffmpeg/i.test(p.name));
+    assert.deepEqual(left, [], "nothing of the render is left running");
+    const files = await Array.fromAsync(Deno.readDir(`${project}/renders`), (e) => e.name);
+    assert.ok(!files.some((f) => f.startsWith("long-one")), `no partial file: ${files}`);
+    assert.ok(!files.some((f) => f.startsWith(".")), `no temp file: ${files}`);
+  });
+});

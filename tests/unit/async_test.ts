@@ -1,0 +1,194 @@
+/**
+ * Unit tests of the shared async helpers (src/util/async.ts): an abortable sleep, the
+ * bounded pool (concurrency bound, result order, first error stops it, abort, streamed
+ * input read only as lanes free up), backoff bounds, and retry counts and abort. Nothing
+ * here asserts a duration except generous upper bounds on aborted waits.
+ *
+ * @module
+ */
+
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { backoffDelay, pool, retry, sleep } from "../../src/util/async.ts";
+
+describe("sleep", () => {
+  it("resolves after the wait", async () => {
+    assert.equal(await sleep(1), undefined);
+  });
+
+  it("rejects with the signal's reason when aborted mid-sleep, long before the wait", async () => {
+    const controller = new AbortController();
+    const started = performance.now();
+    const waiting = sleep(60_000, controller.signal);
+    setTimeout(() => controller.abort(new Error("stop")), 5);
+    await assert.rejects(waiting, /stop/);
+    assert.ok(performance.now() - started < 10_000);
+  });
+
+  it("rejects at once on an already aborted signal", async () => {
+    await assert.rejects(sleep(60_000, AbortSignal.abort(new Error("early"))), /early/);
+  });
+});
+
+describe("pool", () => {
+  it("keeps at most `concurrency` calls in flight and returns results in item order", async () => {
+    let running = 0;
+    let most = 0;
+    const items = Array.from({ length: 20 }, (_, i) => i);
+    const results = await pool(items, 3, async (item, index) => {
+      running++;
+      most = Math.max(most, running);
+      // Later items finish first, so completion order differs from item order.
+      await sleep((20 - item) % 4);
+      running--;
+      return `${item}@${index}`;
+    });
+    assert.equal(most, 3);
+    assert.deepEqual(results, items.map((i) => `${i}@${i}`));
+  });
+
+  it("stops taking items on the first error, waits for running calls, rejects with it", async () => {
+    const started: number[] = [];
+    let finished = 0;
+    const outcome = pool(Array.from({ length: 50 }, (_, i) => i), 4, async (item) => {
+      started.push(item);
+      if (item === 5) throw new Error("item 5 failed");
+      await sleep(2);
+      finished++;
+    });
+    await assert.rejects(outcome, /item 5 failed/);
+    const settledAt = finished;
+    // Every call started has settled by the time the pool rejects: nothing runs later.
+    assert.equal(settledAt, started.length - 1);
+    assert.ok(started.length < 50, `took ${started.length} items after the failure`);
+    await sleep(20);
+    assert.equal(finished, settledAt);
+  });
+
+  it("stops taking items when the signal aborts and rejects with its reason", async () => {
+    const controller = new AbortController();
+    const started: number[] = [];
+    const outcome = pool(Array.from({ length: 100 }, (_, i) => i), 2, async (item) => {
+      started.push(item);
+      if (item === 3) controller.abort(new Error("cancelled"));
+      await sleep(1);
+    }, controller.signal);
+    await assert.rejects(outcome, /cancelled/);
+    assert.ok(started.length <= 5, `started ${started.length}`);
+  });
+
+  it("reads an async iterable only as lanes free up (back-pressure) and closes it", async () => {
+    let read = 0;
+    let closed = false;
+    let gap = 0;
+    let completed = 0;
+    async function* source(): AsyncGenerator<number> {
+      try {
+        for (let i = 0; i < 30; i++) {
+          read++;
+          gap = Math.max(gap, read - completed);
+          yield i;
+        }
+      } finally {
+        closed = true;
+      }
+    }
+    const results = await pool(source(), 2, async (item) => {
+      await sleep(1);
+      completed++;
+      return item * 2;
+    });
+    assert.equal(results.length, 30);
+    assert.equal(results[29], 58);
+    assert.ok(gap <= 3, `read ${gap} items ahead of the work`);
+    assert.ok(closed);
+
+    closed = false;
+    read = 0;
+    completed = 0;
+    await assert.rejects(
+      pool(source(), 2, (item) => item === 4 ? Promise.reject(new Error("x")) : sleep(1)),
+      /x/,
+    );
+    assert.ok(closed, "the source is closed when the pool stops early");
+    assert.ok(read < 30);
+  });
+
+  it("refuses a concurrency below 1", async () => {
+    await assert.rejects(pool([1], 0, async () => {}), RangeError);
+  });
+});
+
+describe("backoffDelay", () => {
+  it("doubles from baseMs up to maxMs, with ±jitter and full jitter in bounds", () => {
+    const opts = { baseMs: 1000, maxMs: 60_000, jitter: 0.2 };
+    assert.equal(backoffDelay(1, opts, () => 0.5), 1000);
+    assert.equal(backoffDelay(3, opts, () => 0.5), 4000);
+    assert.equal(backoffDelay(1, opts, () => 0), 800);
+    assert.equal(backoffDelay(1, opts, () => 0.999999), 1200);
+    assert.equal(backoffDelay(30, opts, () => 0.999999), 60_000);
+    const full = { baseMs: 200, maxMs: 5000, jitter: "full" as const };
+    for (let attempt = 1; attempt < 12; attempt++) {
+      for (const r of [0, 0.3, 0.999999]) {
+        const delay = backoffDelay(attempt, full, () => r);
+        assert.ok(delay >= 0 && delay <= Math.min(5000, 200 * 2 ** (attempt - 1)));
+      }
+    }
+    assert.equal(backoffDelay(2, { baseMs: 100, maxMs: 1000 }), 200);
+  });
+});
+
+describe("retry", () => {
+  it("retries retryable errors up to `attempts`, with the backoff between", async () => {
+    const delays: number[] = [];
+    let calls = 0;
+    await assert.rejects(
+      retry(() => {
+        calls++;
+        return Promise.reject(new Error(`fail ${calls}`));
+      }, {
+        attempts: 4,
+        baseMs: 1,
+        maxMs: 4,
+        onRetry: ({ delayMs }) => delays.push(delayMs),
+      }),
+      /fail 4/,
+    );
+    assert.equal(calls, 4);
+    assert.deepEqual(delays, [1, 2, 4]);
+  });
+
+  it("returns the first success and passes the attempt number", async () => {
+    const result = await retry(
+      (attempt) => attempt < 3 ? Promise.reject(new Error("not yet")) : Promise.resolve(attempt),
+      { attempts: 5, baseMs: 1, maxMs: 1 },
+    );
+    assert.equal(result, 3);
+  });
+
+  it("does not retry an error that is not retryable", async () => {
+    let calls = 0;
+    await assert.rejects(
+      retry(() => {
+        calls++;
+        return Promise.reject(new TypeError("fatal"));
+      }, { attempts: 5, baseMs: 1, maxMs: 1, retryable: (e) => !(e instanceof TypeError) }),
+      /fatal/,
+    );
+    assert.equal(calls, 1);
+  });
+
+  it("stops waiting when the signal aborts", async () => {
+    const controller = new AbortController();
+    let calls = 0;
+    const started = performance.now();
+    const outcome = retry(() => {
+      calls++;
+      setTimeout(() => controller.abort(new Error("cancelled")), 5);
+      return Promise.reject(new Error("busy"));
+    }, { attempts: 10, baseMs: 60_000, maxMs: 60_000, signal: controller.signal });
+    await assert.rejects(outcome, /cancelled/);
+    assert.equal(calls, 1);
+    assert.ok(performance.now() - started < 10_000);
+  });
+});
