@@ -129,10 +129,12 @@ export async function main(args: string[]): Promise<number> {
     console.log(VERSION);
     return 0;
   }
-  const [{ CommanderError }, { EXIT }, program] = await Promise.all([
+  const command = commandWord(args);
+  const [{ CommanderError }, { EXIT }, program, reaping] = await Promise.all([
     import("@commander-js/extra-typings"),
     import("./shared.ts"),
-    buildProgram(commandWord(args)),
+    buildProgram(command),
+    command && BROWSER_COMMANDS.has(command) ? trackBrowsers() : undefined,
   ]);
   try {
     await program.parseAsync(args, { from: "user" });
@@ -158,6 +160,34 @@ export async function main(args: string[]): Promise<number> {
       return EXIT.usage;
     }
     throw error;
+  } finally {
+    await reaping?.done.catch(() => 0);
   }
   return typeof Deno.exitCode === "number" ? Deno.exitCode : EXIT.ok;
+}
+
+/** Commands that launch capture browsers (`vid server` records its own, in its data folder). */
+const BROWSER_COMMANDS: ReadonlySet<string> = new Set([
+  "render",
+  "still",
+  "preview",
+  "render-batch",
+  "validate",
+]);
+
+/**
+ * Records the browsers this command launches under `<cache>/browsers` and, meanwhile,
+ * kills those an earlier command left behind when it was killed (SIGKILL leaves a browser's
+ * own process group running). Resolves to that clean-up (`done`), which runs beside the
+ * command.
+ */
+async function trackBrowsers(): Promise<{ done: Promise<number> } | undefined> {
+  const { cliBrowserRecords, reapOrphanBrowsers } = await import(
+    "../render/browser_records.ts"
+  );
+  const { recordBrowsersIn } = await import("../render/browser.ts");
+  const dir = cliBrowserRecords();
+  if (!dir) return undefined;
+  recordBrowsersIn(dir);
+  return { done: reapOrphanBrowsers(dir) };
 }

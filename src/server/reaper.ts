@@ -5,17 +5,16 @@
  * Layout under the data folder's `work/`: each server run works in `run-<pid>/`, and every
  * browser the server process launches is recorded in `browsers/browser-<pid>.json` with
  * its owner's pid and its profile while it runs (see `recordBrowsersIn`). On start,
- * {@linkcode reapPredecessors} kills the process group of every recorded browser whose
- * owner is gone (only when that group is still a Chromium with the recorded profile, so a
- * reused pid is never hit), removes its profile and record, and removes the work folders
+ * {@linkcode reapPredecessors} kills the browsers whose owner is gone
+ * (`reapOrphanBrowsers` of `src/render/browser_records.ts`) and removes the work folders
  * of runs whose process is gone.
  *
  * @module
  */
 
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
-import process from "node:process";
+import { listProcesses, reapOrphanBrowsers } from "../render/browser_records.ts";
 
 /** What {@linkcode reapPredecessors} cleaned up. */
 export interface Reaped {
@@ -23,38 +22,6 @@ export interface Reaped {
   browsers: number;
   /** Work folders removed. */
   folders: number;
-}
-
-/** A recorded browser. */
-interface BrowserRecord {
-  pid: number;
-  owner: number;
-  profile: string;
-}
-
-/** One line of `ps`: a process, its group and its command line. */
-interface ProcessInfo {
-  pid: number;
-  pgid: number;
-  args: string;
-}
-
-/** The processes of this machine, or undefined where `ps` is missing (Windows). */
-async function processes(): Promise<ProcessInfo[] | undefined> {
-  try {
-    const { stdout, success } = await new Deno.Command("ps", {
-      args: ["-eo", "pid=,pgid=,args="],
-      stdout: "piped",
-      stderr: "null",
-    }).output();
-    if (!success) return undefined;
-    return new TextDecoder().decode(stdout).split("\n").flatMap((line) => {
-      const match = line.match(/^\s*(\d+)\s+(\d+)\s+(.*)$/);
-      return match ? [{ pid: Number(match[1]), pgid: Number(match[2]), args: match[3] }] : [];
-    });
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -69,37 +36,12 @@ async function processes(): Promise<ProcessInfo[] | undefined> {
  */
 export async function reapPredecessors(workRoot: string): Promise<Reaped> {
   const reaped: Reaped = { browsers: 0, folders: 0 };
-  const running = await processes();
+  const running = await listProcesses();
   if (!running) return reaped;
   const alive = new Set(running.map((p) => p.pid));
   alive.add(Deno.pid);
 
-  const records = join(workRoot, "browsers");
-  for (const name of await readdir(records).catch(() => [] as string[])) {
-    if (!/^browser-\d+\.json$/.test(name)) continue;
-    const file = join(records, name);
-    let record: BrowserRecord;
-    try {
-      record = JSON.parse(await readFile(file, "utf8")) as BrowserRecord;
-    } catch {
-      await rm(file, { force: true });
-      continue;
-    }
-    if (alive.has(record.owner)) continue;
-    const group = running.filter((p) =>
-      p.pgid === record.pid && p.args.includes(`--user-data-dir=${record.profile}`)
-    );
-    if (group.length > 0) {
-      try {
-        process.kill(-record.pid, "SIGKILL");
-        reaped.browsers++;
-      } catch {
-        // gone meanwhile
-      }
-    }
-    await rm(record.profile, { recursive: true, force: true }).catch(() => {});
-    await rm(file, { force: true });
-  }
+  reaped.browsers = await reapOrphanBrowsers(join(workRoot, "browsers"), running);
 
   for (const name of await readdir(workRoot).catch(() => [] as string[])) {
     const run = name.match(/^run-(\d+)$/);

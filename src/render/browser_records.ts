@@ -1,0 +1,117 @@
+/**
+ * Browsers that outlived their owner. A capture browser runs in its own process group (so
+ * closing it takes its zygote, GPU and renderer processes along), which also means it
+ * survives an owner killed with SIGKILL. Every browser launched while records are on (see
+ * `recordBrowsersIn` in `browser.ts`) is recorded as `browser-<pid>.json` (`{ pid, owner,
+ * profile }`, the pid being its process group) and the record is removed when it exits.
+ * {@linkcode reapOrphanBrowsers}, run when the next owner starts, kills the group of every
+ * recorded browser whose owner is gone, only when that group is still a Chromium with the
+ * recorded profile (a reused pid is never hit), and removes its profile and record.
+ *
+ * `vid server` keeps its records under its data folder; the other commands that launch
+ * browsers (`vid render`, `still`, `preview`, `render-batch`, `validate`) keep theirs
+ * under `<cache>/browsers` ({@linkcode cliBrowserRecords}).
+ *
+ * @module
+ */
+
+import { mkdirSync } from "node:fs";
+import { readdir, readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
+import process from "node:process";
+import { cacheDir } from "./media.ts";
+
+/** A recorded browser. */
+interface BrowserRecord {
+  pid: number;
+  owner: number;
+  profile: string;
+}
+
+/** One process: its id, its group and its command line. */
+interface ProcessInfo {
+  pid: number;
+  pgid: number;
+  args: string;
+}
+
+/** The processes of this machine, or undefined where `ps` is missing (Windows). */
+export async function listProcesses(): Promise<ProcessInfo[] | undefined> {
+  try {
+    const { stdout, success } = await new Deno.Command("ps", {
+      args: ["-eo", "pid=,pgid=,args="],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    if (!success) return undefined;
+    return new TextDecoder().decode(stdout).split("\n").flatMap((line) => {
+      const match = line.match(/^\s*(\d+)\s+(\d+)\s+(.*)$/);
+      return match ? [{ pid: Number(match[1]), pgid: Number(match[2]), args: match[3] }] : [];
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Kills every browser recorded in `dir` whose owner process is gone; returns how many
+ * process groups it killed. `running` is the process list when the caller has one.
+ *
+ * @example
+ * ```ts no_run
+ * const killed = await reapOrphanBrowsers("vid-data/work/browsers");
+ * console.log(`${killed} browser(s) left by a killed owner`);
+ * ```
+ */
+export async function reapOrphanBrowsers(
+  dir: string,
+  running?: readonly ProcessInfo[],
+): Promise<number> {
+  const names = (await readdir(dir).catch(() => [] as string[]))
+    .filter((name) => /^browser-\d+\.json$/.test(name));
+  if (names.length === 0) return 0;
+  const processes = running ?? await listProcesses();
+  if (!processes) return 0;
+  const alive = new Set(processes.map((p) => p.pid));
+  alive.add(Deno.pid);
+  let killed = 0;
+  for (const name of names) {
+    const file = join(dir, name);
+    let record: BrowserRecord;
+    try {
+      record = JSON.parse(await readFile(file, "utf8")) as BrowserRecord;
+    } catch {
+      await rm(file, { force: true });
+      continue;
+    }
+    if (alive.has(record.owner)) continue;
+    const group = processes.filter((p) =>
+      p.pgid === record.pid && p.args.includes(`--user-data-dir=${record.profile}`)
+    );
+    if (group.length > 0) {
+      try {
+        process.kill(-record.pid, "SIGKILL");
+        killed++;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    await rm(record.profile, { recursive: true, force: true }).catch(() => {});
+    await rm(file, { force: true });
+  }
+  return killed;
+}
+
+/**
+ * The folder where the CLI's browser-launching commands record their browsers,
+ * `<cache>/browsers`, created (mode 0700) if missing; undefined when it cannot be.
+ */
+export function cliBrowserRecords(): string | undefined {
+  const dir = join(cacheDir(), "browsers");
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return dir;
+  } catch {
+    return undefined;
+  }
+}
