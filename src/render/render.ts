@@ -411,19 +411,139 @@ export async function renderComposition<V extends object = Variables>(
   const options = typedOptions as RenderOptions;
   const started = performance.now();
   checkRenderOptions(options);
-  const format = resolveRenderFormat(options.output, options.format);
-  const quality = options.quality ?? OPTIONS.quality.default!;
-  const hdr = options.hdr === true;
   const prepared = await prepareComposition(options);
-  const { composition, problems } = prepared;
+  const plan = planRender(options, prepared.composition);
+  if (plan.format === "png") await checkSequenceFolder(plan.output);
+  const signal = options.signal;
+  signal?.throwIfAborted();
+  // A PNG sequence is written into a temp folder beside its own and renamed when complete.
+  const sequenceDir = plan.format === "png"
+    ? join(
+      dirname(dirname(plan.output)),
+      `.${basename(dirname(plan.output))}.partial-${Date.now()}`,
+    )
+    : undefined;
+  const progress = progressReporter(plan.frames, options.onProgress);
+  const abortController = new AbortController();
+  const onAbort = () => abortController.abort();
+  signal?.addEventListener("abort", onAbort);
+  let session: RenderSession | undefined;
+  try {
+    session = await openRenderSession({
+      prepared,
+      fps: plan.fps,
+      format: plan.format,
+      capture: options.capture,
+      seed: options.seed,
+      epochMs: options.epochMs,
+      outputSize: options.outputSize,
+      blockPrivateNetwork: options.blockPrivateNetwork,
+      browser: options.browser,
+      onWarning: options.onWarning,
+      browsers: options.browsers,
+      onStage: progress.stage,
+    });
+    const live = session;
+    // Image formats: every chunk writes its numbered frames into one folder.
+    const framesDir = sequenceDir ?? join(live.workDir, "frames");
+    const framePattern = join(
+      framesDir,
+      plan.format === "png" ? basename(plan.output) : "%06d.png",
+    );
+    if (isImageSequence(plan.format)) await mkdir(framesDir, { recursive: true });
+    const chunkFiles = plan.chunks.map((c) =>
+      isImageSequence(plan.format)
+        ? framePattern
+        : join(live.workDir, `chunk-${c.index}.${plan.format}`)
+    );
+    progress.startCapture();
+    const retries = await runWorkers(live, {
+      chunks: plan.chunks,
+      workers: plan.workers,
+      output: (chunk) => ({
+        chunk,
+        output: chunkFiles[chunk.index],
+        quality: plan.quality,
+        ffmpeg: live.ffmpeg,
+        hdr: plan.hdr,
+      }),
+      onFrame: progress.frame,
+      onRetry: progress.lost,
+      abort: abortController,
+      onWarning: options.onWarning,
+      chunkFailed: (chunk, cause) => new ChunkFailedError(chunk, cause),
+    });
+    if (signal?.aborted) throw new RenderCancelledError();
+    // The join needs no browser: they go down while ffmpeg joins.
+    const browsersClosed = live.closeBrowsers();
+    live.checkMissingAssets();
+    progress.stage("joining");
+    await joinOutput(live, plan, { chunkFiles, framePattern, sequenceDir });
+    await browsersClosed;
+    progress.stage("done");
+    const elapsedMs = performance.now() - started;
+    const { composition } = prepared;
+    return {
+      output: plan.output,
+      compositionId: composition.id,
+      width: options.outputSize?.width ?? composition.width,
+      height: options.outputSize?.height ?? composition.height,
+      fps: plan.fps,
+      frameRate: plan.frameRate,
+      format: plan.format,
+      quality: plan.quality,
+      hdr: plan.hdr,
+      from: plan.range.from,
+      to: plan.range.to,
+      frames: plan.frames,
+      durationSeconds: frameTime(plan.frames, plan.frameRate),
+      captureMode: live.browser.mode,
+      workers: plan.workers,
+      chunks: plan.chunks.length,
+      retries,
+      elapsedMs,
+      renderFps: plan.frames / (elapsedMs / 1000),
+      warnings: prepared.problems,
+    };
+  } catch (error) {
+    if (signal?.aborted) throw new RenderCancelledError();
+    throw error;
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    abortController.abort();
+    await session?.close();
+    if (sequenceDir) await rm(sequenceDir, { recursive: true, force: true });
+  }
+}
+
+/** What a render makes, decided before anything starts. */
+interface RenderPlan {
+  format: RenderFormat;
+  quality: Quality;
+  hdr: boolean;
+  frameRate: FrameRate;
+  fps: number;
+  range: { from: number; to: number };
+  frames: number;
+  chunks: Chunk[];
+  workers: number;
+  /** The output file, or for a PNG sequence its frame pattern. */
+  output: string;
+}
+
+/** The format, rate, frame range, chunks and workers of a render of `composition`. */
+function planRender(
+  options: RenderOptions,
+  composition: { id: string; fps?: FrameRate; duration: number },
+): RenderPlan {
+  const format = resolveRenderFormat(options.output, options.format);
   let frameRate = renderFrameRate(options.fps, composition.fps);
   // GIF delays are whole hundredths of a second: a GIF renders at most GIF_MAX_FPS.
   if (format === "gif" && frameRateValue(frameRate) > GIF_MAX_FPS) {
     frameRate = { num: GIF_MAX_FPS, den: 1 };
   }
   const fps = frameRateValue(frameRate);
-  const total = frameCountOf(composition.duration, frameRate);
-  const range = frameRange(options, total);
+  const range = frameRange(options, frameCountOf(composition.duration, frameRate));
   const frames = range.to - range.from + 1;
   // Every GOP grid cell is its own encoder run, so neither --workers nor the chunk size
   // changes a frame.
@@ -435,51 +555,44 @@ export async function renderComposition<V extends object = Variables>(
     chunkSize,
     maxParallelChunks: Math.ceil(frames / chunkSize),
   });
-  const workers = Math.min(options.workers ?? defaultWorkers(), chunks.length);
-  const output = outputPath(options.output, format, composition.id);
-  if (format === "png") await checkSequenceFolder(output);
-  const signal = options.signal;
-  signal?.throwIfAborted();
-  // A PNG sequence is written into a temp folder beside its own and renamed when complete.
-  const sequenceDir = format === "png"
-    ? join(dirname(dirname(output)), `.${basename(dirname(output))}.partial-${Date.now()}`)
-    : undefined;
-
-  const progress: RenderProgress = {
-    framesDone: 0,
-    framesTotal: frames,
-    fps: 0,
-    stage: "starting",
+  return {
+    format,
+    quality: options.quality ?? OPTIONS.quality.default!,
+    hdr: options.hdr === true,
+    frameRate,
+    fps,
+    range,
+    frames,
+    chunks,
+    workers: Math.min(options.workers ?? defaultWorkers(), chunks.length),
+    output: outputPath(options.output, format, composition.id),
   };
-  options.onProgress?.({ ...progress });
-  const abortController = new AbortController();
-  const onAbort = () => abortController.abort();
-  signal?.addEventListener("abort", onAbort);
-  let session: RenderSession | undefined;
-  try {
-    session = await openRenderSession({
-      prepared,
-      fps,
-      format,
-      capture: options.capture,
-      seed: options.seed,
-      epochMs: options.epochMs,
-      outputSize: options.outputSize,
-      blockPrivateNetwork: options.blockPrivateNetwork,
-      browser: options.browser,
-      onWarning: options.onWarning,
-      browsers: options.browsers,
-      onStage: (stage, media) => {
-        progress.stage = stage;
-        options.onProgress?.({ ...progress, ...(media ? { media } : {}) });
-      },
-    });
-    const { ffmpeg, workDir: work } = session;
-    const live = session;
-    // Timed from here, not from the first frame: one frame over a few microseconds
-    // would read as a rate of 100000 fps.
-    const captureStart = performance.now();
-    const onFrame = () => {
+}
+
+/** Keeps a render's {@linkcode RenderProgress} and reports each change. */
+function progressReporter(
+  framesTotal: number,
+  report: ((progress: RenderProgress) => void) | undefined,
+): {
+  stage(stage: RenderProgress["stage"], media?: MediaProgress): void;
+  startCapture(): void;
+  frame(): void;
+  lost(frames: number): void;
+} {
+  const progress: RenderProgress = { framesDone: 0, framesTotal, fps: 0, stage: "starting" };
+  report?.({ ...progress });
+  // Timed from the start of capture, not from the first frame: one frame over a few
+  // microseconds would read as a rate of 100000 fps.
+  let captureStart = performance.now();
+  return {
+    stage(stage, media) {
+      progress.stage = stage;
+      report?.({ ...progress, ...(media ? { media } : {}) });
+    },
+    startCapture() {
+      captureStart = performance.now();
+    },
+    frame() {
       progress.framesDone++;
       progress.stage = "rendering";
       const seconds = (performance.now() - captureStart) / 1000;
@@ -487,109 +600,60 @@ export async function renderComposition<V extends object = Variables>(
       progress.etaSeconds = progress.fps > 0
         ? (progress.framesTotal - progress.framesDone) / progress.fps
         : undefined;
-      options.onProgress?.({ ...progress });
-    };
-    // Image formats: every chunk writes its numbered frames into one folder.
-    const framesDir = sequenceDir ?? join(work, "frames");
-    const framePattern = join(framesDir, format === "png" ? basename(output) : "%06d.png");
-    if (isImageSequence(format)) await mkdir(framesDir, { recursive: true });
-    const chunkFiles = chunks.map((c) =>
-      isImageSequence(format) ? framePattern : join(work, `chunk-${c.index}.${format}`)
-    );
-    const retries = await runWorkers(live, {
-      chunks,
-      workers,
-      output: (chunk) => ({ chunk, output: chunkFiles[chunk.index], quality, ffmpeg, hdr }),
-      onFrame,
-      onRetry: (framesLost) => progress.framesDone -= framesLost,
-      abort: abortController,
-      onWarning: options.onWarning,
-      chunkFailed: (chunk, cause) => new ChunkFailedError(chunk, cause),
-    });
-    if (signal?.aborted) throw new RenderCancelledError();
-    // The join needs no browser: they go down while ffmpeg joins.
-    const browsersClosed = live.closeBrowsers();
-    session.checkMissingAssets();
+      report?.({ ...progress });
+    },
+    lost(frames) {
+      progress.framesDone -= frames;
+    },
+  };
+}
 
-    progress.stage = "joining";
-    options.onProgress?.({ ...progress });
-    if (format === "png") {
-      await replaceFolder(sequenceDir!, dirname(output));
-    } else if (format === "gif") {
-      await mkdir(dirname(output), { recursive: true });
-      const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.gif`);
-      try {
-        await encodeGif(ffmpeg, {
-          pattern: framePattern,
-          startNumber: range.from,
-          rate: ffmpegRate(frameRate),
-          output: partial,
-        });
-        await rename(partial, output);
-      } catch (error) {
-        await rm(partial, { force: true });
-        throw error;
-      }
+/**
+ * Writes the render's output from its chunks: a PNG sequence's folder replaces the old
+ * one, a GIF is encoded from the frames, a video is joined with its soundtrack; each is
+ * written beside its final name and renamed when complete.
+ */
+async function joinOutput(
+  session: RenderSession,
+  plan: RenderPlan,
+  parts: { chunkFiles: string[]; framePattern: string; sequenceDir?: string },
+): Promise<void> {
+  const { output, format } = plan;
+  if (format === "png") {
+    await replaceFolder(parts.sequenceDir!, dirname(output));
+    return;
+  }
+  await mkdir(dirname(output), { recursive: true });
+  const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.${format}`);
+  try {
+    if (format === "gif") {
+      await encodeGif(session.ffmpeg, {
+        pattern: parts.framePattern,
+        startNumber: plan.range.from,
+        rate: ffmpegRate(plan.frameRate),
+        output: partial,
+      });
     } else {
       // The video formats: chunks join with the concat demuxer, audio muxed once.
-      const video = format as OutputFormat;
-      await mkdir(dirname(output), { recursive: true });
-      const partial = join(dirname(output), `.${basename(output)}.partial-${Date.now()}.${video}`);
-      try {
-        await assembleVideo({
-          ffmpeg,
-          ffprobe: live.ffprobe,
-          chunkFiles,
-          timing: { fps, frames: chunks.map((c) => c.frames) },
-          format: video,
-          media: live.media,
-          duration: frameTime(frames, frameRate),
-          startAt: frameTime(range.from, frameRate),
-          input: live.input,
-          inputArgs: live.inputArgs,
-          workDir: work,
-          output: partial,
-        });
-        await rename(partial, output);
-      } catch (error) {
-        await rm(partial, { force: true });
-        throw error;
-      }
+      await assembleVideo({
+        ffmpeg: session.ffmpeg,
+        ffprobe: session.ffprobe,
+        chunkFiles: parts.chunkFiles,
+        timing: { fps: plan.fps, frames: plan.chunks.map((c) => c.frames) },
+        format: format as OutputFormat,
+        media: session.media,
+        duration: frameTime(plan.frames, plan.frameRate),
+        startAt: frameTime(plan.range.from, plan.frameRate),
+        input: session.input,
+        inputArgs: session.inputArgs,
+        workDir: session.workDir,
+        output: partial,
+      });
     }
-    await browsersClosed;
-    progress.stage = "done";
-    options.onProgress?.({ ...progress });
-    const elapsedMs = performance.now() - started;
-    return {
-      output,
-      compositionId: composition.id,
-      width: options.outputSize?.width ?? composition.width,
-      height: options.outputSize?.height ?? composition.height,
-      fps,
-      frameRate,
-      format,
-      quality,
-      hdr,
-      from: range.from,
-      to: range.to,
-      frames,
-      durationSeconds: frameTime(frames, frameRate),
-      captureMode: live.browser.mode,
-      workers,
-      chunks: chunks.length,
-      retries,
-      elapsedMs,
-      renderFps: frames / (elapsedMs / 1000),
-      warnings: problems,
-    };
+    await rename(partial, output);
   } catch (error) {
-    if (signal?.aborted) throw new RenderCancelledError();
+    await rm(partial, { force: true });
     throw error;
-  } finally {
-    signal?.removeEventListener("abort", onAbort);
-    abortController.abort();
-    await session?.close();
-    if (sequenceDir) await rm(sequenceDir, { recursive: true, force: true });
   }
 }
 
