@@ -43,6 +43,7 @@ import {
   type PreviewRenderStatus,
   RENDER_EXTENSIONS,
   RenderBusyError,
+  type RenderJobs,
   renderRequestFrom,
 } from "./render_job.ts";
 import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
@@ -253,6 +254,406 @@ function isLoopbackHost(host: string | null, port: number): boolean {
     [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(host.toLowerCase());
 }
 
+/** The server-sent event streams of the studio pages, and the edit count they start from. */
+interface EventHub {
+  /** File edits seen so far; the `hello` event tells a new stream. */
+  changes: number;
+  /** Sends one event to every open stream (dropping the ones that went away). */
+  broadcast(event: string, data: unknown): void;
+  /** Opens a stream: `GET /__preview/events`. */
+  respond(): Response;
+  /** Sends the keep-alive comment line to every open stream. */
+  ping(): void;
+  /** Ends every open stream. */
+  close(): void;
+}
+
+function createEventHub(): EventHub {
+  const encoder = new TextEncoder();
+  const streams = new Set<ReadableStreamDefaultController<Uint8Array>>();
+  const send = (chunk: Uint8Array): void => {
+    for (const stream of streams) {
+      try {
+        stream.enqueue(chunk);
+      } catch {
+        streams.delete(stream);
+      }
+    }
+  };
+  const hub: EventHub = {
+    changes: 0,
+    broadcast: (event, data) =>
+      send(encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)),
+    respond: () => {
+      let own: ReadableStreamDefaultController<Uint8Array> | undefined;
+      const body = new ReadableStream<Uint8Array>({
+        start(controller) {
+          own = controller;
+          streams.add(controller);
+          controller.enqueue(
+            encoder.encode(`event: hello\ndata: ${JSON.stringify({ changes: hub.changes })}\n\n`),
+          );
+        },
+        cancel() {
+          if (own) streams.delete(own);
+        },
+      });
+      return new Response(body, {
+        headers: {
+          "content-type": "text/event-stream",
+          "connection": "keep-alive",
+          ...NO_STORE,
+        },
+      });
+    },
+    ping: () => send(encoder.encode(": ping\n\n")),
+    close: () => {
+      for (const stream of streams) {
+        try {
+          stream.close();
+        } catch {
+          // the client went away first
+        }
+      }
+      streams.clear();
+    },
+  };
+  return hub;
+}
+
+/** What the request handlers of one preview server share. */
+interface PreviewContext {
+  readonly target: string;
+  readonly options: PreviewOptions;
+  readonly projectDir: string;
+  readonly defaultEntry: string;
+  readonly rendersDir: string;
+  /** Date.now() at time 0 stays put while the server runs, so reloads look the same. */
+  readonly epochMs: number;
+  readonly log: (message: string) => void;
+  readonly hub: EventHub;
+  readonly jobs: RenderJobs;
+  project?: ProjectServer;
+  videos?: PreviewVideoProxies;
+  server?: Deno.HttpServer<Deno.NetAddr>;
+}
+
+/** --fps wins over the composition's data-fps, read afresh as the file changes. */
+function fpsOf(ctx: PreviewContext, c?: Composition): number {
+  return ctx.options.fps ?? (c?.fps ? frameRateValue(c.fps) : 30);
+}
+
+/** Reads a composition of the project: the one the server started with by default. */
+function readEntry(ctx: PreviewContext, entry = ctx.defaultEntry): Promise<Composition> {
+  return entry === ctx.defaultEntry
+    ? readComposition(ctx.target, ctx.options.composition)
+    : readComposition(ctx.projectDir, entry);
+}
+
+/**
+ * The entry a request names: the starting one, or an `.html` file at the project root
+ * (only there, so no request reaches outside the project).
+ */
+function entryOf(ctx: PreviewContext, raw: string | null | undefined): string {
+  if (raw === null || raw === undefined || raw === "" || raw === ctx.defaultEntry) {
+    return ctx.defaultEntry;
+  }
+  if (raw !== basename(raw) || raw.startsWith(".") || !/\.html?$/i.test(raw)) {
+    throw new PreviewEntryError(raw);
+  }
+  return raw;
+}
+
+async function listCompositions(ctx: PreviewContext): Promise<PreviewCompositionEntry[]> {
+  const names = (await readdir(ctx.projectDir, { withFileTypes: true }))
+    .filter((d) => d.isFile() && /^[^.].*\.html?$/i.test(d.name))
+    .map((d) => d.name);
+  const found: PreviewCompositionEntry[] = [];
+  // The starting entry may sit in a subfolder (`--composition scenes/a.html`).
+  const nested = names.includes(ctx.defaultEntry) ? [] : [ctx.defaultEntry];
+  for (const entry of [...nested, ...names.sort()]) {
+    const html = await readFile(join(ctx.projectDir, entry), "utf8").catch(() => "");
+    if (entry !== ctx.defaultEntry && !COMPOSITION_ROOT.test(html)) continue;
+    try {
+      found.push({ entry, id: (await readEntry(ctx, entry)).id });
+    } catch (error) {
+      found.push({ entry, id: null, error: (error as Error).message });
+    }
+  }
+  return found;
+}
+
+async function isComposition(ctx: PreviewContext, entry: string): Promise<boolean> {
+  const html = await readFile(join(ctx.projectDir, entry), "utf8").catch(() => "");
+  return COMPOSITION_ROOT.test(html);
+}
+
+/** The origin a request's page lives on (the host is checked to be loopback first). */
+function originOf(request: Request): string {
+  return `http://${request.headers.get("host")}`;
+}
+
+/** A render's status for the event stream, a few updates a second and every change of state. */
+function renderStatusReporter(
+  hub: EventHub,
+  log: (message: string) => void,
+): (status: PreviewRenderStatus) => void {
+  let lastRenderEvent = 0;
+  let lastRenderState = "";
+  return (status) => {
+    // Every frame reports progress; the studio needs a few updates a second.
+    const now = performance.now();
+    if (status.state === lastRenderState && now - lastRenderEvent < 100) return;
+    lastRenderEvent = now;
+    lastRenderState = status.state;
+    hub.broadcast("render", status);
+    if (status.state === "done") log(`rendered ${status.output}`);
+    if (status.state === "failed") log(`render failed: ${status.error?.message}`);
+  };
+}
+
+async function stageHtml(
+  ctx: PreviewContext,
+  request: Request,
+  url: URL,
+  entry: string,
+): Promise<Response> {
+  const html = await readFile(join(ctx.projectDir, entry), "utf8");
+  let values: Variables = {};
+  const raw = url.searchParams.get("vars");
+  if (raw !== null) {
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (isPlainObject(parsed)) values = parsed;
+    } catch {
+      return new Response(`vars: not a JSON object of variable values`, { status: 400 });
+    }
+  }
+  // A composition mid-edit may not parse; its page still loads with the values given.
+  const current = await readEntry(ctx, entry).catch(() => undefined);
+  const declarations = current?.declarations ?? [];
+  const pageFps = fpsParam(url.searchParams.get("fps"), fpsOf(ctx, current));
+  const page = injectRuntime(
+    html,
+    {
+      variables: mergeVariables(declarations, values),
+      seed: 1,
+      epochMs: ctx.epochMs,
+      fps: pageFps,
+      frameRate: parseFrameRate(pageFps),
+      readyTimeoutMs: 30000,
+      // The same frame-exact stand-ins a render uses, as far as they are prepared: the
+      // studio reports the page's videos and reloads it when this set was behind.
+      videoProxies: ctx.videos?.config(originOf(request)),
+    },
+    { "vid-proxies": String(ctx.videos?.version ?? 0) },
+    RUNTIME_LOADER_PATH,
+  );
+  return new Response(page, {
+    headers: { "content-type": "text/html; charset=utf-8", ...NO_STORE },
+  });
+}
+
+async function proxy(project: ProjectServer, request: Request, url: URL): Promise<Response> {
+  const headers = new Headers();
+  const range = request.headers.get("range");
+  if (range) headers.set("range", range);
+  const answer = await fetch(project.url + url.pathname.slice(1) + url.search, {
+    method: request.method === "HEAD" ? "HEAD" : "GET",
+    headers,
+  });
+  const out = new Headers();
+  for (const name of ["content-type", "content-length", "content-range", "accept-ranges"]) {
+    const value = answer.headers.get(name);
+    if (value !== null) out.set(name, value);
+  }
+  out.set("cache-control", "no-store");
+  return new Response(answer.body, { status: answer.status, headers: out });
+}
+
+async function download(rendersDir: string, name: string): Promise<Response> {
+  const file = join(rendersDir, name);
+  const type = RENDER_EXTENSIONS[extname(name).slice(1)];
+  if (name !== basename(name) || name.startsWith(".") || type === undefined) {
+    return json(errorBody(new Error(`not a render: ${name}`)), 404);
+  }
+  const info = await stat(file).catch(() => undefined);
+  if (!info?.isFile()) return json(errorBody(new Error(`no such render: ${name}`)), 404);
+  const data = await Deno.open(file, { read: true });
+  return new Response(data.readable, {
+    headers: {
+      "content-type": type,
+      "content-length": String(info.size),
+      "content-disposition": `attachment; filename="${name}"`,
+      ...NO_STORE,
+    },
+  });
+}
+
+/** `POST /__preview/media`: prepares the proxies of a stage page's videos. */
+async function prepareMedia(ctx: PreviewContext, request: Request): Promise<Response> {
+  const body = await readObject(request);
+  const media = body?.media;
+  if (
+    !Array.isArray(media) ||
+    !media.every((m) => isPlainObject(m) && typeof m.src === "string")
+  ) {
+    return json(errorBody(new Error('send {"media": __vid.media()}')), 400);
+  }
+  try {
+    const version = await ctx.videos!.prepare(media as MediaDescriptor[], originOf(request));
+    return json({ ok: true, version });
+  } catch (error) {
+    ctx.log(`video preparation failed: ${(error as Error).message}`);
+    return json(errorBody(error), 422);
+  }
+}
+
+/** `POST /__preview/render`: checks the values, then starts one render. */
+async function startRender(ctx: PreviewContext, request: Request): Promise<Response> {
+  const body = await readObject(request);
+  if (!body || !isPlainObject(body.values)) {
+    return json(errorBody(new Error('send {"values": {…}}')), 400);
+  }
+  try {
+    const entry = entryOf(ctx, body.entry as string | undefined);
+    const c = await readEntry(ctx, entry);
+    const problems = checkOverrides(c.declarations, body.values);
+    if (problems.length > 0) {
+      return json({
+        ok: false,
+        error: {
+          name: "StrictVariablesError",
+          message: `fix the marked values before rendering: ${
+            problems.map((p) => p.message).join("; ")
+          }`,
+          field: problems[0].key,
+          problems,
+        },
+      }, 400);
+    }
+    const status = ctx.jobs.start(renderRequestFrom(body, {
+      values: body.values,
+      fps: fpsOf(ctx, c),
+      compositionId: c.id,
+      composition: entry === ctx.defaultEntry ? undefined : entry,
+      frames: frameCount(c.duration, fpsOf(ctx, c)),
+    }));
+    ctx.log(`rendering ${c.id} into ${ctx.rendersDir}`);
+    return json({ ok: true, status }, 202);
+  } catch (error) {
+    const status = error instanceof RenderBusyError
+      ? 409
+      : error instanceof PreviewEntryError || (error as { field?: unknown }).field !== undefined
+      ? 400
+      : 422;
+    return json(errorBody(error), status);
+  }
+}
+
+/** The studio's JSON API: `route` is the path after {@linkcode PREVIEW_PREFIX}. */
+async function api(ctx: PreviewContext, request: Request, route: string): Promise<Response> {
+  if (request.method === "POST" && !request.headers.get("content-type")?.includes("json")) {
+    // Also keeps other sites' plain form posts out: JSON needs a CORS preflight.
+    return json(errorBody(new Error("send the body as application/json")), 415);
+  }
+  if (route === "runtime.js" && request.method === "GET") {
+    return new Response(runtimeLoaderScript(), {
+      headers: { "content-type": "text/javascript; charset=utf-8", ...NO_STORE },
+    });
+  }
+  if (route === "compositions" && request.method === "GET") {
+    return json({ ok: true, entry: ctx.defaultEntry, compositions: await listCompositions(ctx) });
+  }
+  if (route === "composition" && request.method === "GET") {
+    try {
+      const entry = entryOf(ctx, new URL(request.url).searchParams.get("entry"));
+      const c = await readEntry(ctx, entry);
+      return json({ ok: true, composition: describeComposition(c, fpsOf(ctx, c)) });
+    } catch (error) {
+      return json(errorBody(error), error instanceof PreviewEntryError ? 400 : 422);
+    }
+  }
+  if (route === "variables" && request.method === "POST") {
+    const body = await readObject(request);
+    if (!body || !isPlainObject(body.values)) {
+      return json(errorBody(new Error('send {"values": {…}}')), 400);
+    }
+    try {
+      const c = await readEntry(ctx, entryOf(ctx, body.entry as string | undefined));
+      return json({ ok: true, ...checkStudioValues(c.declarations, body.values) });
+    } catch (error) {
+      return json(errorBody(error), 422);
+    }
+  }
+  if (route === "events" && request.method === "GET") return ctx.hub.respond();
+  if (route === "media" && request.method === "POST") return await prepareMedia(ctx, request);
+  if (route === "render" && request.method === "GET") return json(ctx.jobs.status());
+  if (route === "render/cancel" && request.method === "POST") {
+    const cancelled = await ctx.jobs.cancel();
+    return json({ ok: true, cancelled, status: ctx.jobs.status() });
+  }
+  if (route === "render" && request.method === "POST") return await startRender(ctx, request);
+  if (route.startsWith("renders/") && request.method === "GET") {
+    return await download(ctx.rendersDir, decodeURIComponent(route.slice("renders/".length)));
+  }
+  return json(
+    errorBody(new Error(`no such route: ${request.method} ${PREVIEW_PREFIX}${route}`)),
+    404,
+  );
+}
+
+/** Every request: the studio, its API, a stage page, or one of the project's files. */
+async function handle(ctx: PreviewContext, request: Request): Promise<Response> {
+  const port = ctx.server?.addr.port ?? 0;
+  if (!isLoopbackHost(request.headers.get("host"), port)) {
+    return new Response("vid preview answers only on 127.0.0.1 and localhost", { status: 403 });
+  }
+  const url = new URL(request.url);
+  try {
+    if (url.pathname === "/" && request.method === "GET") {
+      return new Response(studioPage(), {
+        headers: { "content-type": "text/html; charset=utf-8", ...NO_STORE },
+      });
+    }
+    if (url.pathname.startsWith(PREVIEW_PREFIX)) {
+      return await api(ctx, request, url.pathname.slice(PREVIEW_PREFIX.length));
+    }
+    if (request.method !== "GET" && request.method !== "HEAD") {
+      return new Response("method not allowed", { status: 405 });
+    }
+    const path = decodeURIComponent(url.pathname).slice(1);
+    if (
+      path === ctx.defaultEntry ||
+      (/^[^/.][^/]*\.html?$/i.test(path) && await isComposition(ctx, path))
+    ) {
+      return await stageHtml(ctx, request, url, path);
+    }
+    return await proxy(ctx.project!, request, url);
+  } catch (error) {
+    return json(errorBody(error), 500);
+  }
+}
+
+/** Listens on 127.0.0.1:`port`; a taken port is a {@linkcode PreviewPortError}. */
+function listen(
+  port: number,
+  handler: (request: Request) => Promise<Response>,
+): Deno.HttpServer<Deno.NetAddr> {
+  try {
+    return Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, handler);
+  } catch (error) {
+    if (error instanceof Deno.errors.AddrInUse) {
+      throw new PreviewPortError(
+        port,
+        `--port ${port}: the port is already in use on 127.0.0.1 (another vid preview?); ` +
+          `pass --port <n> for another port, or --port 0 for any free one`,
+      );
+    }
+    throw error;
+  }
+}
+
 /**
  * Starts the preview server for a composition on 127.0.0.1. The composition is read
  * first, so an invalid one fails here with its {@linkcode CompositionError}.
@@ -267,391 +668,65 @@ function isLoopbackHost(host: string | null, port: number): boolean {
  */
 export async function startPreview(options: PreviewOptions = {}): Promise<PreviewServer> {
   const target = options.target ?? ".";
-  // --fps wins over the composition's data-fps, read afresh as the file changes.
-  const fpsOf = (c?: Composition): number => options.fps ?? (c?.fps ? frameRateValue(c.fps) : 30);
   const first = await readComposition(target, options.composition);
   const projectDir = await realpath(first.projectDir);
-  const defaultEntry = first.entry;
   const rendersDir = resolve(options.rendersDir ?? join(projectDir, "renders"));
-  // Date.now() at time 0 stays put while the server runs, so reloads look the same.
-  const epochMs = Math.floor(Date.now() / 1000) * 1000;
   const log = options.onLog ?? (() => {});
-  /** Reads a composition of the project: the one the server started with by default. */
-  const read = (entry = defaultEntry) =>
-    entry === defaultEntry
-      ? readComposition(target, options.composition)
-      : readComposition(projectDir, entry);
-  /**
-   * The entry a request names: the starting one, or an `.html` file at the project root
-   * (only there, so no request reaches outside the project).
-   */
-  const entryOf = (raw: string | null | undefined): string => {
-    if (raw === null || raw === undefined || raw === "" || raw === defaultEntry) {
-      return defaultEntry;
-    }
-    if (raw !== basename(raw) || raw.startsWith(".") || !/\.html?$/i.test(raw)) {
-      throw new PreviewEntryError(raw);
-    }
-    return raw;
-  };
-  const listCompositions = async (): Promise<PreviewCompositionEntry[]> => {
-    const names = (await readdir(projectDir, { withFileTypes: true }))
-      .filter((d) => d.isFile() && /^[^.].*\.html?$/i.test(d.name))
-      .map((d) => d.name);
-    const found: PreviewCompositionEntry[] = [];
-    // The starting entry may sit in a subfolder (`--composition scenes/a.html`).
-    const nested = names.includes(defaultEntry) ? [] : [defaultEntry];
-    for (const entry of [...nested, ...names.sort()]) {
-      const html = await readFile(join(projectDir, entry), "utf8").catch(() => "");
-      if (entry !== defaultEntry && !COMPOSITION_ROOT.test(html)) continue;
-      try {
-        found.push({ entry, id: (await read(entry)).id });
-      } catch (error) {
-        found.push({ entry, id: null, error: (error as Error).message });
-      }
-    }
-    return found;
-  };
-
-  const encoder = new TextEncoder();
-  const streams = new Set<ReadableStreamDefaultController<Uint8Array>>();
-  const broadcast = (event: string, data: unknown): void => {
-    const chunk = encoder.encode(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-    for (const stream of streams) {
-      try {
-        stream.enqueue(chunk);
-      } catch {
-        streams.delete(stream);
-      }
-    }
-  };
-
-  let lastRenderEvent = 0;
-  let lastRenderState = "";
+  const hub = createEventHub();
   const jobs = createRenderJobs({
     target,
     composition: options.composition,
     projectDir,
     rendersDir,
     workers: options.workers,
-    onStatus: (status: PreviewRenderStatus) => {
-      // Every frame reports progress; the studio needs a few updates a second.
-      const now = performance.now();
-      if (status.state === lastRenderState && now - lastRenderEvent < 100) return;
-      lastRenderEvent = now;
-      lastRenderState = status.state;
-      broadcast("render", status);
-      if (status.state === "done") log(`rendered ${status.output}`);
-      if (status.state === "failed") log(`render failed: ${status.error?.message}`);
-    },
+    onStatus: renderStatusReporter(hub, log),
   });
+  const ctx: PreviewContext = {
+    target,
+    options,
+    projectDir,
+    defaultEntry: first.entry,
+    rendersDir,
+    epochMs: Math.floor(Date.now() / 1000) * 1000,
+    log,
+    hub,
+    jobs,
+  };
 
-  let changes = 0;
   let watcher: ProjectWatcher | undefined;
-  let project: ProjectServer | undefined;
-  let videos: PreviewVideoProxies | undefined;
-  let server: Deno.HttpServer<Deno.NetAddr> | undefined;
   let ping: ReturnType<typeof setInterval> | undefined;
   let closing: Promise<void> | undefined;
-
-  /** The origin a request's page lives on (the host is checked to be loopback first). */
-  const originOf = (request: Request): string => `http://${request.headers.get("host")}`;
-
-  const stageHtml = async (request: Request, url: URL, entry: string): Promise<Response> => {
-    const html = await readFile(join(projectDir, entry), "utf8");
-    let values: Variables = {};
-    const raw = url.searchParams.get("vars");
-    if (raw !== null) {
-      try {
-        const parsed: unknown = JSON.parse(raw);
-        if (isPlainObject(parsed)) values = parsed;
-      } catch {
-        return new Response(`vars: not a JSON object of variable values`, { status: 400 });
-      }
-    }
-    // A composition mid-edit may not parse; its page still loads with the values given.
-    const current = await read(entry).catch(() => undefined);
-    const declarations = current?.declarations ?? [];
-    const pageFps = fpsParam(url.searchParams.get("fps"), fpsOf(current));
-    const page = injectRuntime(
-      html,
-      {
-        variables: mergeVariables(declarations, values),
-        seed: 1,
-        epochMs,
-        fps: pageFps,
-        frameRate: parseFrameRate(pageFps),
-        readyTimeoutMs: 30000,
-        // The same frame-exact stand-ins a render uses, as far as they are prepared: the
-        // studio reports the page's videos and reloads it when this set was behind.
-        videoProxies: videos?.config(originOf(request)),
-      },
-      { "vid-proxies": String(videos?.version ?? 0) },
-      RUNTIME_LOADER_PATH,
-    );
-    return new Response(page, {
-      headers: { "content-type": "text/html; charset=utf-8", ...NO_STORE },
-    });
-  };
-
-  const proxy = async (request: Request, url: URL): Promise<Response> => {
-    const headers = new Headers();
-    const range = request.headers.get("range");
-    if (range) headers.set("range", range);
-    const answer = await fetch(project!.url + url.pathname.slice(1) + url.search, {
-      method: request.method === "HEAD" ? "HEAD" : "GET",
-      headers,
-    });
-    const out = new Headers();
-    for (const name of ["content-type", "content-length", "content-range", "accept-ranges"]) {
-      const value = answer.headers.get(name);
-      if (value !== null) out.set(name, value);
-    }
-    out.set("cache-control", "no-store");
-    return new Response(answer.body, { status: answer.status, headers: out });
-  };
-
-  const download = async (name: string): Promise<Response> => {
-    const file = join(rendersDir, name);
-    const type = RENDER_EXTENSIONS[extname(name).slice(1)];
-    if (name !== basename(name) || name.startsWith(".") || type === undefined) {
-      return json(errorBody(new Error(`not a render: ${name}`)), 404);
-    }
-    const info = await stat(file).catch(() => undefined);
-    if (!info?.isFile()) return json(errorBody(new Error(`no such render: ${name}`)), 404);
-    const data = await Deno.open(file, { read: true });
-    return new Response(data.readable, {
-      headers: {
-        "content-type": type,
-        "content-length": String(info.size),
-        "content-disposition": `attachment; filename="${name}"`,
-        ...NO_STORE,
-      },
-    });
-  };
-
-  const events = (): Response => {
-    let own: ReadableStreamDefaultController<Uint8Array> | undefined;
-    const body = new ReadableStream<Uint8Array>({
-      start(controller) {
-        own = controller;
-        streams.add(controller);
-        controller.enqueue(
-          encoder.encode(`event: hello\ndata: ${JSON.stringify({ changes })}\n\n`),
-        );
-      },
-      cancel() {
-        if (own) streams.delete(own);
-      },
-    });
-    return new Response(body, {
-      headers: {
-        "content-type": "text/event-stream",
-        "connection": "keep-alive",
-        ...NO_STORE,
-      },
-    });
-  };
-
-  const api = async (request: Request, route: string): Promise<Response> => {
-    if (request.method === "POST" && !request.headers.get("content-type")?.includes("json")) {
-      // Also keeps other sites' plain form posts out: JSON needs a CORS preflight.
-      return json(errorBody(new Error("send the body as application/json")), 415);
-    }
-    if (route === "runtime.js" && request.method === "GET") {
-      return new Response(runtimeLoaderScript(), {
-        headers: { "content-type": "text/javascript; charset=utf-8", ...NO_STORE },
-      });
-    }
-    if (route === "compositions" && request.method === "GET") {
-      return json({ ok: true, entry: defaultEntry, compositions: await listCompositions() });
-    }
-    if (route === "composition" && request.method === "GET") {
-      try {
-        const entry = entryOf(new URL(request.url).searchParams.get("entry"));
-        const c = await read(entry);
-        return json({ ok: true, composition: describeComposition(c, fpsOf(c)) });
-      } catch (error) {
-        return json(errorBody(error), error instanceof PreviewEntryError ? 400 : 422);
-      }
-    }
-    if (route === "variables" && request.method === "POST") {
-      const body = await readObject(request);
-      if (!body || !isPlainObject(body.values)) {
-        return json(errorBody(new Error('send {"values": {…}}')), 400);
-      }
-      try {
-        const c = await read(entryOf(body.entry as string | undefined));
-        return json({ ok: true, ...checkStudioValues(c.declarations, body.values) });
-      } catch (error) {
-        return json(errorBody(error), 422);
-      }
-    }
-    if (route === "events" && request.method === "GET") return events();
-    if (route === "media" && request.method === "POST") {
-      const body = await readObject(request);
-      const media = body?.media;
-      if (
-        !Array.isArray(media) ||
-        !media.every((m) => isPlainObject(m) && typeof m.src === "string")
-      ) {
-        return json(errorBody(new Error('send {"media": __vid.media()}')), 400);
-      }
-      try {
-        const version = await videos!.prepare(media as MediaDescriptor[], originOf(request));
-        return json({ ok: true, version });
-      } catch (error) {
-        log(`video preparation failed: ${(error as Error).message}`);
-        return json(errorBody(error), 422);
-      }
-    }
-    if (route === "render" && request.method === "GET") return json(jobs.status());
-    if (route === "render/cancel" && request.method === "POST") {
-      const cancelled = await jobs.cancel();
-      return json({ ok: true, cancelled, status: jobs.status() });
-    }
-    if (route === "render" && request.method === "POST") {
-      const body = await readObject(request);
-      if (!body || !isPlainObject(body.values)) {
-        return json(errorBody(new Error('send {"values": {…}}')), 400);
-      }
-      try {
-        const entry = entryOf(body.entry as string | undefined);
-        const c = await read(entry);
-        const problems = checkOverrides(c.declarations, body.values);
-        if (problems.length > 0) {
-          return json({
-            ok: false,
-            error: {
-              name: "StrictVariablesError",
-              message: `fix the marked values before rendering: ${
-                problems.map((p) => p.message).join("; ")
-              }`,
-              field: problems[0].key,
-              problems,
-            },
-          }, 400);
-        }
-        const status = jobs.start(renderRequestFrom(body, {
-          values: body.values,
-          fps: fpsOf(c),
-          compositionId: c.id,
-          composition: entry === defaultEntry ? undefined : entry,
-          frames: frameCount(c.duration, fpsOf(c)),
-        }));
-        log(`rendering ${c.id} into ${rendersDir}`);
-        return json({ ok: true, status }, 202);
-      } catch (error) {
-        const status = error instanceof RenderBusyError
-          ? 409
-          : error instanceof PreviewEntryError || (error as { field?: unknown }).field !== undefined
-          ? 400
-          : 422;
-        return json(errorBody(error), status);
-      }
-    }
-    if (route.startsWith("renders/") && request.method === "GET") {
-      return await download(decodeURIComponent(route.slice("renders/".length)));
-    }
-    return json(
-      errorBody(new Error(`no such route: ${request.method} ${PREVIEW_PREFIX}${route}`)),
-      404,
-    );
-  };
-
-  const handler = async (request: Request): Promise<Response> => {
-    const port = server?.addr.port ?? 0;
-    if (!isLoopbackHost(request.headers.get("host"), port)) {
-      return new Response("vid preview answers only on 127.0.0.1 and localhost", { status: 403 });
-    }
-    const url = new URL(request.url);
-    try {
-      if (url.pathname === "/" && request.method === "GET") {
-        return new Response(studioPage(), {
-          headers: { "content-type": "text/html; charset=utf-8", ...NO_STORE },
-        });
-      }
-      if (url.pathname.startsWith(PREVIEW_PREFIX)) {
-        return await api(request, url.pathname.slice(PREVIEW_PREFIX.length));
-      }
-      if (request.method !== "GET" && request.method !== "HEAD") {
-        return new Response("method not allowed", { status: 405 });
-      }
-      const path = decodeURIComponent(url.pathname).slice(1);
-      if (
-        path === defaultEntry || (/^[^/.][^/]*\.html?$/i.test(path) && await isComposition(path))
-      ) {
-        return await stageHtml(request, url, path);
-      }
-      return await proxy(request, url);
-    } catch (error) {
-      return json(errorBody(error), 500);
-    }
-  };
-
-  const isComposition = async (entry: string): Promise<boolean> => {
-    const html = await readFile(join(projectDir, entry), "utf8").catch(() => "");
-    return COMPOSITION_ROOT.test(html);
-  };
-
   const close = (): Promise<void> => {
     closing ??= (async () => {
       watcher?.close();
       if (ping !== undefined) clearInterval(ping);
       await jobs.close();
-      for (const stream of streams) {
-        try {
-          stream.close();
-        } catch {
-          // the client went away first
-        }
-      }
-      streams.clear();
-      await Promise.allSettled([server?.shutdown(), project?.close(), videos?.close()]);
+      hub.close();
+      await Promise.allSettled([ctx.server?.shutdown(), ctx.project?.close(), ctx.videos?.close()]);
     })();
     return closing;
   };
 
   try {
-    project = await serveProject(projectDir);
-    videos = createPreviewVideoProxies({ projectDir, project, onLog: log });
-    const port = options.port ?? DEFAULT_PREVIEW_PORT;
-    try {
-      server = Deno.serve({ hostname: "127.0.0.1", port, onListen: () => {} }, handler);
-    } catch (error) {
-      if (error instanceof Deno.errors.AddrInUse) {
-        throw new PreviewPortError(
-          port,
-          `--port ${port}: the port is already in use on 127.0.0.1 (another vid preview?); ` +
-            `pass --port <n> for another port, or --port 0 for any free one`,
-        );
-      }
-      throw error;
-    }
+    ctx.project = await serveProject(projectDir);
+    ctx.videos = createPreviewVideoProxies({ projectDir, project: ctx.project, onLog: log });
+    ctx.server = listen(options.port ?? DEFAULT_PREVIEW_PORT, (request) => handle(ctx, request));
     watcher = watchProject(projectDir, (paths) => {
-      changes++;
+      hub.changes++;
       log(`changed: ${paths.join(", ")}`);
-      broadcast("change", { paths, changes });
+      hub.broadcast("change", { paths, changes: hub.changes });
     }, {
       debounceMs: options.debounceMs,
       ignoreDirs: [rendersDir],
       onError: (error) => log(`file watching stopped: ${error.message}`),
     });
     // Proxies drop idle streams; a comment line every 15 s keeps the event stream open.
-    ping = setInterval(() => {
-      for (const stream of streams) {
-        try {
-          stream.enqueue(encoder.encode(": ping\n\n"));
-        } catch {
-          streams.delete(stream);
-        }
-      }
-    }, 15000);
+    ping = setInterval(() => hub.ping(), 15000);
   } catch (error) {
     await close();
     throw error;
   }
-  const port = server.addr.port;
+  const port = ctx.server.addr.port;
   return {
     url: `http://127.0.0.1:${port}/`,
     port,
