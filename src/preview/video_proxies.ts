@@ -70,6 +70,155 @@ export interface PreviewVideoProxies {
   close(): Promise<void>;
 }
 
+/** The state of one proxy store: what it prepared and where. */
+interface ProxyStore {
+  readonly projectDir: string;
+  readonly project: ProjectServer;
+  readonly log: (message: string) => void;
+  /** Source key (origin-relative path of a project file, or a remote URL) -> prepared. */
+  readonly current: Map<string, Prepared>;
+  /** Absolute file path or remote URL -> its conversion. */
+  readonly cache: Map<string, CacheEntry>;
+  version: number;
+  count: number;
+  root?: Promise<string>;
+  tools?: Promise<{ ffmpeg: string; ffprobe: string }>;
+}
+
+/** The project file a same-origin source names, undefined when there is none. */
+async function projectFile(projectDir: string, pathname: string): Promise<string | undefined> {
+  let path: string;
+  try {
+    path = decodeURIComponent(pathname);
+  } catch {
+    return undefined;
+  }
+  const file = await realpath(join(projectDir, path)).catch(() => undefined);
+  if (!file || !file.startsWith(projectDir + sep)) return undefined;
+  return (await stat(file).catch(() => undefined))?.isFile() ? file : undefined;
+}
+
+/** ffmpeg and ffprobe, looked up once per store (and again after a failed look-up). */
+function storeTools(store: ProxyStore): Promise<{ ffmpeg: string; ffprobe: string }> {
+  store.tools ??= Promise.all([requireFfmpeg(), requireFfprobe()]).then(([ffmpeg, ffprobe]) => ({
+    ffmpeg,
+    ffprobe,
+  }));
+  return store.tools.catch((error: Error) => {
+    store.tools = undefined; // looked up again next time, e.g. after installing ffmpeg
+    throw error;
+  });
+}
+
+/** Converts one source in `dir` with the renderer's proxy maker, mounted as `p<n>-…`. */
+async function convertSource(
+  store: ProxyStore,
+  n: number,
+  src: string,
+  label: string,
+  dir: Promise<string>,
+  input: (dir: string) => Promise<string>,
+): Promise<Prepared> {
+  const { ffmpeg, ffprobe } = await storeTools(store);
+  const workDir = await dir;
+  const source = await input(workDir);
+  const started = performance.now();
+  let path = "";
+  const proxies = await prepareVideoProxies([{
+    kind: "video",
+    src,
+    start: 0,
+    mediaStart: 0,
+    duration: null,
+    volume: 1,
+    muted: true,
+    loop: false,
+    playbackRate: 1,
+  }], {
+    ffmpeg,
+    ffprobe,
+    workDir,
+    input: () => source,
+    serve: (name, file) => {
+      path = new URL(store.project.mount(`p${n}-${name}`, file)).pathname;
+      return path;
+    },
+  });
+  const fps = proxies[src].fps;
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  store.log(`prepared video ${label} (${fps} fps) in ${seconds} s`);
+  return { path, fps };
+}
+
+function convert(
+  store: ProxyStore,
+  src: string,
+  identity: string,
+  label: string,
+  input: (dir: string) => Promise<string>,
+): CacheEntry {
+  const n = store.count++;
+  store.root ??= mkdtemp(join(tmpdir(), "vid-preview-"));
+  const dir = store.root.then(async (r) => {
+    const d = join(r, `p${n}`);
+    await mkdir(d, { recursive: true });
+    return d;
+  });
+  // Awaited by the conversion below; this only keeps an early failure from going unhandled.
+  dir.catch(() => undefined);
+  const result = convertSource(store, n, src, label, dir, input);
+  return { identity, dir, result };
+}
+
+/** Drops a superseded conversion once it settled. */
+function discard(entry: CacheEntry): void {
+  void entry.result.catch(() => undefined).then(async () => {
+    await rm(await entry.dir, { recursive: true, force: true }).catch(() => undefined);
+  });
+}
+
+async function entryFor(
+  store: ProxyStore,
+  src: string,
+  origin: string,
+): Promise<{ key: string; entry: CacheEntry } | undefined> {
+  const { projectDir, cache } = store;
+  let url: URL;
+  try {
+    url = new URL(src);
+  } catch {
+    return undefined;
+  }
+  if (url.origin === origin) {
+    if (url.pathname.startsWith("/__preview/") || url.pathname.startsWith("/__vid/")) {
+      return undefined;
+    }
+    const file = await projectFile(projectDir, url.pathname);
+    const info = file ? await stat(file).catch(() => undefined) : undefined;
+    if (!file || !info) return undefined;
+    // Exactly as the page names it (the runtime looks its source up by that string).
+    const key = src.slice(origin.length);
+    const identity = `${info.mtimeMs}:${info.size}`;
+    const known = cache.get(file);
+    if (known?.identity === identity) return { key, entry: known };
+    if (known) discard(known);
+    const label = file.slice(projectDir.length + 1);
+    const entry = convert(store, src, identity, label, () => Promise.resolve(file));
+    cache.set(file, entry);
+    return { key, entry };
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+  const known = cache.get(url.href);
+  if (known) return { key: src, entry: known };
+  // Downloaded once, as a render downloads the URLs among its variables.
+  const entry = convert(store, src, url.href, url.href, async (dir) => {
+    const assets = await fetchRemoteMedia({ "<video src>": url.href }, dir);
+    return assets[url.href].file;
+  });
+  cache.set(url.href, entry);
+  return { key: src, entry };
+}
+
 /**
  * Creates the (empty) proxy store of a preview server.
  *
@@ -92,136 +241,19 @@ export interface PreviewVideoProxies {
  * ```
  */
 export function createPreviewVideoProxies(options: PreviewVideoProxyOptions): PreviewVideoProxies {
-  const { projectDir, project } = options;
-  const log = options.onLog ?? (() => {});
-  /** Source key (origin-relative path of a project file, or a remote URL) -> prepared. */
-  const current = new Map<string, Prepared>();
-  /** Absolute file path or remote URL -> its conversion. */
-  const cache = new Map<string, CacheEntry>();
-  let version = 0;
-  let count = 0;
-  let root: Promise<string> | undefined;
-  let tools: Promise<{ ffmpeg: string; ffprobe: string }> | undefined;
-
-  /** The project file a same-origin source names, undefined when there is none. */
-  const projectFile = async (pathname: string): Promise<string | undefined> => {
-    let path: string;
-    try {
-      path = decodeURIComponent(pathname);
-    } catch {
-      return undefined;
-    }
-    const file = await realpath(join(projectDir, path)).catch(() => undefined);
-    if (!file || !file.startsWith(projectDir + sep)) return undefined;
-    return (await stat(file).catch(() => undefined))?.isFile() ? file : undefined;
+  const store: ProxyStore = {
+    projectDir: options.projectDir,
+    project: options.project,
+    log: options.onLog ?? (() => {}),
+    current: new Map(),
+    cache: new Map(),
+    version: 0,
+    count: 0,
   };
-
-  const convert = (
-    src: string,
-    identity: string,
-    label: string,
-    input: (dir: string) => Promise<string>,
-  ): CacheEntry => {
-    const n = count++;
-    root ??= mkdtemp(join(tmpdir(), "vid-preview-"));
-    const dir = root.then(async (r) => {
-      const d = join(r, `p${n}`);
-      await mkdir(d, { recursive: true });
-      return d;
-    });
-    // Awaited by the conversion below; this only keeps an early failure from going unhandled.
-    dir.catch(() => undefined);
-    const result = (async (): Promise<Prepared> => {
-      tools ??= Promise.all([requireFfmpeg(), requireFfprobe()]).then(([ffmpeg, ffprobe]) => ({
-        ffmpeg,
-        ffprobe,
-      }));
-      const { ffmpeg, ffprobe } = await tools.catch((error: Error) => {
-        tools = undefined; // looked up again next time, e.g. after installing ffmpeg
-        throw error;
-      });
-      const workDir = await dir;
-      const source = await input(workDir);
-      const started = performance.now();
-      let path = "";
-      const proxies = await prepareVideoProxies([{
-        kind: "video",
-        src,
-        start: 0,
-        mediaStart: 0,
-        duration: null,
-        volume: 1,
-        muted: true,
-        loop: false,
-        playbackRate: 1,
-      }], {
-        ffmpeg,
-        ffprobe,
-        workDir,
-        input: () => source,
-        serve: (name, file) => {
-          path = new URL(project.mount(`p${n}-${name}`, file)).pathname;
-          return path;
-        },
-      });
-      const fps = proxies[src].fps;
-      const seconds = ((performance.now() - started) / 1000).toFixed(1);
-      log(`prepared video ${label} (${fps} fps) in ${seconds} s`);
-      return { path, fps };
-    })();
-    return { identity, dir, result };
-  };
-
-  /** Drops a superseded conversion once it settled. */
-  const discard = (entry: CacheEntry): void => {
-    void entry.result.catch(() => undefined).then(async () => {
-      await rm(await entry.dir, { recursive: true, force: true }).catch(() => undefined);
-    });
-  };
-
-  const entryFor = async (
-    src: string,
-    origin: string,
-  ): Promise<{ key: string; entry: CacheEntry } | undefined> => {
-    let url: URL;
-    try {
-      url = new URL(src);
-    } catch {
-      return undefined;
-    }
-    if (url.origin === origin) {
-      if (url.pathname.startsWith("/__preview/") || url.pathname.startsWith("/__vid/")) {
-        return undefined;
-      }
-      const file = await projectFile(url.pathname);
-      const info = file ? await stat(file).catch(() => undefined) : undefined;
-      if (!file || !info) return undefined;
-      // Exactly as the page names it (the runtime looks its source up by that string).
-      const key = src.slice(origin.length);
-      const identity = `${info.mtimeMs}:${info.size}`;
-      const known = cache.get(file);
-      if (known?.identity === identity) return { key, entry: known };
-      if (known) discard(known);
-      const label = file.slice(projectDir.length + 1);
-      const entry = convert(src, identity, label, () => Promise.resolve(file));
-      cache.set(file, entry);
-      return { key, entry };
-    }
-    if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
-    const known = cache.get(url.href);
-    if (known) return { key: src, entry: known };
-    // Downloaded once, as a render downloads the URLs among its variables.
-    const entry = convert(src, url.href, url.href, async (dir) => {
-      const assets = await fetchRemoteMedia({ "<video src>": url.href }, dir);
-      return assets[url.href].file;
-    });
-    cache.set(url.href, entry);
-    return { key: src, entry };
-  };
-
+  const { current, cache } = store;
   return {
     get version() {
-      return version;
+      return store.version;
     },
     config(origin: string): Record<string, VideoProxy> {
       const out: Record<string, VideoProxy> = {};
@@ -235,7 +267,7 @@ export function createPreviewVideoProxies(options: PreviewVideoProxyOptions): Pr
       const sources = [...new Set(media.filter((m) => m.kind === "video").map((m) => m.src))];
       // One at a time, as a render converts them: the machine is shared with the stage.
       for (const src of sources) {
-        const found = await entryFor(src, origin);
+        const found = await entryFor(store, src, origin);
         if (!found) continue;
         const prepared = await found.entry.result.catch((error: Error) => {
           // A failed conversion is tried again after the next edit, not served forever.
@@ -245,13 +277,13 @@ export function createPreviewVideoProxies(options: PreviewVideoProxyOptions): Pr
         });
         if (current.get(found.key) !== prepared) {
           current.set(found.key, prepared);
-          version++;
+          store.version++;
         }
       }
-      return version;
+      return store.version;
     },
     async close(): Promise<void> {
-      const dir = await root?.catch(() => undefined);
+      const dir = await store.root?.catch(() => undefined);
       if (dir) await rm(dir, { recursive: true, force: true });
     },
   };
