@@ -298,6 +298,116 @@ function randomKey(): string {
   return `vid-cli-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
 }
 
+/** What a hosted render of a local project uploads. */
+interface PackagedUpload {
+  zip: Uint8Array<ArrayBuffer>;
+  sha256: string;
+  aspectRatio: AspectRatio;
+}
+
+/**
+ * Reads and checks the local project (its variables against its declarations) and zips it;
+ * a dry run stops here with its report.
+ */
+async function packageForCloud(
+  options: CloudRenderOptions,
+  composition: string,
+  overrides: Variables,
+  warn: (message: string) => void,
+  stage: NonNullable<CloudRenderOptions["onStage"]>,
+): Promise<DryRunReport | PackagedUpload> {
+  const projectDir = resolve(options.target ?? ".");
+  const parsed = await readComposition(projectDir, composition);
+  const aspectRatio = options.aspectRatio ??
+    detectAspectRatio(parsed.width, parsed.height, warn);
+  const problems: VariableProblem[] = checkOverrides(parsed.declarations, overrides, {
+    projectDir: parsed.projectDir,
+  });
+  if (options.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
+  for (const problem of problems) warn(problem.message);
+  stage("packaging", { projectDir });
+  const pkg = await packageProject(projectDir, {
+    composition,
+    maxBytes: CLOUD_MAX_UPLOAD_BYTES,
+    // A previous download to -o inside the project is never uploaded with it.
+    exclude: options.output !== undefined ? [options.output] : undefined,
+  });
+  for (const warning of pkg.warnings ?? []) warn(warning);
+  if (options.dryRun) {
+    return {
+      dryRun: true,
+      projectDir,
+      composition: pkg.entry,
+      aspectRatio,
+      compressedBytes: pkg.compressedBytes,
+      uncompressedBytes: pkg.uncompressedBytes,
+      fileCount: pkg.fileCount,
+      largest: pkg.largest,
+      siteId: pkg.siteId,
+      sha256: pkg.sha256,
+      warnings: pkg.warnings ?? [],
+    };
+  }
+  return { zip: new Uint8Array(pkg.zip), sha256: pkg.sha256, aspectRatio };
+}
+
+/** Creates the asset of a project zip and uploads it unless storage already has it. */
+async function uploadAsset(
+  client: CloudClient,
+  options: CloudRenderOptions,
+  upload: PackagedUpload,
+  composition: string,
+  key: string,
+): Promise<{ assetId: string; uploadedBytes: number }> {
+  const { zip, sha256 } = upload;
+  options.onStage?.("uploading", { bytes: zip.length, idempotencyKey: key });
+  const asset = await client.request<{ asset_id: string; status: string; upload_url?: string }>(
+    "POST",
+    "/v3/assets",
+    {
+      body: { size_bytes: zip.length, sha256, composition },
+      idempotencyKey: key,
+      what: "create the asset",
+    },
+  );
+  if (asset.status === "ready") return { assetId: asset.asset_id, uploadedBytes: 0 };
+  if (!asset.upload_url) throw new CloudApiError(500, "vid_internal", "no upload_url given");
+  options.signal?.throwIfAborted();
+  await client.upload(asset.upload_url, zip, "upload the project zip");
+  return { assetId: asset.asset_id, uploadedBytes: zip.length };
+}
+
+/** Polls a submitted render until it completed; failed or past `--max-wait` is an error. */
+async function waitForRender(
+  client: CloudClient,
+  options: CloudRenderOptions,
+  submitted: CloudRenderRecord,
+): Promise<CloudRenderRecord> {
+  const renderId = submitted.render_id;
+  const maxWait = options.maxWait ?? OPTIONS.maxWait.default!;
+  const deadline = Date.now() + maxWait * 60000;
+  let render = submitted;
+  while (render.status !== "completed") {
+    if (render.status === "failed") {
+      throw new CloudApiError(0, "render_failed", `render ${renderId} failed: ${render.error}`);
+    }
+    if (Date.now() > deadline) {
+      throw new CloudApiError(
+        0,
+        "max_wait",
+        `render ${renderId} is still ${render.status} after ${maxWait} min; ` +
+          `check it later with: vid cloud get ${renderId}`,
+      );
+    }
+    await sleep((options.pollInterval ?? OPTIONS.pollInterval.default!) * 1000, options.signal);
+    render = await client.request<CloudRenderRecord>("GET", `/v3/vid/renders/${renderId}`, {
+      what: "poll the render",
+    });
+    options.onStage?.("rendering", { renderId, status: render.status, progress: render.progress });
+  }
+  return render;
+}
+
 /**
  * Runs the cloud render pipeline. `connect` is called only when the network is needed
  * (never for `dryRun`), so a dry run needs no sign-in.
@@ -324,42 +434,12 @@ export async function cloudRender(
     variablesFile: options.variablesFile,
   });
   let aspectRatio = options.aspectRatio ?? "16:9";
-  let zip: Uint8Array<ArrayBuffer> | undefined;
-  let sha256: string | undefined;
+  let upload: PackagedUpload | undefined;
   if (options.assetId === undefined && options.url === undefined) {
-    const projectDir = resolve(options.target ?? ".");
-    const parsed = await readComposition(projectDir, composition);
-    aspectRatio = options.aspectRatio ?? detectAspectRatio(parsed.width, parsed.height, warn);
-    const problems: VariableProblem[] = checkOverrides(parsed.declarations, overrides, {
-      projectDir: parsed.projectDir,
-    });
-    if (options.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
-    for (const problem of problems) warn(problem.message);
-    stage("packaging", { projectDir });
-    const pkg = await packageProject(projectDir, {
-      composition,
-      maxBytes: CLOUD_MAX_UPLOAD_BYTES,
-      // A previous download to -o inside the project is never uploaded with it.
-      exclude: options.output !== undefined ? [options.output] : undefined,
-    });
-    for (const warning of pkg.warnings ?? []) warn(warning);
-    if (options.dryRun) {
-      return {
-        dryRun: true,
-        projectDir,
-        composition: pkg.entry,
-        aspectRatio,
-        compressedBytes: pkg.compressedBytes,
-        uncompressedBytes: pkg.uncompressedBytes,
-        fileCount: pkg.fileCount,
-        largest: pkg.largest,
-        siteId: pkg.siteId,
-        sha256: pkg.sha256,
-        warnings: pkg.warnings ?? [],
-      };
-    }
-    zip = new Uint8Array(pkg.zip);
-    sha256 = pkg.sha256;
+    const packaged = await packageForCloud(options, composition, overrides, warn, stage);
+    if ("dryRun" in packaged) return packaged;
+    upload = packaged;
+    aspectRatio = packaged.aspectRatio;
   }
 
   // Cancelled while packaging, signing in, creating the asset or uploading: stop before
@@ -369,24 +449,8 @@ export async function cloudRender(
   const key = options.idempotencyKey ?? randomKey();
   let assetId = options.assetId ?? null;
   let uploadedBytes = 0;
-  if (zip) {
-    stage("uploading", { bytes: zip.length, idempotencyKey: key });
-    const asset = await client.request<{ asset_id: string; status: string; upload_url?: string }>(
-      "POST",
-      "/v3/assets",
-      {
-        body: { size_bytes: zip.length, sha256, composition },
-        idempotencyKey: key,
-        what: "create the asset",
-      },
-    );
-    assetId = asset.asset_id;
-    if (asset.status !== "ready") {
-      if (!asset.upload_url) throw new CloudApiError(500, "vid_internal", "no upload_url given");
-      options.signal?.throwIfAborted();
-      await client.upload(asset.upload_url, zip, "upload the project zip");
-      uploadedBytes = zip.length;
-    }
+  if (upload) {
+    ({ assetId, uploadedBytes } = await uploadAsset(client, options, upload, composition, key));
   }
   options.signal?.throwIfAborted();
   stage("submitting", { assetId });
@@ -419,27 +483,7 @@ export async function cloudRender(
       uploadedBytes,
     };
   }
-  const maxWait = options.maxWait ?? OPTIONS.maxWait.default!;
-  const deadline = Date.now() + maxWait * 60000;
-  let render = submitted;
-  while (render.status !== "completed") {
-    if (render.status === "failed") {
-      throw new CloudApiError(0, "render_failed", `render ${renderId} failed: ${render.error}`);
-    }
-    if (Date.now() > deadline) {
-      throw new CloudApiError(
-        0,
-        "max_wait",
-        `render ${renderId} is still ${render.status} after ${maxWait} min; ` +
-          `check it later with: vid cloud get ${renderId}`,
-      );
-    }
-    await sleep((options.pollInterval ?? OPTIONS.pollInterval.default!) * 1000, options.signal);
-    render = await client.request<CloudRenderRecord>("GET", `/v3/vid/renders/${renderId}`, {
-      what: "poll the render",
-    });
-    stage("rendering", { renderId, status: render.status, progress: render.progress });
-  }
+  const render = await waitForRender(client, options, submitted);
   const output = resolve(options.output ?? join("renders", `${renderId}.${format}`));
   stage("downloading", { output });
   await downloadTo(client, render.video_url!, output);
