@@ -422,6 +422,103 @@ function answer(response: ServerResponse, status: number, title: string, message
   );
 }
 
+/** One sign-in in progress: what its loopback callback checks and settles. */
+interface PendingLogin {
+  readonly baseUrl: string;
+  readonly verifier: string;
+  readonly state: string;
+  redirectUri: string;
+  /** A code or an error arrived; later callbacks are told the sign-in is done. */
+  finished: boolean;
+  readonly done: {
+    promise: Promise<OAuthCredentials>;
+    resolve: (credential: OAuthCredentials) => void;
+    reject: (error: unknown) => void;
+  };
+}
+
+/** Answers one request to the loopback listener: only `GET /callback` of this sign-in counts. */
+async function handleCallback(
+  login: PendingLogin,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const { done } = login;
+  const url = new URL(req.url ?? "/", "http://127.0.0.1");
+  if (req.method !== "GET" || url.pathname !== "/callback") {
+    answer(res, 404, "Not found", "This address only receives the vid sign-in.");
+    return;
+  }
+  if (login.finished) {
+    answer(res, 409, "Already done", "This sign-in is finished. You can close this tab.");
+    return;
+  }
+  const params = url.searchParams;
+  if (params.get("state") !== login.state) {
+    answer(
+      res,
+      400,
+      "Sign-in not recognised",
+      "This answer does not belong to the running `vid auth login` (state does not " +
+        "match). Use the URL it printed.",
+    );
+    return;
+  }
+  const error = params.get("error");
+  if (error) {
+    login.finished = true;
+    const description = params.get("error_description");
+    const text = description ? `${error}: ${description}` : error;
+    answer(res, 400, "Sign-in failed", `The sign-in was refused (${text}).`);
+    done.reject(new OAuthError("code", `the sign-in was refused: ${text}`, error));
+    return;
+  }
+  const code = params.get("code");
+  if (!code) {
+    answer(res, 400, "Sign-in failed", "The answer carries no code.");
+    return;
+  }
+  login.finished = true;
+  try {
+    const credential = await exchangeCode(login.baseUrl, code, login.verifier, login.redirectUri);
+    const account = await fetchAccount(login.baseUrl, credential.access_token);
+    answer(
+      res,
+      200,
+      "Signed in",
+      `vid is signed in as ${account.email}. You can close this tab.`,
+    );
+    done.resolve({ ...credential, email: account.email });
+  } catch (err) {
+    answer(res, 400, "Sign-in failed", (err as Error).message);
+    done.reject(err);
+  }
+}
+
+/** The sign-in page of `baseUrl` with the PKCE challenge, `state` and loopback redirect. */
+function authorizeUrl(
+  baseUrl: string,
+  redirectUri: string,
+  challenge: string,
+  state: string,
+): URL {
+  const authorize = new URL(`${baseUrl}/oauth/authorize`);
+  for (
+    const [name, value] of Object.entries({
+      response_type: "code",
+      client_id: CLIENT_ID,
+      redirect_uri: redirectUri,
+      code_challenge: challenge,
+      code_challenge_method: "S256",
+      state,
+      scope: SCOPE,
+    })
+  ) {
+    authorize.searchParams.set(name, value);
+  }
+  return authorize;
+}
+
 /**
  * Signs in with a browser: listens on `127.0.0.1` on a free port, opens the sign-in page
  * of `baseUrl` with a PKCE challenge and a random `state`, receives the code on
@@ -458,63 +555,17 @@ export async function loginWithPkce(options: LoginOptions): Promise<OAuthCredent
   };
   // It may settle before it is awaited (a fast browser, the timeout during the opener).
   done.promise.catch(() => {});
-  let redirectUri = "";
-  let finished = false;
-
-  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    if (req.method !== "GET" || url.pathname !== "/callback") {
-      answer(res, 404, "Not found", "This address only receives the vid sign-in.");
-      return;
-    }
-    if (finished) {
-      answer(res, 409, "Already done", "This sign-in is finished. You can close this tab.");
-      return;
-    }
-    const params = url.searchParams;
-    if (params.get("state") !== state) {
-      answer(
-        res,
-        400,
-        "Sign-in not recognised",
-        "This answer does not belong to the running `vid auth login` (state does not " +
-          "match). Use the URL it printed.",
-      );
-      return;
-    }
-    const error = params.get("error");
-    if (error) {
-      finished = true;
-      const description = params.get("error_description");
-      const text = description ? `${error}: ${description}` : error;
-      answer(res, 400, "Sign-in failed", `The sign-in was refused (${text}).`);
-      done.reject(new OAuthError("code", `the sign-in was refused: ${text}`, error));
-      return;
-    }
-    const code = params.get("code");
-    if (!code) {
-      answer(res, 400, "Sign-in failed", "The answer carries no code.");
-      return;
-    }
-    finished = true;
-    try {
-      const credential = await exchangeCode(baseUrl, code, verifier, redirectUri);
-      const account = await fetchAccount(baseUrl, credential.access_token);
-      answer(
-        res,
-        200,
-        "Signed in",
-        `vid is signed in as ${account.email}. You can close this tab.`,
-      );
-      done.resolve({ ...credential, email: account.email });
-    } catch (err) {
-      answer(res, 400, "Sign-in failed", (err as Error).message);
-      done.reject(err);
-    }
+  const login: PendingLogin = {
+    baseUrl,
+    verifier,
+    state,
+    redirectUri: "",
+    finished: false,
+    done,
   };
 
   const server = createServer((req, res) => {
-    handle(req, res).catch((error) => done.reject(error));
+    handleCallback(login, req, res).catch((error) => done.reject(error));
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -525,21 +576,8 @@ export async function loginWithPkce(options: LoginOptions): Promise<OAuthCredent
   });
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    redirectUri = `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`;
-    const authorize = new URL(`${baseUrl}/oauth/authorize`);
-    for (
-      const [name, value] of Object.entries({
-        response_type: "code",
-        client_id: CLIENT_ID,
-        redirect_uri: redirectUri,
-        code_challenge: challenge,
-        code_challenge_method: "S256",
-        state,
-        scope: SCOPE,
-      })
-    ) {
-      authorize.searchParams.set(name, value);
-    }
+    login.redirectUri = `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`;
+    const authorize = authorizeUrl(baseUrl, login.redirectUri, challenge, state);
     timer = setTimeout(() => {
       done.reject(
         new OAuthError(
