@@ -604,6 +604,7 @@ function tokenParam(form: URLSearchParams, name: string, required = false): stri
   }
 }
 
+/** Refuses any client but `vid-cli` (an absent client_id is allowed). */
 function checkClient(clientId: string | undefined): void {
   if (clientId !== undefined && clientId !== OAUTH_CLIENT_ID) {
     throw new TokenEndpointError("invalid_client", `unknown client_id "${clientId}"`, 401);
