@@ -17,7 +17,12 @@
  * @module
  */
 
-import { createServer, type IncomingMessage, request as httpRequest } from "node:http";
+import {
+  createServer,
+  type IncomingMessage,
+  request as httpRequest,
+  type ServerResponse,
+} from "node:http";
 import { connect, type Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { BlockedAddressError, type CheckedAddress, resolvePublicHost } from "./address_policy.ts";
@@ -58,6 +63,184 @@ function parseAuthority(authority: string, defaultPort: number): { host: string;
   return { host: url.hostname, port: url.port === "" ? defaultPort : Number(url.port) };
 }
 
+/** What the proxy's handlers share: the allowed origins, the refusals so far, open sockets. */
+interface ProxyState {
+  /** Allowed origins as `host:port`, port always given. */
+  allowed: Set<string>;
+  blocked: BlockedRequest[];
+  onBlocked?: (blocked: BlockedRequest) => void;
+  /** Every open client and upstream socket, cut on close. */
+  sockets: Set<Duplex>;
+}
+
+/**
+ * The addresses to connect to for `host:port` (undefined: an allowed origin, connected
+ * by name), or a refusal.
+ */
+async function decide(
+  state: ProxyState,
+  host: string,
+  port: number,
+): Promise<CheckedAddress[] | undefined> {
+  const key = `${host}:${port}`;
+  if (state.allowed.has(key)) return undefined;
+  try {
+    return await resolvePublicHost(host, "network");
+  } catch (error) {
+    const reason = error instanceof BlockedAddressError
+      ? error.message.replace(/^network: /, "")
+      : String(error);
+    const entry = { target: key, reason };
+    // Kept for reporting, bounded: a page could make millions of refused requests.
+    if (state.blocked.length < 100) state.blocked.push(entry);
+    state.onBlocked?.(entry);
+    throw error;
+  }
+}
+
+/** Answers a proxy request with `status` and closes the connection. */
+function refuse(socket: Duplex, status: string): void {
+  socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+}
+
+/**
+ * Connects `client` to `host:port` once the policy allows it: a CONNECT tunnel (answered
+ * with 200), or a forwarded Upgrade request (`replay` is its head).
+ */
+async function tunnel(
+  state: ProxyState,
+  client: Duplex,
+  head: Uint8Array,
+  host: string,
+  port: number,
+  replay?: string,
+): Promise<void> {
+  state.sockets.add(client);
+  client.on("close", () => state.sockets.delete(client));
+  client.on("error", () => client.destroy());
+  let addresses: CheckedAddress[] | undefined;
+  try {
+    addresses = await decide(state, host, port);
+  } catch {
+    refuse(client, "403 Forbidden");
+    return;
+  }
+  if (client.destroyed) return;
+  // Every checked address is tried in turn (IPv6 then IPv4, say), none other.
+  const upstream: Socket = connect({
+    host: host.replace(/^\[|\]$/g, ""),
+    port,
+    ...(addresses ? { lookup: pinnedLookup(addresses) } : {}),
+    autoSelectFamily: (addresses?.length ?? 0) > 1,
+  });
+  let connected = false;
+  state.sockets.add(upstream);
+  upstream.on("close", () => {
+    state.sockets.delete(upstream);
+    client.destroy();
+  });
+  upstream.on("error", () => {
+    if (!connected) refuse(client, "502 Bad Gateway");
+    upstream.destroy();
+  });
+  upstream.once("connect", () => {
+    connected = true;
+    if (replay === undefined) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
+    else upstream.write(replay);
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+  client.on("close", () => upstream.destroy());
+}
+
+/** A plain-http proxy request: the absolute URL is the target. */
+async function forwardHttp(
+  state: ProxyState,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  let url: URL;
+  try {
+    url = new URL(req.url ?? "");
+    if (url.protocol !== "http:") throw new Error("not http");
+  } catch {
+    res.writeHead(400, { "content-type": "text/plain" }).end("vid guard proxy: bad request");
+    return;
+  }
+  const port = url.port === "" ? 80 : Number(url.port);
+  let addresses: CheckedAddress[] | undefined;
+  try {
+    addresses = await decide(state, url.hostname, port);
+  } catch (error) {
+    res.writeHead(403, { "content-type": "text/plain" })
+      .end(`vid: blocked by the render's network guard: ${(error as Error).message}`);
+    return;
+  }
+  const headers = { ...req.headers };
+  delete headers["proxy-connection"];
+  delete headers["proxy-authorization"];
+  const upstream = httpRequest({
+    host: url.hostname.replace(/^\[|\]$/g, ""),
+    ...(addresses ? { lookup: pinnedLookup(addresses) } : {}),
+    port,
+    method: req.method,
+    path: url.pathname + url.search,
+    headers,
+  }, (answer) => {
+    res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answer.headers);
+    answer.pipe(res);
+  });
+  upstream.on("error", () => {
+    if (!res.headersSent) res.writeHead(502).end();
+    else res.destroy();
+  });
+  req.pipe(upstream);
+}
+
+/** A CONNECT request: a tunnel to `host:port` (https, and ws:// as Chromium sends it). */
+function connectTunnel(
+  state: ProxyState,
+  req: IncomingMessage,
+  client: Duplex,
+  head: Uint8Array,
+): void {
+  let target: { host: string; port: number };
+  try {
+    target = parseAuthority(req.url ?? "", 443);
+  } catch {
+    refuse(client, "400 Bad Request");
+    return;
+  }
+  void tunnel(state, client, head, target.host, target.port);
+}
+
+/**
+ * An Upgrade request with an absolute URL. ws:// through an HTTP proxy is tunnelled with
+ * CONNECT by Chromium; an Upgrade request is forwarded the same way, under the same check.
+ */
+function forwardUpgrade(
+  state: ProxyState,
+  req: IncomingMessage,
+  client: Duplex,
+  head: Uint8Array,
+): void {
+  let url: URL;
+  try {
+    url = new URL(req.url ?? "");
+  } catch {
+    refuse(client, "400 Bad Request");
+    return;
+  }
+  const port = url.port === "" ? 80 : Number(url.port);
+  const lines = [`${req.method} ${url.pathname}${url.search} HTTP/1.1`];
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    if (/^proxy-/i.test(req.rawHeaders[i])) continue;
+    lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
+  }
+  void tunnel(state, client, head, url.hostname, port, lines.join("\r\n") + "\r\n\r\n");
+}
+
 /**
  * Starts the proxy on 127.0.0.1 at a free port.
  *
@@ -75,149 +258,18 @@ export async function startGuardProxy(options: GuardProxyOptions): Promise<Guard
     return `${host}:${port}`;
   }));
   const sockets = new Set<Duplex>();
-
-  /**
-   * The addresses to connect to for `host:port` (undefined: an allowed origin, connected
-   * by name), or a refusal.
-   */
-  const decide = async (host: string, port: number): Promise<CheckedAddress[] | undefined> => {
-    const key = `${host}:${port}`;
-    if (allowed.has(key)) return undefined;
-    try {
-      return await resolvePublicHost(host, "network");
-    } catch (error) {
-      const reason = error instanceof BlockedAddressError
-        ? error.message.replace(/^network: /, "")
-        : String(error);
-      const entry = { target: key, reason };
-      // Kept for reporting, bounded: a page could make millions of refused requests.
-      if (blocked.length < 100) blocked.push(entry);
-      options.onBlocked?.(entry);
-      throw error;
-    }
-  };
-
-  const refuse = (socket: Duplex, status: string): void => {
-    socket.end(`HTTP/1.1 ${status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
-  };
-
-  /**
-   * Connects `client` to `host:port` once the policy allows it: a CONNECT tunnel (answered
-   * with 200), or a forwarded Upgrade request (`replay` is its head).
-   */
-  const tunnel = async (
-    client: Duplex,
-    head: Uint8Array,
-    host: string,
-    port: number,
-    replay?: string,
-  ): Promise<void> => {
-    sockets.add(client);
-    client.on("close", () => sockets.delete(client));
-    client.on("error", () => client.destroy());
-    let addresses: CheckedAddress[] | undefined;
-    try {
-      addresses = await decide(host, port);
-    } catch {
-      refuse(client, "403 Forbidden");
-      return;
-    }
-    if (client.destroyed) return;
-    // Every checked address is tried in turn (IPv6 then IPv4, say), none other.
-    const upstream: Socket = connect({
-      host: host.replace(/^\[|\]$/g, ""),
-      port,
-      ...(addresses ? { lookup: pinnedLookup(addresses) } : {}),
-      autoSelectFamily: (addresses?.length ?? 0) > 1,
-    });
-    let connected = false;
-    sockets.add(upstream);
-    upstream.on("close", () => {
-      sockets.delete(upstream);
-      client.destroy();
-    });
-    upstream.on("error", () => {
-      if (!connected) refuse(client, "502 Bad Gateway");
-      upstream.destroy();
-    });
-    upstream.once("connect", () => {
-      connected = true;
-      if (replay === undefined) client.write("HTTP/1.1 200 Connection Established\r\n\r\n");
-      else upstream.write(replay);
-      if (head.length > 0) upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
-    });
-    client.on("close", () => upstream.destroy());
-  };
-
-  const server = createServer(async (req, res) => {
-    // A plain-http proxy request: the absolute URL is the target.
-    let url: URL;
-    try {
-      url = new URL(req.url ?? "");
-      if (url.protocol !== "http:") throw new Error("not http");
-    } catch {
-      res.writeHead(400, { "content-type": "text/plain" }).end("vid guard proxy: bad request");
-      return;
-    }
-    const port = url.port === "" ? 80 : Number(url.port);
-    let addresses: CheckedAddress[] | undefined;
-    try {
-      addresses = await decide(url.hostname, port);
-    } catch (error) {
-      res.writeHead(403, { "content-type": "text/plain" })
-        .end(`vid: blocked by the render's network guard: ${(error as Error).message}`);
-      return;
-    }
-    const headers = { ...req.headers };
-    delete headers["proxy-connection"];
-    delete headers["proxy-authorization"];
-    const upstream = httpRequest({
-      host: url.hostname.replace(/^\[|\]$/g, ""),
-      ...(addresses ? { lookup: pinnedLookup(addresses) } : {}),
-      port,
-      method: req.method,
-      path: url.pathname + url.search,
-      headers,
-    }, (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, answer.headers);
-      answer.pipe(res);
-    });
-    upstream.on("error", () => {
-      if (!res.headersSent) res.writeHead(502).end();
-      else res.destroy();
-    });
-    req.pipe(upstream);
-  });
-  server.on("connect", (req: IncomingMessage, client: Duplex, head: Uint8Array) => {
-    let target: { host: string; port: number };
-    try {
-      target = parseAuthority(req.url ?? "", 443);
-    } catch {
-      refuse(client, "400 Bad Request");
-      return;
-    }
-    void tunnel(client, head, target.host, target.port);
-  });
-  // ws:// through an HTTP proxy is tunnelled with CONNECT by Chromium; an Upgrade
-  // request with an absolute URL is forwarded the same way, under the same check.
-  server.on("upgrade", (req: IncomingMessage, client: Duplex, head: Uint8Array) => {
-    let url: URL;
-    try {
-      url = new URL(req.url ?? "");
-    } catch {
-      refuse(client, "400 Bad Request");
-      return;
-    }
-    const port = url.port === "" ? 80 : Number(url.port);
-    const lines = [`${req.method} ${url.pathname}${url.search} HTTP/1.1`];
-    for (let i = 0; i < req.rawHeaders.length; i += 2) {
-      if (/^proxy-/i.test(req.rawHeaders[i])) continue;
-      lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
-    }
-    void tunnel(client, head, url.hostname, port, lines.join("\r\n") + "\r\n\r\n");
-  });
+  const state: ProxyState = { allowed, blocked, onBlocked: options.onBlocked, sockets };
+  const server = createServer((req, res) => forwardHttp(state, req, res));
+  server.on(
+    "connect",
+    (req: IncomingMessage, client: Duplex, head: Uint8Array) =>
+      connectTunnel(state, req, client, head),
+  );
+  server.on(
+    "upgrade",
+    (req: IncomingMessage, client: Duplex, head: Uint8Array) =>
+      forwardUpgrade(state, req, client, head),
+  );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
   const port = typeof address === "object" && address ? address.port : 0;

@@ -25,7 +25,8 @@
  */
 
 import { readableExecutionError } from "../lambda/execution_error.ts";
-import { GetObjectCommand } from "@aws-sdk/client-s3";
+import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
+import type { SFNClient } from "@aws-sdk/client-sfn";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RenderConfig } from "../lambda/config.ts";
@@ -118,6 +119,138 @@ function errorName(error: unknown): string | undefined {
   return (error as { name?: string })?.name;
 }
 
+/** What the backend's steps share: its configuration and the AWS clients made from it. */
+interface LambdaBackendClients {
+  config: LambdaBackendConfig;
+  s3Options: S3Options;
+  s3: S3Client;
+  sfn: SFNClient;
+}
+
+/** The object key the workflow writes the video to, and whether that is the storage's own. */
+function outputOf(
+  backend: LambdaBackendClients,
+  ctx: ServerContext,
+  job: RenderJob,
+): { key: string; inStorage: boolean } {
+  const storage = ctx.storage;
+  const sameBucket = storage instanceof S3Storage && storage.bucket === backend.config.bucketName &&
+    (storage.endpoint ?? "").replace(/\/+$/, "") === (backend.config.s3Endpoint ?? "");
+  if (!sameBucket) return { key: videoKey(job), inStorage: false };
+  return {
+    key: storage.prefix ? `${storage.prefix}/${videoKey(job)}` : videoKey(job),
+    inStorage: true,
+  };
+}
+
+/** The execution named after the render, when an earlier run started it. */
+async function startedEarlier(
+  backend: LambdaBackendClients,
+  job: RenderJob,
+): Promise<string | undefined> {
+  try {
+    const found = await getRenderProgress({
+      renderId: job.id,
+      stateMachineArn: backend.config.stateMachineArn,
+      sfn: backend.sfn,
+      s3: false,
+    });
+    return found.executionArn;
+  } catch (error) {
+    if (errorName(error) === "ExecutionDoesNotExist") return undefined;
+    throw error;
+  }
+}
+
+/** Deploys the render's project as a site and starts its execution; returns the execution ARN. */
+async function start(
+  backend: LambdaBackendClients,
+  ctx: ServerContext,
+  job: RenderJob,
+  dir: string,
+): Promise<string> {
+  const renderConfig = lambdaRenderConfig(job, backend.config);
+  const project = await unpackProject(ctx, job, dir);
+  const siteHandle = await deploySite({
+    projectDir: project,
+    bucketName: backend.config.bucketName,
+    composition: job.request.composition,
+    s3: backend.s3Options,
+  });
+  const handle = await renderToLambda({
+    siteHandle,
+    bucketName: backend.config.bucketName,
+    stateMachineArn: backend.config.stateMachineArn,
+    config: renderConfig,
+    renderId: job.id,
+    outputKey: outputOf(backend, ctx, job).key,
+    sfn: backend.sfn,
+    frames: Math.round(job.durationSeconds * job.request.fps),
+    onWarning: (message) => console.warn(`render ${job.id}: ${message}`),
+  });
+  return handle.executionArn;
+}
+
+/** Polls the execution until it ends, writing progress into the render on the way. */
+async function waitForEnd(
+  backend: LambdaBackendClients,
+  job: RenderJob,
+  executionArn: string,
+  signal: AbortSignal,
+): Promise<LambdaRenderProgress> {
+  let failures = 0;
+  while (true) {
+    signal.throwIfAborted();
+    let progress: LambdaRenderProgress | undefined;
+    try {
+      progress = await getRenderProgress({
+        executionArn,
+        sfn: backend.sfn,
+        s3: backend.s3,
+        bucketName: backend.config.bucketName,
+      });
+      failures = 0;
+    } catch (error) {
+      if (errorName(error) === "ExecutionDoesNotExist") {
+        throw new LambdaBackendError(
+          "executionArn",
+          `the workflow execution ${executionArn} of this render no longer exists ` +
+            `(was the state machine replaced?); submit the render again`,
+        );
+      }
+      if (++failures > POLL_FAILURES_TOLERATED) throw error;
+    }
+    if (progress && progress.status !== "running") return progress;
+    if (progress) job.setProgress(fractionDone(progress));
+    await sleep(backend.config.pollIntervalMs, signal);
+  }
+}
+
+/** Puts the finished video and its thumbnail into the server's storage. */
+async function deliver(
+  backend: LambdaBackendClients,
+  ctx: ServerContext,
+  job: RenderJob,
+  progress: LambdaRenderProgress,
+  dir: string,
+): Promise<void> {
+  const video = join(dir, `video.${job.request.format}`);
+  const output = outputOf(backend, ctx, job);
+  if (output.inStorage && progress.outputKey === output.key) {
+    await ctx.storage.download(videoKey(job), video);
+  } else {
+    const object = await backend.s3.send(
+      new GetObjectCommand({ Bucket: progress.bucketName, Key: progress.outputKey }),
+    );
+    const file = await Deno.open(video, { write: true, create: true, truncate: true });
+    await object.Body!.transformToWebStream().pipeTo(file.writable);
+    await ctx.storage.putFile(videoKey(job), video);
+  }
+  const thumbnail = join(dir, "thumbnail.jpg");
+  await thumbnailFromVideo(video, job.durationSeconds, thumbnail, job.request.fps);
+  await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
+}
+
 /**
  * The distributed backend: renders run as workflow executions, at most
  * `config.maxInFlight` at once.
@@ -149,113 +282,7 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
   };
   const s3 = s3ClientFor(s3Options);
   const sfn = sfnClientFor({ region: config.region, endpoint: config.sfnEndpoint });
-
-  /** The object key the workflow writes the video to, and whether that is the storage's own. */
-  const outputOf = (ctx: ServerContext, job: RenderJob): { key: string; inStorage: boolean } => {
-    const storage = ctx.storage;
-    const sameBucket = storage instanceof S3Storage && storage.bucket === config.bucketName &&
-      (storage.endpoint ?? "").replace(/\/+$/, "") === (config.s3Endpoint ?? "");
-    if (!sameBucket) return { key: videoKey(job), inStorage: false };
-    return {
-      key: storage.prefix ? `${storage.prefix}/${videoKey(job)}` : videoKey(job),
-      inStorage: true,
-    };
-  };
-
-  /** The execution named after the render, when an earlier run started it. */
-  const startedEarlier = async (job: RenderJob): Promise<string | undefined> => {
-    try {
-      const found = await getRenderProgress({
-        renderId: job.id,
-        stateMachineArn: config.stateMachineArn,
-        sfn,
-        s3: false,
-      });
-      return found.executionArn;
-    } catch (error) {
-      if (errorName(error) === "ExecutionDoesNotExist") return undefined;
-      throw error;
-    }
-  };
-
-  const start = async (ctx: ServerContext, job: RenderJob, dir: string): Promise<string> => {
-    const renderConfig = lambdaRenderConfig(job, config);
-    const project = await unpackProject(ctx, job, dir);
-    const siteHandle = await deploySite({
-      projectDir: project,
-      bucketName: config.bucketName,
-      composition: job.request.composition,
-      s3: s3Options,
-    });
-    const handle = await renderToLambda({
-      siteHandle,
-      bucketName: config.bucketName,
-      stateMachineArn: config.stateMachineArn,
-      config: renderConfig,
-      renderId: job.id,
-      outputKey: outputOf(ctx, job).key,
-      sfn,
-      frames: Math.round(job.durationSeconds * job.request.fps),
-      onWarning: (message) => console.warn(`render ${job.id}: ${message}`),
-    });
-    return handle.executionArn;
-  };
-
-  const waitForEnd = async (
-    job: RenderJob,
-    executionArn: string,
-    signal: AbortSignal,
-  ): Promise<LambdaRenderProgress> => {
-    let failures = 0;
-    while (true) {
-      signal.throwIfAborted();
-      let progress: LambdaRenderProgress | undefined;
-      try {
-        progress = await getRenderProgress({
-          executionArn,
-          sfn,
-          s3,
-          bucketName: config.bucketName,
-        });
-        failures = 0;
-      } catch (error) {
-        if (errorName(error) === "ExecutionDoesNotExist") {
-          throw new LambdaBackendError(
-            "executionArn",
-            `the workflow execution ${executionArn} of this render no longer exists ` +
-              `(was the state machine replaced?); submit the render again`,
-          );
-        }
-        if (++failures > POLL_FAILURES_TOLERATED) throw error;
-      }
-      if (progress && progress.status !== "running") return progress;
-      if (progress) job.setProgress(fractionDone(progress));
-      await sleep(config.pollIntervalMs, signal);
-    }
-  };
-
-  const deliver = async (
-    ctx: ServerContext,
-    job: RenderJob,
-    progress: LambdaRenderProgress,
-    dir: string,
-  ): Promise<void> => {
-    const video = join(dir, `video.${job.request.format}`);
-    const output = outputOf(ctx, job);
-    if (output.inStorage && progress.outputKey === output.key) {
-      await ctx.storage.download(videoKey(job), video);
-    } else {
-      const object = await s3.send(
-        new GetObjectCommand({ Bucket: progress.bucketName, Key: progress.outputKey }),
-      );
-      const file = await Deno.open(video, { write: true, create: true, truncate: true });
-      await object.Body!.transformToWebStream().pipeTo(file.writable);
-      await ctx.storage.putFile(videoKey(job), video);
-    }
-    const thumbnail = join(dir, "thumbnail.jpg");
-    await thumbnailFromVideo(video, job.durationSeconds, thumbnail, job.request.fps);
-    await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
-  };
+  const backend: LambdaBackendClients = { config, s3Options, s3, sfn };
 
   return {
     kind: "lambda",
@@ -263,23 +290,25 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
     async render(ctx: ServerContext, job: RenderJob, signal: AbortSignal): Promise<void> {
       const dir = await mkdtemp(join(ctx.workDir, `lambda-${job.id}-`));
       try {
-        let executionArn = job.executionArn ?? await startedEarlier(job);
+        let executionArn = job.executionArn ?? await startedEarlier(backend, job);
         if (!executionArn) {
           signal.throwIfAborted();
-          executionArn = await start(ctx, job, dir);
+          executionArn = await start(backend, ctx, job, dir);
         }
         if (executionArn !== job.executionArn) setExecutionArn(ctx.db, job.id, executionArn);
-        const progress = await waitForEnd(job, executionArn, signal).catch(async (error) => {
-          // A deleted render stops its execution: no more chunks are scheduled or paid for.
-          // (A server shutting down leaves it running; the next start resumes polling it.)
-          if (signal.reason instanceof RenderDeletedError) {
-            await cancelRender({ executionArn, sfn, cause: `render ${job.id} was deleted` })
-              .catch((stop) =>
-                console.error(`render ${job.id}: cannot stop ${executionArn}: ${stop}`)
-              );
-          }
-          throw error;
-        });
+        const progress = await waitForEnd(backend, job, executionArn, signal).catch(
+          async (error) => {
+            // A deleted render stops its execution: no more chunks are scheduled or paid for.
+            // (A server shutting down leaves it running; the next start resumes polling it.)
+            if (signal.reason instanceof RenderDeletedError) {
+              await cancelRender({ executionArn, sfn, cause: `render ${job.id} was deleted` })
+                .catch((stop) =>
+                  console.error(`render ${job.id}: cannot stop ${executionArn}: ${stop}`)
+                );
+            }
+            throw error;
+          },
+        );
         if (progress.status !== "succeeded") {
           const why = progress.errors.length > 0
             ? progress.errors.map(readableExecutionError).join("; ")
@@ -289,7 +318,7 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
             `distributed render ${progress.status}: ${why}`,
           );
         }
-        await deliver(ctx, job, progress, dir);
+        await deliver(backend, ctx, job, progress, dir);
       } finally {
         await rm(dir, { recursive: true, force: true });
       }

@@ -412,6 +412,345 @@ function purgeExpired(db: DatabaseSync): void {
   db.prepare("delete from tokens where expires_at < ?").run(nowSeconds() - PURGE_AFTER_SECONDS);
 }
 
+/** What the OAuth endpoints share: the server, the token lifetime, and the sign-in throttles. */
+interface OAuthState {
+  ctx: ServerContext;
+  accessSeconds: number;
+  throttles: Throttles;
+  // Compared against when the email is unknown, so both failures take the same time.
+  unknownAccountHash?: Promise<string>;
+}
+
+/** Answers an error of the token endpoint as RFC 6749 JSON; anything else as a 500. */
+function oauthError(error: Error, c: Context): Response {
+  if (error instanceof TokenEndpointError) {
+    return c.json({ error: error.code, error_description: error.message }, error.status, {
+      "cache-control": "no-store",
+      "pragma": "no-cache",
+    });
+  }
+  console.error(error);
+  return c.json({ error: "server_error", error_description: "internal error" }, 500);
+}
+
+/** The sign-in and approve page, with a fresh CSRF cookie and token for its form. */
+async function signInPage(
+  state: OAuthState,
+  c: Context,
+  request: AuthorizationRequest,
+  status: 200 | 401 | 403 | 429,
+  error?: string,
+  email = "",
+): Promise<Response> {
+  const { ctx } = state;
+  const existing = cookieValue(c.req.header("cookie"), CSRF_COOKIE);
+  const nonce = existing && /^csrf_[0-9a-f]{32}$/.test(existing) ? existing : randomId("csrf", 16);
+  c.header(
+    "set-cookie",
+    `${CSRF_COOKIE}=${nonce}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SIGN_IN_FORM_SECONDS}${
+      ctx.publicUrl.startsWith("https:") ? "; Secure" : ""
+    }`,
+  );
+  const token = await csrfToken(ctx.secret, nonce, request, nowSeconds() + SIGN_IN_FORM_SECONDS);
+  const hidden: Array<[string, string | undefined]> = [
+    ["response_type", "code"],
+    ["client_id", request.clientId],
+    ["redirect_uri", request.redirectUri],
+    ["code_challenge", request.codeChallenge],
+    ["code_challenge_method", "S256"],
+    ["state", request.state],
+    ["scope", request.scope],
+    ["csrf_token", token],
+  ];
+  const fields = hidden.filter(([, value]) => value !== undefined)
+    .map(([name, value]) =>
+      `<input type="hidden" name="${name}" value="${escapeHtml(value as string)}">`
+    ).join("\n");
+  const target = new URL(request.redirectUri);
+  return htmlPage(
+    c,
+    status,
+    "Sign in",
+    `<h1>Sign in to approve vid</h1>
+<p>The <strong>vid command-line tool</strong> asks to render videos with your account
+(scope <code>${escapeHtml(request.scope)}</code>). Approving sends a one-time code to
+<code>${escapeHtml(target.origin)}</code>.</p>
+${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ""}
+<form method="post" action="authorize">
+${fields}
+<label for="email">Email</label>
+<input id="email" type="email" name="email" autocomplete="username" required autofocus value="${
+      escapeHtml(email)
+    }">
+<label for="password">Password</label>
+<input id="password" type="password" name="password" autocomplete="current-password" required>
+<button type="submit">Approve</button>
+</form>
+<p class="note">Only approve if you just ran <code>vid auth login</code> yourself.</p>`,
+  );
+}
+
+/** `GET /authorize`: validates the authorization request and shows the sign-in page. */
+async function showAuthorize(state: OAuthState, c: Context): Promise<Response> {
+  let request: AuthorizationRequest;
+  try {
+    request = authorizationRequest(new URL(c.req.url).searchParams);
+  } catch (error) {
+    if (error instanceof RequestError) return errorPage(c, error.message);
+    throw error;
+  }
+  return await signInPage(state, c, request, 200);
+}
+
+/** `POST /authorize`: checks the form and the password, then redirects with a code. */
+async function approveAuthorize(state: OAuthState, c: Context): Promise<Response> {
+  const { ctx } = state;
+  let form: URLSearchParams;
+  let request: AuthorizationRequest;
+  try {
+    form = await readForm(c);
+    request = authorizationRequest(form);
+  } catch (error) {
+    if (error instanceof RequestError) return errorPage(c, error.message);
+    throw error;
+  }
+  const email = (form.get("email") ?? "").trim();
+  const nonce = cookieValue(c.req.header("cookie"), CSRF_COOKIE);
+  if (!(await csrfValid(ctx.secret, nonce, request, form.get("csrf_token") ?? undefined))) {
+    return await signInPage(
+      state,
+      c,
+      request,
+      403,
+      "The form expired or did not come from this page. Sign in again.",
+      email,
+    );
+  }
+  // Guessing is throttled per account and per address; a locked-out attempt is refused
+  // before the password is checked, so it tells nothing.
+  const account = email.toLowerCase();
+  const address = clientAddress(c.env);
+  const wait = Math.max(
+    state.throttles.signInPerAccount.retryAfter(account),
+    state.throttles.signInPerAddress.retryAfter(address),
+  );
+  if (wait > 0) {
+    c.header("retry-after", String(wait));
+    return await signInPage(
+      state,
+      c,
+      request,
+      429,
+      `Too many failed sign-ins. Try again in ${Math.ceil(wait / 60)} minute(s).`,
+      email,
+    );
+  }
+  const row = ctx.db.prepare("select id, password_hash from accounts where email = ?").get(
+    email,
+  ) as Row | undefined;
+  state.unknownAccountHash ??= hashPassword(randomId("unknown", 16));
+  const stored = row ? String(row.password_hash) : await state.unknownAccountHash;
+  const passwordOk = await verifyPassword(form.get("password") ?? "", stored);
+  if (!row || !passwordOk) {
+    state.throttles.signInPerAccount.fail(account);
+    state.throttles.signInPerAddress.fail(address);
+    return await signInPage(state, c, request, 401, "Wrong email or password.", email);
+  }
+  state.throttles.signInPerAccount.clear(account);
+  const code = randomId("vid_ac", 32);
+  const grant: GrantData = {
+    client_id: request.clientId,
+    scope: request.scope,
+    redirect_uri: request.redirectUri,
+    code_challenge: request.codeChallenge,
+  };
+  ctx.db.prepare(
+    "insert into tokens (token_hash, kind, account_id, expires_at, data) values (?, 'code', ?, ?, ?)",
+  ).run(
+    await sha256Hex(code),
+    String(row.id),
+    nowSeconds() + CODE_SECONDS,
+    JSON.stringify(grant),
+  );
+  const target = new URL(request.redirectUri);
+  target.searchParams.append("code", code);
+  if (request.state !== undefined) target.searchParams.append("state", request.state);
+  c.header("cache-control", "no-store");
+  c.header("referrer-policy", "no-referrer");
+  return c.redirect(target.href, 302);
+}
+
+/** The form of a token or revoke request; a bad form is an `invalid_request`. */
+async function tokenForm(c: Context): Promise<URLSearchParams> {
+  try {
+    return await readForm(c);
+  } catch (error) {
+    if (error instanceof RequestError) {
+      throw new TokenEndpointError("invalid_request", error.message);
+    }
+    throw error;
+  }
+}
+
+/** A parameter of a token or revoke request; a bad one is an `invalid_request`. */
+function tokenParam(form: URLSearchParams, name: string, required = false): string | undefined {
+  try {
+    return required ? param(form, name, true) : param(form, name);
+  } catch (error) {
+    if (error instanceof RequestError) {
+      throw new TokenEndpointError("invalid_request", error.message);
+    }
+    throw error;
+  }
+}
+
+/** Refuses any client but `vid-cli` (an absent client_id is allowed). */
+function checkClient(clientId: string | undefined): void {
+  if (clientId !== undefined && clientId !== OAUTH_CLIENT_ID) {
+    throw new TokenEndpointError("invalid_client", `unknown client_id "${clientId}"`, 401);
+  }
+}
+
+/** The `authorization_code` grant: spends the code and starts a token family. */
+async function exchangeCode(state: OAuthState, form: URLSearchParams): Promise<TokenResponse> {
+  const { ctx } = state;
+  const code = tokenParam(form, "code", true)!;
+  const codeHash = await sha256Hex(code);
+  // The code is spent by any exchange that presents it, even one whose other parameters
+  // are missing or malformed: a code is tried once, never probed.
+  let redirectUri: string, clientId: string, verifier: string;
+  try {
+    redirectUri = tokenParam(form, "redirect_uri", true)!;
+    clientId = tokenParam(form, "client_id", true)!;
+    checkClient(clientId);
+    verifier = tokenParam(form, "code_verifier", true)!;
+    if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier)) {
+      throw new TokenEndpointError(
+        "invalid_request",
+        "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~",
+      );
+    }
+  } catch (error) {
+    ctx.db.prepare(
+      "update tokens set used_at = ? where token_hash = ? and kind = 'code' and used_at is null",
+    ).run(nowSeconds(), codeHash);
+    throw error;
+  }
+  const [challenge, pair] = await Promise.all([s256(verifier), newTokenPair()]);
+  const result = transaction(ctx.db, (): TokenResponse | string => {
+    const row = ctx.db.prepare(
+      "select account_id, expires_at, data, used_at from tokens where token_hash = ? and kind = 'code'",
+    ).get(codeHash) as Row | undefined;
+    if (!row) return "unknown authorization code";
+    const grant = JSON.parse(String(row.data)) as GrantData;
+    if (row.used_at !== null) {
+      // RFC 6749 section 4.1.2: a code used twice revokes what it was exchanged for.
+      if (grant.family) revokeFamily(ctx.db, grant.family);
+      return "the authorization code was already used; tokens issued for it are revoked";
+    }
+    ctx.db.prepare("update tokens set used_at = ? where token_hash = ?").run(
+      nowSeconds(),
+      codeHash,
+    );
+    if (Number(row.expires_at) <= nowSeconds()) return "the authorization code expired";
+    if (grant.client_id !== clientId) return "the code was issued to another client_id";
+    if (grant.redirect_uri !== redirectUri) {
+      return "redirect_uri does not match the one of the authorization request";
+    }
+    if (!safeEqual(challenge, grant.code_challenge ?? "")) {
+      return "code_verifier does not match the code_challenge";
+    }
+    const family = randomId("fam", 12);
+    ctx.db.prepare("update tokens set data = ? where token_hash = ?").run(
+      JSON.stringify({ ...grant, family }),
+      codeHash,
+    );
+    return storePair(
+      ctx.db,
+      pair,
+      String(row.account_id),
+      { ...grant, family },
+      state.accessSeconds,
+    );
+  });
+  if (typeof result === "string") throw new TokenEndpointError("invalid_grant", result);
+  return result;
+}
+
+/** The `refresh_token` grant: rotates the pair within its family. */
+async function refresh(state: OAuthState, form: URLSearchParams): Promise<TokenResponse> {
+  const { ctx } = state;
+  const refreshToken = tokenParam(form, "refresh_token", true)!;
+  const clientId = tokenParam(form, "client_id");
+  checkClient(clientId);
+  const scope = tokenParam(form, "scope");
+  if (scope !== undefined && scope !== OAUTH_SCOPE) {
+    throw new TokenEndpointError("invalid_scope", `scope must be "${OAUTH_SCOPE}"`);
+  }
+  const [hash, pair] = await Promise.all([sha256Hex(refreshToken), newTokenPair()]);
+  const result = transaction(ctx.db, (): TokenResponse | string => {
+    const row = ctx.db.prepare(
+      "select account_id, expires_at, data, used_at from tokens where token_hash = ? and kind = 'refresh'",
+    ).get(hash) as Row | undefined;
+    if (!row) return "unknown or revoked refresh token; sign in again with vid auth login";
+    const grant = JSON.parse(String(row.data)) as GrantData;
+    if (row.used_at !== null) {
+      // A rotated-out token came back: someone holds a copy. End the whole sign-in.
+      if (grant.family) revokeFamily(ctx.db, grant.family);
+      return "the refresh token was already used; every token of this sign-in is revoked, " +
+        "sign in again with vid auth login";
+    }
+    if (Number(row.expires_at) <= nowSeconds()) {
+      return "the refresh token expired; sign in again with vid auth login";
+    }
+    if (clientId !== undefined && grant.client_id !== clientId) {
+      return "the refresh token was issued to another client_id";
+    }
+    ctx.db.prepare("update tokens set used_at = ? where token_hash = ?").run(nowSeconds(), hash);
+    return storePair(ctx.db, pair, String(row.account_id), grant, state.accessSeconds);
+  });
+  if (typeof result === "string") throw new TokenEndpointError("invalid_grant", result);
+  return result;
+}
+
+/** `POST /token`: code exchange or refresh. */
+async function tokenEndpoint(state: OAuthState, c: Context): Promise<Response> {
+  const { ctx } = state;
+  const form = await tokenForm(c);
+  const grantType = tokenParam(form, "grant_type", true);
+  let response: TokenResponse;
+  if (grantType === "authorization_code") response = await exchangeCode(state, form);
+  else if (grantType === "refresh_token") response = await refresh(state, form);
+  else {
+    throw new TokenEndpointError(
+      "unsupported_grant_type",
+      `grant_type must be authorization_code or refresh_token, got "${grantType}"`,
+    );
+  }
+  purgeExpired(ctx.db);
+  return c.json(response, 200, { "cache-control": "no-store", "pragma": "no-cache" });
+}
+
+/** `POST /revoke`: ends the sign-in the token belongs to. */
+async function revokeEndpoint(state: OAuthState, c: Context): Promise<Response> {
+  const { ctx } = state;
+  const form = await tokenForm(c);
+  const token = tokenParam(form, "token", true)!;
+  checkClient(tokenParam(form, "client_id"));
+  const hash = await sha256Hex(token);
+  transaction(ctx.db, () => {
+    const row = ctx.db.prepare(
+      "select data from tokens where token_hash = ? and kind in ('access', 'refresh')",
+    ).get(hash) as Row | undefined;
+    if (!row) return;
+    const family = (JSON.parse(String(row.data)) as GrantData).family;
+    if (family) revokeFamily(ctx.db, family);
+    else ctx.db.prepare("delete from tokens where token_hash = ?").run(hash);
+  });
+  // RFC 7009 section 2.2: 200 whether or not the token existed.
+  return c.body(null, 200, { "cache-control": "no-store" });
+}
+
 /**
  * The OAuth endpoints, to mount at `/oauth`: `GET`/`POST /authorize` (sign-in and approve
  * page), `POST /token` (code exchange and refresh) and `POST /revoke`.
@@ -427,316 +766,17 @@ function purgeExpired(db: DatabaseSync): void {
  * ```
  */
 export function oauthRoutes(ctx: ServerContext, options: OAuthOptions = {}): Hono {
-  const accessSeconds = options.accessTokenSeconds ??
-    accessTokenSecondsFrom(Deno.env.get("VID_ACCESS_TOKEN_SECONDS"));
+  const state: OAuthState = {
+    ctx,
+    accessSeconds: options.accessTokenSeconds ??
+      accessTokenSecondsFrom(Deno.env.get("VID_ACCESS_TOKEN_SECONDS")),
+    throttles: options.throttles ?? newThrottles(),
+  };
   const app = new Hono();
-  const throttles = options.throttles ?? newThrottles();
-  // Compared against when the email is unknown, so both failures take the same time.
-  let unknownAccountHash: Promise<string> | undefined;
-
-  app.onError((error, c) => {
-    if (error instanceof TokenEndpointError) {
-      return c.json({ error: error.code, error_description: error.message }, error.status, {
-        "cache-control": "no-store",
-        "pragma": "no-cache",
-      });
-    }
-    console.error(error);
-    return c.json({ error: "server_error", error_description: "internal error" }, 500);
-  });
-
-  const signInPage = async (
-    c: Context,
-    request: AuthorizationRequest,
-    status: 200 | 401 | 403 | 429,
-    error?: string,
-    email = "",
-  ) => {
-    const existing = cookieValue(c.req.header("cookie"), CSRF_COOKIE);
-    const nonce = existing && /^csrf_[0-9a-f]{32}$/.test(existing)
-      ? existing
-      : randomId("csrf", 16);
-    c.header(
-      "set-cookie",
-      `${CSRF_COOKIE}=${nonce}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${SIGN_IN_FORM_SECONDS}${
-        ctx.publicUrl.startsWith("https:") ? "; Secure" : ""
-      }`,
-    );
-    const token = await csrfToken(ctx.secret, nonce, request, nowSeconds() + SIGN_IN_FORM_SECONDS);
-    const hidden: Array<[string, string | undefined]> = [
-      ["response_type", "code"],
-      ["client_id", request.clientId],
-      ["redirect_uri", request.redirectUri],
-      ["code_challenge", request.codeChallenge],
-      ["code_challenge_method", "S256"],
-      ["state", request.state],
-      ["scope", request.scope],
-      ["csrf_token", token],
-    ];
-    const fields = hidden.filter(([, value]) => value !== undefined)
-      .map(([name, value]) =>
-        `<input type="hidden" name="${name}" value="${escapeHtml(value as string)}">`
-      ).join("\n");
-    const target = new URL(request.redirectUri);
-    return htmlPage(
-      c,
-      status,
-      "Sign in",
-      `<h1>Sign in to approve vid</h1>
-<p>The <strong>vid command-line tool</strong> asks to render videos with your account
-(scope <code>${escapeHtml(request.scope)}</code>). Approving sends a one-time code to
-<code>${escapeHtml(target.origin)}</code>.</p>
-${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ""}
-<form method="post" action="authorize">
-${fields}
-<label for="email">Email</label>
-<input id="email" type="email" name="email" autocomplete="username" required autofocus value="${
-        escapeHtml(email)
-      }">
-<label for="password">Password</label>
-<input id="password" type="password" name="password" autocomplete="current-password" required>
-<button type="submit">Approve</button>
-</form>
-<p class="note">Only approve if you just ran <code>vid auth login</code> yourself.</p>`,
-    );
-  };
-
-  app.get("/authorize", async (c) => {
-    let request: AuthorizationRequest;
-    try {
-      request = authorizationRequest(new URL(c.req.url).searchParams);
-    } catch (error) {
-      if (error instanceof RequestError) return errorPage(c, error.message);
-      throw error;
-    }
-    return await signInPage(c, request, 200);
-  });
-
-  app.post("/authorize", async (c) => {
-    let form: URLSearchParams;
-    let request: AuthorizationRequest;
-    try {
-      form = await readForm(c);
-      request = authorizationRequest(form);
-    } catch (error) {
-      if (error instanceof RequestError) return errorPage(c, error.message);
-      throw error;
-    }
-    const email = (form.get("email") ?? "").trim();
-    const nonce = cookieValue(c.req.header("cookie"), CSRF_COOKIE);
-    if (!(await csrfValid(ctx.secret, nonce, request, form.get("csrf_token") ?? undefined))) {
-      return await signInPage(
-        c,
-        request,
-        403,
-        "The form expired or did not come from this page. Sign in again.",
-        email,
-      );
-    }
-    // Guessing is throttled per account and per address; a locked-out attempt is refused
-    // before the password is checked, so it tells nothing.
-    const account = email.toLowerCase();
-    const address = clientAddress(c.env);
-    const wait = Math.max(
-      throttles.signInPerAccount.retryAfter(account),
-      throttles.signInPerAddress.retryAfter(address),
-    );
-    if (wait > 0) {
-      c.header("retry-after", String(wait));
-      return await signInPage(
-        c,
-        request,
-        429,
-        `Too many failed sign-ins. Try again in ${Math.ceil(wait / 60)} minute(s).`,
-        email,
-      );
-    }
-    const row = ctx.db.prepare("select id, password_hash from accounts where email = ?").get(
-      email,
-    ) as Row | undefined;
-    unknownAccountHash ??= hashPassword(randomId("unknown", 16));
-    const stored = row ? String(row.password_hash) : await unknownAccountHash;
-    const passwordOk = await verifyPassword(form.get("password") ?? "", stored);
-    if (!row || !passwordOk) {
-      throttles.signInPerAccount.fail(account);
-      throttles.signInPerAddress.fail(address);
-      return await signInPage(c, request, 401, "Wrong email or password.", email);
-    }
-    throttles.signInPerAccount.clear(account);
-    const code = randomId("vid_ac", 32);
-    const grant: GrantData = {
-      client_id: request.clientId,
-      scope: request.scope,
-      redirect_uri: request.redirectUri,
-      code_challenge: request.codeChallenge,
-    };
-    ctx.db.prepare(
-      "insert into tokens (token_hash, kind, account_id, expires_at, data) values (?, 'code', ?, ?, ?)",
-    ).run(
-      await sha256Hex(code),
-      String(row.id),
-      nowSeconds() + CODE_SECONDS,
-      JSON.stringify(grant),
-    );
-    const target = new URL(request.redirectUri);
-    target.searchParams.append("code", code);
-    if (request.state !== undefined) target.searchParams.append("state", request.state);
-    c.header("cache-control", "no-store");
-    c.header("referrer-policy", "no-referrer");
-    return c.redirect(target.href, 302);
-  });
-
-  const tokenForm = async (c: Context): Promise<URLSearchParams> => {
-    try {
-      return await readForm(c);
-    } catch (error) {
-      if (error instanceof RequestError) {
-        throw new TokenEndpointError("invalid_request", error.message);
-      }
-      throw error;
-    }
-  };
-  const tokenParam = (form: URLSearchParams, name: string, required = false) => {
-    try {
-      return required ? param(form, name, true) : param(form, name);
-    } catch (error) {
-      if (error instanceof RequestError) {
-        throw new TokenEndpointError("invalid_request", error.message);
-      }
-      throw error;
-    }
-  };
-  const checkClient = (clientId: string | undefined): void => {
-    if (clientId !== undefined && clientId !== OAUTH_CLIENT_ID) {
-      throw new TokenEndpointError("invalid_client", `unknown client_id "${clientId}"`, 401);
-    }
-  };
-
-  const exchangeCode = async (form: URLSearchParams): Promise<TokenResponse> => {
-    const code = tokenParam(form, "code", true)!;
-    const codeHash = await sha256Hex(code);
-    // The code is spent by any exchange that presents it, even one whose other parameters
-    // are missing or malformed: a code is tried once, never probed.
-    let redirectUri: string, clientId: string, verifier: string;
-    try {
-      redirectUri = tokenParam(form, "redirect_uri", true)!;
-      clientId = tokenParam(form, "client_id", true)!;
-      checkClient(clientId);
-      verifier = tokenParam(form, "code_verifier", true)!;
-      if (!/^[A-Za-z0-9._~-]{43,128}$/.test(verifier)) {
-        throw new TokenEndpointError(
-          "invalid_request",
-          "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~",
-        );
-      }
-    } catch (error) {
-      ctx.db.prepare(
-        "update tokens set used_at = ? where token_hash = ? and kind = 'code' and used_at is null",
-      ).run(nowSeconds(), codeHash);
-      throw error;
-    }
-    const [challenge, pair] = await Promise.all([s256(verifier), newTokenPair()]);
-    const result = transaction(ctx.db, (): TokenResponse | string => {
-      const row = ctx.db.prepare(
-        "select account_id, expires_at, data, used_at from tokens where token_hash = ? and kind = 'code'",
-      ).get(codeHash) as Row | undefined;
-      if (!row) return "unknown authorization code";
-      const grant = JSON.parse(String(row.data)) as GrantData;
-      if (row.used_at !== null) {
-        // RFC 6749 section 4.1.2: a code used twice revokes what it was exchanged for.
-        if (grant.family) revokeFamily(ctx.db, grant.family);
-        return "the authorization code was already used; tokens issued for it are revoked";
-      }
-      ctx.db.prepare("update tokens set used_at = ? where token_hash = ?").run(
-        nowSeconds(),
-        codeHash,
-      );
-      if (Number(row.expires_at) <= nowSeconds()) return "the authorization code expired";
-      if (grant.client_id !== clientId) return "the code was issued to another client_id";
-      if (grant.redirect_uri !== redirectUri) {
-        return "redirect_uri does not match the one of the authorization request";
-      }
-      if (!safeEqual(challenge, grant.code_challenge ?? "")) {
-        return "code_verifier does not match the code_challenge";
-      }
-      const family = randomId("fam", 12);
-      ctx.db.prepare("update tokens set data = ? where token_hash = ?").run(
-        JSON.stringify({ ...grant, family }),
-        codeHash,
-      );
-      return storePair(ctx.db, pair, String(row.account_id), { ...grant, family }, accessSeconds);
-    });
-    if (typeof result === "string") throw new TokenEndpointError("invalid_grant", result);
-    return result;
-  };
-
-  const refresh = async (form: URLSearchParams): Promise<TokenResponse> => {
-    const refreshToken = tokenParam(form, "refresh_token", true)!;
-    const clientId = tokenParam(form, "client_id");
-    checkClient(clientId);
-    const scope = tokenParam(form, "scope");
-    if (scope !== undefined && scope !== OAUTH_SCOPE) {
-      throw new TokenEndpointError("invalid_scope", `scope must be "${OAUTH_SCOPE}"`);
-    }
-    const [hash, pair] = await Promise.all([sha256Hex(refreshToken), newTokenPair()]);
-    const result = transaction(ctx.db, (): TokenResponse | string => {
-      const row = ctx.db.prepare(
-        "select account_id, expires_at, data, used_at from tokens where token_hash = ? and kind = 'refresh'",
-      ).get(hash) as Row | undefined;
-      if (!row) return "unknown or revoked refresh token; sign in again with vid auth login";
-      const grant = JSON.parse(String(row.data)) as GrantData;
-      if (row.used_at !== null) {
-        // A rotated-out token came back: someone holds a copy. End the whole sign-in.
-        if (grant.family) revokeFamily(ctx.db, grant.family);
-        return "the refresh token was already used; every token of this sign-in is revoked, " +
-          "sign in again with vid auth login";
-      }
-      if (Number(row.expires_at) <= nowSeconds()) {
-        return "the refresh token expired; sign in again with vid auth login";
-      }
-      if (clientId !== undefined && grant.client_id !== clientId) {
-        return "the refresh token was issued to another client_id";
-      }
-      ctx.db.prepare("update tokens set used_at = ? where token_hash = ?").run(nowSeconds(), hash);
-      return storePair(ctx.db, pair, String(row.account_id), grant, accessSeconds);
-    });
-    if (typeof result === "string") throw new TokenEndpointError("invalid_grant", result);
-    return result;
-  };
-
-  app.post("/token", async (c) => {
-    const form = await tokenForm(c);
-    const grantType = tokenParam(form, "grant_type", true);
-    let response: TokenResponse;
-    if (grantType === "authorization_code") response = await exchangeCode(form);
-    else if (grantType === "refresh_token") response = await refresh(form);
-    else {
-      throw new TokenEndpointError(
-        "unsupported_grant_type",
-        `grant_type must be authorization_code or refresh_token, got "${grantType}"`,
-      );
-    }
-    purgeExpired(ctx.db);
-    return c.json(response, 200, { "cache-control": "no-store", "pragma": "no-cache" });
-  });
-
-  app.post("/revoke", async (c) => {
-    const form = await tokenForm(c);
-    const token = tokenParam(form, "token", true)!;
-    checkClient(tokenParam(form, "client_id"));
-    const hash = await sha256Hex(token);
-    transaction(ctx.db, () => {
-      const row = ctx.db.prepare(
-        "select data from tokens where token_hash = ? and kind in ('access', 'refresh')",
-      ).get(hash) as Row | undefined;
-      if (!row) return;
-      const family = (JSON.parse(String(row.data)) as GrantData).family;
-      if (family) revokeFamily(ctx.db, family);
-      else ctx.db.prepare("delete from tokens where token_hash = ?").run(hash);
-    });
-    // RFC 7009 section 2.2: 200 whether or not the token existed.
-    return c.body(null, 200, { "cache-control": "no-store" });
-  });
-
+  app.onError(oauthError);
+  app.get("/authorize", (c) => showAuthorize(state, c));
+  app.post("/authorize", (c) => approveAuthorize(state, c));
+  app.post("/token", (c) => tokenEndpoint(state, c));
+  app.post("/revoke", (c) => revokeEndpoint(state, c));
   return app;
 }

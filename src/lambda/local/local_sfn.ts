@@ -490,6 +490,338 @@ class HistoryRecorder {
   }
 }
 
+/** What the endpoint's operations share: its options, ARN parts, and what was created. */
+interface SfnState {
+  options: LocalStepFunctionsOptions;
+  region: string;
+  accountId: string;
+  machines: Map<string, MachineRecord>;
+  executions: Map<string, ExecutionRecord>;
+}
+
+/** The ARN of the state machine `name`. */
+function machineArn(local: SfnState, name: string): string {
+  return `arn:aws:states:${local.region}:${local.accountId}:stateMachine:${name}`;
+}
+
+/** `arn` when it is a state machine or execution ARN (as `kind` says), else `InvalidArn`. */
+function checkArn(arn: unknown, kind: "stateMachine" | "execution"): string {
+  const parts = typeof arn === "string" ? arn.split(":") : [];
+  const expected = kind === "stateMachine" ? 7 : 8;
+  if (
+    parts.length !== expected || parts[0] !== "arn" || parts[2] !== "states" || parts[5] !== kind
+  ) {
+    throw new SfnApiError("InvalidArn", `Invalid Arn: '${String(arn)}'`);
+  }
+  return arn as string;
+}
+
+/** `CreateStateMachine`: registers a machine; the same one again is a no-op. */
+function createMachine(
+  local: SfnState,
+  name: unknown,
+  definitionText: unknown,
+  roleArn = `arn:aws:iam::${local.accountId}:role/vid-local-states`,
+  type = "STANDARD",
+): MachineRecord {
+  if (typeof name !== "string" || !NAME.test(name)) {
+    throw new SfnApiError("InvalidName", `Invalid Name: '${String(name)}'`);
+  }
+  let definition: StateMachineDefinition;
+  try {
+    definition = JSON.parse(String(definitionText));
+    new StateMachine(definition);
+  } catch (error) {
+    throw new SfnApiError("InvalidDefinition", `Invalid State Machine Definition: ${error}`);
+  }
+  const arn = machineArn(local, name);
+  const existing = local.machines.get(arn);
+  if (existing) {
+    if (existing.definitionText === definitionText && existing.roleArn === roleArn) {
+      return existing;
+    }
+    throw new SfnApiError("StateMachineAlreadyExists", `State Machine Already Exists: '${arn}'`);
+  }
+  const machine: MachineRecord = {
+    arn,
+    name,
+    definition,
+    definitionText: String(definitionText),
+    roleArn,
+    type,
+    creationDate: Date.now(),
+    tasks: new Map(),
+    retryStates: [],
+    maps: new Map(),
+  };
+  collectStates(definition.States as unknown as Record<string, Record<string, unknown>>, machine);
+  local.machines.set(arn, machine);
+  return machine;
+}
+
+/** The registered machine of `arn`, else `StateMachineDoesNotExist`. */
+function getMachine(local: SfnState, arn: unknown): MachineRecord {
+  const machine = local.machines.get(checkArn(arn, "stateMachine"));
+  if (!machine) {
+    throw new SfnApiError("StateMachineDoesNotExist", `State Machine Does Not Exist: '${arn}'`);
+  }
+  return machine;
+}
+
+/** The execution of `arn`, else `ExecutionDoesNotExist`. */
+function getExecution(local: SfnState, arn: unknown): ExecutionRecord {
+  const execution = local.executions.get(checkArn(arn, "execution"));
+  if (!execution) {
+    throw new SfnApiError("ExecutionDoesNotExist", `Execution Does Not Exist: '${arn}'`);
+  }
+  return execution;
+}
+
+/** `StartExecution`: runs the definition, every Task handed to `invoke`. */
+function startExecution(local: SfnState, request: Record<string, unknown>): ExecutionRecord {
+  const machine = getMachine(local, request.stateMachineArn);
+  const name = request.name === undefined ? crypto.randomUUID() : request.name;
+  if (typeof name !== "string" || !NAME.test(name)) {
+    throw new SfnApiError("InvalidName", `Invalid Name: '${String(name)}'`);
+  }
+  const input = request.input === undefined ? "{}" : String(request.input);
+  const bytes = new TextEncoder().encode(input).byteLength;
+  if (bytes > MAX_EXECUTION_INPUT_BYTES) {
+    throw new SfnApiError(
+      "InvalidExecutionInput",
+      `Execution input is ${bytes} bytes, over the maximum of ${MAX_EXECUTION_INPUT_BYTES} bytes`,
+    );
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(input);
+  } catch (error) {
+    throw new SfnApiError(
+      "InvalidExecutionInput",
+      `Invalid State Machine Execution Input: ${error}`,
+    );
+  }
+  const arn = `arn:aws:states:${local.region}:${local.accountId}:execution:${machine.name}:${name}`;
+  const existing = local.executions.get(arn);
+  if (existing) {
+    if (existing.status === "RUNNING" && existing.input === input) return existing;
+    throw new SfnApiError("ExecutionAlreadyExists", `Execution Already Exists: '${arn}'`);
+  }
+
+  const execution: ExecutionRecord = {
+    arn,
+    name,
+    machine,
+    status: "RUNNING",
+    startDate: Date.now(),
+    input,
+    events: [],
+    abort: () => {},
+    finished: Promise.resolve(),
+  };
+  const recorder = new HistoryRecorder(execution, local.options.invokeReportsStart);
+  const handlers = Object.fromEntries(
+    [...machine.tasks].map(([state, resource]) => [
+      state,
+      async (payload: unknown) => {
+        const attempt = recorder.payloadSent(state, payload);
+        let result: unknown;
+        try {
+          result = await local.options.invoke(resource, payload, {
+            started: () => recorder.started(attempt),
+          });
+        } catch (error) {
+          const failure = functionError(error);
+          recorder.attemptFailed(state, failure);
+          throw failure;
+        }
+        return JSON.parse(json(result));
+      },
+    ]),
+  );
+  const retryIntervalMs = local.options.retryIntervalMs;
+  const run = new StateMachine(machine.definition, { validationOptions: { noValidate: true } })
+    .run(parsed as never, {
+      overrides: {
+        taskResourceLocalHandlers: handlers,
+        retryIntervalOverrides: retryIntervalMs === undefined
+          ? undefined
+          : Object.fromEntries(machine.retryStates.map((s) => [s, retryIntervalMs])),
+      },
+      noThrowOnAbort: true,
+      context: {
+        Execution: {
+          Id: arn,
+          Name: name,
+          RoleArn: machine.roleArn,
+          StartTime: new Date(execution.startDate).toISOString(),
+        },
+        StateMachine: { Id: machine.arn, Name: machine.name },
+      },
+    });
+  // The outcome is read from the event log; the result promise only needs a handler.
+  run.result.catch(() => {});
+  execution.abort = run.abort;
+  execution.finished = (async () => {
+    for await (const event of run.eventLogs) recorder.record(event);
+  })();
+  local.executions.set(arn, execution);
+  return execution;
+}
+
+/** `StopExecution`: aborts a running execution and waits for its end. */
+async function stopExecution(
+  local: SfnState,
+  request: Record<string, unknown>,
+): Promise<ExecutionRecord> {
+  const execution = getExecution(local, request.executionArn);
+  if (execution.status === "RUNNING") {
+    execution.stopRequest = {
+      error: request.error as string | undefined,
+      cause: request.cause as string | undefined,
+    };
+    execution.abort();
+    await execution.finished;
+  }
+  return execution;
+}
+
+/** `DescribeExecution` of one execution. */
+function describeExecution(execution: ExecutionRecord): Record<string, unknown> {
+  return {
+    executionArn: execution.arn,
+    stateMachineArn: execution.machine.arn,
+    name: execution.name,
+    status: execution.status,
+    startDate: seconds(execution.startDate),
+    stopDate: execution.stopDate === undefined ? undefined : seconds(execution.stopDate),
+    input: execution.input,
+    inputDetails: { included: true },
+    output: execution.output,
+    outputDetails: execution.output === undefined ? undefined : { included: true },
+    error: execution.error,
+    cause: execution.cause,
+  };
+}
+
+/** `GetExecutionHistory`: a page of the execution's events. */
+function history(local: SfnState, request: Record<string, unknown>): Record<string, unknown> {
+  const execution = getExecution(local, request.executionArn);
+  const max = Math.min(Number(request.maxResults) || 100, 1000);
+  const start = request.nextToken === undefined ? 0 : Number(request.nextToken);
+  if (!Number.isInteger(start) || start < 0) {
+    throw new SfnApiError("InvalidToken", `Invalid Token: '${request.nextToken}'`);
+  }
+  let events = [...execution.events];
+  if (request.reverseOrder === true) events.reverse();
+  if (request.includeExecutionData === false) {
+    events = events.map((event) => {
+      const copy = structuredClone(event);
+      for (const value of Object.values(copy)) {
+        if (typeof value === "object" && value !== null) {
+          delete (value as Record<string, unknown>).input;
+          delete (value as Record<string, unknown>).output;
+        }
+      }
+      return copy;
+    });
+  }
+  const page = events.slice(start, start + max);
+  const next = start + max < events.length ? String(start + max) : undefined;
+  return { events: page, nextToken: next };
+}
+
+/** Runs one API operation; an `SfnApiError` becomes an AWS JSON error. */
+async function dispatch(
+  local: SfnState,
+  operation: string,
+  request: Record<string, unknown>,
+): Promise<unknown> {
+  switch (operation) {
+    case "CreateStateMachine": {
+      const machine = createMachine(
+        local,
+        request.name,
+        request.definition,
+        request.roleArn as string | undefined,
+        request.type as string | undefined,
+      );
+      return { stateMachineArn: machine.arn, creationDate: seconds(machine.creationDate) };
+    }
+    case "DescribeStateMachine": {
+      const machine = getMachine(local, request.stateMachineArn);
+      return {
+        stateMachineArn: machine.arn,
+        name: machine.name,
+        status: "ACTIVE",
+        definition: machine.definitionText,
+        roleArn: machine.roleArn,
+        type: machine.type,
+        creationDate: seconds(machine.creationDate),
+      };
+    }
+    case "StartExecution": {
+      const execution = startExecution(local, request);
+      return { executionArn: execution.arn, startDate: seconds(execution.startDate) };
+    }
+    case "DescribeExecution":
+      return describeExecution(getExecution(local, request.executionArn));
+    case "GetExecutionHistory":
+      return history(local, request);
+    case "StopExecution": {
+      const execution = await stopExecution(local, request);
+      return { stopDate: seconds(execution.stopDate ?? Date.now()) };
+    }
+    default:
+      throw new SfnApiError("UnknownOperationException", `Unknown operation: ${operation}`);
+  }
+}
+
+/** Answers one HTTP request of the AWS JSON 1.0 protocol. */
+async function handle(
+  local: SfnState,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of request) chunks.push(chunk as Uint8Array);
+  const body = Buffer.concat(chunks).toString("utf8");
+  const target = String(request.headers["x-amz-target"] ?? "");
+  const send = (status: number, payload: unknown, errorType?: string): void => {
+    const text = JSON.stringify(payload);
+    response.writeHead(status, {
+      "content-type": "application/x-amz-json-1.0",
+      "content-length": Buffer.byteLength(text),
+      "x-amzn-requestid": crypto.randomUUID(),
+      ...(errorType ? { "x-amzn-errortype": errorType } : {}),
+    });
+    response.end(text);
+  };
+  try {
+    if (request.method !== "POST" || !target.startsWith("AWSStepFunctions.")) {
+      throw new SfnApiError(
+        "UnknownOperationException",
+        `Expected POST with X-Amz-Target: AWSStepFunctions.<Operation>, got ${request.method} ${
+          target || "(no target)"
+        }`,
+      );
+    }
+    let parsed: unknown;
+    try {
+      parsed = body ? JSON.parse(body) : {};
+    } catch {
+      throw new SfnApiError("SerializationException", "Request body is not JSON");
+    }
+    send(200, await dispatch(local, target.slice("AWSStepFunctions.".length), parsed as never));
+  } catch (error) {
+    if (error instanceof SfnApiError) {
+      send(400, { __type: error.type, message: error.message }, error.type);
+    } else {
+      send(500, { __type: "InternalFailure", message: String(error) }, "InternalFailure");
+    }
+  }
+}
+
 /**
  * Starts a local Step Functions endpoint on loopback.
  *
@@ -526,306 +858,9 @@ export async function startLocalStepFunctions(
   const machines = new Map<string, MachineRecord>();
   const executions = new Map<string, ExecutionRecord>();
 
-  function machineArn(name: string): string {
-    return `arn:aws:states:${region}:${accountId}:stateMachine:${name}`;
-  }
+  const local: SfnState = { options, region, accountId, machines, executions };
 
-  function checkArn(arn: unknown, kind: "stateMachine" | "execution"): string {
-    const parts = typeof arn === "string" ? arn.split(":") : [];
-    const expected = kind === "stateMachine" ? 7 : 8;
-    if (
-      parts.length !== expected || parts[0] !== "arn" || parts[2] !== "states" || parts[5] !== kind
-    ) {
-      throw new SfnApiError("InvalidArn", `Invalid Arn: '${String(arn)}'`);
-    }
-    return arn as string;
-  }
-
-  function createMachine(
-    name: unknown,
-    definitionText: unknown,
-    roleArn = `arn:aws:iam::${accountId}:role/vid-local-states`,
-    type = "STANDARD",
-  ): MachineRecord {
-    if (typeof name !== "string" || !NAME.test(name)) {
-      throw new SfnApiError("InvalidName", `Invalid Name: '${String(name)}'`);
-    }
-    let definition: StateMachineDefinition;
-    try {
-      definition = JSON.parse(String(definitionText));
-      new StateMachine(definition);
-    } catch (error) {
-      throw new SfnApiError("InvalidDefinition", `Invalid State Machine Definition: ${error}`);
-    }
-    const arn = machineArn(name);
-    const existing = machines.get(arn);
-    if (existing) {
-      if (existing.definitionText === definitionText && existing.roleArn === roleArn) {
-        return existing;
-      }
-      throw new SfnApiError("StateMachineAlreadyExists", `State Machine Already Exists: '${arn}'`);
-    }
-    const machine: MachineRecord = {
-      arn,
-      name,
-      definition,
-      definitionText: String(definitionText),
-      roleArn,
-      type,
-      creationDate: Date.now(),
-      tasks: new Map(),
-      retryStates: [],
-      maps: new Map(),
-    };
-    collectStates(definition.States as unknown as Record<string, Record<string, unknown>>, machine);
-    machines.set(arn, machine);
-    return machine;
-  }
-
-  function getMachine(arn: unknown): MachineRecord {
-    const machine = machines.get(checkArn(arn, "stateMachine"));
-    if (!machine) {
-      throw new SfnApiError("StateMachineDoesNotExist", `State Machine Does Not Exist: '${arn}'`);
-    }
-    return machine;
-  }
-
-  function getExecution(arn: unknown): ExecutionRecord {
-    const execution = executions.get(checkArn(arn, "execution"));
-    if (!execution) {
-      throw new SfnApiError("ExecutionDoesNotExist", `Execution Does Not Exist: '${arn}'`);
-    }
-    return execution;
-  }
-
-  function startExecution(request: Record<string, unknown>): ExecutionRecord {
-    const machine = getMachine(request.stateMachineArn);
-    const name = request.name === undefined ? crypto.randomUUID() : request.name;
-    if (typeof name !== "string" || !NAME.test(name)) {
-      throw new SfnApiError("InvalidName", `Invalid Name: '${String(name)}'`);
-    }
-    const input = request.input === undefined ? "{}" : String(request.input);
-    const bytes = new TextEncoder().encode(input).byteLength;
-    if (bytes > MAX_EXECUTION_INPUT_BYTES) {
-      throw new SfnApiError(
-        "InvalidExecutionInput",
-        `Execution input is ${bytes} bytes, over the maximum of ${MAX_EXECUTION_INPUT_BYTES} bytes`,
-      );
-    }
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(input);
-    } catch (error) {
-      throw new SfnApiError(
-        "InvalidExecutionInput",
-        `Invalid State Machine Execution Input: ${error}`,
-      );
-    }
-    const arn = `arn:aws:states:${region}:${accountId}:execution:${machine.name}:${name}`;
-    const existing = executions.get(arn);
-    if (existing) {
-      if (existing.status === "RUNNING" && existing.input === input) return existing;
-      throw new SfnApiError("ExecutionAlreadyExists", `Execution Already Exists: '${arn}'`);
-    }
-
-    const execution: ExecutionRecord = {
-      arn,
-      name,
-      machine,
-      status: "RUNNING",
-      startDate: Date.now(),
-      input,
-      events: [],
-      abort: () => {},
-      finished: Promise.resolve(),
-    };
-    const recorder = new HistoryRecorder(execution, options.invokeReportsStart);
-    const handlers = Object.fromEntries(
-      [...machine.tasks].map(([state, resource]) => [
-        state,
-        async (payload: unknown) => {
-          const attempt = recorder.payloadSent(state, payload);
-          let result: unknown;
-          try {
-            result = await options.invoke(resource, payload, {
-              started: () => recorder.started(attempt),
-            });
-          } catch (error) {
-            const failure = functionError(error);
-            recorder.attemptFailed(state, failure);
-            throw failure;
-          }
-          return JSON.parse(json(result));
-        },
-      ]),
-    );
-    const retryIntervalMs = options.retryIntervalMs;
-    const run = new StateMachine(machine.definition, { validationOptions: { noValidate: true } })
-      .run(parsed as never, {
-        overrides: {
-          taskResourceLocalHandlers: handlers,
-          retryIntervalOverrides: retryIntervalMs === undefined
-            ? undefined
-            : Object.fromEntries(machine.retryStates.map((s) => [s, retryIntervalMs])),
-        },
-        noThrowOnAbort: true,
-        context: {
-          Execution: {
-            Id: arn,
-            Name: name,
-            RoleArn: machine.roleArn,
-            StartTime: new Date(execution.startDate).toISOString(),
-          },
-          StateMachine: { Id: machine.arn, Name: machine.name },
-        },
-      });
-    // The outcome is read from the event log; the result promise only needs a handler.
-    run.result.catch(() => {});
-    execution.abort = run.abort;
-    execution.finished = (async () => {
-      for await (const event of run.eventLogs) recorder.record(event);
-    })();
-    executions.set(arn, execution);
-    return execution;
-  }
-
-  async function stopExecution(request: Record<string, unknown>): Promise<ExecutionRecord> {
-    const execution = getExecution(request.executionArn);
-    if (execution.status === "RUNNING") {
-      execution.stopRequest = {
-        error: request.error as string | undefined,
-        cause: request.cause as string | undefined,
-      };
-      execution.abort();
-      await execution.finished;
-    }
-    return execution;
-  }
-
-  function describeExecution(execution: ExecutionRecord): Record<string, unknown> {
-    return {
-      executionArn: execution.arn,
-      stateMachineArn: execution.machine.arn,
-      name: execution.name,
-      status: execution.status,
-      startDate: seconds(execution.startDate),
-      stopDate: execution.stopDate === undefined ? undefined : seconds(execution.stopDate),
-      input: execution.input,
-      inputDetails: { included: true },
-      output: execution.output,
-      outputDetails: execution.output === undefined ? undefined : { included: true },
-      error: execution.error,
-      cause: execution.cause,
-    };
-  }
-
-  function history(request: Record<string, unknown>): Record<string, unknown> {
-    const execution = getExecution(request.executionArn);
-    const max = Math.min(Number(request.maxResults) || 100, 1000);
-    const start = request.nextToken === undefined ? 0 : Number(request.nextToken);
-    if (!Number.isInteger(start) || start < 0) {
-      throw new SfnApiError("InvalidToken", `Invalid Token: '${request.nextToken}'`);
-    }
-    let events = [...execution.events];
-    if (request.reverseOrder === true) events.reverse();
-    if (request.includeExecutionData === false) {
-      events = events.map((event) => {
-        const copy = structuredClone(event);
-        for (const value of Object.values(copy)) {
-          if (typeof value === "object" && value !== null) {
-            delete (value as Record<string, unknown>).input;
-            delete (value as Record<string, unknown>).output;
-          }
-        }
-        return copy;
-      });
-    }
-    const page = events.slice(start, start + max);
-    const next = start + max < events.length ? String(start + max) : undefined;
-    return { events: page, nextToken: next };
-  }
-
-  async function dispatch(operation: string, request: Record<string, unknown>): Promise<unknown> {
-    switch (operation) {
-      case "CreateStateMachine": {
-        const machine = createMachine(
-          request.name,
-          request.definition,
-          request.roleArn as string | undefined,
-          request.type as string | undefined,
-        );
-        return { stateMachineArn: machine.arn, creationDate: seconds(machine.creationDate) };
-      }
-      case "DescribeStateMachine": {
-        const machine = getMachine(request.stateMachineArn);
-        return {
-          stateMachineArn: machine.arn,
-          name: machine.name,
-          status: "ACTIVE",
-          definition: machine.definitionText,
-          roleArn: machine.roleArn,
-          type: machine.type,
-          creationDate: seconds(machine.creationDate),
-        };
-      }
-      case "StartExecution": {
-        const execution = startExecution(request);
-        return { executionArn: execution.arn, startDate: seconds(execution.startDate) };
-      }
-      case "DescribeExecution":
-        return describeExecution(getExecution(request.executionArn));
-      case "GetExecutionHistory":
-        return history(request);
-      case "StopExecution": {
-        const execution = await stopExecution(request);
-        return { stopDate: seconds(execution.stopDate ?? Date.now()) };
-      }
-      default:
-        throw new SfnApiError("UnknownOperationException", `Unknown operation: ${operation}`);
-    }
-  }
-
-  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of request) chunks.push(chunk as Uint8Array);
-    const body = Buffer.concat(chunks).toString("utf8");
-    const target = String(request.headers["x-amz-target"] ?? "");
-    const send = (status: number, payload: unknown, errorType?: string): void => {
-      const text = JSON.stringify(payload);
-      response.writeHead(status, {
-        "content-type": "application/x-amz-json-1.0",
-        "content-length": Buffer.byteLength(text),
-        "x-amzn-requestid": crypto.randomUUID(),
-        ...(errorType ? { "x-amzn-errortype": errorType } : {}),
-      });
-      response.end(text);
-    };
-    try {
-      if (request.method !== "POST" || !target.startsWith("AWSStepFunctions.")) {
-        throw new SfnApiError(
-          "UnknownOperationException",
-          `Expected POST with X-Amz-Target: AWSStepFunctions.<Operation>, got ${request.method} ${
-            target || "(no target)"
-          }`,
-        );
-      }
-      let parsed: unknown;
-      try {
-        parsed = body ? JSON.parse(body) : {};
-      } catch {
-        throw new SfnApiError("SerializationException", "Request body is not JSON");
-      }
-      send(200, await dispatch(target.slice("AWSStepFunctions.".length), parsed as never));
-    } catch (error) {
-      if (error instanceof SfnApiError) {
-        send(400, { __type: error.type, message: error.message }, error.type);
-      } else {
-        send(500, { __type: "InternalFailure", message: String(error) }, "InternalFailure");
-      }
-    }
-  }
-
-  const server = createServer((request, response) => void handle(request, response));
+  const server = createServer((request, response) => void handle(local, request, response));
   const hostname = options.hostname ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -839,7 +874,7 @@ export async function startLocalStepFunctions(
     region,
     createStateMachine(name: string, definition: object): string {
       try {
-        return createMachine(name, JSON.stringify(definition)).arn;
+        return createMachine(local, name, JSON.stringify(definition)).arn;
       } catch (error) {
         throw error instanceof SfnApiError
           ? new Error(`createStateMachine ${name}: ${error.message}`)
