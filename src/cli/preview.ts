@@ -61,7 +61,7 @@ export function registerPreview(program: Command): void {
       help: "frames per second of the stage and of renders, 1-240: 30, 29.97 or 30000/1001",
     }))
     .addOption(cliOption(OPTIONS.workers, {
-      help: "parallel browser windows of a render",
+      help: "parallel workers of a render, each a browser of its own",
       defaultText: "as vid render",
     }))
     .option("--open", "open the studio in the default browser (xdg-open)")

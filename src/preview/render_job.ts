@@ -79,7 +79,7 @@ export interface RenderJobsOptions {
   rendersDir: string;
   /** Called on every status change (every frame while rendering). */
   onStatus?: (status: PreviewRenderStatus) => void;
-  /** Parallel browser windows. @default as `vid render` */
+  /** Parallel workers, each a browser of its own. @default as `vid render` */
   workers?: number;
 }
 

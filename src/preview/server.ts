@@ -102,7 +102,7 @@ export interface PreviewOptions {
   rendersDir?: string;
   /** Quiet period after file edits before the stage reloads, in ms. @default 120 */
   debounceMs?: number;
-  /** Parallel browser windows of a render. @default as `vid render` */
+  /** Parallel workers of a render, each a browser of its own. @default as `vid render` */
   workers?: number;
   /** Told about file edits, renders and watcher failures (one line each). */
   onLog?: (message: string) => void;

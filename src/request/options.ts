@@ -313,7 +313,7 @@ export const OPTIONS = {
   workers: option({
     key: "workers",
     flags: "--workers <n>",
-    help: "parallel browser windows",
+    help: "parallel workers, each a browser of its own rendering one chunk at a time",
     defaultText: `min(cores, 4): ${defaultWorkers()} on this machine`,
     ...integer(1),
   }),
