@@ -225,7 +225,8 @@ export function createBrowserPool(): BrowserPool {
         return;
       }
       // Windows a failed or cancelled render left open are closed; the launch's blank
-      // window stays.
+      // window stays. A window that closes meanwhile (a chunk's page still closing) is no
+      // reason to drop the browser; an unreachable browser is.
       try {
         const { targetInfos } = await browser.connection.send<
           { targetInfos: { targetId: string; type: string; url: string }[] }
@@ -233,6 +234,7 @@ export function createBrowserPool(): BrowserPool {
         await Promise.all(
           targetInfos.filter((t) => t.type === "page" && t.url !== "about:blank").map((t) =>
             browser.connection.send("Target.closeTarget", { targetId: t.targetId })
+              .catch(() => undefined)
           ),
         );
       } catch {

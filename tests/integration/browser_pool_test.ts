@@ -104,6 +104,7 @@ function running(pid: number): boolean {
 describe("warm browser pool", () => {
   it("two renders share one browser process, which has no windows left after each", async () => {
     const pool = createBrowserPool();
+    let again: Awaited<ReturnType<typeof pool.acquire>> | undefined;
     try {
       const first = await pool.acquire("auto", () => {}, 1);
       const pid = first.process.pid!;
@@ -121,15 +122,16 @@ describe("warm browser pool", () => {
         const [colour] = await pixelSeries(output, 160, 90);
         assert.ok(Math.abs(colour[2] - 0xff) < 12 && Math.abs(colour[0] - 0x20) < 12, `${colour}`);
       }
-      const again = await pool.acquire("auto", () => {}, 1);
+      again = await pool.acquire("auto", () => {}, 1);
       assert.equal(again.process.pid, pid, "the renders launched another browser");
       const { targetInfos } = await again.connection.send<
         { targetInfos: { type: string; url: string }[] }
       >("Target.getTargets");
       const pages = targetInfos.filter((t) => t.type === "page" && t.url !== "about:blank");
       assert.deepEqual(pages, []);
-      await pool.release(again);
     } finally {
+      // Given back even when an assertion failed, so the pool closes it.
+      if (again) await pool.release(again);
       await pool.close();
     }
   });
