@@ -474,13 +474,22 @@ export function vidPageRuntime(config: RuntimeConfig): void {
   const unpresented = new Set<HTMLVideoElement>();
   const neverPresented = new WeakSet<HTMLVideoElement>();
   let seekGeneration = 0;
-  const awaitPresentation = (el: HTMLVideoElement): void => {
+  // Only the sought frame counts: a video that has just loaded may present its first frame
+  // after the seek began, and that callback must not pass for the seek's.
+  const awaitPresentation = (el: HTMLVideoElement, target: number, fps: number): void => {
     if (typeof el.requestVideoFrameCallback !== "function" || neverPresented.has(el)) return;
     const generation = seekGeneration;
     unpresented.add(el);
-    el.requestVideoFrameCallback(() => {
-      if (generation === seekGeneration) unpresented.delete(el);
-    });
+    const onFrame = (_now: number, frame: VideoFrameCallbackMetadata): void => {
+      if (generation !== seekGeneration) return;
+      // The frame's timestamp is its start, index / fps; the target is that frame's middle.
+      if (fps > 0 && Math.round(frame.mediaTime * fps) !== Math.floor(target * fps)) {
+        el.requestVideoFrameCallback(onFrame);
+        return;
+      }
+      unpresented.delete(el);
+    };
+    el.requestVideoFrameCallback(onFrame);
   };
   const seekVideos = async (t: number): Promise<void> => {
     seekGeneration++;
@@ -526,7 +535,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
       }
       if (Math.abs(el.currentTime - target) > 1e-6) {
         const seeked = untilEvent(el, "seeked", `video ${d.src} seek`);
-        awaitPresentation(el);
+        awaitPresentation(el, target, fps);
         el.currentTime = target;
         await seeked;
       }
