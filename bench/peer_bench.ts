@@ -28,7 +28,13 @@
  * deno task bench:peer --runs 5 --workers 2
  * deno task bench:peer --defaults           # each tool at its own default settings
  * deno task bench:peer --only gsap --json
+ * deno task bench:peer --floor              # and each page's floor (bench/floor_bench.ts)
  * ```
+ *
+ * `--floor` measures, after a composition's rounds, what its parts cost alone at the same
+ * settings (Chromium drawing without readback, with the JPEG screenshot, ffmpeg's decode,
+ * x264 alone) and prints them beside half of HyperFrames' CPU per frame and the fps
+ * ceiling of this machine's cores.
  *
  * The machine is shared: the load average is printed with the figures; compare ratios,
  * which both tools' runs see alike.
@@ -43,6 +49,8 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { cacheDir } from "../src/render/media.ts";
 import { node22 } from "../src/lambda/local/local_stack.ts";
+import { type FloorFigures, floorText, measureFloor } from "./floor_bench.ts";
+import { type CpuByRole, timedRun } from "./proc_cpu.ts";
 
 /** The HyperFrames CLI version benchmarked (pinned: a new release is a new baseline). */
 export const HYPERFRAMES_VERSION = "0.8.170";
@@ -52,8 +60,6 @@ const VID_HIGH_CRF = "16";
 const HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell";
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const FIXTURES = join(ROOT, "bench", "fixtures");
-const CLOCK_TICKS = 100;
-const SAMPLE_MS = 100;
 
 /** A benchmark composition. */
 interface PeerComposition {
@@ -75,9 +81,6 @@ const COMPOSITIONS: readonly PeerComposition[] = [
   },
   { name: "css", fixture: "peer_css", frames: 150, vendor: [] },
 ];
-
-/** CPU seconds of one run by process role. */
-export type CpuByRole = Record<string, number>;
 
 /** One run of one tool on one composition. */
 export interface PeerRun {
@@ -111,6 +114,7 @@ interface Options {
   defaults: boolean;
   only?: string;
   json: boolean;
+  floor: boolean;
 }
 
 function parseOptions(args: string[]): Options {
@@ -122,6 +126,7 @@ function parseOptions(args: string[]): Options {
       defaults: { type: "boolean", default: false },
       only: { type: "string" },
       json: { type: "boolean", default: false },
+      floor: { type: "boolean", default: false },
     },
   });
   const runs = Number(values.runs);
@@ -133,7 +138,17 @@ function parseOptions(args: string[]): Options {
   if (values.only && !COMPOSITIONS.some((c) => c.name === values.only)) {
     throw new Error(`--only must be one of ${COMPOSITIONS.map((c) => c.name).join(", ")}`);
   }
-  return { runs, workers, defaults: values.defaults, only: values.only, json: values.json };
+  if (values.floor && values.defaults) {
+    throw new Error("--floor measures at equal settings: leave out --defaults");
+  }
+  return {
+    runs,
+    workers,
+    defaults: values.defaults,
+    only: values.only,
+    json: values.json,
+    floor: values.floor,
+  };
 }
 
 /** The HyperFrames CLI entry, installed on first use. */
@@ -162,112 +177,6 @@ async function hyperframesCli(log: (line: string) => void): Promise<string> {
     throw new Error(`npm install hyperframes failed:\n${new TextDecoder().decode(out.stderr)}`);
   }
   return cli;
-}
-
-interface ProcInfo {
-  ppid: number;
-  comm: string;
-  ticks: number;
-}
-
-function readStat(pid: number): ProcInfo | undefined {
-  try {
-    const text = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    const close = text.lastIndexOf(")");
-    const fields = text.slice(close + 2).split(" ");
-    return {
-      comm: text.slice(text.indexOf("(") + 1, close),
-      ppid: Number(fields[1]),
-      ticks: Number(fields[11]) + Number(fields[12]),
-    };
-  } catch {
-    return undefined;
-  }
-}
-
-/** A process's role: Chromium by its --type flag, else by its command name. */
-function roleOf(pid: number, comm: string): string {
-  if (/chrom|headless/i.test(comm)) {
-    try {
-      const type = Deno.readTextFileSync(`/proc/${pid}/cmdline`).match(/--type=([\w-]+)/)?.[1];
-      if (!type) return "browser";
-      if (type === "renderer") return "renderer";
-      if (type === "gpu-process") return "gpu";
-      return "chromium other";
-    } catch {
-      return "chromium other";
-    }
-  }
-  if (/ffmpeg|ffprobe/.test(comm)) return "ffmpeg";
-  if (/^(deno|node|MainThread)$/.test(comm) || /worker|tokio|V8/i.test(comm)) return "runtime";
-  return "other";
-}
-
-/** Samples the CPU time of `root`'s descendants by role until stopped. */
-function sampleTree(root: number): { stop(): CpuByRole } {
-  const seen = new Map<number, { role: string; ticks: number }>();
-  const tick = () => {
-    const all = new Map<number, ProcInfo>();
-    for (const entry of Deno.readDirSync("/proc")) {
-      if (!/^\d+$/.test(entry.name)) continue;
-      const info = readStat(Number(entry.name));
-      if (info) all.set(Number(entry.name), info);
-    }
-    const inTree = (pid: number): boolean => {
-      for (let p = pid, hops = 0; p > 1 && hops < 32; hops++) {
-        if (p === root) return true;
-        p = all.get(p)?.ppid ?? 0;
-      }
-      return false;
-    };
-    for (const [pid, info] of all) {
-      if (!inTree(pid)) continue;
-      const known = seen.get(pid);
-      // A zygote-forked child carries the zygote's command line until it is set up.
-      const role = known && known.role !== "chromium other" ? known.role : roleOf(pid, info.comm);
-      seen.set(pid, { role, ticks: Math.max(known?.ticks ?? 0, info.ticks) });
-    }
-  };
-  tick();
-  const timer = setInterval(tick, SAMPLE_MS);
-  return {
-    stop(): CpuByRole {
-      clearInterval(timer);
-      const out: CpuByRole = {};
-      for (const { role, ticks } of seen.values()) {
-        out[role] = (out[role] ?? 0) + ticks / CLOCK_TICKS;
-      }
-      return out;
-    },
-  };
-}
-
-/**
- * Runs one command; returns its wall time and its tree's CPU by role. Also used by the
- * perf guard (bench/perf_guard.ts).
- */
-export async function timedRun(
-  command: string[],
-  env: Record<string, string>,
-  cwd: string,
-): Promise<{ wallSeconds: number; cpuSeconds: number; cpuByRole: CpuByRole }> {
-  const started = performance.now();
-  const child = new Deno.Command(command[0], {
-    args: command.slice(1),
-    cwd,
-    env,
-    stdin: "null",
-    stdout: "null",
-    stderr: "piped",
-  }).spawn();
-  const sampler = sampleTree(child.pid);
-  const out = await child.output();
-  const wallSeconds = (performance.now() - started) / 1000;
-  const cpuByRole = sampler.stop();
-  const stderr = new TextDecoder().decode(out.stderr);
-  if (!out.success) throw new Error(`${command.join(" ")} failed:\n${stderr.slice(-3000)}`);
-  const cpuSeconds = Object.values(cpuByRole).reduce((sum, seconds) => sum + seconds, 0);
-  return { wallSeconds, cpuSeconds, cpuByRole };
 }
 
 /** Copies a fixture (and its vendored files) into a fresh project folder. */
@@ -343,6 +252,7 @@ async function main(): Promise<void> {
   const [cli, node] = await Promise.all([hyperframesCli(log), node22()]);
   const work = await mkdtemp(join(tmpdir(), "vid-peer-bench-"));
   const runs: PeerRun[] = [];
+  const floors: Record<string, FloorFigures> = {};
   try {
     const baseEnv = Object.fromEntries(
       ["PATH", "HOME", "LANG", "TMPDIR", "XDG_CACHE_HOME", "VID_CACHE_DIR"]
@@ -412,15 +322,31 @@ async function main(): Promise<void> {
           );
         }
       }
+      if (options.floor) {
+        log(`${composition.name}: measuring the floor (bench/floor_bench.ts)`);
+        floors[composition.name] = await measureFloor(project, "high");
+      }
     }
   } finally {
     await rm(work, { recursive: true, force: true });
   }
   const summaries = summarize(runs);
   if (options.json) {
-    console.log(JSON.stringify({ options, hyperframes: HYPERFRAMES_VERSION, runs, summaries }));
+    console.log(
+      JSON.stringify({ options, hyperframes: HYPERFRAMES_VERSION, runs, summaries, floors }),
+    );
     return;
   }
+  printReport(options, runs, summaries, floors);
+}
+
+/** The human report: the table, the ratios and, with --floor, the floor beside them. */
+function printReport(
+  options: Options,
+  runs: readonly PeerRun[],
+  summaries: readonly PeerSummary[],
+  floors: Record<string, FloorFigures>,
+): void {
   const settings = options.defaults
     ? "each tool's defaults"
     : `x264 medium CRF ${VID_HIGH_CRF} (vid --quality high, HyperFrames --quality standard ` +
@@ -439,6 +365,19 @@ async function main(): Promise<void> {
     console.log(
       `\n${composition}: vid ${(vid.fps / hf.fps).toFixed(2)}x HyperFrames' fps; ` +
         `${(vid.cpuMsPerFrame / hf.cpuMsPerFrame).toFixed(2)}x its CPU per frame`,
+    );
+    const floor = floors[composition];
+    if (!floor) continue;
+    const cores = navigator.hardwareConcurrency;
+    console.log(floorText(composition, floor));
+    console.log(
+      `  half of HyperFrames' CPU per frame     ${(hf.cpuMsPerFrame / 2).toFixed(0).padStart(4)}` +
+        `  (${floor.paintAndEncodeFloor <= hf.cpuMsPerFrame / 2 ? "above" : "below"} the floor)\n` +
+        `  fps ceiling on ${cores} cores: ${
+          (cores * 1000 / floor.paintAndEncodeFloor).toFixed(1)
+        }` +
+        ` at the paint + encode floor, ${(cores * 1000 / vid.cpuMsPerFrame).toFixed(1)} at vid's` +
+        ` CPU per frame; 2x HyperFrames is ${(2 * hf.fps).toFixed(1)}`,
     );
   }
 }

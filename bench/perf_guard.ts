@@ -24,7 +24,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { timedRun } from "./peer_bench.ts";
+import { timedRun } from "./proc_cpu.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 /** Where the recorded ratios live. */

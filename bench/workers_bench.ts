@@ -21,7 +21,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { timedRun } from "./peer_bench.ts";
+import { timedRun } from "./proc_cpu.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const FRAMES = 150;
