@@ -124,6 +124,12 @@ export interface VidPageApi {
    * yet had their new frame presented by the compositor (`requestVideoFrameCallback`).
    */
   videoFramesPending(): number;
+  /**
+   * Renderer entry point, while a wait for presentation drags on: seeks every video still
+   * waiting to its target again (a paused video's seeked frame can stay off screen until it
+   * is seeked once more); returns how many were.
+   */
+  reseekVideos(): number;
 }
 
 /**
@@ -471,7 +477,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
   // until requestVideoFrameCallback has confirmed every seeked video.
   // A video still unpresented when the next frame seeks is one the compositor does not draw
   // (display: none, no box): it is not waited for again.
-  const unpresented = new Set<HTMLVideoElement>();
+  const unpresented = new Map<HTMLVideoElement, { target: number; fps: number; nudges: number }>();
   const neverPresented = new WeakSet<HTMLVideoElement>();
   let seekGeneration = 0;
   // Only the sought frame counts: a video that has just loaded may present its first frame
@@ -479,7 +485,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
   const awaitPresentation = (el: HTMLVideoElement, target: number, fps: number): void => {
     if (typeof el.requestVideoFrameCallback !== "function" || neverPresented.has(el)) return;
     const generation = seekGeneration;
-    unpresented.add(el);
+    unpresented.set(el, { target, fps, nudges: 0 });
     const onFrame = (_now: number, frame: VideoFrameCallbackMetadata): void => {
       if (generation !== seekGeneration) return;
       // The frame's timestamp is its start, index / fps; the target is that frame's middle.
@@ -491,9 +497,20 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     };
     el.requestVideoFrameCallback(onFrame);
   };
+  // Seeking to the very time a paused video is at may skip the decode, so every other
+  // re-seek aims a tenth of a source frame later: the same source frame, a real seek.
+  const nudged = new WeakMap<HTMLVideoElement, number>();
+  const reseekVideos = (): number => {
+    for (const [el, wait] of unpresented) {
+      wait.nudges++;
+      nudged.set(el, wait.target);
+      el.currentTime = wait.target + (wait.fps > 0 && wait.nudges % 2 === 1 ? 0.1 / wait.fps : 0);
+    }
+    return unpresented.size;
+  };
   const seekVideos = async (t: number): Promise<void> => {
     seekGeneration++;
-    for (const el of unpresented) neverPresented.add(el);
+    for (const el of unpresented.keys()) neverPresented.add(el);
     unpresented.clear();
     for (const el of mediaElements()) {
       el.autoplay = false;
@@ -533,7 +550,11 @@ export function vidPageRuntime(config: RuntimeConfig): void {
         const index = Math.min(Math.floor(mediaTime * fps + 1e-6), last);
         target = (index + 0.5) / fps;
       }
-      if (Math.abs(el.currentTime - target) > 1e-6) {
+      // There already; or a re-seek left it a tenth of a frame past this target.
+      const there = Math.abs(el.currentTime - target) <= 1e-6 ||
+        (nudged.get(el) === target && Math.abs(el.currentTime - target) < 0.2 / fps);
+      if (!there) {
+        nudged.delete(el);
         const seeked = untilEvent(el, "seeked", `video ${d.src} seek`);
         awaitPresentation(el, target, fps);
         el.currentTime = target;
@@ -561,6 +582,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     media: () => mediaElements().map(describe).filter((d) => d.src !== ""),
     errors: () => structuredClone(pageErrors),
     videoFramesPending: () => unpresented.size,
+    reseekVideos,
     async seek(frame: number): Promise<void> {
       if (frame < currentFrame) {
         throw new Error(
