@@ -10,6 +10,8 @@ import { rangeText, type VariableDeclaration } from "../composition/declarations
 import { ffmpegRate, formatFrameRate, type FrameRate } from "../composition/frame_rate.ts";
 import { fallbackValue } from "../composition/variables.ts";
 import { reportError, warn } from "./shared.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOptionWithDefault } from "./request_flags.ts";
 
 /** The machine form of `vid info --json`. */
 export interface InfoJson {
@@ -83,11 +85,7 @@ export function registerInfo(program: Command): void {
     .command("info")
     .description("Show a composition's id, size, duration, aspect ratio and declared variables.")
     .argument("[target]", "project directory or HTML file", ".")
-    .option(
-      "-c, --composition <file>",
-      "entry HTML file inside the project directory",
-      "index.html",
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (target, options) => {
       try {

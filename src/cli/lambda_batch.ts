@@ -96,7 +96,7 @@ export function registerLambdaBatch(lambda: Command): void {
     .argument("[projectDir]", "project directory (optional with --site-id)")
     .requiredOption("--batch <file>", "JSONL file, one batch entry per line")
     .option("--site-id <id>", "render a site uploaded earlier; skip packaging and upload")
-    .option("-c, --composition <file>", "entry HTML file", "index.html")
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
     .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
     .addOption(cliOption(OPTIONS.width))
     .addOption(cliOption(OPTIONS.height))

@@ -36,7 +36,7 @@ import {
   timeoutFromEnv,
 } from "./lambda_connection.ts";
 import { progressJson, progressLine } from "./lambda_progress.ts";
-import { cliOption, cliSwitch } from "./request_flags.ts";
+import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { EXIT, integerIn, positiveInteger, warn } from "./shared.ts";
 import { sleep } from "../util/async.ts";
 
@@ -57,7 +57,7 @@ export function registerLambdaRender(lambda: Command): void {
     )
     .argument("[projectDir]", "project directory (optional with --site-id)")
     .option("--site-id <id>", "render a site uploaded earlier; skip packaging and upload")
-    .option("-c, --composition <file>", "entry HTML file", "index.html")
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
     .option("--state-machine-arn <arn>", "the workflow (env VID_LAMBDA_STATE_MACHINE_ARN)")
     .addOption(cliOption(OPTIONS.width))
     .addOption(cliOption(OPTIONS.height))

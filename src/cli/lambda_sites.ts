@@ -8,6 +8,8 @@ import type { Command } from "@commander-js/extra-typings";
 import { deploySite } from "../lambda/sdk.ts";
 import { listSites, removeSite } from "../lambda/sites.ts";
 import { connection, ENV_HELP, fail } from "./lambda_connection.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOptionWithDefault } from "./request_flags.ts";
 
 /** Registers `vid lambda sites`. */
 export function registerLambdaSites(lambda: Command): void {
@@ -22,7 +24,7 @@ export function registerLambdaSites(lambda: Command): void {
         "project uploads nothing." + ENV_HELP,
     )
     .argument("<projectDir>", "project directory")
-    .option("-c, --composition <file>", "entry HTML file", "index.html")
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
     .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
     .option("--region <region>", "AWS region (env AWS_REGION)")
     .option("--json", "print machine-readable JSON on stdout")

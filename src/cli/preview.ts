@@ -7,7 +7,7 @@
 import type { Command } from "@commander-js/extra-typings";
 import { DEFAULT_PREVIEW_PORT, startPreview } from "../preview/server.ts";
 import { OPTIONS } from "../request/options.ts";
-import { cliOption } from "./request_flags.ts";
+import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
 import { integerIn, reportError } from "./shared.ts";
 
 /** Tries `xdg-open url`; returns what to tell the user when it could not. */
@@ -46,11 +46,7 @@ export function registerPreview(program: Command): void {
         "progress, ETA, cancel) writing to <dir>/renders/. Ctrl-C stops it.",
     )
     .argument("[target]", "project directory or HTML file", ".")
-    .option(
-      "-c, --composition <file>",
-      "entry HTML file inside the project directory",
-      "index.html",
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
     .option(
       "--port <n>",
       `port on 127.0.0.1 (0 picks a free one)`,

@@ -17,6 +17,8 @@ import {
   variablesTypeSource,
 } from "../composition/types_gen.ts";
 import { reportError, warn } from "./shared.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOptionWithDefault } from "./request_flags.ts";
 
 /** A usage problem of `vid types` found after parsing (exit 2). */
 export class TypesUsageError extends VidError {
@@ -71,11 +73,7 @@ export function registerTypes(program: Command): void {
         "goes to stdout unless --output is given; files appear only when complete.",
     )
     .argument("[target]", "project directory or HTML file", ".")
-    .option(
-      "-c, --composition <file>",
-      "entry HTML file inside the project directory",
-      "index.html",
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
     .option("-o, --output <file>", "write the TypeScript type to this file (.ts or .d.ts)")
     .option("--json-schema <file>", "also write the JSON Schema of the variables to this file")
     .option(

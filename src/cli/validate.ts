@@ -14,7 +14,7 @@ import { formatFrameRate } from "../composition/frame_rate.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, loadOverrides, mergeVariables } from "../composition/variables.ts";
 import { OPTIONS } from "../request/options.ts";
-import { cliOption, cliSwitch } from "./request_flags.ts";
+import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { EXIT, reportError } from "./shared.ts";
 
 /** The three answers of `vid validate`. */
@@ -68,11 +68,7 @@ export function registerValidate(program: Command): void {
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
-    .option(
-      "-c, --composition <file>",
-      "entry HTML file inside the project directory",
-      "index.html",
-    )
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (target, options) => {
       try {

@@ -20,7 +20,7 @@
  */
 
 import { availableParallelism } from "node:os";
-import type { AspectRatio } from "../composition/composition.ts";
+import { type AspectRatio, DEFAULT_ENTRY } from "../composition/composition.ts";
 import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import {
   CAPTURE_PREFERENCES,
@@ -232,7 +232,7 @@ export const OPTIONS = {
     flags: "-c, --composition <file>",
     api: "composition",
     help: "entry HTML file inside the project directory",
-    default: "index.html",
+    default: DEFAULT_ENTRY,
     check: nonEmptyString,
   }),
   output: option({
