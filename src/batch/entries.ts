@@ -307,6 +307,20 @@ export async function* readBatchFile(
     return;
   }
   const byId = new Map(declarations.map((d) => [d.id, d]));
+  // A render setting as a column (and not a declared variable) is refused as in a JSONL row.
+  const setting = columns.find((c) => ROW_SETTINGS.has(c) && !byId.has(c));
+  if (setting !== undefined) {
+    yield {
+      line: 1,
+      parsed: {
+        kind: "invalid",
+        outputKey: null,
+        error: `line 1: ${setting}: is not a column (a row carries "outputKey" and the ` +
+          `variables); set ${ROW_SETTINGS.get(setting)} for the whole batch`,
+      },
+    };
+    return;
+  }
   for (const record of records) {
     const { line, cells } = record;
     if (cells.every((c) => c.trim() === "")) {

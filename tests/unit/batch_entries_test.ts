@@ -108,4 +108,26 @@ describe("readBatchFile (CSV)", () => {
     assert.match(last.warning!, /^line 7: .*count.*loud/);
     await Deno.remove(file);
   });
+
+  it("refuses a render setting as a column, naming the flag, as a JSONL row's key is", async () => {
+    const file = await Deno.makeTempFile({ suffix: ".csv" });
+    await Deno.writeTextFile(file, "outputKey,title,fps\na.mp4,Hello,24\n");
+    const rows = await Array.fromAsync(readBatchFile(file, DECLARATIONS));
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0].line, 1);
+    assert.equal(rows[0].parsed.kind, "invalid");
+    assert.match(
+      (rows[0].parsed as { error: string }).error,
+      /^line 1: fps: is not a column .*set --fps for the whole batch$/,
+    );
+    // A template that declares a variable of that name takes it as the variable.
+    const withFps = [...DECLARATIONS, { id: "fps", type: "number", label: "FPS" } as const];
+    const [row] = await Array.fromAsync(readBatchFile(file, withFps));
+    assert.deepEqual(row.parsed, {
+      kind: "entry",
+      outputKey: "a.mp4",
+      variables: { title: "Hello", fps: 24 },
+    });
+    await Deno.remove(file);
+  });
 });
