@@ -199,3 +199,27 @@ export function near(a: readonly number[], b: readonly number[], tolerance = 8):
 export function rgb(c: readonly number[]): string {
   return `rgb(${c.slice(0, 3).join(", ")})`;
 }
+
+/**
+ * A page where each video's first seek gets stuck: its frames are reported only once it has
+ * been seeked again (seen on a fresh page under load in CI, where the seeked frame showed
+ * only after the next seek). It counts each video's seeks in `video.dataset.seeks`.
+ */
+export const STUCK_UNTIL_RESEEKED: string = `<script>
+(() => {
+  const real = HTMLVideoElement.prototype.requestVideoFrameCallback;
+  const seeks = new WeakMap();
+  document.addEventListener("seeking", (event) => {
+    seeks.set(event.target, (seeks.get(event.target) ?? 0) + 1);
+    event.target.dataset.seeks = String(seeks.get(event.target));
+  }, true);
+  HTMLVideoElement.prototype.requestVideoFrameCallback = function (callback) {
+    const video = this;
+    const forward = (now, meta) => {
+      if ((seeks.get(video) ?? 0) < 2) return real.call(video, forward);
+      callback(now, meta);
+    };
+    return real.call(video, forward);
+  };
+})();
+</script>`;

@@ -108,6 +108,7 @@ export function studioClient(): void {
   }
   interface VidApi {
     seek(frame: number): Promise<void>;
+    untilVideosPresented(maxMs?: number): Promise<number>;
     media(): MediaClip[];
     errors(): ErrorRecord[];
   }
@@ -453,6 +454,14 @@ export function studioClient(): void {
     await win.__vid.seek(frame);
   };
 
+  /** Longest wait (ms) for seeked videos' frames to show; a video never shown is not waited for again. */
+  const PRESENTATION_WAIT_MS = 2000;
+
+  const presented = async (target: Live): Promise<void> => {
+    const win = target.iframe.contentWindow as (Window & { __vid: VidApi }) | null;
+    await win?.__vid.untilVideosPresented(PRESENTATION_WAIT_MS);
+  };
+
   const swap = (next: Live): void => {
     const previous = live;
     live = next;
@@ -526,6 +535,9 @@ export function studioClient(): void {
           await seekIn(live, target);
           stage.dataset.path = "seek";
         }
+        // 'seeked' does not mean the compositor has the video's new frame: the stage is
+        // ready once it shows it (a swapped-in page is visible only now, so it waits here).
+        await presented(current);
         stage.dataset.stepMs = String(Math.round(performance.now() - began));
         showFrame(target);
       }

@@ -95,22 +95,16 @@ const FIRST_FRAME_TRIES = 40;
 const VIDEO_FRAME_TRIES = 60;
 
 /**
- * Tries of that wait at which the videos still waiting are seeked again (about 0.2, 0.7,
- * 1.3 and 1.9 s in): a paused video whose seeked frame the compositor has not been given
- * (seen on a fresh page under load: its frame showed only after the next seek, so every
- * frame of the chunk came one late) gets it with another seek.
+ * Whether the seeked videos' new frames have been presented (see seekFrame). Videos still
+ * waiting whose re-seek is due are seeked again first (`__vid.reseekVideos`, on the page
+ * runtime's schedule: a paused video's seeked frame may show only after another seek, seen
+ * on a fresh page under load, where every frame of a chunk came one late).
  */
-const RESEEK_TRIES: ReadonlySet<number> = new Set([8, 20, 35, 50]);
-
-/**
- * Whether the seeked videos' new frames have been presented (see seekFrame); at the tries
- * of {@link RESEEK_TRIES}, those still waiting are seeked again first.
- */
-async function videosPresented(page: CdpSession, tries: number): Promise<boolean> {
-  const expression = RESEEK_TRIES.has(tries)
-    ? "(window.__vid.reseekVideos(), window.__vid.videoFramesPending())"
-    : "window.__vid.videoFramesPending()";
-  return await evaluate(page, expression) === 0;
+async function videosPresented(page: CdpSession): Promise<boolean> {
+  return await evaluate(
+    page,
+    "(window.__vid.reseekVideos(), window.__vid.videoFramesPending())",
+  ) === 0;
 }
 
 function pause(ms: number): Promise<void> {
@@ -133,7 +127,7 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
       async capture(pendingVideos = 0): Promise<Uint8Array> {
         // The page draws on its own here: wait until the videos' frames are on screen.
         for (let tries = 0; pendingVideos > 0 && tries < VIDEO_FRAME_TRIES; tries++) {
-          if (await videosPresented(page, tries)) break;
+          if (await videosPresented(page)) break;
           await pause(tries < 3 ? 5 : 40);
         }
         const { data } = await page.send<{ data: string }>("Page.captureScreenshot", {
@@ -177,7 +171,7 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
       // the callbacks that confirmed presentation (no damage: the same image, cheaply).
       if (pendingVideos > 0) {
         for (let tries = 0; tries < VIDEO_FRAME_TRIES; tries++) {
-          if (await videosPresented(page, tries)) break;
+          if (await videosPresented(page)) break;
           if (tries >= 3) await pause(30);
           image = await draw() ?? image;
         }

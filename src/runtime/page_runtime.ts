@@ -125,11 +125,17 @@ export interface VidPageApi {
    */
   videoFramesPending(): number;
   /**
-   * Renderer entry point, while a wait for presentation drags on: seeks every video still
-   * waiting to its target again (a paused video's seeked frame can stay off screen until it
-   * is seeked once more); returns how many were.
+   * Renderer entry point, called while waiting for presentation: seeks again each video still
+   * waiting whose re-seek is due (0.2, 0.7, 1.3 and 1.9 s after its seek: a paused video's
+   * seeked frame can stay off screen until it is seeked once more); returns how many were.
    */
   reseekVideos(): number;
+  /**
+   * For a page that draws on its own (the preview studio's stage): resolves once every video
+   * seeked for the current frame has its new frame presented, re-seeking as
+   * {@linkcode reseekVideos} does, or after `maxMs`; resolves to how many still wait.
+   */
+  untilVideosPresented(maxMs?: number): Promise<number>;
 }
 
 /**
@@ -477,7 +483,10 @@ export function vidPageRuntime(config: RuntimeConfig): void {
   // until requestVideoFrameCallback has confirmed every seeked video.
   // A video still unpresented when the next frame seeks is one the compositor does not draw
   // (display: none, no box): it is not waited for again.
-  const unpresented = new Map<HTMLVideoElement, { target: number; fps: number; nudges: number }>();
+  const unpresented = new Map<
+    HTMLVideoElement,
+    { target: number; fps: number; since: number; nudges: number }
+  >();
   const neverPresented = new WeakSet<HTMLVideoElement>();
   let seekGeneration = 0;
   // Only the sought frame counts: a video that has just loaded may present its first frame
@@ -485,7 +494,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
   const awaitPresentation = (el: HTMLVideoElement, target: number, fps: number): void => {
     if (typeof el.requestVideoFrameCallback !== "function" || neverPresented.has(el)) return;
     const generation = seekGeneration;
-    unpresented.set(el, { target, fps, nudges: 0 });
+    unpresented.set(el, { target, fps, since: RealDate.now(), nudges: 0 });
     const onFrame = (_now: number, frame: VideoFrameCallbackMetadata): void => {
       if (generation !== seekGeneration) return;
       // The frame's timestamp is its start, index / fps; the target is that frame's middle.
@@ -497,14 +506,30 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     };
     el.requestVideoFrameCallback(onFrame);
   };
+  // A video still waiting this long (ms) after its seek is seeked again, once per mark: seen
+  // on a fresh page under load, a paused video's seeked frame showed only after the next seek.
+  const RESEEK_AFTER_MS = [200, 700, 1300, 1900];
   // Seeking to the very time a paused video is at may skip the decode, so every other
   // re-seek aims a tenth of a source frame later: the same source frame, a real seek.
   const nudged = new WeakMap<HTMLVideoElement, number>();
   const reseekVideos = (): number => {
+    const now = RealDate.now();
+    let reseeked = 0;
     for (const [el, wait] of unpresented) {
+      const due = RESEEK_AFTER_MS[wait.nudges];
+      if (due === undefined || now - wait.since < due) continue;
       wait.nudges++;
       nudged.set(el, wait.target);
       el.currentTime = wait.target + (wait.fps > 0 && wait.nudges % 2 === 1 ? 0.1 / wait.fps : 0);
+      reseeked++;
+    }
+    return reseeked;
+  };
+  const untilVideosPresented = async (maxMs = 2300): Promise<number> => {
+    const deadline = RealDate.now() + maxMs;
+    while (unpresented.size > 0 && RealDate.now() < deadline) {
+      reseekVideos();
+      await sleep(8);
     }
     return unpresented.size;
   };
@@ -583,6 +608,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     errors: () => structuredClone(pageErrors),
     videoFramesPending: () => unpresented.size,
     reseekVideos,
+    untilVideosPresented,
     async seek(frame: number): Promise<void> {
       if (frame < currentFrame) {
         throw new Error(

@@ -22,7 +22,7 @@ import assert from "node:assert/strict";
 import { evaluate, seekFrame } from "../../src/render/capture.ts";
 import { openRenderSession, prepareComposition } from "../../src/render/session.ts";
 import { openComposition } from "../../src/render/render_chunk.ts";
-import { compositionHtml, makeProject } from "../helpers.ts";
+import { compositionHtml, makeProject, STUCK_UNTIL_RESEEKED } from "../helpers.ts";
 
 const VIDEOS =
   `<video src="clip.mp4" muted style="position:absolute;left:0;top:0;width:320px;height:180px;object-fit:fill"></video>` +
@@ -31,29 +31,6 @@ const VIDEOS =
 /** A page where no video frame is ever reported presented. */
 const NEVER_PRESENTED = `<script>
 HTMLVideoElement.prototype.requestVideoFrameCallback = function () { return 1; };
-</script>`;
-
-/**
- * A page where each video's first seek gets stuck: its frames are reported only once it has
- * been seeked again (seen on a fresh page under load in CI, where the seeked frame showed
- * only after the next seek).
- */
-const STUCK_UNTIL_RESEEKED = `<script>
-(() => {
-  const real = HTMLVideoElement.prototype.requestVideoFrameCallback;
-  const seeks = new WeakMap();
-  document.addEventListener("seeking", (event) => {
-    seeks.set(event.target, (seeks.get(event.target) ?? 0) + 1);
-  }, true);
-  HTMLVideoElement.prototype.requestVideoFrameCallback = function (callback) {
-    const video = this;
-    const forward = (now, meta) => {
-      if ((seeks.get(video) ?? 0) < 2) return real.call(video, forward);
-      callback(now, meta);
-    };
-    return real.call(video, forward);
-  };
-})();
 </script>`;
 
 let project: string;
