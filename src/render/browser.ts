@@ -8,11 +8,12 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
+import type { BrowserRecord } from "./browser_records.ts";
 import { CdpConnection, CdpSession } from "./cdp.ts";
 import {
   findChromium,
@@ -215,6 +216,21 @@ function killOnExit(browser: { pid: number; profile: string; ownGroup: boolean }
   });
 }
 
+/**
+ * Records a running browser in `dir` as `browser-<pid>.json`; returns the record's path.
+ * The record is written whole under a name the reaper skips, then renamed into place: an
+ * owner starting meanwhile (the CLI's commands share one folder) would otherwise read an
+ * empty record, delete it as unreadable, and the browser would outlive a SIGKILL of its
+ * owner.
+ */
+export function writeBrowserRecord(dir: string, record: BrowserRecord): string {
+  const path = join(dir, `browser-${record.pid}.json`);
+  const partial = join(dir, `.browser-${record.pid}.json.partial`);
+  writeFileSync(partial, JSON.stringify(record));
+  renameSync(partial, path);
+  return path;
+}
+
 /** Folder where running browsers are recorded, see {@linkcode recordBrowsersIn}. */
 let browserRecords: string | undefined;
 
@@ -296,8 +312,11 @@ async function launchOnce(executable: string, options: LaunchOptions): Promise<B
   killOnExit(live);
   child.once("exit", () => LIVE_BROWSERS.delete(live));
   if (browserRecords && child.pid) {
-    const record = join(browserRecords, `browser-${child.pid}.json`);
-    writeFileSync(record, JSON.stringify({ pid: child.pid, owner: process.pid, profile }));
+    const record = writeBrowserRecord(browserRecords, {
+      pid: child.pid,
+      owner: process.pid,
+      profile,
+    });
     child.once("exit", () => rmSync(record, { force: true }));
   }
   const timeoutMs = options.timeoutMs ?? 30000;

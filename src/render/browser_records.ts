@@ -22,9 +22,12 @@ import process from "node:process";
 import { cacheDir } from "./media.ts";
 
 /** A recorded browser. */
-interface BrowserRecord {
+export interface BrowserRecord {
+  /** The browser's pid, which is also its process group. */
   pid: number;
+  /** The pid of the process that launched it. */
   owner: number;
+  /** Its profile folder (`--user-data-dir`), removed when it is reaped. */
   profile: string;
 }
 
