@@ -13,7 +13,6 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import type { BrowserRecord } from "./browser_records.ts";
 import { CdpConnection, CdpSession } from "./cdp.ts";
 import {
   findChromium,
@@ -214,6 +213,16 @@ function killOnExit(browser: { pid: number; profile: string; ownGroup: boolean }
       }
     }
   });
+}
+
+/** A recorded browser. */
+export interface BrowserRecord {
+  /** The browser's pid, which is also its process group. */
+  pid: number;
+  /** The pid of the process that launched it. */
+  owner: number;
+  /** Its profile folder (`--user-data-dir`), removed when it is reaped. */
+  profile: string;
 }
 
 /**

@@ -19,17 +19,8 @@ import { mkdirSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
+import type { BrowserRecord } from "./browser.ts";
 import { cacheDir } from "./media.ts";
-
-/** A recorded browser. */
-export interface BrowserRecord {
-  /** The browser's pid, which is also its process group. */
-  pid: number;
-  /** The pid of the process that launched it. */
-  owner: number;
-  /** Its profile folder (`--user-data-dir`), removed when it is reaped. */
-  profile: string;
-}
 
 /** One process: its id, its group and its command line. */
 interface ProcessInfo {
