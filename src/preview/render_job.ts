@@ -216,6 +216,13 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
   // render launches a fresh one.
   let browsers = createBrowserPool();
 
+  /** Closes the warm browser; the next render gets a fresh pool. */
+  const closeBrowsers = async (): Promise<void> => {
+    const closing = browsers;
+    browsers = createBrowserPool();
+    await closing.close();
+  };
+
   const publish = (status: PreviewRenderStatus): void => {
     current = status;
     options.onStatus?.({ ...status });
@@ -263,6 +270,9 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
         elapsedMs: Math.round(result.elapsedMs),
       });
     } catch (error) {
+      // The studio says "cancelled" only once nothing of the render runs: the warm browser
+      // goes down first (before, it was still closing when the status went out).
+      if (signal.aborted) await closeBrowsers().catch(() => undefined);
       publish({
         state: signal.aborted ? "cancelled" : "failed",
         id,
@@ -291,9 +301,6 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
       if (current.state !== "rendering" || !controller) return false;
       controller.abort();
       await running;
-      const cancelled = browsers;
-      browsers = createBrowserPool();
-      await cancelled.close();
       return true;
     },
     async close(): Promise<void> {
