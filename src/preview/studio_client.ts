@@ -454,12 +454,9 @@ export function studioClient(): void {
     await win.__vid.seek(frame);
   };
 
-  /** Longest wait (ms) for seeked videos' frames to show; a video never shown is not waited for again. */
-  const PRESENTATION_WAIT_MS = 2000;
-
   const presented = async (target: Live): Promise<void> => {
     const win = target.iframe.contentWindow as (Window & { __vid: VidApi }) | null;
-    await win?.__vid.untilVideosPresented(PRESENTATION_WAIT_MS);
+    await win?.__vid.untilVideosPresented();
   };
 
   const swap = (next: Live): void => {

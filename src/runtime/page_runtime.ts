@@ -133,7 +133,8 @@ export interface VidPageApi {
   /**
    * For a page that draws on its own (the preview studio's stage): resolves once every video
    * seeked for the current frame has its new frame presented, re-seeking as
-   * {@linkcode reseekVideos} does, or after `maxMs`; resolves to how many still wait.
+   * {@linkcode reseekVideos} does, or after `maxMs` (2 s by default: a video never shown
+   * by then is not waited for again); resolves to how many still wait.
    */
   untilVideosPresented(maxMs?: number): Promise<number>;
 }
@@ -525,7 +526,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     }
     return reseeked;
   };
-  const untilVideosPresented = async (maxMs = 2300): Promise<number> => {
+  const untilVideosPresented = async (maxMs = 2000): Promise<number> => {
     const deadline = RealDate.now() + maxMs;
     while (unpresented.size > 0 && RealDate.now() < deadline) {
       reseekVideos();
