@@ -190,6 +190,49 @@ export async function frameHashes(file: string): Promise<string[]> {
   );
 }
 
+/** RGB bytes (rgb24) of every frame of a `width` x `height` video, in frame order. */
+export async function rgbFrames(
+  file: string,
+  width: number,
+  height: number,
+): Promise<Uint8Array[]> {
+  const raw = await run("ffmpeg", [
+    "-v",
+    "error",
+    "-i",
+    file,
+    "-f",
+    "rawvideo",
+    "-pix_fmt",
+    "rgb24",
+    "-",
+  ]);
+  const size = width * height * 3;
+  const frames: Uint8Array[] = [];
+  for (let at = 0; at + size <= raw.length; at += size) frames.push(raw.subarray(at, at + size));
+  return frames;
+}
+
+/**
+ * How far apart two RGB images of one size are: the mean absolute difference per channel,
+ * and the share of pixels off by more than 48 on some channel.
+ */
+export function imageDifference(a: Uint8Array, b: Uint8Array): { mean: number; share: number } {
+  if (a.length !== b.length) throw new Error(`images of ${a.length} and ${b.length} bytes`);
+  let sum = 0;
+  let off = 0;
+  for (let i = 0; i < a.length; i += 3) {
+    let worst = 0;
+    for (let c = 0; c < 3; c++) {
+      const d = Math.abs(a[i + c] - b[i + c]);
+      sum += d;
+      worst = Math.max(worst, d);
+    }
+    if (worst > 48) off++;
+  }
+  return { mean: sum / a.length, share: off / (a.length / 3) };
+}
+
 /** Whether two colours are within `tolerance` on every channel. */
 export function near(a: readonly number[], b: readonly number[], tolerance = 8): boolean {
   return a.every((v, i) => i >= b.length || Math.abs(v - b[i]) <= tolerance);

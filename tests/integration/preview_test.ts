@@ -14,7 +14,7 @@ import { findChromium } from "../../src/render/system.ts";
 import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "../preview_process.ts";
 import { injectRuntime } from "../../src/preview/inject.ts";
 import { checkStudioValues } from "../../src/preview/server.ts";
-import { probeVideo, ROOT, runVid, STUCK_UNTIL_RESEEKED } from "../helpers.ts";
+import { imageDifference, probeVideo, ROOT, runVid, STUCK_UNTIL_RESEEKED } from "../helpers.ts";
 
 const FIXTURE = `${ROOT}tests/fixtures/preview`;
 const WIDTH = 320;
@@ -43,23 +43,6 @@ function videoFrame(file: string, n: number): Promise<Uint8Array> {
     "rgb24",
     "-",
   ]);
-}
-
-/** Mean absolute difference per channel, and the share of pixels off by more than 48. */
-function difference(a: Uint8Array, b: Uint8Array): { mean: number; share: number } {
-  assert.equal(a.length, b.length, "images of the same size");
-  let sum = 0;
-  let off = 0;
-  for (let i = 0; i < a.length; i += 3) {
-    let worst = 0;
-    for (let c = 0; c < 3; c++) {
-      const d = Math.abs(a[i + c] - b[i + c]);
-      sum += d;
-      worst = Math.max(worst, d);
-    }
-    if (worst > 48) off++;
-  }
-  return { mean: sum / a.length, share: off / (a.length / 3) };
 }
 
 function pixel(rgb: Uint8Array, x: number, y: number): number[] {
@@ -213,8 +196,8 @@ describe("vid preview studio", () => {
     assert.equal(await page.$eval("#time-readout", (el) => el.textContent), "0.500 s / 1.000 s");
     const studio = await stagePixels(page);
     const video = await reference;
-    const same = difference(studio, await videoFrame(video, 15));
-    const other = difference(studio, await videoFrame(video, 5));
+    const same = imageDifference(studio, await videoFrame(video, 15));
+    const other = imageDifference(studio, await videoFrame(video, 5));
     assert.ok(same.mean < 3 && same.share < 0.01, `frame 15 vs frame 15: ${JSON.stringify(same)}`);
     assert.ok(other.share > 0.03, `frame 15 vs frame 5 must differ: ${JSON.stringify(other)}`);
   });
@@ -473,13 +456,13 @@ describe("vid preview studio with <video>", () => {
     assert.match(src, /\/__vid\/p\d+-video-0\.webm$/, "the stage plays the prepared proxy");
     const studio = await stagePixels(page);
     const rendered = await videoFrame(await reference, 10);
-    const same = difference(studio, rendered);
-    const source = difference(studio, await videoFrame(`${project}/clip.mp4`, 8));
+    const same = imageDifference(studio, rendered);
+    const source = imageDifference(studio, await videoFrame(`${project}/clip.mp4`, 8));
     // On failure, say which side is off: the source frame each one is nearest.
     const nearest = async (rgb: Uint8Array): Promise<number> => {
       const means = [];
       for (let n = 0; n < 25; n++) {
-        means.push(difference(rgb, await videoFrame(`${project}/clip.mp4`, n)).mean);
+        means.push(imageDifference(rgb, await videoFrame(`${project}/clip.mp4`, n)).mean);
       }
       return means.indexOf(Math.min(...means));
     };
@@ -491,7 +474,7 @@ describe("vid preview studio with <video>", () => {
     }
     assert.ok(source.mean < 3 && source.share < 0.01, `source frame 8: ${JSON.stringify(source)}`);
     for (const neighbour of [7, 9]) {
-      const other = difference(studio, await videoFrame(`${project}/clip.mp4`, neighbour));
+      const other = imageDifference(studio, await videoFrame(`${project}/clip.mp4`, neighbour));
       assert.ok(
         other.share > 0.03,
         `source frame ${neighbour} must fail the check: ${JSON.stringify(other)}`,
@@ -522,9 +505,9 @@ describe("vid preview studio with <video>", () => {
     assert.equal(conversions(), 2, preview.stderr());
     const second = await stagePixels(page);
     // Source frame 8 of the new clip is frame 11 of the old one.
-    const now = difference(second, await videoFrame(`${project}/clip.mp4`, 8));
+    const now = imageDifference(second, await videoFrame(`${project}/clip.mp4`, 8));
     assert.ok(now.mean < 6, `the new clip's frame 8: ${JSON.stringify(now)}`);
-    assert.ok(difference(first, second).share > 0.03, "the stage shows the new video");
+    assert.ok(imageDifference(first, second).share > 0.03, "the stage shows the new video");
   });
 
   it("a frame is ready only once its video's seeked frame is on screen, seeking it again if it is not (rVFC held back by a stub in the page)", async () => {
@@ -544,7 +527,10 @@ describe("vid preview studio with <video>", () => {
     // The first seek's frame is never reported: ready came after a second seek reported it.
     assert.ok(video.seeks >= 2, `seeks before ready: ${video.seeks}`);
     assert.equal(video.pending, 0, "no video is still waiting for its frame");
-    const now = difference(await stagePixels(page), await videoFrame(`${project}/clip.mp4`, 8));
+    const now = imageDifference(
+      await stagePixels(page),
+      await videoFrame(`${project}/clip.mp4`, 8),
+    );
     assert.ok(now.mean < 6, `source frame 8: ${JSON.stringify(now)}`);
   });
 });
