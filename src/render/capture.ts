@@ -130,6 +130,9 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
           if (await videosPresented(page)) break;
           await pause(tries < 3 ? 5 : 40);
         }
+        // The videos' frames are painted in the page: the compositor's own picture of a
+        // paused video can stay a seek behind in this mode (video_paint.ts).
+        await evaluate(page, "window.__vid.paintVideoFrames()");
         const { data } = await page.send<{ data: string }>("Page.captureScreenshot", {
           ...screenshot,
           optimizeForSpeed: true,

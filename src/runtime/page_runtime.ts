@@ -18,6 +18,8 @@
  * @module
  */
 
+import { createVideoFramePainter, type VideoFramePainter } from "./video_paint.ts";
+
 /** What the renderer passes to the page runtime. */
 export interface RuntimeConfig {
   /** Merged variables returned by `window.__vid.getVariables()`. */
@@ -137,12 +139,22 @@ export interface VidPageApi {
    * by then is not waited for again); resolves to how many still wait.
    */
   untilVideosPresented(maxMs?: number): Promise<number>;
+  /**
+   * Screenshot capture's entry point, once the seeked videos are presented: paints each
+   * loaded video's current frame in the page itself (`video_paint.ts`: the compositor's
+   * own picture of a paused video can stay a seek behind); resolves to how many were
+   * painted. Resolves to 0 where no painter was installed (the preview studio).
+   */
+  paintVideoFrames(): Promise<number>;
 }
 
 /**
  * Installs `window.__vid` and the deterministic environment. Runs in the page.
  */
-export function vidPageRuntime(config: RuntimeConfig): void {
+export function vidPageRuntime(
+  config: RuntimeConfig,
+  createPainter?: (sleep: (ms: number) => Promise<void>) => VideoFramePainter,
+): void {
   const w = globalThis as unknown as Record<string, unknown> & Window;
   if (w.__vid) return;
 
@@ -534,6 +546,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     }
     return unpresented.size;
   };
+  let painter: VideoFramePainter | undefined;
   const seekVideos = async (t: number): Promise<void> => {
     seekGeneration++;
     for (const el of unpresented.keys()) neverPresented.add(el);
@@ -610,6 +623,13 @@ export function vidPageRuntime(config: RuntimeConfig): void {
     videoFramesPending: () => unpresented.size,
     reseekVideos,
     untilVideosPresented,
+    paintVideoFrames() {
+      painter ??= createPainter?.(sleep);
+      const videos = mediaElements().filter((el): el is HTMLVideoElement =>
+        el instanceof HTMLVideoElement
+      );
+      return painter ? painter(videos) : Promise.resolve(0);
+    },
     async seek(frame: number): Promise<void> {
       if (frame < currentFrame) {
         throw new Error(
@@ -683,6 +703,7 @@ export function vidPageRuntime(config: RuntimeConfig): void {
  * ```
  */
 export function runtimeScript(config: RuntimeConfig): string {
-  return `(${vidPageRuntime.toString()})(${JSON.stringify(config)});\n` +
+  const painter = createVideoFramePainter.toString();
+  return `(${vidPageRuntime.toString()})(${JSON.stringify(config)}, ${painter});\n` +
     `//# sourceURL=${RUNTIME_SOURCE_URL}\n`;
 }

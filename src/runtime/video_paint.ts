@@ -1,0 +1,212 @@
+/**
+ * The video frame painter of screenshot capture: paints each `<video>`'s current frame in
+ * the page itself, as the element's own top background layer, and moves the element's
+ * compositor picture out of its box (`object-position`).
+ *
+ * Why: in screenshot capture the page draws on its own, and a paused video's seeked frame
+ * reaches the screen through its own compositor surface, which Chromium may leave one seek
+ * behind: `requestVideoFrameCallback` reports the new frame while `Page.captureScreenshot`
+ * still shows the previous one, often for every later frame of that page, and neither
+ * waiting (150 ms) nor another animation frame or screenshot ends it. Measured on a 2-worker
+ * render of a 3 s clip: 5 renders in 58 had frames one late; a page that seeks its video
+ * again after each seek gets there on nearly every frame. `drawImage` reads the very frame
+ * the callback reported, so a frame painted in the page is the seeked one by construction.
+ *
+ * The element keeps its box, classes, transforms, filters, radius, opacity and stacking:
+ * only its content moves to the background, fitted as `object-fit` and placed as
+ * `object-position` say, clipped to the content box, above the element's own backgrounds.
+ *
+ * Runs in the page: {@linkcode createVideoFramePainter}'s source is injected with the
+ * runtime (`runtimeScript`), so its body uses nothing from outside it.
+ *
+ * @module
+ */
+
+/**
+ * Paints each given video's current frame (when it has one and it changed since the last
+ * paint); resolves to how many were painted. A video whose frame cannot be read back
+ * (another origin without CORS) keeps its compositor picture.
+ */
+export type VideoFramePainter = (videos: readonly HTMLVideoElement[]) => Promise<number>;
+
+/**
+ * Creates the painter of one page.
+ *
+ * @example
+ * ```ts no_run
+ * // In the page (the runtime installs it for screenshot capture); timers there run on
+ * // the frame clock, so the painter is given a sleep on real time.
+ * const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+ * const paint = createVideoFramePainter(sleep);
+ * await paint([...document.querySelectorAll("video")]);
+ * ```
+ */
+export function createVideoFramePainter(sleep: (ms: number) => Promise<void>): VideoFramePainter {
+  const ATTRIBUTE = "data-vid-painted";
+  /** Far enough that no object-fit puts a pixel of the picture inside the box. */
+  const OUT_OF_BOX = "-1000000px -1000000px";
+  const LAYER_PROPERTIES = [
+    "background-image",
+    "background-size",
+    "background-position",
+    "background-origin",
+    "background-clip",
+    "background-repeat",
+    "background-attachment",
+    "background-blend-mode",
+  ] as const;
+  type Layer = Record<(typeof LAYER_PROPERTIES)[number], string>;
+  interface Painted {
+    id: string;
+    time: number;
+    /** This paint's frame and the one before: the older is released on the next paint. */
+    urls: string[];
+    rule: string;
+  }
+  const sheet = new CSSStyleSheet();
+  const painted = new Map<HTMLVideoElement, Painted>();
+  let nextId = 1;
+
+  /** Splits a computed list at its top-level commas (not inside parentheses or quotes). */
+  const splitList = (value: string): string[] => {
+    const items: string[] = [];
+    let depth = 0;
+    let quote = "";
+    let start = 0;
+    for (let i = 0; i < value.length; i++) {
+      const c = value[i];
+      if (quote) {
+        if (c === "\\") i++;
+        else if (c === quote) quote = "";
+      } else if (c === '"' || c === "'") quote = c;
+      else if (c === "(") depth++;
+      else if (c === ")") depth--;
+      else if (c === "," && depth === 0) {
+        items.push(value.slice(start, i).trim());
+        start = i + 1;
+      }
+    }
+    items.push(value.slice(start).trim());
+    return items;
+  };
+
+  /** The background size that draws the picture as `object-fit` draws the video. */
+  const fitSize = (el: HTMLVideoElement, style: CSSStyleDeclaration): string => {
+    switch (style.objectFit) {
+      case "contain":
+      case "cover":
+        return style.objectFit;
+      case "none":
+        return "auto";
+      case "scale-down": {
+        const width = el.clientWidth - parseFloat(style.paddingLeft) -
+          parseFloat(style.paddingRight);
+        const height = el.clientHeight - parseFloat(style.paddingTop) -
+          parseFloat(style.paddingBottom);
+        return el.videoWidth <= width && el.videoHeight <= height ? "auto" : "contain";
+      }
+      default:
+        return "100% 100%";
+    }
+  };
+
+  /** The element's background declarations with `url` as a new top layer. */
+  const declarations = (el: HTMLVideoElement, url: string): string => {
+    const style = getComputedStyle(el);
+    const ours: Layer = {
+      "background-image": `url("${url}")`,
+      "background-size": fitSize(el, style),
+      "background-position": style.objectPosition,
+      "background-origin": "content-box",
+      "background-clip": "content-box",
+      "background-repeat": "no-repeat",
+      "background-attachment": "scroll",
+      "background-blend-mode": "normal",
+    };
+    // The last layer's clip also clips the background colour, so the element's own layers
+    // stay even when they are just "none".
+    const images = splitList(style.backgroundImage);
+    return LAYER_PROPERTIES.map((property) => {
+      // The element's own layers stay below, each list repeated to one value per image as
+      // CSS does when lists are shorter than the image list.
+      const own = splitList(style.getPropertyValue(property));
+      const values = [ours[property], ...images.map((_, i) => own[i % own.length])];
+      return `${property}: ${values.join(", ")} !important;`;
+    }).join(" ") + ` object-position: ${OUT_OF_BOX} !important;`;
+  };
+
+  /** The current frame as a decoded PNG behind a blob URL, or null when unreadable. */
+  const frameUrl = async (el: HTMLVideoElement): Promise<string | null> => {
+    const canvas = document.createElement("canvas");
+    canvas.width = el.videoWidth;
+    canvas.height = el.videoHeight;
+    const context = canvas.getContext("2d");
+    if (!context) return null;
+    context.drawImage(el, 0, 0, canvas.width, canvas.height);
+    let blob: Blob | null;
+    try {
+      blob = await new Promise<Blob | null>((resolve) => canvas.toBlob(resolve, "image/png"));
+    } catch {
+      return null; // a frame from another origin without CORS taints the canvas
+    }
+    if (!blob) return null;
+    const url = URL.createObjectURL(blob);
+    // Decoded before it is used, so the next drawing has it ready.
+    const image = new Image();
+    image.src = url;
+    try {
+      await image.decode();
+    } catch {
+      URL.revokeObjectURL(url);
+      return null;
+    }
+    return url;
+  };
+
+  /** Resolves once `el` is not seeking (a re-seek, or the page's own), at most `ms` later. */
+  const settled = (el: HTMLVideoElement, ms: number): Promise<void> =>
+    el.seeking
+      ? Promise.race([
+        new Promise<void>((resolve) =>
+          el.addEventListener("seeked", () => resolve(), { once: true })
+        ),
+        sleep(ms),
+      ])
+      : Promise.resolve();
+
+  const paintOne = async (el: HTMLVideoElement): Promise<boolean> => {
+    await settled(el, 2000);
+    if (el.readyState < 2 || el.videoWidth === 0 || el.videoHeight === 0) return false;
+    const before = painted.get(el);
+    if (before && before.time === el.currentTime) return false;
+    const url = await frameUrl(el);
+    if (!url) {
+      // Unreadable now: the compositor's picture is shown again rather than an old frame.
+      el.removeAttribute(ATTRIBUTE);
+      return false;
+    }
+    const entry = before ?? { id: String(nextId++), time: 0, urls: [], rule: "" };
+    // The element's own styles are read with the painted rule switched off.
+    el.removeAttribute(ATTRIBUTE);
+    entry.rule = `[${ATTRIBUTE}="${entry.id}"] { ${declarations(el, url)} }`;
+    entry.time = el.currentTime;
+    entry.urls.push(url);
+    while (entry.urls.length > 2) URL.revokeObjectURL(entry.urls.shift()!);
+    painted.set(el, entry);
+    el.setAttribute(ATTRIBUTE, entry.id);
+    return true;
+  };
+
+  return async (videos: readonly HTMLVideoElement[]): Promise<number> => {
+    let count = 0;
+    for (const el of videos) if (await paintOne(el)) count++;
+    if (count > 0) {
+      sheet.replaceSync([...painted.values()].map((p) => p.rule).join("\n"));
+      // A page may have replaced the adopted sheets since the last paint.
+      if (!document.adoptedStyleSheets.includes(sheet)) {
+        document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+      }
+    }
+    return count;
+  };
+}
