@@ -19,6 +19,7 @@ import {
   runtimeScript,
   vidPageRuntime,
 } from "../runtime/page_runtime.ts";
+import { createVideoFramePainter } from "../runtime/video_paint.ts";
 
 type ParentNode = DefaultTreeAdapterMap["parentNode"];
 type ChildNode = DefaultTreeAdapterMap["childNode"];
@@ -61,7 +62,8 @@ const CONFIG_GLOBAL = "__vidRuntimeConfig";
  */
 export function runtimeLoaderScript(): string {
   return `(() => { const config = globalThis.${CONFIG_GLOBAL}; ` +
-    `delete globalThis.${CONFIG_GLOBAL}; (${vidPageRuntime.toString()})(config); })();\n` +
+    `delete globalThis.${CONFIG_GLOBAL}; ` +
+    `(${vidPageRuntime.toString()})(config, ${createVideoFramePainter.toString()}); })();\n` +
     `//# sourceURL=${RUNTIME_SOURCE_URL}\n`;
 }
 

@@ -109,6 +109,8 @@ export function studioClient(): void {
   interface VidApi {
     seek(frame: number): Promise<void>;
     untilVideosPresented(maxMs?: number): Promise<number>;
+    paintVideoFrames(): Promise<number>;
+    clearVideoFrames(): number;
     media(): MediaClip[];
     errors(): ErrorRecord[];
   }
@@ -200,6 +202,7 @@ export function studioClient(): void {
   let wanted = Math.max(0, Math.floor(Number(params.get("frame")) || 0));
   let shown = -1;
   let busy = false;
+  let pumpAgain = false;
   let playing = false;
   let playFrom = 0;
   let playStart = 0;
@@ -459,6 +462,17 @@ export function studioClient(): void {
     await win?.__vid.untilVideosPresented();
   };
 
+  /**
+   * Paused, the stage shows each video's frame painted in the page, as screenshot renders
+   * do (video_paint.ts: a browser's own picture of a paused video can stay a seek behind).
+   * Playing, the videos show their own picture again.
+   */
+  const paintVideos = async (target: Live): Promise<void> => {
+    const win = target.iframe.contentWindow as (Window & { __vid: VidApi }) | null;
+    if (playing) win?.__vid.clearVideoFrames();
+    else await win?.__vid.paintVideoFrames();
+  };
+
   const swap = (next: Live): void => {
     const previous = live;
     live = next;
@@ -497,7 +511,13 @@ export function studioClient(): void {
   };
 
   const pump = async (): Promise<void> => {
-    if (busy || !info) return;
+    if (busy) {
+      // Asked while the stage is busy: the frame or values may have changed after the loop
+      // below last looked (while painting the videos, say), so it runs again when done.
+      pumpAgain = true;
+      return;
+    }
+    if (!info) return;
     busy = true;
     let current: Live | undefined;
     try {
@@ -538,6 +558,7 @@ export function studioClient(): void {
         stage.dataset.stepMs = String(Math.round(performance.now() - began));
         showFrame(target);
       }
+      if (live) await paintVideos(live);
       showStageError("");
       stage.dataset.state = "ready";
       if (!playing) {
@@ -552,9 +573,14 @@ export function studioClient(): void {
       const record = win?.__vid?.errors?.()[0];
       if (record) void showPageError(record, clampFrame(wanted));
       else showStageError((error as Error).message.replace(/^Error: /, ""));
-      setPlaying(false);
+      // No repaint: the page threw, and it is loaded again only on the next change.
+      setPlaying(false, false);
     } finally {
       busy = false;
+      if (pumpAgain) {
+        pumpAgain = false;
+        void pump();
+      }
     }
   };
 
@@ -827,14 +853,18 @@ export function studioClient(): void {
     requestAnimationFrame(tick);
   };
 
-  const setPlaying = (on: boolean): void => {
+  /** Plays or pauses; pausing paints the frame playback stopped on (unless `repaint` is false). */
+  const setPlaying = (on: boolean, repaint = true): void => {
     if (on && !info) return;
+    const was = playing;
     playing = on;
     playButton.textContent = on ? "Pause" : "Play";
     playButton.setAttribute("aria-pressed", String(on));
     if (!on) {
       pauseSounds();
       if (info) saveUrl();
+      // The frame playback stopped on gets its painted video frames.
+      if (was && repaint) void pump();
       return;
     }
     if (clampFrame(wanted) >= lastFrame()) go(0);

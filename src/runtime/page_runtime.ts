@@ -143,9 +143,14 @@ export interface VidPageApi {
    * Screenshot capture's entry point, once the seeked videos are presented: paints each
    * loaded video's current frame in the page itself (`video_paint.ts`: the compositor's
    * own picture of a paused video can stay a seek behind); resolves to how many were
-   * painted. Resolves to 0 where no painter was installed (the preview studio).
+   * painted. Resolves to 0 where no painter was installed.
    */
   paintVideoFrames(): Promise<number>;
+  /**
+   * The preview studio's entry point while playing: gives every painted video its own
+   * picture back (it moves on by itself then); returns how many were painted.
+   */
+  clearVideoFrames(): number;
 }
 
 /**
@@ -628,8 +633,9 @@ export function vidPageRuntime(
       const videos = mediaElements().filter((el): el is HTMLVideoElement =>
         el instanceof HTMLVideoElement
       );
-      return painter ? painter(videos) : Promise.resolve(0);
+      return painter ? painter.paint(videos) : Promise.resolve(0);
     },
+    clearVideoFrames: () => painter?.clear() ?? 0,
     async seek(frame: number): Promise<void> {
       if (frame < currentFrame) {
         throw new Error(

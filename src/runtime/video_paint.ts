@@ -22,12 +22,17 @@
  * @module
  */
 
-/**
- * Paints each given video's current frame (when it has one and it changed since the last
- * paint); resolves to how many were painted. A video whose frame cannot be read back
- * (another origin without CORS) keeps its compositor picture.
- */
-export type VideoFramePainter = (videos: readonly HTMLVideoElement[]) => Promise<number>;
+/** Paints video frames in one page. */
+export interface VideoFramePainter {
+  /**
+   * Paints each given video's current frame (when it has one and it changed since the last
+   * paint); resolves to how many were painted. A video whose frame cannot be read back
+   * (another origin without CORS) keeps its compositor picture.
+   */
+  paint(videos: readonly HTMLVideoElement[]): Promise<number>;
+  /** Gives every painted video its compositor picture back (the studio, playing); returns how many. */
+  clear(): number;
+}
 
 /**
  * Creates the painter of one page.
@@ -37,8 +42,8 @@ export type VideoFramePainter = (videos: readonly HTMLVideoElement[]) => Promise
  * // In the page (the runtime installs it for screenshot capture); timers there run on
  * // the frame clock, so the painter is given a sleep on real time.
  * const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
- * const paint = createVideoFramePainter(sleep);
- * await paint([...document.querySelectorAll("video")]);
+ * const painter = createVideoFramePainter(sleep);
+ * await painter.paint([...document.querySelectorAll("video")]);
  * ```
  */
 export function createVideoFramePainter(sleep: (ms: number) => Promise<void>): VideoFramePainter {
@@ -197,16 +202,28 @@ export function createVideoFramePainter(sleep: (ms: number) => Promise<void>): V
     return true;
   };
 
-  return async (videos: readonly HTMLVideoElement[]): Promise<number> => {
-    let count = 0;
-    for (const el of videos) if (await paintOne(el)) count++;
-    if (count > 0) {
-      sheet.replaceSync([...painted.values()].map((p) => p.rule).join("\n"));
-      // A page may have replaced the adopted sheets since the last paint.
-      if (!document.adoptedStyleSheets.includes(sheet)) {
-        document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+  return {
+    async paint(videos: readonly HTMLVideoElement[]): Promise<number> {
+      let count = 0;
+      for (const el of videos) if (await paintOne(el)) count++;
+      if (count > 0) {
+        sheet.replaceSync([...painted.values()].map((p) => p.rule).join("\n"));
+        // A page may have replaced the adopted sheets since the last paint.
+        if (!document.adoptedStyleSheets.includes(sheet)) {
+          document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
+        }
       }
-    }
-    return count;
+      return count;
+    },
+    clear(): number {
+      const count = painted.size;
+      for (const [el, entry] of painted) {
+        el.removeAttribute(ATTRIBUTE);
+        for (const url of entry.urls) URL.revokeObjectURL(url);
+      }
+      painted.clear();
+      sheet.replaceSync("");
+      return count;
+    },
   };
 }

@@ -483,6 +483,51 @@ describe("vid preview studio with <video>", () => {
     assert.equal(conversions(), 1, preview.stderr());
   });
 
+  it("paused, the stage paints the video's frame in the page as a screenshot render does; playing, the video shows its own picture", async () => {
+    /** Whether the stage's video shows a frame painted in the page (video_paint.ts). */
+    const painted = () =>
+      page.$eval("#stage iframe:not(.standby)", (el) => {
+        const video = (el as HTMLIFrameElement).contentDocument!.querySelector("video")!;
+        return video.hasAttribute("data-vid-painted");
+      });
+    assert.equal(await painted(), true, "paused at frame 10");
+    await page.click("#play");
+    const whilePlaying = await page.waitForFunction(
+      () => {
+        const stage = document.getElementById("stage")!;
+        const playing = document.getElementById("play")!.getAttribute("aria-pressed") === "true";
+        if (!playing || Number(stage.dataset.frame) < 12) return false;
+        const frame = stage.querySelector("iframe:not(.standby)") as HTMLIFrameElement;
+        return frame.contentDocument!.querySelector("video")!.hasAttribute("data-vid-painted")
+          ? "painted"
+          : "own picture";
+      },
+      { timeout: 20000 },
+    );
+    assert.equal(await whilePlaying.jsonValue(), "own picture");
+    await page.click("#play");
+    await page.waitForFunction(
+      () => document.getElementById("play")!.getAttribute("aria-pressed") === "false",
+    );
+    await page.waitForFunction(
+      () => document.getElementById("stage")!.dataset.state === "ready",
+      { timeout: 20000 },
+    );
+    await page.waitForFunction(
+      () => {
+        const frame = document.querySelector("#stage iframe:not(.standby)") as HTMLIFrameElement;
+        return frame.contentDocument!.querySelector("video")!.hasAttribute("data-vid-painted");
+      },
+      { timeout: 20000 },
+    );
+    const { frame } = await stageState(page);
+    assert.ok(frame > 10, `playback moved on: frame ${frame}`);
+    const same = imageDifference(await stagePixels(page), await videoFrame(await reference, frame));
+    assert.ok(same.mean < 3 && same.share < 0.01, `frame ${frame}: ${JSON.stringify(same)}`);
+    await scrubTo(page, 10);
+    await waitForStage(page, 10);
+  });
+
   it("an edit that leaves the video alone reuses its proxy; a changed video converts again", async () => {
     const before = (await stageState(page)).generation;
     await Deno.writeTextFile(
