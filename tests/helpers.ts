@@ -96,6 +96,14 @@ async function run(cmd: string, args: string[]): Promise<Uint8Array> {
   return output.stdout;
 }
 
+/**
+ * Writes `output` from ffmpeg's lavfi source `graph` (test media: clips, tones, stills),
+ * with `args` before the output name (codec, frame count); throws with ffmpeg's stderr.
+ */
+export async function lavfi(graph: string, output: string, args: string[] = []): Promise<void> {
+  await run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", graph, ...args, output]);
+}
+
 /** What ffprobe says of a video's first video stream. */
 export interface VideoInfo {
   codec: string;

@@ -18,6 +18,7 @@ import assert from "node:assert/strict";
 import {
   compositionHtml,
   imageDifference,
+  lavfi,
   makeProject,
   pixelSeries,
   rgbFrames,
@@ -59,22 +60,7 @@ before(async () => {
     { "styled.html": compositionHtml(STYLED, { id: "styled", duration: 0.2 }) },
   );
   scratch = await Deno.makeTempDir({ prefix: "vid-test-paint-" });
-  const out = await new Deno.Command("ffmpeg", {
-    args: [
-      "-v",
-      "error",
-      "-f",
-      "lavfi",
-      "-i",
-      CLIP_FILTER,
-      "-c:v",
-      "libx264",
-      "-pix_fmt",
-      "yuv420p",
-      `${project}/clip.mp4`,
-    ],
-  }).output();
-  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  await lavfi(CLIP_FILTER, `${project}/clip.mp4`, ["-c:v", "libx264", "-pix_fmt", "yuv420p"]);
   clip = (await pixelSeries(`${project}/clip.mp4`, 160, 90)).map((c) => c[0]);
   assert.equal(clip.length, 30);
 });
