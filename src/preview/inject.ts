@@ -15,11 +15,10 @@ import { parse } from "parse5";
 import type { DefaultTreeAdapterMap } from "parse5";
 import {
   RUNTIME_SOURCE_URL,
+  runtimeCall,
   type RuntimeConfig,
   runtimeScript,
-  vidPageRuntime,
 } from "../runtime/page_runtime.ts";
-import { createVideoFramePainter } from "../runtime/video_paint.ts";
 
 type ParentNode = DefaultTreeAdapterMap["parentNode"];
 type ChildNode = DefaultTreeAdapterMap["childNode"];
@@ -62,8 +61,7 @@ const CONFIG_GLOBAL = "__vidRuntimeConfig";
  */
 export function runtimeLoaderScript(): string {
   return `(() => { const config = globalThis.${CONFIG_GLOBAL}; ` +
-    `delete globalThis.${CONFIG_GLOBAL}; ` +
-    `(${vidPageRuntime.toString()})(config, ${createVideoFramePainter.toString()}); })();\n` +
+    `delete globalThis.${CONFIG_GLOBAL}; ${runtimeCall("config")}; })();\n` +
     `//# sourceURL=${RUNTIME_SOURCE_URL}\n`;
 }
 

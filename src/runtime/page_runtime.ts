@@ -140,10 +140,10 @@ export interface VidPageApi {
    */
   untilVideosPresented(maxMs?: number): Promise<number>;
   /**
-   * Screenshot capture's entry point, once the seeked videos are presented: paints each
-   * loaded video's current frame in the page itself (`video_paint.ts`: the compositor's
-   * own picture of a paused video can stay a seek behind); resolves to how many were
-   * painted. Resolves to 0 where no painter was installed.
+   * Screenshot capture's and the paused studio's entry point, once the seeked videos are
+   * presented: paints each loaded video's current frame in the page itself
+   * (`video_paint.ts`: the compositor's own picture of a paused video can stay a seek
+   * behind); resolves to how many were painted, 0 where no painter was installed.
    */
   paintVideoFrames(): Promise<number>;
   /**
@@ -709,7 +709,20 @@ export function vidPageRuntime(
  * ```
  */
 export function runtimeScript(config: RuntimeConfig): string {
-  const painter = createVideoFramePainter.toString();
-  return `(${vidPageRuntime.toString()})(${JSON.stringify(config)}, ${painter});\n` +
-    `//# sourceURL=${RUNTIME_SOURCE_URL}\n`;
+  return `${runtimeCall(JSON.stringify(config))};\n//# sourceURL=${RUNTIME_SOURCE_URL}\n`;
+}
+
+/**
+ * The expression that runs the runtime, with its video frame painter, on the config that
+ * `configExpression` evaluates to in the page: one place for what the runtime is given.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.ok(runtimeCall("config").includes("(config, "));
+ * ```
+ */
+export function runtimeCall(configExpression: string): string {
+  return `(${vidPageRuntime.toString()})(${configExpression}, ${createVideoFramePainter.toString()})`;
 }
