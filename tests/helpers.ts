@@ -97,6 +97,16 @@ async function run(cmd: string, args: string[]): Promise<Uint8Array> {
 }
 
 /**
+ * The lavfi graph of a 320x180 test clip whose frame k has luma 16 + 3 * ((7k + 30) mod 60):
+ * neighbouring frames differ by 20+ grey levels and 60 frames in a row are distinct, so an
+ * off-by-one frame cannot pass a check of its grey.
+ */
+export function indexedClip(fps: number, seconds: number): string {
+  return `color=black:s=320x180:r=${fps}:d=${seconds},format=yuv444p,` +
+    `geq=lum='16+3*mod(N*7+30\\,60)':cb=128:cr=128`;
+}
+
+/**
  * Writes `output` from ffmpeg's lavfi source `graph` (test media: clips, tones, stills),
  * with `args` before the output name (codec, frame count); throws with ffmpeg's stderr.
  */

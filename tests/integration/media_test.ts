@@ -21,16 +21,12 @@ import assert from "node:assert/strict";
 import {
   compositionHtml,
   frameHashes,
+  indexedClip,
   makeProject,
   pixelSeries,
   probeVideo,
   runVid,
 } from "../helpers.ts";
-
-/** Frame k of a test clip has luma 16 + 3 * ((7k + 30) mod 60): distinct for 60 frames. */
-const CLIP_FILTER = (fps: number) =>
-  `color=black:s=320x180:r=${fps}:d=2,format=yuv444p,` +
-  `geq=lum='16+3*mod(N*7+30\\,60)':cb=128:cr=128`;
 
 /** A full-frame element style. */
 const FULL = "position:absolute;left:0;top:0;width:320px;height:180px;object-fit:fill";
@@ -175,8 +171,8 @@ before(async () => {
   scratch = await Deno.makeTempDir({ prefix: "vid-test-media-" });
   const h264 = ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-g", "30", "-bf", "2"];
   await Promise.all([
-    ffmpeg(["-f", "lavfi", "-i", CLIP_FILTER(30), ...h264, `${project}/clip.mp4`]),
-    ffmpeg(["-f", "lavfi", "-i", CLIP_FILTER(25), ...h264, `${project}/clip25.mp4`]),
+    ffmpeg(["-f", "lavfi", "-i", indexedClip(30, 2), ...h264, `${project}/clip.mp4`]),
+    ffmpeg(["-f", "lavfi", "-i", indexedClip(25, 2), ...h264, `${project}/clip25.mp4`]),
     ffmpeg([
       "-f",
       "lavfi",

@@ -22,7 +22,13 @@ import assert from "node:assert/strict";
 import { evaluate, seekFrame } from "../../src/render/capture.ts";
 import { openRenderSession, prepareComposition } from "../../src/render/session.ts";
 import { openComposition } from "../../src/render/render_chunk.ts";
-import { compositionHtml, lavfi, makeProject, STUCK_UNTIL_RESEEKED } from "../helpers.ts";
+import {
+  compositionHtml,
+  indexedClip,
+  lavfi,
+  makeProject,
+  STUCK_UNTIL_RESEEKED,
+} from "../helpers.ts";
 
 const VIDEOS =
   `<video src="clip.mp4" muted style="position:absolute;left:0;top:0;width:320px;height:180px;object-fit:fill"></video>` +
@@ -41,7 +47,7 @@ before(async () => {
     "stuck.html": compositionHtml(VIDEOS, { id: "stuck", duration: 1, head: STUCK_UNTIL_RESEEKED }),
   });
   await lavfi(
-    "color=black:s=320x180:r=25:d=1,format=yuv444p,geq=lum='16+3*mod(N*7+30\\,60)':cb=128:cr=128",
+    indexedClip(25, 1),
     `${project}/clip.mp4`,
     ["-c:v", "libx264", "-pix_fmt", "yuv420p"],
   );
