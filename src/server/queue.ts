@@ -164,7 +164,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
     waiting = new Promise<void>((resolve) => signalWork = resolve);
   };
   const loop = async (): Promise<void> => {
-    await mkdir(ctx.workDir, { recursive: true });
+    await mkdir(ctx.workDir, { recursive: true, mode: 0o700 });
     while (!stopping) {
       const row = claim(ctx);
       if (!row) {

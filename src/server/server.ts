@@ -69,6 +69,9 @@ export interface RunningServer {
 /** Opens the data folder's database (for admin commands). */
 export async function openDataDir(dataDir: string): Promise<ReturnType<typeof openDatabase>> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // A folder made by hand (or by an older vid) may be 0755: the data folder holds every
+  // tenant's projects and videos, so it is private whoever created it.
+  await chmod(dataDir, 0o700);
   return openDatabase(join(dataDir, "vid.db"));
 }
 

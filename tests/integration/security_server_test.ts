@@ -143,6 +143,8 @@ async function until(what: string, check: () => Promise<boolean> | boolean, ms =
 
 describe("vid server against hostile tenants", () => {
   let dataDir: string;
+  /** `--storage file://…` outside the data folder, made by the server (modes test). */
+  let storageDir: string;
   let server: ServerProcess;
   let key: string;
 
@@ -193,12 +195,18 @@ describe("vid server against hostile tenants", () => {
     dataDir = await Deno.makeTempDir({ prefix: "vid-security-test-" });
     key = await createAccount(dataDir, "ana@example.com", { credits: 1000 });
     await createAccount(dataDir, "broke@example.com", { credits: 0 });
-    server = await startServerProcess(dataDir, ["--allow-private-urls"]);
+    storageDir = `${await Deno.makeTempDir({ prefix: "vid-security-storage-" })}/objects`;
+    server = await startServerProcess(dataDir, [
+      "--allow-private-urls",
+      "--storage",
+      `file://${storageDir}`,
+    ]);
   });
 
   after(async () => {
     await server?.stop();
     if (dataDir) await Deno.remove(dataDir, { recursive: true });
+    if (storageDir) await Deno.remove(`${storageDir}/..`, { recursive: true });
   });
 
   it("refuses a JSON body over 1 MiB with 413 before parsing it, declared or streamed", async () => {
@@ -392,7 +400,7 @@ describe("vid server against hostile tenants", () => {
     const again = await fetch(String(created.upload_url), { method: "PUT", body: second });
     assert.equal(again.status, 409);
     await again.body?.cancel();
-    const stored = await Deno.readFile(`${dataDir}/storage/assets/${created.asset_id}/project.zip`);
+    const stored = await Deno.readFile(`${storageDir}/assets/${created.asset_id}/project.zip`);
     assert.deepEqual(stored, first);
   });
 
@@ -481,7 +489,7 @@ describe("vid server against hostile tenants", () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal(renderRow(String(running.body.render_id)).status, "deleted");
     const files = await Array.fromAsync(
-      Deno.readDir(`${dataDir}/storage/renders/${running.body.render_id}`),
+      Deno.readDir(`${storageDir}/renders/${running.body.render_id}`),
     ).catch(() => []);
     assert.deepEqual(files, []);
     assert.equal(await credits(), before);
@@ -584,6 +592,38 @@ describe("vid server against hostile tenants", () => {
     for (const suffix of ["", "-wal", "-shm"]) {
       const info = await Deno.stat(`${dataDir}/vid.db${suffix}`);
       assert.equal(info.mode! & 0o777, 0o600, `vid.db${suffix}`);
+    }
+  });
+
+  it("keeps stored objects 0600 in 0700 folders, with --storage outside the data folder too", async () => {
+    // Runs after the renders above: projects, videos and thumbnails are all stored by now.
+    const modes: string[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      modes.push(
+        `${dir.slice(storageDir.length) || "/"} ${
+          ((await Deno.stat(dir)).mode! & 0o777).toString(8)
+        }`,
+      );
+      for await (const entry of Deno.readDir(dir)) {
+        const path = `${dir}/${entry.name}`;
+        if (entry.isDirectory) await walk(path);
+        else {modes.push(
+            `${path.slice(storageDir.length)} ${
+              ((await Deno.stat(path)).mode! & 0o777).toString(8)
+            }`,
+          );}
+      }
+    };
+    await walk(storageDir);
+    assert.ok(modes.some((line) => line.endsWith("video.mp4 600")), modes.join("\n"));
+    assert.ok(modes.some((line) => line.endsWith("project.zip 600")), modes.join("\n"));
+    const loose = modes.filter((line) => !/ (600|700)$/.test(line));
+    assert.deepEqual(loose, []);
+    for (const dir of [dataDir, `${dataDir}/work`, `${dataDir}/work/browsers`]) {
+      assert.equal((await Deno.stat(dir)).mode! & 0o777, 0o700, dir);
+    }
+    for await (const run of Deno.readDir(`${dataDir}/work`)) {
+      assert.equal((await Deno.stat(`${dataDir}/work/${run.name}`)).mode! & 0o777, 0o700, run.name);
     }
   });
 
