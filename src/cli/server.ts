@@ -69,6 +69,16 @@ export function registerServer(program: Command): void {
         "(development)",
     )
     .option(
+      "--render-user <name>",
+      "account render browsers run as when the server runs as root (default: vid-render, " +
+        "else nobody)",
+    )
+    .option(
+      "--allow-no-sandbox",
+      "start where Chromium's sandbox cannot (renders then run unsandboxed; not for " +
+        "untrusted tenants)",
+    )
+    .option(
       "--render-backend <kind>",
       "local (render on this machine) or lambda (Step Functions + Lambda) (default: local; " +
         "env VID_RENDER_BACKEND)",
@@ -138,6 +148,8 @@ interface ServerFlags extends RenderBackendFlags {
   storage?: string;
   allowHttpCallbacks?: boolean;
   allowPrivateUrls?: boolean;
+  renderUser?: string;
+  allowNoSandbox?: boolean;
 }
 
 /** `vid server`: starts the API, announces it and serves until SIGINT or SIGTERM. */
@@ -162,6 +174,8 @@ async function runServer(options: ServerFlags): Promise<void> {
       storage: options.storage,
       allowHttpCallbacks: options.allowHttpCallbacks,
       allowPrivateUrls: options.allowPrivateUrls,
+      renderUser: options.renderUser,
+      allowNoSandbox: options.allowNoSandbox,
     });
     announce(running, renderBackend, options.dataDir);
     const stopped = Promise.withResolvers<void>();

@@ -21,6 +21,7 @@ import { randomId } from "./secrets.ts";
 import { releaseStaleKeys } from "./idempotency.ts";
 import { reapPredecessors } from "./reaper.ts";
 import { recordBrowsersIn } from "../render/browser.ts";
+import { configureServerSandbox } from "../render/sandbox.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
 
 /** Options of {@linkcode startServer}. */
@@ -50,6 +51,15 @@ export interface ServerOptions {
    * reach private and loopback addresses (development only).
    */
   allowPrivateUrls?: boolean;
+  /**
+   * Account the render browsers run as when the server runs as root. @default "vid-render",
+   * else "nobody" (see `src/render/sandbox.ts`)
+   */
+  renderUser?: string;
+  /** Render without Chromium's sandbox where it cannot start, instead of refusing to start. */
+  allowNoSandbox?: boolean;
+  /** Told about a degraded set-up (no sandbox). @default console.error */
+  onWarning?: (message: string) => void;
 }
 
 /** A running server. */
@@ -98,6 +108,14 @@ async function loadSecret(dataDir: string): Promise<string> {
  * ```
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const config = options.renderBackend ?? { kind: "local" };
+  // Before anything is opened: a host where tenants' pages would run unsandboxed is refused.
+  await configureServerSandbox({
+    renderUser: options.renderUser,
+    allowNoSandbox: options.allowNoSandbox,
+    probe: config.kind === "local",
+    onWarning: options.onWarning,
+  });
   const dataDir = resolve(options.dataDir);
   const db = await openDataDir(dataDir);
   const secret = await loadSecret(dataDir);
@@ -141,7 +159,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   const url = `http://${host}:${addr.port}`;
   ctx.publicUrl = (options.publicUrl ?? url).replace(/\/+$/, "");
-  const config = options.renderBackend ?? { kind: "local" };
   const backend = config.kind === "lambda"
     ? lambdaBackend(config)
     : localBackend(options.workers ?? 1);
