@@ -109,9 +109,12 @@ export class SandboxUnavailableError extends Error {
   }
 }
 
-/** What Chromium prints when its sandbox cannot start (it then exits). */
+/**
+ * What Chromium prints when its sandbox cannot start (it then exits): no user namespaces,
+ * root, a container that forbids the namespaces, a broken SUID helper.
+ */
 const SANDBOX_FAILURE =
-  /No usable sandbox!?.*|Running as root without --no-sandbox.*|Failed to move to new namespace.*|.*setuid sandbox.*/;
+  /No usable sandbox!?.*|Running as root without --no-sandbox.*|Failed to move to new namespace.*|.*\b(SUID|setuid) sandbox.*/i;
 
 /** The process-wide policy, see {@linkcode setSandboxPolicy}; undefined: the default. */
 let sandboxPolicy: SandboxPolicy | undefined;
