@@ -8,10 +8,10 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { chown, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import process from "node:process";
 import { CdpConnection, CdpSession } from "./cdp.ts";
 import {
@@ -168,6 +168,35 @@ function renderUserEnv(profile: string, scratch: string): Record<string, string>
     }
   }
   return env;
+}
+
+/** Whether `user` (with no supplementary groups) may pass through every folder down to `dir`. */
+function traversableBy(dir: string, user: RenderUser): boolean {
+  for (let at = dir;; at = dirname(at)) {
+    try {
+      const info = statSync(at);
+      const bits = info.uid === user.uid ? 0o100 : info.gid === user.gid ? 0o010 : 0o001;
+      if ((info.mode & bits) === 0) return false;
+    } catch {
+      return false;
+    }
+    if (dirname(at) === at) return true;
+  }
+}
+
+/**
+ * Where the profile of a browser running as `user` goes: the temporary folder when that user
+ * can reach it, else `/tmp`. A private TMPDIR (a 0700 folder of root's) would hide the
+ * profile from its own browser, which then dies at start-up.
+ */
+function profileParent(user: RenderUser): string {
+  for (const candidate of [tmpdir(), "/tmp"]) {
+    if (traversableBy(candidate, user)) return candidate;
+  }
+  throw new Error(
+    `${user.name} cannot reach ${tmpdir()} or /tmp, where its browser profile would go; ` +
+      "point TMPDIR at a folder every user may pass through (mode 0711 or wider)",
+  );
 }
 
 /** Options of {@linkcode launchBrowser}. */
@@ -414,7 +443,9 @@ async function launchOnce(
   options: LaunchOptions,
   policy: SandboxPolicy,
 ): Promise<Browser> {
-  const profile = await mkdtemp(join(tmpdir(), "vid-chromium-"));
+  const profile = await mkdtemp(
+    join(policy.user ? profileParent(policy.user) : tmpdir(), "vid-chromium-"),
+  );
   const args = [
     ...COMMON_FLAGS,
     ...(policy.sandbox === "off" ? ["--no-sandbox"] : []),

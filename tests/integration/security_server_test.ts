@@ -18,7 +18,7 @@ import { DatabaseSync } from "node:sqlite";
 import { constants, crc32, deflateRawSync } from "node:zlib";
 import { zipSync } from "fflate";
 import process from "node:process";
-import { compositionHtml, runVid } from "../helpers.ts";
+import { compositionHtml, near, pixelSeries, runVid } from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
 
 type Json = Record<string, unknown>;
@@ -641,10 +641,12 @@ describe("vid server against hostile tenants", () => {
     }
   });
 
-  it("runs its render browsers in Chromium's sandbox, as an unprivileged account when root", () => {
+  it("runs its render browsers in Chromium's sandbox, as an unprivileged account when root", async () => {
     // Runs after the renders above: the server keeps its capture browser warm.
     const processes = browserProcesses(server.child.pid);
-    assert.ok(processes.some((p) => !p.args.includes("--type=")), "a warm browser runs");
+    const main = processes.find((p) => !p.args.includes("--type="));
+    assert.ok(main, "a warm browser runs");
+    assert.match(main.args, /--enable-begin-frame-control/, "BeginFrame capture, as before");
     for (const p of processes) {
       assert.ok(!p.args.includes("--no-sandbox"), p.args);
       if (Deno.uid() === 0) assert.notEqual(p.uid, 0, `${p.pid} runs as root: ${p.args}`);
@@ -652,6 +654,17 @@ describe("vid server against hostile tenants", () => {
     // The sandbox is in force, not only asked for: renderers run under seccomp-bpf.
     const renderers = processes.filter((p) => p.args.includes("--type=renderer"));
     for (const p of renderers) assert.equal(p.seccomp, 2, p.args);
+    // And its pictures are unchanged: every stored video is the compositions' blue.
+    let videos = 0;
+    for await (const render of Deno.readDir(`${storageDir}/renders`)) {
+      const video = `${storageDir}/renders/${render.name}/video.mp4`;
+      if (!(await Deno.stat(video).catch(() => undefined))) continue;
+      videos++;
+      for (const colour of await pixelSeries(video, 960, 540)) {
+        assert.ok(near(colour, [0, 0, 255, 255]), `${render.name}: ${colour}`);
+      }
+    }
+    assert.ok(videos > 0, "the renders above stored videos");
   });
 
   it("keeps stored objects 0600 in 0700 folders, with --storage outside the data folder too", async () => {
