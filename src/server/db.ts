@@ -8,6 +8,7 @@
 
 import { DatabaseSync } from "node:sqlite";
 import { chmodSync, closeSync, openSync } from "node:fs";
+import { markDeletedRenders, RENDER_STATUSES } from "./renders.ts";
 
 const SCHEMA = `
 create table if not exists accounts (
@@ -50,7 +51,7 @@ create table if not exists renders (
   id text not null unique,
   account_id text not null references accounts(id),
   asset_id text,
-  status text not null check (status in ('queued', 'rendering', 'completed', 'failed', 'deleted')),
+  status text not null check (status in (${RENDER_STATUSES.map((s) => `'${s}'`).join(", ")})),
   progress real not null default 0,
   error text,
   request text not null,
@@ -158,7 +159,7 @@ function addDeletedStatus(db: DatabaseSync): void {
         String(row.account_id),
       );
     }
-    db.exec("update renders set status = 'deleted' where deleted_at is not null");
+    markDeletedRenders(db);
   });
 }
 
@@ -181,9 +182,4 @@ export function transaction<T>(db: DatabaseSync, fn: () => T): T {
     db.exec("rollback");
     throw error;
   }
-}
-
-/** Records the distributed workflow execution of a render (see `lambda_backend.ts`). */
-export function setExecutionArn(db: DatabaseSync, renderId: string, executionArn: string): void {
-  db.prepare("update renders set execution_arn = ? where id = ?").run(executionArn, renderId);
 }

@@ -23,6 +23,7 @@ import {
 import { deliverWebhook, type WebhookPayload } from "../webhooks/webhooks.ts";
 import { randomId } from "./secrets.ts";
 import { tenantMessage } from "./errors.ts";
+import { renderJson, setRenderProgress, transitionRender } from "./renders.ts";
 import { sleep } from "../util/async.ts";
 
 /** A running queue. */
@@ -35,29 +36,15 @@ export interface RenderQueue {
   stop(): Promise<void>;
 }
 
-/**
- * Puts renders that were in flight when the server stopped back in the queue. A render
- * handed to the distributed backend keeps its `execution_arn`, so it resumes polling that
- * execution instead of starting another.
- */
-export function requeueInterrupted(ctx: Pick<ServerContext, "db">): number {
-  const result = ctx.db.prepare(
-    "update renders set status = 'queued', progress = 0, started_at = null where status = 'rendering' and deleted_at is null",
-  ).run();
-  return Number(result.changes);
-}
-
 function claim(ctx: ServerContext): Row | undefined {
   return transaction(ctx.db, () => {
     const row = ctx.db.prepare(
       "select * from renders where status = 'queued' and deleted_at is null order by seq limit 1",
     ).get() as Row | undefined;
     if (!row) return undefined;
-    ctx.db.prepare("update renders set status = 'rendering', started_at = ? where id = ?").run(
-      now(),
-      row.id,
-    );
-    return row;
+    return transitionRender(ctx.db, String(row.id), "rendering", { started_at: now() })
+      ? row
+      : undefined;
   });
 }
 
@@ -95,7 +82,7 @@ function jobOf(ctx: ServerContext, row: Row): RenderJob {
       lastWrite = t;
       // 1 only once the video is stored and the render completed.
       const progress = Math.min(0.99, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
-      ctx.db.prepare("update renders set progress = ? where id = ?").run(progress, id);
+      setRenderProgress(ctx.db, id, progress);
     },
   };
 }
@@ -103,7 +90,6 @@ function jobOf(ctx: ServerContext, row: Row): RenderJob {
 async function notify(ctx: ServerContext, id: string): Promise<void> {
   const row = ctx.db.prepare("select * from renders where id = ?").get(id) as Row;
   if (!row.callback_url) return;
-  const { renderJson } = await import("./app.ts");
   const record = await renderJson(ctx, row);
   const payload: WebhookPayload = {
     render_id: id,
@@ -179,25 +165,20 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
       try {
         await backend.render(ctx, jobOf(ctx, row), signal);
         // A render deleted while it ran is already `deleted` (and refunded): keep it so.
-        deleted = Number(
-          ctx.db.prepare(
-            "update renders set status = 'completed', progress = 1, completed_at = ? where id = ? and deleted_at is null",
-          ).run(now(), id).changes,
-        ) === 0;
+        deleted = !transitionRender(ctx.db, id, "completed", { progress: 1, completed_at: now() });
       } catch (error) {
         if (stopping) {
           // Shutting down: the render goes back to the queue for the next start.
-          ctx.db.prepare(
-            "update renders set status = 'queued', progress = 0, started_at = null where id = ? and deleted_at is null",
-          ).run(id);
+          transitionRender(ctx.db, id, "queued", { progress: 0, started_at: null });
           inFlight.delete(id);
           break;
         }
         deleted = !transaction(ctx.db, () => {
-          const failed = ctx.db.prepare(
-            "update renders set status = 'failed', error = ?, completed_at = ? where id = ? and deleted_at is null",
-          ).run(tenantMessage((error as Error).message, serverRoots(ctx)), now(), id);
-          if (Number(failed.changes) === 0) return false;
+          const failed = transitionRender(ctx.db, id, "failed", {
+            error: tenantMessage((error as Error).message, serverRoots(ctx)),
+            completed_at: now(),
+          });
+          if (!failed) return false;
           ctx.db.prepare("update accounts set credits = credits + ? where id = ?").run(
             Number(row.credits),
             String(row.account_id),

@@ -18,6 +18,7 @@ import { lambdaBackend } from "./lambda_backend.ts";
 import { localBackend } from "./local_backend.ts";
 import type { RenderBackendConfig, RenderBackendKind } from "./render_backend.ts";
 import { randomId } from "./secrets.ts";
+import { requeueInterrupted } from "./renders.ts";
 import { releaseStaleKeys } from "./idempotency.ts";
 import { reapPredecessors } from "./reaper.ts";
 import { recordBrowsersIn } from "../render/browser.ts";
@@ -108,8 +109,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await mkdir(join(workRoot, "browsers"), { recursive: true, mode: 0o700 });
   await mkdir(workDir, { recursive: true, mode: 0o700 });
   recordBrowsersIn(join(workRoot, "browsers"));
-  const { requeueInterrupted } = await import("./queue.ts");
-  const requeued = requeueInterrupted({ db });
+  const requeued = requeueInterrupted(db);
   // Requests the last run was serving when it stopped: their claims are void.
   releaseStaleKeys(db);
   db.prepare("update assets set upload_started_at = null where status = 'pending_upload'").run();
