@@ -24,7 +24,7 @@ import { deliverWebhook, type WebhookPayload } from "../webhooks/webhooks.ts";
 import { randomId } from "./secrets.ts";
 import { tenantMessage } from "./errors.ts";
 import { renderJson, setRenderProgress, transitionRender } from "./renders.ts";
-import { sleep } from "../util/async.ts";
+import { backoffDelay, sleep } from "../util/async.ts";
 
 /** A running queue. */
 export interface RenderQueue {
@@ -97,7 +97,12 @@ function jobOf(ctx: ServerContext, row: Row): RenderJob {
       lastWrite = t;
       // 1 only once the video is stored and the render completed.
       const progress = Math.min(0.99, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
-      setRenderProgress(ctx.db, id, progress);
+      try {
+        setRenderProgress(ctx.db, id, progress);
+      } catch (error) {
+        // Progress is a hint: a busy database must not fail the render.
+        console.error(`render ${id}: progress not recorded: ${errorText(error)}`);
+      }
     },
   };
 }
@@ -164,33 +169,60 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
     signalWork();
     waiting = new Promise<void>((resolve) => signalWork = resolve);
   };
-  const loop = async (): Promise<void> => {
-    await mkdir(ctx.workDir, { recursive: true });
-    while (!stopping) {
-      const row = claim(ctx);
-      if (!row) {
-        await Promise.race([waiting, sleep(2000)]);
-        continue;
-      }
-      const id = String(row.id);
-      const own = new AbortController();
-      inFlight.set(id, own);
-      const signal = AbortSignal.any([controller.signal, own.signal]);
-      let deleted = false;
+  /** Waits `ms`, or less when the queue stops. */
+  const pause = (ms: number): Promise<void> => sleep(ms, controller.signal).catch(() => {});
+  /**
+   * Runs a database write until it succeeds: the outcome of a finished render must not be
+   * lost to a busy database. Gives up only when the queue stops; the render is then still
+   * `rendering` and goes back to the queue on the next start.
+   */
+  const persist = async <T>(what: string, write: () => T): Promise<T | undefined> => {
+    for (let attempt = 1;; attempt++) {
       try {
-        await backend.render(ctx, jobOf(ctx, row), signal);
-        // A render deleted while it ran is already `deleted` (and refunded): keep it so.
-        deleted = !transitionRender(ctx.db, id, "completed", { progress: 1, completed_at: now() });
+        return write();
       } catch (error) {
         if (stopping) {
-          // Shutting down: the render goes back to the queue for the next start.
-          transitionRender(ctx.db, id, "queued", { progress: 0, started_at: null });
-          inFlight.delete(id);
-          break;
+          console.error(`render queue: ${what} failed while stopping: ${errorText(error)}`);
+          return undefined;
         }
-        deleted = !transaction(ctx.db, () => {
+        const delay = backoffDelay(attempt, LOOP_BACKOFF);
+        console.error(`render queue: ${what} failed, retrying in ${delay} ms: ${errorText(error)}`);
+        await pause(delay);
+      }
+    }
+  };
+  /** Claims and runs one render; false when nothing was waiting. */
+  const step = async (): Promise<boolean> => {
+    const row = claim(ctx);
+    if (!row) return false;
+    const id = String(row.id);
+    const own = new AbortController();
+    inFlight.set(id, own);
+    const signal = AbortSignal.any([controller.signal, own.signal]);
+    let deleted = false;
+    try {
+      await backend.render(ctx, jobOf(ctx, row), signal);
+      // A render deleted while it ran is already `deleted` (and refunded): keep it so.
+      deleted = !(await persist(
+        `recording ${id} completed`,
+        () => transitionRender(ctx.db, id, "completed", { progress: 1, completed_at: now() }),
+      ) ?? true);
+    } catch (error) {
+      if (stopping) {
+        // Shutting down: the render goes back to the queue for the next start (a restart
+        // re-queues it too, should this write fail).
+        try {
+          transitionRender(ctx.db, id, "queued", { progress: 0, started_at: null });
+        } catch (requeueError) {
+          console.error(`render queue: re-queueing ${id} failed: ${errorText(requeueError)}`);
+        }
+        return true;
+      }
+      const message = tenantMessage((error as Error).message, serverRoots(ctx));
+      deleted = !(await persist(`recording ${id} failed`, () =>
+        transaction(ctx.db, () => {
           const failed = transitionRender(ctx.db, id, "failed", {
-            error: tenantMessage((error as Error).message, serverRoots(ctx)),
+            error: message,
             completed_at: now(),
           });
           if (!failed) return false;
@@ -199,19 +231,48 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
             String(row.account_id),
           );
           return true;
-        });
-      } finally {
-        inFlight.delete(id);
+        })) ?? true);
+    } finally {
+      inFlight.delete(id);
+    }
+    if (stopping) return true;
+    if (deleted) {
+      // Whatever it stored before it stopped goes too.
+      await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
+      return true;
+    }
+    notify(ctx, id).catch((error) => console.error(`webhook for ${id}: ${error}`));
+    return true;
+  };
+  /**
+   * One worker: claims and runs renders until the queue stops. Nothing ends it early: an
+   * error (a database busy past its timeout, a full disk) is logged and the worker carries
+   * on after a backoff that grows while the errors last.
+   */
+  const loop = async (): Promise<void> => {
+    let failures = 0;
+    let ready = false;
+    while (!stopping) {
+      try {
+        if (!ready) {
+          await mkdir(ctx.workDir, { recursive: true });
+          ready = true;
+        }
+        const worked = await step();
+        failures = 0;
+        if (!worked) await Promise.race([waiting, pause(2000)]);
+      } catch (error) {
+        failures++;
+        const delay = backoffDelay(failures, LOOP_BACKOFF);
+        console.error(`render queue: ${errorText(error)}; carrying on in ${delay} ms`);
+        await pause(delay);
       }
-      if (deleted) {
-        // Whatever it stored before it stopped goes too.
-        await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
-        continue;
-      }
-      notify(ctx, id).catch((error) => console.error(`webhook for ${id}: ${error}`));
     }
   };
-  const running = Array.from({ length: backend.slots }, loop);
+  const running = Array.from(
+    { length: backend.slots },
+    () => loop().catch((error) => console.error(`render queue: worker ended: ${errorText(error)}`)),
+  );
   return {
     wake,
     cancel(renderId: string): void {
@@ -225,4 +286,11 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
       backend.close();
     },
   };
+}
+
+/** Backoff of a worker whose database or disk keeps failing: 0.5 s doubling to 30 s. */
+const LOOP_BACKOFF = { baseMs: 500, maxMs: 30_000, jitter: 0.2 };
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -13,6 +13,7 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { DatabaseSync } from "node:sqlite";
 import { zipSync } from "fflate";
 import { compositionHtml, runVid } from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
@@ -35,6 +36,15 @@ async function until(what: string, check: () => Promise<boolean> | boolean, ms =
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Whether the server process is still running. */
+async function isRunning(server: ServerProcess): Promise<boolean> {
+  const exited = await Promise.race([
+    server.child.status.then(() => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), 100)),
+  ]);
+  return !exited;
 }
 
 /** A client of one account on one server. */
@@ -170,6 +180,33 @@ describe("vid server queue: fairness and limits", () => {
       `${finishedBefore.length} of A's renders finished before B's`,
     );
     for (const id of accepted) await ana.api(`/v3/vid/renders/${id}`, { method: "DELETE" });
+  });
+
+  it("stays up and finishes the render while another connection holds the write lock past the busy timeout", async () => {
+    const asset = await ana.asset(page(2, "locked"));
+    const started = await ana.render({ asset_id: asset, fps: 10, aspect_ratio: "1:1" });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    const id = String(started.body.render_id);
+    await until("the render to start", async () => (await ana.get(id)).status === "rendering");
+    // The server waits 5 s for a lock (busy_timeout), then its write fails with SQLITE_BUSY:
+    // its progress writes, and its outcome if the render ends meanwhile.
+    const lock = new DatabaseSync(`${dataDir}/vid.db`);
+    try {
+      lock.exec("begin immediate");
+      await new Promise((resolve) => setTimeout(resolve, 7000));
+      lock.exec("commit");
+    } finally {
+      lock.close();
+    }
+    let done: Json = {};
+    await until("the render to end", async () => {
+      done = await ana.get(id);
+      return done.status === "completed" || done.status === "failed";
+    });
+    assert.equal(done.status, "completed", String(done.error));
+    assert.match(server.errors(), /database is locked/, "the busy database was not hit");
+    assert.equal((await ana.api("/v3/me")).status, 200);
+    assert.equal(server.child.pid > 0 && await isRunning(server), true, "the server exited");
   });
 
   it("refuses and logs a state move outside the table: a render deleted mid-flight stays deleted", async () => {
