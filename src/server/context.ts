@@ -96,6 +96,8 @@ export interface ServerContext {
   limits: ServerLimits;
   /** Tells the render queue that work is waiting. */
   wake(): void;
+  /** Tells the webhook sender that a delivery was recorded (see `webhook_outbox.ts`). */
+  wakeWebhooks?(): void;
   /** Stops a render in flight (it was deleted); a no-op for one that is not running. */
   cancelRender?(renderId: string): void;
 }

@@ -118,6 +118,9 @@ const ADDED_COLUMNS: readonly { table: string; column: string; type: string }[] 
   { table: "renders", column: "execution_arn", type: "text" },
   // When the PUT that fills a pending asset began: an upload URL is used once.
   { table: "assets", column: "upload_started_at", type: "integer" },
+  // The webhook outbox: how the render ended, and when the next attempt is due (ms).
+  { table: "webhook_deliveries", column: "event", type: "text" },
+  { table: "webhook_deliveries", column: "next_attempt_at", type: "integer" },
 ];
 
 function migrate(db: DatabaseSync): void {
@@ -128,6 +131,10 @@ function migrate(db: DatabaseSync): void {
     }
   }
   addDeletedStatus(db);
+  // On an added column, so after it: the webhook sender's look for due deliveries.
+  db.exec(
+    "create index if not exists webhook_deliveries_due on webhook_deliveries (status, next_attempt_at)",
+  );
 }
 
 /**

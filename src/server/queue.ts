@@ -2,8 +2,8 @@
  * The render queue of the hosted server: a bounded pool of workers takes queued renders
  * from SQLite and hands each to the render backend (`local`: this machine's renderer;
  * `lambda`: the distributed backend), which stores the video and a thumbnail; the queue
- * records the outcome, refunds a failure and fires the webhook. State lives in the
- * database, so a restart re-queues renders that were in flight.
+ * records the outcome (with its webhook delivery, sent by `webhook_outbox.ts`) and refunds a
+ * failure. State lives in the database, so a restart re-queues renders that were in flight.
  *
  * @module
  */
@@ -20,10 +20,9 @@ import {
   type RenderJob,
   type RenderRequest,
 } from "./render_backend.ts";
-import { deliverWebhook, type WebhookPayload } from "../webhooks/webhooks.ts";
-import { randomId } from "./secrets.ts";
+import { enqueueDelivery } from "./webhook_outbox.ts";
 import { tenantMessage } from "./errors.ts";
-import { renderJson, setRenderProgress, transitionRender } from "./renders.ts";
+import { setRenderProgress, transitionRender } from "./renders.ts";
 import { backoffDelay, sleep } from "../util/async.ts";
 
 /** A running queue. */
@@ -107,44 +106,11 @@ function jobOf(ctx: ServerContext, row: Row): RenderJob {
   };
 }
 
-async function notify(ctx: ServerContext, id: string): Promise<void> {
-  const row = ctx.db.prepare("select * from renders where id = ?").get(id) as Row;
-  if (!row.callback_url) return;
-  const record = await renderJson(ctx, row);
-  const payload: WebhookPayload = {
-    render_id: id,
-    status: row.status === "completed" ? "completed" : "failed",
-    callback_id: (row.callback_id as string | null) ?? null,
-    video_url: (record.video_url as string | null) ?? null,
-    error: (row.error as string | null) ?? null,
-  };
-  const delivery = randomId("whd");
-  ctx.db.prepare(
-    "insert into webhook_deliveries (id, render_id, url, status, created_at) values (?, ?, ?, 'pending', ?)",
-  ).run(delivery, id, String(row.callback_url), now());
-  const result = await deliverWebhook({
-    url: String(row.callback_url),
-    payload,
-    secret: ctx.secret,
-    // Re-checked at send time: DNS can change after the render was submitted.
-    target: { allowPrivate: ctx.allowPrivateUrls, allowLoopback: ctx.allowHttpCallbacks },
-  });
-  ctx.db.prepare(
-    "update webhook_deliveries set status = ?, attempts = ?, last_status = ?, last_error = ?, finished_at = ? where id = ?",
-  ).run(
-    result.delivered ? "delivered" : "failed",
-    result.attempts,
-    result.status ?? null,
-    result.error ?? null,
-    now(),
-    delivery,
-  );
-}
-
 /**
  * Starts the backend's `slots` render workers over the server's database: each claims
- * the next queued render (round-robin across accounts, see `claim`), hands it to the backend, records the outcome (a failure
- * refunds the credits) and fires the webhook.
+ * the next queued render (round-robin across accounts, see `claim`), hands it to the
+ * backend, and records the outcome with its webhook delivery (a failure refunds the
+ * credits). A worker never ends before `stop()`: errors are logged and retried.
  *
  * @example
  * ```ts no_run
@@ -203,10 +169,15 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
     try {
       await backend.render(ctx, jobOf(ctx, row), signal);
       // A render deleted while it ran is already `deleted` (and refunded): keep it so.
-      deleted = !(await persist(
-        `recording ${id} completed`,
-        () => transitionRender(ctx.db, id, "completed", { progress: 1, completed_at: now() }),
-      ) ?? true);
+      deleted = !(await persist(`recording ${id} completed`, () =>
+        transaction(ctx.db, () => {
+          if (!transitionRender(ctx.db, id, "completed", { progress: 1, completed_at: now() })) {
+            return false;
+          }
+          // The webhook is on record with the state it reports, or neither is.
+          enqueueDelivery(ctx.db, id, "completed");
+          return true;
+        })) ?? true);
     } catch (error) {
       if (stopping) {
         // Shutting down: the render goes back to the queue for the next start (a restart
@@ -230,6 +201,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
             Number(row.credits),
             String(row.account_id),
           );
+          enqueueDelivery(ctx.db, id, "failed");
           return true;
         })) ?? true);
     } finally {
@@ -241,7 +213,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
       await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
       return true;
     }
-    notify(ctx, id).catch((error) => console.error(`webhook for ${id}: ${error}`));
+    ctx.wakeWebhooks?.();
     return true;
   };
   /**

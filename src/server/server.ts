@@ -14,6 +14,7 @@ import { createApp } from "./app.ts";
 import { type ServerContext, type ServerLimits, serverLimits } from "./context.ts";
 import { openDatabase } from "./db.ts";
 import { startQueue } from "./queue.ts";
+import { startWebhookSender } from "./webhook_outbox.ts";
 import { lambdaBackend } from "./lambda_backend.ts";
 import { localBackend } from "./local_backend.ts";
 import type { RenderBackendConfig, RenderBackendKind } from "./render_backend.ts";
@@ -23,6 +24,9 @@ import { releaseStaleKeys } from "./idempotency.ts";
 import { reapPredecessors } from "./reaper.ts";
 import { recordBrowsersIn } from "../render/browser.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
+
+/** How long a stopping server waits for webhook deliveries in flight. */
+const WEBHOOK_DRAIN_MS = 10_000;
 
 /** Options of {@linkcode startServer}. */
 export interface ServerOptions {
@@ -152,6 +156,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   queueWake = () => queue.wake();
   queueCancel = (id) => queue.cancel(id);
   queue.wake();
+  // Deliveries a previous run left pending (killed during a retry's backoff) go out now.
+  const webhooks = startWebhookSender(ctx);
+  ctx.wakeWebhooks = () => webhooks.wake();
   return {
     url,
     requeued,
@@ -160,6 +167,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     async close(): Promise<void> {
       await server.shutdown();
       await queue.stop();
+      // Deliveries in flight get to finish; the rest stay pending for the next start.
+      await webhooks.stop(WEBHOOK_DRAIN_MS);
       db.close();
       await rm(workDir, { recursive: true, force: true });
     },

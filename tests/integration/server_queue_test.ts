@@ -17,6 +17,7 @@ import { DatabaseSync } from "node:sqlite";
 import { zipSync } from "fflate";
 import { compositionHtml, runVid } from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
+import { verifyWebhook } from "../../src/webhooks/webhooks.ts";
 
 type Json = Record<string, unknown>;
 
@@ -225,5 +226,123 @@ describe("vid server queue: fairness and limits", () => {
     const all = await ana.api("/v3/vid/renders?all=1&limit=100");
     const row = (all.body.data as Json[]).find((r) => r.render_id === id);
     assert.equal(row?.status, "deleted");
+  });
+});
+
+describe("vid server webhooks: a transactional outbox", () => {
+  it("resends a delivery killed (-9) in its retry backoff after the restart, under one delivery id, and finishes one in flight on SIGTERM", async () => {
+    const dataDir = await Deno.makeTempDir({ prefix: "vid-outbox-test-" });
+    const key = await createAccount(dataDir, "hooks@example.com", { credits: 100 });
+    /** What the receiver saw: each request, and how it answered. */
+    const received: {
+      id: string | null;
+      attempt: string | null;
+      body: string;
+      sig: string;
+      answer: number;
+    }[] = [];
+    const answers: (number | "slow")[] = [503];
+    const arrived: (() => void)[] = [];
+    const hook = Deno.serve(
+      { port: 0, hostname: "127.0.0.1", onListen: () => {} },
+      async (request) => {
+        const body = await request.text();
+        const next = answers.shift() ?? 200;
+        const answer = next === "slow" ? 200 : next;
+        received.push({
+          id: request.headers.get("vid-delivery-id"),
+          attempt: request.headers.get("vid-delivery-attempt"),
+          body,
+          sig: request.headers.get("vid-signature") ?? "",
+          answer,
+        });
+        arrived.shift()?.();
+        if (next === "slow") await new Promise((resolve) => setTimeout(resolve, 1500));
+        return new Response(null, { status: answer });
+      },
+    );
+    const nextArrival = (): Promise<void> => new Promise((resolve) => arrived.push(resolve));
+    const delivery = (renderId: string) => {
+      const db = new DatabaseSync(`${dataDir}/vid.db`, { readOnly: true });
+      try {
+        return {
+          ...db.prepare(
+            "select id, status, attempts from webhook_deliveries where render_id = ?",
+          ).get(renderId),
+        };
+      } finally {
+        db.close();
+      }
+    };
+    let server = await startServerProcess(dataDir, ["--allow-http-callbacks"]);
+    try {
+      const c = client(() => server, key);
+      const asset = await c.asset(page(1, "hooked"));
+      const callback = `http://127.0.0.1:${hook.addr.port}/hook`;
+      const first = nextArrival();
+      const render = await c.render({
+        asset_id: asset,
+        fps: 1,
+        aspect_ratio: "1:1",
+        callback_url: callback,
+        callback_id: "order-7",
+      });
+      assert.equal(render.status, 201, JSON.stringify(render.body));
+      const renderId = String(render.body.render_id);
+      await first;
+      // Attempt 1 got a 503; the retry is due 1 s (±20 %) later. Kill the server before.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await server.stop("SIGKILL");
+      assert.equal(received.length, 1);
+      const pending = delivery(renderId);
+      assert.deepEqual({ status: pending.status, attempts: pending.attempts }, {
+        status: "pending",
+        attempts: 1,
+      });
+
+      server = await startServerProcess(dataDir, ["--allow-http-callbacks"]);
+      await until("the resent delivery", () => received.some((r) => r.answer === 200), 30000);
+      // Long enough for a duplicate to show up, were one sent.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      assert.deepEqual(received.map((r) => [r.attempt, r.answer]), [["1", 503], ["2", 200]]);
+      const secret = (await Deno.readTextFile(`${dataDir}/secret`)).trim();
+      for (const request of received) {
+        assert.equal(request.id, pending.id, "one delivery id on every attempt");
+        const payload = JSON.parse(request.body);
+        assert.equal(payload.delivery_id, request.id, "the signed body carries the id");
+        assert.ok(await verifyWebhook(secret, request.sig, request.body));
+        assert.equal(payload.render_id, renderId);
+        assert.equal(payload.status, "completed");
+        assert.equal(payload.callback_id, "order-7");
+      }
+      const video = await fetch(JSON.parse(received[1].body).video_url);
+      assert.equal(video.status, 200, "the resent video_url is minted by the new server");
+      await video.body?.cancel();
+      assert.equal(delivery(renderId).status, "delivered");
+
+      // SIGTERM while a delivery is in flight: the server waits for its answer.
+      answers.push("slow");
+      const inFlight = nextArrival();
+      const second = await c.render({
+        asset_id: asset,
+        fps: 1,
+        aspect_ratio: "1:1",
+        callback_url: callback,
+      });
+      const secondId = String(second.body.render_id);
+      await inFlight;
+      const status = await server.stop("SIGTERM");
+      assert.equal(status.code, 0);
+      assert.deepEqual({ ...delivery(secondId), id: undefined }, {
+        id: undefined,
+        status: "delivered",
+        attempts: 1,
+      });
+      assert.equal(received.length, 3);
+    } finally {
+      await server.stop();
+      await hook.shutdown();
+      await Deno.remove(dataDir, { recursive: true });
+    }
   });
 });
