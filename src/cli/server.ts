@@ -24,6 +24,11 @@ import {
   type RenderBackendFlags,
   resolveRenderBackend,
 } from "../server/render_backend.ts";
+import {
+  DEFAULT_MAX_DURATION_SECONDS,
+  DEFAULT_MAX_FRAMES,
+  DEFAULT_MAX_QUEUED_PER_ACCOUNT,
+} from "../server/context.ts";
 import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
@@ -56,6 +61,29 @@ export function registerServer(program: Command): void {
       "renders in parallel on this machine (local backend)",
       positiveInteger("--workers"),
       1,
+    )
+    .option(
+      "--max-duration <seconds>",
+      "longest render accepted, in seconds; longer is refused (422) before any charge",
+      positiveInteger("--max-duration"),
+      DEFAULT_MAX_DURATION_SECONDS,
+    )
+    .option(
+      "--max-frames <n>",
+      "most frames per render; more is refused (422) before any charge",
+      positiveInteger("--max-frames"),
+      DEFAULT_MAX_FRAMES,
+    )
+    .option(
+      "--max-renders-per-account <n>",
+      "renders of one account running at once (default: half the workers, at least 1)",
+      positiveInteger("--max-renders-per-account"),
+    )
+    .option(
+      "--max-queued-per-account <n>",
+      "renders one account may have queued; more are refused (429 with Retry-After)",
+      positiveInteger("--max-queued-per-account"),
+      DEFAULT_MAX_QUEUED_PER_ACCOUNT,
     )
     .option("--public-url <url>", "base URL clients reach this server at (for signed links)")
     .option(
@@ -150,6 +178,10 @@ interface ServerFlags extends RenderBackendFlags {
   allowPrivateUrls?: boolean;
   renderUser?: string;
   allowNoSandbox?: boolean;
+  maxDuration: number;
+  maxFrames: number;
+  maxRendersPerAccount?: number;
+  maxQueuedPerAccount: number;
 }
 
 /** `vid server`: starts the API, announces it and serves until SIGINT or SIGTERM. */
@@ -176,6 +208,12 @@ async function runServer(options: ServerFlags): Promise<void> {
       allowPrivateUrls: options.allowPrivateUrls,
       renderUser: options.renderUser,
       allowNoSandbox: options.allowNoSandbox,
+      limits: {
+        maxDurationSeconds: options.maxDuration,
+        maxFrames: options.maxFrames,
+        maxRendersPerAccount: options.maxRendersPerAccount,
+        maxQueuedPerAccount: options.maxQueuedPerAccount,
+      },
     });
     announce(running, renderBackend, options.dataDir);
     const stopped = Promise.withResolvers<void>();
