@@ -97,6 +97,16 @@ export function registerServer(program: Command): void {
         "(development)",
     )
     .option(
+      "--render-user <name>",
+      "account render browsers run as when the server runs as root (default: vid-render, " +
+        "else nobody)",
+    )
+    .option(
+      "--allow-no-sandbox",
+      "start where Chromium's sandbox cannot (renders then run unsandboxed; not for " +
+        "untrusted tenants)",
+    )
+    .option(
       "--render-backend <kind>",
       "local (render on this machine) or lambda (Step Functions + Lambda) (default: local; " +
         "env VID_RENDER_BACKEND)",
@@ -166,6 +176,8 @@ interface ServerFlags extends RenderBackendFlags {
   storage?: string;
   allowHttpCallbacks?: boolean;
   allowPrivateUrls?: boolean;
+  renderUser?: string;
+  allowNoSandbox?: boolean;
   maxDuration: number;
   maxFrames: number;
   maxRendersPerAccount?: number;
@@ -194,6 +206,8 @@ async function runServer(options: ServerFlags): Promise<void> {
       storage: options.storage,
       allowHttpCallbacks: options.allowHttpCallbacks,
       allowPrivateUrls: options.allowPrivateUrls,
+      renderUser: options.renderUser,
+      allowNoSandbox: options.allowNoSandbox,
       limits: {
         maxDurationSeconds: options.maxDuration,
         maxFrames: options.maxFrames,
