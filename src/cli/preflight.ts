@@ -1,0 +1,40 @@
+/**
+ * The check the paying commands run before spending anything: `vid render-batch`,
+ * `vid lambda render-batch` and `vid cloud render` run the static and media parts of
+ * `vid check` on the project (no browser: a second or so) and stop, naming each error,
+ * before one row renders, a site is uploaded or a render is bought. `--no-check` skips it.
+ *
+ * @module
+ */
+
+import { Option } from "@commander-js/extra-typings";
+
+/** The `--no-check` flag, the same on every command that runs the check. */
+export function noCheckOption(): Option<"--no-check"> {
+  return new Option(
+    "--no-check",
+    "skip the static and media parts of vid check run before anything is rendered or uploaded",
+  );
+}
+
+/**
+ * Runs the static and media check on a local project unless `enabled` is false; throws
+ * `CheckFailedError` (exit 1) listing the errors.
+ *
+ * @example
+ * ```ts no_run
+ * await checkBeforeSpending("examples/hello", "index.html", true);
+ * ```
+ */
+export async function checkBeforeSpending(
+  target: string,
+  entry: string | undefined,
+  enabled: boolean,
+): Promise<void> {
+  if (!enabled) return;
+  const [{ readComposition }, { preflight }] = await Promise.all([
+    import("../composition/composition.ts"),
+    import("../check/check.ts"),
+  ]);
+  await preflight(await readComposition(target, entry));
+}
