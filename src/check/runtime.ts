@@ -48,7 +48,7 @@ const MAX_PAGE_ERRORS = 3;
  * ```ts
  * import assert from "node:assert/strict";
  *
- * assert.deepEqual(sampleFrames(2.5, { num: 30, den: 1 }, [[0.5, 1]]), [0, 15, 30, 45, 60, 74]);
+ * assert.deepEqual(sampleFrames(2.5, { num: 30, den: 1 }, [[0.5, 1]]), [0, 15, 29, 30, 60, 74]);
  * ```
  */
 export function sampleFrames(
