@@ -85,6 +85,8 @@ export interface StaticInput {
   composition: Composition;
   /** The overrides (`--variables`, `--variables-file`, a batch row). @default {} */
   overrides?: Variables;
+  /** Parse the scripts (esbuild). @default true; a render's warnings leave it out */
+  syntax?: boolean;
 }
 
 /** What the static part read, for the media part. */
@@ -192,7 +194,7 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       start: { line: 1, column: 1 },
     });
   }
-  problems.push(...await syntaxErrors(scripts));
+  if (input.syntax !== false) problems.push(...await syntaxErrors(scripts));
 
   // Attributes vid reads, misspelt.
   for (const element of refs.timed) {

@@ -10,7 +10,7 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ROOT, runVid } from "../helpers.ts";
+import { compositionHtml, makeProject, ROOT, runVid } from "../helpers.ts";
 
 const FIXTURES = `${ROOT}tests/fixtures/check`;
 
@@ -165,5 +165,46 @@ describe("vid check", () => {
     const missing = await runVid(["check", `${FIXTURES}/nowhere`]);
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /no such file or directory/);
+  });
+
+  it("vid render warns about what it leaves unrendered and attributes it does not read", async () => {
+    const dir = await makeProject(compositionHtml(
+      '<div data-start="2" data-duration="1">late</div><video data-strat="0"></video>' +
+        '<template id="card"><p>never</p></template>' +
+        '<div data-composition-src="scenes/intro.html"></div>',
+      { duration: 1 },
+    ));
+    const result = await runVid(["render", dir, "--frames", "0-0", "-o", `${dir}/one.mp4`]);
+    assert.equal(result.code, 0, result.stderr);
+    for (
+      const warning of [
+        /^warning: index\.html:\d+:\d+: <div data-composition-src> "scenes\/intro\.html" does not exist in the project; the sub-composition it hosts would not be rendered$/m,
+        /^warning: index\.html:\d+:\d+: <video> has data-strat, which vid does not read; did you mean data-start\?$/m,
+        /^warning: index\.html:\d+:\d+: <div> starts at data-start="2", at or after the composition's end/m,
+        /^warning: index\.html:\d+:\d+: <template id="card"> is never instantiated/m,
+      ]
+    ) assert.match(result.stderr, warning);
+    await Deno.remove(dir, { recursive: true });
+  });
+
+  it("vid render warns about a font that fails to load and what a dropped declaration leaves", async () => {
+    const dir = await makeProject(
+      compositionHtml('<p style="font-family: Brand">$0</p>', {
+        head: '<style>@font-face { font-family: "Brand"; src: url("fonts/Brand.woff2"); }</style>',
+        variables: [{ id: "price", type: "number", label: "Price", default: "129" }],
+      }),
+      { "fonts/Brand.woff2": "not a font" },
+    );
+    const result = await runVid(["render", dir, "--frames", "0-0", "-o", `${dir}/one.mp4`]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(
+      result.stderr,
+      /^warning: font "Brand" \(normal normal\) failed to load from fonts\/Brand\.woff2: the text falls back/m,
+    );
+    assert.match(
+      result.stderr,
+      /^warning: declaration 0 \("price"\) dropped: .*; the page reads getVariables\(\)\.price as undefined$/m,
+    );
+    await Deno.remove(dir, { recursive: true });
   });
 });
