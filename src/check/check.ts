@@ -99,6 +99,26 @@ function summary(c: Composition): CheckReport["composition"] {
 }
 
 /**
+ * The problems of the static and media parts (no browser): what the studio's Check panel
+ * lists and {@linkcode preflight} refuses on.
+ *
+ * @example
+ * ```ts no_run
+ * import { readComposition } from "../composition/composition.ts";
+ *
+ * const problems = await projectProblems(await readComposition("examples/hello"));
+ * ```
+ */
+export async function projectProblems(
+  composition: Composition,
+  overrides: Variables = {},
+): Promise<CheckProblem[]> {
+  const { problems, references } = await staticCheck({ composition, overrides });
+  problems.push(...await mediaCheck(composition, references));
+  return problems;
+}
+
+/**
  * The static and media parts, for a command about to spend (render, upload): throws
  * {@linkcode CheckFailedError} listing the errors, returns the warnings. `overrides` are
  * the values every row shares (a batch's rows are checked as they render).
@@ -114,8 +134,7 @@ export async function preflight(
   composition: Composition,
   overrides: Variables = {},
 ): Promise<CheckProblem[]> {
-  const { problems, references } = await staticCheck({ composition, overrides });
-  problems.push(...await mediaCheck(composition, references));
+  const problems = await projectProblems(composition, overrides);
   const errors = problems.filter((p) => p.severity === "error");
   if (errors.length > 0) throw new CheckFailedError(errors);
   return problems;
