@@ -207,4 +207,33 @@ describe("vid check", () => {
     );
     await Deno.remove(dir, { recursive: true });
   });
+
+  it("vid lambda render-batch and vid cloud render stop on the check before uploading; --no-check skips", async () => {
+    const dir = await Deno.makeTempDir({ prefix: "vid-check-rows-" });
+    const rows = `${dir}/rows.jsonl`;
+    await Deno.writeTextFile(rows, '{"outputKey":"a.mp4"}\n');
+    const syntax = `${FIXTURES}/syntax`;
+    const lambda = await runVid(["lambda", "render-batch", syntax, "--batch", rows, "--dry-run"]);
+    assert.equal(lambda.code, 1, lambda.stdout);
+    assert.match(
+      lambda.stderr,
+      /^error: the project fails vid check \(2 errors\); nothing was rendered/m,
+    );
+    assert.match(lambda.stderr, /^ {2}- index\.html:9:27: error: syntax error/m);
+    const cloud = await runVid(["cloud", "render", syntax, "--dry-run"]);
+    assert.equal(cloud.code, 1, cloud.stdout);
+    assert.match(cloud.stderr, /^error: the project fails vid check \(2 errors\)/m);
+    const skipped = await runVid([
+      "lambda",
+      "render-batch",
+      syntax,
+      "--batch",
+      rows,
+      "--dry-run",
+      "--no-check",
+    ]);
+    assert.equal(skipped.code, 0, skipped.stderr);
+    assert.match(skipped.stdout, /^1 would invoke/m);
+    await Deno.remove(dir, { recursive: true });
+  });
 });
