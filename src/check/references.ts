@@ -81,6 +81,11 @@ function attr(element: Element, name: string): string | undefined {
   return element.attrs.find((a) => a.name === name)?.value;
 }
 
+function hasCompositionRoot(node: Node): boolean {
+  if (isElement(node) && attr(node, "data-composition-id") !== undefined) return true;
+  return ("childNodes" in node ? node.childNodes : []).some(hasCompositionRoot);
+}
+
 function placeOf(location: Token.Location | undefined | null): Place {
   return { line: location?.startLine ?? 1, column: location?.startCol ?? 1 };
 }
@@ -157,8 +162,8 @@ export function readReferences(html: string): References {
         }
       } else if (tag === "link") {
         const rel = (attr(node, "rel") ?? "").toLowerCase().split(/\s+/);
+        // An icon or a preload does not change a frame: not looked up.
         if (rel.includes("stylesheet")) file(node, "href", "stylesheet");
-        else if (rel.includes("preload") || rel.includes("icon")) file(node, "href", "other");
       } else if (tag === "video" || tag === "audio" || tag === "img") {
         file(node, "src", tag === "img" ? "image" : "media", tag);
         if (tag === "video") file(node, "poster", "image", "img");
@@ -175,7 +180,12 @@ export function readReferences(html: string): References {
         }
       } else if (tag === "template") {
         const id = attr(node, "id");
-        refs.templates.push({ ...place, ...(id !== undefined && { id }) });
+        // A template holding the composition root is the composition (a HyperFrames
+        // sub-composition file), not content waiting to be instantiated.
+        const content = (node as DefaultTreeAdapterMap["template"]).content;
+        if (!hasCompositionRoot(content)) {
+          refs.templates.push({ ...place, ...(id !== undefined && { id }) });
+        }
       }
       if (attr(node, "data-composition-src") !== undefined) {
         file(node, "data-composition-src", "composition");

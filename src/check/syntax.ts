@@ -45,10 +45,12 @@ type Transform = (
  */
 export async function syntaxErrors(scripts: readonly ScriptSource[]): Promise<CheckProblem[]> {
   if (scripts.length === 0) return [];
+  inFlight++;
   let esbuild: { transform: Transform; stop: () => Promise<void> | void };
   try {
     esbuild = await import("esbuild") as unknown as typeof esbuild;
   } catch (error) {
+    inFlight--;
     return [unavailable(error)];
   }
   const problems: CheckProblem[] = [];
@@ -91,10 +93,15 @@ export async function syntaxErrors(scripts: readonly ScriptSource[]): Promise<Ch
       }
     }
   } finally {
-    await esbuild.stop();
+    // One esbuild service serves every caller of this process (the server checks uploads
+    // side by side): the last one out stops it, so no child process outlives the work.
+    if (--inFlight === 0) await esbuild.stop();
   }
   return problems;
 }
+
+/** Calls of {@linkcode syntaxErrors} under way: esbuild's service is shared by them. */
+let inFlight = 0;
 
 function unavailable(error: unknown): CheckProblem {
   return {
