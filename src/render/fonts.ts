@@ -11,6 +11,9 @@ import type { CdpSession } from "./cdp.ts";
 import { evaluate } from "./capture.ts";
 import { projectFile } from "./page_error.ts";
 
+/** How long {@linkcode failedFonts} waits for the page's fonts to settle. */
+const FONT_WAIT_MS = 5000;
+
 /** One `@font-face` that did not load. */
 export interface FontFailure {
   /** `font-family` of the rule. */
@@ -76,11 +79,22 @@ function pageFontFailures(): Promise<{ family: string; variant: string; urls: st
  * }
  * ```
  */
-export async function failedFonts(page: CdpSession): Promise<FontFailure[]> {
-  const result = await evaluate(
-    page,
-    `(${pageFontFailures.toString()})().then((r) => ({ r, href: location.href }))`,
-  ) as { r: { family: string; variant: string; urls: string[] }[]; href: string };
+export async function failedFonts(
+  page: CdpSession,
+  timeoutMs = FONT_WAIT_MS,
+): Promise<FontFailure[]> {
+  // The page's own timers run on the frame clock, so the deadline is kept here: a font
+  // server that never answers must not hold the render (the frame's readiness gate still
+  // waits for fonts, with its own timeout).
+  let timer: Parameters<typeof clearTimeout>[0];
+  const result = await Promise.race([
+    evaluate(
+      page,
+      `(${pageFontFailures.toString()})().then((r) => ({ r, href: location.href }))`,
+    ) as Promise<{ r: { family: string; variant: string; urls: string[] }[]; href: string }>,
+    new Promise<undefined>((resolve) => timer = setTimeout(resolve, timeoutMs)),
+  ]).finally(() => clearTimeout(timer));
+  if (result === undefined) return [];
   return result.r.map((f) => ({
     family: f.family,
     variant: f.variant,
