@@ -6,6 +6,7 @@
  */
 
 import { InvalidArgumentError } from "@commander-js/extra-typings";
+import { CheckFailedError } from "../check/problems.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
 import { VidError } from "../errors.ts";
 import { PageError } from "../render/page_error.ts";
@@ -83,7 +84,7 @@ export function reportError(error: unknown, json = false): number {
     }
     const api = apiCode(err);
     if (api) Object.assign(body.error as Record<string, unknown>, api);
-    if (err instanceof StrictVariablesError) {
+    if (err instanceof StrictVariablesError || err instanceof CheckFailedError) {
       (body.error as Record<string, unknown>).problems = err.problems;
     }
     if (err instanceof PageError) {
