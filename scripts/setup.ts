@@ -1,6 +1,7 @@
 /**
  * Prepares a machine to render and test vid: checks the system programs rendering needs
- * (chromium-headless-shell, Chromium, ffmpeg/ffprobe, fonts), installs the missing ones with
+ * (chromium-headless-shell, Chromium, ffmpeg/ffprobe, fonts) and PostgreSQL (the server's
+ * database for several instances, started by its tests), installs the missing ones with
  * apt when running as root, and caches the npm dependencies. Run by `deno task setup` and at
  * the start of `deno task hello` and `deno task test`.
  *
@@ -15,6 +16,7 @@ import {
   findChromium,
   findFfmpeg,
   findHeadlessShell,
+  findPostgres,
   SYSTEM_PACKAGES,
   which,
 } from "../src/render/system.ts";
@@ -95,6 +97,12 @@ async function checkAll(): Promise<Requirement[]> {
     { name: "ffmpeg", found: ffmpeg, packages: SYSTEM_PACKAGES.ffmpeg },
     { name: "ffprobe", found: ffprobe, packages: SYSTEM_PACKAGES.ffmpeg },
     await checkFonts(),
+    // `vid server --database postgres://…` and its tests start PostgreSQL from the package.
+    {
+      name: "postgresql",
+      found: (await findPostgres())?.bin,
+      packages: SYSTEM_PACKAGES.postgresql,
+    },
     // The README's server quickstart (examples/server_quickstart.sh) talks HTTP with these.
     { name: "curl", found: await which("curl"), packages: ["curl"] },
     { name: "jq", found: await which("jq"), packages: ["jq"] },
