@@ -105,6 +105,16 @@ export function registerServer(program: Command): void {
         "env VID_METRICS_TOKEN)",
     )
     .option(
+      "--render-user <name>",
+      "account render browsers run as when the server runs as root (default: vid-render, " +
+        "else nobody)",
+    )
+    .option(
+      "--allow-no-sandbox",
+      "start where Chromium's sandbox cannot (renders then run unsandboxed; not for " +
+        "untrusted tenants)",
+    )
+    .option(
       "--render-backend <kind>",
       "local (render on this machine) or lambda (Step Functions + Lambda) (default: local; " +
         "env VID_RENDER_BACKEND)",
@@ -175,6 +185,8 @@ interface ServerFlags extends RenderBackendFlags {
   allowHttpCallbacks?: boolean;
   allowPrivateUrls?: boolean;
   metricsToken?: string;
+  renderUser?: string;
+  allowNoSandbox?: boolean;
   maxDuration: number;
   maxFrames: number;
   maxRendersPerAccount?: number;
@@ -214,6 +226,8 @@ async function runServer(options: ServerFlags): Promise<void> {
       storage: options.storage,
       allowHttpCallbacks: options.allowHttpCallbacks,
       allowPrivateUrls: options.allowPrivateUrls,
+      renderUser: options.renderUser,
+      allowNoSandbox: options.allowNoSandbox,
       limits: {
         maxDurationSeconds: options.maxDuration,
         maxFrames: options.maxFrames,

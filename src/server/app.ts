@@ -86,7 +86,7 @@ async function ingestProject(
   zip: Uint8Array,
   composition: string,
 ): Promise<void> {
-  await mkdir(ctx.workDir, { recursive: true });
+  await mkdir(ctx.workDir, { recursive: true, mode: 0o700 });
   const dir = await mkdtemp(join(ctx.workDir, "upload-"));
   try {
     let project: AssetProject;
@@ -452,7 +452,7 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
           : `asset ${id} was uploaded already`,
       );
     }
-    await mkdir(ctx.workDir, { recursive: true });
+    await mkdir(ctx.workDir, { recursive: true, mode: 0o700 });
     const dir = await mkdtemp(join(ctx.workDir, "put-"));
     try {
       // The body goes to disk first: a slow sender holds a file, not a check slot.

@@ -80,9 +80,14 @@ export class LimitExceededError extends ApiError {
   }
 }
 
-/** 400 naming a request field. */
+/**
+ * 400 naming a request field. The message is prefixed with the field unless it already
+ * starts with it (checks shared with the SDK, such as `checkCallbackUrl`, name the field
+ * themselves; the prefix once is enough).
+ */
 export function invalid(field: string, message: string): ApiError {
-  return new ApiError(400, "vid_invalid_request", `${field}: ${message}`, field);
+  const named = message.startsWith(`${field}:`) || message.startsWith(`${field} `);
+  return new ApiError(400, "vid_invalid_request", named ? message : `${field}: ${message}`, field);
 }
 
 /** 404 for an object this account cannot see. */

@@ -227,7 +227,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
     while (!stopping) {
       try {
         if (!ready) {
-          await mkdir(ctx.workDir, { recursive: true });
+          await mkdir(ctx.workDir, { recursive: true, mode: 0o700 });
           ready = true;
         }
         const worked = await step();

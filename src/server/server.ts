@@ -23,6 +23,7 @@ import { requeueInterrupted } from "./renders.ts";
 import { releaseStaleKeys } from "./idempotency.ts";
 import { reapPredecessors } from "./reaper.ts";
 import { recordBrowsersIn } from "../render/browser.ts";
+import { configureServerSandbox } from "../render/sandbox.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
 import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
 
@@ -62,6 +63,15 @@ export interface ServerOptions {
    */
   allowPrivateUrls?: boolean;
   /**
+   * Account the render browsers run as when the server runs as root. @default "vid-render",
+   * else "nobody" (see `src/render/sandbox.ts`)
+   */
+  renderUser?: string;
+  /** Render without Chromium's sandbox where it cannot start, instead of refusing to start. */
+  allowNoSandbox?: boolean;
+  /** Told about a degraded set-up (no sandbox). @default console.error */
+  onWarning?: (message: string) => void;
+  /**
    * Bearer token `GET /metrics` requires; without one `/metrics` is open (it reports counts,
    * no tenant data) and belongs behind the network's own boundary.
    */
@@ -85,6 +95,9 @@ export interface RunningServer {
 /** Opens the data folder's database (for admin commands). */
 export async function openDataDir(dataDir: string): Promise<ReturnType<typeof openDatabase>> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // A folder made by hand (or by an older vid) may be 0755: the data folder holds every
+  // tenant's projects and videos, so it is private whoever created it.
+  await chmod(dataDir, 0o700);
   return openDatabase(join(dataDir, "vid.db"));
 }
 
@@ -111,6 +124,14 @@ async function loadSecret(dataDir: string): Promise<string> {
  * ```
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const config = options.renderBackend ?? { kind: "local" };
+  // Before anything is opened: a host where tenants' pages would run unsandboxed is refused.
+  await configureServerSandbox({
+    renderUser: options.renderUser,
+    allowNoSandbox: options.allowNoSandbox,
+    probe: config.kind === "local",
+    onWarning: options.onWarning,
+  });
   const dataDir = resolve(options.dataDir);
   const db = await openDataDir(dataDir);
   const secret = await loadSecret(dataDir);
@@ -130,7 +151,6 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Requests the last run was serving when it stopped: their claims are void.
   releaseStaleKeys(db);
   db.prepare("update assets set upload_started_at = null where status = 'pending_upload'").run();
-  const config = options.renderBackend ?? { kind: "local" };
   const metrics = new ServerMetrics(() => queueDepth(db));
   const backend = meteredBackend(
     config.kind === "lambda" ? lambdaBackend(config) : localBackend(options.workers ?? 1),
