@@ -32,6 +32,9 @@ import {
 import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
+/** Shortest `--metrics-token`: long enough that guessing it is hopeless. */
+const MIN_METRICS_TOKEN = 16;
+const METRICS_TOKEN = new RegExp(`^[\\x21-\\x7e]{${MIN_METRICS_TOKEN},}$`);
 
 async function readStdin(): Promise<string> {
   const text = await new Response(Deno.stdin.readable).text();
@@ -95,6 +98,11 @@ export function registerServer(program: Command): void {
       "--allow-private-urls",
       "let renders reach private/loopback hosts: url sources, pages, remote media, webhooks " +
         "(development)",
+    )
+    .option(
+      "--metrics-token <token>",
+      "bearer token GET /metrics requires, 16+ characters (default: /metrics is open; " +
+        "env VID_METRICS_TOKEN)",
     )
     .option(
       "--render-user <name>",
@@ -176,6 +184,7 @@ interface ServerFlags extends RenderBackendFlags {
   storage?: string;
   allowHttpCallbacks?: boolean;
   allowPrivateUrls?: boolean;
+  metricsToken?: string;
   renderUser?: string;
   allowNoSandbox?: boolean;
   maxDuration: number;
@@ -195,8 +204,19 @@ async function runServer(options: ServerFlags): Promise<void> {
     Deno.exitCode = EXIT.usage;
     return;
   }
+  const metricsToken = options.metricsToken ?? (Deno.env.get("VID_METRICS_TOKEN") || undefined);
+  if (metricsToken !== undefined && !METRICS_TOKEN.test(metricsToken)) {
+    // The token itself is never printed: it may be a real one with a typo.
+    console.error(
+      `error: --metrics-token (env VID_METRICS_TOKEN) must be at least ${MIN_METRICS_TOKEN} ` +
+        "characters without spaces; generate one with `openssl rand -hex 24`",
+    );
+    Deno.exitCode = EXIT.usage;
+    return;
+  }
   try {
     const running = await startServer({
+      metricsToken,
       renderBackend,
       port: options.port,
       hostname: options.host,

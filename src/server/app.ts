@@ -38,6 +38,7 @@ import { zipSync } from "fflate";
 import { OPTIONS } from "../request/options.ts";
 import { EXIT_USAGE, VidError } from "../errors.ts";
 import { renderRoutes } from "./render_routes.ts";
+import { opsRoutes } from "./ops_routes.ts";
 import { renderJson, transitionRender } from "./renders.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
 import { contentTypeOf } from "../util/mime.ts";
@@ -228,6 +229,7 @@ export function createApp(ctx: ServerContext): Hono {
   fileRoutes(app, ctx);
 
   app.route("/oauth", oauthRoutes(ctx, { throttles }));
+  opsRoutes(app, ctx);
 
   return app;
 }

@@ -25,6 +25,7 @@ import { reapPredecessors } from "./reaper.ts";
 import { recordBrowsersIn } from "../render/browser.ts";
 import { configureServerSandbox } from "../render/sandbox.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
+import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
 
 /** How long a stopping server waits for webhook deliveries in flight. */
 const WEBHOOK_DRAIN_MS = 10_000;
@@ -70,6 +71,11 @@ export interface ServerOptions {
   allowNoSandbox?: boolean;
   /** Told about a degraded set-up (no sandbox). @default console.error */
   onWarning?: (message: string) => void;
+  /**
+   * Bearer token `GET /metrics` requires; without one `/metrics` is open (it reports counts,
+   * no tenant data) and belongs behind the network's own boundary.
+   */
+  metricsToken?: string;
 }
 
 /** A running server. */
@@ -132,6 +138,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const storage: Storage = options.storage
     ? storageFromUrl(options.storage)
     : new FsStorage(join(dataDir, "storage"));
+  // The folder exists from the start, so /readyz reports one that goes missing later.
+  if (storage instanceof FsStorage) await mkdir(storage.root, { recursive: true, mode: 0o700 });
   const workRoot = join(dataDir, "work");
   const reaped = await reapPredecessors(workRoot);
   const workDir = join(workRoot, `run-${Deno.pid}`);
@@ -143,9 +151,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Requests the last run was serving when it stopped: their claims are void.
   releaseStaleKeys(db);
   db.prepare("update assets set upload_started_at = null where status = 'pending_upload'").run();
-  const backend = config.kind === "lambda"
-    ? lambdaBackend(config)
-    : localBackend(options.workers ?? 1);
+  const metrics = new ServerMetrics(() => queueDepth(db));
+  const backend = meteredBackend(
+    config.kind === "lambda" ? lambdaBackend(config) : localBackend(options.workers ?? 1),
+    metrics,
+  );
   let queueCancel: (id: string) => void = () => {};
   let queueWake: () => void = () => {};
   const ctx: ServerContext = {
@@ -159,6 +169,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     limits: serverLimits(options.limits ?? {}, backend.slots),
     wake: () => queueWake(),
     cancelRender: (id) => queueCancel(id),
+    metrics,
+    ...(options.metricsToken !== undefined && { metricsToken: options.metricsToken }),
   };
   const app = createApp(ctx);
   const hostname = options.hostname ?? "127.0.0.1";
