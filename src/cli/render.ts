@@ -39,6 +39,7 @@ export function registerRender(program: Command): void {
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .addOption(cliOptionWithDefault(OPTIONS.capture))
+    .addOption(cliOption(OPTIONS.frameTimeoutMs))
     .addOption(cliSwitch(OPTIONS.hdr))
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")
@@ -62,6 +63,7 @@ export function registerRender(program: Command): void {
           variablesFile: options.variablesFile,
           strictVariables: options.strictVariables,
           capture: options.capture,
+          frameTimeoutMs: options.frameTimeout,
           signal: controller.signal,
           onWarning: warn,
           onProgress: progressReporter(),
