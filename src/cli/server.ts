@@ -25,6 +25,10 @@ import {
   resolveRenderBackend,
 } from "../server/render_backend.ts";
 import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
+import { cliOption } from "./request_flags.ts";
+import { OPTIONS } from "../request/options.ts";
+import { BUDGET_BASE_SECONDS, BUDGET_SECONDS_PER_FRAME } from "../server/local_backend.ts";
+import { DEFAULT_SHUTDOWN_TIMEOUT_SECONDS, runUntilStopped } from "./shutdown.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
 
@@ -56,6 +60,25 @@ export function registerServer(program: Command): void {
       "renders in parallel on this machine (local backend)",
       positiveInteger("--workers"),
       1,
+    )
+    .addOption(cliOption(OPTIONS.frameTimeoutMs, {
+      help: "seconds one frame's seek and capture may take; past it the page counts as hung " +
+        "(a busy script), its browser and ffmpeg are killed and the render fails, refunded " +
+        "(local backend)",
+    }))
+    .option(
+      "--max-render-seconds <s>",
+      "wall-clock budget of one render; past it the render is stopped and fails, refunded " +
+        `(local backend; default: ${BUDGET_BASE_SECONDS} + ${BUDGET_SECONDS_PER_FRAME} per ` +
+        "frame, frames = duration x fps)",
+      positiveInteger("--max-render-seconds"),
+    )
+    .option(
+      "--shutdown-timeout <s>",
+      "seconds an orderly stop (SIGTERM/SIGINT) may take before renders are killed and the " +
+        "server exits; a second signal exits at once",
+      positiveInteger("--shutdown-timeout"),
+      DEFAULT_SHUTDOWN_TIMEOUT_SECONDS,
     )
     .option("--public-url <url>", "base URL clients reach this server at (for signed links)")
     .option(
@@ -134,6 +157,9 @@ interface ServerFlags extends RenderBackendFlags {
   host: string;
   dataDir: string;
   workers: number;
+  frameTimeout?: number;
+  maxRenderSeconds?: number;
+  shutdownTimeout: number;
   publicUrl?: string;
   storage?: string;
   allowHttpCallbacks?: boolean;
@@ -162,17 +188,21 @@ async function runServer(options: ServerFlags): Promise<void> {
       storage: options.storage,
       allowHttpCallbacks: options.allowHttpCallbacks,
       allowPrivateUrls: options.allowPrivateUrls,
+      frameTimeoutMs: options.frameTimeout,
+      maxRenderSeconds: options.maxRenderSeconds,
     });
     announce(running, renderBackend, options.dataDir);
-    const stopped = Promise.withResolvers<void>();
-    const stop = () => stopped.resolve();
-    Deno.addSignalListener("SIGINT", stop);
-    Deno.addSignalListener("SIGTERM", stop);
-    await stopped.promise;
-    console.log("stopping: in-flight renders go back to the queue");
-    await running.close();
-    Deno.removeSignalListener("SIGINT", stop);
-    Deno.removeSignalListener("SIGTERM", stop);
+    await runUntilStopped({
+      name: "vid server",
+      timeoutSeconds: options.shutdownTimeout,
+      stopping: "stopping: no new requests, in-flight renders go back to the queue",
+      close: () => running.close(),
+      kill: () => {
+        const killed = running.kill();
+        return `killed ${killed.browsers} render browser(s) and ${killed.encoders} ffmpeg ` +
+          "process(es); in-flight renders go back to the queue";
+      },
+    });
   } catch (error) {
     Deno.exitCode = reportError(error);
   }

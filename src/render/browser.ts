@@ -215,6 +215,30 @@ function killOnExit(browser: { pid: number; profile: string; ownGroup: boolean }
   });
 }
 
+/**
+ * Kills every browser this process launched that still runs (each with its process group,
+ * its profile removed), at once: for a process that must end now, such as `vid server`
+ * past its shutdown deadline. Returns how many were killed.
+ *
+ * @example
+ * ```ts no_run
+ * const killed = killLiveBrowsers();
+ * console.error(`killed ${killed} browser(s)`);
+ * ```
+ */
+export function killLiveBrowsers(): number {
+  const browsers = [...LIVE_BROWSERS];
+  for (const { pid, profile, ownGroup } of browsers) {
+    killBrowser(pid, ownGroup);
+    try {
+      rmSync(profile, { recursive: true, force: true });
+    } catch {
+      // a process of the browser may still be writing; the reaper removes it later
+    }
+  }
+  return browsers.length;
+}
+
 /** A recorded browser. */
 export interface BrowserRecord {
   /** The browser's pid, which is also its process group. */

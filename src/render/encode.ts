@@ -42,7 +42,7 @@
  * @module
  */
 
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { ffmpegRate, type FrameRate, parseFrameRate } from "../composition/frame_rate.ts";
@@ -349,6 +349,26 @@ export function prepareEncoder(ffmpeg: string): Promise<void> {
   });
 }
 
+/** Encoder processes of this process still running. */
+const LIVE_ENCODERS = new Set<ChildProcess>();
+
+/**
+ * SIGKILLs every ffmpeg encoder run of this process that still runs, for a process that
+ * must end now (`vid server` past its shutdown deadline): an encoder shares its owner's
+ * process group and would otherwise finish its file after the owner is gone. Returns how
+ * many were killed.
+ *
+ * @example
+ * ```ts no_run
+ * console.error(`killed ${killLiveEncoders()} ffmpeg process(es)`);
+ * ```
+ */
+export function killLiveEncoders(): number {
+  const running = [...LIVE_ENCODERS];
+  for (const child of running) child.kill("SIGKILL");
+  return running.length;
+}
+
 /** One ffmpeg process encoding the frames written to it into `output`. */
 function startRun(options: EncoderOptions, output: string): Encoder {
   const rate = parseFrameRate(options.fps);
@@ -398,6 +418,9 @@ function startRun(options: EncoderOptions, output: string): Encoder {
     output,
   ];
   const child = spawn(options.ffmpeg, args, { stdio: ["pipe", "ignore", "pipe"] });
+  LIVE_ENCODERS.add(child);
+  child.once("exit", () => LIVE_ENCODERS.delete(child));
+  child.once("error", () => LIVE_ENCODERS.delete(child));
   let log = "";
   child.stderr.setEncoding("utf8");
   child.stderr.on("data", (text: string) => {

@@ -20,7 +20,8 @@ import type { RenderBackendConfig, RenderBackendKind } from "./render_backend.ts
 import { randomId } from "./secrets.ts";
 import { releaseStaleKeys } from "./idempotency.ts";
 import { reapPredecessors } from "./reaper.ts";
-import { recordBrowsersIn } from "../render/browser.ts";
+import { killLiveBrowsers, recordBrowsersIn } from "../render/browser.ts";
+import { killLiveEncoders } from "../render/encode.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
 
 /** Options of {@linkcode startServer}. */
@@ -50,6 +51,13 @@ export interface ServerOptions {
    * reach private and loopback addresses (development only).
    */
   allowPrivateUrls?: boolean;
+  /** The host's deadline of one frame's seek and capture, ms (local backend). @default 30000 */
+  frameTimeoutMs?: number;
+  /**
+   * Wall-clock budget of one render, seconds (local backend). @default 120 + 1 per frame
+   * (see `renderBudgetSeconds`)
+   */
+  maxRenderSeconds?: number;
 }
 
 /** A running server. */
@@ -64,6 +72,13 @@ export interface RunningServer {
   backend: { kind: RenderBackendKind; slots: number };
   /** Stops accepting requests, sends in-flight renders back to the queue, closes the database. */
   close(): Promise<void>;
+  /**
+   * Ends the server's work now, for a stop past its deadline ({@linkcode close} still
+   * waiting): kills every render browser (with its process group) and ffmpeg, puts
+   * in-flight renders back in the queue and closes the database. The process should exit
+   * right after. Returns the processes killed.
+   */
+  kill(): { browsers: number; encoders: number };
 }
 
 /** Opens the data folder's database (for admin commands). */
@@ -141,7 +156,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const config = options.renderBackend ?? { kind: "local" };
   const backend = config.kind === "lambda"
     ? lambdaBackend(config)
-    : localBackend(options.workers ?? 1);
+    : localBackend(options.workers ?? 1, {
+      frameTimeoutMs: options.frameTimeoutMs,
+      maxRenderSeconds: options.maxRenderSeconds,
+    });
   const queue = startQueue(ctx, backend);
   queueWake = () => queue.wake();
   queueCancel = (id) => queue.cancel(id);
@@ -156,6 +174,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await queue.stop();
       db.close();
       await rm(workDir, { recursive: true, force: true });
+    },
+    kill(): { browsers: number; encoders: number } {
+      const killed = { browsers: killLiveBrowsers(), encoders: killLiveEncoders() };
+      try {
+        requeueInterrupted({ db });
+        db.close();
+      } catch {
+        // closed by a close() that finished meanwhile; the next start re-queues anyway
+      }
+      return killed;
     },
   };
 }
