@@ -28,7 +28,7 @@ import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
 import { cliOption } from "./request_flags.ts";
 import { OPTIONS } from "../request/options.ts";
 import { BUDGET_BASE_SECONDS, BUDGET_SECONDS_PER_FRAME } from "../server/local_backend.ts";
-import { DEFAULT_SHUTDOWN_TIMEOUT_SECONDS, runUntilStopped } from "./shutdown.ts";
+import { runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
 
@@ -73,13 +73,7 @@ export function registerServer(program: Command): void {
         "frame, frames = duration x fps)",
       positiveInteger("--max-render-seconds"),
     )
-    .option(
-      "--shutdown-timeout <s>",
-      "seconds an orderly stop (SIGTERM/SIGINT) may take before renders are killed and the " +
-        "server exits; a second signal exits at once",
-      positiveInteger("--shutdown-timeout"),
-      DEFAULT_SHUTDOWN_TIMEOUT_SECONDS,
-    )
+    .addOption(shutdownTimeoutOption("stop accepting, re-queue in-flight renders"))
     .option("--public-url <url>", "base URL clients reach this server at (for signed links)")
     .option(
       "--storage <url>",

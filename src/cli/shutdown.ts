@@ -10,10 +10,34 @@
  * @module
  */
 
-import { EXIT } from "./shared.ts";
+import { Option } from "@commander-js/extra-typings";
+import { EXIT, positiveInteger } from "./shared.ts";
 
 /** Default of `--shutdown-timeout`, seconds. */
 export const DEFAULT_SHUTDOWN_TIMEOUT_SECONDS = 20;
+
+/**
+ * The `--shutdown-timeout <s>` option of a long-running command; `stops` says what the
+ * orderly stop does, for its help.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const option = shutdownTimeoutOption("closes the studio");
+ * assert.equal(option.long, "--shutdown-timeout");
+ * assert.equal(option.defaultValue, 20);
+ * ```
+ */
+export function shutdownTimeoutOption(
+  stops: string,
+): Option<"--shutdown-timeout <s>", undefined, number, number, false, undefined> {
+  return new Option(
+    "--shutdown-timeout <s>",
+    `seconds an orderly stop (SIGTERM/SIGINT: ${stops}) may take before child processes ` +
+      "are killed and the command exits; a second signal exits at once",
+  ).argParser(positiveInteger("--shutdown-timeout")).default(DEFAULT_SHUTDOWN_TIMEOUT_SECONDS);
+}
 
 /** The signals that stop a long-running command. */
 const STOP_SIGNALS: readonly Deno.Signal[] = ["SIGINT", "SIGTERM"];
@@ -24,8 +48,10 @@ export interface StopPlan {
   name: string;
   /** Seconds the orderly stop may take. */
   timeoutSeconds: number;
-  /** Printed (stdout) when the first signal arrives: what the orderly stop does. */
+  /** Told when the first signal arrives: what the orderly stop does. */
   stopping: string;
+  /** Where `stopping` goes. @default console.log (stdout) */
+  log?: (message: string) => void;
   /** The orderly stop. */
   close(): Promise<void>;
   /** Ends everything at once (child processes first); returns what it did, for the message. */
@@ -64,7 +90,7 @@ export async function runUntilStopped(plan: StopPlan): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
     await first.promise;
-    console.log(
+    (plan.log ?? console.log)(
       `${plan.stopping} (up to ${plan.timeoutSeconds} s; a second signal stops at once)`,
     );
     const deadline = new Promise<"deadline">((resolve) => {
