@@ -354,9 +354,9 @@ async function launchOnce(executable: string, options: LaunchOptions): Promise<B
   }
   const timeoutMs = options.timeoutMs ?? 30000;
   let stderr = "";
-  let url: string;
+  let connection: CdpConnection;
   try {
-    url = await new Promise<string>((resolve, reject) => {
+    const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill("SIGKILL");
         reject(new Error(`${executable} did not start within ${timeoutMs} ms:\n${stderr}`));
@@ -383,16 +383,22 @@ async function launchOnce(executable: string, options: LaunchOptions): Promise<B
         );
       });
     });
+    // Keep draining stderr so the browser never blocks on a full pipe.
+    child.stderr!.removeAllListeners("data");
+    if (process.env.VID_DEBUG_BROWSER) child.stderr!.pipe(process.stderr);
+    else child.stderr!.resume();
+    // Inside the try: a browser whose DevTools socket refuses or never answers is killed
+    // here with its profile, not left running until this process exits.
+    connection = await CdpConnection.connect(url, timeoutMs);
   } catch (error) {
+    const exited = child.exitCode === null && child.signalCode === null
+      ? new Promise((resolve) => child.once("exit", resolve))
+      : undefined;
     killBrowser(child.pid!, ownGroup);
+    await exited;
     await removeProfile(profile);
     throw error;
   }
-  // Keep draining stderr so the browser never blocks on a full pipe.
-  child.stderr!.removeAllListeners("data");
-  if (process.env.VID_DEBUG_BROWSER) child.stderr!.pipe(process.stderr);
-  else child.stderr!.resume();
-  const connection = await CdpConnection.connect(url);
   let closing: Promise<void> | undefined;
   return {
     mode: options.mode,

@@ -3,13 +3,15 @@
  * browser killed mid-render is relaunched and its chunks retried once; Ctrl-C (SIGINT)
  * stops the browser and ffmpeg and leaves no output or temp files; a page that busy-loops
  * fails the render within the host's frame deadline (--frame-timeout), and Ctrl-C during
- * that hang still stops it at once.
+ * that hang still stops it at once; an encoder aborted mid-chunk has ended its ffmpeg runs
+ * and removed their cell files when its abort resolves.
  *
  * @module
  */
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import {
   compositionHtml,
   makeProject,
@@ -19,6 +21,7 @@ import {
   rgb,
   ROOT,
 } from "../helpers.ts";
+import { startEncoder } from "../../src/render/encode.ts";
 
 const FPS = 60;
 const SECONDS = 4;
@@ -239,6 +242,48 @@ describe("vid render under interference", () => {
     assert.equal(result.code, 130, result.stderr);
     assert.ok(seconds < 10, `SIGINT took ${seconds.toFixed(1)} s to stop the render`);
     await assertGone([...children, ...grandchildren]);
+    await Deno.remove(dir, { recursive: true });
+  });
+
+  it("an aborted encoder has killed its ffmpeg runs and removed their .cell- files when abort() resolves", async () => {
+    const dir = await Deno.makeTempDir({ prefix: "vid-encoder-abort-" });
+    const jpeg = await new Deno.Command("ffmpeg", {
+      args: [
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        "color=c=blue:s=320x180",
+        "-frames:v",
+        "1",
+        "-f",
+        "image2pipe",
+        "-c:v",
+        "mjpeg",
+        "pipe:1",
+      ],
+      stdout: "piped",
+    }).output();
+    const encoder = startEncoder({
+      ffmpeg: "ffmpeg",
+      output: join(dir, "chunk.mp4"),
+      fps: 10,
+      format: "mp4",
+      quality: "draft",
+      width: 320,
+      height: 180,
+      frameFormat: "jpeg",
+      cellFrames: 2,
+      frames: 6,
+    });
+    // Three frames: the first cell is finishing and the second one runs.
+    for (let i = 0; i < 3; i++) await encoder.write(jpeg.stdout);
+    await encoder.abort();
+    assert.deepEqual(await Array.fromAsync(Deno.readDir(dir), (e) => e.name), []);
+    // No late ffmpeg writes a cell again.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.deepEqual(await Array.fromAsync(Deno.readDir(dir), (e) => e.name), []);
     await Deno.remove(dir, { recursive: true });
   });
 });
