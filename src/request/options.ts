@@ -509,6 +509,7 @@ export const OPTIONS = {
   frameTimeoutMs: option({
     key: "frameTimeoutMs",
     flags: "--frame-timeout <seconds>",
+    config: "frameTimeoutMs",
     help: "seconds one frame's seek and capture may take; past it the page counts as hung " +
       "(a busy script), its browser and ffmpeg are killed and the render fails naming the frame",
     default: DEFAULT_FRAME_TIMEOUT_MS,

@@ -253,6 +253,10 @@ const agreement: {
     CloudRenderOptions["aspectRatio"]
   >;
   maxWait: Assignable<OptionValue<typeof OPTIONS.maxWait>, CloudRenderOptions["maxWait"]>;
+  configFrameTimeoutMs: Assignable<
+    OptionValue<typeof OPTIONS.frameTimeoutMs>,
+    RenderConfig["frameTimeoutMs"]
+  >;
   frameTimeoutMs: Assignable<
     OptionValue<typeof OPTIONS.frameTimeoutMs>,
     RenderOptions["frameTimeoutMs"]
@@ -278,6 +282,7 @@ const agreement: {
   maxWait: true,
   frameTimeoutMs: true,
   stillFrameTimeoutMs: true,
+  configFrameTimeoutMs: true,
 };
 
 describe("request: the SDK's option types agree with the declarations", () => {
