@@ -478,8 +478,19 @@ export async function navigate(page: CdpSession, url: string, timeoutMs = 60000)
   ]).finally(() => clearTimeout(timer));
 }
 
-/** Closes a page's window. */
+/** How long closing a window may take before the caller goes on without waiting. */
+const CLOSE_PAGE_WAIT_MS = 5000;
+
+/**
+ * Closes a page's window. Never waits more than a few seconds: a browser busy with a hung
+ * renderer may not answer, and whoever owns it kills it anyway.
+ */
 export async function closePage(page: CdpSession): Promise<void> {
   page.dispose();
-  await page.connection.send("Target.closeTarget", { targetId: page.targetId }).catch(() => {});
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    page.connection.send("Target.closeTarget", { targetId: page.targetId }).catch(() => {}),
+    new Promise((resolve) => timer = setTimeout(resolve, CLOSE_PAGE_WAIT_MS)),
+  ]);
+  clearTimeout(timer);
 }
