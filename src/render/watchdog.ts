@@ -129,17 +129,19 @@ export async function underDeadline<T>(work: Promise<T>, options: DeadlineOption
     await options.stop().catch(() => undefined);
     throw signal.reason;
   }
-  const cut = Promise.withResolvers<never>();
+  // No Promise.withResolvers: the npm SDK also runs on Node 20.
+  let reject: (error: unknown) => void = () => {};
+  const cut = new Promise<never>((_, rejectCut) => reject = rejectCut);
   let wasCut = false;
   const stopWith = (error: unknown): void => {
     wasCut = true;
-    cut.reject(error);
+    reject(error);
   };
   const timer = setTimeout(() => stopWith(options.expired()), options.timeoutMs);
   const onAbort = (): void => stopWith(signal!.reason);
   signal?.addEventListener("abort", onAbort, { once: true });
   try {
-    return await Promise.race([work, cut.promise]);
+    return await Promise.race([work, cut]);
   } catch (error) {
     // Only a cut stops the page: the work's own failure leaves it to the caller.
     if (wasCut) await options.stop().catch(() => undefined);
