@@ -63,6 +63,7 @@ export function registerPreview(program: Command): void {
       help: "parallel workers of a render, each a browser of its own",
       defaultText: "as vid render",
     }))
+    .addOption(cliOption(OPTIONS.frameTimeoutMs))
     .addOption(shutdownTimeoutOption("cancel renders, close the studio"))
     .option("--open", "open the studio in the default browser (xdg-open)")
     .option("--json", 'print {"url", "port"} as one JSON line once listening')
@@ -75,6 +76,7 @@ export function registerPreview(program: Command): void {
           port: options.port,
           fps: options.fps,
           workers: options.workers,
+          frameTimeoutMs: options.frameTimeout,
           onLog: log,
         });
         if (options.json) {

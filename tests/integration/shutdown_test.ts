@@ -2,8 +2,9 @@
  * The long-running commands stop on SIGTERM within their deadline (`--shutdown-timeout`),
  * as real processes: `vid preview` and `vid lambda local` exit at once when nothing holds
  * them, and when a client holds a request open (the orderly stop waits on it) they exit
- * once the deadline passes, or at once on a second signal. `vid server`'s stop with a hung
- * render is in security_server_test.ts.
+ * once the deadline passes, or at once on a second signal. The studio's render of a page
+ * that busy-loops fails within `--frame-timeout`, leaving no browser or ffmpeg behind.
+ * `vid server`'s stop with a hung render is in security_server_test.ts.
  *
  * @module
  */
@@ -83,7 +84,7 @@ async function stopWith(
   return { code: status.code, seconds: (performance.now() - started) / 1000 };
 }
 
-describe("long-running commands stop on SIGTERM within --shutdown-timeout", () => {
+describe("long-running commands: stop signals and hung pages", () => {
   const page = compositionHtml(`<div style="position:absolute;inset:0;background:#00f"></div>`);
 
   it("vid preview: exits 0 at once; held open by a client, exits at the deadline or on a second signal", async () => {
@@ -150,4 +151,67 @@ describe("long-running commands stop on SIGTERM within --shutdown-timeout", () =
       await Deno.remove(scratch, { recursive: true });
     }
   });
+
+  it("vid preview: the studio's render of a page that busy-loops fails within --frame-timeout, nothing left running", async () => {
+    const project = await makeProject(compositionHtml(
+      `<div style="position:absolute;inset:0;background:#00f"></div>`,
+      { after: "<script>setTimeout(() => { while (true) {} }, 300);</script>" },
+    ));
+    const preview = await start(
+      ["preview", project, "--port", "0", "--json", "--frame-timeout", "2"],
+      /"url"/,
+    );
+    try {
+      const url = JSON.parse(preview.stdout().split("\n")[0]).url;
+      const started = await fetch(`${url}__preview/render`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ values: {} }),
+      });
+      assert.ok(started.ok, await started.clone().text());
+      await started.body?.cancel();
+      const began = performance.now();
+      let status: { state: string; error?: { name: string; message: string } } = { state: "" };
+      while (status.state !== "failed" && performance.now() - began < 30000) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        status = await (await fetch(`${url}__preview/render`)).json();
+      }
+      assert.equal(status.state, "failed", JSON.stringify(status));
+      assert.equal(status.error?.name, "FrameTimeoutError");
+      assert.match(status.error!.message, /^frame 9: the page stopped responding/);
+      const left = (await descendants(preview.child.pid)).filter((name) =>
+        /chrom|ffmpeg/i.test(name)
+      );
+      assert.deepEqual(left, [], "nothing of the render is left running");
+    } finally {
+      await stopWith(preview, ["SIGTERM"]);
+      await Deno.remove(project, { recursive: true });
+    }
+  });
 });
+
+/** Names of the processes below `pid` (Linux /proc). */
+async function descendants(pid: number): Promise<string[]> {
+  const children = new Map<number, { pid: number; name: string }[]>();
+  for await (const entry of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
+      const close = stat.lastIndexOf(")");
+      const ppid = Number(stat.slice(close + 2).split(" ")[1]);
+      const name = stat.slice(stat.indexOf("(") + 1, close);
+      children.set(ppid, [...(children.get(ppid) ?? []), { pid: Number(entry.name), name }]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: string[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    for (const child of children.get(queue.shift()!) ?? []) {
+      found.push(child.name);
+      queue.push(child.pid);
+    }
+  }
+  return found;
+}
