@@ -170,8 +170,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     reaped,
     backend: { kind: backend.kind, slots: backend.slots },
     async close(): Promise<void> {
-      await server.shutdown();
-      await queue.stop();
+      // Together: a client holding a request open must not keep renders running.
+      await Promise.all([server.shutdown(), queue.stop()]);
       db.close();
       await rm(workDir, { recursive: true, force: true });
     },
