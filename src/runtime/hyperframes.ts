@@ -56,6 +56,8 @@ export interface HyperframesModel {
   timelineTime(id: string, t: number): number;
   /** Shows every timed clip inside its window at `t` and hides it outside. */
   applyClips(t: number): void;
+  /** Whether `el` is, or is inside, a clip hidden at the last {@linkcode applyClips}. */
+  hiddenByClip(el: Element): boolean;
   /**
    * The window of a `<video>`/`<audio>` whose `data-start` counts from its composition, cut
    * to the windows of the clips and compositions around it.
@@ -194,7 +196,13 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     return length === null || t < start + length - EPSILON;
   };
   const shown = new WeakMap<HTMLElement, string>();
+  let hidden = new WeakSet<Element>();
+  const hiddenByClip = (el: Element): boolean => {
+    for (let at: Element | null = el; at; at = at.parentElement) if (hidden.has(at)) return true;
+    return false;
+  };
   const applyClips = (t: number): void => {
+    hidden = new WeakSet<Element>();
     const timed = Array.from(document.querySelectorAll<HTMLElement>("[data-start]"));
     for (const el of timed) {
       if (!isClip(el)) continue;
@@ -211,6 +219,7 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
         if (authored) el.style.setProperty("visibility", authored);
         else el.style.removeProperty("visibility");
       } else {
+        hidden.add(el);
         el.style.setProperty("visibility", "hidden", "important");
       }
     }
@@ -594,5 +603,13 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     scripts.length = 0;
   };
 
-  return { mount, startOf, timelineTime, applyClips, mediaWindow, compositionStartMs };
+  return {
+    mount,
+    startOf,
+    timelineTime,
+    applyClips,
+    hiddenByClip,
+    mediaWindow,
+    compositionStartMs,
+  };
 }

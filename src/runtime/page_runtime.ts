@@ -593,6 +593,9 @@ export function vidPageRuntime(
       if (!el.paused) el.pause();
       el.muted = true;
       if (!(el instanceof HTMLVideoElement)) continue;
+      // A clip outside its window is not drawn, so its frame would never be presented: it is
+      // seeked (and waited for) once it shows.
+      if (hyperframes?.hiddenByClip(el)) continue;
       const d = describe(el);
       if (!d.src) continue;
       const proxy = config.videoProxies?.[d.src];

@@ -237,6 +237,24 @@ describe("sub-compositions", () => {
     assertSameFrames([stills[0]], [stills[1]], "vid still --frame 22", 0);
   });
 
+  it("--variables reach the top-level composition only, not a sub-composition instance", async () => {
+    const output = join(work, "project-20.png");
+    const result = await runVid([
+      "still",
+      project,
+      "--frame",
+      "20",
+      "-o",
+      output,
+      "--variables",
+      '{"fill":"#ff00ff"}',
+    ]);
+    assert.equal(result.code, 0, result.stderr);
+    // B's box, 83 px along at frame 20, keeps its host's data-variable-values.
+    const [pixel] = await pixelSeries(output, 113, 130);
+    assert.equal(named(pixel), "green");
+  });
+
   it("vid info lists the hosts, nested ones under theirs", async () => {
     const result = await runVid(["info", project]);
     assert.equal(result.code, 0, result.stderr);
@@ -298,12 +316,14 @@ describe("sub-compositions", () => {
 });
 
 describe("media in clips and sub-compositions", () => {
-  it("is heard only inside its window", async () => {
+  it("is heard (and a <video> clip seen) only inside its window", async () => {
     const dir = await makeProject(
       `<!doctype html><html><head><style>html, body { margin: 0; background: #000; }</style></head>
 <body><div id="root" data-composition-id="sound" data-width="320" data-height="180" data-duration="2">
   <div id="scene" class="clip" data-start="0.3" data-duration="0.4"><audio src="tone.wav"></audio></div>
   <div id="host" data-composition-id="later" data-composition-src="compositions/later.html" data-start="1.2" data-duration="0.5"></div>
+  <video class="clip" src="white.mp4" muted data-start="0.5" data-duration="0.5"
+    style="position: absolute; left: 0; top: 0; width: 320px; height: 180px"></video>
 </div></body></html>`,
       {
         "compositions/later.html":
@@ -311,9 +331,18 @@ describe("media in clips and sub-compositions", () => {
       },
     );
     try {
-      await lavfi("sine=frequency=440:duration=2:sample_rate=44100", join(dir, "tone.wav"));
+      await Promise.all([
+        lavfi("sine=frequency=440:duration=2:sample_rate=44100", join(dir, "tone.wav")),
+        lavfi("color=white:s=320x180:r=30:d=2", join(dir, "white.mp4"), ["-pix_fmt", "yuv420p"]),
+      ]);
       const output = join(dir, "out.mp4");
       await render(dir, output);
+      // A <video> with class="clip" shows only in its window (frames 15-29), as in HyperFrames.
+      const shown = (await pixelSeries(output, 160, 90)).map((c) => named(c) === "white");
+      assert.deepEqual(
+        shown.flatMap((white, n) => white ? [n] : []),
+        Array.from({ length: 15 }, (_, k) => 15 + k),
+      );
       const levels = await Promise.all(
         [[0.05, 0.25], [0.35, 0.65], [0.75, 1.25], [1.35, 1.65], [1.75, 1.95]].map(([a, b]) =>
           levelDb(output, a, b)
