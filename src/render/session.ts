@@ -13,6 +13,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { Variables } from "../composition/declarations.ts";
+import { unresolvedFontMessage, unresolvedFonts } from "../composition/fonts.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
@@ -67,6 +68,11 @@ export async function prepareComposition(source: CompositionSource): Promise<Pre
     source.onWarning?.(
       `declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} dropped: ${d.reason}`,
     );
+  }
+  if (source.onWarning) {
+    for (const font of await unresolvedFonts(composition.file, composition.projectDir)) {
+      source.onWarning(unresolvedFontMessage(font));
+    }
   }
   const resolved = await resolveVariables(composition.declarations, {
     variables: source.variables,

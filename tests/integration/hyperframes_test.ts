@@ -315,6 +315,43 @@ describe("sub-compositions", () => {
   });
 });
 
+describe("fonts HyperFrames embeds", () => {
+  it("are named when the project has no @font-face for them, and not once vid add inter ships Inter", async () => {
+    const html = `<!doctype html><html><head><style>
+html, body { margin: 0; background: #000; } h1 { font-family: "Outfit", sans-serif; color: #fff; }
+</style></head><body><div id="root" data-composition-id="fonts" data-width="320" data-height="180" data-duration="1">
+<h1>Hi</h1><div data-composition-src="compositions/title.html" data-start="0" data-duration="1"></div></div></body></html>`;
+    const dir = await makeProject(html, {
+      "compositions/title.html":
+        `<template><div data-composition-id="title"><p style="font-family: Inter, sans-serif">Hi</p></div></template>`,
+    });
+    try {
+      const first = await runVid(["still", dir, "-o", join(dir, "a.png")]);
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(
+        first.stderr,
+        /warning: font "Outfit" has no @font-face in the project: HyperFrames embeds it from @fontsource\/outfit/,
+      );
+      assert.match(first.stderr, /font "Inter" .*\(vid add inter copies them into fonts\/\)/);
+      const add = await runVid(["add", "inter", "--dir", dir]);
+      assert.equal(add.code, 0, add.stderr);
+      await Deno.writeTextFile(
+        join(dir, "compositions", "title.html"),
+        `<template><style>@font-face { font-family: Inter; src: url(fonts/inter-latin-400-normal.woff2); }</style>` +
+          (await Deno.readTextFile(join(dir, "compositions", "title.html"))).slice(
+            "<template>".length,
+          ),
+      );
+      const second = await runVid(["still", dir, "-o", join(dir, "b.png")]);
+      assert.equal(second.code, 0, second.stderr);
+      assert.doesNotMatch(second.stderr, /font "Inter"/);
+      assert.match(second.stderr, /font "Outfit"/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+});
+
 describe("media in clips and sub-compositions", () => {
   it("is heard (and a <video> clip seen) only inside its window", async () => {
     const dir = await makeProject(
