@@ -54,6 +54,8 @@ export interface HyperframesModel {
    * that id runs on its own clock from its start; a key naming no composition runs on `t`.
    */
   timelineTime(id: string, t: number): number;
+  /** Where a `window.__timelines` entry starts on the video's timeline: its composition's start. */
+  timelineStart(id: string): number;
   /** Shows every timed clip inside its window at `t` and hides it outside. */
   applyClips(t: number): void;
   /** Whether `el` is, or is inside, a clip hidden at the last {@linkcode applyClips}. */
@@ -65,6 +67,18 @@ export interface HyperframesModel {
   mediaWindow(el: HTMLMediaElement, own: MediaWindow, rate: number): MediaWindow;
   /** Start (ms) of the sub-composition an animated element belongs to; 0 at the top level. */
   compositionStartMs(el: Element | null): number;
+  /** The sub-compositions and clips with their windows, for the studio's timeline. */
+  windows(): TimedWindow[];
+}
+
+/** A sub-composition's or a clip's window on the video's timeline, in seconds. */
+export interface TimedWindow {
+  /** A `data-composition-src` host (its id) or a `class="clip"` element (its selector). */
+  kind: "composition" | "clip";
+  label: string;
+  start: number;
+  /** Null when it lasts to the end. */
+  end: number | null;
 }
 
 /**
@@ -225,13 +239,13 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     }
   };
 
-  const timelineTime = (id: string, t: number): number => {
+  const timelineStart = (id: string): number => {
     const scope = scopes.find((s) => s.timelineId === id);
     const el = scope?.hostEl ??
       document.querySelector(`[data-composition-id="${CSS.escape(id)}"]`);
-    if (!el) return t;
-    return Math.max(0, t - startOf(el));
+    return el ? startOf(el) : 0;
   };
+  const timelineTime = (id: string, t: number): number => Math.max(0, t - timelineStart(id));
 
   const mediaWindow = (el: HTMLMediaElement, own: MediaWindow, rate: number): MediaWindow => {
     const composition = compositionOf(el);
@@ -603,7 +617,28 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     scripts.length = 0;
   };
 
+  const windows = (): TimedWindow[] =>
+    Array.from(document.querySelectorAll("[data-composition-src], .clip[data-start]")).map(
+      (el) => {
+        const start = startOf(el);
+        const length = durationOf(el);
+        const composition = el.hasAttribute("data-composition-src");
+        return {
+          kind: composition ? "composition" : "clip",
+          label: composition
+            ? el.getAttribute("data-composition-id") || el.getAttribute("data-composition-src")!
+            : el.id
+            ? `#${el.id}`
+            : `${el.tagName.toLowerCase()}.clip`,
+          start,
+          end: length === null ? null : start + length,
+        };
+      },
+    );
+
   return {
+    windows,
+    timelineStart,
     mount,
     startOf,
     timelineTime,

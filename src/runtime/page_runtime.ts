@@ -23,6 +23,7 @@ import {
   createHyperframesModel,
   type HyperframesHost,
   type HyperframesModel,
+  type TimedWindow,
 } from "./hyperframes.ts";
 
 /** What the renderer passes to the page runtime. */
@@ -156,6 +157,12 @@ export interface VidPageApi {
    * picture back (it moves on by itself then); returns how many were painted.
    */
   clearVideoFrames(): number;
+  /**
+   * The preview studio's entry point for its timeline: HyperFrames sub-compositions and clips
+   * with their windows, and the time each registered timeline starts at (its composition's
+   * start; 0 for a timeline of the top level).
+   */
+  timedWindows(): { windows: TimedWindow[]; timelineStarts: Record<string, number> };
 }
 
 /**
@@ -671,6 +678,18 @@ export function vidPageRuntime(
       return painter ? painter.paint(videos) : Promise.resolve(0);
     },
     clearVideoFrames: () => painter?.clear() ?? 0,
+    timedWindows() {
+      const registry = w.__timelines;
+      const keys = registry && typeof registry === "object" && !Array.isArray(registry)
+        ? Object.keys(registry)
+        : [];
+      return {
+        windows: hyperframes?.windows() ?? [],
+        timelineStarts: Object.fromEntries(
+          keys.map((id) => [id, hyperframes?.timelineStart(id) ?? 0]),
+        ),
+      };
+    },
     async seek(frame: number): Promise<void> {
       if (frame < currentFrame) {
         throw new Error(

@@ -462,6 +462,25 @@ describe("vid preview studio with a HyperFrames project", () => {
     const other = imageDifference(await stagePixels(page), await videoFrame(await reference, 22));
     assert.ok(other.share > 0.01, `frame 8 vs frame 22 must differ: ${JSON.stringify(other)}`);
   });
+
+  it("the timeline shows each sub-composition in its host's window, and its GSAP timeline from there", async () => {
+    const clips = await page.$$eval("#timeline .clip", (els) =>
+      els.map((el) => {
+        const d = (el as HTMLElement).dataset;
+        return `${d.kind} ${d.label} ${d.start}-${d.end}`;
+      }));
+    for (
+      const expected of [
+        "composition a 0.200-1.000",
+        "composition b 0.500-0.900",
+        "composition c 0.400-1.000",
+        "timeline GSAP a 0.200-0.700",
+        "timeline GSAP b 0.500-0.900",
+      ]
+    ) {
+      assert.ok(clips.includes(expected), `${expected} in ${JSON.stringify(clips)}`);
+    }
+  });
 });
 
 describe("vid preview studio with <video>", () => {
