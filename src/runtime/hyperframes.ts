@@ -561,6 +561,7 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
       style.textContent = rebaseCss(style.textContent ?? "", fileUrl);
     }
     hostEl.replaceChildren(fragment);
+    bind(inner ?? hostEl, variables);
     for (const style of Array.from(hostEl.querySelectorAll("style"))) {
       if (style.sheet && !style.hasAttribute(MOUNT)) {
         style.setAttribute(MOUNT + "-style", String(n));
@@ -600,7 +601,43 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     }
   };
 
+  /**
+   * HyperFrames' declarative bindings inside one composition (nested mounts left to their own
+   * values): each scalar variable as a `--<id>` CSS property on its root, `data-var-text` the
+   * element's own text (its child elements kept), `data-var-src` its `src`.
+   */
+  const bind = (root: Element, variables: Record<string, unknown>): void => {
+    for (const [id, value] of Object.entries(variables)) {
+      if (["string", "number", "boolean"].includes(typeof value) && root instanceof HTMLElement) {
+        root.style.setProperty(`--${id}`, String(value));
+      }
+    }
+    const own = (el: Element): boolean =>
+      el.parentElement?.closest(`[${MOUNT}]`) === root.closest(`[${MOUNT}]`);
+    for (const el of Array.from(root.querySelectorAll("[data-var-text], [data-var-src]"))) {
+      if (!own(el)) continue;
+      const text = el.getAttribute("data-var-text");
+      if (text !== null && text in variables) {
+        const value = variables[text];
+        for (const node of Array.from(el.childNodes)) {
+          if (node.nodeType === Node.TEXT_NODE) node.remove();
+        }
+        el.prepend(String(value));
+      }
+      const src = el.getAttribute("data-var-src");
+      if (src !== null && src in variables) {
+        const value = variables[src] as unknown;
+        const url = typeof value === "object" && value !== null && "url" in value
+          ? String((value as { url: unknown }).url)
+          : String(value);
+        if (url) el.setAttribute("src", url);
+      }
+    }
+  };
+
   const mount = (): void => {
+    const top = document.querySelector("[data-composition-id]");
+    if (top && !top.closest(`[${MOUNT}]`)) bind(top, host.getVariables());
     for (const hostEl of Array.from(document.querySelectorAll("[data-composition-src]"))) {
       if (hostEl.closest(`[${MOUNT}]`)) continue;
       mountHost(hostEl, 0);

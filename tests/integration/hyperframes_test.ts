@@ -158,6 +158,16 @@ describe("variables declared on <html>", () => {
     assert.equal(named(pixel), "red");
   });
 
+  it("each is a --<id> CSS property of the root, and data-var-text sets an element's own text", async () => {
+    const output = join(work, "variables.png");
+    const [[badge], [check]] = await Promise.all([
+      pixelSeries(output, 20, 20),
+      pixelSeries(output, 300, 160),
+    ]);
+    assert.equal(named(badge), "green");
+    assert.equal(named(check), "white");
+  });
+
   it("--variables overrides it, and vid info lists the declarations", async () => {
     const output = join(work, "variables-blue.png");
     const result = await runVid([
@@ -177,7 +187,7 @@ describe("variables declared on <html>", () => {
     const json = JSON.parse(info.stdout);
     assert.deepEqual(
       json.variables.map((d: { id: string; default: unknown }) => [d.id, d.default]),
-      [["accent", "#ff0000"], ["title", "Hi"]],
+      [["accent", "#ff0000"], ["title", "Hi"], ["badge", "#00ff00"]],
     );
   });
 });
