@@ -18,6 +18,8 @@
  * mounted into the host (as HyperFrames does: the rest of the file is its own preview), its
  * styles are scoped to the instance and its scripts run in order, before `load`, with a
  * `document`, `window.__timelines`, `gsap` and `__hyperframes.getVariables()` of the instance.
+ * Each composition's variables are bound as HyperFrames binds them: a `--<id>` CSS property of
+ * its root, `data-var-text` and `data-var-src`.
  *
  * Runs in the page: {@linkcode createHyperframesModel}'s source is injected with the runtime
  * (`runtimeCall`), so its body uses nothing from outside it.
@@ -73,8 +75,9 @@ export interface HyperframesModel {
 
 /** A sub-composition's or a clip's window on the video's timeline, in seconds. */
 export interface TimedWindow {
-  /** A `data-composition-src` host (its id) or a `class="clip"` element (its selector). */
+  /** A `data-composition-src` host or a `class="clip"` element. */
   kind: "composition" | "clip";
+  /** The host's `data-composition-id`, or the clip's `#id`. */
   label: string;
   start: number;
   /** Null when it lasts to the end. */
@@ -111,7 +114,8 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     gsap(): unknown;
   }
   const scopes: Scope[] = [];
-  w.__vidHyperframesScopes = scopes;
+  // Where a sub-composition's script finds its instance (its wrapper reads it by index).
+  Object.defineProperty(w, "__vidHyperframesScopes", { value: scopes, enumerable: false });
 
   const base = Object.freeze({
     getVariables: () => host.getVariables(),
