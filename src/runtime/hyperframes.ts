@@ -564,6 +564,23 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     for (const style of Array.from(fragment.querySelectorAll("style"))) {
       style.textContent = rebaseCss(style.textContent ?? "", fileUrl);
     }
+    // Sized as HyperFrames sizes a mount: host and root take the root's data-width and
+    // data-height (the root fills the host without them), so a root with no CSS box of its own
+    // still gives its children the frame to lay out in.
+    if (inner instanceof HTMLElement) {
+      const px = (name: string): string | null => {
+        const value = Number(inner.getAttribute(name));
+        return Number.isFinite(value) && value > 0 ? `${value}px` : null;
+      };
+      const width = px("data-width");
+      const height = px("data-height");
+      if (hostEl instanceof HTMLElement) {
+        if (width) hostEl.style.width = width;
+        if (height) hostEl.style.height = height;
+      }
+      inner.style.width = width ?? "100%";
+      inner.style.height = height ?? "100%";
+    }
     hostEl.replaceChildren(fragment);
     bind(inner ?? hostEl, variables);
     for (const style of Array.from(hostEl.querySelectorAll("style"))) {

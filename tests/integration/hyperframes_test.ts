@@ -265,6 +265,35 @@ describe("sub-compositions", () => {
     assert.equal(named(pixel), "green");
   });
 
+  it("npm run render renders with vid once the project's script names it", async () => {
+    // As docs/hyperframes.md says, with this Deno in place of `npx --yes deno@2`.
+    await Deno.writeTextFile(
+      join(project, "package.json"),
+      JSON.stringify({
+        private: true,
+        scripts: { render: `${Deno.execPath()} run -A ${join(ROOT, "cli.ts")} render` },
+      }),
+    );
+    try {
+      const out = await new Deno.Command("npm", {
+        args: ["run", "render", "--", "-o", "npm.mp4"],
+        cwd: project,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      assertSameFrames(
+        await rgbFrames(join(project, "npm.mp4"), 320, 180),
+        reference,
+        "npm run render",
+      );
+    } finally {
+      await Deno.remove(join(project, "package.json"));
+      await Deno.remove(join(project, "npm.mp4")).catch(() => {});
+    }
+  });
+
   it("vid info lists the hosts, nested ones under theirs", async () => {
     const result = await runVid(["info", project]);
     assert.equal(result.code, 0, result.stderr);
