@@ -13,6 +13,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { DroppedDeclaration, Variables } from "../composition/declarations.ts";
+import { unresolvedFontMessage, unresolvedFonts } from "../composition/fonts.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
@@ -70,6 +71,11 @@ export interface PreparedComposition {
  */
 export async function prepareComposition(source: CompositionSource): Promise<PreparedComposition> {
   const composition = await readComposition(source.target ?? ".", source.composition);
+  if (source.onWarning) {
+    for (const font of await unresolvedFonts(composition.file, composition.projectDir)) {
+      source.onWarning(unresolvedFontMessage(font));
+    }
+  }
   const resolved = await resolveVariables(composition.declarations, {
     variables: source.variables,
     variablesFile: source.variablesFile,
