@@ -420,6 +420,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       readyTimeoutMs: readyTimeoutMs(frameTimeoutMs),
       frameTimeoutMs,
       ...(size ? { outputSize: size, scale } : {}),
+      ...(options.checking && { skipMissingSubCompositions: true }),
     };
     options.onStage?.("preparing media");
     spec.remote = await fetchRemoteMedia(values, work, {

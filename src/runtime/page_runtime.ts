@@ -48,6 +48,11 @@ export interface RuntimeConfig {
    * intra-coded copy at the source's frame rate, prepared by the renderer with ffmpeg.
    */
   videoProxies?: Record<string, { url: string; fps: number }>;
+  /**
+   * vid check's page: a sub-composition whose file is missing is left out without a page
+   * error (the check's static part names it). @default false
+   */
+  skipMissingSubCompositions?: boolean;
 }
 
 /**
@@ -338,6 +343,7 @@ export function vidPageRuntime(
   const hyperframes = createHyperframes?.({
     getVariables: () => Object.freeze(structuredClone(config.variables)),
     report: recordError,
+    skipMissing: config.skipMissingSubCompositions === true,
   });
   if (hyperframes) {
     // Mounted once the document is parsed, before `load`: the renderer's first look at the

@@ -167,7 +167,7 @@ describe("vid check", () => {
     assert.match(missing.stderr, /no such file or directory/);
   });
 
-  it("vid render warns about what it leaves unrendered and attributes it does not read", async () => {
+  it("vid render warns about what it leaves unrendered and attributes it does not read, then fails on the missing sub-composition", async () => {
     const dir = await makeProject(compositionHtml(
       '<div data-start="2" data-duration="1">late</div><video data-strat="0"></video>' +
         '<template id="card"><p>never</p></template>' +
@@ -175,7 +175,10 @@ describe("vid check", () => {
       { duration: 1 },
     ));
     const result = await runVid(["render", dir, "--frames", "0-0", "-o", `${dir}/one.mp4`]);
-    assert.equal(result.code, 0, result.stderr);
+    // The missing sub-composition then fails the render (docs/hyperframes.md); the rest of
+    // what it would leave out was said before it started.
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /^error: .*missing from the project: \/scenes\/intro\.html/m);
     for (
       const warning of [
         /^warning: index\.html:\d+:\d+: <div data-composition-src> "scenes\/intro\.html" does not exist in the project; the sub-composition it hosts would not be rendered$/m,
