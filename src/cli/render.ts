@@ -40,6 +40,8 @@ export function registerRender(program: Command): void {
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .addOption(cliOptionWithDefault(OPTIONS.capture))
     .addOption(cliSwitch(OPTIONS.hdr))
+    .addOption(cliOption(OPTIONS.loudness))
+    .addOption(cliOptionWithDefault(OPTIONS.scale))
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")
     .action(async (target, options) => {
@@ -56,6 +58,8 @@ export function registerRender(program: Command): void {
           format: options.format,
           quality: options.quality,
           hdr: options.hdr,
+          loudness: options.loudness,
+          scale: options.scale,
           workers: options.workers,
           frames: options.frames,
           variables: options.variables,

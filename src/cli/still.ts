@@ -28,6 +28,7 @@ export function registerStill(program: Command): void {
     }))
     .option("-o, --output <file>", "image file, .png or .jpg (default: renders/<id>-<frame>.png)")
     .addOption(cliOptionWithDefault(OPTIONS.jpegQuality))
+    .addOption(cliOptionWithDefault(OPTIONS.scale))
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
@@ -43,6 +44,7 @@ export function registerStill(program: Command): void {
           fps: options.fps,
           output: options.output,
           jpegQuality: options.quality,
+          scale: options.scale,
           variables: options.variables,
           variablesFile: options.variablesFile,
           strictVariables: options.strictVariables,

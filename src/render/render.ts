@@ -36,7 +36,7 @@ import { assembleVideo } from "./assemble.ts";
 import { runWorkers } from "./workers.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkOption, defaultWorkers, flagOf, OPTIONS } from "../request/options.ts";
-import { checkHdrFormat } from "../request/rules.ts";
+import { checkHdrFormat, scaledSize } from "../request/rules.ts";
 import {
   type CompositionSource,
   openRenderSession,
@@ -140,6 +140,17 @@ export interface RenderOptions extends CompositionSource {
    * path rejects it. @default false
    */
   hdr?: boolean;
+  /**
+   * Integrated loudness of the soundtrack, LUFS (-70 to -5): the mix is normalised to it by
+   * two-pass EBU R128 `loudnorm`. @default the mix as it is
+   */
+  loudness?: number;
+  /**
+   * Device pixels per CSS pixel, 1-4: the page keeps its layout and is drawn `scale` times
+   * as sharp, so a 1920x1080 composition at 2 gives a 3840x2160 video with text drawn at
+   * that size (not upscaled). Scales `outputSize` when both are given. @default 1
+   */
+  scale?: number;
   /**
    * Final frame size. The page is captured at the device scale that fits it (sharp, not
    * upscaled) and centred on black when the aspect ratios differ. @default the
@@ -270,6 +281,8 @@ export function checkRenderOptions(options: RenderOptions): void {
       OPTIONS.quality,
       OPTIONS.workers,
       OPTIONS.capture,
+      OPTIONS.loudness,
+      OPTIONS.scale,
     ]
   ) {
     checkOption<unknown>(declaration, options[declaration.key as keyof RenderOptions]);
@@ -413,6 +426,7 @@ export async function renderComposition<V extends object = Variables>(
   checkRenderOptions(options);
   const prepared = await prepareComposition(options);
   const plan = planRender(options, prepared.composition);
+  const outputSize = frameSize(options, prepared.composition);
   if (plan.format === "png") await checkSequenceFolder(plan.output);
   const signal = options.signal;
   signal?.throwIfAborted();
@@ -436,7 +450,7 @@ export async function renderComposition<V extends object = Variables>(
       capture: options.capture,
       seed: options.seed,
       epochMs: options.epochMs,
-      outputSize: options.outputSize,
+      outputSize,
       blockPrivateNetwork: options.blockPrivateNetwork,
       browser: options.browser,
       onWarning: options.onWarning,
@@ -486,8 +500,8 @@ export async function renderComposition<V extends object = Variables>(
     return {
       output: plan.output,
       compositionId: composition.id,
-      width: options.outputSize?.width ?? composition.width,
-      height: options.outputSize?.height ?? composition.height,
+      width: outputSize?.width ?? composition.width,
+      height: outputSize?.height ?? composition.height,
       fps: plan.fps,
       frameRate: plan.frameRate,
       format: plan.format,
@@ -521,9 +535,12 @@ interface RenderPlan {
   format: RenderFormat;
   quality: Quality;
   hdr: boolean;
+  loudness?: number;
   frameRate: FrameRate;
   fps: number;
   range: { from: number; to: number };
+  /** Frames of the whole composition at this rate (the range may be part of it). */
+  totalFrames: number;
   frames: number;
   chunks: Chunk[];
   workers: number;
@@ -543,7 +560,8 @@ function planRender(
     frameRate = { num: GIF_MAX_FPS, den: 1 };
   }
   const fps = frameRateValue(frameRate);
-  const range = frameRange(options, frameCountOf(composition.duration, frameRate));
+  const totalFrames = frameCountOf(composition.duration, frameRate);
+  const range = frameRange(options, totalFrames);
   const frames = range.to - range.from + 1;
   // Every GOP grid cell is its own encoder run, so neither --workers nor the chunk size
   // changes a frame.
@@ -559,14 +577,28 @@ function planRender(
     format,
     quality: options.quality ?? OPTIONS.quality.default!,
     hdr: options.hdr === true,
+    loudness: options.loudness,
     frameRate,
     fps,
     range,
+    totalFrames,
     frames,
     chunks,
     workers: Math.min(options.workers ?? defaultWorkers(), chunks.length),
     output: outputPath(options.output, format, composition.id),
   };
+}
+
+/**
+ * The frame size of a render: `outputSize` (else the composition's) times `scale`, checked
+ * against the encoders' limit; undefined when that is the composition's own size.
+ */
+function frameSize(
+  options: Pick<RenderOptions, "outputSize" | "scale">,
+  composition: { width: number; height: number },
+): { width: number; height: number } | undefined {
+  if (options.scale === undefined || options.scale === 1) return options.outputSize;
+  return scaledSize(options.outputSize ?? composition, options.scale);
 }
 
 /** Keeps a render's {@linkcode RenderProgress} and reports each change. */
@@ -644,6 +676,8 @@ async function joinOutput(
         media: session.media,
         duration: frameTime(plan.frames, plan.frameRate),
         startAt: frameTime(plan.range.from, plan.frameRate),
+        timelineEnd: frameTime(plan.totalFrames, plan.frameRate),
+        loudness: plan.loudness,
         input: session.input,
         inputArgs: session.inputArgs,
         workDir: session.workDir,

@@ -19,7 +19,7 @@ import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
 import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import { prepareEncoder, type RenderFormat } from "./encode.ts";
-import { listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
+import { checkMediaAudio, listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
 import { fetchRemoteMedia } from "./remote.ts";
 import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
 import { guardLaunchFlags, type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
@@ -394,6 +394,14 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     const input = (src: string): string =>
       ffmpegInputs[src] ?? remote[src]?.file ?? projectServer.localFile(src) ?? src;
     const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
+    if (media.length > 0) {
+      await checkMediaAudio(media, {
+        ffprobe,
+        timelineEnd: composition.duration,
+        input,
+        inputArgs,
+      });
+    }
     spec.videoProxies = await prepareVideoProxies(media, {
       ffmpeg,
       ffprobe,

@@ -20,6 +20,7 @@ import {
 import { renderFrameRate } from "./render.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkOption, flagOf, OPTIONS } from "../request/options.ts";
+import { scaledSize } from "../request/rules.ts";
 import { checkFrameOrTime } from "../request/rules.ts";
 import { openComposition } from "./render_chunk.ts";
 import { type CompositionSource, openRenderSession, prepareComposition } from "./session.ts";
@@ -39,6 +40,11 @@ export interface StillOptions extends CompositionSource {
   output?: string;
   /** JPEG quality 1-100. @default 90 */
   jpegQuality?: number;
+  /**
+   * Device pixels per CSS pixel, 1-4: the image is the composition's size times the scale,
+   * drawn at that size. @default 1
+   */
+  scale?: number;
   /** Capture path. @default "auto" */
   capture?: CapturePreference;
   /** Seed of the page's `Math.random`. @default 1 */
@@ -122,8 +128,10 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
   const quality = checkOption(OPTIONS.jpegQuality, options.jpegQuality) ??
     OPTIONS.jpegQuality.default;
   if (options.output !== undefined) imageFormatOf(options.output);
+  const scale = checkOption(OPTIONS.scale, options.scale) ?? OPTIONS.scale.default!;
   const prepared = await prepareComposition(options);
   const { composition } = prepared;
+  const size = scaledSize(composition, scale);
   const rate = renderFrameRate(options.fps, composition.fps);
   const fps = frameRateValue(rate);
   const frame = pickFrame(options, frameCountOf(composition.duration, rate), rate);
@@ -138,6 +146,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     capture: options.capture,
     seed: options.seed,
     epochMs: options.epochMs,
+    ...(scale !== 1 ? { outputSize: size } : {}),
     blockPrivateNetwork: options.blockPrivateNetwork,
     onWarning: options.onWarning,
   });
@@ -169,8 +178,8 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
       compositionId: composition.id,
       frame,
       time: frameTime(frame, rate),
-      width: composition.width,
-      height: composition.height,
+      width: size.width,
+      height: size.height,
       imageFormat,
       bytes: image.length,
       captureMode: session.browser.mode,

@@ -70,6 +70,27 @@ export interface MediaDescriptor {
   loop: boolean;
   /** Speed of the source (`data-playback-rate`). */
   playbackRate: number;
+  /** The element as messages name it: `<audio id="music">`, else with its `src` attribute. */
+  element?: string;
+  /**
+   * The audio automation attributes present on the element, as written; the renderer
+   * parses and checks them (`src/render/audio_automation.ts`).
+   */
+  audio?: MediaAudioAttributes;
+}
+
+/** The audio automation attributes of a media element, as written (absent ones left out). */
+export interface MediaAudioAttributes {
+  /** `data-volume` when it is set: a gain, or `time:gain` keyframes. */
+  volume?: string;
+  /** `data-fade-in`, seconds. */
+  fadeIn?: string;
+  /** `data-fade-out`, seconds. */
+  fadeOut?: string;
+  /** `data-duck`: the gain while a voice plays, 0-1. */
+  duck?: string;
+  /** `data-voice` is present. */
+  voice?: boolean;
 }
 
 /** One frame of a page error's stack: where the page's own code was. Lines and columns from 1. */
@@ -464,6 +485,29 @@ export function vidPageRuntime(
     if (src) originalSource.set(el, src);
     return src;
   };
+  // Audio automation travels as written: the renderer parses it (and names a bad one), so
+  // the page never guesses at what a malformed attribute meant.
+  const audioAttributes = (
+    el: HTMLMediaElement,
+  ): Pick<MediaDescriptor, "element" | "audio"> => {
+    const tag = el.localName;
+    const name = el.id
+      ? `<${tag} id="${el.id}">`
+      : `<${tag} src="${
+        el.getAttribute("src") ?? el.querySelector("source")?.getAttribute("src") ?? ""
+      }">`;
+    const audio: MediaAudioAttributes = {};
+    const read = (key: "volume" | "fadeIn" | "fadeOut" | "duck", attribute: string): void => {
+      const text = el.getAttribute(attribute);
+      if (text !== null && text.trim() !== "") audio[key] = text;
+    };
+    read("volume", "data-volume");
+    read("fadeIn", "data-fade-in");
+    read("fadeOut", "data-fade-out");
+    read("duck", "data-duck");
+    if (el.hasAttribute("data-voice")) audio.voice = true;
+    return { element: name, audio };
+  };
   const describe = (el: HTMLMediaElement): MediaDescriptor => {
     const duration = numberAttribute(el, "data-duration", Number.NaN);
     return {
@@ -476,6 +520,7 @@ export function vidPageRuntime(
       muted: el.hasAttribute("muted") || el.muted,
       loop: el.loop,
       playbackRate: numberAttribute(el, "data-playback-rate", 1) || 1,
+      ...audioAttributes(el),
     };
   };
   const mediaElements = (): HTMLMediaElement[] =>

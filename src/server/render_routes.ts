@@ -117,6 +117,7 @@ function chargeAndRecord(
     aspect_ratio: request.aspectRatio,
     variables: request.variables,
     strict_variables: request.strict,
+    ...(request.loudness !== undefined ? { loudness: request.loudness } : {}),
   };
   transaction(ctx.db, () => {
     const balance = ctx.db.prepare("select credits from accounts where id = ?").get(

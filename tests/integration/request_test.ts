@@ -89,6 +89,8 @@ const CASES: Partial<Record<OptionName, Case>> = {
   idempotencyKey: { good: "k:1", value: "k:1", bad: "no spaces", message: /1 to 255 characters/ },
   pollInterval: { good: "0.5", value: 0.5, bad: "0", message: /positive number of seconds/ },
   maxWait: { good: "5", value: 5, bad: "-1", message: /positive number of minutes/ },
+  loudness: { good: "-14", value: -14, bad: "-3", message: /from -70 to -5 LUFS .*got -3/ },
+  scale: { good: "2", value: 2, bad: "5", message: /integer from 1 to 4, got 5/ },
 };
 
 /** On/off switches: no value to parse. */
@@ -250,6 +252,14 @@ const agreement: {
     CloudRenderOptions["aspectRatio"]
   >;
   maxWait: Assignable<OptionValue<typeof OPTIONS.maxWait>, CloudRenderOptions["maxWait"]>;
+  loudness: Assignable<OptionValue<typeof OPTIONS.loudness>, RenderOptions["loudness"]>;
+  configLoudness: Assignable<OptionValue<typeof OPTIONS.loudness>, RenderConfig["loudness"]>;
+  cloudLoudness: Assignable<
+    OptionValue<typeof OPTIONS.loudness>,
+    CloudRenderOptions["loudness"]
+  >;
+  scale: Assignable<OptionValue<typeof OPTIONS.scale>, RenderOptions["scale"]>;
+  configScale: Assignable<OptionValue<typeof OPTIONS.scale>, RenderConfig["scale"]>;
 } = {
   fps: true,
   format: true,
@@ -265,6 +275,11 @@ const agreement: {
   resolution: true,
   aspectRatio: true,
   maxWait: true,
+  loudness: true,
+  configLoudness: true,
+  cloudLoudness: true,
+  scale: true,
+  configScale: true,
 };
 
 describe("request: the SDK's option types agree with the declarations", () => {
@@ -287,6 +302,8 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "strictVariables",
     "hdr",
     "capture",
+    "loudness",
+    "scale",
   ],
   "vid still": [
     "composition",
@@ -294,6 +311,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "time",
     "fps",
     "jpegQuality",
+    "scale",
     "variables",
     "variablesFile",
     "strictVariables",
@@ -322,6 +340,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "idempotencyKey",
     "pollInterval",
     "maxWait",
+    "loudness",
   ],
   "vid lambda render": [
     "width",
@@ -336,6 +355,8 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "maxParallelChunks",
     "targetChunkFrames",
     "chunkSize",
+    "loudness",
+    "scale",
   ],
   "vid lambda render-batch": [
     "width",
