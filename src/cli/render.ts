@@ -42,6 +42,7 @@ export function registerRender(program: Command): void {
     .addOption(cliSwitch(OPTIONS.hdr))
     .addOption(cliOption(OPTIONS.loudness))
     .addOption(cliOptionWithDefault(OPTIONS.scale))
+    .addOption(cliOption(OPTIONS.captionsOut))
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")
     .action(async (target, options) => {
@@ -60,6 +61,7 @@ export function registerRender(program: Command): void {
           hdr: options.hdr,
           loudness: options.loudness,
           scale: options.scale,
+          captionsOut: options.captionsOut,
           workers: options.workers,
           frames: options.frames,
           variables: options.variables,

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
@@ -33,6 +33,8 @@ import {
 } from "./encode.ts";
 import type { MediaProgress } from "./media.ts";
 import { assembleVideo } from "./assemble.ts";
+import type { CaptionCue } from "../runtime/captions.ts";
+import { formatCaptions, shiftCues } from "./captions.ts";
 import { runWorkers } from "./workers.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkOption, defaultWorkers, flagOf, OPTIONS } from "../request/options.ts";
@@ -145,6 +147,12 @@ export interface RenderOptions extends CompositionSource {
    * two-pass EBU R128 `loudnorm`. @default the mix as it is
    */
   loudness?: number;
+  /**
+   * Also write the cues of the composition's `data-captions` file (the first, when several)
+   * for the rendered range to this `.vtt` or `.srt` file: shifted so the video starts at 0,
+   * clipped to its length.
+   */
+  captionsOut?: string;
   /**
    * Device pixels per CSS pixel, 1-4: the page keeps its layout and is drawn `scale` times
    * as sharp, so a 1920x1080 composition at 2 gives a 3840x2160 video with text drawn at
@@ -283,6 +291,7 @@ export function checkRenderOptions(options: RenderOptions): void {
       OPTIONS.capture,
       OPTIONS.loudness,
       OPTIONS.scale,
+      OPTIONS.captionsOut,
     ]
   ) {
     checkOption<unknown>(declaration, options[declaration.key as keyof RenderOptions]);
@@ -458,6 +467,14 @@ export async function renderComposition<V extends object = Variables>(
       onStage: progress.stage,
     });
     const live = session;
+    if (options.captionsOut !== undefined && live.captions.length === 0) {
+      throw new RenderOptionError(
+        "captionsOut",
+        "the composition has no element with data-captions to write cues from; add " +
+          'data-captions="subs.vtt" to the element that shows them',
+        flagOf(OPTIONS.captionsOut),
+      );
+    }
     // Image formats: every chunk writes its numbered frames into one folder.
     const framesDir = sequenceDir ?? join(live.workDir, "frames");
     const framePattern = join(
@@ -493,6 +510,9 @@ export async function renderComposition<V extends object = Variables>(
     live.checkMissingAssets();
     progress.stage("joining");
     await joinOutput(live, plan, { chunkFiles, framePattern, sequenceDir });
+    if (options.captionsOut !== undefined) {
+      await writeCaptionsSidecar(options.captionsOut, live.captions[0].cues, plan);
+    }
     await browsersClosed;
     progress.stage("done");
     const elapsedMs = performance.now() - started;
@@ -599,6 +619,29 @@ function frameSize(
 ): { width: number; height: number } | undefined {
   if (options.scale === undefined || options.scale === 1) return options.outputSize;
   return scaledSize(options.outputSize ?? composition, options.scale);
+}
+
+/** Writes the `--captions-out` file for the plan's range, whole or not at all. */
+async function writeCaptionsSidecar(
+  file: string,
+  cues: readonly CaptionCue[],
+  plan: RenderPlan,
+): Promise<void> {
+  const shifted = shiftCues(
+    cues,
+    frameTime(plan.range.from, plan.frameRate),
+    frameTime(plan.frames, plan.frameRate),
+  );
+  const target = resolve(file);
+  await mkdir(dirname(target), { recursive: true });
+  const partial = join(dirname(target), `.${basename(target)}.partial-${Date.now()}`);
+  try {
+    await writeFile(partial, formatCaptions(shifted, target));
+    await rename(partial, target);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
 }
 
 /** Keeps a render's {@linkcode RenderProgress} and reports each change. */

@@ -19,6 +19,8 @@ import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
 import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import { prepareEncoder, type RenderFormat } from "./encode.ts";
+import type { CaptionTrack } from "../runtime/captions.ts";
+import { listCaptionSources, loadCaptionTracks } from "./captions.ts";
 import { checkMediaAudio, listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
 import { fetchRemoteMedia } from "./remote.ts";
 import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
@@ -155,6 +157,8 @@ export interface RenderSession {
   readonly ffprobe: string;
   /** The page's `<video>` and `<audio>` elements. */
   readonly media: MediaDescriptor[];
+  /** The page's `data-captions` files, parsed (a bad one failed the session). */
+  readonly captions: CaptionTrack[];
   /** What ffmpeg reads for a page URL (the local copy of a remote one). */
   input(src: string): string;
   /** ffmpeg options before each media input (the guard's protocol whitelist). */
@@ -377,6 +381,10 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     // `<video>` needs a stand-in (the usual case): one page load fewer per render.
     discovery = await openComposition(browser, { ...spec, videoProxies: undefined });
     const media = await listMedia(discovery);
+    const captions = await loadCaptionTracks(
+      await listCaptionSources(discovery),
+      (url) => projectServer.localFile(url),
+    );
     checkMissingAssets(projectServer, composition.file);
     // ffmpeg reads media outside the browser, so the guard applies to its inputs too: a
     // guarded render hands ffmpeg checked local files only.
@@ -426,6 +434,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ffmpeg,
       ffprobe,
       media,
+      captions,
       input,
       inputArgs,
       checkMissingAssets: () => checkMissingAssets(projectServer, composition.file),

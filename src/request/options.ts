@@ -422,6 +422,17 @@ export const OPTIONS = {
     default: false,
     check: boolean,
   }),
+  captionsOut: option({
+    key: "captionsOut",
+    flags: "--captions-out <file>",
+    help: "also write the composition's data-captions cues for the rendered range, as .vtt or .srt",
+    check: (value: unknown): string => {
+      if (typeof value !== "string" || !/\.(vtt|srt)$/i.test(value)) {
+        throw new OptionProblem(`must be a file name ending in .vtt or .srt, ${got(value)}`);
+      }
+      return value;
+    },
+  }),
   loudness: option({
     key: "loudness",
     flags: "--loudness <LUFS>",

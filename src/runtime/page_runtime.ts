@@ -19,6 +19,7 @@
  */
 
 import { createVideoFramePainter, type VideoFramePainter } from "./video_paint.ts";
+import { type CaptionCue, type CaptionTrack, parseCaptions } from "./captions.ts";
 
 /** What the renderer passes to the page runtime. */
 export interface RuntimeConfig {
@@ -140,6 +141,11 @@ export interface VidPageApi {
   seek(frame: number): Promise<void>;
   /** Renderer entry point: the page's `<video>` and `<audio>` elements. */
   media(): MediaDescriptor[];
+  /**
+   * The cues of every `data-captions` file loaded so far (loading starts with the page and
+   * is complete by the first frame), for scripts that draw captions their own way.
+   */
+  readonly captions: CaptionTrack[];
   /** Renderer entry point: every error the page threw so far, oldest first. */
   errors(): PageErrorRecord[];
   /**
@@ -180,6 +186,7 @@ export interface VidPageApi {
 export function vidPageRuntime(
   config: RuntimeConfig,
   createPainter?: (sleep: (ms: number) => Promise<void>) => VideoFramePainter,
+  parseCaptionFile?: (text: string, name: string) => CaptionCue[],
 ): void {
   const w = globalThis as unknown as Record<string, unknown> & Window;
   if (w.__vid) return;
@@ -652,7 +659,86 @@ export function vidPageRuntime(
     }
   };
 
+  // --- captions: each [data-captions] element shows the cue active at the frame's time ---
+  const captionFiles = new Map<string, Promise<CaptionCue[]>>();
+  const captionTracks: CaptionTrack[] = [];
+  const shownCaption = new WeakMap<Element, string>();
+  const loadCaptions = (src: string): Promise<CaptionCue[]> => {
+    const url = new URL(src, document.baseURI).href;
+    let loading = captionFiles.get(url);
+    if (!loading) {
+      loading = (async () => {
+        const response = await fetch(url);
+        if (!response.ok) {
+          throw new Error(`data-captions="${src}": cannot load it (HTTP ${response.status})`);
+        }
+        if (!parseCaptionFile) return [];
+        const cues = parseCaptionFile(await response.text(), src);
+        captionTracks.push({ src, cues });
+        return cues;
+      })();
+      captionFiles.set(url, loading);
+    }
+    return loading;
+  };
+  const captionElements = (): Element[] =>
+    Array.from(document.querySelectorAll("[data-captions]"))
+      .filter((el) => (el.getAttribute("data-captions") ?? "").trim() !== "");
+  // Loading starts with the page, so scripts can read __vid.captions once it is in.
+  document.addEventListener("DOMContentLoaded", () => {
+    for (const el of captionElements()) {
+      loadCaptions(el.getAttribute("data-captions")!).catch(() => undefined);
+    }
+  });
+  const showCaptions = async (t: number): Promise<void> => {
+    for (const el of captionElements()) {
+      const cues = await loadCaptions(el.getAttribute("data-captions")!);
+      const active = cues.filter((cue) => cue.start <= t && t < cue.end);
+      const word = (cue: CaptionCue): number =>
+        cue.words ? cue.words.filter((w) => w.start <= t).length - 1 : -1;
+      const key = active.map((cue) => `${cue.start}|${cue.end}|${cue.text}|${word(cue)}`).join(
+        "\n",
+      );
+      if (shownCaption.get(el) === key) continue;
+      shownCaption.set(el, key);
+      const nodes: Node[] = [];
+      const addText = (parent: Node[] | Element, text: string): void => {
+        text.split("\n").forEach((line, n) => {
+          const pieces: Node[] = n > 0 ? [document.createElement("br")] : [];
+          if (line !== "") pieces.push(document.createTextNode(line));
+          for (const piece of pieces) {
+            if (Array.isArray(parent)) parent.push(piece);
+            else parent.appendChild(piece);
+          }
+        });
+      };
+      active.forEach((cue, c) => {
+        if (c > 0) nodes.push(document.createElement("br"));
+        if (!cue.words) {
+          addText(nodes, cue.text);
+          return;
+        }
+        const current = word(cue);
+        cue.words.forEach((w, n) => {
+          const span = document.createElement("span");
+          span.className = "vid-caption-word" +
+            (n === current
+              ? " vid-caption-word-active"
+              : n < current
+              ? " vid-caption-word-spoken"
+              : "");
+          addText(span, w.text);
+          nodes.push(span);
+        });
+      });
+      el.replaceChildren(...nodes);
+    }
+  };
+
   const api: VidPageApi = {
+    get captions() {
+      return structuredClone(captionTracks);
+    },
     getVariables: () => Object.freeze(structuredClone(config.variables)),
     onSeek(fn) {
       seekHooks.add(fn);
@@ -700,6 +786,14 @@ export function vidPageRuntime(
       currentFrame = frame;
       const t = frameSeconds(frame);
       nowMs = t * 1000;
+      // Caption files are in before the page's handlers run, so they can read __vid.captions.
+      try {
+        await Promise.all(
+          captionElements().map((el) => loadCaptions(el.getAttribute("data-captions")!)),
+        );
+      } catch (error) {
+        recordError(error);
+      }
       for (const hook of seekHooks) {
         // A handler's promise that never settles (say, one awaiting a timer: timers run on
         // the frame clock, which stands still during a seek) fails the frame after the
@@ -728,6 +822,11 @@ export function vidPageRuntime(
       applyAnimations();
       try {
         await seekVideos(t);
+      } catch (error) {
+        recordError(error);
+      }
+      try {
+        await showCaptions(t);
       } catch (error) {
         recordError(error);
       }
@@ -769,5 +868,5 @@ export function runtimeScript(config: RuntimeConfig): string {
  * ```
  */
 export function runtimeCall(configExpression: string): string {
-  return `(${vidPageRuntime.toString()})(${configExpression}, ${createVideoFramePainter.toString()})`;
+  return `(${vidPageRuntime.toString()})(${configExpression}, ${createVideoFramePainter.toString()}, ${parseCaptions.toString()})`;
 }

@@ -91,6 +91,12 @@ const CASES: Partial<Record<OptionName, Case>> = {
   maxWait: { good: "5", value: 5, bad: "-1", message: /positive number of minutes/ },
   loudness: { good: "-14", value: -14, bad: "-3", message: /from -70 to -5 LUFS .*got -3/ },
   scale: { good: "2", value: 2, bad: "5", message: /integer from 1 to 4, got 5/ },
+  captionsOut: {
+    good: "subs.srt",
+    value: "subs.srt",
+    bad: "subs.txt",
+    message: /ending in .vtt or .srt, got "subs.txt"/,
+  },
 };
 
 /** On/off switches: no value to parse. */
@@ -304,6 +310,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "capture",
     "loudness",
     "scale",
+    "captionsOut",
   ],
   "vid still": [
     "composition",
