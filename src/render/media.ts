@@ -675,8 +675,8 @@ export async function normalizeLoudness(
       `loudnorm=${settings}:measured_I=${measured.input_i}:measured_TP=${measured.input_tp}` +
       `:measured_LRA=${measured.input_lra}:measured_thresh=${measured.input_thresh}` +
       `:offset=${measured.target_offset}:linear=true,aresample=48000,` +
-        // A stereo WAV read back has no layout recorded; the encoder needs one.
-        "aformat=channel_layouts=stereo",
+      // A stereo WAV read back has no layout recorded; the encoder needs one.
+      "aformat=channel_layouts=stereo",
       "-c:a",
       "pcm_s16le",
       "-ar",
