@@ -97,6 +97,8 @@ export interface RenderRequest {
   format?: OutputFormat;
   /** @default "standard" */
   quality?: Quality;
+  /** Device pixels per CSS pixel (`--scale`). @default 1 */
+  scale?: number;
   /** Only frames `from`..`to` (inclusive). @default every frame */
   frames?: { from: number; to: number };
   /** File name without extension; `-2`, `-3`… are added when it exists. @default dated */
@@ -105,7 +107,7 @@ export interface RenderRequest {
 
 /**
  * The dialog's choices from a request body, checked: `format`, `quality`, `from`/`to`
- * (inclusive frames within `base.frames`, checked as the `frames` option) and `name`
+ * (inclusive frames within `base.frames`, checked as the `frames` option), `scale` and `name`
  * (letters, digits, `.`, `_`, `-`). Throws {@linkcode RenderOptionError} naming the field
  * (`format`, `quality`, `frames`, `name`) with the declaration's words.
  */
@@ -121,6 +123,8 @@ export function renderRequestFrom(
   if (format !== undefined) result.format = format;
   const quality = checkOption(OPTIONS.quality, body.quality);
   if (quality !== undefined) result.quality = quality;
+  const scale = checkOption(OPTIONS.scale, body.scale);
+  if (scale !== undefined) result.scale = scale;
   if (body.from !== undefined || body.to !== undefined) {
     const frames = checkOption(OPTIONS.frames, {
       from: body.from ?? 0,
@@ -249,6 +253,7 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
         fps: request.fps,
         format,
         quality: request.quality,
+        scale: request.scale,
         frames: request.frames,
         workers: options.workers,
         output: join(rendersDir, file),

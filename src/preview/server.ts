@@ -47,6 +47,7 @@ import {
   renderRequestFrom,
 } from "./render_job.ts";
 import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
+import { MAX_SCALE } from "../request/options.ts";
 import { studioPage } from "./studio_page.ts";
 import { createPreviewVideoProxies, type PreviewVideoProxies } from "./video_proxies.ts";
 import { type ProjectWatcher, watchProject } from "./watch.ts";
@@ -135,7 +136,7 @@ export interface PreviewComposition {
   dropped: Composition["dropped"];
   defaults: Variables;
   /** What the render dialog offers. */
-  render: { formats: readonly string[]; qualities: readonly string[] };
+  render: { formats: readonly string[]; qualities: readonly string[]; scales: readonly string[] };
 }
 
 /** One composition of the project, as `GET /__preview/compositions` lists it. */
@@ -201,7 +202,12 @@ function describeComposition(c: Composition, fps: number): PreviewComposition {
     declarations: c.declarations,
     dropped: c.dropped,
     defaults: mergeVariables(c.declarations, {}),
-    render: { formats: OUTPUT_FORMATS, qualities: QUALITIES },
+    render: {
+      formats: OUTPUT_FORMATS,
+      qualities: QUALITIES,
+      // Every --scale the render option takes.
+      scales: Array.from({ length: MAX_SCALE }, (_, i) => String(i + 1)),
+    },
   };
 }
 

@@ -58,7 +58,7 @@ export function studioClient(): void {
     declarations: Declaration[];
     dropped: { index: number; id?: string; reason: string }[];
     defaults: Record<string, unknown>;
-    render: { formats: string[]; qualities: string[] };
+    render: { formats: string[]; qualities: string[]; scales: string[] };
   }
   interface Problem {
     key: string;
@@ -167,6 +167,7 @@ export function studioClient(): void {
   const renderDialog = byId<HTMLDialogElement>("render-dialog");
   const renderFormat = byId<HTMLSelectElement>("render-format");
   const renderQuality = byId<HTMLSelectElement>("render-quality");
+  const renderScale = byId<HTMLSelectElement>("render-scale");
   const renderFrom = byId<HTMLInputElement>("render-from");
   const renderTo = byId<HTMLInputElement>("render-to");
   const renderName = byId<HTMLInputElement>("render-name");
@@ -1288,6 +1289,7 @@ export function studioClient(): void {
     if (!info) return;
     fillOptions(renderFormat, info.render.formats, "mp4");
     fillOptions(renderQuality, info.render.qualities, "standard");
+    fillOptions(renderScale, info.render.scales, "1");
     renderFrom.max = renderTo.max = String(lastFrame());
     renderFrom.value = "0";
     renderTo.value = String(lastFrame());
@@ -1309,6 +1311,7 @@ export function studioClient(): void {
           entry,
           format: renderFormat.value,
           quality: renderQuality.value,
+          ...(renderScale.value !== "1" ? { scale: Number(renderScale.value) } : {}),
           ...(from !== 0 || to !== lastFrame() ? { from, to } : {}),
           ...(renderName.value.trim() ? { name: renderName.value.trim() } : {}),
         }),

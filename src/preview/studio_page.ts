@@ -180,6 +180,8 @@ const BODY = `
       <select id="render-format"></select></div>
     <div class="row"><label for="render-quality">Quality</label>
       <select id="render-quality"></select></div>
+    <div class="row"><label for="render-scale">Scale</label>
+      <select id="render-scale" title="device pixels per CSS pixel: 2 renders a 1920x1080 layout at 3840x2160"></select></div>
     <div class="row"><label for="render-from">Frames</label>
       <input id="render-from" class="frame" type="number" min="0" step="1" value="0"> to
       <input id="render-to" class="frame" type="number" min="0" step="1" value="0"></div>

@@ -531,7 +531,7 @@ describe("the vid preview studio for template authors", () => {
     await studio.click("#mute");
   });
 
-  it("the render dialog renders a frame range as webm under its own name", async () => {
+  it("the render dialog renders a frame range as webm at scale 2 under its own name", async () => {
     await studio.click("#render");
     await studio.waitForSelector("#render-dialog[open]");
     assert.deepEqual(
@@ -543,6 +543,14 @@ describe("the vid preview studio for template authors", () => {
     );
     await studio.select("#render-format", "webm");
     await studio.select("#render-quality", "draft");
+    assert.deepEqual(
+      await studio.$$eval(
+        "#render-scale option",
+        (os) => os.map((o) => (o as HTMLOptionElement).value),
+      ),
+      ["1", "2", "3", "4"],
+    );
+    await studio.select("#render-scale", "2");
     await studio.$eval("#render-from", (el) => (el as HTMLInputElement).value = "5");
     await studio.$eval("#render-to", (el) => (el as HTMLInputElement).value = "14");
     await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "clip-a");
@@ -556,6 +564,7 @@ describe("the vid preview studio for template authors", () => {
     await response.body?.cancel();
     const video = await probeVideo(`${project}/renders/clip-a.webm`);
     assert.equal(video.frames, 10, "frames 5-14");
+    assert.deepEqual([video.width, video.height], [640, 360], "320x180 drawn at scale 2");
   });
 
   it("a bad range is refused naming the field", async () => {
