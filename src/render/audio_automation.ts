@@ -50,7 +50,9 @@ export class AudioAttributeError extends VidError {
 
 /** One point of a gain curve: at `time` seconds the gain is `gain` (linear between points). */
 export interface GainPoint {
+  /** Seconds (from the element's start, for keyframes). */
   time: number;
+  /** Linear gain, 0 or more. */
   gain: number;
 }
 
