@@ -45,6 +45,10 @@ export function studioClient(): void {
     label: string;
     default?: string | number | boolean;
     options?: EnumOption[];
+    /** For editors: what the variable is for. */
+    description?: string;
+    /** For editors: the group it is shown in. */
+    group?: string;
   }
   interface Info {
     id: string;
@@ -1096,13 +1100,50 @@ export function studioClient(): void {
     problem.className = "problem";
     problem.id = `problem-${d.id}`;
     problem.setAttribute("role", "alert");
-    field.append(label, row, problem);
+    field.append(label, row);
+    if (d.description) {
+      const description = document.createElement("p");
+      description.className = "description";
+      description.id = `desc-${d.id}`;
+      description.textContent = d.description;
+      input.setAttribute("aria-describedby", description.id);
+      field.append(description);
+    }
+    field.append(problem);
     return field;
+  };
+
+  /**
+   * The fields in declaration order, those of one `group` together in a fieldset named by it
+   * (placed where the group's first variable is).
+   */
+  const groupedFields = (declarations: Declaration[]): HTMLElement[] => {
+    const nodes: HTMLElement[] = [];
+    const groups = new Map<string, HTMLFieldSetElement>();
+    for (const d of declarations) {
+      if (!d.group) {
+        nodes.push(buildField(d));
+        continue;
+      }
+      let set = groups.get(d.group);
+      if (!set) {
+        set = document.createElement("fieldset");
+        set.className = "group";
+        set.dataset.group = d.group;
+        const legend = document.createElement("legend");
+        legend.textContent = d.group;
+        set.append(legend);
+        groups.set(d.group, set);
+        nodes.push(set);
+      }
+      set.append(buildField(d));
+    }
+    return nodes;
   };
 
   const buildPanel = (): void => {
     if (!info) return;
-    form.replaceChildren(...info.declarations.map(buildField));
+    form.replaceChildren(...groupedFields(info.declarations));
     if (info.declarations.length === 0) {
       const none = document.createElement("p");
       none.className = "hint";

@@ -100,6 +100,9 @@ aside h2 { font-size: 13px; text-transform: uppercase; letter-spacing: 0.08em;
   background: none; }
 .field.invalid input, .field.invalid select { border-color: var(--bad); }
 .field .problem { color: var(--bad); font-size: 12px; margin-top: 3px; }
+.field .description { color: var(--muted); font-size: 12px; margin: 3px 0 0; }
+fieldset.group { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 12px; padding: 6px 10px 0; }
+fieldset.group legend { color: var(--muted); font-size: 12px; padding: 0 4px; }
 .field .problem:empty { display: none; }
 #dropped { color: #ffcf70; font-size: 12px; padding-left: 18px; }
 #dropped:empty { display: none; }

@@ -31,7 +31,8 @@ html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; backgroun
 </style></head>
 <body><div id="root" data-composition-id="${id}" data-width="320" data-height="180"
   data-duration="${options.duration ?? 1}"
-  data-composition-variables='[{"id": "bg", "type": "color", "label": "Background", "default": "#202080"}]'>
+  data-composition-variables='[{"id": "bg", "type": "color", "label": "Background", "default": "#202080",
+    "group": "Look", "description": "Fill behind the stage"}]'>
 ${body}
 </div>
 <script>
@@ -243,6 +244,27 @@ describe("the vid preview studio for template authors", () => {
     }
     await preview?.done;
     await Deno.remove(work, { recursive: true });
+  });
+
+  it("shows each declaration's group as a fieldset and its description under the field", async () => {
+    const panel = await studio.$eval("#variables", (form) => {
+      const set = form.querySelector("fieldset.group");
+      return {
+        legend: set?.querySelector("legend")?.textContent,
+        fields: [...(set?.querySelectorAll(".field") ?? [])].map((f) =>
+          (f as HTMLElement).dataset.id
+        ),
+        description: document.getElementById("desc-bg")?.textContent,
+        describedBy: document.getElementById("var-bg")?.getAttribute("aria-describedby"),
+      };
+    });
+    assert.deepEqual(panel, {
+      legend: "Look",
+      fields: ["bg"],
+      description: "Fill behind the stage",
+      describedBy: "desc-bg",
+    });
+    await shot(studio, "#variables", "variables-group");
   });
 
   it("lists every composition at the project root and switches between them", async () => {
