@@ -45,8 +45,9 @@ import {
   RenderBusyError,
   type RenderJobs,
   renderRequestFrom,
+  STUDIO_FORMATS,
 } from "./render_job.ts";
-import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
+import { QUALITIES } from "../render/encode.ts";
 import { MAX_SCALE } from "../request/options.ts";
 import { studioPage } from "./studio_page.ts";
 import { createPreviewVideoProxies, type PreviewVideoProxies } from "./video_proxies.ts";
@@ -203,7 +204,7 @@ function describeComposition(c: Composition, fps: number): PreviewComposition {
     dropped: c.dropped,
     defaults: mergeVariables(c.declarations, {}),
     render: {
-      formats: OUTPUT_FORMATS,
+      formats: STUDIO_FORMATS,
       qualities: QUALITIES,
       // Every --scale the render option takes.
       scales: Array.from({ length: MAX_SCALE }, (_, i) => String(i + 1)),
@@ -544,6 +545,7 @@ async function startRender(ctx: PreviewContext, request: Request): Promise<Respo
       compositionId: c.id,
       composition: entry === ctx.defaultEntry ? undefined : entry,
       frames: frameCount(c.duration, fpsOf(ctx, c)),
+      duration: c.duration,
     }));
     ctx.log(`rendering ${c.id} into ${ctx.rendersDir}`);
     return json({ ok: true, status }, 202);

@@ -172,6 +172,7 @@ export function studioClient(): void {
   const renderFormat = byId<HTMLSelectElement>("render-format");
   const renderQuality = byId<HTMLSelectElement>("render-quality");
   const renderScale = byId<HTMLSelectElement>("render-scale");
+  const renderFps = byId<HTMLInputElement>("render-fps");
   const renderFrom = byId<HTMLInputElement>("render-from");
   const renderTo = byId<HTMLInputElement>("render-to");
   const renderName = byId<HTMLInputElement>("render-name");
@@ -1326,11 +1327,23 @@ export function studioClient(): void {
     select.value = options.includes(keep) ? keep : chosen;
   };
 
+  // At another frame rate the whole composition is other frame numbers: a range left whole
+  // stays whole (the server counts its frames), an edited one is kept as typed.
+  renderFps.addEventListener("input", () => {
+    const fps = Number(renderFps.value);
+    const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
+    if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
+    const last = String(Math.max(1, Math.round(info.duration * fps + 1e-9)) - 1);
+    renderFrom.max = renderTo.max = last;
+    renderTo.value = last;
+  });
+
   renderButton.addEventListener("click", () => {
     if (!info) return;
     fillOptions(renderFormat, info.render.formats, "mp4");
     fillOptions(renderQuality, info.render.qualities, "standard");
     fillOptions(renderScale, info.render.scales, "1");
+    renderFps.value = String(+info.fps.toFixed(3));
     renderFrom.max = renderTo.max = String(lastFrame());
     renderFrom.value = "0";
     renderTo.value = String(lastFrame());
@@ -1353,7 +1366,10 @@ export function studioClient(): void {
           format: renderFormat.value,
           quality: renderQuality.value,
           ...(renderScale.value !== "1" ? { scale: Number(renderScale.value) } : {}),
-          ...(from !== 0 || to !== lastFrame() ? { from, to } : {}),
+          ...(renderFps.value !== String(+(info?.fps ?? 0).toFixed(3))
+            ? { fps: Number(renderFps.value) }
+            : {}),
+          ...(from !== 0 || to !== Number(renderTo.max) ? { from, to } : {}),
           ...(renderName.value.trim() ? { name: renderName.value.trim() } : {}),
         }),
       });

@@ -183,6 +183,8 @@ const BODY = `
       <select id="render-format"></select></div>
     <div class="row"><label for="render-quality">Quality</label>
       <select id="render-quality"></select></div>
+    <div class="row"><label for="render-fps">Frame rate</label>
+      <input id="render-fps" class="frame" type="number" min="1" max="240" step="any"> fps</div>
     <div class="row"><label for="render-scale">Scale</label>
       <select id="render-scale" title="device pixels per CSS pixel: 2 renders a 1920x1080 layout at 3840x2160"></select></div>
     <div class="row"><label for="render-from">Frames</label>

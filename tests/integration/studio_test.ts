@@ -561,7 +561,7 @@ describe("the vid preview studio for template authors", () => {
         "#render-format option",
         (os) => os.map((o) => (o as HTMLOptionElement).value),
       ),
-      ["mp4", "webm", "mov"],
+      ["mp4", "webm", "mov", "gif"],
     );
     await studio.select("#render-format", "webm");
     await studio.select("#render-quality", "draft");
@@ -587,6 +587,37 @@ describe("the vid preview studio for template authors", () => {
     const video = await probeVideo(`${project}/renders/clip-a.webm`);
     assert.equal(video.frames, 10, "frames 5-14");
     assert.deepEqual([video.width, video.height], [640, 360], "320x180 drawn at scale 2");
+  });
+
+  it("the render dialog renders a GIF at another frame rate, the whole range at that rate", async () => {
+    await studio.click("#render");
+    await studio.waitForSelector("#render-dialog[open]");
+    assert.equal(await studio.$eval("#render-fps", (el) => (el as HTMLInputElement).value), "30");
+    await studio.select("#render-format", "gif");
+    await studio.select("#render-scale", "1");
+    await studio.$eval("#render-fps", (el) => {
+      (el as HTMLInputElement).value = "5";
+      el.dispatchEvent(new Event("input"));
+    });
+    assert.equal(await studio.$eval("#render-to", (el) => (el as HTMLInputElement).value), "4");
+    await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "clip-b");
+    await studio.click("#render-start");
+    await studio.waitForFunction(
+      () =>
+        /clip-b\.gif$/.test(
+          (document.getElementById("render-link") as HTMLAnchorElement)?.href ?? "",
+        ),
+      { timeout: 60000 },
+    );
+    const gif = await probeVideo(`${project}/renders/clip-b.gif`);
+    assert.deepEqual([gif.frames, gif.width], [5, 320], "1 s at 5 fps, scale 1");
+    const refused = await fetch(`${preview.url}__preview/render`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ values: {}, format: "png" }),
+    });
+    assert.equal(refused.status, 400);
+    assert.match((await refused.json()).error.message, /PNG sequence .* vid render -o frames/);
   });
 
   it("a bad range is refused naming the field", async () => {
