@@ -800,6 +800,29 @@ export function studioClient(): void {
     return items.slice(0, 40);
   };
 
+  /**
+   * The time ruler over the tracks: a tick and its time every step, the step the first of
+   * 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60 s that puts at most 8 steps in `span`.
+   */
+  const timeRuler = (span: number): HTMLElement => {
+    const ruler = document.createElement("div");
+    ruler.id = "ruler";
+    const step = [0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60].find((s) => span / s <= 8) ??
+      Math.ceil(span / 8 / 60) * 60;
+    for (let n = 0; n * step <= span + 1e-9; n++) {
+      const t = +(n * step).toFixed(3);
+      const tick = document.createElement("span");
+      tick.className = "tick";
+      tick.dataset.time = String(t);
+      tick.style.left = `${(t / span) * 100}%`;
+      tick.textContent = t >= 60
+        ? `${Math.floor(t / 60)}:${String(t % 60).padStart(2, "0")}`
+        : `${t}s`;
+      ruler.append(tick);
+    }
+    return ruler;
+  };
+
   const drawTimeline = (): void => {
     if (!info) return;
     const items = timelineItems();
@@ -826,7 +849,11 @@ export function studioClient(): void {
     });
     const playhead = document.createElement("div");
     playhead.id = "playhead";
-    timeline.replaceChildren(...rows, ...(rows.length > 0 ? [playhead] : []));
+    timeline.replaceChildren(
+      ...(rows.length > 0 ? [timeRuler(span)] : []),
+      ...rows,
+      ...(rows.length > 0 ? [playhead] : []),
+    );
     movePlayhead(Math.max(0, shown));
   };
 
@@ -838,7 +865,7 @@ export function studioClient(): void {
   };
 
   timeline.addEventListener("click", (event) => {
-    const track = (event.target as Element).closest<HTMLElement>(".track");
+    const track = (event.target as Element).closest<HTMLElement>(".track, #ruler");
     if (!track || !info) return;
     const box = track.getBoundingClientRect();
     setPlaying(false);

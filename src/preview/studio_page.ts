@@ -61,6 +61,10 @@ main { flex: 1; display: grid; grid-template-columns: 1fr 340px; min-height: 0; 
 #timeline { position: relative; border-top: 1px solid var(--line); padding: 4px 14px 8px;
   max-height: 160px; overflow: auto; font-size: 12px; }
 #timeline:empty { display: none; }
+#ruler { position: relative; height: 16px; margin: 0 0 2px 120px; cursor: pointer;
+  border-bottom: 1px solid var(--line); }
+#ruler .tick { position: absolute; bottom: 0; padding-left: 3px; border-left: 1px solid var(--line);
+  color: var(--muted); font-size: 11px; line-height: 14px; white-space: nowrap; }
 .track { position: relative; height: 20px; margin: 3px 0 3px 120px; background: #15181e;
   border-radius: 3px; cursor: pointer; }
 .track .name { position: absolute; right: calc(100% + 8px); width: 112px; top: 2px;

@@ -507,6 +507,18 @@ describe("the vid preview studio for template authors", () => {
     assert.ok(clips.includes("animation:slide #box:0.250-0.750"), clips.join(", "));
     assert.ok(clips.includes("timeline:GSAP intro:0.000-0.700"), clips.join(", "));
     assert.ok(clips.includes("timeline:intro #gbox:0.300-0.700"), clips.join(", "));
+    // The ruler over the tracks: 1 s in quarter seconds, each tick where its time is.
+    const ticks = await studio.$$eval(
+      "#ruler .tick",
+      (els) => els.map((el) => [el.textContent, (el as HTMLElement).style.left]),
+    );
+    assert.deepEqual(ticks, [
+      ["0s", "0%"],
+      ["0.25s", "25%"],
+      ["0.5s", "50%"],
+      ["0.75s", "75%"],
+      ["1s", "100%"],
+    ]);
     const track = await studio.$('#timeline .track[data-kind="audio"]');
     const box = (await track!.boundingBox())!;
     await studio.mouse.click(box.x + box.width * 0.5 + 1, box.y + box.height / 2);
