@@ -41,7 +41,7 @@ export function studioClient(): void {
   }
   interface Declaration {
     id: string;
-    type: "string" | "number" | "color" | "boolean" | "enum";
+    type: "string" | "number" | "color" | "boolean" | "enum" | "image";
     label: string;
     default?: string | number | boolean;
     options?: EnumOption[];
@@ -1017,6 +1017,8 @@ export function studioClient(): void {
     if (d.type === "boolean") (input as HTMLInputElement).checked = value === true;
     else input.value = value === undefined ? "" : String(value);
     if (d.type === "color") syncPicker(d, value);
+    // A value set from code (reset, a reload's URL) updates the image's thumbnail too.
+    if (d.type === "image") input.dispatchEvent(new Event("vid-value"));
   };
 
   const showProblems = (problems: Problem[]): void => {
@@ -1073,6 +1075,79 @@ export function studioClient(): void {
     }, 150);
   };
 
+  /** The project's images, asked for once per studio. */
+  let projectImages: Promise<string[]> | undefined;
+  const listImages = (): Promise<string[]> =>
+    projectImages ??= fetch("/__preview/images")
+      .then((r) => r.json() as Promise<{ images?: string[] }>)
+      .then((body) => body.images ?? [], () => []);
+
+  /**
+   * An image variable's thumbnail (of the value in the field; a value that is no file shows
+   * none, and the check marks it) and a picker of the project's images with thumbnails.
+   */
+  const imagePicker = (
+    d: Declaration,
+    input: HTMLInputElement,
+  ): { controls: HTMLElement[]; grid: HTMLElement } => {
+    const thumb = document.createElement("img");
+    thumb.className = "thumb";
+    thumb.dataset.thumb = d.id;
+    thumb.alt = "";
+    const showThumb = (): void => {
+      const value = input.value.trim();
+      thumb.hidden = value === "";
+      if (value !== "") thumb.src = /^https?:\/\//i.test(value) ? value : `/${value}`;
+    };
+    thumb.addEventListener("error", () => thumb.hidden = true);
+    input.addEventListener("input", showThumb);
+    input.addEventListener("vid-value", showThumb);
+    const choose = document.createElement("button");
+    choose.type = "button";
+    choose.textContent = "Choose…";
+    choose.dataset.choose = d.id;
+    const grid = document.createElement("div");
+    grid.className = "image-grid";
+    grid.dataset.images = d.id;
+    grid.hidden = true;
+    choose.addEventListener("click", async () => {
+      if (!grid.hidden) {
+        grid.hidden = true;
+        return;
+      }
+      const images = await listImages();
+      grid.replaceChildren(
+        ...(images.length > 0
+          ? images.map((path) => {
+            const option = document.createElement("button");
+            option.type = "button";
+            option.className = "image-option";
+            option.dataset.path = path;
+            option.title = path;
+            const img = document.createElement("img");
+            img.src = `/${path}`;
+            img.alt = path;
+            option.append(img);
+            option.addEventListener("click", () => {
+              input.value = path;
+              values[d.id] = path;
+              showThumb();
+              grid.hidden = true;
+              changed();
+            });
+            return option;
+          })
+          : [Object.assign(document.createElement("span"), {
+            className: "hint",
+            textContent: "no images in the project",
+          })]),
+      );
+      grid.hidden = false;
+    });
+    queueMicrotask(showThumb);
+    return { controls: [thumb, choose], grid };
+  };
+
   const buildField = (d: Declaration): HTMLElement => {
     const field = document.createElement("div");
     field.className = "field";
@@ -1111,6 +1186,8 @@ export function studioClient(): void {
       if (d.type === "color") syncPicker(d, values[d.id]);
       changed();
     });
+    const picker = d.type === "image" ? imagePicker(d, input as HTMLInputElement) : undefined;
+    if (picker) row.append(...picker.controls);
     if (d.type === "color") {
       const picker = document.createElement("input");
       picker.type = "color";
@@ -1129,6 +1206,7 @@ export function studioClient(): void {
     problem.id = `problem-${d.id}`;
     problem.setAttribute("role", "alert");
     field.append(label, row);
+    if (picker) field.append(picker.grid);
     if (d.description) {
       const description = document.createElement("p");
       description.className = "description";

@@ -104,6 +104,14 @@ aside h2 { font-size: 13px; text-transform: uppercase; letter-spacing: 0.08em;
   background: none; }
 .field.invalid input, .field.invalid select { border-color: var(--bad); }
 .field .problem { color: var(--bad); font-size: 12px; margin-top: 3px; }
+.field .thumb { width: 28px; height: 28px; object-fit: contain; background: #11141a;
+  border: 1px solid var(--line); border-radius: 4px; }
+.image-grid { display: grid; margin-top: 6px;
+  grid-template-columns: repeat(auto-fill, 56px); gap: 6px; padding: 8px; background: #1b1f27;
+  border: 1px solid var(--line); border-radius: 6px; max-height: 260px; overflow: auto; }
+.image-grid[hidden] { display: none; }
+.image-option { width: 56px; height: 56px; padding: 2px; background: #11141a; }
+.image-option img { width: 100%; height: 100%; object-fit: contain; }
 .field .description { color: var(--muted); font-size: 12px; margin: 3px 0 0; }
 fieldset.group { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 12px; padding: 6px 10px 0; }
 fieldset.group legend { color: var(--muted); font-size: 12px; padding: 0 4px; }

@@ -32,7 +32,8 @@ html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; backgroun
 <body><div id="root" data-composition-id="${id}" data-width="320" data-height="180"
   data-duration="${options.duration ?? 1}"
   data-composition-variables='[{"id": "bg", "type": "color", "label": "Background", "default": "#202080",
-    "group": "Look", "description": "Fill behind the stage"}]'>
+    "group": "Look", "description": "Fill behind the stage"},
+    {"id": "logo", "type": "image", "label": "Logo", "default": "img/a.png"}]'>
 ${body}
 </div>
 <script>
@@ -205,6 +206,18 @@ describe("the vid preview studio for template authors", () => {
     await Deno.writeTextFile(`${project}/js/late.js`, LATE_JS);
     await Deno.writeTextFile(`${project}/long.html`, LONG);
     await Deno.writeTextFile(`${project}/notes.html`, "<!doctype html><p>not a composition</p>");
+    await Deno.mkdir(`${project}/img`);
+    for (const [name, colour] of [["a", "red"], ["b", "yellow"]]) {
+      await runFfmpeg([
+        "-f",
+        "lavfi",
+        "-i",
+        `color=${colour}:s=16x16:d=1`,
+        "-frames:v",
+        "1",
+        `${project}/img/${name}.png`,
+      ]);
+    }
     await runFfmpeg([
       "-f",
       "lavfi",
@@ -265,6 +278,40 @@ describe("the vid preview studio for template authors", () => {
       describedBy: "desc-bg",
     });
     await shot(studio, "#variables", "variables-group");
+  });
+
+  it("an image variable shows its thumbnail, picks from the project's images, marks a missing file", async () => {
+    const thumb = async () =>
+      await studio.$eval('img[data-thumb="logo"]', (el) => {
+        const img = el as HTMLImageElement;
+        return { src: new URL(img.src).pathname, hidden: img.hidden };
+      });
+    await studio.waitForFunction(() =>
+      (document.querySelector('img[data-thumb="logo"]') as HTMLImageElement)?.naturalWidth === 16
+    );
+    assert.deepEqual(await thumb(), { src: "/img/a.png", hidden: false });
+    await studio.click('button[data-choose="logo"]');
+    await studio.waitForSelector('[data-images="logo"] .image-option');
+    assert.deepEqual(
+      await studio.$$eval(
+        '[data-images="logo"] .image-option',
+        (els) => els.map((el) => (el as HTMLElement).dataset.path),
+      ),
+      ["img/a.png", "img/b.png"],
+    );
+    await shot(studio, ".field[data-id=logo]", "image-picker");
+    await studio.click('[data-images="logo"] .image-option[data-path="img/b.png"]');
+    assert.equal(
+      await studio.$eval("#var-logo", (el) => (el as HTMLInputElement).value),
+      "img/b.png",
+    );
+    assert.deepEqual(await thumb(), { src: "/img/b.png", hidden: false });
+    await typeInto(studio, "#var-logo", "img/missing.png");
+    await studio.waitForFunction(() =>
+      /does not exist in the project/.test(document.getElementById("problem-logo")!.textContent!)
+    );
+    await typeInto(studio, "#var-logo", "img/a.png");
+    await studio.waitForFunction(() => document.getElementById("problem-logo")!.textContent === "");
   });
 
   it("lists every composition at the project root and switches between them", async () => {
