@@ -111,10 +111,11 @@ export function parseCaptions(text: string, name: string): CaptionCue[] {
     }
     const timingLine = i < lines.length ? lines[i] : "";
     if (!timingLine.includes("-->")) {
-      fail(
-        i < lines.length ? i + 1 : blockStart + 1,
-        `expected a cue timing such as ${example}, got "${timingLine.trim()}"`,
-      );
+      // A block of one line without a timing: that line is the mistake, not what follows.
+      const [line, text] = timingLine.trim() === ""
+        ? [blockStart + 1, first]
+        : [i + 1, timingLine.trim()];
+      fail(line, `expected a cue timing such as ${example}, got "${text}"`);
     }
     const [from, rest] = timingLine.split("-->");
     const start = time(from);
