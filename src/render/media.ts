@@ -633,9 +633,9 @@ function ffmpegLog(ffmpeg: string, args: string[]): Promise<string> {
 /**
  * Normalises a mixed soundtrack (a 48 kHz WAV) in place to `target` LUFS integrated, by
  * two-pass EBU R128 `loudnorm`: the first pass measures, the second applies one gain
- * (`linear=true`, so the mix's dynamics stay as mixed) with those measurements. `loudnorm`
- * falls back to gentle dynamic compression only where one gain would push the true peak
- * over -1 dBTP. A silent soundtrack is left as it is.
+ * (`linear=true`, so the mix's dynamics stay as mixed) with those measurements. When one
+ * gain would push the true peak over -1 dBTP, `loudnorm` uses its dynamic mode for the
+ * file instead, which compresses the peaks. A silent soundtrack is left as it is.
  *
  * @example
  * ```ts no_run
