@@ -15,8 +15,9 @@ import {
   summarizeLocalBatch,
 } from "../batch/local.ts";
 import { OPTIONS } from "../request/options.ts";
+import { checkBeforeSpending, noCheckOption } from "./preflight.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
-import { EXIT, reportError, warn } from "./shared.ts";
+import { EXIT, reportError, warn, warnIfRoot } from "./shared.ts";
 
 const HELP = "Render one video per row of a batch file on this machine: JSONL (one " +
   '{"outputKey": "ada.mp4", "variables": {...}} per line, the format of `vid lambda ' +
@@ -69,8 +70,10 @@ export function registerRenderBatch(program: Command): void {
     .addOption(cliOptionWithDefault(OPTIONS.capture))
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .option("--dry-run", "check the rows only: valid rows become would-invoke; nothing renders")
+    .addOption(noCheckOption())
     .option("--json", "print the manifest as a JSON array on stdout")
     .action(async (target, options) => {
+      warnIfRoot();
       const controller = new AbortController();
       const stop = () => controller.abort();
       Deno.addSignalListener("SIGINT", stop);
@@ -79,6 +82,7 @@ export function registerRenderBatch(program: Command): void {
       let lastPrint = 0;
       let lastShape = "";
       try {
+        await checkBeforeSpending(target, options.composition, options.check);
         const result = await renderBatchLocal({
           target,
           composition: options.composition,

@@ -24,9 +24,17 @@ import {
   type RenderBackendFlags,
   resolveRenderBackend,
 } from "../server/render_backend.ts";
+import {
+  DEFAULT_MAX_DURATION_SECONDS,
+  DEFAULT_MAX_FRAMES,
+  DEFAULT_MAX_QUEUED_PER_ACCOUNT,
+} from "../server/context.ts";
 import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
+/** Shortest `--metrics-token`: long enough that guessing it is hopeless. */
+const MIN_METRICS_TOKEN = 16;
+const METRICS_TOKEN = new RegExp(`^[\\x21-\\x7e]{${MIN_METRICS_TOKEN},}$`);
 
 async function readStdin(): Promise<string> {
   const text = await new Response(Deno.stdin.readable).text();
@@ -57,6 +65,29 @@ export function registerServer(program: Command): void {
       positiveInteger("--workers"),
       1,
     )
+    .option(
+      "--max-duration <seconds>",
+      "longest render accepted, in seconds; longer is refused (422) before any charge",
+      positiveInteger("--max-duration"),
+      DEFAULT_MAX_DURATION_SECONDS,
+    )
+    .option(
+      "--max-frames <n>",
+      "most frames per render; more is refused (422) before any charge",
+      positiveInteger("--max-frames"),
+      DEFAULT_MAX_FRAMES,
+    )
+    .option(
+      "--max-renders-per-account <n>",
+      "renders of one account running at once (default: half the workers, at least 1)",
+      positiveInteger("--max-renders-per-account"),
+    )
+    .option(
+      "--max-queued-per-account <n>",
+      "renders one account may have queued; more are refused (429 with Retry-After)",
+      positiveInteger("--max-queued-per-account"),
+      DEFAULT_MAX_QUEUED_PER_ACCOUNT,
+    )
     .option("--public-url <url>", "base URL clients reach this server at (for signed links)")
     .option(
       "--storage <url>",
@@ -67,6 +98,21 @@ export function registerServer(program: Command): void {
       "--allow-private-urls",
       "let renders reach private/loopback hosts: url sources, pages, remote media, webhooks " +
         "(development)",
+    )
+    .option(
+      "--metrics-token <token>",
+      "bearer token GET /metrics requires, 16+ characters (default: /metrics is open; " +
+        "env VID_METRICS_TOKEN)",
+    )
+    .option(
+      "--render-user <name>",
+      "account render browsers run as when the server runs as root (default: vid-render, " +
+        "else nobody)",
+    )
+    .option(
+      "--allow-no-sandbox",
+      "start where Chromium's sandbox cannot (renders then run unsandboxed; not for " +
+        "untrusted tenants)",
     )
     .option(
       "--render-backend <kind>",
@@ -138,6 +184,13 @@ interface ServerFlags extends RenderBackendFlags {
   storage?: string;
   allowHttpCallbacks?: boolean;
   allowPrivateUrls?: boolean;
+  metricsToken?: string;
+  renderUser?: string;
+  allowNoSandbox?: boolean;
+  maxDuration: number;
+  maxFrames: number;
+  maxRendersPerAccount?: number;
+  maxQueuedPerAccount: number;
 }
 
 /** `vid server`: starts the API, announces it and serves until SIGINT or SIGTERM. */
@@ -151,8 +204,19 @@ async function runServer(options: ServerFlags): Promise<void> {
     Deno.exitCode = EXIT.usage;
     return;
   }
+  const metricsToken = options.metricsToken ?? (Deno.env.get("VID_METRICS_TOKEN") || undefined);
+  if (metricsToken !== undefined && !METRICS_TOKEN.test(metricsToken)) {
+    // The token itself is never printed: it may be a real one with a typo.
+    console.error(
+      `error: --metrics-token (env VID_METRICS_TOKEN) must be at least ${MIN_METRICS_TOKEN} ` +
+        "characters without spaces; generate one with `openssl rand -hex 24`",
+    );
+    Deno.exitCode = EXIT.usage;
+    return;
+  }
   try {
     const running = await startServer({
+      metricsToken,
       renderBackend,
       port: options.port,
       hostname: options.host,
@@ -162,6 +226,14 @@ async function runServer(options: ServerFlags): Promise<void> {
       storage: options.storage,
       allowHttpCallbacks: options.allowHttpCallbacks,
       allowPrivateUrls: options.allowPrivateUrls,
+      renderUser: options.renderUser,
+      allowNoSandbox: options.allowNoSandbox,
+      limits: {
+        maxDurationSeconds: options.maxDuration,
+        maxFrames: options.maxFrames,
+        maxRendersPerAccount: options.maxRendersPerAccount,
+        maxQueuedPerAccount: options.maxQueuedPerAccount,
+      },
     });
     announce(running, renderBackend, options.dataDir);
     const stopped = Promise.withResolvers<void>();

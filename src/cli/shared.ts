@@ -6,6 +6,7 @@
  */
 
 import { InvalidArgumentError } from "@commander-js/extra-typings";
+import { CheckFailedError } from "../check/problems.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
 import { VidError } from "../errors.ts";
 import { PageError } from "../render/page_error.ts";
@@ -43,6 +44,20 @@ export function warn(message: string): void {
 }
 
 /**
+ * `vid render`, `still` and `render-batch` run as root: Chromium refuses its sandbox to
+ * root, so their browsers run without it; say so, once. The CLI does not switch accounts
+ * itself (it renders the user's own project, into the user's files; `vid server`, which
+ * renders tenants' pages, does, see `--render-user`).
+ */
+export function warnIfRoot(): void {
+  if (Deno.uid() !== 0) return;
+  warn(
+    "running as root: Chromium's sandbox is off for root, so a page that exploits the " +
+      "browser would run as root; render as an unprivileged user for the sandbox",
+  );
+}
+
+/**
  * Exit code for an error thrown by the SDK: an input error ({@linkcode VidError}) carries
  * its own (2 for a bad flag or value); anything else failed the run (1).
  */
@@ -69,7 +84,7 @@ export function reportError(error: unknown, json = false): number {
     }
     const api = apiCode(err);
     if (api) Object.assign(body.error as Record<string, unknown>, api);
-    if (err instanceof StrictVariablesError) {
+    if (err instanceof StrictVariablesError || err instanceof CheckFailedError) {
       (body.error as Record<string, unknown>).problems = err.problems;
     }
     if (err instanceof PageError) {

@@ -8,7 +8,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { renderStill } from "../render/still.ts";
 import { OPTIONS } from "../request/options.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
-import { reportError, warn } from "./shared.ts";
+import { reportError, warn, warnIfRoot } from "./shared.ts";
 
 /** Registers `vid still`. */
 export function registerStill(program: Command): void {
@@ -17,7 +17,8 @@ export function registerStill(program: Command): void {
     .summary("Render one frame of a composition as an image.")
     .description(
       "Render one frame of a composition as an image (.png or .jpg), exactly as it appears " +
-        "in the video. Pick it with --frame or --time (default: frame 0).",
+        "in the video. Pick it with --frame or --time (default: frame 0). A PNG keeps the " +
+        "page's transparency (--background <color> flattens it); a JPEG is flattened on white.",
     )
     .argument("[target]", "project directory or HTML file", ".")
     .addOption(cliOptionWithDefault(OPTIONS.composition))
@@ -29,12 +30,14 @@ export function registerStill(program: Command): void {
     .option("-o, --output <file>", "image file, .png or .jpg (default: renders/<id>-<frame>.png)")
     .addOption(cliOptionWithDefault(OPTIONS.jpegQuality))
     .addOption(cliOptionWithDefault(OPTIONS.scale))
+    .addOption(cliOption(OPTIONS.background))
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .addOption(cliOptionWithDefault(OPTIONS.capture))
     .option("--json", "print a machine-readable summary on stdout")
     .action(async (target, options) => {
+      warnIfRoot();
       try {
         const result = await renderStill({
           target,
@@ -45,6 +48,7 @@ export function registerStill(program: Command): void {
           output: options.output,
           jpegQuality: options.quality,
           scale: options.scale,
+          background: options.background,
           variables: options.variables,
           variablesFile: options.variablesFile,
           strictVariables: options.strictVariables,

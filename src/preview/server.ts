@@ -631,6 +631,22 @@ async function api(ctx: PreviewContext, request: Request, route: string): Promis
   if (route === "images" && request.method === "GET") {
     return json({ ok: true, images: await projectImages(ctx.projectDir) });
   }
+  if (route === "check" && request.method === "GET") {
+    // The static and media parts of vid check, for the Check panel (no browser: the
+    // stage is the browser part, and its errors show on the stage).
+    try {
+      const c = await readEntry(ctx, entryOf(ctx, new URL(request.url).searchParams.get("entry")));
+      const { projectProblems } = await import("../check/check.ts");
+      const { formatProblem } = await import("../check/problems.ts");
+      const problems = (await projectProblems(c)).map((p) => ({
+        ...p,
+        text: formatProblem(p).split("\n")[0],
+      }));
+      return json({ ok: true, problems });
+    } catch (error) {
+      return json(errorBody(error), error instanceof PreviewEntryError ? 400 : 422);
+    }
+  }
   if (route === "events" && request.method === "GET") return ctx.hub.respond();
   if (route === "media" && request.method === "POST") return await prepareMedia(ctx, request);
   if (route === "render" && request.method === "GET") return json(ctx.jobs.status());
@@ -763,7 +779,7 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
     }, {
       debounceMs: options.debounceMs,
       ignoreDirs: [rendersDir],
-      onError: (error) => log(`file watching stopped: ${error.message}`),
+      onError: (error) => log(`file watching failed: ${error.message}`),
     });
     // Proxies drop idle streams; a comment line every 15 s keeps the event stream open.
     ping = setInterval(() => hub.ping(), 15000);

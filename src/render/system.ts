@@ -5,7 +5,8 @@
  * @module
  */
 
-import { access, constants } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { access, constants, readdir } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import process from "node:process";
 
@@ -43,6 +44,8 @@ export const SYSTEM_PACKAGES: Readonly<Record<string, string[]>> = {
   chromium: ["chromium"],
   ffmpeg: ["ffmpeg"],
   fonts: ["fonts-dejavu-core", "fonts-liberation", "fonts-noto-core"],
+  // `vid server --database postgres://…` for several instances, and the tests of it.
+  postgresql: ["postgresql"],
 };
 
 async function isExecutable(path: string): Promise<boolean> {
@@ -94,6 +97,35 @@ export async function findChromium(): Promise<string | undefined> {
   ]);
 }
 
+/**
+ * The folder of PostgreSQL's server programs (`initdb`, `postgres`) and its major version:
+ * the newest `/usr/lib/postgresql/<n>/bin` Debian's `postgresql` package installed, which
+ * keeps them off PATH. `VID_POSTGRES_BIN` overrides (its version is then `"?"`).
+ *
+ * @example
+ * ```ts no_run
+ * const found = await findPostgres();
+ * console.log(found ? `PostgreSQL ${found.version} in ${found.bin}` : "not installed");
+ * ```
+ */
+export async function findPostgres(): Promise<{ bin: string; version: string } | undefined> {
+  const given = process.env.VID_POSTGRES_BIN;
+  if (given) {
+    return await isExecutable(join(given, "initdb")) ? { bin: given, version: "?" } : undefined;
+  }
+  let versions: string[];
+  try {
+    versions = (await readdir("/usr/lib/postgresql")).filter((v) => /^\d+$/.test(v));
+  } catch {
+    return undefined;
+  }
+  for (const version of versions.sort((a, b) => Number(b) - Number(a))) {
+    const bin = `/usr/lib/postgresql/${version}/bin`;
+    if (await isExecutable(join(bin, "initdb"))) return { bin, version };
+  }
+  return undefined;
+}
+
 /** Paths of ffmpeg and ffprobe. `VID_FFMPEG` / `VID_FFPROBE` override. */
 export async function findFfmpeg(): Promise<{ ffmpeg?: string; ffprobe?: string }> {
   return {
@@ -114,4 +146,32 @@ export async function requireFfprobe(): Promise<string> {
   const { ffprobe } = await findFfmpeg();
   if (!ffprobe) throw new MissingDependencyError("ffprobe", SYSTEM_PACKAGES.ffmpeg, "VID_FFPROBE");
   return ffprobe;
+}
+
+/** Accounts render browsers run as by default when the server runs as root, in order. */
+export const DEFAULT_RENDER_USERS: readonly string[] = ["vid-render", "nobody"];
+
+/**
+ * The account `name` (from `getent passwd`, so NSS accounts count); undefined when missing.
+ *
+ * @example
+ * ```ts no_run
+ * console.log(await lookupUser("nobody")); // { name: "nobody", uid: 65534, gid: 65534 }
+ * console.log(await lookupUser("no-such-user")); // undefined
+ * ```
+ */
+export function lookupUser(
+  name: string,
+): Promise<{ name: string; uid: number; gid: number } | undefined> {
+  // node:child_process, not Deno.Command: this module is part of the Node SDK too.
+  return new Promise((resolve) => {
+    execFile("getent", ["passwd", name], (error, stdout) => {
+      if (error) return resolve(undefined);
+      const fields = String(stdout).trim().split(":");
+      const uid = Number(fields[2]);
+      const gid = Number(fields[3]);
+      const found = fields[0] === name && Number.isInteger(uid) && Number.isInteger(gid);
+      resolve(found ? { name, uid, gid } : undefined);
+    });
+  });
 }

@@ -17,6 +17,8 @@ export type ErrorCode =
   | "vid_insufficient_credits"
   | "vid_asset_not_ready"
   | "vid_rate_limited"
+  | "vid_too_many_renders"
+  | "vid_limit_exceeded"
   | "vid_internal";
 
 /** An error the API answers with its status and body. */
@@ -55,9 +57,37 @@ export class RateLimitedError extends ApiError {
   }
 }
 
-/** 400 naming a request field. */
+/**
+ * 429: the account has as many renders queued as the server allows
+ * (`--max-queued-per-account`); the answer carries `Retry-After`.
+ */
+export class TooManyRendersError extends RateLimitedError {
+  override name = "TooManyRendersError";
+  override readonly code: ErrorCode = "vid_too_many_renders";
+}
+
+/**
+ * 422: the render asks more than the server's `flag` allows (`--max-duration`,
+ * `--max-frames`); refused before any charge.
+ */
+export class LimitExceededError extends ApiError {
+  override name = "LimitExceededError";
+  /** The `vid server` flag that sets the limit. */
+  readonly flag: string;
+  constructor(message: string, field: string, flag: string) {
+    super(422, "vid_limit_exceeded", message, field);
+    this.flag = flag;
+  }
+}
+
+/**
+ * 400 naming a request field. The message is prefixed with the field unless it already
+ * starts with it (checks shared with the SDK, such as `checkCallbackUrl`, name the field
+ * themselves; the prefix once is enough).
+ */
 export function invalid(field: string, message: string): ApiError {
-  return new ApiError(400, "vid_invalid_request", `${field}: ${message}`, field);
+  const named = message.startsWith(`${field}:`) || message.startsWith(`${field} `);
+  return new ApiError(400, "vid_invalid_request", named ? message : `${field}: ${message}`, field);
 }
 
 /** 404 for an object this account cannot see. */

@@ -17,6 +17,8 @@
  */
 
 import {
+  access,
+  chmod,
   copyFile,
   mkdir,
   open,
@@ -29,7 +31,7 @@ import {
   writeFile,
 } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import { createReadStream } from "node:fs";
+import { constants, createReadStream } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
@@ -39,6 +41,7 @@ import { contentTypeOf } from "../util/mime.ts";
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsCommand,
   PutObjectCommand,
@@ -71,6 +74,11 @@ export interface Storage {
   exists(key: string): Promise<boolean>;
   /** Deletes every object whose key starts with prefix; resolves to how many were deleted. */
   deletePrefix(prefix: string): Promise<number>;
+  /**
+   * Resolves when the store can be read and written (`GET /readyz`); throws a
+   * {@linkcode StorageError} saying what is wrong otherwise.
+   */
+  ready(): Promise<void>;
 }
 
 /** A key, prefix or storage URL is invalid, or an object is missing or could not be handled. */
@@ -153,10 +161,19 @@ function fileStream(handle: FileHandle): ReadableStream<Uint8Array> {
   });
 }
 
+/**
+ * Mode of stored objects and of the files they are downloaded to: the owner only. Tenants'
+ * projects and videos must stay private also when the storage folder is outside the data
+ * folder (`--storage file:///elsewhere`), whose 0700 would otherwise be the only guard.
+ */
+const FILE_MODE = 0o600;
+/** Mode of the folders the file backend creates, see {@linkcode FILE_MODE}. */
+const FOLDER_MODE = 0o700;
+
 /** Writes a web stream to a local file, creating its folder; removes the file on failure. */
 async function streamToFile(body: ReadableStream<Uint8Array>, file: string): Promise<void> {
-  await mkdir(dirname(resolve(file)), { recursive: true });
-  const handle = await open(file, "w");
+  await mkdir(dirname(resolve(file)), { recursive: true, mode: FOLDER_MODE });
+  const handle = await open(file, "w", FILE_MODE);
   try {
     for await (const chunk of body) {
       let written = 0;
@@ -177,8 +194,10 @@ async function streamToFile(body: ReadableStream<Uint8Array>, file: string): Pro
  * Storage in a local folder: key `a/b/c.mp4` is the file `<root>/a/b/c.mp4`.
  *
  * Writes go to a hidden temporary file next to the target and are renamed into place, so
- * readers see either the old object or the whole new one. Content types are not kept. A key
- * cannot be both an object and a folder of other keys (`a` and `a/b`), which S3 allows.
+ * readers see either the old object or the whole new one. Objects are written mode 0600 in
+ * folders created 0700 (the root too), readable by the server's user only. Content types
+ * are not kept. A key cannot be both an object and a folder of other keys (`a` and `a/b`),
+ * which S3 allows.
  *
  * @example Store and read back a thumbnail
  * ```ts no_run
@@ -205,14 +224,25 @@ export class FsStorage implements Storage {
     return join(this.root, ...keySegments(key));
   }
 
+  /** Whether the root's mode was set (once per instance). */
+  #rootPrivate = false;
+
   /** Fills a temporary file next to key's file with write(), then renames it into place. */
   async #atomicWrite(key: string, write: (temp: string) => Promise<void>): Promise<void> {
     const path = this.#path(key);
     const dir = dirname(path);
     const temp = join(dir, `.${randomUUID()}.partial`);
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
+    if (!this.#rootPrivate) {
+      // A root that existed before (`--storage file:///srv/videos`) keeps its mode through
+      // mkdir: tighten it too, so key names (render ids) are not listed to other users.
+      await chmod(this.root, FOLDER_MODE);
+      this.#rootPrivate = true;
+    }
     try {
       await write(temp);
+      // copyFile takes the source's mode, and an existing temp keeps its own: set it here.
+      await chmod(temp, FILE_MODE);
       await rename(temp, path);
     } catch (error) {
       await unlink(temp).catch(() => {});
@@ -245,7 +275,7 @@ export class FsStorage implements Storage {
    * ```
    */
   putBytes(key: string, bytes: Uint8Array, _contentType?: string): Promise<void> {
-    return this.#atomicWrite(key, (temp) => writeFile(temp, bytes));
+    return this.#atomicWrite(key, (temp) => writeFile(temp, bytes, { mode: FILE_MODE }));
   }
 
   /**
@@ -306,6 +336,35 @@ export class FsStorage implements Storage {
    * console.log(await new FsStorage("storage").exists("notes/a.txt"));
    * ```
    */
+  /**
+   * Resolves when the folder exists and this process may read and write it: a shared
+   * filesystem that is unmounted or a folder removed under the server fails here first.
+   *
+   * @example
+   * ```ts no_run
+   * import { FsStorage } from "./storage.ts";
+   *
+   * await new FsStorage("storage").ready();
+   * ```
+   */
+  async ready(): Promise<void> {
+    try {
+      if (!(await stat(this.root)).isDirectory()) {
+        throw new StorageError("the storage folder is not a folder", "storage");
+      }
+      await access(this.root, constants.R_OK | constants.W_OK | constants.X_OK);
+    } catch (error) {
+      if (error instanceof StorageError) throw error;
+      const code = (error as { code?: string }).code ?? "error";
+      const why = code === "ENOENT"
+        ? "is missing"
+        : code === "EACCES"
+        ? "is not readable and writable by this process"
+        : `is not usable (${code})`;
+      throw new StorageError(`the storage folder ${why}`, "storage", { cause: error });
+    }
+  }
+
   async exists(key: string): Promise<boolean> {
     try {
       return (await stat(this.#path(key))).isFile();
@@ -573,6 +632,29 @@ export class S3Storage implements Storage {
    * console.log(await new S3Storage({ bucket: "vid" }).exists("thumbnails/abc.png"));
    * ```
    */
+  /**
+   * Resolves when the bucket answers with this server's credentials (a HEAD of the bucket).
+   *
+   * @example
+   * ```ts no_run
+   * import { S3Storage } from "./storage.ts";
+   *
+   * await new S3Storage({ bucket: "vid" }).ready();
+   * ```
+   */
+  async ready(): Promise<void> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (error) {
+      const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata
+        ?.httpStatusCode;
+      const why = status ? `HTTP ${status}` : (error as Error).name || "unreachable";
+      throw new StorageError(`the bucket ${this.bucket} is not reachable (${why})`, "storage", {
+        cause: error,
+      });
+    }
+  }
+
   async exists(key: string): Promise<boolean> {
     try {
       await this.client.send(
