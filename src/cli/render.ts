@@ -40,6 +40,7 @@ export function registerRender(program: Command): void {
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .addOption(cliOptionWithDefault(OPTIONS.capture))
+    .addOption(cliOption(OPTIONS.frameTimeoutMs))
     .addOption(cliSwitch(OPTIONS.hdr))
     .addOption(cliOption(OPTIONS.loudness))
     .addOption(cliOptionWithDefault(OPTIONS.scale))
@@ -71,6 +72,7 @@ export function registerRender(program: Command): void {
           variablesFile: options.variablesFile,
           strictVariables: options.strictVariables,
           capture: options.capture,
+          frameTimeoutMs: options.frameTimeout,
           signal: controller.signal,
           onWarning: warn,
           onProgress: progressReporter(),

@@ -104,6 +104,12 @@ export interface RenderConfig<
    * @default the execution's start time, whole seconds
    */
   epochMs?: number;
+  /**
+   * The host's deadline of one frame's seek and capture in the chunk worker, milliseconds:
+   * past it the page counts as hung, its browser is killed and the chunk fails naming the
+   * frame. @default 30000
+   */
+  frameTimeoutMs?: number;
   /** Called when the render terminates. */
   webhook?: WebhookConfig;
 }
@@ -333,6 +339,7 @@ function checkRenderConfig(config: Record<string, unknown>): void {
       OPTIONS.variableOverrides,
       OPTIONS.seed,
       OPTIONS.epochMs,
+      OPTIONS.frameTimeoutMs,
       OPTIONS.chunkSize,
       OPTIONS.maxParallelChunks,
       OPTIONS.targetChunkFrames,

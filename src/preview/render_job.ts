@@ -91,6 +91,8 @@ export interface RenderJobsOptions {
   onStatus?: (status: PreviewRenderStatus) => void;
   /** Parallel workers, each a browser of its own. @default as `vid render` */
   workers?: number;
+  /** The host's deadline of one frame's seek and capture, ms. @default as `vid render` */
+  frameTimeoutMs?: number;
 }
 
 /** What one render is started with. */
@@ -281,6 +283,7 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
         scale: request.scale,
         frames: request.frames,
         workers: options.workers,
+        frameTimeoutMs: options.frameTimeoutMs,
         output: join(rendersDir, file),
         signal,
         browsers,

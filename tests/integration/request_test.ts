@@ -103,6 +103,8 @@ const CASES: Partial<Record<OptionName, Case>> = {
     bad: "subs.txt",
     message: /ending in .vtt or .srt, got "subs.txt"/,
   },
+  // Seconds on the command line, milliseconds in the SDK.
+  frameTimeoutMs: { good: "2.5", value: 2500, bad: "0", message: /seconds above 0, at most 3600/ },
 };
 
 /** On/off switches: no value to parse. */
@@ -164,6 +166,7 @@ describe("request: each option parses, defaults and refuses in one place", () =>
     assert.equal(OPTIONS.maxWait.default, 60);
     assert.equal(OPTIONS.composition.default, "index.html");
     assert.equal(OPTIONS.seed.default, 1);
+    assert.equal(OPTIONS.frameTimeoutMs.default, 30000);
   });
 
   it("the lambda flags become the distributed config under their declared config fields", () => {
@@ -273,6 +276,18 @@ const agreement: {
   >;
   scale: Assignable<OptionValue<typeof OPTIONS.scale>, RenderOptions["scale"]>;
   configScale: Assignable<OptionValue<typeof OPTIONS.scale>, RenderConfig["scale"]>;
+  configFrameTimeoutMs: Assignable<
+    OptionValue<typeof OPTIONS.frameTimeoutMs>,
+    RenderConfig["frameTimeoutMs"]
+  >;
+  frameTimeoutMs: Assignable<
+    OptionValue<typeof OPTIONS.frameTimeoutMs>,
+    RenderOptions["frameTimeoutMs"]
+  >;
+  stillFrameTimeoutMs: Assignable<
+    OptionValue<typeof OPTIONS.frameTimeoutMs>,
+    StillOptions["frameTimeoutMs"]
+  >;
 } = {
   fps: true,
   format: true,
@@ -294,6 +309,9 @@ const agreement: {
   cloudLoudness: true,
   scale: true,
   configScale: true,
+  frameTimeoutMs: true,
+  stillFrameTimeoutMs: true,
+  configFrameTimeoutMs: true,
 };
 
 describe("request: the SDK's option types agree with the declarations", () => {
@@ -319,6 +337,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "loudness",
     "scale",
     "captionsOut",
+    "frameTimeoutMs",
   ],
   "vid still": [
     "composition",
@@ -332,6 +351,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "variablesFile",
     "strictVariables",
     "capture",
+    "frameTimeoutMs",
   ],
   "vid render-batch": [
     "composition",
