@@ -140,6 +140,44 @@ describe("vid check", () => {
     assert.match(validate.stdout, /^index\.html:9:27: error: syntax error/m);
   });
 
+  it("finds bad audio automation and a caption file that does not parse, as a render would", async () => {
+    const tone = await makeProject(compositionHtml(
+      '<audio id="music" src="tone.wav" data-volume="0:1, 2:0.5, 1:0"></audio>',
+      { duration: 1 },
+    ));
+    const made = await new Deno.Command("ffmpeg", {
+      args: ["-v", "error", "-f", "lavfi", "-i", "sine=duration=1", `${tone}/tone.wav`],
+    }).output();
+    assert.ok(made.success);
+    const captions = await makeProject(
+      compositionHtml('<div data-captions="subs.vtt"></div>', { duration: 1 }),
+      { "subs.vtt": "WEBVTT\n\n00:00.000 -> 00:00.500\nHi\n" },
+    );
+    try {
+      const audio = await runVid(["check", tone, "--json"]);
+      assert.equal(audio.code, 1, audio.stdout + audio.stderr);
+      const found = (JSON.parse(audio.stdout) as Report).problems;
+      assert.ok(
+        found.some((p) =>
+          p.field === "data-volume" && /keyframe 3 "1:0" goes back in time/.test(p.message)
+        ),
+        JSON.stringify(found),
+      );
+      const vtt = await runVid(["check", captions, "--json"]);
+      assert.equal(vtt.code, 1, vtt.stdout + vtt.stderr);
+      const problems = (JSON.parse(vtt.stdout) as Report).problems;
+      assert.ok(
+        problems.some((p) =>
+          p.field === "data-captions" && p.line === 3 && /^subs\.vtt:3: /.test(p.message)
+        ),
+        JSON.stringify(problems),
+      );
+    } finally {
+      await Deno.remove(tone, { recursive: true });
+      await Deno.remove(captions, { recursive: true });
+    }
+  });
+
   it("passes a clean project with exit 0", async () => {
     const result = await runVid(["check", `${FIXTURES}/clean`]);
     assert.equal(result.code, 0, result.stdout + result.stderr);
