@@ -85,8 +85,9 @@ export interface TimedWindow {
   kind: "composition" | "clip";
   /** The host's `data-composition-id`, or the clip's `#id`. */
   label: string;
+  /** When it starts on the video's timeline. */
   start: number;
-  /** Null when it lasts to the end. */
+  /** When it ends; null when it lasts to the end. */
   end: number | null;
 }
 
