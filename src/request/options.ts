@@ -107,6 +107,24 @@ function got(value: unknown): string {
   return `got ${JSON.stringify(value) ?? String(value)}`;
 }
 
+/**
+ * A number option's check and its flag parser: the flag's text is read as a number and
+ * checked the same way (text that is no number is checked as the text, so the message
+ * quotes what was typed).
+ */
+function numeric(check: (value: unknown) => number): {
+  check: (value: unknown) => number;
+  parse: (text: string) => number;
+} {
+  return {
+    check,
+    parse: (text: string): number => {
+      const n = text.trim() === "" ? NaN : Number(text);
+      return check(Number.isNaN(n) ? text : n);
+    },
+  };
+}
+
 /** Integers from `min` to `max`; a flag's text must be written as a whole number. */
 function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
   const range = max === Number.MAX_SAFE_INTEGER
@@ -118,13 +136,7 @@ function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
     }
     return value;
   };
-  return {
-    check,
-    parse: (text: string): number => {
-      const n = text.trim() === "" ? NaN : Number(text);
-      return check(Number.isNaN(n) ? text : n);
-    },
-  };
+  return numeric(check);
 }
 
 /** Numbers above 0 (seconds, minutes). */
@@ -135,13 +147,7 @@ function positiveNumber(unit: string) {
     }
     return value;
   };
-  return {
-    check,
-    parse: (text: string): number => {
-      const n = text.trim() === "" ? NaN : Number(text);
-      return check(Number.isNaN(n) ? text : n);
-    },
-  };
+  return numeric(check);
 }
 
 /** A time in seconds, 0 or more. */
@@ -152,13 +158,7 @@ function seconds() {
     }
     return value;
   };
-  return {
-    check,
-    parse: (text: string): number => {
-      const n = text.trim() === "" ? NaN : Number(text);
-      return check(Number.isNaN(n) ? text : n);
-    },
-  };
+  return numeric(check);
 }
 
 /** Integrated loudness in LUFS, {@linkcode MIN_LOUDNESS} to {@linkcode MAX_LOUDNESS}. */
@@ -175,13 +175,7 @@ function loudnessRange() {
     }
     return value;
   };
-  return {
-    check,
-    parse: (text: string): number => {
-      const n = text.trim() === "" ? NaN : Number(text);
-      return check(Number.isNaN(n) ? text : n);
-    },
-  };
+  return numeric(check);
 }
 
 /** One of a fixed set of strings. */
