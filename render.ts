@@ -132,6 +132,7 @@ export {
 } from "./src/runtime/page_runtime.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
+  ADD_NAMES,
   type AddedLibrary,
   addLibraries,
   InitError,
@@ -147,6 +148,13 @@ export {
   type LibraryName,
   LibraryNotFoundError,
 } from "./src/init/vendor.ts";
+export {
+  FONT_PACKAGES,
+  type FontPackage,
+  FontPackageError,
+  type VendoredFont,
+  vendorFontPackage,
+} from "./src/init/font_packages.ts";
 export {
   type LocalBatchManifestRow,
   type LocalBatchProgress,
