@@ -168,6 +168,7 @@ export {
   LibraryNotFoundError,
 } from "./src/init/vendor.ts";
 export {
+  type FetchFontOptions,
   FONT_PACKAGES,
   type FontPackage,
   FontPackageError,
