@@ -9,6 +9,7 @@
 
 import { canonicalJson } from "../util/canonical_json.ts";
 import type { ExecutionInput } from "../lambda/config.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /**
  * Status of a batch manifest row:
@@ -49,11 +50,11 @@ export interface BatchManifestRow {
 }
 
 /** A bad argument of a batch (`renderBatch`, `renderBatchLocal`) or a bad manifest; `field` names it. */
-export class BatchInputError extends Error {
+export class BatchInputError extends VidError {
   /** Always `"BatchInputError"`. */
   override name = "BatchInputError";
   /** The offending option or manifest field, e.g. `maxConcurrent` or `[3].line`. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * Creates the error for one option or manifest field.
    *
@@ -61,7 +62,7 @@ export class BatchInputError extends Error {
    * @param message What is wrong and how to fix it.
    */
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }

@@ -7,13 +7,14 @@
  *
  * @module
  */
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** A distributed render's stack is missing, unreachable or refuses the credentials. */
-export class StackError extends Error {
+export class StackError extends VidError {
   /** Always `"StackError"`. */
   override name = "StackError";
   /** What is at fault: `bucketName`, `stateMachineArn`, `credentials`, `endpoint` or `siteId`. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * Creates the error.
    *
@@ -22,7 +23,7 @@ export class StackError extends Error {
    * @param options The AWS error as `cause`.
    */
   constructor(field: string, message: string, options?: ErrorOptions) {
-    super(message, options);
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
     this.field = field;
   }
 }

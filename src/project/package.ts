@@ -26,6 +26,7 @@ import { readdir, readFile, realpath, stat } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { DEFAULT_ENTRY } from "../composition/composition.ts";
 import { type ProjectRules, projectRules } from "./ignore_rules.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** The hosted service's project upload limit (200 MB). */
 export const HOSTED_UPLOAD_LIMIT_BYTES = 200_000_000;
@@ -90,10 +91,10 @@ export interface PackageProjectOptions {
  * A project could not be packaged. `field` is `"projectDir"`, `"composition"`,
  * `"maxBytes"`, `"zip"`, or the path of a file or folder that could not be read.
  */
-export class ProjectPackageError extends Error {
+export class ProjectPackageError extends VidError {
   override name = "ProjectPackageError";
   /** What is at fault. */
-  readonly field: string;
+  override readonly field: string;
   /** For `"maxBytes"`: the ten largest files, to say what to exclude. */
   readonly largest?: PackagedFile[];
 
@@ -102,7 +103,7 @@ export class ProjectPackageError extends Error {
     field: string,
     options?: ErrorOptions & { largest?: PackagedFile[] },
   ) {
-    super(message, options);
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
     this.field = field;
     this.largest = options?.largest;
   }

@@ -20,6 +20,7 @@ import {
   MissingDependencyError,
   SYSTEM_PACKAGES,
 } from "./system.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** How frames are captured. */
 export type CaptureMode = "beginframe" | "screenshot";
@@ -280,12 +281,14 @@ export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
  * The browser process died by a signal during start-up, before it was reachable.
  * {@linkcode launchBrowser} retries once on this error.
  */
-export class BrowserStartupCrashError extends Error {
+export class BrowserStartupCrashError extends VidError {
   override name = "BrowserStartupCrashError";
   /** The signal that ended the browser, e.g. `SIGTRAP`. */
   readonly signal: string;
   constructor(executable: string, signal: string, stderr: string) {
-    super(`${executable} was killed by ${signal} during start-up:\n${stderr}`);
+    super(`${executable} was killed by ${signal} during start-up:\n${stderr}`, {
+      exitCode: EXIT_FAILED,
+    });
     this.signal = signal;
   }
 }

@@ -51,22 +51,23 @@ import { cancelRender } from "../lambda/renders.ts";
 import { S3Storage } from "./storage.ts";
 import { sleep } from "../util/async.ts";
 import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /**
  * A render could not be handed to the distributed backend, or its execution did not
  * succeed. `field` is what is at fault: `variables.<key>`, `executionArn` or `execution`.
  */
-export class LambdaBackendError extends Error {
+export class LambdaBackendError extends VidError {
   /** Always `"LambdaBackendError"`. */
   override name = "LambdaBackendError";
   /** What is at fault. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * @param field What is at fault.
    * @param message What happened and, where there is one, the fix.
    */
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }
