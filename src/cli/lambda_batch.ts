@@ -149,36 +149,44 @@ interface LambdaBatchFlags extends ConnectionFlags, RenderConfigFlags {
 /**
  * The site the rows render: the uploaded one (`--site-id`, checked in the bucket), a
  * stand-in for a dry run, or the project deployed once; with the declarations to check the
- * rows' variables against.
+ * rows' variables against (`undefined`: not known, so not checked).
  */
 async function batchSite(
   projectDir: string | undefined,
   options: LambdaBatchFlags,
   where: {
     bucketName: string;
+    /** Whether `bucketName` names a real bucket (a dry run without one has a stand-in). */
+    bucketKnown: boolean;
     siteOptions: { composition: string; s3: S3Options };
     exclude: string[];
   },
-): Promise<{ siteHandle: SiteHandle; declarations: readonly VariableDeclaration[] }> {
+): Promise<{ siteHandle: SiteHandle; declarations?: readonly VariableDeclaration[] }> {
   const { bucketName, siteOptions, exclude } = where;
-  let siteHandle: SiteHandle;
-  let declarations: readonly VariableDeclaration[] = [];
-  if (options.siteId && !options.dryRun) {
-    // The uploaded site renders: check it and read its declarations from the bucket.
-    const site = await loadSite(options.siteId, bucketName, siteOptions);
-    siteHandle = site;
-    declarations = site.declarations;
-  } else {
-    if (projectDir !== undefined) {
-      declarations = (await readComposition(projectDir, options.composition)).declarations;
+  if (options.siteId && (!options.dryRun || projectDir === undefined)) {
+    if (options.dryRun && !where.bucketKnown) {
+      // Its declarations are in the bucket: checking against none would call every
+      // variable undeclared (and fail every row with --strict-variables).
+      warn(
+        `variables are not checked: the declarations of ${options.siteId} are in the bucket; ` +
+          "pass --bucket (or set VID_LAMBDA_BUCKET), or the project directory",
+      );
+      return { siteHandle: siteHandleFromId(options.siteId, bucketName, siteOptions) };
     }
-    // The dry run uploads nothing: a handle naming the site is enough to lint the rows.
-    siteHandle = options.siteId
-      ? siteHandleFromId(options.siteId, bucketName, siteOptions)
-      : options.dryRun
-      ? siteHandleFromId("site-dry-run", bucketName, siteOptions)
-      : await deploySite({ projectDir: projectDir!, bucketName, exclude, ...siteOptions });
+    // The uploaded site renders: check it and read its declarations from the bucket (a
+    // dry run reads it too, and still starts and uploads nothing).
+    const site = await loadSite(options.siteId, bucketName, siteOptions);
+    return { siteHandle: site, declarations: site.declarations };
   }
+  const declarations = projectDir === undefined
+    ? undefined
+    : (await readComposition(projectDir, options.composition)).declarations;
+  // The dry run uploads nothing: a handle naming the site is enough to lint the rows.
+  const siteHandle = options.siteId
+    ? siteHandleFromId(options.siteId, bucketName, siteOptions)
+    : options.dryRun
+    ? siteHandleFromId("site-dry-run", bucketName, siteOptions)
+    : await deploySite({ projectDir: projectDir!, bucketName, exclude, ...siteOptions });
   return { siteHandle, declarations };
 }
 
@@ -230,15 +238,17 @@ async function runLambdaBatch(
     const conn = connection(options);
     // A dry run calls nothing: without a stack configured, stand-in names are enough to
     // lint the rows (they only count toward each execution input's size).
-    const orDryRun = (get: () => string, standIn: string): string => {
+    const orDryRun = (get: () => string, standIn: string, onStandIn?: () => void): string => {
       try {
         return get();
       } catch (error) {
-        if (options.dryRun && error instanceof LambdaUsageError) return standIn;
-        throw error;
+        if (!options.dryRun || !(error instanceof LambdaUsageError)) throw error;
+        onStandIn?.();
+        return standIn;
       }
     };
-    const bucketName = orDryRun(() => conn.bucket(), "dry-run-bucket");
+    let bucketKnown = true;
+    const bucketName = orDryRun(() => conn.bucket(), "dry-run-bucket", () => bucketKnown = false);
     const stateMachineArn = orDryRun(
       () => conn.stateMachineArn(),
       `arn:aws:states:${conn.region}:000000000000:stateMachine:dry-run`,
@@ -256,6 +266,7 @@ async function runLambdaBatch(
     const exclude = [options.batch, ...(options.manifest ? [options.manifest] : [])];
     const { siteHandle, declarations } = await batchSite(projectDir, options, {
       bucketName,
+      bucketKnown,
       siteOptions,
       exclude,
     });

@@ -154,7 +154,10 @@ export interface RenderBatchOptions<
   bucketName: string;
   /** The workflow (`RenderStateMachineArn`). */
   stateMachineArn: string;
-  /** Declarations of the composition, to check each row's variables against. */
+  /**
+   * Declarations of the composition, to check each row's variables against (`[]`: it
+   * declares none). @default not checked
+   */
   declarations?: readonly VariableDeclaration[];
   /** Fail a row whose variables do not match the declarations (else warn). */
   strict?: boolean;
@@ -512,7 +515,7 @@ async function batchClient(
  */
 async function* pendingRows(run: BatchRun): AsyncGenerator<PendingRow> {
   const { options } = run;
-  const declarations = options.declarations ?? [];
+  const declarations = options.declarations;
   const baseConfig = (options.baseConfig ?? {}) as RenderConfig;
   const seen = new Map<string, number>();
   let line = 0;

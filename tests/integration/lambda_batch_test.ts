@@ -854,6 +854,38 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     assert.match(neither.stderr, /pass the project directory, or --site-id/);
   });
 
+  it("render-batch --site-id --dry-run checks the rows against the site's declarations (read from the bucket); without a bucket it says they are not checked", async () => {
+    const created = await vid(["sites", "create", project]);
+    assert.equal(created.code, 0, created.stderr);
+    const siteId = created.stdout.trim();
+    const file = await batchFile("site-dry.jsonl", [
+      JSON.stringify({ outputKey: "dry/a.mp4", variables: { title: "Declared" } }),
+      JSON.stringify({ outputKey: "dry/b.mp4", variables: { title: 5 } }),
+    ]);
+    const before = state.starts;
+    const args = ["render-batch", "--site-id", siteId, "--batch", file, "--dry-run"];
+    const strict = await vid([...args, "--strict-variables", "--json"]);
+    assert.equal(strict.code, 1, strict.stderr); // row 2 only
+    assert.deepEqual(statuses(JSON.parse(strict.stdout)), [[1, "would-invoke"], [
+      2,
+      "failed-to-start",
+    ]]);
+    assert.doesNotMatch(strict.stdout + strict.stderr, /not declared/);
+    const warned = await vid(args);
+    assert.equal(warned.code, 0, warned.stderr);
+    assert.match(warned.stdout, /^2 would invoke, 0 failed to start, 0 skipped$/m);
+    assert.match(warned.stderr, /^warning: line 2: "title" \(string\) expects a string, got 5$/m);
+    assert.doesNotMatch(warned.stderr, /not declared/);
+    // No bucket to read the site from: the variables are not checked, and that is said.
+    const unknown = await runVid(["lambda", ...args, "--strict-variables"], {
+      env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" },
+    });
+    assert.equal(unknown.code, 0, unknown.stderr);
+    assert.match(unknown.stdout, /^2 would invoke/m);
+    assert.match(unknown.stderr, /^warning: variables are not checked: .*pass --bucket/m);
+    assert.equal(state.starts, before, "a dry run starts nothing");
+  });
+
   it("errors say what to do, before any execution starts: unknown site id, missing bucket, no credentials, missing state machine", async () => {
     const before = state.starts;
     const site = await vid(["render", "--site-id", "site-00000000deadbeef", "--json"]);
