@@ -563,19 +563,7 @@ export async function renderToLambda<
   }
   const renderId = options.renderId ?? newRenderId();
   const composition = options.composition ?? siteHandle.composition;
-  // V only narrows what callers may pass; validateConfig checks the values at run time.
-  let config = options.config as RenderConfig;
-  let declarations = options.declarations ?? siteHandle.declarations;
-  let site: SiteHandle = siteHandle;
-  if (options.s3 && declarations === undefined) {
-    // A bare handle (siteHandleFromId) knows neither the declarations nor data-fps (a handle
-    // from deploySite or loadSite knows both): the site's composition says them.
-    const loaded = await loadSite(siteHandle.siteId, bucketName, { s3: options.s3, composition });
-    declarations ??= loaded.declarations;
-    site = loaded;
-  }
-  config = withOutputKeyFormat(withSiteFrameRate(config, site), options.outputKey);
-  const input: ExecutionInput = {
+  const inputFor = (config: RenderConfig): ExecutionInput => ({
     renderId,
     bucketName,
     siteId: siteHandle.siteId,
@@ -584,7 +572,25 @@ export async function renderToLambda<
     outputKey: options.outputKey ??
       `renders/${renderId}/out.${config.format ?? OPTIONS.videoFormat.default}`,
     config,
-  };
+  });
+  // V only narrows what callers may pass; validateConfig checks the values at run time.
+  const config = options.config as RenderConfig;
+  let declarations = options.declarations ?? siteHandle.declarations;
+  let site: SiteHandle = siteHandle;
+  if (options.s3 && declarations === undefined) {
+    // Reading the site is a cloud call: an input already over 256 KiB (or otherwise bad)
+    // is refused before it, as before the StartExecution below. The site adds at most its
+    // frame rate to the input, which the full check after the read covers.
+    validateConfig(inputFor(withOutputKeyFormat(config, options.outputKey)), {
+      onWarning: () => {},
+    });
+    // A bare handle (siteHandleFromId) knows neither the declarations nor data-fps (a handle
+    // from deploySite or loadSite knows both): the site's composition says them.
+    const loaded = await loadSite(siteHandle.siteId, bucketName, { s3: options.s3, composition });
+    declarations ??= loaded.declarations;
+    site = loaded;
+  }
+  const input = inputFor(withOutputKeyFormat(withSiteFrameRate(config, site), options.outputKey));
   validateConfig(input, {
     reservedConcurrency: options.reservedConcurrency,
     frames: options.frames,
