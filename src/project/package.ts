@@ -28,8 +28,12 @@ import { DEFAULT_ENTRY } from "../composition/composition.ts";
 import { type ProjectRules, projectRules } from "./ignore_rules.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 
-/** The hosted service's project upload limit (200 MB). */
-export const HOSTED_UPLOAD_LIMIT_BYTES = 200_000_000;
+/**
+ * The hosted service's project upload limit, 200 MB: 200 x 1024 x 1024 bytes, the one figure
+ * of the client (`vid cloud render`, checked before uploading) and the server (`vid
+ * server`'s 413), and `api/openapi.yaml`'s 209715200.
+ */
+export const HOSTED_UPLOAD_LIMIT_BYTES = 200 * 1024 * 1024;
 
 /** One file inside the project zip. */
 export interface PackagedFile {
