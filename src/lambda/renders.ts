@@ -22,7 +22,7 @@ import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import type { ExecutionInput } from "./config.ts";
 import { executionArnOf, isNotFound, type LambdaRenderStatus } from "./sdk.ts";
 import { s3ClientFor, type S3Options, sfnClientFor, type SfnOptions } from "../aws/clients.ts";
-import { explainStackError, StackError } from "./stack_error.ts";
+import { explainStackError, isRenderNotFound, renderNotFound, StackError } from "./stack_error.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /**
@@ -144,13 +144,7 @@ async function withSfn<T>(ref: RenderRef, arn: string, work: (c: SFNClient) => P
   try {
     return await work(client);
   } catch (error) {
-    if ((error as { name?: string }).name === "ExecutionDoesNotExist") {
-      throw new StackError(
-        "render",
-        `no render ${arn.split(":").pop()} in this workflow (${arn}): check the render id, ` +
-          "--state-machine-arn and AWS_REGION",
-      );
-    }
+    if (isRenderNotFound(error)) throw renderNotFound(arn, error);
     throw explainStackError(error, {});
   } finally {
     if (own) client.destroy();

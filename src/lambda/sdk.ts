@@ -46,7 +46,7 @@ import { StrictVariablesError } from "../composition/errors.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { OPTIONS } from "../request/options.ts";
 import { loadSite } from "./sites.ts";
-import { explainStackError } from "./stack_error.ts";
+import { explainStackError, isRenderNotFound, renderNotFound } from "./stack_error.ts";
 import { functionRunMs } from "./cost.ts";
 import { readableExecutionError } from "./execution_error.ts";
 import { pool } from "../util/async.ts";
@@ -931,6 +931,10 @@ async function describeRender(options: RenderProgressOptions): Promise<{
     const described = await sfn.send(new DescribeExecutionCommand({ executionArn }));
     const events = await readHistory(sfn, executionArn);
     return { executionArn, described, events };
+  } catch (error) {
+    // AWS says `Execution Does Not Exist: '<arn>'`; download and cancel say which render.
+    if (isRenderNotFound(error)) throw renderNotFound(executionArn, error);
+    throw error;
   } finally {
     if (ownSfn) sfn.destroy();
   }

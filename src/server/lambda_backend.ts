@@ -48,6 +48,7 @@ import {
   type RenderJob,
 } from "./render_backend.ts";
 import { cancelRender } from "../lambda/renders.ts";
+import { isRenderNotFound } from "../lambda/stack_error.ts";
 import { S3Storage } from "./storage.ts";
 import { sleep } from "../util/async.ts";
 import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
@@ -116,10 +117,6 @@ function fractionDone(progress: LambdaRenderProgress): number {
   return progress.chunksTotal > 0 ? progress.chunksDone / progress.chunksTotal : 0;
 }
 
-function errorName(error: unknown): string | undefined {
-  return (error as { name?: string })?.name;
-}
-
 /** What the backend's steps share: its configuration and the AWS clients made from it. */
 interface LambdaBackendClients {
   config: LambdaBackendConfig;
@@ -158,7 +155,7 @@ async function startedEarlier(
     });
     return found.executionArn;
   } catch (error) {
-    if (errorName(error) === "ExecutionDoesNotExist") return undefined;
+    if (isRenderNotFound(error)) return undefined;
     throw error;
   }
 }
@@ -212,7 +209,7 @@ async function waitForEnd(
       });
       failures = 0;
     } catch (error) {
-      if (errorName(error) === "ExecutionDoesNotExist") {
+      if (isRenderNotFound(error)) {
         throw new LambdaBackendError(
           "executionArn",
           `the workflow execution ${executionArn} of this render no longer exists ` +
