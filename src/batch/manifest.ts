@@ -15,6 +15,9 @@ import { EXIT_FAILED, VidError } from "../errors.ts";
  * Status of a batch manifest row:
  * - `started`: this run started the row's execution;
  * - `already-started`: the row's execution existed (an earlier run started it);
+ * - `already-rendered`: no execution of the row is known any more (its history is gone: a
+ *   restarted local stack, expired history on AWS), but its output object is there, written
+ *   by a render of the same inputs (its `vid-render-id` metadata names the row's render id);
  * - `would-invoke`: dry run, the row is valid; nothing was started;
  * - `failed-to-start`: the line is invalid, or the start call failed (see `error`);
  * - `skipped`: a blank line; not an entry;
@@ -23,10 +26,18 @@ import { EXIT_FAILED, VidError } from "../errors.ts";
 export type BatchRowStatus =
   | "started"
   | "already-started"
+  | "already-rendered"
   | "would-invoke"
   | "failed-to-start"
   | "skipped"
   | "not-started";
+
+/**
+ * S3 user metadata key of a distributed render's output naming its render id: a batch row's
+ * render id is derived from its inputs (see {@linkcode batchRenderId}), so an output
+ * carrying the row's id was rendered from the same row.
+ */
+export const RENDER_ID_METADATA = "vid-render-id";
 
 /** One row of the batch manifest: one per input line. */
 export interface BatchManifestRow {
@@ -40,7 +51,7 @@ export interface BatchManifestRow {
   executionArn: string | null;
   /** Why the row did not start (`failed-to-start`, `skipped`, `not-started`); else `null`. */
   error: string | null;
-  /** Render id (execution name) of a started or already-started row. */
+  /** Render id (execution name) of a started, already-started or already-rendered row. */
   renderId?: string;
   /**
    * Which attempt of the row the execution is: 1 for the first, n for the execution named

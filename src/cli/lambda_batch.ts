@@ -37,6 +37,7 @@ import {
 import { OPTIONS } from "../request/options.ts";
 import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
 import { EXIT, warn } from "./shared.ts";
+import { retriesText } from "./lambda_progress.ts";
 
 /** The command's help, built when the command is registered. */
 const help = (): string =>
@@ -52,12 +53,16 @@ const help = (): string =>
   "outputKey, options, variables), so running the same batch again finishes the job: rows " +
   "with no execution start; rows whose execution failed, timed out or was aborted start " +
   "again as a new attempt (the name with -a2, -a3, ...; `started`, attempt n); rows running " +
-  "or succeeded are `already-started` with their ARN. --rerun all also renders the succeeded " +
-  "rows again (not the running ones); --rerun none never starts a second attempt.\n\n" +
+  "or succeeded are `already-started` with their ARN. Once the execution history is gone " +
+  "(a restarted local stack, expired history), a row whose output is in the bucket, " +
+  "rendered from the same inputs, is `already-rendered`. --rerun all also renders the " +
+  "succeeded rows again (not the running ones); --rerun none never starts a second " +
+  "attempt.\n\n" +
   "The batch file and the manifest are never uploaded with the site, even inside the " +
   "project, so writing them there does not change the site id.\n\n" +
-  "Ctrl-C stops starting new rows, waits for the start calls in flight, and still prints " +
-  "(and writes, with --manifest) the whole manifest; rows not reached are `not-started`.\n\n" +
+  "Ctrl-C (even while the site uploads) stops starting new rows, waits for the calls in " +
+  "flight, and still prints (and writes, with --manifest) the whole manifest; rows not " +
+  "reached are `not-started`.\n\n" +
   "Throttled start calls are retried with exponential backoff (8 attempts per row). " +
   "Large batches (more than 1000 entries): keep --max-concurrent near " +
   "floor(reservedConcurrency / maxParallelChunks). With --reserved-concurrency (or env " +
@@ -82,6 +87,7 @@ function summaryLine(rows: readonly BatchManifestRow[], dryRun: boolean): string
   const parts = dryRun
     ? [`${s.wouldInvoke} would invoke`]
     : [`${s.started} started${retried}`, `${s.alreadyStarted} already started`];
+  if (s.alreadyRendered > 0) parts.push(`${s.alreadyRendered} already rendered`);
   parts.push(`${s.failedToStart} failed to start`, `${s.skipped} skipped`);
   if (s.notStarted > 0) parts.push(`${s.notStarted} not started`);
   return parts.join(", ");
@@ -228,6 +234,10 @@ async function runLambdaBatch(
     );
     controller.abort();
   };
+  // From the start: a Ctrl-C while the site uploads (before the first row) still ends with
+  // every row `not-started` in the manifest, as one during the starts does.
+  Deno.addSignalListener("SIGINT", onSignal);
+  Deno.addSignalListener("SIGTERM", onSignal);
   try {
     if (options.variablesFile !== undefined) {
       throw new LambdaUsageError(
@@ -270,8 +280,6 @@ async function runLambdaBatch(
       siteOptions,
       exclude,
     });
-    Deno.addSignalListener("SIGINT", onSignal);
-    Deno.addSignalListener("SIGTERM", onSignal);
     let retries = 0;
     const rows: BatchManifestRow[] = await renderBatch({
       batchFile: options.batch,
@@ -285,6 +293,7 @@ async function runLambdaBatch(
       dryRun: options.dryRun === true,
       rerun: options.rerun,
       sfn: conn.sfn,
+      s3: conn.s3,
       reservedConcurrency,
       signal: controller.signal,
       onRetry: () => retries++,
@@ -321,7 +330,10 @@ function batchProgressText(p: BatchProgress): string[] {
     const chunks = r.executionArn ? ` chunks ${r.chunksDone}/${r.chunksTotal}` : "";
     const where = r.outputLocation ? ` ${r.outputLocation}` : "";
     const attempt = (r.attempt ?? 1) > 1 ? ` (attempt ${r.attempt})` : "";
-    out.push(`${r.line} ${r.outputKey ?? "-"} ${r.status}${attempt}${chunks}${where}`);
+    out.push(
+      `${r.line} ${r.outputKey ?? "-"} ${r.status}${attempt}${chunks}${where}` +
+        retriesText(r.retries),
+    );
     for (const e of r.errors) out.push(`  ${e}`);
   }
   return out;

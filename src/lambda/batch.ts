@@ -43,7 +43,7 @@
  */
 
 import { readFile, stat } from "node:fs/promises";
-import type { S3Client } from "@aws-sdk/client-s3";
+import { HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import {
   DescribeExecutionCommand,
   DescribeStateMachineCommand,
@@ -57,12 +57,19 @@ import {
   type BatchManifestRow,
   batchRenderId,
   type BatchRowStatus,
+  RENDER_ID_METADATA,
 } from "../batch/manifest.ts";
 
 export { BatchInputError, type BatchManifestRow, batchRenderId, type BatchRowStatus };
 import { readableExecutionError } from "./execution_error.ts";
-import { executionArnFor, sfnClientFor, STATE_MACHINE_ARN_SHAPE } from "../aws/clients.ts";
 import {
+  executionArnFor,
+  s3ClientFor,
+  sfnClientFor,
+  STATE_MACHINE_ARN_SHAPE,
+} from "../aws/clients.ts";
+import {
+  type ChunkRetry,
   getRenderProgress,
   type LambdaRenderStatus,
   renderToLambda,
@@ -71,7 +78,8 @@ import {
   type SiteHandle,
   withSiteFrameRate,
 } from "./sdk.ts";
-import { explainStackError, isStackFatal, isUnreachable } from "./stack_error.ts";
+import { explainStackError, isRenderNotFound, isStackFatal, isUnreachable } from "./stack_error.ts";
+import { VidError } from "../errors.ts";
 import { isPlainObject } from "../util/json_shape.ts";
 import { pool, retry } from "../util/async.ts";
 
@@ -112,6 +120,8 @@ export interface BatchSummary {
   retried: number;
   /** Rows whose execution an earlier run had started. */
   alreadyStarted: number;
+  /** Rows with no known execution whose output a render of the same inputs wrote. */
+  alreadyRendered: number;
   /** Valid rows of a dry run. */
   wouldInvoke: number;
   /** Invalid rows, and rows whose start call failed. */
@@ -175,6 +185,14 @@ export interface RenderBatchOptions<
    */
   sfn?: SfnOptions | ReadySfnClient;
   /**
+   * S3 connection options or a ready client, to find the outputs already rendered once a
+   * row's execution history is gone (a restarted local stack, expired history on AWS): a
+   * row with no known execution whose output object carries the row's render id (written
+   * from the same inputs) is `already-rendered`, not rendered again. Not with
+   * `rerun: "all"`. @default not looked up: such a row renders again
+   */
+  s3?: S3Options | ReadyS3Client;
+  /**
    * Reserved concurrency of the render function (`vid lambda deploy --concurrency`), for
    * the large-batch guidance. @default unknown
    */
@@ -217,16 +235,24 @@ export interface BatchRowProgress {
   executionArn: string | null;
   /**
    * The render's status when the row has an execution; otherwise the manifest status
-   * (`failed-to-start`, `skipped`, `not-started`, `would-invoke`); `unknown` when the
-   * execution could not be read (see `errors`).
+   * (`failed-to-start`, `skipped`, `not-started`, `would-invoke`), and `succeeded` for an
+   * `already-rendered` row; `unknown` when the execution could not be read (see `errors`).
    */
-  status: LambdaRenderStatus | Exclude<BatchRowStatus, "started" | "already-started"> | "unknown";
+  status:
+    | LambdaRenderStatus
+    | Exclude<BatchRowStatus, "started" | "already-started" | "already-rendered">
+    | "unknown";
   /** Chunks rendered. */
   chunksDone: number;
   /** Chunks of the plan; 0 until planned. */
   chunksTotal: number;
   /** Failures of the render, or why the row never started. */
   errors: string[];
+  /**
+   * Chunks the workflow retried (or whose attempt failed), as `vid lambda progress <id>`
+   * shows them: attempts so far and each failed attempt's error; empty without an execution.
+   */
+  retries: ChunkRetry[];
   /** `s3://<bucket>/<key>` once the render succeeded. */
   outputLocation?: string;
   /** Which attempt of the row the execution is (see {@linkcode BatchManifestRow}). */
@@ -397,6 +423,7 @@ export function summarizeBatch(rows: readonly BatchManifestRow[]): BatchSummary 
     started: count("started"),
     retried: rows.filter((r) => r.status === "started" && (r.attempt ?? 1) > 1).length,
     alreadyStarted: count("already-started"),
+    alreadyRendered: count("already-rendered"),
     wouldInvoke: count("would-invoke"),
     failedToStart: count("failed-to-start"),
     skipped: count("skipped"),
@@ -464,6 +491,8 @@ interface BatchRun extends BatchSettings {
   options: RenderBatchOptions;
   /** Absent on a dry run. */
   client?: SFNClient;
+  /** For outputs already rendered; absent when not looked up (see `RenderBatchOptions.s3`). */
+  s3?: S3Client;
   /** Aborts when the user's signal does, or when a failure stops the whole batch. */
   stopped: AbortSignal;
   /** Why no more rows can start (stack unreachable, credentials), once known. */
@@ -582,7 +611,7 @@ async function describeExecution(
     const described = await client.send(new DescribeExecutionCommand({ executionArn }));
     return { arn: described.executionArn ?? executionArn, status: described.status ?? "" };
   } catch (error) {
-    if ((error as AwsError).name === "ExecutionDoesNotExist") return undefined;
+    if (isRenderNotFound(error)) return undefined;
     throw error;
   }
 }
@@ -615,6 +644,30 @@ async function latestAttempt(
     );
   }
   return { attempt: found.attempt, arn: found.arn, startNext };
+}
+
+/**
+ * The render id on the row's output object when a render of this row (its first attempt or
+ * a later one) wrote it; `undefined` when there is no object, it came from other inputs, or
+ * it cannot be read (then the row renders, as it would have).
+ */
+async function renderedFrom(
+  run: BatchRun,
+  outputKey: string,
+  baseId: string,
+): Promise<string | undefined> {
+  if (!run.s3) return undefined;
+  try {
+    const head = await run.s3.send(
+      new HeadObjectCommand({ Bucket: run.options.bucketName, Key: outputKey }),
+    );
+    const renderId = head.Metadata?.[RENDER_ID_METADATA];
+    return renderId !== undefined && renderId.replace(/-a\d+$/, "") === baseId
+      ? renderId
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -655,6 +708,20 @@ async function startRow(run: BatchRun, row: PendingRow): Promise<void> {
     try {
       const found = await latestAttempt(run, baseId);
       if (!found.startNext) return exists(found.arn!, found.attempt);
+      if (found.attempt === 0 && run.rerun !== "all") {
+        // No execution known: its history may be gone while its output is there.
+        const renderId = await renderedFrom(run, outputKey, baseId);
+        if (renderId !== undefined) {
+          return {
+            line,
+            outputKey,
+            status: "already-rendered",
+            executionArn: null,
+            error: null,
+            renderId,
+          };
+        }
+      }
       next = found.attempt + 1;
       const renderId = attemptRenderId(baseId, next);
       let handle;
@@ -786,12 +853,19 @@ export async function renderBatch<
   if (guidance) warnOnce(guidance);
 
   const { client, owned } = await batchClient(generic);
+  const ownS3 = generic.s3 !== undefined && !(generic.s3 instanceof S3Client) && !generic.dryRun;
+  const s3 = generic.dryRun || generic.s3 === undefined
+    ? undefined
+    : generic.s3 instanceof S3Client
+    ? generic.s3
+    : s3ClientFor(generic.s3);
   const rows: BatchManifestRow[] = [];
   const stop = new AbortController();
   const run: BatchRun = {
     ...settings,
     options: generic,
     client,
+    s3,
     stopped: options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal,
     stop(reason: string) {
       run.fatal ??= reason;
@@ -809,6 +883,7 @@ export async function renderBatch<
     await pool(pendingRows(run), settings.maxConcurrent, (row) => startRow(run, row));
   } finally {
     if (owned) client?.destroy();
+    if (ownS3) s3?.destroy();
   }
   return rows.sort((a, b) => a.line - b.line);
 }
@@ -919,19 +994,39 @@ async function rowProgress(
   options: BatchProgressOptions,
   cost: { usd: number },
 ): Promise<BatchRowProgress> {
-  const base: Omit<BatchRowProgress, "status" | "chunksDone" | "chunksTotal" | "errors"> = {
+  const base: Omit<
+    BatchRowProgress,
+    "status" | "chunksDone" | "chunksTotal" | "errors" | "retries"
+  > = {
     line: row.line,
     outputKey: row.outputKey,
     executionArn: row.executionArn,
     ...(row.attempt ? { attempt: row.attempt } : {}),
   };
+  if (!row.executionArn && row.status === "already-rendered") {
+    // Its execution is gone; its output, from the same inputs, is there.
+    const bucket = options.bucketName;
+    return {
+      ...base,
+      status: "succeeded",
+      chunksDone: 0,
+      chunksTotal: 0,
+      errors: [],
+      retries: [],
+      ...(bucket && row.outputKey ? { outputLocation: `s3://${bucket}/${row.outputKey}` } : {}),
+    };
+  }
   if (!row.executionArn) {
     return {
       ...base,
-      status: row.status as Exclude<BatchRowStatus, "started" | "already-started">,
+      status: row.status as Exclude<
+        BatchRowStatus,
+        "started" | "already-started" | "already-rendered"
+      >,
       chunksDone: 0,
       chunksTotal: 0,
       errors: row.error ? [row.error] : [],
+      retries: [],
     };
   }
   const read = (executionArn: string) =>
@@ -951,7 +1046,7 @@ async function rowProgress(
       try {
         p = await read(later);
       } catch (error) {
-        if ((error as AwsError).name === "ExecutionDoesNotExist") break;
+        if (isRenderNotFound(error)) break;
         throw error;
       }
       cost.usd += p.costEstimate.usd;
@@ -965,16 +1060,26 @@ async function rowProgress(
       chunksDone: p.chunksDone,
       chunksTotal: p.chunksTotal,
       errors: p.errors.map(readableExecutionError),
+      retries: p.retries,
       ...(p.outputLocation ? { outputLocation: p.outputLocation } : {}),
     };
   } catch (error) {
-    if (isUnreachable(error) || isStackFatal(error)) throw explainStackError(error, {});
+    // A row whose execution is not there is that row's news (`unknown`), not the stack's.
+    if (!isRenderNotFound(error) && (isUnreachable(error) || isStackFatal(error))) {
+      throw explainStackError(error, {});
+    }
     return {
       ...base,
       status: "unknown",
       chunksDone: 0,
       chunksTotal: 0,
-      errors: [`${(error as Error).name}: ${(error as Error).message}`],
+      retries: [],
+      // vid's errors say what is wrong (`no render … in this workflow`); others get their name.
+      errors: [
+        error instanceof VidError
+          ? error.message
+          : `${(error as Error).name}: ${(error as Error).message}`,
+      ],
     };
   }
 }
