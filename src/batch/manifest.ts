@@ -8,7 +8,7 @@
  */
 
 import { canonicalJson } from "../util/canonical_json.ts";
-import type { ExecutionInput } from "../lambda/config.ts";
+import type { ExecutionInput } from "../request/execution_input.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /**

@@ -1,6 +1,7 @@
 /**
- * Batch distributed rendering: one workflow execution per line of a JSONL file, and the
- * progress of a whole batch from its manifest.
+ * Batch distributed rendering: one workflow execution per line of a JSONL file. Where a
+ * started batch is, from its manifest, is batch_progress.ts; the attempts' names, which
+ * both use, are batch_attempts.ts.
  *
  * The file is streamed (`node:fs` `createReadStream` + `readline`), never loaded whole,
  * and each line is parsed and validated on its own; a bad line becomes a
@@ -42,7 +43,7 @@
  * @module
  */
 
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import {
   DescribeExecutionCommand,
@@ -61,26 +62,24 @@ import {
 } from "../batch/manifest.ts";
 
 export { BatchInputError, type BatchManifestRow, batchRenderId, type BatchRowStatus };
-import { readableExecutionError } from "./execution_error.ts";
+import { attemptRenderId, batchExecutionArn, MAX_ATTEMPTS } from "./batch_attempts.ts";
+// Reading where a batch is lives apart; the batch API is whole from here.
+export {
+  type BatchProgress,
+  type BatchProgressOptions,
+  type BatchRowProgress,
+  getBatchProgress,
+  readBatchManifest,
+} from "./batch_progress.ts";
+import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
 import {
-  executionArnFor,
-  s3ClientFor,
-  sfnClientFor,
-  STATE_MACHINE_ARN_SHAPE,
-} from "../aws/clients.ts";
-import {
-  type ChunkRetry,
-  getRenderProgress,
-  type LambdaRenderStatus,
   renderToLambda,
   type S3Options,
   type SfnOptions,
   type SiteHandle,
   withSiteFrameRate,
 } from "./sdk.ts";
-import { explainStackError, isRenderNotFound, isStackFatal, isUnreachable } from "./stack_error.ts";
-import { VidError } from "../errors.ts";
-import { isPlainObject } from "../util/json_shape.ts";
+import { explainStackError, isRenderNotFound, isStackFatal } from "./stack_error.ts";
 import { pool, retry } from "../util/async.ts";
 
 /**
@@ -211,111 +210,19 @@ export interface RenderBatchOptions<
   onWarning?(message: string): void;
 }
 
-/** Options of {@linkcode getBatchProgress}. */
-export interface BatchProgressOptions {
-  /** The manifest rows (from {@linkcode renderBatch} or {@linkcode readBatchManifest}). */
-  rows: readonly BatchManifestRow[];
-  /** Bucket of the renders. @default each execution input's `bucketName` */
-  bucketName?: string;
-  /** Step Functions connection options, or a ready client (kept by the caller). */
-  sfn?: SfnOptions | ReadySfnClient;
-  /** S3 connection options or client, for the worker's progress objects; `false` skips. */
-  s3?: S3Options | ReadyS3Client | false;
-  /** Executions read at once. @default 10 */
-  concurrency?: number;
-}
-
-/** Where one row of a batch is. */
-export interface BatchRowProgress {
-  /** 1-based line number in the JSONL file. */
-  line: number;
-  /** The row's `outputKey`. */
-  outputKey: string | null;
-  /** ARN of the row's execution, `null` when it never started. */
-  executionArn: string | null;
-  /**
-   * The render's status when the row has an execution; otherwise the manifest status
-   * (`failed-to-start`, `skipped`, `not-started`, `would-invoke`), and `succeeded` for an
-   * `already-rendered` row; `unknown` when the execution could not be read (see `errors`).
-   */
-  status:
-    | LambdaRenderStatus
-    | Exclude<BatchRowStatus, "started" | "already-started" | "already-rendered">
-    | "unknown";
-  /** Chunks rendered. */
-  chunksDone: number;
-  /** Chunks of the plan; 0 until planned. */
-  chunksTotal: number;
-  /** Failures of the render, or why the row never started. */
-  errors: string[];
-  /**
-   * Chunks the workflow retried (or whose attempt failed), as `vid lambda progress <id>`
-   * shows them: attempts so far and each failed attempt's error; empty without an execution.
-   */
-  retries: ChunkRetry[];
-  /** `s3://<bucket>/<key>` once the render succeeded. */
-  outputLocation?: string;
-  /** Which attempt of the row the execution is (see {@linkcode BatchManifestRow}). */
-  attempt?: number;
-}
-
-/** Where a whole batch is. */
-export interface BatchProgress {
-  /** One entry per manifest row, in line order. */
-  rows: BatchRowProgress[];
-  /** Rows of the manifest. */
-  total: number;
-  /** Rows with an execution. */
-  executions: number;
-  /** Executions still running. */
-  running: number;
-  /** Executions that succeeded. */
-  succeeded: number;
-  /** Executions that failed, were aborted or timed out. */
-  failed: number;
-  /** Executions that could not be read. */
-  unknown: number;
-  /** Rows without an execution (failed to start, skipped, not started, dry run). */
-  notStarted: number;
-  /** Chunks rendered over every execution. */
-  chunksDone: number;
-  /** Chunks planned over every execution. */
-  chunksTotal: number;
-  /** Sum of the executions' cost estimates so far, US dollars. */
-  usd: number;
-  /** Whether no execution is still running and every execution could be read. */
-  done: boolean;
-}
-
 /** Entries (non-blank lines) above which the large-batch concurrency guidance applies. */
 export const LARGE_BATCH_ROWS = 1000;
+
 /** Default of `maxParallelChunks`, used by the guidance when the config leaves it unset. */
 const DEFAULT_MAX_PARALLEL_CHUNKS = 16;
+
 const DEFAULT_START_ATTEMPTS = 8;
+
 const DEFAULT_RETRY_BASE_MS = 200;
+
 const RETRY_CAP_MS = 5000;
+
 const INTERRUPTED = "interrupted before this row was started; run the batch again to start it";
-/** Attempts of one row before a rerun gives up on it. */
-const MAX_ATTEMPTS = 20;
-
-const FAILED_STATUSES: readonly string[] = ["failed", "aborted", "timed-out"];
-
-/** The attempt number of a batch execution ARN (`b-<hex>` is 1, `b-<hex>-a<n>` is n). */
-function attemptOf(executionArn: string): number | undefined {
-  const match = /:(b-[0-9a-f]{40})(?:-a(\d+))?$/.exec(executionArn);
-  return match ? Number(match[2] ?? 1) : undefined;
-}
-
-/** The ARN of attempt `attempt` of the same batch row, or `undefined` for another ARN. */
-function laterAttemptArn(executionArn: string, attempt: number): string | undefined {
-  const match = /^(.*:)(b-[0-9a-f]{40})(?:-a\d+)?$/.exec(executionArn);
-  return match ? `${match[1]}${attemptRenderId(match[2], attempt)}` : undefined;
-}
-
-/** The render id of attempt `attempt` of a row whose first attempt is `baseId`. */
-function attemptRenderId(baseId: string, attempt: number): string {
-  return attempt <= 1 ? baseId : `${baseId}-a${attempt}`;
-}
 
 interface AwsError {
   name?: string;
@@ -345,20 +252,6 @@ function isTransient(error: unknown): boolean {
 
 function isRetryable(error: unknown): boolean {
   return isThrottle(error) || isTransient(error);
-}
-
-/** The execution ARN for a name; a malformed state machine ARN is the batch's input error. */
-function batchExecutionArn(stateMachineArn: string, name: string): string {
-  const arn = executionArnFor(stateMachineArn, name);
-  if (arn === undefined) {
-    throw new BatchInputError(
-      "stateMachineArn",
-      `stateMachineArn must be a state machine ARN (${STATE_MACHINE_ARN_SHAPE}), got ${
-        JSON.stringify(stateMachineArn)
-      }`,
-    );
-  }
-  return arn;
 }
 
 /**
@@ -886,200 +779,4 @@ export async function renderBatch<
     if (ownS3) s3?.destroy();
   }
   return rows.sort((a, b) => a.line - b.line);
-}
-
-/**
- * Reads a manifest written by `vid lambda render-batch --manifest` (or `--json`): a JSON
- * array of rows. Throws {@linkcode BatchInputError} naming the first bad field.
- *
- * @example
- * ```ts no_run
- * import { getBatchProgress, readBatchManifest } from "@vid/cli";
- *
- * const rows = await readBatchManifest("manifest.json");
- * const progress = await getBatchProgress({ rows });
- * console.log(`${progress.succeeded}/${progress.executions} done`);
- * ```
- */
-export async function readBatchManifest(path: string): Promise<BatchManifestRow[]> {
-  let value: unknown;
-  try {
-    value = JSON.parse(await readFile(path, "utf8"));
-  } catch (error) {
-    throw new BatchInputError(
-      "manifest",
-      `cannot read the manifest ${path}: ${(error as Error).message}; pass the file written ` +
-        `by \`vid lambda render-batch --manifest\``,
-    );
-  }
-  if (!Array.isArray(value)) {
-    throw new BatchInputError("manifest", `the manifest ${path} must be a JSON array of rows`);
-  }
-  return value.map((row, i) => {
-    const bad = (field: string, want: string) =>
-      new BatchInputError(`[${i}].${field}`, `manifest ${path}, row ${i}: "${field}" ${want}`);
-    if (!isPlainObject(row)) throw bad("line", "must be in an object");
-    if (!Number.isInteger(row.line) || (row.line as number) < 1) {
-      throw bad("line", "must be a positive integer");
-    }
-    if (row.outputKey !== null && typeof row.outputKey !== "string") {
-      throw bad("outputKey", "must be a string or null");
-    }
-    if (typeof row.status !== "string") throw bad("status", "must be a string");
-    if (row.executionArn !== null && typeof row.executionArn !== "string") {
-      throw bad("executionArn", "must be a string or null");
-    }
-    return {
-      line: row.line as number,
-      outputKey: row.outputKey as string | null,
-      status: row.status as BatchRowStatus,
-      executionArn: row.executionArn as string | null,
-      error: typeof row.error === "string" ? row.error : null,
-      ...(typeof row.renderId === "string" ? { renderId: row.renderId } : {}),
-      ...(Number.isInteger(row.attempt) && (row.attempt as number) >= 1
-        ? { attempt: row.attempt as number }
-        : {}),
-    };
-  });
-}
-
-/**
- * Where a whole batch is: reads every execution of the manifest (at most `concurrency`
- * at once) with `getRenderProgress` and totals them. Rows that never started count as
- * `notStarted` with their reason.
- *
- * @example
- * ```ts no_run
- * import { getBatchProgress, readBatchManifest } from "@vid/cli";
- *
- * const p = await getBatchProgress({ rows: await readBatchManifest("manifest.json") });
- * console.log(`${p.succeeded} succeeded, ${p.running} running, ${p.failed} failed`);
- * ```
- */
-export async function getBatchProgress(options: BatchProgressOptions): Promise<BatchProgress> {
-  const sorted = [...options.rows].sort((a, b) => a.line - b.line);
-  const cost = { usd: 0 };
-  const result = await pool(
-    sorted,
-    Math.max(1, options.concurrency ?? 10),
-    (row) => rowProgress(row, options, cost),
-  );
-  const count = (test: (r: BatchRowProgress) => boolean) => result.filter(test).length;
-  const running = count((r) => r.status === "running");
-  return {
-    rows: result,
-    total: result.length,
-    executions: count((r) => r.executionArn !== null),
-    running,
-    succeeded: count((r) => r.status === "succeeded"),
-    failed: count((r) => ["failed", "aborted", "timed-out"].includes(r.status)),
-    unknown: count((r) => r.status === "unknown"),
-    notStarted: count((r) => r.executionArn === null),
-    chunksDone: result.reduce((sum, r) => sum + r.chunksDone, 0),
-    chunksTotal: result.reduce((sum, r) => sum + r.chunksTotal, 0),
-    usd: cost.usd,
-    done: running === 0 && count((r) => r.status === "unknown") === 0,
-  };
-}
-
-/**
- * Where one manifest row is: its latest attempt's progress (a manifest from before a rerun
- * names an attempt that failed; a later attempt `-a<n+1>`, … is where the row is now), or
- * its manifest status when it never started. Adds the executions' cost to `cost.usd`.
- * Throws when the stack is unreachable or the credentials are wrong: then no row can be
- * read, and one error says so instead of a page of `unknown` rows.
- */
-async function rowProgress(
-  row: BatchManifestRow,
-  options: BatchProgressOptions,
-  cost: { usd: number },
-): Promise<BatchRowProgress> {
-  const base: Omit<
-    BatchRowProgress,
-    "status" | "chunksDone" | "chunksTotal" | "errors" | "retries"
-  > = {
-    line: row.line,
-    outputKey: row.outputKey,
-    executionArn: row.executionArn,
-    ...(row.attempt ? { attempt: row.attempt } : {}),
-  };
-  if (!row.executionArn && row.status === "already-rendered") {
-    // Its execution is gone; its output, from the same inputs, is there.
-    const bucket = options.bucketName;
-    return {
-      ...base,
-      status: "succeeded",
-      chunksDone: 0,
-      chunksTotal: 0,
-      errors: [],
-      retries: [],
-      ...(bucket && row.outputKey ? { outputLocation: `s3://${bucket}/${row.outputKey}` } : {}),
-    };
-  }
-  if (!row.executionArn) {
-    return {
-      ...base,
-      status: row.status as Exclude<
-        BatchRowStatus,
-        "started" | "already-started" | "already-rendered"
-      >,
-      chunksDone: 0,
-      chunksTotal: 0,
-      errors: row.error ? [row.error] : [],
-      retries: [],
-    };
-  }
-  const read = (executionArn: string) =>
-    getRenderProgress({
-      executionArn,
-      bucketName: options.bucketName,
-      sfn: options.sfn,
-      s3: options.s3,
-    });
-  try {
-    let p = await read(row.executionArn);
-    cost.usd += p.costEstimate.usd;
-    let attempt = row.attempt ?? attemptOf(row.executionArn);
-    while (FAILED_STATUSES.includes(p.status) && attempt !== undefined) {
-      const later = laterAttemptArn(row.executionArn, attempt + 1);
-      if (!later) break;
-      try {
-        p = await read(later);
-      } catch (error) {
-        if (isRenderNotFound(error)) break;
-        throw error;
-      }
-      cost.usd += p.costEstimate.usd;
-      attempt++;
-      base.executionArn = later;
-      base.attempt = attempt;
-    }
-    return {
-      ...base,
-      status: p.status,
-      chunksDone: p.chunksDone,
-      chunksTotal: p.chunksTotal,
-      errors: p.errors.map(readableExecutionError),
-      retries: p.retries,
-      ...(p.outputLocation ? { outputLocation: p.outputLocation } : {}),
-    };
-  } catch (error) {
-    // A row whose execution is not there is that row's news (`unknown`), not the stack's.
-    if (!isRenderNotFound(error) && (isUnreachable(error) || isStackFatal(error))) {
-      throw explainStackError(error, {});
-    }
-    return {
-      ...base,
-      status: "unknown",
-      chunksDone: 0,
-      chunksTotal: 0,
-      retries: [],
-      // vid's errors say what is wrong (`no render … in this workflow`); others get their name.
-      errors: [
-        error instanceof VidError
-          ? error.message
-          : `${(error as Error).name}: ${(error as Error).message}`,
-      ],
-    };
-  }
 }
