@@ -21,7 +21,6 @@ import {
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import { unzipSync } from "fflate";
 import { type PackagedFile, packageProject } from "../project/package.ts";
 import { ConfigError, type RenderConfig } from "./config.ts";
 import type { FrameRate } from "../composition/frame_rate.ts";
@@ -159,6 +158,7 @@ export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle
   const pkg = await packageProject(options.projectDir, {
     composition: options.composition,
     exclude: options.exclude,
+    keepContents: true,
   });
   const ownClient = !(options.s3 instanceof S3Client);
   const client = options.s3 instanceof S3Client ? options.s3 : s3ClientFor(options.s3);
@@ -176,7 +176,9 @@ export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle
       files: pkg.files,
       uploaded: false,
     };
-    const contents = unzipSync(pkg.zip);
+    // The files as packaged (the zip's bytes are only hashed here: the site is uploaded file
+    // by file, so each is served with its own content type).
+    const contents = pkg.contents!;
     try {
       const html = new TextDecoder().decode(contents[pkg.entry]);
       const parsed = parseComposition(html, pkg.entry);

@@ -65,10 +65,17 @@ export interface ProjectPackage {
   entry: string;
   /** Files skipped for a reason the user may want to know (symlinks, special files). */
   warnings: string[];
+  /**
+   * Every file's bytes as read into the zip, by path, with `keepContents`: a caller that
+   * uploads the files one by one (`deploySite`) need not unzip its own zip.
+   */
+  contents?: Record<string, Uint8Array>;
 }
 
 /** Options for {@linkcode packageProject}. */
 export interface PackageProjectOptions {
+  /** Also return every file's bytes as `contents` (held in memory beside the zip). @default false */
+  keepContents?: boolean;
   /**
    * The composition entry, relative to the project directory (or an absolute path inside
    * it). It must exist and must not be excluded by the upload rules.
@@ -373,6 +380,7 @@ export async function packageProject(
     else chunks.push(chunk);
   });
   const files: PackagedFile[] = [];
+  const contents: Record<string, Uint8Array> = {};
   for (const file of found) {
     let content: Uint8Array;
     try {
@@ -388,6 +396,7 @@ export async function packageProject(
     zip.add(zipped);
     zipped.push(content, true);
     files.push({ path: file.path, size: content.length });
+    if (options.keepContents) contents[file.path] = content;
   }
   zip.end();
   if (zipError) {
@@ -423,5 +432,6 @@ export async function packageProject(
     files,
     entry,
     warnings,
+    ...(options.keepContents ? { contents } : {}),
   };
 }

@@ -473,3 +473,18 @@ describe("the guide on ignore rules", () => {
     }
   });
 });
+
+describe("packageProject keepContents", () => {
+  it("returns the bytes it zipped, by path, so deploySite uploads them without unzipping", async () => {
+    const dir = await project({ "index.html": INDEX, "assets/a.txt": "alpha", ".hidden": "x" });
+    const pkg = await packageProject(dir, { keepContents: true });
+    const contents = pkg.contents!;
+    assert.deepEqual(Object.keys(contents).sort(), ["assets/a.txt", "index.html"]);
+    const decoder = new TextDecoder();
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(contents).map(([p, b]) => [p, decoder.decode(b)])),
+      unzipText(pkg.zip),
+    );
+    assert.equal((await packageProject(dir)).contents, undefined, "not kept by default");
+  });
+});
