@@ -14,7 +14,7 @@
  *
  * To add an option: declare it below, then add its flag to the commands that accept it
  * (`cliOption(OPTIONS.x)`) and its field to the surfaces' option types;
- * `tests/integration/request_test.ts` checks the help and the type agreement.
+ * `tests/unit/request_test.ts` checks the help and the type agreement.
  *
  * @module
  */
