@@ -49,7 +49,7 @@ describe("help as a subprocess", () => {
     const flags = render.options.map((o) => o.long!).filter(Boolean);
     // The render options are declared once (src/request/options.ts); tests/unit/request_test.ts
     // checks in this process that each declared flag is in the help of every command taking it.
-    assert.ok(flags.includes("--fps") && flags.includes("--chunk-size"), flags.join(" "));
+    assert.ok(flags.includes("--fps") && flags.includes("--workers"), flags.join(" "));
     const result = await runVid(["render", "--help"], { env: { COLUMNS: "200" } });
     assert.equal(result.code, 0, result.stderr);
     for (const flag of flags) {
