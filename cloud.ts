@@ -70,6 +70,7 @@ export {
 } from "./src/cloud/oauth_client.ts";
 export {
   ATTEMPT_HEADER,
+  DELIVERY_ID_HEADER,
   SIGNATURE_HEADER,
   verifyWebhook,
   type VerifyWebhookOptions,

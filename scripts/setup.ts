@@ -1,8 +1,9 @@
 /**
  * Prepares a machine to render and test vid: checks the system programs rendering needs
  * (chromium-headless-shell, Chromium, ffmpeg/ffprobe, fonts), installs the missing ones with
- * apt when running as root, and caches the npm dependencies. Run by `deno task setup` and at
- * the start of `deno task hello` and `deno task test`.
+ * apt when running as root, creates the unprivileged `vid-render` account `vid server` runs
+ * its render browsers as (root only), and caches the npm dependencies. Run by `deno task
+ * setup` and at the start of `deno task hello` and `deno task test`.
  *
  * It is idempotent and makes no apt calls when everything is already installed. When it cannot
  * install (not root, or no apt-get) it prints the exact command to run and exits 1.
@@ -12,9 +13,11 @@
 
 import { fileURLToPath } from "node:url";
 import {
+  DEFAULT_RENDER_USERS,
   findChromium,
   findFfmpeg,
   findHeadlessShell,
+  lookupUser,
   SYSTEM_PACKAGES,
   which,
 } from "../src/render/system.ts";
@@ -147,6 +150,31 @@ async function cacheNpmDependencies(): Promise<boolean> {
   return result.code === 0;
 }
 
+/**
+ * As root, makes the account `vid server` runs its render browsers as (`vid-render`, a
+ * system account with no home and no shell; see `src/render/sandbox.ts`), if missing. Not
+ * root, or no `useradd`: nothing to do, the server then uses `nobody`.
+ */
+async function ensureRenderUser(): Promise<string | undefined> {
+  const name = DEFAULT_RENDER_USERS[0];
+  if (await lookupUser(name)) return name;
+  if (!isRoot() || !await which("useradd")) return undefined;
+  const result = await output("useradd", [
+    "--system",
+    "--no-create-home",
+    "--home-dir",
+    "/nonexistent",
+    "--shell",
+    "/usr/sbin/nologin",
+    name,
+  ]);
+  if (result.code !== 0 && !await lookupUser(name)) {
+    console.error(`setup: could not create the ${name} account: ${result.stderr.trim()}`);
+    return undefined;
+  }
+  return name;
+}
+
 async function main(): Promise<number> {
   let requirements = await checkAll();
   let missing = missingPackages(requirements);
@@ -164,6 +192,8 @@ async function main(): Promise<number> {
   }
   const width = Math.max(...requirements.map((r) => r.name.length));
   for (const { name, found } of requirements) console.log(`ok  ${name.padEnd(width)}  ${found}`);
+  const renderUser = await ensureRenderUser();
+  if (renderUser) console.log(`ok  ${"render user".padEnd(width)}  ${renderUser}`);
   return await cacheNpmDependencies() ? 0 : 1;
 }
 

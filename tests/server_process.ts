@@ -14,6 +14,8 @@ export interface ServerProcess {
   child: Deno.ChildProcess;
   /** Everything it printed on stdout so far. */
   output(): string;
+  /** Everything it printed on stderr so far (warnings and logged errors). */
+  errors(): string;
   /** Resolves when stdout closed (the process is ending). */
   closed: Promise<void>;
   /** Sends `signal` (SIGTERM by default) and waits for the exit status. */
@@ -33,7 +35,10 @@ export async function startServerProcess(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  child.stderr.pipeTo(new WritableStream());
+  let err = "";
+  const errDone = child.stderr.pipeThrough(new TextDecoderStream()).pipeTo(
+    new WritableStream({ write: (text) => void (err += text) }),
+  ).catch(() => {});
   const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
   let out = "";
   while (!/listening on (\S+)/.test(out)) {
@@ -52,6 +57,7 @@ export async function startServerProcess(
     url: out.match(/listening on (\S+)/)![1],
     child,
     output: () => out,
+    errors: () => err,
     closed,
     async stop(signal: Deno.Signal = "SIGTERM"): Promise<Deno.CommandStatus> {
       try {
@@ -61,6 +67,7 @@ export async function startServerProcess(
       }
       const status = await child.status;
       await closed;
+      await errDone;
       return status;
     },
   };

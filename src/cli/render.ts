@@ -11,7 +11,7 @@ import { RenderCancelledError, renderComposition } from "../render/render.ts";
 import { OPTIONS } from "../request/options.ts";
 import { progressReporter } from "./progress.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
-import { EXIT, reportError, warn } from "./shared.ts";
+import { EXIT, reportError, warn, warnIfRoot } from "./shared.ts";
 
 /** Registers `vid render`. */
 export function registerRender(program: Command): void {
@@ -43,6 +43,7 @@ export function registerRender(program: Command): void {
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")
     .action(async (target, options) => {
+      warnIfRoot();
       const controller = new AbortController();
       const stop = () => controller.abort();
       Deno.addSignalListener("SIGINT", stop);

@@ -16,7 +16,7 @@ import {
 } from "../batch/local.ts";
 import { OPTIONS } from "../request/options.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
-import { EXIT, reportError, warn } from "./shared.ts";
+import { EXIT, reportError, warn, warnIfRoot } from "./shared.ts";
 
 const HELP = "Render one video per row of a batch file on this machine: JSONL (one " +
   '{"outputKey": "ada.mp4", "variables": {...}} per line, the format of `vid lambda ' +
@@ -71,6 +71,7 @@ export function registerRenderBatch(program: Command): void {
     .option("--dry-run", "check the rows only: valid rows become would-invoke; nothing renders")
     .option("--json", "print the manifest as a JSON array on stdout")
     .action(async (target, options) => {
+      warnIfRoot();
       const controller = new AbortController();
       const stop = () => controller.abort();
       Deno.addSignalListener("SIGINT", stop);

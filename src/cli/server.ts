@@ -24,6 +24,11 @@ import {
   type RenderBackendFlags,
   resolveRenderBackend,
 } from "../server/render_backend.ts";
+import {
+  DEFAULT_MAX_DURATION_SECONDS,
+  DEFAULT_MAX_FRAMES,
+  DEFAULT_MAX_QUEUED_PER_ACCOUNT,
+} from "../server/context.ts";
 import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
@@ -57,6 +62,29 @@ export function registerServer(program: Command): void {
       positiveInteger("--workers"),
       1,
     )
+    .option(
+      "--max-duration <seconds>",
+      "longest render accepted, in seconds; longer is refused (422) before any charge",
+      positiveInteger("--max-duration"),
+      DEFAULT_MAX_DURATION_SECONDS,
+    )
+    .option(
+      "--max-frames <n>",
+      "most frames per render; more is refused (422) before any charge",
+      positiveInteger("--max-frames"),
+      DEFAULT_MAX_FRAMES,
+    )
+    .option(
+      "--max-renders-per-account <n>",
+      "renders of one account running at once (default: half the workers, at least 1)",
+      positiveInteger("--max-renders-per-account"),
+    )
+    .option(
+      "--max-queued-per-account <n>",
+      "renders one account may have queued; more are refused (429 with Retry-After)",
+      positiveInteger("--max-queued-per-account"),
+      DEFAULT_MAX_QUEUED_PER_ACCOUNT,
+    )
     .option("--public-url <url>", "base URL clients reach this server at (for signed links)")
     .option(
       "--storage <url>",
@@ -67,6 +95,16 @@ export function registerServer(program: Command): void {
       "--allow-private-urls",
       "let renders reach private/loopback hosts: url sources, pages, remote media, webhooks " +
         "(development)",
+    )
+    .option(
+      "--render-user <name>",
+      "account render browsers run as when the server runs as root (default: vid-render, " +
+        "else nobody)",
+    )
+    .option(
+      "--allow-no-sandbox",
+      "start where Chromium's sandbox cannot (renders then run unsandboxed; not for " +
+        "untrusted tenants)",
     )
     .option(
       "--render-backend <kind>",
@@ -138,6 +176,12 @@ interface ServerFlags extends RenderBackendFlags {
   storage?: string;
   allowHttpCallbacks?: boolean;
   allowPrivateUrls?: boolean;
+  renderUser?: string;
+  allowNoSandbox?: boolean;
+  maxDuration: number;
+  maxFrames: number;
+  maxRendersPerAccount?: number;
+  maxQueuedPerAccount: number;
 }
 
 /** `vid server`: starts the API, announces it and serves until SIGINT or SIGTERM. */
@@ -162,6 +206,14 @@ async function runServer(options: ServerFlags): Promise<void> {
       storage: options.storage,
       allowHttpCallbacks: options.allowHttpCallbacks,
       allowPrivateUrls: options.allowPrivateUrls,
+      renderUser: options.renderUser,
+      allowNoSandbox: options.allowNoSandbox,
+      limits: {
+        maxDurationSeconds: options.maxDuration,
+        maxFrames: options.maxFrames,
+        maxRendersPerAccount: options.maxRendersPerAccount,
+        maxQueuedPerAccount: options.maxQueuedPerAccount,
+      },
     });
     announce(running, renderBackend, options.dataDir);
     const stopped = Promise.withResolvers<void>();

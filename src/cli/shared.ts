@@ -43,6 +43,20 @@ export function warn(message: string): void {
 }
 
 /**
+ * `vid render`, `still` and `render-batch` run as root: Chromium refuses its sandbox to
+ * root, so their browsers run without it; say so, once. The CLI does not switch accounts
+ * itself (it renders the user's own project, into the user's files; `vid server`, which
+ * renders tenants' pages, does, see `--render-user`).
+ */
+export function warnIfRoot(): void {
+  if (Deno.uid() !== 0) return;
+  warn(
+    "running as root: Chromium's sandbox is off for root, so a page that exploits the " +
+      "browser would run as root; render as an unprivileged user for the sandbox",
+  );
+}
+
+/**
  * Exit code for an error thrown by the SDK: every error of vid ({@linkcode VidError})
  * carries its own (2 for a bad flag or value); anything else (a bug, a runtime's own
  * error) failed the run (1).

@@ -8,7 +8,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { renderStill } from "../render/still.ts";
 import { OPTIONS } from "../request/options.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
-import { reportError, warn } from "./shared.ts";
+import { reportError, warn, warnIfRoot } from "./shared.ts";
 
 /** Registers `vid still`. */
 export function registerStill(program: Command): void {
@@ -34,6 +34,7 @@ export function registerStill(program: Command): void {
     .addOption(cliOptionWithDefault(OPTIONS.capture))
     .option("--json", "print a machine-readable summary on stdout")
     .action(async (target, options) => {
+      warnIfRoot();
       try {
         const result = await renderStill({
           target,

@@ -28,7 +28,10 @@ export class BlockedAddressError extends VidError {
   override readonly field: string;
   /** The host as the URL names it. */
   readonly host: string;
-  /** The refused address, when the host resolved. */
+  /**
+   * The refused address, when the host resolved: for the operator's logs only; the
+   * message never carries it.
+   */
   readonly address?: string;
   constructor(field: string, host: string, message: string, address?: string) {
     super(message, { exitCode: EXIT_FAILED });
@@ -197,7 +200,8 @@ export function canonicalHost(host: string): { host: string; ip: 0 | 4 | 6 } {
  * @param field The field named in the error (`url`, `callback_url`, a variable).
  * @param options `allowLoopback` also accepts loopback addresses (development).
  * @throws {BlockedAddressError} When the host cannot be resolved or any address it
- * resolves to is not public.
+ * resolves to is not public; the message is the same in both cases (`<field>: <host> is
+ * not a public address; …`) and never names the resolved address.
  *
  * @example
  * ```ts no_run
@@ -211,6 +215,17 @@ export async function resolvePublicHost(
   options: { allowLoopback?: boolean } = {},
 ): Promise<CheckedAddress[]> {
   const canonical = canonicalHost(host);
+  // One message whatever went wrong: saying what a name resolves to, or that it does not
+  // resolve, would let a tenant map the server's internal DNS through error messages.
+  const refused = (address?: string): BlockedAddressError =>
+    new BlockedAddressError(
+      field,
+      host,
+      `${field}: ${host} is not a public address; this server reaches public addresses ` +
+        `only (operators allow private ones with \`vid server --allow-private-urls\`, or ` +
+        `VID_ALLOW_PRIVATE_URLS=1 on the Lambda function)`,
+      address,
+    );
   let addresses: CheckedAddress[];
   if (canonical.ip !== 0) {
     addresses = [{ address: canonical.host, family: canonical.ip }];
@@ -219,26 +234,14 @@ export async function resolvePublicHost(
       addresses = (await lookup(canonical.host, { all: true, verbatim: true }))
         .map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 }));
     } catch {
-      throw new BlockedAddressError(field, host, `${field}: cannot resolve ${host}`);
+      throw refused();
     }
-    if (addresses.length === 0) {
-      throw new BlockedAddressError(field, host, `${field}: cannot resolve ${host}`);
-    }
+    if (addresses.length === 0) throw refused();
   }
   const blocked = addresses.find((entry) =>
     !isPublicAddress(entry.address) &&
     !(options.allowLoopback && isLoopbackAddress(entry.address))
   );
-  if (blocked) {
-    const via = blocked.address === canonical.host ? "" : ` resolves to ${blocked.address},`;
-    throw new BlockedAddressError(
-      field,
-      host,
-      `${field}: ${host}${via} is a private or loopback (non-public) address; this ` +
-        `server reaches public addresses only (operators allow private ones with ` +
-        `\`vid server --allow-private-urls\`, or VID_ALLOW_PRIVATE_URLS=1 on the Lambda function)`,
-      blocked.address,
-    );
-  }
+  if (blocked) throw refused(blocked.address);
   return addresses;
 }

@@ -719,7 +719,7 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
     }, {
       debounceMs: options.debounceMs,
       ignoreDirs: [rendersDir],
-      onError: (error) => log(`file watching stopped: ${error.message}`),
+      onError: (error) => log(`file watching failed: ${error.message}`),
     });
     // Proxies drop idle streams; a comment line every 15 s keeps the event stream open.
     ping = setInterval(() => hub.ping(), 15000);

@@ -8,10 +8,10 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chown, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import process from "node:process";
 import { CdpConnection, CdpSession } from "./cdp.ts";
 import {
@@ -25,10 +25,12 @@ import { EXIT_FAILED, VidError } from "../errors.ts";
 /** How frames are captured. */
 export type CaptureMode = "beginframe" | "screenshot";
 
-/** Flags every launch uses: no network chatter, no first-run, fresh profile. */
+/**
+ * Flags every launch uses: no network chatter, no first-run, fresh profile. The sandbox is
+ * not among them: it is on unless the {@linkcode SandboxPolicy} turns it off.
+ */
 const COMMON_FLAGS = [
   "--headless",
-  "--no-sandbox",
   "--disable-gpu",
   "--disable-quic",
   "--no-first-run",
@@ -66,6 +68,136 @@ const BEGIN_FRAME_FLAGS = [
  */
 function extraFlags(): string[] {
   return (process.env.VID_CHROMIUM_FLAGS ?? "").split(/\s+/).filter((flag) => flag !== "");
+}
+
+/** An unprivileged account render browsers run as (see {@linkcode SandboxPolicy}). */
+export interface RenderUser {
+  name: string;
+  uid: number;
+  gid: number;
+}
+
+/**
+ * How browsers are isolated from the host. Chromium's sandbox (namespaces and seccomp) keeps
+ * a page that exploits the renderer inside it; Chromium refuses the sandbox to root, so a
+ * process running as root starts its browsers as `user` (with `setpriv`), whose profile and
+ * temporary folders it owns.
+ *
+ * - `required`: the sandbox or no browser ({@linkcode SandboxUnavailableError}); `vid server`.
+ * - `preferred`: the sandbox where it starts; where it cannot (a container without user
+ *   namespaces), `onUnavailable` is told once and every later launch runs without it.
+ * - `off`: `--no-sandbox` (`vid server --allow-no-sandbox` on a host without the sandbox).
+ */
+export interface SandboxPolicy {
+  sandbox: "required" | "preferred" | "off";
+  /** Account the browsers run as; undefined: this process's own. */
+  user?: RenderUser;
+  /** Told why, once, when a `preferred` sandbox cannot start. */
+  onUnavailable?: (reason: string) => void;
+}
+
+/**
+ * Chromium could not start its sandbox on this host (no user namespaces, a seccomp policy of
+ * the container, running as root). `reason` is Chromium's own line.
+ */
+export class SandboxUnavailableError extends VidError {
+  override name = "SandboxUnavailableError";
+  /** What Chromium said. */
+  readonly reason: string;
+  constructor(executable: string, reason: string) {
+    super(`${executable} cannot start its sandbox: ${reason}`, { exitCode: EXIT_FAILED });
+    this.reason = reason;
+  }
+}
+
+/**
+ * What Chromium prints when its sandbox cannot start (it then exits): no user namespaces,
+ * root, a container that forbids the namespaces, a broken SUID helper.
+ */
+const SANDBOX_FAILURE =
+  /No usable sandbox!?.*|Running as root without --no-sandbox.*|Failed to move to new namespace.*|.*\b(SUID|setuid) sandbox.*/i;
+
+/** The process-wide policy, see {@linkcode setSandboxPolicy}; undefined: the default. */
+let sandboxPolicy: SandboxPolicy | undefined;
+
+/**
+ * Sets how every browser this process launches from now on is isolated; `undefined` goes
+ * back to the default: `off` when this process runs as root (Chromium refuses its sandbox
+ * to root, and `vid render` warns about it), `preferred` otherwise. `vid server` sets
+ * `required` with its `--render-user` (see `src/render/sandbox.ts`).
+ *
+ * @example
+ * ```ts no_run
+ * setSandboxPolicy({ sandbox: "required", user: { name: "nobody", uid: 65534, gid: 65534 } });
+ * const browser = await launchBrowser({ mode: "beginframe" }); // runs as nobody, sandboxed
+ * await browser.close();
+ * ```
+ */
+export function setSandboxPolicy(policy: SandboxPolicy | undefined): void {
+  sandboxPolicy = policy;
+}
+
+/** The policy in force. */
+function currentSandbox(): SandboxPolicy {
+  if (sandboxPolicy) return sandboxPolicy;
+  const root = typeof process.getuid === "function" && process.getuid() === 0;
+  sandboxPolicy = root ? { sandbox: "off" } : {
+    sandbox: "preferred",
+    onUnavailable: (reason) =>
+      console.error(
+        `warning: Chromium's sandbox cannot start here (${reason}); browsers run without it`,
+      ),
+  };
+  return sandboxPolicy;
+}
+
+/**
+ * The environment of a browser that runs as another user: the locale and a home inside its
+ * profile, not this process's variables (they may hold the server's credentials).
+ */
+function renderUserEnv(profile: string, scratch: string): Record<string, string> {
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: profile,
+    TMPDIR: scratch,
+    XDG_CONFIG_HOME: join(profile, ".config"),
+    XDG_CACHE_HOME: join(profile, ".cache"),
+  };
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && /^(LANG|LANGUAGE|LC_\w+|TZ|FONTCONFIG_\w+)$/.test(name)) {
+      env[name] = value;
+    }
+  }
+  return env;
+}
+
+/** Whether `user` (with no supplementary groups) may pass through every folder down to `dir`. */
+function traversableBy(dir: string, user: RenderUser): boolean {
+  for (let at = dir;; at = dirname(at)) {
+    try {
+      const info = statSync(at);
+      const bits = info.uid === user.uid ? 0o100 : info.gid === user.gid ? 0o010 : 0o001;
+      if ((info.mode & bits) === 0) return false;
+    } catch {
+      return false;
+    }
+    if (dirname(at) === at) return true;
+  }
+}
+
+/**
+ * Where the profile of a browser running as `user` goes: the temporary folder when that user
+ * can reach it, else `/tmp`. A private TMPDIR (a 0700 folder of root's) would hide the
+ * profile from its own browser, which then dies at start-up.
+ */
+function profileParent(user: RenderUser): string {
+  for (const candidate of [tmpdir(), "/tmp"]) {
+    if (traversableBy(candidate, user)) return candidate;
+  }
+  throw new Error(
+    `${user.name} cannot reach ${tmpdir()} or /tmp, where its browser profile would go; ` +
+      "point TMPDIR at a folder every user may pass through (mode 0711 or wider)",
+  );
 }
 
 /** Options of {@linkcode launchBrowser}. */
@@ -267,13 +399,28 @@ export function recordBrowsersIn(dir: string | undefined): void {
 export async function launchBrowser(options: LaunchOptions): Promise<Browser> {
   const executable = options.executablePath ?? await browserPath(options.mode);
   try {
-    return await launchOnce(executable, options);
+    return await launchSandboxed(executable, options);
   } catch (error) {
     // A browser killed by a signal before it printed its DevTools address (seen under heavy
     // load with the Lambda Chromium's --single-process, where a hang watchdog takes the whole
     // browser down) is a transient start-up failure: one fresh launch, then the error.
     if (!(error instanceof BrowserStartupCrashError)) throw error;
-    return await launchOnce(executable, options);
+    return await launchSandboxed(executable, options);
+  }
+}
+
+/** One launch under the sandbox policy; a `preferred` sandbox that cannot start is dropped. */
+async function launchSandboxed(executable: string, options: LaunchOptions): Promise<Browser> {
+  const policy = currentSandbox();
+  try {
+    return await launchOnce(executable, options, policy);
+  } catch (error) {
+    if (!(error instanceof SandboxUnavailableError) || policy.sandbox !== "preferred") {
+      throw error;
+    }
+    policy.sandbox = "off";
+    policy.onUnavailable?.(error.reason);
+    return await launchOnce(executable, options, policy);
   }
 }
 
@@ -294,10 +441,17 @@ export class BrowserStartupCrashError extends VidError {
 }
 
 /** One launch attempt of {@linkcode launchBrowser}. */
-async function launchOnce(executable: string, options: LaunchOptions): Promise<Browser> {
-  const profile = await mkdtemp(join(tmpdir(), "vid-chromium-"));
+async function launchOnce(
+  executable: string,
+  options: LaunchOptions,
+  policy: SandboxPolicy,
+): Promise<Browser> {
+  const profile = await mkdtemp(
+    join(policy.user ? profileParent(policy.user) : tmpdir(), "vid-chromium-"),
+  );
   const args = [
     ...COMMON_FLAGS,
+    ...(policy.sandbox === "off" ? ["--no-sandbox"] : []),
     ...(options.mode === "beginframe" ? BEGIN_FRAME_FLAGS : []),
     ...extraFlags(),
     ...(options.networkFlags ?? []),
@@ -315,11 +469,33 @@ async function launchOnce(executable: string, options: LaunchOptions): Promise<B
   const scratch = join(profile, "tmp");
   await mkdir(scratch, { recursive: true });
   const ownGroup = !inParentGroup();
-  const child = spawn(executable, args, {
-    stdio: ["ignore", "ignore", "pipe"],
-    detached: ownGroup,
-    env: { ...process.env, TMPDIR: scratch },
-  });
+  const user = policy.user;
+  if (user) {
+    // The browser's user owns its profile and scratch (made 0700 by mkdtemp) and nothing
+    // else of ours: the page is served over loopback HTTP and frames come back over CDP.
+    await chown(profile, user.uid, user.gid);
+    await chown(scratch, user.uid, user.gid);
+  }
+  // setpriv execs the browser in place: the pid, the process group and the command line
+  // (which the reaper matches) are the browser's; this process, root, can still kill it.
+  const child = user
+    ? spawn("setpriv", [
+      `--reuid=${user.uid}`,
+      `--regid=${user.gid}`,
+      "--clear-groups",
+      "--",
+      executable,
+      ...args,
+    ], {
+      stdio: ["ignore", "ignore", "pipe"],
+      detached: ownGroup,
+      env: renderUserEnv(profile, scratch),
+    })
+    : spawn(executable, args, {
+      stdio: ["ignore", "ignore", "pipe"],
+      detached: ownGroup,
+      env: { ...process.env, TMPDIR: scratch },
+    });
   const live = { pid: child.pid!, profile, ownGroup };
   killOnExit(live);
   child.once("exit", () => LIVE_BROWSERS.delete(live));
@@ -365,6 +541,8 @@ async function launchOnce(executable: string, options: LaunchOptions): Promise<B
   } catch (error) {
     killBrowser(child.pid!, ownGroup);
     await removeProfile(profile);
+    const sandboxFailure = policy.sandbox !== "off" ? stderr.match(SANDBOX_FAILURE) : null;
+    if (sandboxFailure) throw new SandboxUnavailableError(executable, sandboxFailure[0].trim());
     throw error;
   }
   // Keep draining stderr so the browser never blocks on a full pipe.

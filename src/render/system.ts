@@ -5,6 +5,7 @@
  * @module
  */
 
+import { execFile } from "node:child_process";
 import { access, constants } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import process from "node:process";
@@ -116,4 +117,32 @@ export async function requireFfprobe(): Promise<string> {
   const { ffprobe } = await findFfmpeg();
   if (!ffprobe) throw new MissingDependencyError("ffprobe", SYSTEM_PACKAGES.ffmpeg, "VID_FFPROBE");
   return ffprobe;
+}
+
+/** Accounts render browsers run as by default when the server runs as root, in order. */
+export const DEFAULT_RENDER_USERS: readonly string[] = ["vid-render", "nobody"];
+
+/**
+ * The account `name` (from `getent passwd`, so NSS accounts count); undefined when missing.
+ *
+ * @example
+ * ```ts no_run
+ * console.log(await lookupUser("nobody")); // { name: "nobody", uid: 65534, gid: 65534 }
+ * console.log(await lookupUser("no-such-user")); // undefined
+ * ```
+ */
+export function lookupUser(
+  name: string,
+): Promise<{ name: string; uid: number; gid: number } | undefined> {
+  // node:child_process, not Deno.Command: this module is part of the Node SDK too.
+  return new Promise((resolve) => {
+    execFile("getent", ["passwd", name], (error, stdout) => {
+      if (error) return resolve(undefined);
+      const fields = String(stdout).trim().split(":");
+      const uid = Number(fields[2]);
+      const gid = Number(fields[3]);
+      const found = fields[0] === name && Number.isInteger(uid) && Number.isInteger(gid);
+      resolve(found ? { name, uid, gid } : undefined);
+    });
+  });
 }

@@ -16,7 +16,6 @@ import type { VariableDeclaration } from "../composition/declarations.ts";
 import type { FrameRate } from "../composition/frame_rate.ts";
 import { authenticate, type Caller } from "./accounts.ts";
 import {
-  DOWNLOAD_URL_SECONDS,
   MAX_COMPOSITION_LENGTH,
   MAX_CONCURRENT_PROJECT_CHECKS,
   MAX_FILENAME_LENGTH,
@@ -36,6 +35,7 @@ import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
 import { OPTIONS } from "../request/options.ts";
 import { renderRoutes } from "./render_routes.ts";
+import { renderJson, transitionRender } from "./renders.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
 import { contentTypeOf } from "../util/mime.ts";
 
@@ -74,45 +74,6 @@ async function assetJson(ctx: ServerContext, row: Row): Promise<Record<string, u
   return json;
 }
 
-/** A render row as the API shows it, with freshly minted signed URLs. */
-export async function renderJson(ctx: ServerContext, row: Row): Promise<Record<string, unknown>> {
-  const request = JSON.parse(String(row.request)) as Record<string, unknown>;
-  const mint = async (kind: "video" | "thumbnail"): Promise<string> => {
-    const expires = Math.floor(Date.now() / 1000) + DOWNLOAD_URL_SECONDS;
-    const path = `/v3/files/${row.id}/${kind}`;
-    return `${ctx.publicUrl}${path}?expires=${expires}&sig=${await signPath(
-      ctx.secret,
-      kind,
-      path,
-      expires,
-    )}`;
-  };
-  const completed = row.status === "completed" && row.deleted_at === null;
-  return {
-    render_id: row.id,
-    asset_id: row.asset_id,
-    status: row.deleted_at !== null ? "deleted" : row.status,
-    progress: Number(row.progress),
-    error: row.error,
-    composition: request.composition,
-    fps: request.fps,
-    quality: request.quality,
-    format: request.format,
-    resolution: request.resolution,
-    aspect_ratio: request.aspect_ratio,
-    width: row.width,
-    height: row.height,
-    duration_seconds: row.duration_seconds,
-    credits: Number(row.credits),
-    warnings: JSON.parse(String(row.warnings)),
-    callback_id: row.callback_id,
-    video_url: completed ? await mint("video") : null,
-    thumbnail_url: completed ? await mint("thumbnail") : null,
-    created_at: row.created_at,
-    completed_at: row.completed_at,
-  };
-}
-
 /**
  * Checks a project zip, stores it and marks the asset ready with the facts of its
  * composition; a bad project is a 422 `vid_project_invalid` naming the problem.
@@ -123,7 +84,7 @@ async function ingestProject(
   zip: Uint8Array,
   composition: string,
 ): Promise<void> {
-  await mkdir(ctx.workDir, { recursive: true });
+  await mkdir(ctx.workDir, { recursive: true, mode: 0o700 });
   const dir = await mkdtemp(join(ctx.workDir, "upload-"));
   try {
     let project: AssetProject;
@@ -401,10 +362,7 @@ function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps):
       ).get(row.id) as Row | undefined;
       if (!current) throw notFound("render", String(row.id));
       const undelivered = current.status === "queued" || current.status === "rendering";
-      ctx.db.prepare("update renders set status = 'deleted', deleted_at = ? where id = ?").run(
-        now(),
-        row.id,
-      );
+      transitionRender(ctx.db, String(row.id), "deleted", { deleted_at: now() });
       if (!undelivered) return 0;
       ctx.db.prepare("update accounts set credits = credits + ? where id = ?").run(
         Number(current.credits),
@@ -488,7 +446,7 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
           : `asset ${id} was uploaded already`,
       );
     }
-    await mkdir(ctx.workDir, { recursive: true });
+    await mkdir(ctx.workDir, { recursive: true, mode: 0o700 });
     const dir = await mkdtemp(join(ctx.workDir, "put-"));
     try {
       // The body goes to disk first: a slow sender holds a file, not a check slot.

@@ -33,6 +33,49 @@ export const RESOLUTION_MULTIPLIER: Readonly<Record<"1080p" | "4k", number>> = {
   "4k": 1.5,
 };
 
+/** Longest render a server accepts by default, in seconds (`vid server --max-duration`). */
+export const DEFAULT_MAX_DURATION_SECONDS = 600;
+/** Most frames per render a server accepts by default (`--max-frames`): 600 s at 60 fps. */
+export const DEFAULT_MAX_FRAMES = 36_000;
+/** Renders one account may have waiting by default (`--max-queued-per-account`). */
+export const DEFAULT_MAX_QUEUED_PER_ACCOUNT = 100;
+/** `Retry-After` of a 429 `vid_too_many_renders`: about one short render's time. */
+export const QUEUE_FULL_RETRY_SECONDS = 10;
+
+/** What one render and one account may ask of a server (its `--max-…` flags). */
+export interface ServerLimits {
+  /** Longest render, in seconds of output; longer is a 422 before any charge. */
+  maxDurationSeconds: number;
+  /** Most frames per render; more is a 422 before any charge. */
+  maxFrames: number;
+  /** Renders of one account rendering at once, so one account cannot take every worker. */
+  maxRendersPerAccount: number;
+  /** Renders one account may have queued; one more is a 429 `vid_too_many_renders`. */
+  maxQueuedPerAccount: number;
+}
+
+/**
+ * The limits of a server whose backend runs `slots` renders at once, `given` ones kept:
+ * an account may render on half the slots (at least 1) by default.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(serverLimits({}, 1).maxRendersPerAccount, 1);
+ * assert.equal(serverLimits({}, 4).maxRendersPerAccount, 2);
+ * assert.equal(serverLimits({ maxDurationSeconds: 60 }, 4).maxDurationSeconds, 60);
+ * ```
+ */
+export function serverLimits(given: Partial<ServerLimits>, slots: number): ServerLimits {
+  return {
+    maxDurationSeconds: given.maxDurationSeconds ?? DEFAULT_MAX_DURATION_SECONDS,
+    maxFrames: given.maxFrames ?? DEFAULT_MAX_FRAMES,
+    maxRendersPerAccount: given.maxRendersPerAccount ?? Math.max(1, Math.floor(slots / 2)),
+    maxQueuedPerAccount: given.maxQueuedPerAccount ?? DEFAULT_MAX_QUEUED_PER_ACCOUNT,
+  };
+}
+
 /** Settings of a running server. */
 export interface ServerContext {
   db: DatabaseSync;
@@ -50,8 +93,12 @@ export interface ServerContext {
    * reach private and loopback addresses (development).
    */
   allowPrivateUrls: boolean;
+  /** What one render and one account may ask (see {@linkcode serverLimits}). */
+  limits: ServerLimits;
   /** Tells the render queue that work is waiting. */
   wake(): void;
+  /** Tells the webhook sender that a delivery was recorded (see `webhook_outbox.ts`). */
+  wakeWebhooks?(): void;
   /** Stops a render in flight (it was deleted); a no-op for one that is not running. */
   cancelRender?(renderId: string): void;
 }

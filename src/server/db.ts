@@ -8,6 +8,7 @@
 
 import { DatabaseSync } from "node:sqlite";
 import { chmodSync, closeSync, openSync } from "node:fs";
+import { markDeletedRenders, RENDER_STATUSES } from "./renders.ts";
 
 const SCHEMA = `
 create table if not exists accounts (
@@ -50,7 +51,7 @@ create table if not exists renders (
   id text not null unique,
   account_id text not null references accounts(id),
   asset_id text,
-  status text not null check (status in ('queued', 'rendering', 'completed', 'failed', 'deleted')),
+  status text not null check (status in (${RENDER_STATUSES.map((s) => `'${s}'`).join(", ")})),
   progress real not null default 0,
   error text,
   request text not null,
@@ -66,6 +67,8 @@ create table if not exists renders (
   completed_at text,
   deleted_at text
 );
+create index if not exists renders_by_status on renders (status, seq);
+create index if not exists renders_by_account on renders (account_id, started_at);
 create table if not exists idempotency (
   account_id text not null,
   scope text not null,
@@ -115,6 +118,9 @@ const ADDED_COLUMNS: readonly { table: string; column: string; type: string }[] 
   { table: "renders", column: "execution_arn", type: "text" },
   // When the PUT that fills a pending asset began: an upload URL is used once.
   { table: "assets", column: "upload_started_at", type: "integer" },
+  // The webhook outbox: how the render ended, and when the next attempt is due (ms).
+  { table: "webhook_deliveries", column: "event", type: "text" },
+  { table: "webhook_deliveries", column: "next_attempt_at", type: "integer" },
 ];
 
 function migrate(db: DatabaseSync): void {
@@ -125,6 +131,10 @@ function migrate(db: DatabaseSync): void {
     }
   }
   addDeletedStatus(db);
+  // On an added column, so after it: the webhook sender's look for due deliveries.
+  db.exec(
+    "create index if not exists webhook_deliveries_due on webhook_deliveries (status, next_attempt_at)",
+  );
 }
 
 /**
@@ -158,7 +168,7 @@ function addDeletedStatus(db: DatabaseSync): void {
         String(row.account_id),
       );
     }
-    db.exec("update renders set status = 'deleted' where deleted_at is not null");
+    markDeletedRenders(db);
   });
 }
 
@@ -181,9 +191,4 @@ export function transaction<T>(db: DatabaseSync, fn: () => T): T {
     db.exec("rollback");
     throw error;
   }
-}
-
-/** Records the distributed workflow execution of a render (see `lambda_backend.ts`). */
-export function setExecutionArn(db: DatabaseSync, renderId: string, executionArn: string): void {
-  db.prepare("update renders set execution_arn = ? where id = ?").run(executionArn, renderId);
 }

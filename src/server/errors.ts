@@ -18,6 +18,8 @@ export type ErrorCode =
   | "vid_insufficient_credits"
   | "vid_asset_not_ready"
   | "vid_rate_limited"
+  | "vid_too_many_renders"
+  | "vid_limit_exceeded"
   | "vid_internal";
 
 /** An error the API answers with its status and body. */
@@ -56,9 +58,37 @@ export class RateLimitedError extends ApiError {
   }
 }
 
-/** 400 naming a request field. */
+/**
+ * 429: the account has as many renders queued as the server allows
+ * (`--max-queued-per-account`); the answer carries `Retry-After`.
+ */
+export class TooManyRendersError extends RateLimitedError {
+  override name = "TooManyRendersError";
+  override readonly code: ErrorCode = "vid_too_many_renders";
+}
+
+/**
+ * 422: the render asks more than the server's `flag` allows (`--max-duration`,
+ * `--max-frames`); refused before any charge.
+ */
+export class LimitExceededError extends ApiError {
+  override name = "LimitExceededError";
+  /** The `vid server` flag that sets the limit. */
+  override readonly flag: string;
+  constructor(message: string, field: string, flag: string) {
+    super(422, "vid_limit_exceeded", message, field);
+    this.flag = flag;
+  }
+}
+
+/**
+ * 400 naming a request field. The message is prefixed with the field unless it already
+ * starts with it (checks shared with the SDK, such as `checkCallbackUrl`, name the field
+ * themselves; the prefix once is enough).
+ */
 export function invalid(field: string, message: string): ApiError {
-  return new ApiError(400, "vid_invalid_request", `${field}: ${message}`, field);
+  const named = message.startsWith(`${field}:`) || message.startsWith(`${field} `);
+  return new ApiError(400, "vid_invalid_request", named ? message : `${field}: ${message}`, field);
 }
 
 /** 404 for an object this account cannot see. */
@@ -66,19 +96,22 @@ export function notFound(what: string, id: string): ApiError {
   return new ApiError(404, "vid_not_found", `no ${what} ${id} in this account`);
 }
 
-const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
-  "vid_unauthorized",
-  "vid_forbidden",
-  "vid_not_found",
-  "vid_invalid_request",
-  "vid_project_invalid",
-  "vid_payload_too_large",
-  "vid_idempotency_conflict",
-  "vid_insufficient_credits",
-  "vid_asset_not_ready",
-  "vid_rate_limited",
-  "vid_internal",
-]);
+/** Every API error code, as keys: the compiler refuses a code added to ErrorCode and not here. */
+const ERROR_CODES: Readonly<Record<ErrorCode, true>> = {
+  vid_unauthorized: true,
+  vid_forbidden: true,
+  vid_not_found: true,
+  vid_invalid_request: true,
+  vid_project_invalid: true,
+  vid_payload_too_large: true,
+  vid_idempotency_conflict: true,
+  vid_insufficient_credits: true,
+  vid_asset_not_ready: true,
+  vid_rate_limited: true,
+  vid_too_many_renders: true,
+  vid_limit_exceeded: true,
+  vid_internal: true,
+};
 
 /**
  * The API's answer to an error a route threw, read off the one error tree: an
@@ -104,7 +137,9 @@ const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
 export function apiErrorFor(error: unknown): ApiError | undefined {
   if (error instanceof ApiError) return error;
   if (!(error instanceof VidError)) return undefined;
-  if (error.status !== undefined && error.code !== undefined && ERROR_CODES.has(error.code)) {
+  if (
+    error.status !== undefined && error.code !== undefined && Object.hasOwn(ERROR_CODES, error.code)
+  ) {
     return new ApiError(error.status, error.code as ErrorCode, error.message, error.field);
   }
   if (error.exitCode === EXIT_USAGE && error.field !== undefined) {

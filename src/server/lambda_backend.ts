@@ -38,7 +38,7 @@ import {
   type S3Options,
 } from "../lambda/sdk.ts";
 import type { ServerContext } from "./context.ts";
-import { setExecutionArn } from "./db.ts";
+import { setExecutionArn } from "./renders.ts";
 import { unpackProject } from "./local_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 import {

@@ -25,6 +25,7 @@ import { clientAddress, newThrottles, type Throttles } from "./throttle.ts";
 import {
   hashPassword,
   hmacHex,
+  needsRehash,
   randomId,
   safeEqual,
   sha256Hex,
@@ -568,6 +569,11 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
     return await signInPage(state, c, request, 401, "Wrong email or password.", email);
   }
   state.throttles.signInPerAccount.clear(account);
+  if (needsRehash(stored)) {
+    // A hash from before the current parameters: the password is at hand only now.
+    ctx.db.prepare("update accounts set password_hash = ? where id = ? and password_hash = ?")
+      .run(await hashPassword(form.get("password") ?? ""), String(row.id), stored);
+  }
   const code = randomId("vid_ac", 32);
   const grant: GrantData = {
     client_id: request.clientId,

@@ -2,8 +2,8 @@
  * The render queue of the hosted server: a bounded pool of workers takes queued renders
  * from SQLite and hands each to the render backend (`local`: this machine's renderer;
  * `lambda`: the distributed backend), which stores the video and a thumbnail; the queue
- * records the outcome, refunds a failure and fires the webhook. State lives in the
- * database, so a restart re-queues renders that were in flight.
+ * records the outcome (with its webhook delivery, sent by `webhook_outbox.ts`) and refunds a
+ * failure. State lives in the database, so a restart re-queues renders that were in flight.
  *
  * @module
  */
@@ -20,10 +20,10 @@ import {
   type RenderJob,
   type RenderRequest,
 } from "./render_backend.ts";
-import { deliverWebhook, type WebhookPayload } from "../webhooks/webhooks.ts";
-import { randomId } from "./secrets.ts";
+import { enqueueDelivery } from "./webhook_outbox.ts";
 import { tenantMessage } from "./errors.ts";
-import { sleep } from "../util/async.ts";
+import { setRenderProgress, transitionRender } from "./renders.ts";
+import { backoffDelay, sleep } from "../util/async.ts";
 
 /** A running queue. */
 export interface RenderQueue {
@@ -36,28 +36,29 @@ export interface RenderQueue {
 }
 
 /**
- * Puts renders that were in flight when the server stopped back in the queue. A render
- * handed to the distributed backend keeps its `execution_arn`, so it resumes polling that
- * execution instead of starting another.
+ * Takes the next render to run: round-robin across accounts, so one account's long queue
+ * cannot starve another's. Of the accounts with a queued render and fewer than
+ * `maxRendersPerAccount` rendering, the one whose last render started longest ago (or never)
+ * goes first, with its oldest queued render; the start times live in the database, so the
+ * order survives a restart.
  */
-export function requeueInterrupted(ctx: Pick<ServerContext, "db">): number {
-  const result = ctx.db.prepare(
-    "update renders set status = 'queued', progress = 0, started_at = null where status = 'rendering' and deleted_at is null",
-  ).run();
-  return Number(result.changes);
-}
-
 function claim(ctx: ServerContext): Row | undefined {
   return transaction(ctx.db, () => {
     const row = ctx.db.prepare(
-      "select * from renders where status = 'queued' and deleted_at is null order by seq limit 1",
-    ).get() as Row | undefined;
+      `with waiting as (
+         select account_id, min(seq) as seq from renders
+         where status = 'queued' and deleted_at is null group by account_id
+       )
+       select r.* from waiting w join renders r on r.seq = w.seq
+       where (select count(*) from renders x
+              where x.account_id = w.account_id and x.status = 'rendering') < ?
+       order by (select max(started_at) from renders y where y.account_id = w.account_id), w.seq
+       limit 1`,
+    ).get(ctx.limits.maxRendersPerAccount) as Row | undefined;
     if (!row) return undefined;
-    ctx.db.prepare("update renders set status = 'rendering', started_at = ? where id = ?").run(
-      now(),
-      row.id,
-    );
-    return row;
+    return transitionRender(ctx.db, String(row.id), "rendering", { started_at: now() })
+      ? row
+      : undefined;
   });
 }
 
@@ -95,50 +96,21 @@ function jobOf(ctx: ServerContext, row: Row): RenderJob {
       lastWrite = t;
       // 1 only once the video is stored and the render completed.
       const progress = Math.min(0.99, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
-      ctx.db.prepare("update renders set progress = ? where id = ?").run(progress, id);
+      try {
+        setRenderProgress(ctx.db, id, progress);
+      } catch (error) {
+        // Progress is a hint: a busy database must not fail the render.
+        console.error(`render ${id}: progress not recorded: ${errorText(error)}`);
+      }
     },
   };
 }
 
-async function notify(ctx: ServerContext, id: string): Promise<void> {
-  const row = ctx.db.prepare("select * from renders where id = ?").get(id) as Row;
-  if (!row.callback_url) return;
-  const { renderJson } = await import("./app.ts");
-  const record = await renderJson(ctx, row);
-  const payload: WebhookPayload = {
-    render_id: id,
-    status: row.status === "completed" ? "completed" : "failed",
-    callback_id: (row.callback_id as string | null) ?? null,
-    video_url: (record.video_url as string | null) ?? null,
-    error: (row.error as string | null) ?? null,
-  };
-  const delivery = randomId("whd");
-  ctx.db.prepare(
-    "insert into webhook_deliveries (id, render_id, url, status, created_at) values (?, ?, ?, 'pending', ?)",
-  ).run(delivery, id, String(row.callback_url), now());
-  const result = await deliverWebhook({
-    url: String(row.callback_url),
-    payload,
-    secret: ctx.secret,
-    // Re-checked at send time: DNS can change after the render was submitted.
-    target: { allowPrivate: ctx.allowPrivateUrls, allowLoopback: ctx.allowHttpCallbacks },
-  });
-  ctx.db.prepare(
-    "update webhook_deliveries set status = ?, attempts = ?, last_status = ?, last_error = ?, finished_at = ? where id = ?",
-  ).run(
-    result.delivered ? "delivered" : "failed",
-    result.attempts,
-    result.status ?? null,
-    result.error ?? null,
-    now(),
-    delivery,
-  );
-}
-
 /**
  * Starts the backend's `slots` render workers over the server's database: each claims
- * the oldest queued render, hands it to the backend, records the outcome (a failure
- * refunds the credits) and fires the webhook.
+ * the next queued render (round-robin across accounts, see `claim`), hands it to the
+ * backend, and records the outcome with its webhook delivery (a failure refunds the
+ * credits). A worker never ends before `stop()`: errors are logged and retried.
  *
  * @example
  * ```ts no_run
@@ -163,59 +135,116 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
     signalWork();
     waiting = new Promise<void>((resolve) => signalWork = resolve);
   };
-  const loop = async (): Promise<void> => {
-    await mkdir(ctx.workDir, { recursive: true });
-    while (!stopping) {
-      const row = claim(ctx);
-      if (!row) {
-        await Promise.race([waiting, sleep(2000)]);
-        continue;
-      }
-      const id = String(row.id);
-      const own = new AbortController();
-      inFlight.set(id, own);
-      const signal = AbortSignal.any([controller.signal, own.signal]);
-      let deleted = false;
+  /** Waits `ms`, or less when the queue stops. */
+  const pause = (ms: number): Promise<void> => sleep(ms, controller.signal).catch(() => {});
+  /**
+   * Runs a database write until it succeeds: the outcome of a finished render must not be
+   * lost to a busy database. Gives up only when the queue stops; the render is then still
+   * `rendering` and goes back to the queue on the next start.
+   */
+  const persist = async <T>(what: string, write: () => T): Promise<T | undefined> => {
+    for (let attempt = 1;; attempt++) {
       try {
-        await backend.render(ctx, jobOf(ctx, row), signal);
-        // A render deleted while it ran is already `deleted` (and refunded): keep it so.
-        deleted = Number(
-          ctx.db.prepare(
-            "update renders set status = 'completed', progress = 1, completed_at = ? where id = ? and deleted_at is null",
-          ).run(now(), id).changes,
-        ) === 0;
+        return write();
       } catch (error) {
         if (stopping) {
-          // Shutting down: the render goes back to the queue for the next start.
-          ctx.db.prepare(
-            "update renders set status = 'queued', progress = 0, started_at = null where id = ? and deleted_at is null",
-          ).run(id);
-          inFlight.delete(id);
-          break;
+          console.error(`render queue: ${what} failed while stopping: ${errorText(error)}`);
+          return undefined;
         }
-        deleted = !transaction(ctx.db, () => {
-          const failed = ctx.db.prepare(
-            "update renders set status = 'failed', error = ?, completed_at = ? where id = ? and deleted_at is null",
-          ).run(tenantMessage((error as Error).message, serverRoots(ctx)), now(), id);
-          if (Number(failed.changes) === 0) return false;
+        const delay = backoffDelay(attempt, LOOP_BACKOFF);
+        console.error(`render queue: ${what} failed, retrying in ${delay} ms: ${errorText(error)}`);
+        await pause(delay);
+      }
+    }
+  };
+  /** Claims and runs one render; false when nothing was waiting. */
+  const step = async (): Promise<boolean> => {
+    const row = claim(ctx);
+    if (!row) return false;
+    const id = String(row.id);
+    const own = new AbortController();
+    inFlight.set(id, own);
+    const signal = AbortSignal.any([controller.signal, own.signal]);
+    let deleted = false;
+    try {
+      await backend.render(ctx, jobOf(ctx, row), signal);
+      // A render deleted while it ran is already `deleted` (and refunded): keep it so.
+      deleted = !(await persist(`recording ${id} completed`, () =>
+        transaction(ctx.db, () => {
+          if (!transitionRender(ctx.db, id, "completed", { progress: 1, completed_at: now() })) {
+            return false;
+          }
+          // The webhook is on record with the state it reports, or neither is.
+          enqueueDelivery(ctx.db, id, "completed");
+          return true;
+        })) ?? true);
+    } catch (error) {
+      if (stopping) {
+        // Shutting down: the render goes back to the queue for the next start (a restart
+        // re-queues it too, should this write fail).
+        try {
+          transitionRender(ctx.db, id, "queued", { progress: 0, started_at: null });
+        } catch (requeueError) {
+          console.error(`render queue: re-queueing ${id} failed: ${errorText(requeueError)}`);
+        }
+        return true;
+      }
+      const message = tenantMessage((error as Error).message, serverRoots(ctx));
+      deleted = !(await persist(`recording ${id} failed`, () =>
+        transaction(ctx.db, () => {
+          const failed = transitionRender(ctx.db, id, "failed", {
+            error: message,
+            completed_at: now(),
+          });
+          if (!failed) return false;
           ctx.db.prepare("update accounts set credits = credits + ? where id = ?").run(
             Number(row.credits),
             String(row.account_id),
           );
+          enqueueDelivery(ctx.db, id, "failed");
           return true;
-        });
-      } finally {
-        inFlight.delete(id);
+        })) ?? true);
+    } finally {
+      inFlight.delete(id);
+    }
+    if (stopping) return true;
+    if (deleted) {
+      // Whatever it stored before it stopped goes too.
+      await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
+      return true;
+    }
+    ctx.wakeWebhooks?.();
+    return true;
+  };
+  /**
+   * One worker: claims and runs renders until the queue stops. Nothing ends it early: an
+   * error (a database busy past its timeout, a full disk) is logged and the worker carries
+   * on after a backoff that grows while the errors last.
+   */
+  const loop = async (): Promise<void> => {
+    let failures = 0;
+    let ready = false;
+    while (!stopping) {
+      try {
+        if (!ready) {
+          await mkdir(ctx.workDir, { recursive: true, mode: 0o700 });
+          ready = true;
+        }
+        const worked = await step();
+        failures = 0;
+        if (!worked) await Promise.race([waiting, pause(2000)]);
+      } catch (error) {
+        failures++;
+        const delay = backoffDelay(failures, LOOP_BACKOFF);
+        console.error(`render queue: ${errorText(error)}; carrying on in ${delay} ms`);
+        await pause(delay);
       }
-      if (deleted) {
-        // Whatever it stored before it stopped goes too.
-        await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
-        continue;
-      }
-      notify(ctx, id).catch((error) => console.error(`webhook for ${id}: ${error}`));
     }
   };
-  const running = Array.from({ length: backend.slots }, loop);
+  const running = Array.from(
+    { length: backend.slots },
+    () => loop().catch((error) => console.error(`render queue: worker ended: ${errorText(error)}`)),
+  );
   return {
     wake,
     cancel(renderId: string): void {
@@ -229,4 +258,11 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
       backend.close();
     },
   };
+}
+
+/** Backoff of a worker whose database or disk keeps failing: 0.5 s doubling to 30 s. */
+const LOOP_BACKOFF = { baseMs: 500, maxMs: 30_000, jitter: 0.2 };
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -1,7 +1,8 @@
 /**
  * `POST /v3/vid/renders`: submit a render. The steps are kept apart so each can be read
  * alone: the body's check (`render_request.ts`, from the render request's declarations),
- * the idempotency key (`under_key.ts`), the asset and variable checks, the price, and the
+ * the idempotency key (`under_key.ts`), the asset and variable checks, the price, the
+ * server's limits (`--max-duration`, `--max-frames`, `--max-queued-per-account`), and the
  * one transaction that charges the account and records the render.
  *
  * @module
@@ -16,11 +17,13 @@ import type { AssetProject } from "./app.ts";
 import {
   CREDITS_PER_SECOND,
   OUTPUT_SIZES,
+  QUEUE_FULL_RETRY_SECONDS,
   RESOLUTION_MULTIPLIER,
   type ServerContext,
+  type ServerLimits,
 } from "./context.ts";
 import { now, type Row, transaction } from "./db.ts";
-import { ApiError, invalid, notFound } from "./errors.ts";
+import { ApiError, invalid, LimitExceededError, notFound, TooManyRendersError } from "./errors.ts";
 import type { KeyScope } from "./idempotency.ts";
 import { jsonBody } from "./request_body.ts";
 import { randomId } from "./secrets.ts";
@@ -82,16 +85,70 @@ function variableProblems(request: RenderRequest, project: AssetProject): Variab
 /** The render's length and price: seconds x credits per second x the resolution's multiplier. */
 function price(request: RenderRequest, project: AssetProject): {
   fps: number;
+  frames: number;
   duration: number;
   credits: number;
 } {
   // Without a given rate the composition's data-fps, else 30.
   const rate = request.rate ?? project.fps ?? { num: 30, den: 1 };
-  const duration = frameTime(frameCountOf(project.duration, rate), rate);
+  const frames = frameCountOf(project.duration, rate);
+  const duration = frameTime(frames, rate);
   const credits = Math.round(
     duration * CREDITS_PER_SECOND * RESOLUTION_MULTIPLIER[request.resolution] * 100,
   ) / 100;
-  return { fps: frameRateValue(rate), duration, credits };
+  return { fps: frameRateValue(rate), frames, duration, credits };
+}
+
+/**
+ * Refuses a render longer than the server's `--max-duration` or with more frames than its
+ * `--max-frames` (422 naming the limit and the flag), before anything is charged: a
+ * `data-duration="86400"` would otherwise be billed and hold a worker for a day.
+ */
+function checkLimits(
+  limits: ServerLimits,
+  facts: { fps: number; frames: number; duration: number },
+): void {
+  if (facts.duration > limits.maxDurationSeconds) {
+    throw new LimitExceededError(
+      `the composition is ${facts.duration} s long; this server renders at most ` +
+        `${limits.maxDurationSeconds} s (vid server --max-duration). Shorten its data-duration ` +
+        "or split it into several renders",
+      "composition",
+      "--max-duration",
+    );
+  }
+  if (facts.frames > limits.maxFrames) {
+    throw new LimitExceededError(
+      `the render has ${facts.frames} frames (${facts.duration} s at ${
+        Math.round(facts.fps * 1000) / 1000
+      } fps); this ` +
+        `server renders at most ${limits.maxFrames} frames (vid server --max-frames). Lower fps ` +
+        "or shorten the composition",
+      "fps",
+      "--max-frames",
+    );
+  }
+}
+
+/**
+ * Refuses a render of an account that has `--max-queued-per-account` renders waiting
+ * already (429 `vid_too_many_renders` with `Retry-After`), so one account cannot fill the
+ * queue. Called before a `url` source is fetched, and again in the charging transaction.
+ */
+function checkQueueRoom(ctx: ServerContext, accountId: string): void {
+  const max = ctx.limits.maxQueuedPerAccount;
+  const queued = Number(
+    (ctx.db.prepare(
+      "select count(*) as n from renders where account_id = ? and status = 'queued'",
+    ).get(accountId) as Row).n,
+  );
+  if (queued >= max) {
+    throw new TooManyRendersError(
+      `this account has ${queued} renders queued, the most this server takes ` +
+        `(vid server --max-queued-per-account ${max}); submit more as they start`,
+      QUEUE_FULL_RETRY_SECONDS,
+    );
+  }
 }
 
 /**
@@ -119,6 +176,7 @@ function chargeAndRecord(
     strict_variables: request.strict,
   };
   transaction(ctx.db, () => {
+    checkQueueRoom(ctx, who.account.id);
     const balance = ctx.db.prepare("select credits from accounts where id = ?").get(
       who.account.id,
     ) as Row;
@@ -168,12 +226,14 @@ export function renderRoutes(app: Hono, ctx: ServerContext, deps: RenderRouteDep
       ? { accountId: who.account.id, scope: "renders", key }
       : undefined;
     const made = await underKey(ctx, where, body, async (complete) => {
+      checkQueueRoom(ctx, who.account.id);
       const assetId = "url" in request.source
         ? await deps.assetFromUrl(who, request.source.url, request.composition)
         : request.source.assetId;
       const { asset, project } = readyAsset(ctx, who, assetId, request.composition);
       const warnings = variableProblems(request, project).map((p) => p.message);
       const facts = { ...price(request, project), warnings };
+      checkLimits(ctx.limits, facts);
       return chargeAndRecord(ctx, who, String(asset.id), request, facts, complete);
     });
     if (!made.replayed) ctx.wake();

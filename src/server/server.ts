@@ -11,17 +11,23 @@
 import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { createApp } from "./app.ts";
-import type { ServerContext } from "./context.ts";
+import { type ServerContext, type ServerLimits, serverLimits } from "./context.ts";
 import { openDatabase } from "./db.ts";
 import { startQueue } from "./queue.ts";
+import { startWebhookSender } from "./webhook_outbox.ts";
 import { lambdaBackend } from "./lambda_backend.ts";
 import { localBackend } from "./local_backend.ts";
 import type { RenderBackendConfig, RenderBackendKind } from "./render_backend.ts";
 import { randomId } from "./secrets.ts";
+import { requeueInterrupted } from "./renders.ts";
 import { releaseStaleKeys } from "./idempotency.ts";
 import { reapPredecessors } from "./reaper.ts";
 import { recordBrowsersIn } from "../render/browser.ts";
+import { configureServerSandbox } from "../render/sandbox.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
+
+/** How long a stopping server waits for webhook deliveries in flight. */
+const WEBHOOK_DRAIN_MS = 10_000;
 
 /** Options of {@linkcode startServer}. */
 export interface ServerOptions {
@@ -46,10 +52,24 @@ export interface ServerOptions {
   /** Accept http:// callback URLs to loopback (development only). */
   allowHttpCallbacks?: boolean;
   /**
+   * What one render and one account may ask; each one not given takes its default (see
+   * `serverLimits`: 600 s, 36,000 frames, half the backend's slots, 100 queued).
+   */
+  limits?: Partial<ServerLimits>;
+  /**
    * Lift the network guard: `url` sources, render pages, remote media and webhooks may
    * reach private and loopback addresses (development only).
    */
   allowPrivateUrls?: boolean;
+  /**
+   * Account the render browsers run as when the server runs as root. @default "vid-render",
+   * else "nobody" (see `src/render/sandbox.ts`)
+   */
+  renderUser?: string;
+  /** Render without Chromium's sandbox where it cannot start, instead of refusing to start. */
+  allowNoSandbox?: boolean;
+  /** Told about a degraded set-up (no sandbox). @default console.error */
+  onWarning?: (message: string) => void;
 }
 
 /** A running server. */
@@ -69,6 +89,9 @@ export interface RunningServer {
 /** Opens the data folder's database (for admin commands). */
 export async function openDataDir(dataDir: string): Promise<ReturnType<typeof openDatabase>> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // A folder made by hand (or by an older vid) may be 0755: the data folder holds every
+  // tenant's projects and videos, so it is private whoever created it.
+  await chmod(dataDir, 0o700);
   return openDatabase(join(dataDir, "vid.db"));
 }
 
@@ -95,6 +118,14 @@ async function loadSecret(dataDir: string): Promise<string> {
  * ```
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const config = options.renderBackend ?? { kind: "local" };
+  // Before anything is opened: a host where tenants' pages would run unsandboxed is refused.
+  await configureServerSandbox({
+    renderUser: options.renderUser,
+    allowNoSandbox: options.allowNoSandbox,
+    probe: config.kind === "local",
+    onWarning: options.onWarning,
+  });
   const dataDir = resolve(options.dataDir);
   const db = await openDataDir(dataDir);
   const secret = await loadSecret(dataDir);
@@ -108,11 +139,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await mkdir(join(workRoot, "browsers"), { recursive: true, mode: 0o700 });
   await mkdir(workDir, { recursive: true, mode: 0o700 });
   recordBrowsersIn(join(workRoot, "browsers"));
-  const { requeueInterrupted } = await import("./queue.ts");
-  const requeued = requeueInterrupted({ db });
+  const requeued = requeueInterrupted(db);
   // Requests the last run was serving when it stopped: their claims are void.
   releaseStaleKeys(db);
   db.prepare("update assets set upload_started_at = null where status = 'pending_upload'").run();
+  const backend = config.kind === "lambda"
+    ? lambdaBackend(config)
+    : localBackend(options.workers ?? 1);
   let queueCancel: (id: string) => void = () => {};
   let queueWake: () => void = () => {};
   const ctx: ServerContext = {
@@ -123,6 +156,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     workDir,
     allowHttpCallbacks: options.allowHttpCallbacks === true,
     allowPrivateUrls: options.allowPrivateUrls === true,
+    limits: serverLimits(options.limits ?? {}, backend.slots),
     wake: () => queueWake(),
     cancelRender: (id) => queueCancel(id),
   };
@@ -138,14 +172,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   const url = `http://${host}:${addr.port}`;
   ctx.publicUrl = (options.publicUrl ?? url).replace(/\/+$/, "");
-  const config = options.renderBackend ?? { kind: "local" };
-  const backend = config.kind === "lambda"
-    ? lambdaBackend(config)
-    : localBackend(options.workers ?? 1);
   const queue = startQueue(ctx, backend);
   queueWake = () => queue.wake();
   queueCancel = (id) => queue.cancel(id);
   queue.wake();
+  // Deliveries a previous run left pending (killed during a retry's backoff) go out now.
+  const webhooks = startWebhookSender(ctx);
+  ctx.wakeWebhooks = () => webhooks.wake();
   return {
     url,
     requeued,
@@ -154,6 +187,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     async close(): Promise<void> {
       await server.shutdown();
       await queue.stop();
+      // Deliveries in flight get to finish; the rest stay pending for the next start.
+      await webhooks.stop(WEBHOOK_DRAIN_MS);
       db.close();
       await rm(workDir, { recursive: true, force: true });
     },

@@ -17,6 +17,7 @@
  */
 
 import {
+  chmod,
   copyFile,
   mkdir,
   open,
@@ -154,10 +155,19 @@ function fileStream(handle: FileHandle): ReadableStream<Uint8Array> {
   });
 }
 
+/**
+ * Mode of stored objects and of the files they are downloaded to: the owner only. Tenants'
+ * projects and videos must stay private also when the storage folder is outside the data
+ * folder (`--storage file:///elsewhere`), whose 0700 would otherwise be the only guard.
+ */
+const FILE_MODE = 0o600;
+/** Mode of the folders the file backend creates, see {@linkcode FILE_MODE}. */
+const FOLDER_MODE = 0o700;
+
 /** Writes a web stream to a local file, creating its folder; removes the file on failure. */
 async function streamToFile(body: ReadableStream<Uint8Array>, file: string): Promise<void> {
-  await mkdir(dirname(resolve(file)), { recursive: true });
-  const handle = await open(file, "w");
+  await mkdir(dirname(resolve(file)), { recursive: true, mode: FOLDER_MODE });
+  const handle = await open(file, "w", FILE_MODE);
   try {
     for await (const chunk of body) {
       let written = 0;
@@ -178,8 +188,10 @@ async function streamToFile(body: ReadableStream<Uint8Array>, file: string): Pro
  * Storage in a local folder: key `a/b/c.mp4` is the file `<root>/a/b/c.mp4`.
  *
  * Writes go to a hidden temporary file next to the target and are renamed into place, so
- * readers see either the old object or the whole new one. Content types are not kept. A key
- * cannot be both an object and a folder of other keys (`a` and `a/b`), which S3 allows.
+ * readers see either the old object or the whole new one. Objects are written mode 0600 in
+ * folders created 0700 (the root too), readable by the server's user only. Content types
+ * are not kept. A key cannot be both an object and a folder of other keys (`a` and `a/b`),
+ * which S3 allows.
  *
  * @example Store and read back a thumbnail
  * ```ts no_run
@@ -206,14 +218,25 @@ export class FsStorage implements Storage {
     return join(this.root, ...keySegments(key));
   }
 
+  /** Whether the root's mode was set (once per instance). */
+  #rootPrivate = false;
+
   /** Fills a temporary file next to key's file with write(), then renames it into place. */
   async #atomicWrite(key: string, write: (temp: string) => Promise<void>): Promise<void> {
     const path = this.#path(key);
     const dir = dirname(path);
     const temp = join(dir, `.${randomUUID()}.partial`);
-    await mkdir(dir, { recursive: true });
+    await mkdir(dir, { recursive: true, mode: FOLDER_MODE });
+    if (!this.#rootPrivate) {
+      // A root that existed before (`--storage file:///srv/videos`) keeps its mode through
+      // mkdir: tighten it too, so key names (render ids) are not listed to other users.
+      await chmod(this.root, FOLDER_MODE);
+      this.#rootPrivate = true;
+    }
     try {
       await write(temp);
+      // copyFile takes the source's mode, and an existing temp keeps its own: set it here.
+      await chmod(temp, FILE_MODE);
       await rename(temp, path);
     } catch (error) {
       await unlink(temp).catch(() => {});
@@ -246,7 +269,7 @@ export class FsStorage implements Storage {
    * ```
    */
   putBytes(key: string, bytes: Uint8Array, _contentType?: string): Promise<void> {
-    return this.#atomicWrite(key, (temp) => writeFile(temp, bytes));
+    return this.#atomicWrite(key, (temp) => writeFile(temp, bytes, { mode: FILE_MODE }));
   }
 
   /**

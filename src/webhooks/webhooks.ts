@@ -11,8 +11,9 @@
  * user-agent: vid-webhooks/1
  * vid-signature: t=1767225600,v1=5f2b…(64 hex digits)
  * vid-delivery-attempt: 1
+ * vid-delivery-id: whd_…
  *
- * {"render_id":"…","status":"completed","callback_id":"…","video_url":"https://…","error":null}
+ * {"render_id":"…","status":"completed","callback_id":"…","video_url":"https://…","error":null,"delivery_id":"whd_…"}
  * ```
  *
  * `vid-signature` is `t=<unix seconds>,v1=<hex HMAC-SHA256>`. The HMAC key is the shared
@@ -30,8 +31,13 @@
  *
  * {@linkcode verifyWebhook} does all of this. Each retry is signed afresh with a new
  * timestamp, so a delivery that succeeds after long backoff still verifies. Receivers
- * should answer 2xx quickly and deduplicate on `render_id`: a delivery whose response was
- * lost is sent again.
+ * should answer 2xx quickly and deduplicate: delivery is at least once (a delivery whose
+ * response was lost, or that was in flight when the server stopped, is sent again). The
+ * hosted server gives each delivery a stable id, the same on every attempt and across
+ * restarts: `delivery_id` in the body, so it is covered by the signature, and repeated in
+ * the `vid-delivery-id` header for receivers that route before parsing (trust the header
+ * only when it equals the verified body's `delivery_id`). Deliveries without an id (the
+ * Lambda worker's) deduplicate on `render_id`.
  *
  * Retries: 2xx means delivered. 408, 429, 5xx, network errors and timeouts are retried
  * with exponential backoff (1 s, 2 s, 4 s… capped at 60 s, with jitter), 6 attempts in
@@ -61,6 +67,8 @@ import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Name of the request header carrying the signature. */
 export const SIGNATURE_HEADER = "vid-signature";
+/** Name of the request header repeating the payload's `delivery_id`, when it has one. */
+export const DELIVERY_ID_HEADER = "vid-delivery-id";
 /** Name of the request header carrying the 1-based attempt number. */
 export const ATTEMPT_HEADER = "vid-delivery-attempt";
 /** `user-agent` of delivery requests. */
@@ -80,6 +88,11 @@ export interface WebhookPayload {
   video_url: string | null;
   /** Why the render failed; `null` unless `status` is `"failed"`. */
   error: string | null;
+  /**
+   * The delivery's stable id, the same on every attempt (the hosted server sets it);
+   * receivers drop a delivery id they have seen. Absent from the Lambda worker's webhooks.
+   */
+  delivery_id?: string;
 }
 
 const encoder = new TextEncoder();
@@ -338,6 +351,11 @@ export interface DeliveryResult {
   status?: number;
   /** Why the last attempt failed; absent when delivered. */
   error?: string;
+  /**
+   * Whether trying again later could succeed (a network error, a timeout, 408, 429, 5xx);
+   * false when delivered or when the answer was final.
+   */
+  retryable: boolean;
 }
 
 /** Options of {@linkcode deliverWebhook}. */
@@ -350,6 +368,12 @@ export interface DeliverWebhookOptions {
   secret: string;
   /** Most requests to make, the first included. @default 6 */
   attempts?: number;
+  /**
+   * The number of this call's first request, for the attempt header, when earlier calls
+   * made attempts of the same delivery (the hosted server sends one attempt per call and
+   * keeps the count in its database). @default 1
+   */
+  firstAttempt?: number;
   /**
    * Delay in milliseconds after failed attempt `attempt` (1-based) before the next one.
    * @default {@linkcode backoffDelay}
@@ -403,8 +427,12 @@ function positiveInteger(field: string, value: number): void {
 
 /** Serialises in the documented field order, whatever the order of the object given. */
 function payloadBody(payload: WebhookPayload): string {
-  const { render_id, status, callback_id, video_url, error } = payload;
-  return JSON.stringify({ render_id, status, callback_id, video_url, error });
+  const { render_id, status, callback_id, video_url, error, delivery_id } = payload;
+  return JSON.stringify(
+    delivery_id === undefined
+      ? { render_id, status, callback_id, video_url, error }
+      : { render_id, status, callback_id, video_url, error, delivery_id },
+  );
 }
 
 /**
@@ -437,8 +465,10 @@ function payloadBody(payload: WebhookPayload): string {
 export async function deliverWebhook(options: DeliverWebhookOptions): Promise<DeliveryResult> {
   const maxAttempts = options.attempts ?? 6;
   const timeoutMs = options.timeoutMs ?? 10_000;
+  const firstAttempt = options.firstAttempt ?? 1;
   positiveInteger("attempts", maxAttempts);
   positiveInteger("timeoutMs", timeoutMs);
+  positiveInteger("firstAttempt", firstAttempt);
   const backoff = options.backoffMs ?? ((attempt: number) => backoffDelay(attempt));
   const doFetch = options.fetch ?? globalThis.fetch;
   const now = options.now ?? Date.now;
@@ -451,7 +481,7 @@ export async function deliverWebhook(options: DeliverWebhookOptions): Promise<De
   let error = "not attempted";
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
     if (signal?.aborted) {
-      return { delivered: false, attempts: attempt - 1, status, error: "aborted" };
+      return { delivered: false, attempts: attempt - 1, status, error: "aborted", retryable: true };
     }
     let send = doFetch;
     if (options.target) {
@@ -464,6 +494,7 @@ export async function deliverWebhook(options: DeliverWebhookOptions): Promise<De
           attempts: attempt - 1,
           status,
           error: (refused as Error).message,
+          retryable: false,
         };
       }
       if (!options.fetch) {
@@ -481,18 +512,23 @@ export async function deliverWebhook(options: DeliverWebhookOptions): Promise<De
     }
     const outcome = await attemptDelivery(send, options.url, body, {
       signature: await signWebhook(options.secret, Math.floor(now() / 1000), body),
-      attempt,
+      attempt: firstAttempt + attempt - 1,
+      deliveryId: options.payload.delivery_id,
       timeoutMs,
       signal,
     });
     status = outcome.status ?? status;
-    if (outcome.delivered) return { delivered: true, attempts: attempt, status };
+    if (outcome.delivered) return { delivered: true, attempts: attempt, status, retryable: false };
     error = outcome.error;
-    if (signal?.aborted) return { delivered: false, attempts: attempt, status, error: "aborted" };
-    if (!outcome.retry) return { delivered: false, attempts: attempt, status, error };
+    if (signal?.aborted) {
+      return { delivered: false, attempts: attempt, status, error: "aborted", retryable: true };
+    }
+    if (!outcome.retry) {
+      return { delivered: false, attempts: attempt, status, error, retryable: false };
+    }
     if (attempt < maxAttempts) await sleep(Math.max(0, backoff(attempt)));
   }
-  return { delivered: false, attempts: maxAttempts, status, error };
+  return { delivered: false, attempts: maxAttempts, status, error, retryable: true };
 }
 
 type AttemptOutcome =
@@ -503,7 +539,13 @@ async function attemptDelivery(
   doFetch: typeof fetch,
   url: string,
   body: string,
-  request: { signature: string; attempt: number; timeoutMs: number; signal?: AbortSignal },
+  request: {
+    signature: string;
+    attempt: number;
+    deliveryId?: string;
+    timeoutMs: number;
+    signal?: AbortSignal;
+  },
 ): Promise<AttemptOutcome> {
   const controller = new AbortController();
   let timedOut = false;
@@ -521,6 +563,7 @@ async function attemptDelivery(
         "user-agent": USER_AGENT,
         [SIGNATURE_HEADER]: request.signature,
         [ATTEMPT_HEADER]: String(request.attempt),
+        ...(request.deliveryId !== undefined && { [DELIVERY_ID_HEADER]: request.deliveryId }),
       },
       body,
       // A redirect could lead to plain http or an internal host that checkCallbackUrl

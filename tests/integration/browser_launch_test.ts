@@ -3,7 +3,8 @@
  * DevTools address (a transient crash, seen under load with the Lambda Chromium) is launched
  * once more and the render goes on; a browser that crashes every time, or exits with a code,
  * fails with a message naming the executable and the signal or code. The crashing browser is
- * a real wrapper script around the system's chromium-headless-shell.
+ * a real wrapper script around the system's chromium-headless-shell. So is the stand-in
+ * for a host without the sandbox: it fails as Chromium does unless given --no-sandbox.
  *
  * @module
  */
@@ -11,7 +12,12 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { BrowserStartupCrashError, launchBrowser } from "../../src/render/browser.ts";
+import {
+  BrowserStartupCrashError,
+  launchBrowser,
+  SandboxUnavailableError,
+  setSandboxPolicy,
+} from "../../src/render/browser.ts";
 import { findHeadlessShell } from "../../src/render/system.ts";
 
 let scratch: string;
@@ -88,5 +94,51 @@ describe("launchBrowser start-up", () => {
       launchBrowser({ mode: "screenshot", executablePath: path }),
       /exits exited with code 3 during start-up:\nbad flag/,
     );
+  });
+});
+
+describe("launchBrowser sandbox policy (stand-in browser that fails its sandbox)", () => {
+  /** Fails like Chromium without user namespaces unless told --no-sandbox; counts its runs. */
+  async function sandboxlessBrowser(name: string): Promise<string> {
+    const path = join(scratch, name);
+    await Deno.writeTextFile(
+      path,
+      `#!/bin/sh
+n=$(cat '${scratch}/${name}.count' 2>/dev/null || echo 0)
+echo $((n + 1)) > '${scratch}/${name}.count'
+case " $* " in *" --no-sandbox "*) exec '${shell}' "$@";; esac
+echo "[1:1:FATAL:zygote_host_impl_linux.cc(128)] No usable sandbox! Update your kernel." >&2
+exit 1
+`,
+    );
+    await Deno.chmod(path, 0o755);
+    return path;
+  }
+
+  after(() => setSandboxPolicy(undefined));
+
+  it("required: fails with Chromium's reason and launches nothing else", async () => {
+    const executable = await sandboxlessBrowser("required");
+    setSandboxPolicy({ sandbox: "required" });
+    await assert.rejects(
+      launchBrowser({ mode: "beginframe", executablePath: executable }),
+      (error: unknown) =>
+        error instanceof SandboxUnavailableError &&
+        error.reason === "No usable sandbox! Update your kernel.",
+    );
+    assert.equal(await runs("required"), 1);
+  });
+
+  it("preferred: warns once, then this and later launches run without the sandbox", async () => {
+    const executable = await sandboxlessBrowser("preferred");
+    const warnings: string[] = [];
+    setSandboxPolicy({ sandbox: "preferred", onUnavailable: (reason) => warnings.push(reason) });
+    for (let i = 0; i < 2; i++) {
+      const browser = await launchBrowser({ mode: "beginframe", executablePath: executable });
+      await browser.close();
+    }
+    assert.deepEqual(warnings, ["No usable sandbox! Update your kernel."]);
+    // The first launch tried the sandbox; its retry and the second launch did not.
+    assert.equal(await runs("preferred"), 3);
   });
 });

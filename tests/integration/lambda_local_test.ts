@@ -321,6 +321,8 @@ export async function handler(event) {
     throw error;
   }
   if (event.exit !== undefined) process.exit(event.exit);
+  // A line that looks like a result and is not JSON, before the driver's real one.
+  if (event.malformed) console.log("@@vid-task-result@@{not json");
   console.log("a stray line on stdout");
   return { pid: process.pid, calls };
 }
@@ -452,6 +454,29 @@ describe("warm worker processes (stub handler)", () => {
       const after = await workers.invoke({}) as Reply;
       assert.equal(after.pid, before.pid);
       assert.equal(after.calls, 3);
+    } finally {
+      await workers.close();
+    }
+  });
+
+  it("a malformed result line fails its invocation, not the pool; the next one runs (stub handler)", async () => {
+    const workers = startWarmWorkers(base);
+    try {
+      const before = await workers.invoke({}) as Reply;
+      await assert.rejects(
+        workers.invoke({ malformed: true }),
+        (error: Error) =>
+          error.name === "Lambda.Unknown" &&
+          error.message ===
+            "the worker process answered with a result that is not JSON: {not json",
+      );
+      assert.ok(logs.some((line) => line.includes("wrote a result line that is not JSON")));
+      // The process that broke the protocol is not reused: its late real result line
+      // would answer the next invocation.
+      assert.ok(await gone(before.pid), `process ${before.pid} should have been stopped`);
+      const after = await workers.invoke({}) as Reply;
+      assert.notEqual(after.pid, before.pid);
+      assert.equal(after.calls, 1);
     } finally {
       await workers.close();
     }

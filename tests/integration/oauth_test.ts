@@ -15,6 +15,7 @@ import { parse as parseYaml } from "yaml";
 import { ROOT, runVid } from "../helpers.ts";
 import { type ServerProcess, startServerProcess } from "../server_process.ts";
 import { accessTokenSecondsFrom, OAuthConfigError } from "../../src/server/oauth.ts";
+import { hashPassword } from "../../src/server/secrets.ts";
 
 function base64Url(bytes: ArrayBuffer | Uint8Array): string {
   return btoa(String.fromCharCode(...new Uint8Array(bytes)))
@@ -247,6 +248,40 @@ describe("vid server OAuth", () => {
     } finally {
       db.close();
     }
+  });
+
+  it("hashes passwords with PBKDF2-SHA256 at 600,000 iterations; rewrites an old 100,000 one at sign-in", async () => {
+    const passwordHash = (): string => {
+      const db = new DatabaseSync(`${dataDir}/vid.db`, { readOnly: true });
+      try {
+        return String(
+          (db.prepare("select password_hash from accounts where email = ?").get(EMAIL) as {
+            password_hash: string;
+          }).password_hash,
+        );
+      } finally {
+        db.close();
+      }
+    };
+    const current = passwordHash();
+    assert.match(current, /^pbkdf2\$600000\$[0-9a-f]{32}\$[0-9a-f]{64}$/);
+    // A hash as vid wrote it before (100,000 iterations) still signs in, and is rewritten.
+    const old = await hashPassword(PASSWORD, 100000);
+    const db = new DatabaseSync(`${dataDir}/vid.db`);
+    try {
+      db.prepare("update accounts set password_hash = ? where email = ?").run(old, EMAIL);
+    } finally {
+      db.close();
+    }
+    const wrong = await oauth.signIn((await pkce()).challenge, { password: "not it" });
+    assert.equal(wrong.response.status, 401);
+    assert.equal(passwordHash(), old, "a failed sign-in rewrites nothing");
+    const { response } = await oauth.signIn((await pkce()).challenge);
+    assert.equal(response.status, 302);
+    const rewritten = passwordHash();
+    assert.match(rewritten, /^pbkdf2\$600000\$[0-9a-f]{32}\$[0-9a-f]{64}$/);
+    assert.notEqual(rewritten.split("$")[2], old.split("$")[2], "a fresh salt");
+    assert.equal((await oauth.signIn((await pkce()).challenge)).response.status, 302);
   });
 
   it("refuses a wrong code_verifier with invalid_grant, and the code is spent", async () => {

@@ -264,7 +264,7 @@ describe("network guard of server-side renders (real Chromium)", () => {
         }),
         (error: RemoteMediaError) =>
           error instanceof RemoteMediaError && error.field === "stun" &&
-          /private or loopback/.test(error.message),
+          /is not a public address/.test(error.message),
         host,
       );
     }
@@ -498,7 +498,7 @@ describe("server-side downloads", () => {
     });
     assert.equal(result.delivered, false);
     assert.equal(result.attempts, 0);
-    assert.match(result.error ?? "", /callback_url: 127\.0\.0\.1 is a private or loopback/);
+    assert.match(result.error ?? "", /^callback_url: 127\.0\.0\.1 is not a public address; /);
     assert.equal(forbidden.connections, 0);
   });
 });
@@ -538,7 +538,41 @@ describe("vid server (real process, default flags)", () => {
         callback_url: `https://0x7f.1:${forbidden.port}/hook`,
       });
       assert.equal(hook.status, 400, JSON.stringify(hook.body));
-      assert.match(JSON.stringify(hook.body), /callback_url.*private or loopback/);
+      assert.match(JSON.stringify(hook.body), /callback_url.*is not a public address/);
+      // Bodies on the wire: one generic message, never what a name resolves to (a tenant
+      // could map the server's internal DNS), and the field named once.
+      const notPublic = (field: string, host: string) =>
+        `${field}: ${host} is not a public address; this server reaches public addresses ` +
+        "only (operators allow private ones with `vid server --allow-private-urls`, or " +
+        "VID_ALLOW_PRIVATE_URLS=1 on the Lambda function)";
+      const byName = await api("/v3/vid/renders", {
+        url: `http://localhost:${forbidden.port}/project.zip`,
+      });
+      assert.equal(byName.status, 400);
+      assert.deepEqual(byName.body, {
+        error: {
+          code: "vid_invalid_request",
+          message: notPublic("url", "localhost"),
+          field: "url",
+        },
+      });
+      const unknownName = await api("/v3/vid/renders", {
+        url: "https://no-such-host.invalid/project.zip",
+      });
+      assert.equal(unknownName.body.error.message, notPublic("url", "no-such-host.invalid"));
+      const hookByName = await api("/v3/vid/renders", {
+        asset_id: asset.body.asset_id,
+        callback_url: `https://localhost:${forbidden.port}/hook`,
+      });
+      assert.equal(hookByName.body.error.message, notPublic("callback_url", "localhost"));
+      const plainHttp = await api("/v3/vid/renders", {
+        asset_id: asset.body.asset_id,
+        callback_url: "http://example.com/hook",
+      });
+      assert.equal(
+        plainHttp.body.error.message,
+        'callback_url must be an https:// URL, got "http://example.com/hook"',
+      );
 
       const targets = v4Spellings(forbidden.port).join(",");
       const created = await api("/v3/vid/renders", {

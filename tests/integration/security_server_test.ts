@@ -18,7 +18,7 @@ import { DatabaseSync } from "node:sqlite";
 import { constants, crc32, deflateRawSync } from "node:zlib";
 import { zipSync } from "fflate";
 import process from "node:process";
-import { compositionHtml, runVid } from "../helpers.ts";
+import { compositionHtml, near, pixelSeries, runVid } from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
 
 type Json = Record<string, unknown>;
@@ -141,8 +141,56 @@ async function until(what: string, check: () => Promise<boolean> | boolean, ms =
   }
 }
 
+/** A Chromium process: its command line, real uid and seccomp mode (`/proc/<pid>/status`). */
+interface BrowserProcess {
+  pid: number;
+  args: string;
+  uid: number;
+  seccomp: number;
+}
+
+/** The Chromium processes descending from `owner` (Linux `/proc`). */
+function browserProcesses(owner: number): BrowserProcess[] {
+  const parent = new Map<number, number>();
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      parent.set(Number(entry.name), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  const descends = (pid: number): boolean => {
+    for (let at = parent.get(pid); at !== undefined && at > 1; at = parent.get(at)) {
+      if (at === owner) return true;
+    }
+    return false;
+  };
+  const found: BrowserProcess[] = [];
+  for (const pid of parent.keys()) {
+    if (!descends(pid)) continue;
+    try {
+      const args = Deno.readTextFileSync(`/proc/${pid}/cmdline`).split("\0").join(" ");
+      if (!/chrom/.test(args)) continue;
+      const status = Deno.readTextFileSync(`/proc/${pid}/status`);
+      found.push({
+        pid,
+        args,
+        uid: Number(status.match(/^Uid:\s+(\d+)/m)![1]),
+        seccomp: Number(status.match(/^Seccomp:\s+(\d+)/m)?.[1] ?? -1),
+      });
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return found;
+}
+
 describe("vid server against hostile tenants", () => {
   let dataDir: string;
+  /** `--storage file://…` outside the data folder, made by the server (modes test). */
+  let storageDir: string;
   let server: ServerProcess;
   let key: string;
 
@@ -193,12 +241,18 @@ describe("vid server against hostile tenants", () => {
     dataDir = await Deno.makeTempDir({ prefix: "vid-security-test-" });
     key = await createAccount(dataDir, "ana@example.com", { credits: 1000 });
     await createAccount(dataDir, "broke@example.com", { credits: 0 });
-    server = await startServerProcess(dataDir, ["--allow-private-urls"]);
+    storageDir = `${await Deno.makeTempDir({ prefix: "vid-security-storage-" })}/objects`;
+    server = await startServerProcess(dataDir, [
+      "--allow-private-urls",
+      "--storage",
+      `file://${storageDir}`,
+    ]);
   });
 
   after(async () => {
     await server?.stop();
     if (dataDir) await Deno.remove(dataDir, { recursive: true });
+    if (storageDir) await Deno.remove(`${storageDir}/..`, { recursive: true });
   });
 
   it("refuses a JSON body over 1 MiB with 413 before parsing it, declared or streamed", async () => {
@@ -392,7 +446,7 @@ describe("vid server against hostile tenants", () => {
     const again = await fetch(String(created.upload_url), { method: "PUT", body: second });
     assert.equal(again.status, 409);
     await again.body?.cancel();
-    const stored = await Deno.readFile(`${dataDir}/storage/assets/${created.asset_id}/project.zip`);
+    const stored = await Deno.readFile(`${storageDir}/assets/${created.asset_id}/project.zip`);
     assert.deepEqual(stored, first);
   });
 
@@ -481,7 +535,7 @@ describe("vid server against hostile tenants", () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal(renderRow(String(running.body.render_id)).status, "deleted");
     const files = await Array.fromAsync(
-      Deno.readDir(`${dataDir}/storage/renders/${running.body.render_id}`),
+      Deno.readDir(`${storageDir}/renders/${running.body.render_id}`),
     ).catch(() => []);
     assert.deepEqual(files, []);
     assert.equal(await credits(), before);
@@ -587,6 +641,64 @@ describe("vid server against hostile tenants", () => {
     }
   });
 
+  it("runs its render browsers in Chromium's sandbox, as an unprivileged account when root", async () => {
+    // Runs after the renders above: the server keeps its capture browser warm.
+    const processes = browserProcesses(server.child.pid);
+    const main = processes.find((p) => !p.args.includes("--type="));
+    assert.ok(main, "a warm browser runs");
+    assert.match(main.args, /--enable-begin-frame-control/, "BeginFrame capture, as before");
+    for (const p of processes) {
+      assert.ok(!p.args.includes("--no-sandbox"), p.args);
+      if (Deno.uid() === 0) assert.notEqual(p.uid, 0, `${p.pid} runs as root: ${p.args}`);
+    }
+    // The sandbox is in force, not only asked for: renderers run under seccomp-bpf.
+    const renderers = processes.filter((p) => p.args.includes("--type=renderer"));
+    for (const p of renderers) assert.equal(p.seccomp, 2, p.args);
+    // And its pictures are unchanged: every stored video is the compositions' blue.
+    let videos = 0;
+    for await (const render of Deno.readDir(`${storageDir}/renders`)) {
+      const video = `${storageDir}/renders/${render.name}/video.mp4`;
+      if (!(await Deno.stat(video).catch(() => undefined))) continue;
+      videos++;
+      for (const colour of await pixelSeries(video, 960, 540)) {
+        assert.ok(near(colour, [0, 0, 255, 255]), `${render.name}: ${colour}`);
+      }
+    }
+    assert.ok(videos > 0, "the renders above stored videos");
+  });
+
+  it("keeps stored objects 0600 in 0700 folders, with --storage outside the data folder too", async () => {
+    // Runs after the renders above: projects, videos and thumbnails are all stored by now.
+    const modes: string[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      modes.push(
+        `${dir.slice(storageDir.length) || "/"} ${
+          ((await Deno.stat(dir)).mode! & 0o777).toString(8)
+        }`,
+      );
+      for await (const entry of Deno.readDir(dir)) {
+        const path = `${dir}/${entry.name}`;
+        if (entry.isDirectory) await walk(path);
+        else {modes.push(
+            `${path.slice(storageDir.length)} ${
+              ((await Deno.stat(path)).mode! & 0o777).toString(8)
+            }`,
+          );}
+      }
+    };
+    await walk(storageDir);
+    assert.ok(modes.some((line) => line.endsWith("video.mp4 600")), modes.join("\n"));
+    assert.ok(modes.some((line) => line.endsWith("project.zip 600")), modes.join("\n"));
+    const loose = modes.filter((line) => !/ (600|700)$/.test(line));
+    assert.deepEqual(loose, []);
+    for (const dir of [dataDir, `${dataDir}/work`, `${dataDir}/work/browsers`]) {
+      assert.equal((await Deno.stat(dir)).mode! & 0o777, 0o700, dir);
+    }
+    for await (const run of Deno.readDir(`${dataDir}/work`)) {
+      assert.equal((await Deno.stat(`${dataDir}/work/${run.name}`)).mode! & 0o777, 0o700, run.name);
+    }
+  });
+
   // Last: it locks this address out of credential checks for a minute.
   it("answers 429 with Retry-After after 30 failed key checks from an address, valid key included", async () => {
     let failures = 0;
@@ -602,6 +714,66 @@ describe("vid server against hostile tenants", () => {
     assert.equal((locked.body.error as Json).code, "vid_rate_limited");
     const retryAfter = Number(locked.headers.get("retry-after"));
     assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+  });
+});
+
+describe("vid server where Chromium's sandbox cannot start (stand-in browser that fails its sandbox)", () => {
+  it("refuses to start and says why, unless --allow-no-sandbox is given", async () => {
+    // The stand-in fails as Chromium does on a host without user namespaces, unless it is
+    // told --no-sandbox; then it is the real chromium-headless-shell.
+    const bin = await Deno.makeTempDir({ prefix: "vid-nosandbox-" });
+    const dataDir = await Deno.makeTempDir({ prefix: "vid-nosandbox-data-" });
+    await Deno.chmod(bin, 0o755); // the render user runs it
+    const shell = `${bin}/chromium-headless-shell`;
+    await Deno.writeTextFile(
+      shell,
+      `#!/bin/sh
+case " $* " in *" --no-sandbox "*) exec /usr/bin/chromium-headless-shell "$@";; esac
+echo "[1:1:FATAL:zygote_host_impl_linux.cc(128)] No usable sandbox! Update your kernel." >&2
+exit 1
+`,
+    );
+    await Deno.chmod(shell, 0o755);
+    const env = { VID_HEADLESS_SHELL: shell };
+    try {
+      const refused = await runVid(["server", "--port", "0", "--data-dir", dataDir], { env });
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.doesNotMatch(refused.stdout, /listening/);
+      assert.match(
+        refused.stderr,
+        /^error: Chromium's sandbox cannot start on this host \(No usable sandbox! Update your kernel\.\)\. Render pages run tenants' JavaScript/,
+      );
+      assert.match(refused.stderr, /or start with --allow-no-sandbox to accept the risk\n$/);
+      const allowed = await startServerProcess(dataDir, ["--allow-no-sandbox"], env);
+      assert.equal((await allowed.stop()).code, 0);
+    } finally {
+      await Deno.remove(bin, { recursive: true });
+      await Deno.remove(dataDir, { recursive: true });
+    }
+  });
+
+  it("refuses a --render-user that does not exist, naming the flag (exit 2)", async () => {
+    const dataDir = await Deno.makeTempDir({ prefix: "vid-renderuser-" });
+    try {
+      const result = await runVid([
+        "server",
+        "--port",
+        "0",
+        "--data-dir",
+        dataDir,
+        "--render-user",
+        "no-such-vid-user",
+      ]);
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(
+        result.stderr,
+        Deno.uid() === 0
+          ? /^error: --render-user: no account "no-such-vid-user" on this host; create it/
+          : /^error: --render-user: only a server run as root/,
+      );
+    } finally {
+      await Deno.remove(dataDir, { recursive: true });
+    }
   });
 });
 

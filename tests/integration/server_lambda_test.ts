@@ -376,12 +376,15 @@ describe("vid server with the distributed backend (local stack)", () => {
         assert.equal((await api(server.url, key, "/v3/me")).body.credits, before, "refunded");
 
         const { body, signature } = await received.promise;
-        assert.deepEqual(JSON.parse(body), {
+        const payload = JSON.parse(body);
+        assert.match(payload.delivery_id, /^whd_[0-9a-f]+$/);
+        assert.deepEqual(payload, {
           render_id: id,
           status: "failed",
           callback_id: "order-7",
           video_url: null,
           error: message,
+          delivery_id: payload.delivery_id,
         });
         const secret = (await Deno.readTextFile(`${dataDir}/secret`)).trim();
         assert.ok(await verifyWebhook(secret, signature, body));

@@ -58,7 +58,8 @@ describe("url render sources", () => {
       await assert.rejects(
         fetchProjectUrl(source.url, { allowPrivate: false, maxBytes: 1000 }),
         (error: ApiError) =>
-          error.status === 400 && /127\.0\.0\.1.*private or loopback/.test(error.message),
+          error.status === 400 &&
+          /^url: 127\.0\.0\.1 is not a public address; /.test(error.message),
       );
       const fetched = await fetchProjectUrl(source.url, { allowPrivate: true, maxBytes: 1000 });
       assert.equal(fetched.kind, "html");

@@ -239,11 +239,17 @@ describe("stateMachineDefinition", () => {
 
 describe("local Step Functions endpoint, task bodies stubbed", () => {
   let local: LocalStepFunctions;
+  /** What the endpoint logged about failures it survived. */
+  const logged: string[] = [];
   let sfn: SFNClient;
   let stateMachineArn: string;
 
   before(async () => {
-    local = await startLocalStepFunctions({ invoke, retryIntervalMs: 5 });
+    local = await startLocalStepFunctions({
+      invoke,
+      retryIntervalMs: 5,
+      log: (message) => logged.push(message),
+    });
     stateMachineArn = local.createStateMachine(
       "vid-render",
       stateMachineDefinition({ functionArn: FUNCTION_ARN }),
@@ -375,6 +381,28 @@ describe("local Step Functions endpoint, task bodies stubbed", () => {
     assert.equal(execution.status, "SUCCEEDED", execution.cause);
     assert.equal(s.attempts.size, 5, "every chunk ran");
     assert.equal(s.maxActive, 2, "exactly the cap ran at once");
+  });
+
+  it("a request whose body breaks off is logged; the endpoint stays up and an execution finishes", async () => {
+    const port = Number(new URL(local.endpoint).port);
+    const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+    await conn.write(
+      new TextEncoder().encode(
+        "POST / HTTP/1.1\r\nHost: local\r\nX-Amz-Target: AWSStepFunctions.StartExecution\r\n" +
+          'Content-Length: 1000\r\n\r\n{"stateMachineArn":',
+      ),
+    );
+    await sleep(100); // the partial body reaches the endpoint before the close
+    conn.close();
+    await until(() => logged.some((m) => m.includes("body broke off")), "the log line");
+    assert.match(
+      logged.find((m) => m.includes("body broke off"))!,
+      /^local Step Functions: AWSStepFunctions\.StartExecution: the request body broke off/,
+    );
+    const input = renderInput("after-broken-body", { chunkSize: 30, maxParallelChunks: 2 });
+    scenario(input.renderId, { totalFrames: 60 });
+    const execution = await finish(await start(input));
+    assert.equal(execution.status, "SUCCEEDED", execution.cause);
   });
 
   it("a chunk that fails once is retried and the execution succeeds", async () => {

@@ -11,7 +11,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { addUser } from "../../src/server/accounts.ts";
-import type { ServerContext } from "../../src/server/context.ts";
+import { type ServerContext, serverLimits } from "../../src/server/context.ts";
 import { now, openDatabase } from "../../src/server/db.ts";
 import { startQueue } from "../../src/server/queue.ts";
 import {
@@ -105,6 +105,8 @@ describe("render backend configuration and the in-flight bound (no stack)", () =
       workDir: `${dir}/work`,
       allowHttpCallbacks: false,
       allowPrivateUrls: false,
+      // One account here: the bound under test is the backend's, not the account's.
+      limits: serverLimits({ maxRendersPerAccount: 2 }, 2),
       wake: () => {},
     };
     const queue = startQueue(ctx, backend);

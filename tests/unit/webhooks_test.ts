@@ -16,6 +16,7 @@ import {
   CallbackUrlError,
   checkCallbackUrl,
   deliverWebhook,
+  DELIVERY_ID_HEADER,
   SIGNATURE_HEADER,
   signWebhook,
   verifyWebhook,
@@ -118,7 +119,7 @@ describe("deliverWebhook to a real receiver", () => {
       secret: SECRET,
       now: () => now,
     });
-    assert.deepEqual(result, { delivered: true, attempts: 1, status: 200 });
+    assert.deepEqual(result, { delivered: true, attempts: 1, status: 200, retryable: false });
     assert.equal(receiver.requests.length, 1);
     const [request] = receiver.requests;
     assert.equal(request.method, "POST");
@@ -132,6 +133,49 @@ describe("deliverWebhook to a real receiver", () => {
       await signWebhook(SECRET, 1_767_225_600, EXPECTED_BODY),
     );
     assert.match(String(request.headers[SIGNATURE_HEADER]), /^t=1767225600,v1=[0-9a-f]{64}$/);
+    assert.equal(request.headers[DELIVERY_ID_HEADER], undefined, "no id was given");
+  });
+
+  it("carries a delivery id in the signed body and its header, and numbers a later call's attempts on", async () => {
+    receiver.script(503, 200);
+    const result = await deliverWebhook({
+      url: receiver.url,
+      payload: { ...PAYLOAD, delivery_id: "whd_0042" },
+      secret: SECRET,
+      firstAttempt: 3,
+      sleep: noWait,
+    });
+    assert.deepEqual(result, { delivered: true, attempts: 2, status: 200, retryable: false });
+    const expected = EXPECTED_BODY.replace(/}$/, ',"delivery_id":"whd_0042"}');
+    for (const [i, request] of receiver.requests.entries()) {
+      assert.equal(new TextDecoder().decode(request.body), expected);
+      assert.equal(request.headers[DELIVERY_ID_HEADER], "whd_0042");
+      assert.equal(request.headers[ATTEMPT_HEADER], String(3 + i));
+      assert.ok(
+        await verifyWebhook(SECRET, String(request.headers[SIGNATURE_HEADER]), expected),
+        "the body with its delivery id is what is signed",
+      );
+    }
+  });
+
+  it("says a final answer is not worth retrying and a 5xx is", async () => {
+    receiver.script(404);
+    const final = await deliverWebhook({ url: receiver.url, payload: PAYLOAD, secret: SECRET });
+    assert.equal(final.retryable, false);
+    receiver.script(502);
+    const again = await deliverWebhook({
+      url: receiver.url,
+      payload: PAYLOAD,
+      secret: SECRET,
+      attempts: 1,
+    });
+    assert.deepEqual({ ...again }, {
+      delivered: false,
+      attempts: 1,
+      status: 502,
+      error: "callback_url answered HTTP 502",
+      retryable: true,
+    });
   });
 
   it("signs so that the receiver verifies with the same secret only", async () => {
@@ -187,7 +231,7 @@ describe("deliverWebhook to a real receiver", () => {
         return new Promise((resolve) => setTimeout(resolve, ms));
       },
     });
-    assert.deepEqual(result, { delivered: true, attempts: 3, status: 200 });
+    assert.deepEqual(result, { delivered: true, attempts: 3, status: 200, retryable: false });
     assert.deepEqual(delays, [5, 10]);
     assert.deepEqual(receiver.requests.map((r) => r.headers[ATTEMPT_HEADER]), ["1", "2", "3"]);
     for (const request of receiver.requests) {
@@ -205,7 +249,7 @@ describe("deliverWebhook to a real receiver", () => {
       secret: SECRET,
       sleep: noWait,
     });
-    assert.deepEqual(result, { delivered: true, attempts: 3, status: 204 });
+    assert.deepEqual(result, { delivered: true, attempts: 3, status: 204, retryable: false });
   });
 
   it("gives up at once on 400", async () => {
@@ -252,6 +296,7 @@ describe("deliverWebhook to a real receiver", () => {
       attempts: 3,
       status: 500,
       error: "callback_url answered HTTP 500",
+      retryable: true,
     });
     assert.equal(receiver.requests.length, 3);
   });
@@ -266,7 +311,7 @@ describe("deliverWebhook to a real receiver", () => {
       timeoutMs: 150,
       sleep: noWait,
     });
-    assert.deepEqual(result, { delivered: true, attempts: 2, status: 200 });
+    assert.deepEqual(result, { delivered: true, attempts: 2, status: 200, retryable: false });
     assert.ok(performance.now() - started < 5000, "did not wait for the receiver");
     assert.equal(receiver.requests.length, 2);
   });
@@ -286,6 +331,7 @@ describe("deliverWebhook to a real receiver", () => {
       attempts: 2,
       status: undefined,
       error: "timed out after 100 ms",
+      retryable: true,
     });
   });
 
@@ -323,6 +369,7 @@ describe("deliverWebhook to a real receiver", () => {
       attempts: 1,
       status: undefined,
       error: "aborted",
+      retryable: true,
     });
   });
 });

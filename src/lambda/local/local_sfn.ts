@@ -61,6 +61,11 @@ export interface LocalStepFunctionsOptions {
    * `IntervalSeconds` / `BackoffRate` (fast local loops). @default the definition's policy
    */
   retryIntervalMs?: number;
+  /**
+   * Told about a failure the endpoint survived (a request body that broke off, an
+   * execution's event log that failed). @default console.error
+   */
+  log?: (message: string) => void;
 }
 
 /** What `invoke` may report about one function invocation. */
@@ -315,6 +320,22 @@ class HistoryRecorder {
       attempt.key = key;
       this.#pending.set(key, attempt);
     }
+  }
+
+  /**
+   * The interpreter's event log failed: the execution fails with the reason, so a poller
+   * sees it end instead of waiting on a RUNNING execution forever.
+   */
+  lost(error: unknown): void {
+    const execution = this.#execution;
+    if (execution.status !== "RUNNING") return;
+    const at = Date.now();
+    execution.error = "States.Runtime";
+    execution.cause = `the local Step Functions lost this execution's event log: ${error}`;
+    this.#finish("FAILED", at);
+    this.#add("ExecutionFailed", {
+      executionFailedEventDetails: { error: execution.error, cause: execution.cause },
+    }, at);
   }
 
   #finish(status: ExecutionStatus, timestamp: number): void {
@@ -665,7 +686,12 @@ function startExecution(local: SfnState, request: Record<string, unknown>): Exec
   execution.abort = run.abort;
   execution.finished = (async () => {
     for await (const event of run.eventLogs) recorder.record(event);
-  })();
+  })().catch((error) => {
+    // Unhandled, this would end the process and every other execution with it.
+    log(local, `execution ${name}: ${error}`);
+    run.abort();
+    recorder.lost(error);
+  });
   local.executions.set(arn, execution);
   return execution;
 }
@@ -778,15 +804,17 @@ async function dispatch(
   }
 }
 
+/** Reports a failure the endpoint carries on after. */
+function log(local: SfnState, message: string): void {
+  (local.options.log ?? console.error)(`local Step Functions: ${message}`);
+}
+
 /** Answers one HTTP request of the AWS JSON 1.0 protocol. */
 async function handle(
   local: SfnState,
   request: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of request) chunks.push(chunk as Uint8Array);
-  const body = Buffer.concat(chunks).toString("utf8");
   const target = String(request.headers["x-amz-target"] ?? "");
   const send = (status: number, payload: unknown, errorType?: string): void => {
     const text = JSON.stringify(payload);
@@ -798,6 +826,20 @@ async function handle(
     });
     response.end(text);
   };
+  let body: string;
+  try {
+    // Inside a try: a client that breaks off mid-body makes this throw, and a throw out of
+    // a request handler would end the endpoint.
+    const chunks: Uint8Array[] = [];
+    for await (const chunk of request) chunks.push(chunk as Uint8Array);
+    body = Buffer.concat(chunks).toString("utf8");
+  } catch (error) {
+    log(local, `${target || "a request"}: the request body broke off (${error})`);
+    if (!response.headersSent && !response.destroyed) {
+      send(400, { __type: "SerializationException", message: "Request body broke off" });
+    }
+    return;
+  }
   try {
     if (request.method !== "POST" || !target.startsWith("AWSStepFunctions.")) {
       throw new SfnApiError(
@@ -861,7 +903,9 @@ export async function startLocalStepFunctions(
 
   const local: SfnState = { options, region, accountId, machines, executions };
 
-  const server = createServer((request, response) => void handle(local, request, response));
+  const server = createServer((request, response) => {
+    handle(local, request, response).catch((error) => log(local, `a request failed: ${error}`));
+  });
   const hostname = options.hostname ?? "127.0.0.1";
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

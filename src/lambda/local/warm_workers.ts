@@ -157,6 +157,8 @@ class WorkerProcess {
   readonly done: Promise<void>;
   /** False once the process has exited. */
   alive = true;
+  /** Its output broke the protocol: it is stopped, not reused. */
+  broken = false;
   #waiting?: (outcome: Outcome) => void;
   #stderrTail = "";
   invocations = 0;
@@ -194,12 +196,36 @@ class WorkerProcess {
         if (line.startsWith(RESULT_MARK)) {
           const waiting = this.#waiting;
           this.#waiting = undefined;
-          waiting?.(JSON.parse(line.slice(RESULT_MARK.length)) as Outcome);
+          waiting?.(this.#outcome(line.slice(RESULT_MARK.length)));
         } else if (line !== "") {
           this.#onLog?.(line + "\n");
         }
       }
     }
+  }
+
+  /**
+   * A result line's outcome. One that is not JSON (a handler that printed the marker, a
+   * broken write) fails the invocation, and the process is not reused: which line answers
+   * which invocation is no longer sure. A throw here would stop reading the process's
+   * output and end the stack on an unhandled rejection.
+   */
+  #outcome(text: string): Outcome {
+    try {
+      const outcome = JSON.parse(text);
+      if (typeof outcome === "object" && outcome !== null) return outcome as Outcome;
+    } catch {
+      // reported below
+    }
+    this.broken = true;
+    const shown = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+    this.#onLog?.(`worker ${this.pid} wrote a result line that is not JSON: ${shown}\n`);
+    return {
+      error: {
+        errorType: "Lambda.Unknown",
+        errorMessage: `the worker process answered with a result that is not JSON: ${shown}`,
+      },
+    };
   }
 
   async #readStderr(): Promise<void> {
@@ -375,8 +401,10 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
   };
 
   const track = (ending: Promise<void>): void => {
-    endings.add(ending);
-    void ending.finally(() => endings.delete(ending));
+    // A rejected ending is logged, not left unhandled: that would end the whole stack.
+    const settled = ending.catch((error) => options.onLog?.(`a worker's end failed: ${error}\n`));
+    endings.add(settled);
+    void settled.finally(() => endings.delete(settled));
   };
 
   const park = (worker: WorkerProcess): void => {
@@ -425,7 +453,8 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
     try {
       const outcome = await runWithTimeout(worker, payload, options, killGraceMs, track);
       busy.delete(worker);
-      park(worker);
+      if (worker.broken) track(worker.kill());
+      else park(worker);
       if (outcome.error) {
         throw new InvocationError(outcome.error.errorType, outcome.error.errorMessage);
       }
