@@ -284,3 +284,43 @@ export const STUCK_UNTIL_RESEEKED: string = `<script>
   };
 })();
 </script>`;
+
+/** `gsap.min.js` from the repository's npm dependencies (installed by `deno install`). */
+export async function gsapSource(): Promise<string> {
+  const find = async (): Promise<string | undefined> => {
+    const candidates = [`${ROOT}node_modules/gsap/dist/gsap.min.js`];
+    try {
+      for await (const entry of Deno.readDir(`${ROOT}node_modules/.deno`)) {
+        if (entry.name.startsWith("gsap@")) {
+          candidates.push(
+            `${ROOT}node_modules/.deno/${entry.name}/node_modules/gsap/dist/gsap.min.js`,
+          );
+        }
+      }
+    } catch {
+      // no node_modules yet
+    }
+    for (const path of candidates) {
+      try {
+        return await Deno.readTextFile(path);
+      } catch {
+        // try the next one
+      }
+    }
+    return undefined;
+  };
+  let source = await find();
+  if (source === undefined) {
+    await new Deno.Command(Deno.execPath(), {
+      args: ["install", "--quiet"],
+      cwd: ROOT,
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    source = await find();
+  }
+  if (source === undefined) {
+    throw new Error("gsap.min.js not found under node_modules: run `deno install`");
+  }
+  return source;
+}

@@ -10,6 +10,7 @@ import type { CloudClient } from "../cloud/client.ts";
 import { connectCloud } from "../cloud/connect.ts";
 import { cloudRender, type CloudRenderRecord, type CloudRenderResult } from "../cloud/render.ts";
 import { OPTIONS } from "../request/options.ts";
+import { checkBeforeSpending, noCheckOption } from "./preflight.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { EXIT, integerIn, reportError, warn } from "./shared.ts";
 
@@ -90,6 +91,7 @@ function registerCloudRender(cloud: Command): void {
     )
     .option("-o, --output <path>", "download path (default: renders/<render_id>.<ext>)")
     .option("--dry-run", "build and inspect the zip locally: no sign-in, upload or render")
+    .addOption(noCheckOption())
     .option("--asset-id <id>", "render an uploaded asset; skip zip and upload")
     .option("--url <url>", "render a project zip or HTML file from a URL; skip the upload")
     .addOption(cliOption(OPTIONS.variables))
@@ -112,6 +114,10 @@ function registerCloudRender(cloud: Command): void {
       Deno.addSignalListener("SIGINT", stop);
       let submitted: string | undefined;
       try {
+        // A project from this disk is checked before it is zipped, uploaded and paid for.
+        if (options.assetId === undefined && options.url === undefined) {
+          await checkBeforeSpending(dir, options.composition, options.check);
+        }
         const result = await cloudRender(
           {
             target: dir,

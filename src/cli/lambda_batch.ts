@@ -35,6 +35,7 @@ import {
   unreachableHint,
 } from "./lambda_connection.ts";
 import { OPTIONS } from "../request/options.ts";
+import { checkBeforeSpending, noCheckOption } from "./preflight.ts";
 import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
 import { EXIT, warn } from "./shared.ts";
 import { retriesText } from "./lambda_progress.ts";
@@ -126,6 +127,7 @@ export function registerLambdaBatch(lambda: Command): void {
     .option("--strict-variables", "a row whose variables do not match fails to start")
     .option("--variables-file <path>", "not accepted: variables are inline per row")
     .option("--dry-run", "lint the file: every valid row would-invoke; nothing is uploaded")
+    .addOption(noCheckOption())
     .option(
       "--manifest <file>",
       "also write the manifest (JSON array) to this file; read it with `vid lambda progress " +
@@ -148,6 +150,8 @@ interface LambdaBatchFlags extends ConnectionFlags, RenderConfigFlags {
   strictVariables?: true;
   variablesFile?: string;
   dryRun?: true;
+  /** False with --no-check. */
+  check: boolean;
   manifest?: string;
   json?: true;
 }
@@ -268,6 +272,9 @@ async function runLambdaBatch(
       throw new LambdaUsageError(
         "pass the project directory, or --site-id <id> to render a site uploaded earlier",
       );
+    }
+    if (projectDir !== undefined && !options.siteId) {
+      await checkBeforeSpending(projectDir, options.composition, options.check);
     }
     const baseConfig = renderConfigFrom(options);
     const siteOptions = { composition: options.composition, s3: conn.s3 };

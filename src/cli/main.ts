@@ -11,6 +11,7 @@
 
 import type { Command } from "@commander-js/extra-typings";
 import type * as Auth from "./auth.ts";
+import type * as Check from "./check.ts";
 import type * as Cloud from "./cloud.ts";
 import type * as Completions from "./completions.ts";
 import type * as Info from "./info.ts";
@@ -61,6 +62,7 @@ export const COMMAND_MODULES: readonly CommandModule[] = [
   commandModule<typeof Init>("init", "init.ts", (m) => m.registerInit),
   commandModule<typeof Init>("add", "init.ts", (m) => m.registerAdd),
   commandModule<typeof Validate>("validate", "validate.ts", (m) => m.registerValidate),
+  commandModule<typeof Check>("check", "check.ts", (m) => m.registerCheck),
   commandModule<typeof Render>("render", "render.ts", (m) => m.registerRender),
   commandModule<typeof RenderBatch>(
     "render-batch",
@@ -173,6 +175,7 @@ const BROWSER_COMMANDS: ReadonlySet<string> = new Set([
   "preview",
   "render-batch",
   "validate",
+  "check",
 ]);
 
 /**

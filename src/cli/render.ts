@@ -9,6 +9,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { formatFrameRate } from "../composition/frame_rate.ts";
 import { RenderCancelledError, renderComposition } from "../render/render.ts";
 import { OPTIONS } from "../request/options.ts";
+import { warnUnrendered } from "./preflight.ts";
 import { progressReporter } from "./progress.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { EXIT, reportError, warn, warnIfRoot } from "./shared.ts";
@@ -49,6 +50,7 @@ export function registerRender(program: Command): void {
       Deno.addSignalListener("SIGINT", stop);
       Deno.addSignalListener("SIGTERM", stop);
       try {
+        await warnUnrendered(target, options.composition, warn);
         const result = await renderComposition({
           target,
           composition: options.composition,

@@ -15,6 +15,7 @@ import {
   summarizeLocalBatch,
 } from "../batch/local.ts";
 import { OPTIONS } from "../request/options.ts";
+import { checkBeforeSpending, noCheckOption } from "./preflight.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { EXIT, reportError, warn, warnIfRoot } from "./shared.ts";
 
@@ -69,6 +70,7 @@ export function registerRenderBatch(program: Command): void {
     .addOption(cliOptionWithDefault(OPTIONS.capture))
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .option("--dry-run", "check the rows only: valid rows become would-invoke; nothing renders")
+    .addOption(noCheckOption())
     .option("--json", "print the manifest as a JSON array on stdout")
     .action(async (target, options) => {
       warnIfRoot();
@@ -80,6 +82,7 @@ export function registerRenderBatch(program: Command): void {
       let lastPrint = 0;
       let lastShape = "";
       try {
+        await checkBeforeSpending(target, options.composition, options.check);
         const result = await renderBatchLocal({
           target,
           composition: options.composition,

@@ -6,6 +6,7 @@
  */
 
 import { InvalidArgumentError } from "@commander-js/extra-typings";
+import { CheckFailedError } from "../check/problems.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
 import { VidError } from "../errors.ts";
 import { PageError } from "../render/page_error.ts";
@@ -115,7 +116,9 @@ export function reportError(error: unknown, json = false): number {
     if (field !== undefined) body.field = field;
     if (err.flag !== undefined && err.field !== undefined) body.path = err.field;
     if (api) Object.assign(body, api);
-    if (err instanceof StrictVariablesError) body.problems = err.problems;
+    if (err instanceof StrictVariablesError || err instanceof CheckFailedError) {
+      body.problems = err.problems;
+    }
     if (err instanceof PageError) Object.assign(body, err.details());
     console.log(JSON.stringify({ ok: false, error: body }, null, 2));
   } else {

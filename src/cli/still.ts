@@ -17,7 +17,8 @@ export function registerStill(program: Command): void {
     .summary("Render one frame of a composition as an image.")
     .description(
       "Render one frame of a composition as an image (.png or .jpg), exactly as it appears " +
-        "in the video. Pick it with --frame or --time (default: frame 0).",
+        "in the video. Pick it with --frame or --time (default: frame 0). A PNG keeps the " +
+        "page's transparency (--background <color> flattens it); a JPEG is flattened on white.",
     )
     .argument("[target]", "project directory or HTML file", ".")
     .addOption(cliOptionWithDefault(OPTIONS.composition))
@@ -28,6 +29,7 @@ export function registerStill(program: Command): void {
     }))
     .option("-o, --output <file>", "image file, .png or .jpg (default: renders/<id>-<frame>.png)")
     .addOption(cliOptionWithDefault(OPTIONS.jpegQuality))
+    .addOption(cliOption(OPTIONS.background))
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
@@ -44,6 +46,7 @@ export function registerStill(program: Command): void {
           fps: options.fps,
           output: options.output,
           jpegQuality: options.quality,
+          background: options.background,
           variables: options.variables,
           variablesFile: options.variablesFile,
           strictVariables: options.strictVariables,

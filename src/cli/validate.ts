@@ -1,14 +1,18 @@
 /**
- * `vid validate [dir]`: checks a composition and the given variables without rendering.
- * The verdict goes to stdout: `valid`, `valid with N warnings` (each problem listed with
- * its field) or, with `--strict-variables`, `invalid`. Exit 0 valid (warnings allowed),
- * 1 invalid, 2 usage error.
+ * `vid validate [dir]`: checks a composition and the given variables without rendering
+ * or loading the page: the fast, static part of `vid check` (script syntax, missing
+ * files, misspelt attributes) plus the variables. The verdict goes to stdout: `valid`,
+ * `valid with N warnings` (each problem listed with its field) or `invalid` (errors in
+ * the files, or with `--strict-variables` an undeclared or mistyped override). Exit 0
+ * valid (warnings allowed), 1 invalid, 2 usage error.
  *
  * @module
  */
 
 import type { Command } from "@commander-js/extra-typings";
-import { type Composition, readComposition } from "../composition/composition.ts";
+import { formatProblem } from "../check/problems.ts";
+import { staticCheck } from "../check/static.ts";
+import { readComposition } from "../composition/composition.ts";
 import type { DroppedDeclaration } from "../composition/declarations.ts";
 import { formatFrameRate } from "../composition/frame_rate.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
@@ -21,35 +25,39 @@ import { EXIT, reportError } from "./shared.ts";
 export type Verdict = "valid" | "valid-with-warnings" | "invalid";
 
 /**
- * The verdict for a composition's dropped declarations and override problems: `valid`
- * with none, `valid with N warnings` otherwise, `invalid` when `strict` turns every
- * warning into a failure.
+ * The verdict for a composition: `invalid` when its files have errors (a script that does
+ * not parse, a missing file: `vid check`'s static part) or, with `strict`, when an
+ * override is undeclared or mistyped; `valid with N warnings` for dropped declarations and
+ * (without `strict`) override problems; `valid` otherwise. Strict checking is about the
+ * overrides' keys, as in `vid render --strict-variables`: a dropped declaration stays a
+ * warning (its keys are then undeclared overrides).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const dropped = [{ index: 0, id: "n", reason: "unknown type" }];
+ * assert.equal(validationVerdict(dropped, [], true).verdict, "valid-with-warnings");
+ * assert.equal(validationVerdict([], [], false, 1).verdict, "invalid");
+ * ```
  */
 export function validationVerdict(
   dropped: readonly DroppedDeclaration[],
   problems: readonly VariableProblem[],
   strict: boolean,
+  fileErrors = 0,
 ): { verdict: Verdict; count: number; text: string } {
-  const count = dropped.length + problems.length;
-  if (count === 0) return { verdict: "valid", count, text: "valid" };
-  if (strict) {
-    return { verdict: "invalid", count, text: `invalid (${plural(count, "problem")})` };
+  const count = dropped.length + problems.length + fileErrors;
+  if (fileErrors > 0 || (strict && problems.length > 0)) {
+    const failing = fileErrors + (strict ? problems.length : 0);
+    return { verdict: "invalid", count, text: `invalid (${plural(failing, "problem")})` };
   }
+  if (count === 0) return { verdict: "valid", count, text: "valid" };
   return { verdict: "valid-with-warnings", count, text: `valid with ${plural(count, "warning")}` };
 }
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
-}
-
-/** Dropped declarations in the shape of override problems, for the strict error. */
-function droppedAsProblems(c: Composition): VariableProblem[] {
-  return c.dropped.map((d) => ({
-    key: d.id ?? `data-composition-variables[${d.index}]`,
-    expected: "a valid declaration",
-    given: d.id !== undefined ? JSON.stringify(d.id) : `declaration ${d.index}`,
-    message: `declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} dropped: ${d.reason}`,
-  }));
 }
 
 /** Registers `vid validate`. */
@@ -61,7 +69,9 @@ export function registerValidate(program: Command): void {
       "Check a composition and variable overrides against its declarations. Prints a " +
         "verdict on stdout: `valid`, `valid with N warnings` (each listed with its field: an " +
         "undeclared key, with the nearest declared name; a wrong type or range; a dropped " +
-        "declaration) or, with --strict-variables, `invalid`.\n" +
+        "declaration) or `invalid`: a script that does not parse, a file the page names that " +
+        "the project lacks, a misspelt data-* attribute (the static part of vid check, which " +
+        "also loads the page), or with --strict-variables an undeclared or mistyped override.\n" +
         "Exit status: 0 valid (warnings allowed), 1 invalid, 2 usage error.",
     )
     .argument("[target]", "project directory or HTML file", ".")
@@ -78,16 +88,22 @@ export function registerValidate(program: Command): void {
           projectDir: c.projectDir,
         });
         const strict = options.strictVariables === true;
-        const verdict = validationVerdict(c.dropped, problems, strict);
+        // The static part of vid check: a page whose scripts do not parse or whose files
+        // are missing is not valid. Declarations and overrides are reported below.
+        const files = (await staticCheck({ composition: c, overrides })).problems
+          .filter((p) => p.kind !== "dropped-declaration" && p.kind !== "variable");
+        const fileErrors = files.filter((p) => p.severity === "error");
+        const verdict = validationVerdict(c.dropped, problems, strict, fileErrors.length);
         const values = mergeVariables(c.declarations, overrides);
-        const strictError = verdict.verdict === "invalid"
-          ? new StrictVariablesError([...problems, ...droppedAsProblems(c)])
+        const strictError = strict && problems.length > 0
+          ? new StrictVariablesError(problems)
           : undefined;
+        const failed = verdict.verdict === "invalid";
         if (options.json) {
           console.log(JSON.stringify(
             {
-              ok: strictError === undefined,
-              valid: strictError === undefined,
+              ok: !failed,
+              valid: !failed,
               verdict: verdict.verdict,
               warnings: verdict.count,
               composition: {
@@ -104,6 +120,8 @@ export function registerValidate(program: Command): void {
               values,
               problems,
               dropped: c.dropped,
+              // What vid check's static part found in the project's files.
+              files,
               // The same error shape as every other failing --json command.
               ...(strictError && {
                 error: {
@@ -129,11 +147,12 @@ export function registerValidate(program: Command): void {
             })),
             ...problems.map((p) => ({ field: p.key, message: p.message })),
           ];
+          for (const p of files) console.log(formatProblem(p));
           if (listed.length > 0) {
             console.log(strictError ? "problems (--strict-variables):" : "warnings:");
             for (const p of listed) console.log(`  - ${p.field}: ${p.message}`);
           }
-          if (!strictError) {
+          if (!failed) {
             if (listed.length > 0) console.log("values:");
             const byId = new Map(c.declarations.map((d) => [d.id, d]));
             for (const [key, value] of Object.entries(values)) {
@@ -145,7 +164,7 @@ export function registerValidate(program: Command): void {
             }
           }
         }
-        Deno.exitCode = strictError ? EXIT.failed : EXIT.ok;
+        Deno.exitCode = failed ? EXIT.failed : EXIT.ok;
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);
       }

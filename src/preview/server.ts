@@ -587,6 +587,22 @@ async function api(ctx: PreviewContext, request: Request, route: string): Promis
       return json(errorBody(error), 422);
     }
   }
+  if (route === "check" && request.method === "GET") {
+    // The static and media parts of vid check, for the Check panel (no browser: the
+    // stage is the browser part, and its errors show on the stage).
+    try {
+      const c = await readEntry(ctx, entryOf(ctx, new URL(request.url).searchParams.get("entry")));
+      const { projectProblems } = await import("../check/check.ts");
+      const { formatProblem } = await import("../check/problems.ts");
+      const problems = (await projectProblems(c)).map((p) => ({
+        ...p,
+        text: formatProblem(p).split("\n")[0],
+      }));
+      return json({ ok: true, problems });
+    } catch (error) {
+      return json(errorBody(error), error instanceof PreviewEntryError ? 400 : 422);
+    }
+  }
   if (route === "events" && request.method === "GET") return ctx.hub.respond();
   if (route === "media" && request.method === "POST") return await prepareMedia(ctx, request);
   if (route === "render" && request.method === "GET") return json(ctx.jobs.status());

@@ -155,6 +155,8 @@ export function studioClient(): void {
   const connection = byId<HTMLSpanElement>("connection");
   const form = byId<HTMLFormElement>("variables");
   const droppedList = byId<HTMLUListElement>("dropped");
+  const checkStatus = byId<HTMLDivElement>("check-status");
+  const checkList = byId<HTMLUListElement>("check-problems");
   const resetButton = byId<HTMLButtonElement>("reset");
   const copyButton = byId<HTMLButtonElement>("copy");
   const variablesJson = byId<HTMLElement>("variables-json");
@@ -1230,6 +1232,44 @@ export function studioClient(): void {
     showReadouts();
     go(wanted);
     void check();
+    void checkProject();
+  };
+
+  /** The Check panel: the static and media parts of vid check, again on every reload. */
+  let projectCheckSeq = 0;
+  const checkProject = async (): Promise<void> => {
+    const seq = ++projectCheckSeq;
+    checkStatus.textContent = "checking…";
+    try {
+      const body = await (await fetch(
+        `/__preview/check${entry ? `?entry=${encodeURIComponent(entry)}` : ""}`,
+      )).json() as {
+        ok: boolean;
+        problems?: { severity: string; text: string }[];
+        error?: { message: string };
+      };
+      if (seq !== projectCheckSeq) return;
+      const problems = body.problems ?? [];
+      checkList.replaceChildren(...problems.map((p) => {
+        const item = document.createElement("li");
+        item.dataset.severity = p.severity;
+        item.textContent = p.text;
+        return item;
+      }));
+      const errors = problems.filter((p) => p.severity === "error").length;
+      checkStatus.textContent = !body.ok
+        ? `cannot check: ${body.error?.message ?? "unknown error"}`
+        : problems.length === 0
+        ? "no problems found (the stage shows what the page throws)"
+        : `${errors} error${errors === 1 ? "" : "s"}, ${problems.length - errors} warning${
+          problems.length - errors === 1 ? "" : "s"
+        }: a render would get these wrong (vid check lists them too)`;
+      checkList.dataset.checked = String(seq);
+    } catch (error) {
+      if (seq === projectCheckSeq) {
+        checkStatus.textContent = `cannot check: ${(error as Error).message}`;
+      }
+    }
   };
 
   // --- render dialog ---

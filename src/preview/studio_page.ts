@@ -103,6 +103,10 @@ aside h2 { font-size: 13px; text-transform: uppercase; letter-spacing: 0.08em;
 .field .problem:empty { display: none; }
 #dropped { color: #ffcf70; font-size: 12px; padding-left: 18px; }
 #dropped:empty { display: none; }
+#check-problems { font-size: 12px; padding-left: 18px; margin: 4px 0; }
+#check-problems li[data-severity="error"] { color: var(--bad); }
+#check-problems li[data-severity="warning"] { color: #ffcf70; }
+#check-status { color: var(--muted); font-size: 12px; }
 .actions { display: flex; gap: 8px; flex-wrap: wrap; margin: 6px 0; }
 #variables-json { display: block; background: #11141a; border: 1px solid var(--line);
   border-radius: 5px; padding: 6px; font: 12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace;
@@ -163,6 +167,9 @@ const BODY = `
     </div>
     <code id="variables-json">{}</code>
     <span id="copy-status" aria-live="polite"></span>
+    <h2>Check</h2>
+    <div id="check-status" aria-live="polite">checking…</div>
+    <ul id="check-problems"></ul>
     <h2>Render</h2>
     <button id="render" type="button">Render…</button>
     <button id="render-cancel" type="button" hidden>Cancel render</button>

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { type Composition, readComposition } from "../composition/composition.ts";
-import type { Variables } from "../composition/declarations.ts";
+import type { DroppedDeclaration, Variables } from "../composition/declarations.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
@@ -20,6 +20,7 @@ import { type Browser, launchBrowser } from "./browser.ts";
 import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import { prepareEncoder, type RenderFormat } from "./encode.ts";
 import { listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
+import { failedFonts, fontFailureMessage } from "./fonts.ts";
 import { fetchRemoteMedia } from "./remote.ts";
 import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
 import { guardLaunchFlags, type GuardProxy, startGuardProxy } from "../net/guard_proxy.ts";
@@ -64,11 +65,6 @@ export interface PreparedComposition {
  */
 export async function prepareComposition(source: CompositionSource): Promise<PreparedComposition> {
   const composition = await readComposition(source.target ?? ".", source.composition);
-  for (const d of composition.dropped) {
-    source.onWarning?.(
-      `declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} dropped: ${d.reason}`,
-    );
-  }
   const resolved = await resolveVariables(composition.declarations, {
     variables: source.variables,
     variablesFile: source.variablesFile,
@@ -84,8 +80,22 @@ export async function prepareComposition(source: CompositionSource): Promise<Pre
     if (source.strictVariables && problems.length > 0) throw new StrictVariablesError(problems);
     values = mergeVariables(composition.declarations, overrides);
   }
+  for (const d of composition.dropped) source.onWarning?.(droppedMessage(d, values));
   for (const problem of problems) source.onWarning?.(problem.message);
   return { composition, values, problems };
+}
+
+/**
+ * A dropped declaration's warning: which one, why, and what the page reads instead (the
+ * declaration is gone, so `getVariables()` has no default for it).
+ */
+function droppedMessage(d: DroppedDeclaration, values: Variables): string {
+  const head = `declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} dropped: ${d.reason}`;
+  if (d.id === undefined) return head;
+  const read = values[d.id] === undefined
+    ? "undefined"
+    : `the override ${JSON.stringify(values[d.id])}, unchecked`;
+  return `${head}; the page reads getVariables().${d.id} as ${read}`;
 }
 
 /** The page asked for project files that do not exist. */
@@ -144,6 +154,13 @@ export interface SessionOptions {
    * @default false
    */
   blockPrivateNetwork?: boolean;
+  /**
+   * The session serves `vid check`, which reports missing files and failing fonts itself
+   * and goes on to look at the frames: it opens even when the page asked for files the
+   * project lacks, and does not warn about fonts.
+   * @default false: throw {@linkcode MissingAssetError}, warn about fonts
+   */
+  checking?: boolean;
 }
 
 /** A ready-to-capture render environment. Close it when done. */
@@ -379,7 +396,13 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     // `<video>` needs a stand-in (the usual case): one page load fewer per render.
     discovery = await openComposition(browser, { ...spec, videoProxies: undefined });
     const media = await listMedia(discovery);
-    checkMissingAssets(projectServer, composition.file);
+    if (!options.checking) {
+      checkMissingAssets(projectServer, composition.file);
+      // A font that fails to load falls back without a word from the browser: said here.
+      for (const failure of await failedFonts(discovery.page).catch(() => [])) {
+        options.onWarning?.(fontFailureMessage(failure));
+      }
+    }
     // ffmpeg reads media outside the browser, so the guard applies to its inputs too: a
     // guarded render hands ffmpeg checked local files only.
     const ffmpegInputs = options.blockPrivateNetwork

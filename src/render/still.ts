@@ -2,13 +2,18 @@
  * Stills: one frame of a composition as a PNG or JPEG image, exactly as that frame
  * appears in the video. `vid still` and the hosted server's `thumbnail_url` use it.
  *
+ * A PNG keeps the page's transparency, as a PNG sequence does (a poster laid over
+ * something else needs it); `background` flattens it onto a colour. A JPEG has no alpha
+ * channel, so it is flattened on white, the browser's own page background.
+ *
  * @module
  */
 
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import type { CaptureMode } from "./browser.ts";
-import { createCapturer, seekFrame } from "./capture.ts";
+import { createCapturer, evaluate, seekFrame } from "./capture.ts";
+import type { CdpSession } from "./cdp.ts";
 import type { CapturePreference } from "./capture_mode.ts";
 import {
   formatFrameRate,
@@ -39,6 +44,11 @@ export interface StillOptions extends CompositionSource {
   output?: string;
   /** JPEG quality 1-100. @default 90 */
   jpegQuality?: number;
+  /**
+   * A CSS colour a PNG is flattened onto where the page is transparent.
+   * @default none: a PNG keeps the page's transparency; a JPEG is flattened on white
+   */
+  background?: string;
   /** Capture path. @default "auto" */
   capture?: CapturePreference;
   /** Seed of the page's `Math.random`. @default 1 */
@@ -109,6 +119,22 @@ function pickFrame(options: StillOptions, total: number, rate: FrameRate): numbe
 }
 
 /**
+ * Makes `color` the colour behind the page, where the page is transparent. The browser
+ * turns the CSS colour into RGBA (a 1-pixel canvas), so every CSS colour form works.
+ */
+async function paintBehindPage(page: CdpSession, color: string): Promise<void> {
+  const rgba = await evaluate(
+    page,
+    `(() => { const c = document.createElement("canvas").getContext("2d");
+      c.fillStyle = ${JSON.stringify(color)}; c.fillRect(0, 0, 1, 1);
+      return Array.from(c.getImageData(0, 0, 1, 1).data); })()`,
+  ) as number[];
+  await page.send("Emulation.setDefaultBackgroundColorOverride", {
+    color: { r: rgba[0], g: rgba[1], b: rgba[2], a: rgba[3] / 255 },
+  });
+}
+
+/**
  * Renders one frame to an image file.
  *
  * @example
@@ -121,6 +147,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
   renderFrameRate(options.fps, undefined);
   const quality = checkOption(OPTIONS.jpegQuality, options.jpegQuality) ??
     OPTIONS.jpegQuality.default;
+  const background = checkOption(OPTIONS.background, options.background);
   if (options.output !== undefined) imageFormatOf(options.output);
   const prepared = await prepareComposition(options);
   const { composition } = prepared;
@@ -134,7 +161,9 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
   const session = await openRenderSession({
     prepared,
     fps,
-    format: "mp4",
+    // A PNG is captured from a transparent page (as a PNG sequence is); a JPEG from an
+    // opaque one, on white.
+    format: imageFormat === "png" ? "png" : "mp4",
     capture: options.capture,
     seed: options.seed,
     epochMs: options.epochMs,
@@ -145,6 +174,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     const page = session.takePage() ?? await openComposition(session.browser, session.spec);
     let image: Uint8Array;
     try {
+      if (background !== undefined) await paintBehindPage(page.page, background);
       const pendingVideos = await seekFrame(page.page, frame);
       image = await createCapturer(page.page, {
         mode: session.browser.mode,

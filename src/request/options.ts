@@ -20,6 +20,7 @@
  */
 
 import { availableParallelism } from "node:os";
+import { isCssColor } from "../composition/color.ts";
 import { type AspectRatio, DEFAULT_ENTRY } from "../composition/composition.ts";
 import { FrameRateError, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import {
@@ -173,6 +174,16 @@ function oneOf<const C extends string>(choices: readonly C[]) {
   };
 }
 
+/** A CSS colour (`#fff`, `white`, `rgb(0 0 0 / 50%)`). */
+function cssColor(value: unknown): string {
+  if (typeof value !== "string" || !isCssColor(value)) {
+    throw new OptionProblem(
+      `must be a CSS colour such as white, #ffffff or rgb(0 0 0), ${got(value)}`,
+    );
+  }
+  return value.trim();
+}
+
 function boolean(value: unknown): boolean {
   if (typeof value !== "boolean") throw new OptionProblem(`must be true or false, ${got(value)}`);
   return value;
@@ -303,6 +314,13 @@ export const OPTIONS = {
     help: "JPEG quality 1-100",
     default: 90,
     ...integer(1, 100),
+  }),
+  background: option({
+    key: "background",
+    flags: "--background <color>",
+    help: "flatten a PNG still onto this CSS colour; without it a PNG keeps the page's " +
+      "transparency, and a JPEG is flattened on white",
+    check: cssColor,
   }),
   frame: option({
     key: "frame",

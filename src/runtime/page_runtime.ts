@@ -678,9 +678,15 @@ export function vidPageRuntime(
           );
         }
       }
-      seekTimelines(t);
-      scanAnimations();
-      applyAnimations();
+      // A throw from timeline code (a GSAP callback, an onUpdate) or an animation's handler
+      // is recorded with its stack like any other, so the error says where it came from.
+      try {
+        seekTimelines(t);
+        scanAnimations();
+        applyAnimations();
+      } catch (error) {
+        recordError(error);
+      }
       try {
         await seekVideos(t);
       } catch (error) {

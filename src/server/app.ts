@@ -12,6 +12,7 @@ import { mkdir, mkdtemp, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
+import type { Composition } from "../composition/composition.ts";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import type { FrameRate } from "../composition/frame_rate.ts";
 import { authenticate, type Caller } from "./accounts.ts";
@@ -31,6 +32,7 @@ import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "./secrets.ts";
 import { fetchProjectUrl } from "./url_source.ts";
+import { checkUploadedProject } from "./project_check.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
 import { OPTIONS } from "../request/options.ts";
@@ -88,9 +90,11 @@ async function ingestProject(
   const dir = await mkdtemp(join(ctx.workDir, "upload-"));
   try {
     let project: AssetProject;
+    let extracted: Composition;
     try {
-      const extracted = await extractProjectZip(zip, join(dir, "project"), { composition });
-      const parsed = extracted.composition;
+      extracted = (await extractProjectZip(zip, join(dir, "project"), { composition }))
+        .composition;
+      const parsed = extracted;
       project = {
         id: parsed.id,
         width: parsed.width,
@@ -106,6 +110,7 @@ async function ingestProject(
       }
       throw error;
     }
+    await checkUploadedProject(extracted);
     await ctx.storage.putBytes(`assets/${id}/project.zip`, zip, "application/zip");
     ctx.db.prepare(
       "update assets set status = 'ready', project = ?, ready_at = ? where id = ?",

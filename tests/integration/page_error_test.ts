@@ -10,7 +10,7 @@
 
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { compositionHtml, makeProject, runVid } from "../helpers.ts";
+import { compositionHtml, gsapSource, makeProject, runVid } from "../helpers.ts";
 
 const dirs: string[] = [];
 
@@ -151,5 +151,40 @@ window.__vid.onSeek(function hook(t) {
       error.message,
       /^frame 2: the page threw RangeError: too late at hook \(index\.html:\d+:\d+\)$/,
     );
+  });
+
+  it("a throw in a GSAP timeline callback names frame, file, line and stack in stderr and --json", async () => {
+    // tl.call() runs while the runtime seeks window.__timelines: before, the throw escaped
+    // the seek unrecorded and came out as "frame 5: price feed missing" with "stack": [].
+    const dir = await project(
+      compositionHtml('<div id="price">$0</div>', {
+        id: "gsap-callback",
+        duration: 1,
+        head: '<script src="gsap.min.js"></script>',
+        after: '<script src="js/timeline.js"></script>',
+      }),
+      {
+        "gsap.min.js": await gsapSource(),
+        "js/timeline.js": `var tl = gsap.timeline({ paused: true });
+function showPrice() {
+  throw new Error("price feed missing");
+}
+tl.call(showPrice, [], 0.5);
+window.__timelines = { main: tl };
+`,
+      },
+    );
+    const text = await renderFails(dir, false);
+    const line = text.stderr.split("\n").find((l) => l.startsWith("error: ")) ?? "";
+    assert.match(
+      line,
+      /^error: frame 5: the page threw Error: price feed missing at (?:Tween\.)?showPrice \(js\/timeline\.js:3:9\), called from /,
+    );
+    const json = await renderFails(dir, true);
+    const error = (JSON.parse(json.stdout) as { error: JsonError }).error;
+    assert.equal(error.frame, 5);
+    assert.deepEqual(error.location, { file: "js/timeline.js", line: 3, column: 9 });
+    assert.ok(error.stack.length >= 2, JSON.stringify(error.stack));
+    assert.match(error.stack[0].functionName, /showPrice$/);
   });
 });

@@ -250,6 +250,61 @@ describe("renderBatchLocal (SDK): output keys", () => {
   });
 });
 
+describe("vid render-batch checks the project before rendering", () => {
+  it("a mistake no row can fix (a missing script) fails the batch before any render; --no-check skips", async () => {
+    const dir = await makeProject(
+      batchHtml(0.5).replace("</body>", '<script src="js/Scene.js"></script></body>'),
+      { "js/scene.js": "", "rows.jsonl": ROWS, ".vidignore": VIDIGNORE },
+    );
+    const out = `${dir}/out`;
+    const failed = await runVid([
+      "render-batch",
+      dir,
+      "--batch",
+      `${dir}/rows.jsonl`,
+      "--out-dir",
+      out,
+    ]);
+    assert.equal(failed.code, 1, failed.stderr);
+    assert.match(
+      failed.stderr,
+      /^error: the project fails vid check \(1 error\); nothing was rendered/m,
+    );
+    assert.match(
+      failed.stderr,
+      /index\.html:\d+:\d+: error: <script src> "js\/Scene\.js": the project has "js\/scene\.js"/,
+    );
+    await assert.rejects(Deno.stat(out), "no render started, no manifest written");
+
+    const json = await runVid([
+      "render-batch",
+      dir,
+      "--batch",
+      `${dir}/rows.jsonl`,
+      "--out-dir",
+      out,
+      "--json",
+    ]);
+    const error = JSON.parse(json.stdout).error;
+    assert.equal(error.name, "CheckFailedError");
+    assert.equal(error.problems[0].kind, "missing-file");
+
+    const skipped = await runVid([
+      "render-batch",
+      dir,
+      "--batch",
+      `${dir}/rows.jsonl`,
+      "--out-dir",
+      out,
+      "--dry-run",
+      "--no-check",
+    ]);
+    assert.equal(skipped.code, 1, "the bad rows of ROWS still fail to start");
+    assert.match(skipped.stdout, /^5 would render/m);
+    await Deno.remove(dir, { recursive: true });
+  });
+});
+
 describe("renderBatchLocal (SDK): interruption and resume", () => {
   it("an abort after the first row leaves the rest not-started; a rerun renders only them", async () => {
     const dir = await makeProject(batchHtml(0.5));

@@ -17,12 +17,12 @@ import assert from "node:assert/strict";
 import {
   compositionHtml,
   frameHashes,
+  gsapSource,
   makeProject,
   near,
   pixelSeries,
   rgb,
   type Rgba,
-  ROOT,
   runVid,
 } from "../helpers.ts";
 
@@ -76,44 +76,6 @@ async function render(
   assert.equal(summary.ok, true);
   assert.equal(summary.frames, frames);
   return { ...summary, output };
-}
-
-/** `gsap.min.js` from the repository's npm dependencies (installed by `deno install`). */
-async function gsapSource(): Promise<string> {
-  const find = async (): Promise<string | undefined> => {
-    const candidates = [`${ROOT}node_modules/gsap/dist/gsap.min.js`];
-    try {
-      for await (const entry of Deno.readDir(`${ROOT}node_modules/.deno`)) {
-        if (entry.name.startsWith("gsap@")) {
-          candidates.push(
-            `${ROOT}node_modules/.deno/${entry.name}/node_modules/gsap/dist/gsap.min.js`,
-          );
-        }
-      }
-    } catch {
-      // no node_modules yet
-    }
-    for (const path of candidates) {
-      try {
-        return await Deno.readTextFile(path);
-      } catch {
-        // try the next one
-      }
-    }
-    return undefined;
-  };
-  let source = await find();
-  if (source === undefined) {
-    await new Deno.Command(Deno.execPath(), {
-      args: ["install", "--quiet"],
-      cwd: ROOT,
-      stdout: "null",
-      stderr: "null",
-    }).output();
-    source = await find();
-  }
-  assert.ok(source, "gsap.min.js not found under node_modules: run `deno install`");
-  return source;
 }
 
 const clamp01 = (x: number): number => Math.min(1, Math.max(0, x));

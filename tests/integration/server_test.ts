@@ -300,6 +300,32 @@ describe("vid server", () => {
     const error = (await rejected.json()).error;
     assert.equal(error.code, "vid_project_invalid");
     assert.match(error.message, /index\.html/);
+    // A project that fails the static part of vid check is refused with every problem.
+    const broken = new Uint8Array(zipSync({
+      "index.html": new TextEncoder().encode(
+        '<div data-composition-id="b" data-width="320" data-height="180" data-duration="1">' +
+          '<img src="Logo.png"></div>\n<script>let x = ;</script>',
+      ),
+      "logo.png": new Uint8Array([1]),
+    }));
+    const brokenAsset = await api("/v3/assets", {
+      method: "POST",
+      body: JSON.stringify({ size_bytes: broken.length }),
+    });
+    const refused = await fetch(String(brokenAsset.body.upload_url), {
+      method: "PUT",
+      body: broken,
+    });
+    assert.equal(refused.status, 422);
+    const checked = (await refused.json()).error;
+    assert.equal(checked.code, "vid_project_invalid");
+    assert.deepEqual(
+      checked.problems.map((p: { kind: string; file: string; line: number }) =>
+        `${p.kind} ${p.file}:${p.line}`
+      ),
+      ["missing-file index.html:1", "syntax index.html:2"],
+    );
+    assert.match(checked.message, /the project has "logo\.png" \(letter case differs/);
     const good = projectZip();
     const asset = await api("/v3/assets", {
       method: "POST",

@@ -62,6 +62,45 @@ describe("vid still", () => {
     await Deno.remove(dir, { recursive: true });
   });
 
+  it("a PNG keeps the page's transparency; --background flattens it; a JPEG is on white", async () => {
+    const dir = await makeProject(compositionHtml(
+      `<div style="position:absolute;left:140px;top:70px;width:40px;height:40px;background:#0000ff"></div>`,
+      { head: "<style>html, body { background: transparent; }</style>" },
+    ));
+    const alpha = async (file: string, x: number, y: number): Promise<number[]> => {
+      const out = await new Deno.Command("ffmpeg", {
+        args: [
+          "-v",
+          "error",
+          "-i",
+          file,
+          "-vf",
+          `format=rgba,crop=1:1:${x}:${y}`,
+          "-f",
+          "rawvideo",
+          "-",
+        ],
+        stdout: "piped",
+      }).output();
+      return [...out.stdout];
+    };
+    const png = await runVid(["still", dir, "-o", `${dir}/clear.png`]);
+    assert.equal(png.code, 0, png.stderr);
+    assert.equal((await alpha(`${dir}/clear.png`, 0, 0))[3], 0, "the corner is transparent");
+    assert.deepEqual(await alpha(`${dir}/clear.png`, 160, 90), [0, 0, 255, 255]);
+    const flat = await runVid(["still", dir, "-o", `${dir}/flat.png`, "--background", "red"]);
+    assert.equal(flat.code, 0, flat.stderr);
+    assert.deepEqual(await alpha(`${dir}/flat.png`, 0, 0), [255, 0, 0, 255]);
+    assert.deepEqual(await alpha(`${dir}/flat.png`, 160, 90), [0, 0, 255, 255]);
+    const jpg = await runVid(["still", dir, "-o", `${dir}/white.jpg`]);
+    assert.equal(jpg.code, 0, jpg.stderr);
+    assert.ok(near(await imagePixel(`${dir}/white.jpg`, 0, 0), [255, 255, 255], 3));
+    const bad = await runVid(["still", dir, "-o", `${dir}/bad.png`, "--background", "blurple"]);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--background: must be a CSS colour/);
+    await Deno.remove(dir, { recursive: true });
+  });
+
   it("rejects a frame outside the composition, both --frame and --time, and a bad extension", async () => {
     const dir = await makeProject(compositionHtml(FADE_BODY, FADE));
     const outside = await runVid(["still", dir, "--frame", "30"]);

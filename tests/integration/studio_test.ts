@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { findChromium } from "../../src/render/system.ts";
 import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "../preview_process.ts";
-import { probeVideo, ROOT } from "../helpers.ts";
+import { gsapSource, probeVideo, ROOT } from "../helpers.ts";
 
 const SHOTS = `${ROOT}.test-results/studio`;
 
@@ -90,18 +90,10 @@ requestAnimationFrame(step);
 `;
 
 /** Ten seconds, for a render long enough to cancel. */
-const LONG = page("studio-long", '<div id="box"></div>', { duration: 10 });
-
-/** `gsap.min.js` from the repository's npm dependencies (installed by `deno install`). */
-async function gsapSource(): Promise<string> {
-  for await (const entry of Deno.readDir(`${ROOT}node_modules/.deno`)) {
-    if (!entry.name.startsWith("gsap@")) continue;
-    return await Deno.readTextFile(
-      `${ROOT}node_modules/.deno/${entry.name}/node_modules/gsap/dist/gsap.min.js`,
-    );
-  }
-  throw new Error("gsap is not installed under node_modules/.deno");
-}
+/** Ten seconds, with a misspelt attribute for the Check panel to name. */
+const LONG = page("studio-long", '<div id="box" data-start="0" data-strat="1"></div>', {
+  duration: 10,
+});
 
 /** Saves a screenshot of `selector` under .test-results/studio/ and returns its RGB. */
 async function shot(p: Page, selector: string, name: string): Promise<Uint8Array> {
@@ -605,5 +597,33 @@ describe("the vid preview studio for template authors", () => {
     const files = await Array.fromAsync(Deno.readDir(`${project}/renders`), (e) => e.name);
     assert.ok(!files.some((f) => f.startsWith("long-one")), `no partial file: ${files}`);
     assert.ok(!files.some((f) => f.startsWith(".")), `no temp file: ${files}`);
+  });
+
+  it("the Check panel lists what vid check's static and media parts find, per composition", async () => {
+    // long.html is on stage (the test above): its misspelt attribute is named.
+    await studio.waitForFunction(
+      () => document.querySelectorAll("#check-problems li").length > 0,
+      { timeout: 20000 },
+    );
+    const items = await studio.$$eval(
+      "#check-problems li",
+      (ls) => ls.map((l) => [(l as HTMLElement).dataset.severity, l.textContent]),
+    );
+    assert.equal(items.length, 1, JSON.stringify(items));
+    assert.equal(items[0][0], "error");
+    assert.match(
+      items[0][1]!,
+      /^long\.html:\d+:\d+: error: <div> has data-strat, which vid does not read; did you mean data-start\?$/,
+    );
+    assert.match(
+      await studio.$eval("#check-status", (el) => el.textContent!),
+      /^1 error, 0 warnings/,
+    );
+    await studio.select("#composition-select", "index.html");
+    await studio.waitForFunction(
+      () => /^no problems found/.test(document.getElementById("check-status")!.textContent!),
+      { timeout: 20000 },
+    );
+    assert.equal(await studio.$$eval("#check-problems li", (ls) => ls.length), 0);
   });
 });

@@ -64,6 +64,12 @@ const CASES: Partial<Record<OptionName, Case>> = {
   },
   quality: { good: "high", value: "high", bad: "best", message: /draft, standard, high/ },
   jpegQuality: { good: "80", value: 80, bad: "101", message: /integer from 1 to 100, got 101/ },
+  background: {
+    good: "#ff0000",
+    value: "#ff0000",
+    bad: "blurple",
+    message: /CSS colour .*got "blurple"/,
+  },
   capture: { good: "screenshot", value: "screenshot", bad: "bogus", message: /auto, beginframe/ },
   frame: { good: "7", value: 7, bad: "-1", message: /integer from 0 up, got -1/ },
   time: { good: "2.5", value: 2.5, bad: "-1", message: /seconds >= 0/ },
@@ -238,6 +244,7 @@ const agreement: {
   frames: Assignable<OptionValue<typeof OPTIONS.frames>, RenderOptions["frames"]>;
   jpegQuality: Assignable<OptionValue<typeof OPTIONS.jpegQuality>, StillOptions["jpegQuality"]>;
   time: Assignable<OptionValue<typeof OPTIONS.time>, StillOptions["time"]>;
+  background: Assignable<OptionValue<typeof OPTIONS.background>, StillOptions["background"]>;
   configFps: Assignable<OptionValue<typeof OPTIONS.fps>, RenderConfig["fps"]>;
   configFormat: Assignable<OptionValue<typeof OPTIONS.videoFormat>, RenderConfig["format"]>;
   width: Assignable<OptionValue<typeof OPTIONS.width>, RenderConfig["width"]>;
@@ -259,6 +266,7 @@ const agreement: {
   frames: true,
   jpegQuality: true,
   time: true,
+  background: true,
   configFps: true,
   configFormat: true,
   width: true,
@@ -295,6 +303,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "time",
     "fps",
     "jpegQuality",
+    "background",
     "variables",
     "variablesFile",
     "strictVariables",

@@ -1,0 +1,294 @@
+/**
+ * The fonts and runtime parts of `vid check`, in one browser session of the renderer
+ * (`openRenderSession`: the same page runtime, media stand-ins and capture a render
+ * uses). The page is loaded once, its fonts are loaded (`document.fonts`), and it is
+ * seeked forward to sampled frames: the first and last, every second, and each clip's
+ * start and end. At each the check records what the page threw (file, line, column and
+ * stack, as a render reports it), visible text that reads `NaN`, `undefined` or
+ * `[object Object]`, and text that runs off the canvas; `snapshots` writes each sampled
+ * frame as a PNG named by its frame.
+ *
+ * @module
+ */
+
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { frameCountOf, type FrameRate, frameRateValue } from "../composition/frame_rate.ts";
+import { createCapturer, evaluate, PageError, seekFrame } from "../render/capture.ts";
+import { failedFonts, fontFailureMessage } from "../render/fonts.ts";
+import { MediaError } from "../render/media.ts";
+import { type CompositionPage, openComposition } from "../render/render_chunk.ts";
+import {
+  MissingAssetError,
+  openRenderSession,
+  type PreparedComposition,
+  type RenderSession,
+} from "../render/session.ts";
+import type { CheckProblem } from "./problems.ts";
+
+/** Input of {@linkcode runtimeCheck}. */
+export interface RuntimeInput {
+  prepared: PreparedComposition;
+  /** The frame rate sampled frames are counted in. */
+  rate: FrameRate;
+  /** A folder to write each sampled frame to, as `frame-000030.png`. */
+  snapshots?: string;
+  /** Told when the session falls back to screenshots. */
+  onWarning?: (message: string) => void;
+}
+
+/** How many page errors the runtime part reports before it stops seeking. */
+const MAX_PAGE_ERRORS = 3;
+
+/**
+ * The frames the runtime part seeks to, in order: the first and last, one per second,
+ * and the frames where clips start and end.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(sampleFrames(2.5, { num: 30, den: 1 }, [[0.5, 1]]), [0, 15, 29, 30, 60, 74]);
+ * ```
+ */
+export function sampleFrames(
+  duration: number,
+  rate: FrameRate,
+  clips: readonly (readonly [number, number | null])[],
+): number[] {
+  const total = frameCountOf(duration, rate);
+  const fps = frameRateValue(rate);
+  const at = (seconds: number): number => Math.floor(seconds * fps + 1e-9);
+  const frames = new Set<number>([0, total - 1]);
+  for (let second = 1; second < duration; second++) frames.add(at(second));
+  for (const [start, end] of clips) {
+    frames.add(at(start));
+    if (end !== null) frames.add(at(end) - 1);
+  }
+  return [...frames].filter((f) => f >= 0 && f < total).sort((a, b) => a - b);
+}
+
+/** What the page reports of one frame's text (runs in the page). */
+function pageTextFindings(
+  width: number,
+  height: number,
+): { kind: "bad-text" | "text-overflow"; element: string; text: string; detail: string }[] {
+  const found: {
+    kind: "bad-text" | "text-overflow";
+    element: string;
+    text: string;
+    detail: string;
+  }[] = [];
+  const describe = (el: Element): string =>
+    el.tagName.toLowerCase() + (el.id ? `#${el.id}` : "") +
+    Array.from(el.classList).slice(0, 2).map((c) => `.${c}`).join("");
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = (node.textContent ?? "").trim();
+    const el = node.parentElement;
+    if (text === "" || !el || el.closest("script, style, template, noscript")) continue;
+    if (!el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const r = range.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    // Wholly off the canvas: placed there on purpose (waiting to slide in), not shown.
+    if (r.right <= 0 || r.bottom <= 0 || r.left >= width || r.top >= height) continue;
+    const bad = /\bNaN\b|\bundefined\b|\[object Object\]/.exec(text);
+    if (bad) found.push({ kind: "bad-text", element: describe(el), text, detail: bad[0] });
+    const over = [
+      r.left < -0.5 ? `${Math.round(-r.left)} px past the left edge` : "",
+      r.right > width + 0.5 ? `${Math.round(r.right - width)} px past the right edge` : "",
+      r.top < -0.5 ? `${Math.round(-r.top)} px past the top edge` : "",
+      r.bottom > height + 0.5 ? `${Math.round(r.bottom - height)} px past the bottom edge` : "",
+    ].filter((s) => s !== "");
+    if (over.length > 0) {
+      found.push({ kind: "text-overflow", element: describe(el), text, detail: over.join(", ") });
+    }
+  }
+  return found;
+}
+
+function short(text: string): string {
+  const one = text.replace(/\s+/g, " ");
+  return one.length > 60 ? `${one.slice(0, 57)}...` : one;
+}
+
+/** The problem of an error thrown while the session opened or the page loaded. */
+function sessionProblem(error: unknown): CheckProblem | undefined {
+  if (error instanceof PageError) return pageProblem(error);
+  if (error instanceof MissingAssetError) {
+    return {
+      severity: "error",
+      part: "runtime",
+      kind: "missing-file",
+      message: error.message,
+      field: error.field,
+    };
+  }
+  if (error instanceof MediaError) {
+    return {
+      severity: "error",
+      part: "media",
+      kind: "media",
+      message: error.message,
+      field: error.field,
+    };
+  }
+  return undefined;
+}
+
+function pageProblem(error: PageError): CheckProblem {
+  return {
+    severity: "error",
+    part: "runtime",
+    kind: "page-error",
+    message: error.message,
+    ...(error.location && {
+      file: error.location.file,
+      line: error.location.line,
+      column: error.location.column,
+    }),
+    ...(error.frame !== null && { frame: error.frame }),
+    field: error.field,
+    stack: error.callStack.slice(0, 3),
+  };
+}
+
+/**
+ * Loads the composition in one render session and seeks it to the sampled frames.
+ *
+ * @example
+ * ```ts no_run
+ * import { prepareComposition } from "../render/session.ts";
+ *
+ * const prepared = await prepareComposition({ target: "examples/hello" });
+ * const problems = await runtimeCheck({ prepared, rate: { num: 30, den: 1 } });
+ * ```
+ */
+export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]> {
+  const { composition } = input.prepared;
+  const fps = frameRateValue(input.rate);
+  const problems: CheckProblem[] = [];
+  let session: RenderSession;
+  try {
+    session = await openRenderSession({
+      prepared: input.prepared,
+      fps,
+      format: "mp4",
+      onWarning: input.onWarning,
+      // The static part named the missing files; the frames are still worth a look.
+      checking: true,
+    });
+  } catch (error) {
+    const problem = sessionProblem(error);
+    if (!problem) throw error;
+    return [problem];
+  }
+  let page: CompositionPage | undefined;
+  try {
+    try {
+      page = session.takePage() ?? await openComposition(session.browser, session.spec);
+    } catch (error) {
+      const problem = sessionProblem(error);
+      if (!problem) throw error;
+      return [problem];
+    }
+    for (const failure of await failedFonts(page.page)) {
+      problems.push({
+        severity: "error",
+        part: "fonts",
+        kind: "font",
+        message: fontFailureMessage(failure),
+        ...(failure.files[0] !== undefined && { file: failure.files[0] }),
+        field: failure.family,
+      });
+    }
+    const clips = await evaluate(
+      page.page,
+      `Array.from(document.querySelectorAll("[data-start]"), (el) => {
+        const start = Number(el.getAttribute("data-start"));
+        const length = Number(el.getAttribute("data-duration"));
+        return [start, Number.isFinite(length) && length > 0 ? start + length : null];
+      }).filter(([start]) => Number.isFinite(start))`,
+    ) as [number, number | null][];
+    const frames = sampleFrames(composition.duration, input.rate, clips);
+    if (input.snapshots) await mkdir(input.snapshots, { recursive: true });
+    const seen = new Set<string>();
+    let pageErrors = 0;
+    let capturer:
+      | { page: CompositionPage; capture(pending: number): Promise<Uint8Array> }
+      | undefined;
+    for (const frame of frames) {
+      if (!page) {
+        try {
+          page = await openComposition(session.browser, session.spec);
+        } catch (error) {
+          const problem = sessionProblem(error);
+          if (!problem) throw error;
+          problems.push(problem);
+          break;
+        }
+      }
+      let pending: number;
+      try {
+        pending = await seekFrame(page.page, frame);
+      } catch (error) {
+        if (!(error instanceof PageError)) throw error;
+        const problem = pageProblem(error);
+        const key = `error|${problem.file}:${problem.line}|${
+          error.message.replace(/^frame \d+: /, "")
+        }`;
+        if (!seen.has(key)) {
+          seen.add(key);
+          problems.push(problem);
+        }
+        // The page stays failed once it threw: the next sample starts on a fresh page.
+        await page.close();
+        page = undefined;
+        if (++pageErrors >= MAX_PAGE_ERRORS) break;
+        continue;
+      }
+      const findings = await evaluate(
+        page.page,
+        `(${pageTextFindings.toString()})(${composition.width}, ${composition.height})`,
+      ) as ReturnType<typeof pageTextFindings>;
+      for (const f of findings) {
+        const key = `${f.kind}|${f.element}|${f.kind === "bad-text" ? f.detail : ""}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        problems.push({
+          severity: f.kind === "bad-text" ? "error" : "warning",
+          part: "runtime",
+          kind: f.kind,
+          frame,
+          field: f.element,
+          message: f.kind === "bad-text"
+            ? `<${f.element}> shows "${short(f.text)}": ${f.detail} reached the screen ` +
+              "(a variable the page reads is missing or of another type?)"
+            : `<${f.element}> text "${short(f.text)}" runs off the canvas: ${f.detail}`,
+        });
+      }
+      if (input.snapshots) {
+        // One capturer per page: a BeginFrame capturer reuses its last image when nothing moved.
+        if (capturer?.page !== page) {
+          const made = createCapturer(page.page, {
+            mode: session.browser.mode,
+            format: "png",
+            fps,
+          });
+          capturer = { page, capture: (n) => made.capture(n) };
+        }
+        const image = await capturer.capture(pending);
+        await writeFile(
+          join(input.snapshots, `frame-${String(frame).padStart(6, "0")}.png`),
+          image,
+        );
+      }
+    }
+  } finally {
+    await page?.close();
+    await session.close();
+  }
+  return problems;
+}

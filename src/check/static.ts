@@ -1,0 +1,289 @@
+/**
+ * The static part of `vid check`: what can be known from the project's files alone, with
+ * no browser and no ffmpeg, so it is cheap enough for `vid validate`, the batch commands
+ * and the server's request path. It finds script syntax errors, files the page names that
+ * the project lacks (letter case included), near misses of the `data-*` attributes vid
+ * reads (with a did-you-mean from the one edit-distance checker), dropped declarations,
+ * variables that do not resolve, and what vid would leave unrendered: a sub-composition
+ * file that is missing, a `<template>` nothing instantiates, a clip starting after the end.
+ *
+ * @module
+ */
+
+import { readFile } from "node:fs/promises";
+import type { Composition } from "../composition/composition.ts";
+import type { Variables } from "../composition/declarations.ts";
+import { checkOverrides, editDistance } from "../composition/variables.ts";
+import { fileFinder, projectPath } from "./files.ts";
+import type { CheckProblem } from "./problems.ts";
+import { cssUrls, type FileRef, readReferences, type References } from "./references.ts";
+import { type ScriptSource, syntaxErrors } from "./syntax.ts";
+
+/**
+ * The `data-*` attributes vid reads (or will read, as the HyperFrames and media work
+ * lands): root attributes, clip timing, media mixing. An attribute on a timed element a
+ * short edit away from one of these is reported as a likely typo; any other `data-*`
+ * attribute is the page's own and is left alone.
+ */
+export const KNOWN_ATTRIBUTES: readonly string[] = [
+  "data-composition-id",
+  "data-composition-variables",
+  "data-composition-src",
+  "data-variable-values",
+  "data-width",
+  "data-height",
+  "data-duration",
+  "data-fps",
+  "data-start",
+  "data-end",
+  "data-track-index",
+  "data-media-start",
+  "data-volume",
+  "data-playback-rate",
+  "data-fade-in",
+  "data-fade-out",
+  "data-duck",
+  "data-voice",
+  "data-captions",
+];
+
+/**
+ * The known attribute `name` most likely means, or undefined: one edit (a swap counts
+ * as one) for names up to 6 letters after `data-`, two beyond. Looser limits would flag
+ * a page's own `data-state` as `data-start`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(attributeTypo("data-volumne"), "data-volume");
+ * assert.equal(attributeTypo("data-strat"), "data-start");
+ * assert.equal(attributeTypo("data-state"), undefined);
+ * assert.equal(attributeTypo("data-start"), undefined);
+ * ```
+ */
+export function attributeTypo(name: string): string | undefined {
+  const lower = name.toLowerCase();
+  if (KNOWN_ATTRIBUTES.includes(lower)) return undefined;
+  const bare = lower.slice("data-".length);
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const known of KNOWN_ATTRIBUTES) {
+    const knownBare = known.slice("data-".length);
+    const limit = Math.max(bare.length, knownBare.length) <= 6 ? 1 : 2;
+    const distance = editDistance(bare, knownBare);
+    if (distance <= limit && distance < bestDistance) {
+      best = known;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** Input of {@linkcode staticCheck}. */
+export interface StaticInput {
+  composition: Composition;
+  /** The overrides (`--variables`, `--variables-file`, a batch row). @default {} */
+  overrides?: Variables;
+  /** Parse the scripts (esbuild). @default true; a render's warnings leave it out */
+  syntax?: boolean;
+}
+
+/** What the static part read, for the media part. */
+export interface StaticResult {
+  problems: CheckProblem[];
+  /** The HTML's references (media sources for the media part). */
+  references: References;
+}
+
+/**
+ * Runs the static part of the check on a composition read by `readComposition`.
+ *
+ * @example
+ * ```ts no_run
+ * import { readComposition } from "../composition/composition.ts";
+ *
+ * const { problems } = await staticCheck({ composition: await readComposition("examples/hello") });
+ * ```
+ */
+export async function staticCheck(input: StaticInput): Promise<StaticResult> {
+  const { composition } = input;
+  const entry = composition.entry;
+  const html = await readFile(composition.file, "utf8");
+  const refs = readReferences(html);
+  const problems: CheckProblem[] = [];
+  const exists = fileFinder(composition.projectDir);
+  const htmlLines = html.split("\n");
+
+  // Files: every reference of the HTML, then the url()s of the project's stylesheets.
+  const checkRef = async (ref: FileRef, fromFile: string, fromName: string): Promise<boolean> => {
+    const path = projectPath(ref.url, fromFile, composition.projectDir);
+    if (path.kind === "remote") return false;
+    const unrendered = ref.kind === "composition";
+    const base = {
+      severity: "error" as const,
+      part: "static" as const,
+      kind: unrendered ? "unrendered" as const : "missing-file" as const,
+      file: fromName,
+      line: ref.line,
+      column: ref.column,
+      field: ref.url,
+      ...(fromName === entry && { source: htmlLines[ref.line - 1] }),
+    };
+    const consequence = unrendered
+      ? "; the sub-composition it hosts would not be rendered"
+      : ref.kind === "script"
+      ? "; the page would run without it"
+      : "";
+    if (path.kind === "outside") {
+      problems.push({
+        ...base,
+        message: `${ref.what} "${ref.url}" is outside the project folder, which is all a ` +
+          `render serves; move the file into the project${consequence}`,
+      });
+      return false;
+    }
+    const missing = await exists(path.relative);
+    if (missing === null) return true;
+    problems.push({
+      ...base,
+      message: missing.reason === "case"
+        ? `${ref.what} "${ref.url}": the project has "${missing.actual}" (letter case differs; ` +
+          `renders read files case-sensitively)${consequence}`
+        : `${ref.what} "${ref.url}" does not exist in the project${consequence}`,
+    });
+    return false;
+  };
+  const scripts: ScriptSource[] = [];
+  for (const ref of refs.files) {
+    const found = await checkRef(ref, composition.file, entry);
+    if (found && ref.kind === "stylesheet") {
+      const path = projectPath(ref.url, composition.file, composition.projectDir);
+      if (path.kind !== "local") continue;
+      const css = await readFile(path.path, "utf8").catch(() => "");
+      for (const { url, place } of cssUrls(css, { line: 1, column: 1 })) {
+        await checkRef(
+          { url, what: "url()", kind: "css", ...place },
+          path.path,
+          path.relative,
+        );
+      }
+    }
+  }
+
+  // Scripts: inline text, and project files that exist.
+  for (const script of refs.scripts) {
+    if (script.text !== undefined) {
+      if (script.text.trim() === "") continue;
+      scripts.push({
+        file: entry,
+        text: script.text,
+        module: script.module,
+        start: script.textStart ?? script,
+      });
+      continue;
+    }
+    const path = projectPath(script.src ?? "", composition.file, composition.projectDir);
+    if (path.kind !== "local" || await exists(path.relative) !== null) continue;
+    const text = await readFile(path.path, "utf8").catch(() => undefined);
+    if (text === undefined) continue;
+    scripts.push({
+      file: path.relative,
+      text,
+      module: script.module,
+      start: { line: 1, column: 1 },
+    });
+  }
+  if (input.syntax !== false) problems.push(...await syntaxErrors(scripts));
+
+  // Attributes vid reads, misspelt.
+  for (const element of refs.timed) {
+    for (const attribute of element.attributes) {
+      const meant = attributeTypo(attribute.name);
+      if (meant === undefined) continue;
+      problems.push({
+        severity: "error",
+        part: "static",
+        kind: "unknown-attribute",
+        message: `<${element.tag}> has ${attribute.name}, which vid does not read; ` +
+          `did you mean ${meant}?`,
+        file: entry,
+        ...attribute.place,
+        source: htmlLines[attribute.place.line - 1],
+        field: attribute.name,
+      });
+    }
+  }
+
+  // Clips whose window lies outside the composition.
+  for (const element of refs.timed) {
+    if (element.role === "root") continue;
+    const start = element.attributes.find((a) => a.name === "data-start");
+    const value = start ? Number(start.value) : NaN;
+    if (start && Number.isFinite(value) && value >= composition.duration) {
+      problems.push({
+        severity: "error",
+        part: "static",
+        kind: "unrendered",
+        message: `<${element.tag}> starts at data-start="${start.value}", at or after the ` +
+          `composition's end (data-duration="${composition.duration}"); it would never be shown`,
+        file: entry,
+        ...start.place,
+        source: htmlLines[start.place.line - 1],
+        field: "data-start",
+      });
+    }
+  }
+
+  // Templates that no script instantiates.
+  const allScripts = scripts.map((s) => s.text).join("\n");
+  for (const template of refs.templates) {
+    const used = template.id !== undefined
+      ? allScripts.includes(template.id)
+      : /template/i.test(allScripts);
+    if (used) continue;
+    problems.push({
+      severity: "error",
+      part: "static",
+      kind: "unrendered",
+      message: `<template${template.id ? ` id="${template.id}"` : ""}> is never instantiated: ` +
+        "no script names it, so its content would not be rendered",
+      file: entry,
+      line: template.line,
+      column: template.column,
+      source: htmlLines[template.line - 1],
+      ...(template.id !== undefined && { field: template.id }),
+    });
+  }
+
+  // Declarations and variables.
+  for (const d of composition.dropped) {
+    problems.push({
+      severity: "error",
+      part: "static",
+      kind: "dropped-declaration",
+      message: `declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} is dropped: ${d.reason}; ` +
+        `the page reads ${d.id ? `getVariables().${d.id} as undefined` : "nothing for it"}`,
+      file: entry,
+      field: d.id ?? `data-composition-variables[${d.index}]`,
+    });
+  }
+  const overrides = input.overrides ?? {};
+  for (
+    const p of checkOverrides(composition.declarations, overrides, {
+      projectDir: composition.projectDir,
+    })
+  ) {
+    // An image that does not resolve is a broken render; other override problems are the
+    // warnings a render prints (errors under --strict).
+    const image = p.expected === "a file in the project";
+    problems.push({
+      severity: image ? "error" : "warning",
+      part: "static",
+      kind: "variable",
+      message: p.message,
+      field: p.key,
+    });
+  }
+  return { problems, references: refs };
+}

@@ -1,0 +1,69 @@
+/**
+ * `vid check [dir]`: looks at a composition the way a render would, without rendering
+ * it, and says what the render would get wrong (`src/check/`). One line per problem on
+ * stdout, `file:line:column: error: …` with the source line under it, then a verdict.
+ * Exit 0 clean (warnings allowed unless `--strict`), 1 errors, 2 usage error.
+ *
+ * @module
+ */
+
+import type { Command } from "@commander-js/extra-typings";
+import { checkProject } from "../check/check.ts";
+import { formatProblem } from "../check/problems.ts";
+import { OPTIONS } from "../request/options.ts";
+import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
+import { EXIT, reportError, warn } from "./shared.ts";
+
+/** Registers `vid check`. */
+export function registerCheck(program: Command): void {
+  program
+    .command("check")
+    .summary("Find what a render would get wrong, without rendering.")
+    .description(
+      "Find what a render would get wrong, without rendering: script syntax errors, files " +
+        "missing from the project (letter case included), misspelt data-* attributes, dropped " +
+        "declarations, image variables that do not resolve, undecodable media, fonts that " +
+        "fail to load, and, loading the page once and seeking it to sampled frames (every " +
+        "second, the first and last, each clip's start and end), what the page throws and " +
+        "text that reads NaN, undefined or [object Object] or runs off the canvas.\n" +
+        "Exit status: 0 no errors (warnings allowed unless --strict), 1 errors, 2 usage error.",
+    )
+    .argument("[target]", "project directory or HTML file", ".")
+    .addOption(cliOptionWithDefault(OPTIONS.composition))
+    .addOption(cliOption(OPTIONS.variables))
+    .addOption(cliOption(OPTIONS.variablesFile))
+    .addOption(cliOption(OPTIONS.fps, { help: "frame rate the sampled frames are counted in" }))
+    .option("--strict", "fail (exit 1) on warnings too")
+    .option("--snapshots <dir>", "write each sampled frame as a PNG named by frame")
+    .option("--json", "print machine-readable JSON on stdout")
+    .action(async (target, options) => {
+      try {
+        const report = await checkProject({
+          target,
+          composition: options.composition,
+          variables: options.variables,
+          variablesFile: options.variablesFile,
+          fps: options.fps,
+          snapshots: options.snapshots,
+          onWarning: options.json ? undefined : warn,
+        });
+        const strict = options.strict === true;
+        const ok = report.errors === 0 && (!strict || report.warnings === 0);
+        if (options.json) {
+          console.log(JSON.stringify({ ok, strict, ...report }, null, 2));
+        } else {
+          for (const problem of report.problems) console.log(formatProblem(problem));
+          const c = report.composition;
+          const counts = `${report.errors} error${report.errors === 1 ? "" : "s"}, ` +
+            `${report.warnings} warning${report.warnings === 1 ? "" : "s"}`;
+          console.log(
+            `${ok ? "ok" : "failed"}: ${c.id} (${c.width}x${c.height}, ${c.duration} s at ` +
+              `${report.fps} fps): ${counts}${!ok && report.errors === 0 ? " (--strict)" : ""}`,
+          );
+        }
+        Deno.exitCode = ok ? EXIT.ok : EXIT.failed;
+      } catch (error) {
+        Deno.exitCode = reportError(error, options.json);
+      }
+    });
+}

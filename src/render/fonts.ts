@@ -1,0 +1,110 @@
+/**
+ * Fonts that fail to load: every `@font-face` of a loaded composition page is loaded
+ * (`document.fonts`), and those that fail (a missing or undecodable file) are named with
+ * the file their rule points at. The browser falls back to another font without a word,
+ * so a render warns with these and `vid check` reports them.
+ *
+ * @module
+ */
+
+import type { CdpSession } from "./cdp.ts";
+import { evaluate } from "./capture.ts";
+import { projectFile } from "./page_error.ts";
+
+/** How long {@linkcode failedFonts} waits for the page's fonts to settle. */
+const FONT_WAIT_MS = 5000;
+
+/** One `@font-face` that did not load. */
+export interface FontFailure {
+  /** `font-family` of the rule. */
+  family: string;
+  /** `font-weight` and `font-style`, e.g. `700 italic`. */
+  variant: string;
+  /** The file(s) its `src` names, relative to the project when they are in it. */
+  files: string[];
+}
+
+/**
+ * Runs in the page: loads every font face and returns the failed ones with the URLs of
+ * their rules' `src` (a face made by `new FontFace` has no rule: no URL).
+ */
+function pageFontFailures(): Promise<{ family: string; variant: string; urls: string[] }[]> {
+  const clean = (family: string): string => family.replace(/^["']|["']$/g, "").trim();
+  const urlsOf = new Map<string, string[]>();
+  for (const sheet of Array.from(document.styleSheets)) {
+    let rules: CSSRuleList;
+    try {
+      rules = sheet.cssRules;
+    } catch {
+      continue; // another origin's stylesheet
+    }
+    for (const rule of Array.from(rules)) {
+      if (!(rule instanceof CSSFontFaceRule)) continue;
+      const family = clean(rule.style.getPropertyValue("font-family"));
+      const key = `${family}|${rule.style.getPropertyValue("font-weight") || "normal"}|${
+        rule.style.getPropertyValue("font-style") || "normal"
+      }`;
+      const base = sheet.href ?? location.href;
+      const urls = Array.from(
+        rule.style.getPropertyValue("src").matchAll(/url\(\s*["']?([^"')]+)["']?\s*\)/g),
+        (m) => new URL(m[1], base).href,
+      );
+      urlsOf.set(key, [...(urlsOf.get(key) ?? []), ...urls]);
+    }
+  }
+  const faces = Array.from(document.fonts as unknown as Iterable<FontFace>);
+  return Promise.allSettled(faces.map((face) => face.load())).then(() =>
+    faces.filter((face) => face.status === "error").map((face) => {
+      const family = clean(face.family);
+      const weight = face.weight === "400" ? "normal" : face.weight;
+      return {
+        family,
+        variant: `${face.weight} ${face.style}`,
+        urls: urlsOf.get(`${family}|${weight}|${face.style}`) ??
+          urlsOf.get(`${family}|${face.weight}|${face.style}`) ?? [],
+      };
+    })
+  );
+}
+
+/**
+ * Loads every font face of the page and returns those that failed.
+ *
+ * @example
+ * ```ts no_run
+ * import type { CompositionPage } from "./render_chunk.ts";
+ *
+ * async function warnFonts(page: CompositionPage): Promise<void> {
+ *   for (const f of await failedFonts(page.page)) console.warn(f.family, f.files);
+ * }
+ * ```
+ */
+export async function failedFonts(
+  page: CdpSession,
+  timeoutMs = FONT_WAIT_MS,
+): Promise<FontFailure[]> {
+  // The page's own timers run on the frame clock, so the deadline is kept here: a font
+  // server that never answers must not hold the render (the frame's readiness gate still
+  // waits for fonts, with its own timeout).
+  let timer: Parameters<typeof clearTimeout>[0];
+  const result = await Promise.race([
+    evaluate(
+      page,
+      `(${pageFontFailures.toString()})().then((r) => ({ r, href: location.href }))`,
+    ) as Promise<{ r: { family: string; variant: string; urls: string[] }[]; href: string }>,
+    new Promise<undefined>((resolve) => timer = setTimeout(resolve, timeoutMs)),
+  ]).finally(() => clearTimeout(timer));
+  if (result === undefined) return [];
+  return result.r.map((f) => ({
+    family: f.family,
+    variant: f.variant,
+    files: [...new Set(f.urls.map((url) => projectFile(url, result.href)))],
+  }));
+}
+
+/** A font failure as one sentence, for render warnings and check problems. */
+export function fontFailureMessage(failure: FontFailure): string {
+  const files = failure.files.length > 0 ? ` from ${failure.files.join(", ")}` : "";
+  return `font "${failure.family}" (${failure.variant}) failed to load${files}: the text ` +
+    "falls back to another font; check that the file exists and is a font (woff2, woff, ttf, otf)";
+}
