@@ -121,6 +121,7 @@ export { type CompositionSource } from "./src/render/session.ts";
 export { type PackagedFile } from "./src/project/package.ts";
 export { PageError, type PageErrorDetails, type PageErrorSource } from "./src/render/page_error.ts";
 export { MissingDependencyError } from "./src/render/system.ts";
+export { FrameTimeoutError } from "./src/render/watchdog.ts";
 export {
   type MediaDescriptor,
   type PageErrorRecord,

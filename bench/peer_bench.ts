@@ -57,7 +57,7 @@ export const HYPERFRAMES_VERSION = "0.8.170";
 /** The CRF of vid's `--quality high` (src/render/encode.ts), given to HyperFrames too. */
 const VID_HIGH_CRF = "16";
 /** The system browser HyperFrames is pointed at (vid launches the same binary). */
-const HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell";
+export const HEADLESS_SHELL = "/usr/lib/chromium/chromium-headless-shell";
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const FIXTURES = join(ROOT, "bench", "fixtures");
 
@@ -151,8 +151,8 @@ function parseOptions(args: string[]): Options {
   };
 }
 
-/** The HyperFrames CLI entry, installed on first use. */
-async function hyperframesCli(log: (line: string) => void): Promise<string> {
+/** The HyperFrames CLI entry, installed on first use (also `hyperframes_parity_bench.ts`'s). */
+export async function hyperframesCli(log: (line: string) => void): Promise<string> {
   const prefix = join(cacheDir(), `hyperframes-${HYPERFRAMES_VERSION}`);
   const cli = join(prefix, "node_modules", "hyperframes", "bin", "hyperframes.mjs");
   if (await stat(cli).then(() => true, () => false)) return cli;

@@ -1,9 +1,10 @@
 /**
  * Prepares a machine to render and test vid: checks the system programs rendering needs
- * (chromium-headless-shell, Chromium, ffmpeg/ffprobe, fonts), installs the missing ones with
- * apt when running as root, creates the unprivileged `vid-render` account `vid server` runs
- * its render browsers as (root only), and caches the npm dependencies. Run by `deno task
- * setup` and at the start of `deno task hello` and `deno task test`.
+ * (chromium-headless-shell, Chromium, ffmpeg/ffprobe, fonts) and PostgreSQL (the server's
+ * database for several instances, started by its tests), installs the missing ones with apt
+ * when running as root, creates the unprivileged `vid-render` account `vid server` runs its
+ * render browsers as (root only), and caches the npm dependencies. Run by `deno task setup`
+ * and at the start of `deno task hello` and `deno task test`.
  *
  * It is idempotent and makes no apt calls when everything is already installed. When it cannot
  * install (not root, or no apt-get) it prints the exact command to run and exits 1.
@@ -17,6 +18,7 @@ import {
   findChromium,
   findFfmpeg,
   findHeadlessShell,
+  findPostgres,
   lookupUser,
   SYSTEM_PACKAGES,
   which,
@@ -98,6 +100,12 @@ async function checkAll(): Promise<Requirement[]> {
     { name: "ffmpeg", found: ffmpeg, packages: SYSTEM_PACKAGES.ffmpeg },
     { name: "ffprobe", found: ffprobe, packages: SYSTEM_PACKAGES.ffmpeg },
     await checkFonts(),
+    // `vid server --database postgres://…` and its tests start PostgreSQL from the package.
+    {
+      name: "postgresql",
+      found: (await findPostgres())?.bin,
+      packages: SYSTEM_PACKAGES.postgresql,
+    },
     // The README's server quickstart (examples/server_quickstart.sh) talks HTTP with these.
     { name: "curl", found: await which("curl"), packages: ["curl"] },
     { name: "jq", found: await which("jq"), packages: ["jq"] },

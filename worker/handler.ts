@@ -401,6 +401,7 @@ async function openSession(
     format: formatOf(input),
     seed: input.config.seed,
     epochMs,
+    frameTimeoutMs: input.config.frameTimeoutMs,
     outputSize,
     blockPrivateNetwork: blockPrivateNetwork(),
     onWarning: (message) => console.warn(message),

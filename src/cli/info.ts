@@ -9,6 +9,11 @@ import { type Composition, readComposition } from "../composition/composition.ts
 import { rangeText, type VariableDeclaration } from "../composition/declarations.ts";
 import { ffmpegRate, formatFrameRate, type FrameRate } from "../composition/frame_rate.ts";
 import { fallbackValue } from "../composition/variables.ts";
+import {
+  readSubCompositions,
+  type SubComposition,
+  subCompositionLines,
+} from "../composition/sub_compositions.ts";
 import { reportError, warn } from "./shared.ts";
 import { OPTIONS } from "../request/options.ts";
 import { cliOptionWithDefault } from "./request_flags.ts";
@@ -25,6 +30,8 @@ export interface InfoJson {
   aspectRatio: string | null;
   variables: VariableDeclaration[];
   dropped: Composition["dropped"];
+  /** The `data-composition-src` hosts (HyperFrames sub-compositions), nested ones inside theirs. */
+  subCompositions: SubComposition[];
 }
 
 function table(rows: string[][]): string {
@@ -45,7 +52,10 @@ function optionsText(d: VariableDeclaration): string {
 }
 
 /** Human description of a composition, as `vid info` prints it. */
-export function describeComposition(c: Composition): string {
+export function describeComposition(
+  c: Composition,
+  subCompositions: readonly SubComposition[] = [],
+): string {
   const lines = [
     `${c.id}  ${c.file}`,
     `  size        ${c.width}x${c.height}${c.aspectRatio ? ` (${c.aspectRatio})` : ""}`,
@@ -76,6 +86,9 @@ export function describeComposition(c: Composition): string {
       lines.push("", ...described.map((d) => `  ${d.id}: ${d.description}`));
     }
   }
+  if (subCompositions.length > 0) {
+    lines.push("", "  sub-compositions", ...subCompositionLines(subCompositions, "    "));
+  }
   return lines.join("\n");
 }
 
@@ -90,6 +103,7 @@ export function registerInfo(program: Command): void {
     .action(async (target, options) => {
       try {
         const c = await readComposition(target, options.composition);
+        const subCompositions = await readSubCompositions(c.file);
         for (const d of c.dropped) {
           warn(`declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} dropped: ${d.reason}`);
         }
@@ -104,10 +118,11 @@ export function registerInfo(program: Command): void {
             aspectRatio: c.aspectRatio,
             variables: c.declarations,
             dropped: c.dropped,
+            subCompositions,
           };
           console.log(JSON.stringify(json, null, 2));
         } else {
-          console.log(describeComposition(c));
+          console.log(describeComposition(c, subCompositions));
         }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);

@@ -9,6 +9,7 @@ import { deployStack } from "../lambda/deploy/deploy.ts";
 import { startLocalStack } from "../lambda/local/local_stack.ts";
 import { fail } from "./lambda_connection.ts";
 import { integerIn, positiveInteger } from "./shared.ts";
+import { runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 
 /** Registers `vid lambda local` and `vid lambda deploy`. */
 export function registerLambdaStack(lambda: Command): void {
@@ -51,6 +52,7 @@ function registerLambdaStackLocal(lambda: Command): void {
         "default: twice the CPU count)",
       positiveInteger("--concurrency"),
     )
+    .addOption(shutdownTimeoutOption("end the workers, close the emulators"))
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (options) => {
       try {
@@ -75,16 +77,17 @@ function registerLambdaStackLocal(lambda: Command): void {
             console.log(`export ${key}=${value}`);
           }
         }
-        await new Promise<void>((resolve) => {
-          const stop = () => {
-            Deno.removeSignalListener("SIGINT", stop);
-            Deno.removeSignalListener("SIGTERM", stop);
-            resolve();
-          };
-          Deno.addSignalListener("SIGINT", stop);
-          Deno.addSignalListener("SIGTERM", stop);
+        await runUntilStopped({
+          name: "vid lambda local",
+          timeoutSeconds: options.shutdownTimeout,
+          // stdout may be the JSON of the outputs: the notice goes to stderr.
+          stopping: "vid lambda local: stopping",
+          log: (message) => console.error(message),
+          close: () => stack.close(),
+          // Each worker leads a process group and exits as soon as its input closes,
+          // which this exit does; its browsers and ffmpeg go with it (warm_workers.ts).
+          kill: () => "its workers end with it, their browsers and ffmpeg too",
         });
-        await stack.close();
       } catch (error) {
         fail(error, options.json);
       }

@@ -9,6 +9,9 @@ import { DEFAULT_PREVIEW_PORT, startPreview } from "../preview/server.ts";
 import { OPTIONS } from "../request/options.ts";
 import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
 import { integerIn, reportError } from "./shared.ts";
+import { runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
+import { killLiveBrowsers } from "../render/browser.ts";
+import { killLiveEncoders } from "../render/encode.ts";
 
 /** Tries `xdg-open url`; returns what to tell the user when it could not. */
 async function openBrowser(url: string): Promise<string | undefined> {
@@ -60,6 +63,8 @@ export function registerPreview(program: Command): void {
       help: "parallel workers of a render, each a browser of its own",
       defaultText: "as vid render",
     }))
+    .addOption(cliOption(OPTIONS.frameTimeoutMs))
+    .addOption(shutdownTimeoutOption("cancel renders, close the studio"))
     .option("--open", "open the studio in the default browser (xdg-open)")
     .option("--json", 'print {"url", "port"} as one JSON line once listening')
     .action(async (target, options) => {
@@ -71,6 +76,7 @@ export function registerPreview(program: Command): void {
           port: options.port,
           fps: options.fps,
           workers: options.workers,
+          frameTimeoutMs: options.frameTimeout,
           onLog: log,
         });
         if (options.json) {
@@ -82,18 +88,19 @@ export function registerPreview(program: Command): void {
               `Ctrl-C stops`,
           );
         }
-        const stopped = Promise.withResolvers<void>();
-        const stop = () => stopped.resolve();
-        Deno.addSignalListener("SIGINT", stop);
-        Deno.addSignalListener("SIGTERM", stop);
         if (options.open) {
           // Not awaited: a browser started in the foreground must not hold up Ctrl-C.
           openBrowser(preview.url).then((problem) => problem && log(problem));
         }
-        await stopped.promise;
-        Deno.removeSignalListener("SIGINT", stop);
-        Deno.removeSignalListener("SIGTERM", stop);
-        await preview.close();
+        await runUntilStopped({
+          name: "vid preview",
+          timeoutSeconds: options.shutdownTimeout,
+          stopping: "stopping",
+          log,
+          close: () => preview.close(),
+          kill: () =>
+            `killed ${killLiveBrowsers()} browser(s) and ${killLiveEncoders()} ffmpeg process(es)`,
+        });
         log("stopped");
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);

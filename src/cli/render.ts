@@ -40,6 +40,7 @@ export function registerRender(program: Command): void {
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .addOption(cliOptionWithDefault(OPTIONS.capture))
+    .addOption(cliOption(OPTIONS.frameTimeoutMs))
     .addOption(cliSwitch(OPTIONS.hdr))
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")
@@ -65,6 +66,7 @@ export function registerRender(program: Command): void {
           variablesFile: options.variablesFile,
           strictVariables: options.strictVariables,
           capture: options.capture,
+          frameTimeoutMs: options.frameTimeout,
           signal: controller.signal,
           onWarning: warn,
           onProgress: progressReporter(),

@@ -30,8 +30,15 @@ import {
   DEFAULT_MAX_QUEUED_PER_ACCOUNT,
 } from "../server/context.ts";
 import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
+import { cliOption } from "./request_flags.ts";
+import { OPTIONS } from "../request/options.ts";
+import { BUDGET_BASE_SECONDS, BUDGET_SECONDS_PER_FRAME } from "../server/local_backend.ts";
+import { runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
+/** Shortest `--metrics-token`: long enough that guessing it is hopeless. */
+const MIN_METRICS_TOKEN = 16;
+const METRICS_TOKEN = new RegExp(`^[\\x21-\\x7e]{${MIN_METRICS_TOKEN},}$`);
 
 async function readStdin(): Promise<string> {
   const text = await new Response(Deno.stdin.readable).text();
@@ -62,6 +69,19 @@ export function registerServer(program: Command): void {
       positiveInteger("--workers"),
       1,
     )
+    .addOption(cliOption(OPTIONS.frameTimeoutMs, {
+      help: "seconds one frame's seek and capture may take; past it the page counts as hung " +
+        "(a busy script), its browser and ffmpeg are killed and the render fails, refunded " +
+        "(local backend)",
+    }))
+    .option(
+      "--max-render-seconds <s>",
+      "wall-clock budget of one render; past it the render is stopped and fails, refunded " +
+        `(local backend; default: ${BUDGET_BASE_SECONDS} + ${BUDGET_SECONDS_PER_FRAME} per ` +
+        "frame, frames = duration x fps)",
+      positiveInteger("--max-render-seconds"),
+    )
+    .addOption(shutdownTimeoutOption("stop accepting, re-queue in-flight renders"))
     .option(
       "--max-duration <seconds>",
       "longest render accepted, in seconds; longer is refused (422) before any charge",
@@ -95,6 +115,11 @@ export function registerServer(program: Command): void {
       "--allow-private-urls",
       "let renders reach private/loopback hosts: url sources, pages, remote media, webhooks " +
         "(development)",
+    )
+    .option(
+      "--metrics-token <token>",
+      "bearer token GET /metrics requires, 16+ characters (default: /metrics is open; " +
+        "env VID_METRICS_TOKEN)",
     )
     .option(
       "--render-user <name>",
@@ -172,10 +197,14 @@ interface ServerFlags extends RenderBackendFlags {
   host: string;
   dataDir: string;
   workers: number;
+  frameTimeout?: number;
+  maxRenderSeconds?: number;
+  shutdownTimeout: number;
   publicUrl?: string;
   storage?: string;
   allowHttpCallbacks?: boolean;
   allowPrivateUrls?: boolean;
+  metricsToken?: string;
   renderUser?: string;
   allowNoSandbox?: boolean;
   maxDuration: number;
@@ -195,8 +224,19 @@ async function runServer(options: ServerFlags): Promise<void> {
     Deno.exitCode = EXIT.usage;
     return;
   }
+  const metricsToken = options.metricsToken ?? (Deno.env.get("VID_METRICS_TOKEN") || undefined);
+  if (metricsToken !== undefined && !METRICS_TOKEN.test(metricsToken)) {
+    // The token itself is never printed: it may be a real one with a typo.
+    console.error(
+      `error: --metrics-token (env VID_METRICS_TOKEN) must be at least ${MIN_METRICS_TOKEN} ` +
+        "characters without spaces; generate one with `openssl rand -hex 24`",
+    );
+    Deno.exitCode = EXIT.usage;
+    return;
+  }
   try {
     const running = await startServer({
+      metricsToken,
       renderBackend,
       port: options.port,
       hostname: options.host,
@@ -206,6 +246,8 @@ async function runServer(options: ServerFlags): Promise<void> {
       storage: options.storage,
       allowHttpCallbacks: options.allowHttpCallbacks,
       allowPrivateUrls: options.allowPrivateUrls,
+      frameTimeoutMs: options.frameTimeout,
+      maxRenderSeconds: options.maxRenderSeconds,
       renderUser: options.renderUser,
       allowNoSandbox: options.allowNoSandbox,
       limits: {
@@ -216,15 +258,17 @@ async function runServer(options: ServerFlags): Promise<void> {
       },
     });
     announce(running, renderBackend, options.dataDir);
-    const stopped = Promise.withResolvers<void>();
-    const stop = () => stopped.resolve();
-    Deno.addSignalListener("SIGINT", stop);
-    Deno.addSignalListener("SIGTERM", stop);
-    await stopped.promise;
-    console.log("stopping: in-flight renders go back to the queue");
-    await running.close();
-    Deno.removeSignalListener("SIGINT", stop);
-    Deno.removeSignalListener("SIGTERM", stop);
+    await runUntilStopped({
+      name: "vid server",
+      timeoutSeconds: options.shutdownTimeout,
+      stopping: "stopping: no new requests, in-flight renders go back to the queue",
+      close: () => running.close(),
+      kill: () => {
+        const killed = running.kill();
+        return `killed ${killed.browsers} render browser(s) and ${killed.encoders} ffmpeg ` +
+          "process(es); in-flight renders go back to the queue";
+      },
+    });
   } catch (error) {
     Deno.exitCode = reportError(error);
   }

@@ -34,6 +34,7 @@ export function registerStill(program: Command): void {
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .addOption(cliOptionWithDefault(OPTIONS.capture))
+    .addOption(cliOption(OPTIONS.frameTimeoutMs))
     .option("--json", "print a machine-readable summary on stdout")
     .action(async (target, options) => {
       warnIfRoot();
@@ -51,6 +52,7 @@ export function registerStill(program: Command): void {
           variablesFile: options.variablesFile,
           strictVariables: options.strictVariables,
           capture: options.capture,
+          frameTimeoutMs: options.frameTimeout,
           onWarning: warn,
         });
         if (options.json) {

@@ -159,7 +159,8 @@ function positiveSeconds(file: string, root: Element, name: string): number {
  * ```
  */
 export function parseComposition(html: string, file: string): Composition {
-  const root = findRoot(parse(html));
+  const document = parse(html);
+  const root = findRoot(document);
   if (!root) {
     throw new CompositionError(
       `${file}: no composition element found; the top-level element needs a ` +
@@ -191,12 +192,21 @@ export function parseComposition(html: string, file: string): Composition {
       throw new CompositionError(`${file}: ${error.message}`, file, "data-fps", rawFps);
     }
   }
-  const rawDeclarations = attribute(root, "data-composition-variables");
+  // HyperFrames declares variables on <html>; vid on the root. Both are read, the root's
+  // declaration of an id winning (HyperFrames' order: <html> first, then the composition).
+  const htmlElement = document.childNodes.find((n): n is Element =>
+    isElement(n) && n.tagName === "html"
+  );
   let declarations: VariableDeclaration[] = [];
   let dropped: DroppedDeclaration[] = [];
-  if (rawDeclarations !== undefined && rawDeclarations.trim() !== "") {
+  for (const element of htmlElement && htmlElement !== root ? [htmlElement, root] : [root]) {
+    const rawDeclarations = attribute(element, "data-composition-variables");
+    if (rawDeclarations === undefined || rawDeclarations.trim() === "") continue;
     try {
-      ({ declarations, dropped } = parseDeclarations(rawDeclarations, isCssColor));
+      const parsed = parseDeclarations(rawDeclarations, isCssColor);
+      const ids = new Set(parsed.declarations.map((d) => d.id));
+      declarations = [...declarations.filter((d) => !ids.has(d.id)), ...parsed.declarations];
+      dropped = [...dropped, ...parsed.dropped];
     } catch (error) {
       if (error instanceof DeclarationsSyntaxError) {
         throw new CompositionError(

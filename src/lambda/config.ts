@@ -253,6 +253,7 @@ function checkRenderConfig(config: Record<string, unknown>): void {
       OPTIONS.variableOverrides,
       OPTIONS.seed,
       OPTIONS.epochMs,
+      OPTIONS.frameTimeoutMs,
       OPTIONS.chunkSize,
       OPTIONS.maxParallelChunks,
       OPTIONS.targetChunkFrames,

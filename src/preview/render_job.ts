@@ -83,6 +83,8 @@ export interface RenderJobsOptions {
   onStatus?: (status: PreviewRenderStatus) => void;
   /** Parallel workers, each a browser of its own. @default as `vid render` */
   workers?: number;
+  /** The host's deadline of one frame's seek and capture, ms. @default as `vid render` */
+  frameTimeoutMs?: number;
 }
 
 /** What one render is started with. */
@@ -253,6 +255,7 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
         quality: request.quality,
         frames: request.frames,
         workers: options.workers,
+        frameTimeoutMs: options.frameTimeoutMs,
         output: join(rendersDir, file),
         signal,
         browsers,

@@ -106,6 +106,11 @@ export interface PreviewOptions {
   debounceMs?: number;
   /** Parallel workers of a render, each a browser of its own. @default as `vid render` */
   workers?: number;
+  /**
+   * The host's deadline of one frame's seek and capture in a render, ms.
+   * @default as `vid render`
+   */
+  frameTimeoutMs?: number;
   /** Told about file edits, renders and watcher failures (one line each). */
   onLog?: (message: string) => void;
 }
@@ -696,6 +701,7 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
     projectDir,
     rendersDir,
     workers: options.workers,
+    frameTimeoutMs: options.frameTimeoutMs,
     onStatus: renderStatusReporter(hub, log),
   });
   const ctx: PreviewContext = {

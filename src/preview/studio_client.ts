@@ -113,6 +113,10 @@ export function studioClient(): void {
     clearVideoFrames(): number;
     media(): MediaClip[];
     errors(): ErrorRecord[];
+    timedWindows(): {
+      windows: { kind: "composition" | "clip"; label: string; start: number; end: number | null }[];
+      timelineStarts: Record<string, number>;
+    };
   }
   interface Live {
     iframe: HTMLIFrameElement;
@@ -122,7 +126,7 @@ export function studioClient(): void {
     media: MediaClip[];
   }
   interface TimelineItem {
-    kind: "audio" | "video" | "animation" | "timeline";
+    kind: "audio" | "video" | "animation" | "timeline" | "composition" | "clip";
     label: string;
     start: number;
     end: number;
@@ -719,6 +723,16 @@ export function studioClient(): void {
     if (!info || !win?.__vid || !doc) return [];
     const end = info.duration;
     const items: TimelineItem[] = [];
+    // HyperFrames sub-compositions and clips, each in its window; their timelines start with them.
+    const timed = win.__vid.timedWindows();
+    for (const timedWindow of timed.windows) {
+      items.push({
+        kind: timedWindow.kind,
+        label: timedWindow.label,
+        start: timedWindow.start,
+        end: Math.min(end, timedWindow.end ?? end),
+      });
+    }
     for (const clip of live?.media ?? []) {
       const length = clip.duration ??
         Math.max(
@@ -762,8 +776,9 @@ export function studioClient(): void {
       const entries = Array.isArray(registry)
         ? registry.map((tl, i) => [String(i), tl] as const)
         : Object.entries(registry as Record<string, unknown>);
-      // The runtime seeks each registered timeline to the composition time, so its own
-      // times are composition times; its direct tweens show where they sit inside it.
+      // The runtime seeks each registered timeline to its composition's time (a
+      // sub-composition's from its host's start), so its own times plus that start are
+      // video times; its direct tweens show where they sit inside it.
       interface GsapAnimation {
         duration?: () => number;
         startTime?: () => number;
@@ -773,14 +788,15 @@ export function studioClient(): void {
       for (const [name, value] of entries) {
         const tl = value as GsapAnimation | null;
         if (typeof tl?.duration !== "function") continue;
+        const offset = timed.timelineStarts[name] ?? 0;
         items.push({
           kind: "timeline",
           label: `GSAP ${name}`,
-          start: 0,
-          end: Math.min(end, tl.duration()),
+          start: offset,
+          end: Math.min(end, offset + tl.duration()),
         });
         for (const child of tl.getChildren?.(false, true, true) ?? []) {
-          const start = child.startTime?.() ?? 0;
+          const start = offset + (child.startTime?.() ?? 0);
           const target = child.targets?.()[0] as Element | undefined;
           // Another document's element: no instanceof across frames.
           const who = typeof target?.tagName === "string" ? selectorOf(target) : "tween";

@@ -71,6 +71,8 @@ main { flex: 1; display: grid; grid-template-columns: 1fr 340px; min-height: 0; 
 .clip[data-kind="audio"] { background: #3c7d5a; }
 .clip[data-kind="video"] { background: #6a4c93; }
 .clip[data-kind="timeline"] { background: #8f6a3b; }
+.clip[data-kind="composition"] { background: #2f6f8f; }
+.clip[data-kind="clip"] { background: #5b5b8f; }
 #playhead { position: absolute; top: 0; bottom: 0; width: 2px; background: var(--accent);
   pointer-events: none; margin-left: 120px; }
 dialog { background: var(--panel); color: var(--text); border: 1px solid var(--line);

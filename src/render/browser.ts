@@ -348,6 +348,30 @@ function killOnExit(browser: { pid: number; profile: string; ownGroup: boolean }
   });
 }
 
+/**
+ * Kills every browser this process launched that still runs (each with its process group,
+ * its profile removed), at once: for a process that must end now, such as `vid server`
+ * past its shutdown deadline. Returns how many were killed.
+ *
+ * @example
+ * ```ts no_run
+ * const killed = killLiveBrowsers();
+ * console.error(`killed ${killed} browser(s)`);
+ * ```
+ */
+export function killLiveBrowsers(): number {
+  const browsers = [...LIVE_BROWSERS];
+  for (const { pid, profile, ownGroup } of browsers) {
+    killBrowser(pid, ownGroup);
+    try {
+      rmSync(profile, { recursive: true, force: true });
+    } catch {
+      // a process of the browser may still be writing; the reaper removes it later
+    }
+  }
+  return browsers.length;
+}
+
 /** A recorded browser. */
 export interface BrowserRecord {
   /** The browser's pid, which is also its process group. */
@@ -509,9 +533,9 @@ async function launchOnce(
   }
   const timeoutMs = options.timeoutMs ?? 30000;
   let stderr = "";
-  let url: string;
+  let connection: CdpConnection;
   try {
-    url = await new Promise<string>((resolve, reject) => {
+    const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill("SIGKILL");
         reject(new Error(`${executable} did not start within ${timeoutMs} ms:\n${stderr}`));
@@ -538,18 +562,24 @@ async function launchOnce(
         );
       });
     });
+    // Keep draining stderr so the browser never blocks on a full pipe.
+    child.stderr!.removeAllListeners("data");
+    if (process.env.VID_DEBUG_BROWSER) child.stderr!.pipe(process.stderr);
+    else child.stderr!.resume();
+    // Inside the try: a browser whose DevTools socket refuses or never answers is killed
+    // here with its profile, not left running until this process exits.
+    connection = await CdpConnection.connect(url, timeoutMs);
   } catch (error) {
+    const exited = child.exitCode === null && child.signalCode === null
+      ? new Promise((resolve) => child.once("exit", resolve))
+      : undefined;
     killBrowser(child.pid!, ownGroup);
+    await exited;
     await removeProfile(profile);
     const sandboxFailure = policy.sandbox !== "off" ? stderr.match(SANDBOX_FAILURE) : null;
     if (sandboxFailure) throw new SandboxUnavailableError(executable, sandboxFailure[0].trim());
     throw error;
   }
-  // Keep draining stderr so the browser never blocks on a full pipe.
-  child.stderr!.removeAllListeners("data");
-  if (process.env.VID_DEBUG_BROWSER) child.stderr!.pipe(process.stderr);
-  else child.stderr!.resume();
-  const connection = await CdpConnection.connect(url);
   let closing: Promise<void> | undefined;
   return {
     mode: options.mode,
@@ -629,8 +659,19 @@ export async function navigate(page: CdpSession, url: string, timeoutMs = 60000)
   ]).finally(() => clearTimeout(timer));
 }
 
-/** Closes a page's window. */
+/** How long closing a window may take before the caller goes on without waiting. */
+const CLOSE_PAGE_WAIT_MS = 5000;
+
+/**
+ * Closes a page's window. Never waits more than a few seconds: a browser busy with a hung
+ * renderer may not answer, and whoever owns it kills it anyway.
+ */
 export async function closePage(page: CdpSession): Promise<void> {
   page.dispose();
-  await page.connection.send("Target.closeTarget", { targetId: page.targetId }).catch(() => {});
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    page.connection.send("Target.closeTarget", { targetId: page.targetId }).catch(() => {}),
+    new Promise((resolve) => timer = setTimeout(resolve, CLOSE_PAGE_WAIT_MS)),
+  ]);
+  clearTimeout(timer);
 }

@@ -76,13 +76,27 @@ export class CdpConnection {
     socket.onerror = () => this.#onClose();
   }
 
-  /** Opens a connection to `ws://…/devtools/browser/…`. */
-  static async connect(url: string): Promise<CdpConnection> {
+  /**
+   * Opens a connection to `ws://…/devtools/browser/…`; rejects with
+   * {@linkcode CdpClosedError} when it is refused or not open within `timeoutMs`.
+   */
+  static async connect(url: string, timeoutMs = 10000): Promise<CdpConnection> {
     const Socket = await webSocketClass();
     return await new Promise((resolve, reject) => {
       const socket = new Socket(url);
-      socket.onopen = () => resolve(new CdpConnection(socket));
-      socket.onerror = () => reject(new CdpClosedError(`cannot connect to the browser at ${url}`));
+      const timer = setTimeout(() => {
+        socket.onopen = socket.onerror = null;
+        socket.close();
+        reject(new CdpClosedError(`the browser at ${url} did not answer within ${timeoutMs} ms`));
+      }, timeoutMs);
+      socket.onopen = () => {
+        clearTimeout(timer);
+        resolve(new CdpConnection(socket));
+      };
+      socket.onerror = () => {
+        clearTimeout(timer);
+        reject(new CdpClosedError(`cannot connect to the browser at ${url}`));
+      };
     });
   }
 

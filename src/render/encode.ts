@@ -42,7 +42,7 @@
  * @module
  */
 
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { ffmpegRate, type FrameRate, parseFrameRate } from "../composition/frame_rate.ts";
@@ -259,8 +259,11 @@ export interface Encoder {
   write(frame: Uint8Array): Promise<void>;
   /** Closes the input and waits for ffmpeg to finish the file. */
   finish(): Promise<void>;
-  /** Kills ffmpeg. */
-  abort(): void;
+  /**
+   * Kills ffmpeg; resolves once it has exited and its partial files are removed (a late
+   * ffmpeg would otherwise write them again after the removal). Safe to call twice.
+   */
+  abort(): Promise<void>;
 }
 
 /**
@@ -347,6 +350,26 @@ export function prepareEncoder(ffmpeg: string): Promise<void> {
   });
 }
 
+/** Encoder processes of this process still running. */
+const LIVE_ENCODERS = new Set<ChildProcess>();
+
+/**
+ * SIGKILLs every ffmpeg encoder run of this process that still runs, for a process that
+ * must end now (`vid server` past its shutdown deadline): an encoder shares its owner's
+ * process group and would otherwise finish its file after the owner is gone. Returns how
+ * many were killed.
+ *
+ * @example
+ * ```ts no_run
+ * console.error(`killed ${killLiveEncoders()} ffmpeg process(es)`);
+ * ```
+ */
+export function killLiveEncoders(): number {
+  const running = [...LIVE_ENCODERS];
+  for (const child of running) child.kill("SIGKILL");
+  return running.length;
+}
+
 /** One ffmpeg process encoding the frames written to it into `output`. */
 function startRun(options: EncoderOptions, output: string): Encoder {
   const rate = parseFrameRate(options.fps);
@@ -396,6 +419,9 @@ function startRun(options: EncoderOptions, output: string): Encoder {
     output,
   ];
   const child = spawn(options.ffmpeg, args, { stdio: ["pipe", "ignore", "pipe"] });
+  LIVE_ENCODERS.add(child);
+  child.once("exit", () => LIVE_ENCODERS.delete(child));
+  child.once("error", () => LIVE_ENCODERS.delete(child));
   let log = "";
   child.stderr.setEncoding("utf8");
   child.stderr.on("data", (text: string) => {
@@ -418,6 +444,7 @@ function startRun(options: EncoderOptions, output: string): Encoder {
     });
   });
   child.stdin.on("error", () => {/* reported through the exit status */});
+  let aborted: Promise<void> | undefined;
   return {
     write(frame: Uint8Array): Promise<void> {
       if (failure) return Promise.reject(failure);
@@ -434,8 +461,12 @@ function startRun(options: EncoderOptions, output: string): Encoder {
       await exited;
       if (failure) throw failure;
     },
-    abort(): void {
-      child.kill("SIGKILL");
+    abort(): Promise<void> {
+      aborted ??= (() => {
+        child.kill("SIGKILL");
+        return exited;
+      })();
+      return aborted;
     },
   };
 }
@@ -474,7 +505,11 @@ export function startEncoder(options: EncoderOptions): Encoder {
     return cell;
   };
   const removeCells = () => Promise.all(cells.map((c) => rm(c.file, { force: true })));
-  const abortAll = (): void => cells.forEach((c) => c.run.abort());
+  /** Kills every run and waits until each has exited. */
+  const abortAll = async (): Promise<void> => {
+    await Promise.all(cells.map((c) => c.run.abort()));
+  };
+  let aborted: Promise<void> | undefined;
   let written = 0;
   // ffmpeg takes 100-200 ms to start: every run is started ahead, the first one now and
   // each next one when the previous cell is full, so it starts while the next frame is
@@ -489,6 +524,8 @@ export function startEncoder(options: EncoderOptions): Encoder {
   };
   return {
     async write(frame: Uint8Array): Promise<void> {
+      // No run is started once aborted: its cell would outlive the removal.
+      if (aborted) throw new EncodeError("the encoder was aborted", options.output);
       if (current && current.frames === cellFrames) endCell();
       current ??= startCell();
       current.frames++;
@@ -503,9 +540,9 @@ export function startEncoder(options: EncoderOptions): Encoder {
       try {
         if (current && current.frames === 0) {
           // Started ahead for frames that never came.
-          current.run.abort();
-          cells.pop();
-          void rm(current.file, { force: true });
+          const unused = cells.pop()!;
+          await unused.run.abort();
+          await rm(unused.file, { force: true });
         } else if (current) current.finished = current.run.finish();
         await Promise.all(cells.map((c) => c.finished));
         if (cells.length === 1) {
@@ -522,15 +559,17 @@ export function startEncoder(options: EncoderOptions): Encoder {
           await rm(join(dir, `.${name}.cells.txt`), { force: true });
         }
       } catch (error) {
-        abortAll();
+        await abortAll();
         throw error;
       } finally {
         await removeCells();
       }
     },
-    abort(): void {
-      abortAll();
-      void removeCells();
+    abort(): Promise<void> {
+      // Files are removed only once every ffmpeg has exited: one still running could
+      // create its cell again after the removal.
+      aborted ??= abortAll().then(removeCells).then(() => undefined);
+      return aborted;
     },
   };
 }

@@ -178,9 +178,19 @@ export interface RenderOptions extends CompositionSource {
    * @default a browser launched for this render
    */
   browser?: SharedBrowser;
+  /**
+   * The host's deadline of one frame's seek and capture, milliseconds. Past it the page
+   * counts as hung (a script busy without end stops the page's own timers too): its
+   * script is terminated, its browser and ffmpeg are killed and the render fails with
+   * `FrameTimeoutError` naming the frame. @default 30000
+   */
+  frameTimeoutMs?: number;
   /** Called on progress (every frame). */
   onProgress?: (progress: RenderProgress) => void;
-  /** Aborts the render: workers and ffmpeg stop, temp files are removed. */
+  /**
+   * Aborts the render at once, a frame in flight included: its browsers and ffmpeg are
+   * killed, temp files are removed, and the render rejects with `RenderCancelledError`.
+   */
   signal?: AbortSignal;
 }
 
@@ -272,6 +282,7 @@ export function checkRenderOptions(options: RenderOptions): void {
       OPTIONS.quality,
       OPTIONS.workers,
       OPTIONS.capture,
+      OPTIONS.frameTimeoutMs,
     ]
   ) {
     checkOption<unknown>(declaration, options[declaration.key as keyof RenderOptions]);
@@ -440,6 +451,8 @@ export async function renderComposition<V extends object = Variables>(
       epochMs: options.epochMs,
       outputSize: options.outputSize,
       blockPrivateNetwork: options.blockPrivateNetwork,
+      frameTimeoutMs: options.frameTimeoutMs,
+      signal: abortController.signal,
       browser: options.browser,
       onWarning: options.onWarning,
       browsers: options.browsers,

@@ -21,6 +21,13 @@ import { pageErrorFrom } from "./page_error.ts";
 import { type Chunk, gopFrames } from "./chunk_plan.ts";
 import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
 import { type Encoder, hasAlpha, type Quality, type RenderFormat, startEncoder } from "./encode.ts";
+import {
+  DEFAULT_FRAME_TIMEOUT_MS,
+  FrameTimeoutError,
+  PAGE_LOAD_TIMEOUT_MS,
+  stopHungPage,
+  underDeadline,
+} from "./watchdog.ts";
 
 /** What a composition page is opened with. */
 export interface PageSpec {
@@ -37,8 +44,13 @@ export interface PageSpec {
   seed: number;
   /** `Date.now()` at virtual time 0. */
   epochMs: number;
-  /** Readiness gate timeout per frame. @default 30000 */
+  /** Readiness gate timeout per frame, inside the page. @default 30000 */
   readyTimeoutMs?: number;
+  /**
+   * The host's deadline of one frame's seek and capture, milliseconds (`--frame-timeout`):
+   * past it the page counts as hung (see watchdog.ts). @default 30000
+   */
+  frameTimeoutMs?: number;
   /** Frame-exact stand-ins of `<video>` sources (see `prepareVideoProxies`). */
   videoProxies?: Record<string, { url: string; fps: number }>;
   /** Remote URLs from variables, answered from local copies (see `fetchRemoteMedia`). */
@@ -72,6 +84,41 @@ export interface CompositionPage {
   /** Last frame rendered on this page, -1 before the first; pages only seek forward. */
   frame: number;
   close(): Promise<void>;
+  /**
+   * Stops a hung page for good: terminates its script and kills its browser (the page's
+   * renderer would otherwise spin on). Never throws.
+   */
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs `work` on a composition page under the host's deadline of one frame (the spec's
+ * `frameTimeoutMs`) and the render's abort signal: when either passes first the page is
+ * stopped (see {@linkcode CompositionPage.stop}) and the call rejects with
+ * {@linkcode FrameTimeoutError} naming `frame`, or with the signal's reason.
+ *
+ * @example
+ * ```ts no_run
+ * import { seekFrame } from "./capture.ts";
+ *
+ * async function seekSafely(composition: CompositionPage): Promise<number> {
+ *   return await frameUnderDeadline(composition, 10, () => seekFrame(composition.page, 10));
+ * }
+ * ```
+ */
+export function frameUnderDeadline<T>(
+  composition: CompositionPage,
+  frame: number,
+  work: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  const timeoutMs = composition.spec.frameTimeoutMs ?? DEFAULT_FRAME_TIMEOUT_MS;
+  return underDeadline(signal?.aborted ? Promise.reject(signal.reason) : work(), {
+    timeoutMs,
+    signal,
+    expired: () => new FrameTimeoutError(frame, timeoutMs),
+    stop: () => composition.stop(),
+  });
 }
 
 /** CDP's `Runtime.exceptionThrown` details (lines and columns from 0). */
@@ -150,49 +197,71 @@ async function throwLoadError(
  * }
  * ```
  */
-export async function openComposition(browser: Browser, spec: PageSpec): Promise<CompositionPage> {
+export async function openComposition(
+  browser: Browser,
+  spec: PageSpec,
+  signal?: AbortSignal,
+): Promise<CompositionPage> {
   const alpha = hasAlpha(spec.format);
-  const page = await openPage(browser, {
-    width: spec.width,
-    height: spec.height,
-    scale: spec.scale,
-    transparent: alpha,
-    initScript: runtimeScript({
-      variables: spec.variables,
-      seed: spec.seed,
-      epochMs: spec.epochMs,
-      fps: spec.fps,
-      frameRate: parseFrameRate(spec.fps),
-      readyTimeoutMs: spec.readyTimeoutMs ?? 30000,
-      videoProxies: spec.videoProxies,
-    }),
+  // Every CDP call of the opening is bounded by one host deadline: a page that busy-loops
+  // while loading answers none of them, and the runtime's own timers stop with it.
+  let page: CdpSession | undefined;
+  const stop = (): Promise<void> =>
+    page ? stopHungPage(page, () => browser.close()) : browser.close().catch(() => undefined);
+  const timeoutMs = Math.max(PAGE_LOAD_TIMEOUT_MS, spec.frameTimeoutMs ?? 0);
+  const opening = (async (): Promise<CdpSession> => {
+    page = await openPage(browser, {
+      width: spec.width,
+      height: spec.height,
+      scale: spec.scale,
+      transparent: alpha,
+      initScript: runtimeScript({
+        variables: spec.variables,
+        seed: spec.seed,
+        epochMs: spec.epochMs,
+        fps: spec.fps,
+        frameRate: parseFrameRate(spec.fps),
+        readyTimeoutMs: spec.readyTimeoutMs ?? 30000,
+        videoProxies: spec.videoProxies,
+      }),
+    });
+    const opened = page;
+    // A throw while the page loads is reported as a load error with CDP's own location
+    // details (complete even for a script from another origin).
+    const thrown: ExceptionDetails[] = [];
+    const stopListening = opened.on("Runtime.exceptionThrown", (params) => {
+      thrown.push((params as { exceptionDetails: ExceptionDetails }).exceptionDetails);
+    });
+    try {
+      await serveRemoteAssets(opened, spec.remote ?? {});
+      await navigate(opened, spec.url, timeoutMs);
+      if (thrown.length > 0) await throwLoadError(opened, spec.url, thrown);
+    } catch (error) {
+      await closePage(opened);
+      throw error;
+    } finally {
+      stopListening();
+    }
+    return opened;
+  })();
+  // The deadline's margin over navigate's own timeout lets that one name the URL.
+  const loaded = await underDeadline(opening, {
+    timeoutMs: timeoutMs + 5000,
+    signal,
+    expired: () => new FrameTimeoutError(null, timeoutMs),
+    stop,
   });
-  // A throw while the page loads is reported as a load error with CDP's own location
-  // details (complete even for a script from another origin).
-  const thrown: ExceptionDetails[] = [];
-  const stopListening = page.on("Runtime.exceptionThrown", (params) => {
-    thrown.push((params as { exceptionDetails: ExceptionDetails }).exceptionDetails);
-  });
-  try {
-    await serveRemoteAssets(page, spec.remote ?? {});
-    await navigate(page, spec.url);
-    if (thrown.length > 0) await throwLoadError(page, spec.url, thrown);
-  } catch (error) {
-    await closePage(page);
-    throw error;
-  } finally {
-    stopListening();
-  }
   return {
     spec,
-    page,
-    capturer: createCapturer(page, {
+    page: loaded,
+    capturer: createCapturer(loaded, {
       mode: browser.mode,
       format: alpha ? "png" : "jpeg",
       fps: spec.fps,
     }),
     frame: -1,
-    close: () => closePage(page),
+    close: () => closePage(loaded),
+    stop: () => stopHungPage(loaded, () => browser.close()),
   };
 }
 
@@ -222,7 +291,10 @@ export function startChunkEncoder(spec: PageSpec, out: ChunkOutput): Encoder {
 
 /**
  * Renders one chunk on an open page into `out.output`. `onFrame` is called after each
- * frame is handed to the encoder; `signal` aborts between frames and kills ffmpeg.
+ * frame is handed to the encoder. Each frame's seek and capture has the host's deadline
+ * (`spec.frameTimeoutMs`, see {@linkcode frameUnderDeadline}); `signal` ends the render at
+ * once, a frame in flight included (its page's browser is killed). Either way ffmpeg is
+ * killed and waited for before the call rejects.
  * `encoder` is one {@linkcode startChunkEncoder} started for this chunk, else one is
  * started here.
  */
@@ -233,18 +305,23 @@ export async function renderRange(
   signal?: AbortSignal,
   encoder: Encoder = startChunkEncoder(composition.spec, out),
 ): Promise<void> {
-  const abort = () => encoder.abort();
-  signal?.addEventListener("abort", abort);
   // One frame in flight to ffmpeg: the next frame is seeked and captured while ffmpeg
   // drains the pipe of the previous one (a 1080p JPEG fills the 64 KB pipe buffer, and an
   // encoder busy with x264's lookahead reads it late); frames still reach it in order.
   let writing: Promise<void> = Promise.resolve();
+  // An abort also ends a wait on ffmpeg itself (a full pipe, the join of its cells).
+  const abort = (): void => void encoder.abort();
+  signal?.addEventListener("abort", abort);
   try {
     for (let frame = out.chunk.from; frame <= out.chunk.to; frame++) {
       signal?.throwIfAborted();
-      const pendingVideos = await seekFrame(composition.page, frame);
-      composition.frame = frame;
-      const image = await composition.capturer.capture(pendingVideos);
+      // The seek and the capture are one frame's work under the host's deadline: a page
+      // that stops answering either one fails the frame, whatever the page's own timers.
+      const image = await frameUnderDeadline(composition, frame, async () => {
+        const pendingVideos = await seekFrame(composition.page, frame);
+        composition.frame = frame;
+        return await composition.capturer.capture(pendingVideos);
+      }, signal);
       await writing;
       writing = encoder.write(image).then(() => onFrame(frame));
       // A failed write is thrown by the next `await writing`; until then it is handled.
@@ -253,7 +330,8 @@ export async function renderRange(
     await writing;
     await encoder.finish();
   } catch (error) {
-    encoder.abort();
+    // ffmpeg has exited and its cell files are gone before the failure goes on.
+    await encoder.abort();
     throw error;
   } finally {
     signal?.removeEventListener("abort", abort);
@@ -284,9 +362,9 @@ export async function renderChunk(
   const encoder = startChunkEncoder(spec, out);
   let composition: CompositionPage;
   try {
-    composition = await openComposition(browser, spec);
+    composition = await openComposition(browser, spec, signal);
   } catch (error) {
-    encoder.abort();
+    await encoder.abort();
     throw error;
   }
   try {

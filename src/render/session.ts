@@ -13,6 +13,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { DroppedDeclaration, Variables } from "../composition/declarations.ts";
+import { unresolvedFontMessage, unresolvedFonts } from "../composition/fonts.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
@@ -28,6 +29,12 @@ import { type CompositionPage, openComposition, type PageSpec } from "./render_c
 import { type ProjectServer, serveProject } from "./serve.ts";
 import { requireFfmpeg, requireFfprobe } from "./system.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import {
+  DEFAULT_FRAME_TIMEOUT_MS,
+  FrameTimeoutError,
+  PAGE_LOAD_TIMEOUT_MS,
+  underDeadline,
+} from "./watchdog.ts";
 
 /** Where the composition and its variables come from. */
 export interface CompositionSource {
@@ -65,6 +72,11 @@ export interface PreparedComposition {
  */
 export async function prepareComposition(source: CompositionSource): Promise<PreparedComposition> {
   const composition = await readComposition(source.target ?? ".", source.composition);
+  if (source.onWarning) {
+    for (const font of await unresolvedFonts(composition.file, composition.projectDir)) {
+      source.onWarning(unresolvedFontMessage(font));
+    }
+  }
   const resolved = await resolveVariables(composition.declarations, {
     variables: source.variables,
     variablesFile: source.variablesFile,
@@ -161,6 +173,16 @@ export interface SessionOptions {
    * @default false: throw {@linkcode MissingAssetError}, warn about fonts
    */
   checking?: boolean;
+  /**
+   * The host's deadline of one frame's seek and capture, milliseconds (see watchdog.ts);
+   * the page's media listing gets it too. @default 30000
+   */
+  frameTimeoutMs?: number;
+  /**
+   * Ends the set-up at once (a page load or media listing in flight included): whatever
+   * was started is closed and the call rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
 
 /** A ready-to-capture render environment. Close it when done. */
@@ -212,12 +234,15 @@ export interface RenderSession {
 const MIN_CAPTURE_SCALE = 0.5;
 
 /**
- * Readiness gate timeout per frame: `VID_READY_TIMEOUT_MS` when it is a positive number
- * (tests use a short one), else 30 s.
+ * Readiness gate timeout per frame, inside the page: `VID_READY_TIMEOUT_MS` when it is a
+ * positive number (tests use a short one), else 30 s; either way shorter than the host's
+ * frame deadline, so a page that holds a `__vid.delay()` handle (but still answers) is
+ * reported by the runtime, naming what it waited for, before the host calls it hung.
  */
-function readyTimeoutMs(): number {
+function readyTimeoutMs(frameTimeoutMs: number): number {
   const ms = Number(process.env.VID_READY_TIMEOUT_MS);
-  return Number.isFinite(ms) && ms > 0 ? ms : 30000;
+  const wanted = Number.isFinite(ms) && ms > 0 ? ms : 30000;
+  return Math.min(wanted, Math.max(frameTimeoutMs * 0.8, frameTimeoutMs - 5000));
 }
 
 /**
@@ -358,16 +383,26 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     await Promise.allSettled([browsers.close(), server?.close(), proxy?.close()]);
     if (workDir) await rm(workDir, { recursive: true, force: true });
   };
+  const signal = options.signal;
+  const frameTimeoutMs = options.frameTimeoutMs ?? DEFAULT_FRAME_TIMEOUT_MS;
   try {
-    const [ffmpeg, work, projectServer] = await Promise.all([
+    // Started together, and each recorded as it is made: all three settle before a failure
+    // of one (ffmpeg missing) goes on, so close() finds the temp folder and the server that
+    // the others made meanwhile.
+    const started = await Promise.allSettled([
       requireFfmpeg().then(async (path) => {
         await prepareEncoder(path);
         return path;
       }),
-      mkdtemp(join(tmpdir(), "vid-render-")),
+      mkdtemp(join(tmpdir(), "vid-render-")).then((dir) => workDir = dir),
       serveProject(composition.projectDir).then((started) => server = started),
     ]);
-    workDir = work;
+    const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (failed) throw failed.reason;
+    const ffmpeg = (started[0] as PromiseFulfilledResult<string>).value;
+    const work = workDir!;
+    const projectServer = server!;
+    signal?.throwIfAborted();
     let networkFlags: string[] = [];
     if (options.blockPrivateNetwork) {
       const origin = new URL(projectServer.url).host;
@@ -384,7 +419,8 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       variables: values,
       seed: options.seed ?? 1,
       epochMs: options.epochMs ?? Math.floor(Date.now() / 1000) * 1000,
-      readyTimeoutMs: readyTimeoutMs(),
+      readyTimeoutMs: readyTimeoutMs(frameTimeoutMs),
+      frameTimeoutMs,
       ...(size ? { outputSize: size, scale } : {}),
     };
     options.onStage?.("preparing media");
@@ -394,8 +430,16 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     const remote = spec.remote;
     // The page media are discovered on the page that renders the first frames when no
     // `<video>` needs a stand-in (the usual case): one page load fewer per render.
-    discovery = await openComposition(browser, { ...spec, videoProxies: undefined });
-    const media = await listMedia(discovery);
+    signal?.throwIfAborted();
+    discovery = await openComposition(browser, { ...spec, videoProxies: undefined }, signal);
+    const listing = discovery;
+    // The page's scripts run from here on: a page that hangs now answers no listing.
+    const media = await underDeadline(listMedia(listing), {
+      timeoutMs: Math.max(PAGE_LOAD_TIMEOUT_MS, frameTimeoutMs),
+      signal,
+      expired: () => new FrameTimeoutError(null, Math.max(PAGE_LOAD_TIMEOUT_MS, frameTimeoutMs)),
+      stop: () => listing.stop(),
+    });
     if (!options.checking) {
       checkMissingAssets(projectServer, composition.file);
       // A font that fails to load falls back without a word from the browser: said here.

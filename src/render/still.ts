@@ -26,7 +26,7 @@ import { renderFrameRate } from "./render.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkOption, flagOf, OPTIONS } from "../request/options.ts";
 import { checkFrameOrTime } from "../request/rules.ts";
-import { openComposition } from "./render_chunk.ts";
+import { frameUnderDeadline, openComposition } from "./render_chunk.ts";
 import { type CompositionSource, openRenderSession, prepareComposition } from "./session.ts";
 
 /** Options of {@linkcode renderStill}. */
@@ -62,6 +62,12 @@ export interface StillOptions extends CompositionSource {
    * render's own project files. @default false
    */
   blockPrivateNetwork?: boolean;
+  /**
+   * The host's deadline of the frame's seek and capture, milliseconds: past it the page
+   * counts as hung, its browser is killed and the still fails with `FrameTimeoutError`.
+   * @default 30000
+   */
+  frameTimeoutMs?: number;
 }
 
 /** What {@linkcode renderStill} wrote. */
@@ -145,6 +151,7 @@ async function paintBehindPage(page: CdpSession, color: string): Promise<void> {
  */
 export async function renderStill(options: StillOptions = {}): Promise<StillResult> {
   renderFrameRate(options.fps, undefined);
+  checkOption(OPTIONS.frameTimeoutMs, options.frameTimeoutMs);
   const quality = checkOption(OPTIONS.jpegQuality, options.jpegQuality) ??
     OPTIONS.jpegQuality.default;
   const background = checkOption(OPTIONS.background, options.background);
@@ -168,20 +175,23 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     seed: options.seed,
     epochMs: options.epochMs,
     blockPrivateNetwork: options.blockPrivateNetwork,
+    frameTimeoutMs: options.frameTimeoutMs,
     onWarning: options.onWarning,
   });
   try {
     const page = session.takePage() ?? await openComposition(session.browser, session.spec);
     let image: Uint8Array;
     try {
-      if (background !== undefined) await paintBehindPage(page.page, background);
-      const pendingVideos = await seekFrame(page.page, frame);
-      image = await createCapturer(page.page, {
-        mode: session.browser.mode,
-        format: imageFormat,
-        quality,
-        fps,
-      }).capture(pendingVideos);
+      image = await frameUnderDeadline(page, frame, async () => {
+        if (background !== undefined) await paintBehindPage(page.page, background);
+        const pendingVideos = await seekFrame(page.page, frame);
+        return await createCapturer(page.page, {
+          mode: session.browser.mode,
+          format: imageFormat,
+          quality,
+          fps,
+        }).capture(pendingVideos);
+      });
     } finally {
       await page.close();
     }

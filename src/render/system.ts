@@ -6,7 +6,7 @@
  */
 
 import { execFile } from "node:child_process";
-import { access, constants } from "node:fs/promises";
+import { access, constants, readdir } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import process from "node:process";
 import { EXIT_FAILED, VidError } from "../errors.ts";
@@ -46,6 +46,8 @@ export const SYSTEM_PACKAGES: Readonly<Record<string, string[]>> = {
   chromium: ["chromium"],
   ffmpeg: ["ffmpeg"],
   fonts: ["fonts-dejavu-core", "fonts-liberation", "fonts-noto-core"],
+  // `vid server --database postgres://…` for several instances, and the tests of it.
+  postgresql: ["postgresql"],
 };
 
 async function isExecutable(path: string): Promise<boolean> {
@@ -95,6 +97,35 @@ export async function findChromium(): Promise<string | undefined> {
     await which("chromium-browser"),
     await which("google-chrome"),
   ]);
+}
+
+/**
+ * The folder of PostgreSQL's server programs (`initdb`, `postgres`) and its major version:
+ * the newest `/usr/lib/postgresql/<n>/bin` Debian's `postgresql` package installed, which
+ * keeps them off PATH. `VID_POSTGRES_BIN` overrides (its version is then `"?"`).
+ *
+ * @example
+ * ```ts no_run
+ * const found = await findPostgres();
+ * console.log(found ? `PostgreSQL ${found.version} in ${found.bin}` : "not installed");
+ * ```
+ */
+export async function findPostgres(): Promise<{ bin: string; version: string } | undefined> {
+  const given = process.env.VID_POSTGRES_BIN;
+  if (given) {
+    return await isExecutable(join(given, "initdb")) ? { bin: given, version: "?" } : undefined;
+  }
+  let versions: string[];
+  try {
+    versions = (await readdir("/usr/lib/postgresql")).filter((v) => /^\d+$/.test(v));
+  } catch {
+    return undefined;
+  }
+  for (const version of versions.sort((a, b) => Number(b) - Number(a))) {
+    const bin = `/usr/lib/postgresql/${version}/bin`;
+    if (await isExecutable(join(bin, "initdb"))) return { bin, version };
+  }
+  return undefined;
 }
 
 /** Paths of ffmpeg and ffprobe. `VID_FFMPEG` / `VID_FFPROBE` override. */

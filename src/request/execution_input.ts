@@ -58,6 +58,12 @@ export interface RenderConfig<
    * @default the execution's start time, whole seconds
    */
   epochMs?: number;
+  /**
+   * The host's deadline of one frame's seek and capture in the chunk worker, milliseconds:
+   * past it the page counts as hung, its browser is killed and the chunk fails naming the
+   * frame. @default 30000
+   */
+  frameTimeoutMs?: number;
   /** Called when the render terminates. */
   webhook?: WebhookConfig;
 }

@@ -237,6 +237,27 @@ function nonEmptyString(value: unknown): string {
   return value;
 }
 
+/**
+ * Default host deadline of one frame's seek and capture, milliseconds (`--frame-timeout`,
+ * SDK `frameTimeoutMs`; enforced by `src/render/watchdog.ts`).
+ */
+export const DEFAULT_FRAME_TIMEOUT_MS = 30000;
+/** Longest frame deadline, milliseconds: one hour. */
+export const MAX_FRAME_TIMEOUT_MS = 3600000;
+
+/** A frame deadline in whole milliseconds (the SDK's unit; the flag takes seconds). */
+function frameTimeout(value: unknown): number {
+  if (
+    typeof value !== "number" || !Number.isInteger(value) || value < 1 ||
+    value > MAX_FRAME_TIMEOUT_MS
+  ) {
+    throw new OptionProblem(
+      `must be whole milliseconds from 1 to ${MAX_FRAME_TIMEOUT_MS} (e.g. 30000), ${got(value)}`,
+    );
+  }
+  return value;
+}
+
 /** Help text of every `--fps` flag. */
 export const FPS_HELP =
   "frames per second, 1-240: an integer, 29.97 / 23.976 / 59.94 (exactly 30000/1001 " +
@@ -508,6 +529,26 @@ export const OPTIONS = {
     help: "minutes to wait for the render",
     default: 60,
     ...positiveNumber("minutes"),
+  }),
+  frameTimeoutMs: option({
+    key: "frameTimeoutMs",
+    flags: "--frame-timeout <seconds>",
+    config: "frameTimeoutMs",
+    help: "seconds one frame's seek and capture may take; past it the page counts as hung " +
+      "(a busy script), its browser and ffmpeg are killed and the render fails naming the frame",
+    default: DEFAULT_FRAME_TIMEOUT_MS,
+    defaultText: `${DEFAULT_FRAME_TIMEOUT_MS / 1000}`,
+    check: frameTimeout,
+    parse: (text: string): number => {
+      const seconds = text.trim() === "" ? NaN : Number(text);
+      if (!Number.isFinite(seconds) || seconds <= 0 || seconds > MAX_FRAME_TIMEOUT_MS / 1000) {
+        throw new OptionProblem(
+          `must be a number of seconds above 0, at most ${MAX_FRAME_TIMEOUT_MS / 1000} ` +
+            `(e.g. 30), ${got(text)}`,
+        );
+      }
+      return frameTimeout(Math.max(1, Math.round(seconds * 1000)));
+    },
   }),
   seed: option({
     key: "seed",

@@ -19,6 +19,12 @@
  */
 
 import { createVideoFramePainter, type VideoFramePainter } from "./video_paint.ts";
+import {
+  createHyperframesModel,
+  type HyperframesHost,
+  type HyperframesModel,
+  type TimedWindow,
+} from "./hyperframes.ts";
 
 /** What the renderer passes to the page runtime. */
 export interface RuntimeConfig {
@@ -151,6 +157,12 @@ export interface VidPageApi {
    * picture back (it moves on by itself then); returns how many were painted.
    */
   clearVideoFrames(): number;
+  /**
+   * The preview studio's entry point for its timeline: HyperFrames sub-compositions and clips
+   * with their windows, and the time each registered timeline starts at (its composition's
+   * start; 0 for a timeline of the top level).
+   */
+  timedWindows(): { windows: TimedWindow[]; timelineStarts: Record<string, number> };
 }
 
 /**
@@ -159,6 +171,7 @@ export interface VidPageApi {
 export function vidPageRuntime(
   config: RuntimeConfig,
   createPainter?: (sleep: (ms: number) => Promise<void>) => VideoFramePainter,
+  createHyperframes?: (host: HyperframesHost) => HyperframesModel,
 ): void {
   const w = globalThis as unknown as Record<string, unknown> & Window;
   if (w.__vid) return;
@@ -321,6 +334,21 @@ export function vidPageRuntime(
     recordError(event.reason);
   });
 
+  // --- HyperFrames' model: window.__hyperframes, clips, sub-compositions (hyperframes.ts) ---
+  const hyperframes = createHyperframes?.({
+    getVariables: () => Object.freeze(structuredClone(config.variables)),
+    report: recordError,
+  });
+  if (hyperframes) {
+    // Mounted once the document is parsed, before `load`: the renderer's first look at the
+    // page (its media list) and the first seek see the sub-compositions.
+    if (document.readyState === "loading") {
+      document.addEventListener("DOMContentLoaded", () => hyperframes.mount(), { once: true });
+    } else {
+      hyperframes.mount();
+    }
+  }
+
   // --- animations (CSS animations, CSS transitions, WAAPI) ---
   // Each animation is driven from the virtual time at which it first appeared. An
   // animation the page paused itself is left to the page.
@@ -333,7 +361,9 @@ export function vidPageRuntime(
         births.set(animation, Number.NaN);
         continue;
       }
-      births.set(animation, nowMs);
+      // An animation inside a sub-composition runs on that composition's clock.
+      const target = (animation.effect as KeyframeEffect | null)?.target ?? null;
+      births.set(animation, Math.max(nowMs, hyperframes?.compositionStartMs(target) ?? 0));
       animation.pause();
     }
   };
@@ -403,12 +433,15 @@ export function vidPageRuntime(
   const seekTimelines = (t: number): void => {
     const registry = w.__timelines as unknown;
     if (!registry || typeof registry !== "object") return;
-    const timelines = Array.isArray(registry) ? registry : Object.values(registry);
-    for (const timeline of timelines) {
+    // A timeline keyed by a composition's id runs on that composition's clock (HyperFrames).
+    const entries: [string | null, unknown][] = Array.isArray(registry)
+      ? registry.map((timeline) => [null, timeline])
+      : Object.entries(registry);
+    for (const [id, timeline] of entries) {
       const tl = timeline as { pause?: () => void; seek?: (t: number, s: boolean) => void };
       if (typeof tl?.seek !== "function") continue;
       tl.pause?.();
-      tl.seek(t, false);
+      tl.seek(id !== null && hyperframes ? hyperframes.timelineTime(id, t) : t, false);
     }
   };
 
@@ -466,16 +499,22 @@ export function vidPageRuntime(
   };
   const describe = (el: HTMLMediaElement): MediaDescriptor => {
     const duration = numberAttribute(el, "data-duration", Number.NaN);
-    return {
-      kind: el instanceof HTMLVideoElement ? "video" : "audio",
-      src: sourceOf(el),
+    const playbackRate = numberAttribute(el, "data-playback-rate", 1) || 1;
+    const own = {
       start: numberAttribute(el, "data-start", 0),
       mediaStart: numberAttribute(el, "data-media-start", 0),
       duration: Number.isFinite(duration) && duration > 0 ? duration : null,
+    };
+    // Inside a sub-composition or a timed clip, its window moves and ends with theirs.
+    const timing = hyperframes ? hyperframes.mediaWindow(el, own, playbackRate) : own;
+    return {
+      kind: el instanceof HTMLVideoElement ? "video" : "audio",
+      src: sourceOf(el),
+      ...timing,
       volume: Math.max(0, numberAttribute(el, "data-volume", 1)),
       muted: el.hasAttribute("muted") || el.muted,
       loop: el.loop,
-      playbackRate: numberAttribute(el, "data-playback-rate", 1) || 1,
+      playbackRate,
     };
   };
   const mediaElements = (): HTMLMediaElement[] =>
@@ -561,6 +600,9 @@ export function vidPageRuntime(
       if (!el.paused) el.pause();
       el.muted = true;
       if (!(el instanceof HTMLVideoElement)) continue;
+      // A clip outside its window is not drawn, so its frame would never be presented: it is
+      // seeked (and waited for) once it shows.
+      if (hyperframes?.hiddenByClip(el)) continue;
       const d = describe(el);
       if (!d.src) continue;
       const proxy = config.videoProxies?.[d.src];
@@ -636,6 +678,18 @@ export function vidPageRuntime(
       return painter ? painter.paint(videos) : Promise.resolve(0);
     },
     clearVideoFrames: () => painter?.clear() ?? 0,
+    timedWindows() {
+      const registry = w.__timelines;
+      const keys = registry && typeof registry === "object" && !Array.isArray(registry)
+        ? Object.keys(registry)
+        : [];
+      return {
+        windows: hyperframes?.windows() ?? [],
+        timelineStarts: Object.fromEntries(
+          keys.map((id) => [id, hyperframes?.timelineStart(id) ?? 0]),
+        ),
+      };
+    },
     async seek(frame: number): Promise<void> {
       if (frame < currentFrame) {
         throw new Error(
@@ -682,6 +736,11 @@ export function vidPageRuntime(
       // is recorded with its stack like any other, so the error says where it came from.
       try {
         seekTimelines(t);
+      } catch (error) {
+        recordError(error);
+      }
+      hyperframes?.applyClips(t);
+      try {
         scanAnimations();
         applyAnimations();
       } catch (error) {
@@ -730,5 +789,5 @@ export function runtimeScript(config: RuntimeConfig): string {
  * ```
  */
 export function runtimeCall(configExpression: string): string {
-  return `(${vidPageRuntime.toString()})(${configExpression}, ${createVideoFramePainter.toString()})`;
+  return `(${vidPageRuntime.toString()})(${configExpression}, ${createVideoFramePainter.toString()}, ${createHyperframesModel.toString()})`;
 }

@@ -37,6 +37,7 @@ import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
 import { OPTIONS } from "../request/options.ts";
 import { renderRoutes } from "./render_routes.ts";
+import { opsRoutes } from "./ops_routes.ts";
 import { renderJson, transitionRender } from "./renders.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
 import { contentTypeOf } from "../util/mime.ts";
@@ -224,6 +225,7 @@ export function createApp(ctx: ServerContext): Hono {
   fileRoutes(app, ctx);
 
   app.route("/oauth", oauthRoutes(ctx, { throttles }));
+  opsRoutes(app, ctx);
 
   return app;
 }

@@ -7,6 +7,7 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Storage } from "./storage.ts";
 import { HOSTED_UPLOAD_LIMIT_BYTES } from "../project/package.ts";
+import type { ServerMetrics } from "./metrics.ts";
 
 /** Upload limit of a project zip: 200 MB, the hosted service's documented limit (one figure). */
 export const MAX_UPLOAD_BYTES: number = HOSTED_UPLOAD_LIMIT_BYTES;
@@ -101,6 +102,10 @@ export interface ServerContext {
   wakeWebhooks?(): void;
   /** Stops a render in flight (it was deleted); a no-op for one that is not running. */
   cancelRender?(renderId: string): void;
+  /** What `GET /metrics` reports (see `metrics.ts`). */
+  metrics?: ServerMetrics;
+  /** Bearer token `GET /metrics` requires (`--metrics-token`); open when unset. */
+  metricsToken?: string;
 }
 
 /** Output frame size of each resolution and aspect ratio. */

@@ -1,6 +1,9 @@
 /**
  * The `local` render backend of `vid server`: renders on this machine with the same
  * `renderComposition` as `vid render`; the thumbnail is a frame of the finished video.
+ * Each render runs under the host's frame deadline (`--frame-timeout`) and a wall-clock
+ * budget (`--max-render-seconds`, by default from its frames): a page that stalls or
+ * crawls cannot hold a render slot, and the failure is refunded by the queue.
  *
  * @module
  */
@@ -13,6 +16,67 @@ import type { ServerContext } from "./context.ts";
 import type { RenderBackend, RenderJob } from "./render_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 import { extractProjectZip } from "./zip_check.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
+
+/** Seconds of a render's default budget before its frames are counted. */
+export const BUDGET_BASE_SECONDS = 120;
+/** Seconds of a render's default budget per frame. */
+export const BUDGET_SECONDS_PER_FRAME = 1;
+
+/**
+ * The wall-clock budget of a server render, seconds: `maxRenderSeconds` when the operator
+ * set one (`--max-render-seconds`), else 120 s plus 1 s per frame (duration x fps, rounded
+ * up), about ten times what a 1080p frame takes on a loaded 2-core machine.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(renderBudgetSeconds(3, 30), 210); // 120 + 90 frames
+ * assert.equal(renderBudgetSeconds(3, 30, 45), 45);
+ * ```
+ */
+export function renderBudgetSeconds(
+  durationSeconds: number,
+  fps: number,
+  maxRenderSeconds?: number,
+): number {
+  if (maxRenderSeconds !== undefined) return maxRenderSeconds;
+  return BUDGET_BASE_SECONDS + BUDGET_SECONDS_PER_FRAME * Math.ceil(durationSeconds * fps);
+}
+
+/** A server render ran past its wall-clock budget and was stopped. */
+export class RenderBudgetError extends VidError {
+  /** Always `"RenderBudgetError"`. */
+  override name = "RenderBudgetError";
+  /** The budget that passed, seconds. */
+  readonly seconds: number;
+  /**
+   * Creates the error.
+   *
+   * @param seconds The budget that passed, seconds.
+   * @param explicit Whether the operator set it (`--max-render-seconds`).
+   */
+  constructor(seconds: number, explicit: boolean) {
+    super(
+      `the render took longer than its ${seconds} s budget and was stopped ` +
+        (explicit
+          ? "(the server's --max-render-seconds)"
+          : `(${BUDGET_BASE_SECONDS} s + ${BUDGET_SECONDS_PER_FRAME} s per frame)`) +
+        "; make its frames cheaper to draw, or render it in shorter parts",
+      { field: "maxRenderSeconds", flag: "--max-render-seconds", exitCode: EXIT_FAILED },
+    );
+    this.seconds = seconds;
+  }
+}
+
+/** Limits of the local backend's renders. */
+export interface LocalBackendLimits {
+  /** The host's deadline of one frame's seek and capture, ms. @default 30000 */
+  frameTimeoutMs?: number;
+  /** Wall-clock budget of one render, seconds. @default see {@linkcode renderBudgetSeconds} */
+  maxRenderSeconds?: number;
+}
 
 /**
  * Reads a render's project zip from storage and unpacks it into `dir/project`.
@@ -35,11 +99,20 @@ export async function unpackProject(
 async function renderLocally(
   ctx: ServerContext,
   job: RenderJob,
-  signal: AbortSignal,
+  queueSignal: AbortSignal,
+  limits: LocalBackendLimits,
   browsers?: BrowserPool,
 ) {
   const { request } = job;
   const dir = await mkdtemp(join(ctx.workDir, `render-${job.id}-`));
+  // The budget counts from the claim's start of work, set-up and media included.
+  const seconds = renderBudgetSeconds(job.durationSeconds, request.fps, limits.maxRenderSeconds);
+  const budget = new AbortController();
+  const timer = setTimeout(
+    () => budget.abort(new RenderBudgetError(seconds, limits.maxRenderSeconds !== undefined)),
+    seconds * 1000,
+  );
+  const signal = AbortSignal.any([queueSignal, budget.signal]);
   try {
     const project = await unpackProject(ctx, job, dir);
     const video = join(dir, `video.${request.format}`);
@@ -57,19 +130,25 @@ async function renderLocally(
       blockPrivateNetwork: !ctx.allowPrivateUrls,
       signal,
       browsers,
+      frameTimeoutMs: limits.frameTimeoutMs,
       onProgress: (p) => job.setProgress(p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0),
     });
     const thumbnail = join(dir, "thumbnail.jpg");
     await thumbnailFromVideo(video, job.durationSeconds, thumbnail, job.request.fps);
     await ctx.storage.putFile(`renders/${job.id}/video.${request.format}`, video);
     await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
+  } catch (error) {
+    // Over budget, the render failed (and is refunded); a delete or a stop is the queue's.
+    if (budget.signal.aborted && !queueSignal.aborted) throw budget.signal.reason;
+    throw error;
   } finally {
+    clearTimeout(timer);
     await rm(dir, { recursive: true, force: true });
   }
 }
 
 /**
- * The local backend with `workers` renders in parallel.
+ * The local backend with `workers` renders in parallel, each under `limits`.
  *
  * @example
  * ```ts no_run
@@ -82,13 +161,13 @@ async function renderLocally(
  * }
  * ```
  */
-export function localBackend(workers: number): RenderBackend {
+export function localBackend(workers: number, limits: LocalBackendLimits = {}): RenderBackend {
   // Browsers stay warm between renders: a render skips the browser launch and probe.
   const browsers = createBrowserPool();
   return {
     kind: "local",
     slots: workers,
-    render: (ctx, job, signal) => renderLocally(ctx, job, signal, browsers),
+    render: (ctx, job, signal) => renderLocally(ctx, job, signal, limits, browsers),
     close: () => void browsers.close(),
   };
 }

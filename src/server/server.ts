@@ -22,9 +22,11 @@ import { randomId } from "./secrets.ts";
 import { requeueInterrupted } from "./renders.ts";
 import { releaseStaleKeys } from "./idempotency.ts";
 import { reapPredecessors } from "./reaper.ts";
-import { recordBrowsersIn } from "../render/browser.ts";
+import { killLiveBrowsers, recordBrowsersIn } from "../render/browser.ts";
+import { killLiveEncoders } from "../render/encode.ts";
 import { configureServerSandbox } from "../render/sandbox.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
+import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
 
 /** How long a stopping server waits for webhook deliveries in flight. */
 const WEBHOOK_DRAIN_MS = 10_000;
@@ -61,6 +63,13 @@ export interface ServerOptions {
    * reach private and loopback addresses (development only).
    */
   allowPrivateUrls?: boolean;
+  /** The host's deadline of one frame's seek and capture, ms (local backend). @default 30000 */
+  frameTimeoutMs?: number;
+  /**
+   * Wall-clock budget of one render, seconds (local backend). @default 120 + 1 per frame
+   * (see `renderBudgetSeconds`)
+   */
+  maxRenderSeconds?: number;
   /**
    * Account the render browsers run as when the server runs as root. @default "vid-render",
    * else "nobody" (see `src/render/sandbox.ts`)
@@ -70,6 +79,11 @@ export interface ServerOptions {
   allowNoSandbox?: boolean;
   /** Told about a degraded set-up (no sandbox). @default console.error */
   onWarning?: (message: string) => void;
+  /**
+   * Bearer token `GET /metrics` requires; without one `/metrics` is open (it reports counts,
+   * no tenant data) and belongs behind the network's own boundary.
+   */
+  metricsToken?: string;
 }
 
 /** A running server. */
@@ -84,6 +98,13 @@ export interface RunningServer {
   backend: { kind: RenderBackendKind; slots: number };
   /** Stops accepting requests, sends in-flight renders back to the queue, closes the database. */
   close(): Promise<void>;
+  /**
+   * Ends the server's work now, for a stop past its deadline ({@linkcode close} still
+   * waiting): kills every render browser (with its process group) and ffmpeg, puts
+   * in-flight renders back in the queue and closes the database. The process should exit
+   * right after. Returns the processes killed.
+   */
+  kill(): { browsers: number; encoders: number };
 }
 
 /** Opens the data folder's database (for admin commands). */
@@ -132,6 +153,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const storage: Storage = options.storage
     ? storageFromUrl(options.storage)
     : new FsStorage(join(dataDir, "storage"));
+  // The folder exists from the start, so /readyz reports one that goes missing later.
+  if (storage instanceof FsStorage) await mkdir(storage.root, { recursive: true, mode: 0o700 });
   const workRoot = join(dataDir, "work");
   const reaped = await reapPredecessors(workRoot);
   const workDir = join(workRoot, `run-${Deno.pid}`);
@@ -143,9 +166,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   // Requests the last run was serving when it stopped: their claims are void.
   releaseStaleKeys(db);
   db.prepare("update assets set upload_started_at = null where status = 'pending_upload'").run();
-  const backend = config.kind === "lambda"
-    ? lambdaBackend(config)
-    : localBackend(options.workers ?? 1);
+  const metrics = new ServerMetrics(() => queueDepth(db));
+  const backend = meteredBackend(
+    config.kind === "lambda" ? lambdaBackend(config) : localBackend(options.workers ?? 1, {
+      frameTimeoutMs: options.frameTimeoutMs,
+      maxRenderSeconds: options.maxRenderSeconds,
+    }),
+    metrics,
+  );
   let queueCancel: (id: string) => void = () => {};
   let queueWake: () => void = () => {};
   const ctx: ServerContext = {
@@ -159,6 +187,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     limits: serverLimits(options.limits ?? {}, backend.slots),
     wake: () => queueWake(),
     cancelRender: (id) => queueCancel(id),
+    metrics,
+    ...(options.metricsToken !== undefined && { metricsToken: options.metricsToken }),
   };
   const app = createApp(ctx);
   const hostname = options.hostname ?? "127.0.0.1";
@@ -185,12 +215,22 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     reaped,
     backend: { kind: backend.kind, slots: backend.slots },
     async close(): Promise<void> {
-      await server.shutdown();
-      await queue.stop();
+      // Together: a client holding a request open must not keep renders running.
+      await Promise.all([server.shutdown(), queue.stop()]);
       // Deliveries in flight get to finish; the rest stay pending for the next start.
       await webhooks.stop(WEBHOOK_DRAIN_MS);
       db.close();
       await rm(workDir, { recursive: true, force: true });
+    },
+    kill(): { browsers: number; encoders: number } {
+      const killed = { browsers: killLiveBrowsers(), encoders: killLiveEncoders() };
+      try {
+        requeueInterrupted(db);
+        db.close();
+      } catch {
+        // closed by a close() that finished meanwhile; the next start re-queues anyway
+      }
+      return killed;
     },
   };
 }

@@ -17,6 +17,7 @@
  */
 
 import {
+  access,
   chmod,
   copyFile,
   mkdir,
@@ -30,7 +31,7 @@ import {
   writeFile,
 } from "node:fs/promises";
 import type { FileHandle } from "node:fs/promises";
-import { createReadStream } from "node:fs";
+import { constants, createReadStream } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
@@ -40,6 +41,7 @@ import { contentTypeOf } from "../util/mime.ts";
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadBucketCommand,
   HeadObjectCommand,
   ListObjectsCommand,
   PutObjectCommand,
@@ -73,6 +75,11 @@ export interface Storage {
   exists(key: string): Promise<boolean>;
   /** Deletes every object whose key starts with prefix; resolves to how many were deleted. */
   deletePrefix(prefix: string): Promise<number>;
+  /**
+   * Resolves when the store can be read and written (`GET /readyz`); throws a
+   * {@linkcode StorageError} saying what is wrong otherwise.
+   */
+  ready(): Promise<void>;
 }
 
 /** A key, prefix or storage URL is invalid, or an object is missing or could not be handled. */
@@ -330,6 +337,35 @@ export class FsStorage implements Storage {
    * console.log(await new FsStorage("storage").exists("notes/a.txt"));
    * ```
    */
+  /**
+   * Resolves when the folder exists and this process may read and write it: a shared
+   * filesystem that is unmounted or a folder removed under the server fails here first.
+   *
+   * @example
+   * ```ts no_run
+   * import { FsStorage } from "./storage.ts";
+   *
+   * await new FsStorage("storage").ready();
+   * ```
+   */
+  async ready(): Promise<void> {
+    try {
+      if (!(await stat(this.root)).isDirectory()) {
+        throw new StorageError("the storage folder is not a folder", "storage");
+      }
+      await access(this.root, constants.R_OK | constants.W_OK | constants.X_OK);
+    } catch (error) {
+      if (error instanceof StorageError) throw error;
+      const code = (error as { code?: string }).code ?? "error";
+      const why = code === "ENOENT"
+        ? "is missing"
+        : code === "EACCES"
+        ? "is not readable and writable by this process"
+        : `is not usable (${code})`;
+      throw new StorageError(`the storage folder ${why}`, "storage", { cause: error });
+    }
+  }
+
   async exists(key: string): Promise<boolean> {
     try {
       return (await stat(this.#path(key))).isFile();
@@ -597,6 +633,29 @@ export class S3Storage implements Storage {
    * console.log(await new S3Storage({ bucket: "vid" }).exists("thumbnails/abc.png"));
    * ```
    */
+  /**
+   * Resolves when the bucket answers with this server's credentials (a HEAD of the bucket).
+   *
+   * @example
+   * ```ts no_run
+   * import { S3Storage } from "./storage.ts";
+   *
+   * await new S3Storage({ bucket: "vid" }).ready();
+   * ```
+   */
+  async ready(): Promise<void> {
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: this.bucket }));
+    } catch (error) {
+      const status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata
+        ?.httpStatusCode;
+      const why = status ? `HTTP ${status}` : (error as Error).name || "unreachable";
+      throw new StorageError(`the bucket ${this.bucket} is not reachable (${why})`, "storage", {
+        cause: error,
+      });
+    }
+  }
+
   async exists(key: string): Promise<boolean> {
     try {
       await this.client.send(

@@ -2,9 +2,11 @@
  * `launchBrowser` start-up failures: a browser killed by a signal before it printed its
  * DevTools address (a transient crash, seen under load with the Lambda Chromium) is launched
  * once more and the render goes on; a browser that crashes every time, or exits with a code,
- * fails with a message naming the executable and the signal or code. The crashing browser is
- * a real wrapper script around the system's chromium-headless-shell. So is the stand-in
- * for a host without the sandbox: it fails as Chromium does unless given --no-sandbox.
+ * fails with a message naming the executable and the signal or code; a browser whose DevTools
+ * socket refuses the connection is killed with its profile before the launch fails. The
+ * crashing and refusing browsers are real wrapper scripts around the system's
+ * chromium-headless-shell. So is the stand-in for a host without the sandbox: it fails as
+ * Chromium does unless given --no-sandbox.
  *
  * @module
  */
@@ -94,6 +96,34 @@ describe("launchBrowser start-up", () => {
       launchBrowser({ mode: "screenshot", executablePath: path }),
       /exits exited with code 3 during start-up:\nbad flag/,
     );
+  });
+
+  it("kills a browser whose DevTools socket refuses the connection, and removes its profile", async () => {
+    // A port nobody listens on: the real browser's announced address is rewritten to it.
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const closed = (listener.addr as Deno.NetAddr).port;
+    listener.close();
+    const argsFile = join(scratch, "refusing.args");
+    const path = join(scratch, "refusing");
+    await Deno.writeTextFile(
+      path,
+      `#!/bin/sh
+echo "$@" > '${argsFile}'
+'${shell}' "$@" 2>&1 >/dev/null | sed -u 's#ws://127.0.0.1:[0-9]*/#ws://127.0.0.1:${closed}/#' >&2
+`,
+    );
+    await Deno.chmod(path, 0o755);
+    await assert.rejects(
+      launchBrowser({ mode: "beginframe", executablePath: path }),
+      /cannot connect to the browser at ws:\/\/127\.0\.0\.1:\d+\//,
+    );
+    const profile = (await Deno.readTextFile(argsFile)).match(/--user-data-dir=(\S+)/)![1];
+    // Nothing of that browser runs on (it used to until this process exited), and its
+    // profile is gone.
+    const running = await new Deno.Command("pgrep", { args: ["-f", profile], stdout: "piped" })
+      .output();
+    assert.equal(new TextDecoder().decode(running.stdout).trim(), "", "the browser still runs");
+    await assert.rejects(Deno.stat(profile));
   });
 });
 

@@ -36,7 +36,7 @@ import {
   startLocalStack,
 } from "../../src/lambda/local/local_stack.ts";
 import { startWarmWorkers, type WarmWorkersOptions } from "../../src/lambda/local/warm_workers.ts";
-import { compositionHtml, frameHashes, makeProject, probeVideo, runVid } from "../helpers.ts";
+import { compositionHtml, frameHashes, makeProject, probeVideo, ROOT, runVid } from "../helpers.ts";
 
 /** A 3 s, 320x180 composition (30 frames at 10 fps): a box sliding and changing colour. */
 const HTML = compositionHtml(`<div id="box"></div>`, {
@@ -212,6 +212,77 @@ describe("vid lambda on the local stack", () => {
     } finally {
       await Deno.remove(pinned, { recursive: true });
     }
+  });
+
+  it("a HyperFrames project's sub-composition files travel with the site: its frames are a local render's", async () => {
+    const hyperframes = join(scratch, "hyperframes");
+    const fixture = join(ROOT, "tests", "fixtures", "hyperframes", "project");
+    await Deno.mkdir(join(hyperframes, "compositions"), { recursive: true });
+    for (const file of ["a.html", "b.html", "c.html"]) {
+      await Deno.copyFile(
+        join(fixture, "compositions", file),
+        join(hyperframes, "compositions", file),
+      );
+    }
+    // 3 s with the hosts held to the end, so the chunks after the first mount them too.
+    await Deno.writeTextFile(
+      join(hyperframes, "index.html"),
+      (await Deno.readTextFile(join(fixture, "index.html")))
+        .replace('data-duration="1"', 'data-duration="3"')
+        .replace('data-duration="0.8"', 'data-duration="2.8"')
+        .replace('data-duration="0.6"', 'data-duration="2.6"'),
+    );
+    await Deno.copyFile(
+      join(ROOT, "node_modules", "gsap", "dist", "gsap.min.js"),
+      join(hyperframes, "gsap.min.js"),
+    );
+    const site = await runVid(["lambda", "sites", "create", hyperframes, "--json"], {
+      env: stack.env,
+    });
+    assert.equal(site.code, 0, site.stderr);
+    const [out, local] = await Promise.all([
+      runVid([
+        "lambda",
+        "render",
+        "--site-id",
+        JSON.parse(site.stdout).siteId,
+        "--fps",
+        "10",
+        "--chunk-size",
+        "10",
+        "--poll-interval",
+        "250",
+        "--wait",
+        "--json",
+      ], { env: stack.env }),
+      renderComposition({
+        target: hyperframes,
+        output: join(scratch, "hyperframes-local.mp4"),
+        fps: 10,
+        format: "mp4",
+      }),
+    ]);
+    assert.equal(out.code, 0, out.stdout + out.stderr);
+    const result = JSON.parse(out.stdout);
+    assert.equal(result.chunksTotal, 3);
+    const client = new S3Client({
+      region: stack.region,
+      endpoint: stack.s3Endpoint,
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+    });
+    const file = join(scratch, "hyperframes-lambda.mp4");
+    try {
+      const object = await client.send(
+        new GetObjectCommand({ Bucket: stack.RenderBucketName, Key: result.outputKey }),
+      );
+      await Deno.writeFile(file, await object.Body!.transformToByteArray());
+    } finally {
+      client.destroy();
+    }
+    // The chunks starting at 1 s and 2 s mount the sub-compositions and run their clocks as a
+    // render from frame 0 does (tests/integration/hyperframes_test.ts checks those frames).
+    assert.deepEqual(await frameHashes(file), await frameHashes(local.output));
   });
 
   it("progress shows every chunk done", async () => {

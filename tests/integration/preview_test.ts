@@ -397,6 +397,92 @@ async function makeClip(file: string, shift: number): Promise<void> {
   ]);
 }
 
+describe("vid preview studio with a HyperFrames project", () => {
+  let work: string;
+  let preview: PreviewProcess;
+  let browser: Browser;
+  let page: Page;
+  let reference: Promise<string>;
+
+  before(async () => {
+    work = await Deno.makeTempDir({ prefix: "vid-preview-hyperframes-test-" });
+    const fixtures = `${ROOT}tests/fixtures/hyperframes`;
+    const gsap = `${ROOT}node_modules/gsap/dist/gsap.min.js`;
+    await Deno.mkdir(`${work}/project/compositions`, { recursive: true });
+    await Deno.mkdir(`${work}/single`);
+    for (const file of ["index.html", "compositions/a.html", "compositions/b.html"]) {
+      await Deno.copyFile(`${fixtures}/project/${file}`, `${work}/project/${file}`);
+    }
+    await Deno.copyFile(
+      `${fixtures}/project/compositions/c.html`,
+      `${work}/project/compositions/c.html`,
+    );
+    await Deno.copyFile(`${fixtures}/single/index.html`, `${work}/single/index.html`);
+    await Deno.copyFile(gsap, `${work}/project/gsap.min.js`);
+    await Deno.copyFile(gsap, `${work}/single/gsap.min.js`);
+    // What the project draws, as one file (tests/integration/hyperframes_test.ts holds the two equal).
+    const output = `${work}/reference.mp4`;
+    reference = runVid(["render", `${work}/single`, "--output", output]).then((r) => {
+      assert.equal(r.code, 0, r.stderr);
+      return output;
+    });
+    const executablePath = await findChromium();
+    assert.ok(executablePath, "chromium is installed");
+    [preview, browser] = await Promise.all([
+      startPreviewProcess(`${work}/project`),
+      puppeteer.launch({
+        executablePath,
+        headless: true,
+        args: ["--no-sandbox", "--disable-gpu", "--force-color-profile=srgb", "--hide-scrollbars"],
+      }),
+    ]);
+    page = await browser.newPage();
+    await page.setViewport({ width: 1200, height: 700, deviceScaleFactor: 1 });
+    await page.goto(preview.url);
+    await waitForStage(page, 0);
+    await page.select("#zoom", "1");
+  });
+
+  after(async () => {
+    await browser?.close();
+    preview?.child.kill("SIGINT");
+    await preview?.done;
+    await reference?.catch(() => undefined);
+    await Deno.remove(work, { recursive: true });
+  });
+
+  it("the stage shows the sub-compositions on their own clocks, as the render of the same drawing in one file", async () => {
+    for (const frame of [22, 8]) {
+      await scrubTo(page, frame);
+      await waitForStage(page, frame);
+      const studio = await stagePixels(page);
+      const same = imageDifference(studio, await videoFrame(await reference, frame));
+      assert.ok(same.mean < 3 && same.share < 0.01, `frame ${frame}: ${JSON.stringify(same)}`);
+    }
+    const other = imageDifference(await stagePixels(page), await videoFrame(await reference, 22));
+    assert.ok(other.share > 0.01, `frame 8 vs frame 22 must differ: ${JSON.stringify(other)}`);
+  });
+
+  it("the timeline shows each sub-composition in its host's window, and its GSAP timeline from there", async () => {
+    const clips = await page.$$eval("#timeline .clip", (els) =>
+      els.map((el) => {
+        const d = (el as HTMLElement).dataset;
+        return `${d.kind} ${d.label} ${d.start}-${d.end}`;
+      }));
+    for (
+      const expected of [
+        "composition a 0.200-1.000",
+        "composition b 0.500-0.900",
+        "composition c 0.400-1.000",
+        "timeline GSAP a 0.200-0.700",
+        "timeline GSAP b 0.500-0.900",
+      ]
+    ) {
+      assert.ok(clips.includes(expected), `${expected} in ${JSON.stringify(clips)}`);
+    }
+  });
+});
+
 describe("vid preview studio with <video>", () => {
   let work: string;
   let project: string;

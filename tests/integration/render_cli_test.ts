@@ -363,17 +363,21 @@ describe("vid render formats", () => {
 });
 
 describe("vid render failures", () => {
-  it("without ffmpeg on PATH exits 1 with the apt install hint and writes nothing", async () => {
+  it("without ffmpeg on PATH exits 1 with the apt install hint and writes nothing, temp files included", async () => {
     const cwd = await freshDir("no-ffmpeg");
     const emptyBin = await freshDir("empty-bin");
+    // The temp folder and the project server are made while ffmpeg is looked up: the
+    // failure must still find and remove them (it used to leave a vid-render-* folder).
+    const tmp = await freshDir("no-ffmpeg-tmp");
     const result = await runVid(["render", fade, "--fps", "10"], {
       cwd,
-      env: { PATH: emptyBin, VID_FFMPEG: "", VID_FFPROBE: "" },
+      env: { PATH: emptyBin, VID_FFMPEG: "", VID_FFPROBE: "", TMPDIR: tmp },
     });
     assert.equal(result.code, 1, result.stderr);
     assert.match(result.stderr, /ffmpeg was not found/);
     assert.match(result.stderr, /apt-get install -y ffmpeg/);
     assert.deepEqual(await listDir(cwd), []);
+    assert.deepEqual((await listDir(tmp)).filter((n) => n.startsWith("vid-")), []);
   });
 
   // TMPDIR points the render's work dirs (vid-render-*, vid-chromium-*) at a private

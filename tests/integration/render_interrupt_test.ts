@@ -1,13 +1,17 @@
 /**
  * Failure handling of `vid render` under outside interference, with real processes: a
  * browser killed mid-render is relaunched and its chunks retried once; Ctrl-C (SIGINT)
- * stops the browser and ffmpeg and leaves no output or temp files.
+ * stops the browser and ffmpeg and leaves no output or temp files; a page that busy-loops
+ * fails the render within the host's frame deadline (--frame-timeout), and Ctrl-C during
+ * that hang still stops it at once; an encoder aborted mid-chunk has ended its ffmpeg runs
+ * and removed their cell files when its abort resolves.
  *
  * @module
  */
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import {
   compositionHtml,
   makeProject,
@@ -17,6 +21,7 @@ import {
   rgb,
   ROOT,
 } from "../helpers.ts";
+import { startEncoder } from "../../src/render/encode.ts";
 
 const FPS = 60;
 const SECONDS = 4;
@@ -31,6 +36,30 @@ function fadeProject(): Promise<string> {
         `<style>@keyframes fade { from { background: rgb(0,0,0) } to { background: rgb(0,0,255) } }</style>`,
     },
   ));
+}
+
+/** A 1 s page whose script busy-loops from 0.3 s (virtual time: frame 9 at 30 fps). */
+function busyLoopProject(): Promise<string> {
+  return makeProject(
+    compositionHtml(`<div style="position:absolute;inset:0;background:#00f"></div>`, {
+      after: "<script>setTimeout(() => { while (true) {} }, 300);</script>",
+    }),
+  );
+}
+
+/** Waits up to 3 s for `pids` to end; fails naming any still running. */
+async function assertGone(pids: number[]): Promise<void> {
+  // SIGKILL is delivered at once but a loaded kernel may take a moment to tear a
+  // process down, so allow up to 3 s before calling it a leak.
+  const deadline = Date.now() + 3000;
+  let running = pids.filter(alive);
+  while (running.length > 0 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    running = running.filter(alive);
+  }
+  for (const pid of running) {
+    assert.fail(`child process ${pid} (${await commandLine(pid)}) still runs`);
+  }
 }
 
 /** Pids of the direct children of `pid`. */
@@ -146,17 +175,7 @@ describe("vid render under interference", () => {
     const result = await render.finish();
     assert.equal(result.code, 130, result.stderr);
     assert.match(result.stderr, /cancelled/);
-    // SIGKILL is delivered at once but a loaded kernel may take a moment to tear a
-    // process down, so allow up to 3 s before calling it a leak.
-    const deadline = Date.now() + 3000;
-    let running = [...children, ...grandchildren].filter(alive);
-    while (running.length > 0 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-      running = running.filter(alive);
-    }
-    for (const pid of running) {
-      assert.fail(`child process ${pid} (${await commandLine(pid)}) still runs`);
-    }
+    await assertGone([...children, ...grandchildren]);
     const left = [];
     try {
       for await (const entry of Deno.readDir(`${dir}/renders`)) left.push(entry.name);
@@ -168,6 +187,103 @@ describe("vid render under interference", () => {
     for await (const entry of Deno.readDir(temp)) leftovers.push(entry.name);
     assert.deepEqual(leftovers, [], "temp files left behind");
     await Deno.remove(temp, { recursive: true });
+    await Deno.remove(dir, { recursive: true });
+  });
+
+  it("fails a page that busy-loops within --frame-timeout: exit 1, the frame named, nothing left running", async () => {
+    const dir = await busyLoopProject();
+    const output = `${dir}/renders/out.mp4`;
+    const temp = await Deno.makeTempDir({ prefix: "vid-tmpdir-" });
+    const render = await startRender([dir, "--output", output, "--frame-timeout", "3"], {
+      TMPDIR: temp,
+    });
+    const children = await childrenOf(render.child.pid);
+    const grandchildren = (await Promise.all(children.map(childrenOf))).flat();
+    assert.ok(
+      (await Promise.all(children.map(commandLine))).some((c) => c.includes("ffmpeg")),
+      "expected ffmpeg to be running",
+    );
+    // Rendering has begun: the page hangs at frame 9 and the deadline is 3 s from there.
+    // Generous slack for a loaded machine; without the watchdog it would never end.
+    const started = performance.now();
+    const timeout = setTimeout(() => render.child.kill("SIGKILL"), 30000);
+    const result = await render.finish();
+    clearTimeout(timeout);
+    const seconds = (performance.now() - started) / 1000;
+    assert.equal(result.code, 1, result.stderr);
+    assert.ok(seconds < 30, `the render was killed after ${seconds.toFixed(1)} s, not failed`);
+    assert.match(
+      result.stderr,
+      /error: frame 9: the page stopped responding \(its seek and capture did not finish within 3 s\)/,
+    );
+    assert.match(result.stderr, /--frame-timeout/);
+    await assertGone([...children, ...grandchildren]);
+    assert.deepEqual(await childrenOf(render.child.pid), []);
+    const leftovers = [];
+    for await (const entry of Deno.readDir(temp)) leftovers.push(entry.name);
+    assert.deepEqual(leftovers, [], "temp files left behind");
+    await assert.rejects(Deno.stat(output));
+    await Deno.remove(temp, { recursive: true });
+    await Deno.remove(dir, { recursive: true });
+  });
+
+  it("stops on SIGINT while the page hangs: the hung CDP call does not hold it", async () => {
+    const dir = await busyLoopProject();
+    // The default 30 s deadline: only the signal can end this render soon.
+    const render = await startRender([dir, "--output", `${dir}/out.mp4`]);
+    const children = await childrenOf(render.child.pid);
+    const grandchildren = (await Promise.all(children.map(childrenOf))).flat();
+    // Frame 9 is reached within moments of the first progress line; then the page spins.
+    await new Promise((r) => setTimeout(r, 1500));
+    const started = performance.now();
+    render.child.kill("SIGINT");
+    const result = await render.finish();
+    const seconds = (performance.now() - started) / 1000;
+    assert.equal(result.code, 130, result.stderr);
+    assert.ok(seconds < 10, `SIGINT took ${seconds.toFixed(1)} s to stop the render`);
+    await assertGone([...children, ...grandchildren]);
+    await Deno.remove(dir, { recursive: true });
+  });
+
+  it("an aborted encoder has killed its ffmpeg runs and removed their .cell- files when abort() resolves", async () => {
+    const dir = await Deno.makeTempDir({ prefix: "vid-encoder-abort-" });
+    const jpeg = await new Deno.Command("ffmpeg", {
+      args: [
+        "-v",
+        "error",
+        "-f",
+        "lavfi",
+        "-i",
+        "color=c=blue:s=320x180",
+        "-frames:v",
+        "1",
+        "-f",
+        "image2pipe",
+        "-c:v",
+        "mjpeg",
+        "pipe:1",
+      ],
+      stdout: "piped",
+    }).output();
+    const encoder = startEncoder({
+      ffmpeg: "ffmpeg",
+      output: join(dir, "chunk.mp4"),
+      fps: 10,
+      format: "mp4",
+      quality: "draft",
+      width: 320,
+      height: 180,
+      frameFormat: "jpeg",
+      cellFrames: 2,
+      frames: 6,
+    });
+    // Three frames: the first cell is finishing and the second one runs.
+    for (let i = 0; i < 3; i++) await encoder.write(jpeg.stdout);
+    await encoder.abort();
+    assert.deepEqual(await Array.fromAsync(Deno.readDir(dir), (e) => e.name), []);
+    // No late ffmpeg writes a cell again.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.deepEqual(await Array.fromAsync(Deno.readDir(dir), (e) => e.name), []);
     await Deno.remove(dir, { recursive: true });
   });
 });

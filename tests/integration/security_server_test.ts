@@ -860,3 +860,241 @@ describe("vid server after kill -9 mid-render", () => {
     }
   });
 });
+
+/** A composition whose script busy-loops from 0.3 s of virtual time on (frame 3 at 10 fps). */
+function hangingPage(id = "hang"): string {
+  return compositionHtml(
+    `<div style="position:absolute;inset:0;background:rgb(0,0,255)"></div>`,
+    { id, after: "<script>setTimeout(() => { while (true) {} }, 300);</script>" },
+  );
+}
+
+/** The API of one server process as one account: JSON in, status and JSON out. */
+function apiOf(server: () => ServerProcess, key: string) {
+  return async (path: string, init: RequestInit = {}): Promise<{ status: number; body: Json }> => {
+    const response = await fetch(`${server().url}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : {} };
+  };
+}
+
+type Api = ReturnType<typeof apiOf>;
+
+/** Uploads a one-file project and submits a render of it at `fps`; returns the render's id. */
+async function submit(api: Api, html: string, fps = 10): Promise<string> {
+  const zip = projectZip(html);
+  const created = await api("/v3/assets", {
+    method: "POST",
+    body: JSON.stringify({ size_bytes: zip.length }),
+  });
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  const put = await fetch(String(created.body.upload_url), { method: "PUT", body: zip });
+  assert.equal(put.status, 200);
+  await put.body?.cancel();
+  const render = await api("/v3/vid/renders", {
+    method: "POST",
+    body: JSON.stringify({ asset_id: created.body.asset_id, fps }),
+  });
+  assert.equal(render.status, 201, JSON.stringify(render.body));
+  return String(render.body.render_id);
+}
+
+/** Pids of the render browsers the server recorded (`work/browsers/browser-<pid>.json`). */
+async function recordedBrowsers(dataDir: string): Promise<number[]> {
+  const records = `${dataDir}/work/browsers`;
+  const pids: number[] = [];
+  for await (const entry of Deno.readDir(records)) {
+    if (!entry.name.startsWith("browser-")) continue;
+    try {
+      pids.push(JSON.parse(await Deno.readTextFile(`${records}/${entry.name}`)).pid);
+    } catch {
+      // removed meanwhile: that browser exited
+    }
+  }
+  return pids;
+}
+
+/** Waits until `id` is rendering and its page has had time to start spinning. */
+async function untilHung(api: Api, id: string): Promise<void> {
+  await until(
+    `render ${id} to start`,
+    async () => (await api(`/v3/vid/renders/${id}`)).body.status === "rendering",
+  );
+  // Frame 3 is a fraction of a second into the capture; then the page spins.
+  await new Promise((resolve) => setTimeout(resolve, 2000));
+}
+
+describe("vid server with a page that hangs: --frame-timeout", () => {
+  let dataDir: string;
+  let server: ServerProcess;
+  let ana: Api;
+  let bob: Api;
+
+  before(async () => {
+    dataDir = await Deno.makeTempDir({ prefix: "vid-hang-test-" });
+    const anaKey = await createAccount(dataDir, "ana@example.com", { credits: 100 });
+    const bobKey = await createAccount(dataDir, "bob@example.com", { credits: 100 });
+    server = await startServerProcess(dataDir, ["--allow-private-urls", "--frame-timeout", "4"]);
+    ana = apiOf(() => server, anaKey);
+    bob = apiOf(() => server, bobKey);
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dataDir) await Deno.remove(dataDir, { recursive: true });
+  });
+
+  it("fails a late busy loop within the frame deadline, refunds it, and renders the next tenant's", async () => {
+    const hung = await submit(ana, hangingPage());
+    const next = await submit(bob, page(1, "next"));
+    assert.equal(Number((await ana("/v3/me")).body.credits), 99);
+    await until(
+      "the hung render to start",
+      async () => (await ana(`/v3/vid/renders/${hung}`)).body.status === "rendering",
+    );
+    const started = performance.now();
+    // 4 s from frame 3 plus slack for a loaded machine; without the watchdog, never.
+    await until(
+      "the hung render to fail",
+      async () => (await ana(`/v3/vid/renders/${hung}`)).body.status === "failed",
+      30000,
+    );
+    const seconds = (performance.now() - started) / 1000;
+    assert.ok(seconds < 30, `failed after ${seconds.toFixed(1)} s`);
+    const failed = (await ana(`/v3/vid/renders/${hung}`)).body;
+    assert.match(String(failed.error), /frame 3: the page stopped responding/);
+    assert.match(String(failed.error), /--frame-timeout/);
+    assert.equal(Number((await ana("/v3/me")).body.credits), 100, "the failure is refunded");
+    // The slot is free: the other tenant's render runs and completes.
+    await until(
+      "the next tenant's render to complete",
+      async () => (await bob(`/v3/vid/renders/${next}`)).body.status === "completed",
+    );
+  });
+});
+
+describe("vid server with a page that hangs: DELETE, --max-render-seconds, shutdown", () => {
+  let dataDir: string;
+  let server: ServerProcess;
+  let api: Api;
+  // The default 30 s frame deadline: what ends these renders first is the delete, the
+  // budget or the stop under test.
+  const flags = ["--allow-private-urls", "--max-render-seconds", "12", "--shutdown-timeout", "5"];
+
+  before(async () => {
+    dataDir = await Deno.makeTempDir({ prefix: "vid-hang-test-" });
+    const key = await createAccount(dataDir, "ana@example.com", { credits: 100 });
+    server = await startServerProcess(dataDir, flags);
+    api = apiOf(() => server, key);
+  });
+
+  after(async () => {
+    await server?.stop("SIGKILL");
+    for (const pid of await recordedBrowsers(dataDir).catch(() => [])) {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+    if (dataDir) await Deno.remove(dataDir, { recursive: true });
+  });
+
+  it("DELETE of a hung render kills its browser and frees the slot within 5 s", async () => {
+    const hung = await submit(api, hangingPage());
+    await untilHung(api, hung);
+    const browsers = await recordedBrowsers(dataDir);
+    assert.ok(browsers.length > 0, "the render's browser is recorded");
+    const next = await submit(api, page(1, "after-delete"));
+    const deleted = await api(`/v3/vid/renders/${hung}`, { method: "DELETE" });
+    assert.equal(deleted.body.refunded_credits, 1);
+    await until("the hung render's browsers to die", () => !browsers.some(groupAlive), 5000);
+    await until(
+      "the next render to start",
+      async () => (await api(`/v3/vid/renders/${next}`)).body.status !== "queued",
+      5000,
+    );
+    await until(
+      "the next render to complete",
+      async () => (await api(`/v3/vid/renders/${next}`)).body.status === "completed",
+    );
+    assert.equal(renderStatus(dataDir, hung), "deleted");
+  });
+
+  it("stops a render past --max-render-seconds: failed, refunded, its browser gone", async () => {
+    const before = Number((await api("/v3/me")).body.credits);
+    const hung = await submit(api, hangingPage("budget"));
+    await untilHung(api, hung);
+    const browsers = await recordedBrowsers(dataDir);
+    await until(
+      "the render to fail on its budget",
+      async () => (await api(`/v3/vid/renders/${hung}`)).body.status === "failed",
+      40000,
+    );
+    const failed = (await api(`/v3/vid/renders/${hung}`)).body;
+    assert.match(String(failed.error), /longer than its 12 s budget.*--max-render-seconds/);
+    assert.equal(Number((await api("/v3/me")).body.credits), before);
+    await until("its browsers to die", () => !browsers.some(groupAlive), 5000);
+  });
+
+  it("SIGTERM with a hung render and a request held open exits within --shutdown-timeout; the render is re-queued", async () => {
+    const hung = await submit(api, hangingPage("term"));
+    await untilHung(api, hung);
+    const browsers = await recordedBrowsers(dataDir);
+    // An upload that never ends keeps the orderly stop waiting.
+    const created = await api("/v3/assets", { method: "POST", body: '{"size_bytes":100}' });
+    const held = fetch(String(created.body.upload_url), { method: "PUT", body: slowBody() })
+      .catch(() => 0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = performance.now();
+    const status = await server.stop("SIGTERM");
+    const seconds = (performance.now() - started) / 1000;
+    assert.ok(seconds < 15, `exited ${seconds.toFixed(1)} s after SIGTERM (deadline 5 s)`);
+    assert.equal(status.code, 1);
+    await held;
+    await until("the render's browsers to die", () => !browsers.some(groupAlive), 5000);
+    assert.equal(renderStatus(dataDir, hung), "queued");
+
+    // Started again, the render resumes (and hangs again); two signals end it at once.
+    server = await startServerProcess(dataDir, flags);
+    await untilHung(api, hung);
+    const again = await recordedBrowsers(dataDir);
+    const created2 = await api("/v3/assets", { method: "POST", body: '{"size_bytes":100}' });
+    const held2 = fetch(String(created2.body.upload_url), { method: "PUT", body: slowBody() })
+      .catch(() => 0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    server.child.kill("SIGTERM");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const second = performance.now();
+    const status2 = await server.stop("SIGTERM");
+    const seconds2 = (performance.now() - second) / 1000;
+    assert.ok(seconds2 < 3, `exited ${seconds2.toFixed(1)} s after the second SIGTERM`);
+    assert.equal(status2.code, 1);
+    assert.match(server.output(), /stopping/);
+    await held2;
+    await until("the browsers to die", () => !again.some(groupAlive), 5000);
+    assert.equal(renderStatus(dataDir, hung), "queued");
+  });
+});
+
+/** A request body that sends 10 bytes and then nothing, never ending. */
+function slowBody(): ReadableStream<Uint8Array> {
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      controller.enqueue(new Uint8Array(10));
+    },
+  });
+}
+
+/** The stored status of render `id`. */
+function renderStatus(dataDir: string, id: string): string {
+  const db = new DatabaseSync(`${dataDir}/vid.db`, { readOnly: true });
+  try {
+    return String((db.prepare("select status from renders where id = ?").get(id) as Json).status);
+  } finally {
+    db.close();
+  }
+}

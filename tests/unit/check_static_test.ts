@@ -56,10 +56,22 @@ describe("attributeTypo", () => {
     assert.equal(attributeTypo("data-Strat"), "data-start");
     assert.equal(attributeTypo("data-media-strat"), "data-media-start");
     assert.equal(attributeTypo("data-fade-ni"), "data-fade-in");
+    assert.equal(attributeTypo("data-var-txet"), "data-var-text");
   });
 
   it("leaves vid's own attributes and a page's own alone", () => {
-    for (const name of ["data-start", "data-duck", "data-captions", "data-state", "data-kind"]) {
+    for (
+      const name of [
+        "data-start",
+        "data-duck",
+        "data-captions",
+        "data-var-text",
+        "data-var-src",
+        "data-no-timeline",
+        "data-state",
+        "data-kind",
+      ]
+    ) {
       assert.equal(attributeTypo(name), undefined, name);
     }
   });

@@ -188,6 +188,21 @@ describe("parseComposition: finding the root", () => {
     assert.equal(c.aspectRatio, "9:16");
   });
 
+  it("reads declarations on <html>, the root's winning for the same id", () => {
+    const c = parseComposition(
+      `<html data-composition-variables='[{"id":"title","type":"string","default":"html"},` +
+        `{"id":"accent","type":"color","default":"#ff0000"}]'><body>` +
+        `<div data-composition-id="x" data-width="10" data-height="10" data-duration="1" ` +
+        `data-composition-variables='[{"id":"title","type":"string","default":"root"}]'></div>` +
+        `</body></html>`,
+      FILE,
+    );
+    assert.deepEqual(c.declarations.map((d) => [d.id, d.default]), [
+      ["accent", "#ff0000"],
+      ["title", "root"],
+    ]);
+  });
+
   it("treats an empty declarations attribute as no declarations", () => {
     const c = parseComposition(rootTag({ "data-composition-variables": "  " }), FILE);
     assert.deepEqual(c.declarations, []);

@@ -227,6 +227,7 @@ describe("validateConfig: fields", () => {
         [{ chunkSize: 0 }, "chunkSize"],
         [{ maxParallelChunks: 2.5 }, "maxParallelChunks"],
         [{ targetChunkFrames: -1 }, "targetChunkFrames"],
+        [{ frameTimeoutMs: 0 }, "frameTimeoutMs"],
       ] as const
     ) {
       assert.throws(
@@ -236,5 +237,6 @@ describe("validateConfig: fields", () => {
       );
     }
     validateConfig(baseInput({ chunkSize: 240, maxParallelChunks: 16, targetChunkFrames: 60 }));
+    validateConfig(baseInput({ frameTimeoutMs: 5000 }));
   });
 });

@@ -96,6 +96,8 @@ const CASES: Partial<Record<OptionName, Case>> = {
   idempotencyKey: { good: "k:1", value: "k:1", bad: "no spaces", message: /1 to 255 characters/ },
   pollInterval: { good: "0.5", value: 0.5, bad: "0", message: /positive number of seconds/ },
   maxWait: { good: "5", value: 5, bad: "-1", message: /positive number of minutes/ },
+  // Seconds on the command line, milliseconds in the SDK.
+  frameTimeoutMs: { good: "2.5", value: 2500, bad: "0", message: /seconds above 0, at most 3600/ },
 };
 
 /** On/off switches: no value to parse. */
@@ -157,6 +159,7 @@ describe("request: each option parses, defaults and refuses in one place", () =>
     assert.equal(OPTIONS.maxWait.default, 60);
     assert.equal(OPTIONS.composition.default, "index.html");
     assert.equal(OPTIONS.seed.default, 1);
+    assert.equal(OPTIONS.frameTimeoutMs.default, 30000);
   });
 
   it("the lambda flags become the distributed config under their declared config fields", () => {
@@ -258,6 +261,18 @@ const agreement: {
     CloudRenderOptions["aspectRatio"]
   >;
   maxWait: Assignable<OptionValue<typeof OPTIONS.maxWait>, CloudRenderOptions["maxWait"]>;
+  configFrameTimeoutMs: Assignable<
+    OptionValue<typeof OPTIONS.frameTimeoutMs>,
+    RenderConfig["frameTimeoutMs"]
+  >;
+  frameTimeoutMs: Assignable<
+    OptionValue<typeof OPTIONS.frameTimeoutMs>,
+    RenderOptions["frameTimeoutMs"]
+  >;
+  stillFrameTimeoutMs: Assignable<
+    OptionValue<typeof OPTIONS.frameTimeoutMs>,
+    StillOptions["frameTimeoutMs"]
+  >;
 } = {
   fps: true,
   format: true,
@@ -274,6 +289,9 @@ const agreement: {
   resolution: true,
   aspectRatio: true,
   maxWait: true,
+  frameTimeoutMs: true,
+  stillFrameTimeoutMs: true,
+  configFrameTimeoutMs: true,
 };
 
 describe("request: the SDK's option types agree with the declarations", () => {
@@ -296,6 +314,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "strictVariables",
     "hdr",
     "capture",
+    "frameTimeoutMs",
   ],
   "vid still": [
     "composition",
@@ -308,6 +327,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "variablesFile",
     "strictVariables",
     "capture",
+    "frameTimeoutMs",
   ],
   "vid render-batch": [
     "composition",

@@ -1,0 +1,125 @@
+/**
+ * The routes an operator's tooling calls rather than tenants: `GET /healthz` (the process
+ * answers), `GET /readyz` (the database and the storage answer, so a load balancer or
+ * Kubernetes sends requests here) and `GET /metrics` (Prometheus). None touches an account,
+ * so they stay out of the `/v3` API and its credentials; `/metrics` takes a bearer token of
+ * its own when the server was started with `--metrics-token`.
+ *
+ * @module
+ */
+
+import type { Context, Hono } from "hono";
+import type { ServerContext } from "./context.ts";
+import { ApiError } from "./errors.ts";
+import { METRICS_CONTENT_TYPE, ServerMetrics } from "./metrics.ts";
+import { safeEqual } from "./secrets.ts";
+
+/** How long `/readyz` waits for one dependency before calling it unreachable. */
+export const READY_CHECK_MS = 2000;
+
+/** `Retry-After` of a 503 from `/readyz`, in seconds: about one probe period. */
+const UNREADY_RETRY_SECONDS = 5;
+
+/** What `/readyz` found for each dependency: `"ok"` or why not. */
+export interface Readiness {
+  /** Whether every dependency answered. */
+  ready: boolean;
+  /** `database` and `storage`, each `"ok"` or the reason it is not. */
+  checks: { database: string; storage: string };
+}
+
+/** Runs `check` with a deadline the host enforces; resolves to `"ok"` or the reason. */
+async function within(check: () => Promise<void> | void, ms: number): Promise<string> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<string>((resolve) => {
+    timer = setTimeout(() => resolve(`no answer within ${ms} ms`), ms);
+  });
+  try {
+    return await Promise.race([
+      (async () => {
+        await check();
+        return "ok";
+      })(),
+      timeout,
+    ]);
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Checks what a request needs: a read of the database and the storage's own check (the
+ * folder is there and writable, or the bucket answers), each within
+ * {@linkcode READY_CHECK_MS}.
+ *
+ * @example
+ * ```ts no_run
+ * import type { ServerContext } from "./context.ts";
+ *
+ * async function report(ctx: ServerContext): Promise<void> {
+ *   const { ready, checks } = await readiness(ctx);
+ *   console.log(ready ? "ready" : `not ready: ${JSON.stringify(checks)}`);
+ * }
+ * ```
+ */
+export async function readiness(ctx: ServerContext): Promise<Readiness> {
+  const [database, storage] = await Promise.all([
+    within(() => void ctx.db.prepare("select seq from renders limit 1").get(), READY_CHECK_MS),
+    within(() => ctx.storage.ready(), READY_CHECK_MS),
+  ]);
+  return { ready: database === "ok" && storage === "ok", checks: { database, storage } };
+}
+
+/**
+ * Adds `/healthz`, `/readyz` and `/metrics` to the server's app. A dependency that stops
+ * answering is logged once when `/readyz` first sees it, and once when it is back.
+ *
+ * @example
+ * ```ts no_run
+ * import { Hono } from "hono";
+ * import type { ServerContext } from "./context.ts";
+ *
+ * function withProbes(ctx: ServerContext): Hono {
+ *   const app = new Hono();
+ *   opsRoutes(app, ctx);
+ *   return app;
+ * }
+ * ```
+ */
+export function opsRoutes(app: Hono, ctx: ServerContext): void {
+  const metrics = ctx.metrics ?? new ServerMetrics();
+  let lastProblem = "";
+
+  app.get("/healthz", (c) => c.json({ status: "ok" }));
+
+  app.get("/readyz", async (c) => {
+    const { ready, checks } = await readiness(ctx);
+    const problem = ready
+      ? ""
+      : Object.entries(checks).filter(([, v]) => v !== "ok").map(([k, v]) => `${k}: ${v}`)
+        .join("; ");
+    if (problem !== lastProblem) {
+      console.error(problem ? `not ready: ${problem}` : "ready again");
+      lastProblem = problem;
+    }
+    if (ready) return c.json({ status: "ready", checks });
+    c.header("retry-after", String(UNREADY_RETRY_SECONDS));
+    return c.json({ status: "unready", checks }, 503);
+  });
+
+  app.get("/metrics", (c: Context) => {
+    if (ctx.metricsToken !== undefined) {
+      const given = /^Bearer (.+)$/i.exec(c.req.header("authorization") ?? "")?.[1] ?? "";
+      if (!safeEqual(given, ctx.metricsToken)) {
+        throw new ApiError(
+          401,
+          "vid_unauthorized",
+          "this server's /metrics needs its metrics token: send Authorization: Bearer <token>",
+        );
+      }
+    }
+    return c.body(metrics.text(), 200, { "content-type": METRICS_CONTENT_TYPE });
+  });
+}

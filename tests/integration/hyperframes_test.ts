@@ -1,0 +1,434 @@
+/**
+ * HyperFrames projects render unchanged (docs/hyperframes.md), through the commands a user
+ * types, checked by pixels and sound levels of real renders:
+ *
+ * - variables declared on `<html>` and read through `window.__hyperframes.getVariables()`;
+ * - `class="clip"` elements shown on exactly the frames of their window (`data-start` as
+ *   seconds or a clip reference, `data-duration` or `data-end`), drawn in document order
+ *   whatever their `data-track-index`, hidden with a hidden clip around them;
+ * - a project of two sub-compositions (one nesting a third, with per-instance variables), each
+ *   with its own GSAP or CSS timeline on its host's clock, rendered frame for frame as the
+ *   single-file composition that draws the same thing (tests/fixtures/hyperframes/), by
+ *   `vid render`, `vid still` and `vid server`;
+ * - a sound inside a clip heard only in the clip's window, and inside a sub-composition only
+ *   from its host's start;
+ * - a host whose file is missing fails the render naming it.
+ *
+ * @module
+ */
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { copyFile } from "node:fs/promises";
+import { join } from "node:path";
+import {
+  imageDifference,
+  lavfi,
+  makeProject,
+  near,
+  pixelSeries,
+  rgb,
+  rgbFrames,
+  ROOT,
+  runVid,
+} from "../helpers.ts";
+
+const FIXTURES = join(ROOT, "tests", "fixtures", "hyperframes");
+const GSAP = join(ROOT, "node_modules", "gsap", "dist", "gsap.min.js");
+
+let work: string;
+/** The fixtures copied with gsap.min.js beside them (vid's own npm dependency). */
+let project: string;
+let single: string;
+/** `vid render` of the single-file composition: what the project must look like. */
+let reference: Uint8Array[];
+
+async function copyTree(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { recursive: true });
+  for await (const entry of Deno.readDir(from)) {
+    if (entry.isDirectory) await copyTree(join(from, entry.name), join(to, entry.name));
+    else await copyFile(join(from, entry.name), join(to, entry.name));
+  }
+}
+
+async function render(target: string, output: string, args: string[] = []): Promise<void> {
+  const result = await runVid(["render", target, "-o", output, ...args]);
+  assert.equal(result.code, 0, result.stderr);
+}
+
+/** The colour class of a pixel: the nearest of the fixtures' saturated colours. */
+function named(c: readonly number[]): string {
+  const names: Record<string, number[]> = {
+    black: [0, 0, 0],
+    red: [255, 0, 0],
+    green: [0, 255, 0],
+    blue: [0, 0, 255],
+    white: [255, 255, 255],
+    yellow: [255, 255, 0],
+    magenta: [255, 0, 255],
+  };
+  for (const [name, value] of Object.entries(names)) if (near(c, value, 40)) return name;
+  return rgb(c);
+}
+
+/** RMS level in dB of a file's sound between two times. */
+async function levelDb(file: string, from: number, to: number): Promise<number> {
+  const out = await new Deno.Command("ffmpeg", {
+    args: [
+      "-ss",
+      String(from),
+      "-t",
+      String(to - from),
+      "-i",
+      file,
+      "-vn",
+      "-af",
+      "astats=measure_overall=RMS_level:measure_perchannel=none",
+      "-f",
+      "null",
+      "-",
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const log = new TextDecoder().decode(out.stderr);
+  const match = log.match(/RMS level dB: (-?inf|-?[\d.]+)/);
+  assert.ok(match, `no RMS level in:\n${log}`);
+  return match[1].endsWith("inf") ? -Infinity : Number(match[1]);
+}
+
+/** Every frame of a video scaled to 320x180 (the server renders at its own resolution). */
+async function scaledFrames(file: string): Promise<Uint8Array[]> {
+  const out = await new Deno.Command("ffmpeg", {
+    args: ["-v", "error", "-i", file, "-vf", "scale=320:180:flags=area", "-f", "rawvideo"]
+      .concat(["-pix_fmt", "rgb24", "-"]),
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+  const size = 320 * 180 * 3;
+  return Array.from(
+    { length: Math.floor(out.stdout.length / size) },
+    (_, n) => out.stdout.subarray(n * size, (n + 1) * size),
+  );
+}
+
+/**
+ * Asserts two renders' frames are the same pictures, up to `tolerance` (mean difference per
+ * channel: encoder noise; a box one frame late or misplaced is far above it).
+ */
+function assertSameFrames(
+  actual: Uint8Array[],
+  expected: Uint8Array[],
+  what: string,
+  tolerance = 1,
+): void {
+  assert.equal(actual.length, expected.length, `${what}: frame count`);
+  const off = actual.flatMap((frame, n) => {
+    const d = imageDifference(frame, expected[n]);
+    return d.mean > tolerance || d.share > tolerance / 1000
+      ? [`frame ${n}: mean ${d.mean.toFixed(2)}, share ${d.share.toFixed(4)}`]
+      : [];
+  });
+  assert.deepEqual(off, [], `${what} differs from the single-file composition`);
+}
+
+before(async () => {
+  work = await Deno.makeTempDir({ prefix: "vid-hyperframes-" });
+  await copyTree(FIXTURES, work);
+  project = join(work, "project");
+  single = join(work, "single");
+  await copyFile(GSAP, join(project, "gsap.min.js"));
+  await copyFile(GSAP, join(single, "gsap.min.js"));
+  await render(single, join(work, "single.mp4"));
+  reference = await rgbFrames(join(work, "single.mp4"), 320, 180);
+  assert.equal(reference.length, 30);
+});
+
+after(async () => {
+  await Deno.remove(work, { recursive: true });
+});
+
+describe("variables declared on <html>", () => {
+  it("window.__hyperframes.getVariables() returns the declared default", async () => {
+    const output = join(work, "variables.png");
+    const result = await runVid(["still", join(work, "variables"), "-o", output]);
+    assert.equal(result.code, 0, result.stderr);
+    const [pixel] = await pixelSeries(output, 160, 90);
+    assert.equal(named(pixel), "red");
+  });
+
+  it("each is a --<id> CSS property of the root, and data-var-text sets an element's own text", async () => {
+    const output = join(work, "variables.png");
+    const [[badge], [check]] = await Promise.all([
+      pixelSeries(output, 20, 20),
+      pixelSeries(output, 300, 160),
+    ]);
+    assert.equal(named(badge), "green");
+    assert.equal(named(check), "white");
+  });
+
+  it("--variables overrides it, and vid info lists the declarations", async () => {
+    const output = join(work, "variables-blue.png");
+    const result = await runVid([
+      "still",
+      join(work, "variables"),
+      "-o",
+      output,
+      "--variables",
+      '{"accent":"#0000ff"}',
+      "--strict-variables",
+    ]);
+    assert.equal(result.code, 0, result.stderr);
+    const [pixel] = await pixelSeries(output, 160, 90);
+    assert.equal(named(pixel), "blue");
+    const info = await runVid(["info", join(work, "variables"), "--json"]);
+    assert.equal(info.code, 0, info.stderr);
+    const json = JSON.parse(info.stdout);
+    assert.deepEqual(
+      json.variables.map((d: { id: string; default: unknown }) => [d.id, d.default]),
+      [["accent", "#ff0000"], ["title", "Hi"], ["badge", "#00ff00"]],
+    );
+  });
+});
+
+describe("clips", () => {
+  it("show on exactly the frames of their window, in document order whatever the track", async () => {
+    const output = join(work, "clips.mp4");
+    await render(join(work, "clips"), output, ["--workers", "2"]);
+    const [left, right, inner] = await Promise.all([
+      pixelSeries(output, 80, 150),
+      pixelSeries(output, 240, 150),
+      pixelSeries(output, 240, 40),
+    ]);
+    const expect = (ranges: [number, number, string][]) =>
+      Array.from(
+        { length: 30 },
+        (_, n) => ranges.find(([a, b]) => n >= a && n <= b)?.[2] ?? "black",
+      );
+    // #a 0.2-0.5 s; #c 0.6-1 s (track 5) under #d 0.8-1 s (track 1, later in the document).
+    assert.deepEqual(
+      left.map(named),
+      expect([[6, 14, "red"], [18, 23, "blue"], [24, 29, "white"]]),
+    );
+    // #b from when #a ends for 0.3 s; #e 0.8 s to data-end 0.9 s.
+    assert.deepEqual(right.map(named), expect([[15, 23, "green"], [24, 26, "yellow"]]));
+    // #f's own window is the whole second, but it shows only while #b, around it, does.
+    assert.deepEqual(inner.map(named), expect([[15, 23, "magenta"], [24, 26, "yellow"]]));
+  });
+});
+
+describe("sub-compositions", () => {
+  it("vid render draws the project frame for frame as the single-file composition", async () => {
+    const output = join(work, "project.mp4");
+    await render(project, output);
+    const frames = await rgbFrames(output, 320, 180);
+    assertSameFrames(frames, reference, "vid render of the project");
+    // And what the single file draws is what the fixtures say: nothing before A's host starts
+    // at 0.2 s (frame 6); B (nested in A at 0.3 s: 0.5 s) green by its host's
+    // data-variable-values over its blue default; C's CSS bar from 0.4 s.
+    const at = (n: number, x: number, y: number) => {
+      const i = (y * 320 + x) * 3;
+      return named(Array.from(frames[n].subarray(i, i + 3)));
+    };
+    assert.deepEqual([at(5, 30, 40), at(6, 30, 40)], ["black", "red"]);
+    assert.deepEqual([at(14, 30, 130), at(15, 30, 130)], ["black", "green"]);
+    assert.deepEqual([at(27, 30, 130), at(27, 230, 130)], ["black", "black"]);
+    assert.deepEqual([at(21, 100, 170), at(22, 100, 170)], ["black", "yellow"]);
+  });
+
+  it("vid still of a frame is the single-file composition's still of it", async () => {
+    const stills = await Promise.all([project, single].map(async (dir) => {
+      const output = join(work, `${dir === project ? "project" : "single"}-22.png`);
+      const result = await runVid(["still", dir, "--frame", "22", "-o", output]);
+      assert.equal(result.code, 0, result.stderr);
+      return (await rgbFrames(output, 320, 180))[0];
+    }));
+    assertSameFrames([stills[0]], [stills[1]], "vid still --frame 22", 0);
+  });
+
+  it("--variables reach the top-level composition only, not a sub-composition instance", async () => {
+    const output = join(work, "project-20.png");
+    const result = await runVid([
+      "still",
+      project,
+      "--frame",
+      "20",
+      "-o",
+      output,
+      "--variables",
+      '{"fill":"#ff00ff"}',
+    ]);
+    assert.equal(result.code, 0, result.stderr);
+    // B's box, 83 px along at frame 20, keeps its host's data-variable-values.
+    const [pixel] = await pixelSeries(output, 113, 130);
+    assert.equal(named(pixel), "green");
+  });
+
+  it("npm run render renders with vid once the project's script names it", async () => {
+    // As docs/hyperframes.md says, with this Deno in place of `npx --yes deno@2`.
+    await Deno.writeTextFile(
+      join(project, "package.json"),
+      JSON.stringify({
+        private: true,
+        scripts: { render: `${Deno.execPath()} run -A ${join(ROOT, "cli.ts")} render` },
+      }),
+    );
+    try {
+      const out = await new Deno.Command("npm", {
+        args: ["run", "render", "--", "-o", "npm.mp4"],
+        cwd: project,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
+      assertSameFrames(
+        await rgbFrames(join(project, "npm.mp4"), 320, 180),
+        reference,
+        "npm run render",
+      );
+    } finally {
+      await Deno.remove(join(project, "package.json"));
+      await Deno.remove(join(project, "npm.mp4")).catch(() => {});
+    }
+  });
+
+  it("vid info lists the hosts, nested ones under theirs", async () => {
+    const result = await runVid(["info", project]);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(
+      result.stdout,
+      /sub-compositions\n {4}a {2}compositions\/a\.html {2}at 0\.2 s for 0\.8 s\n {6}b {2}compositions\/b\.html {2}at 0\.3 s for 0\.4 s\n {4}c {2}compositions\/c\.html {2}at 0\.4 s for 0\.6 s/,
+    );
+  });
+
+  it("vid server renders the uploaded project the same (its zip carries compositions/)", async () => {
+    const output = join(work, "server", "video.mp4");
+    const tmp = await Deno.makeTempDir({ prefix: "vid-hyperframes-server-" });
+    try {
+      const result = await new Deno.Command("bash", {
+        args: [join(ROOT, "examples", "server_quickstart.sh"), project, output],
+        cwd: ROOT,
+        env: { TMPDIR: tmp },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(result.code, 0, new TextDecoder().decode(result.stderr));
+    } finally {
+      await Deno.remove(tmp, { recursive: true });
+    }
+    assertSameFrames(await scaledFrames(output), reference, "vid server's render", 3);
+  });
+
+  it("a host whose file is missing fails the render, naming it", async () => {
+    const broken = await makeProject(
+      (await Deno.readTextFile(join(project, "index.html"))).replace(
+        "compositions/c.html",
+        "compositions/gone.html",
+      ),
+      {
+        "compositions/a.html": await Deno.readTextFile(join(project, "compositions", "a.html")),
+        "compositions/b.html": await Deno.readTextFile(join(project, "compositions", "b.html")),
+      },
+    );
+    try {
+      await copyFile(GSAP, join(broken, "gsap.min.js"));
+      const output = join(broken, "out.mp4");
+      const result = await runVid(["render", broken, "-o", output]);
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(
+        result.stderr,
+        /uses a file missing from the project: \/compositions\/gone\.html/,
+      );
+      assert.equal(await Deno.stat(output).then(() => true, () => false), false);
+      const info = await runVid(["info", broken]);
+      assert.match(
+        info.stdout,
+        /c {2}compositions\/gone\.html {2}at 0\.4 s for 0\.6 s {2}\(no such file\)/,
+      );
+    } finally {
+      await Deno.remove(broken, { recursive: true });
+    }
+  });
+});
+
+describe("fonts HyperFrames embeds", () => {
+  it("are named when the project has no @font-face for them, and not once vid add inter ships Inter", async () => {
+    const html = `<!doctype html><html><head><style>
+html, body { margin: 0; background: #000; } h1 { font-family: "Outfit", sans-serif; color: #fff; }
+</style></head><body><div id="root" data-composition-id="fonts" data-width="320" data-height="180" data-duration="1">
+<h1>Hi</h1><div data-composition-src="compositions/title.html" data-start="0" data-duration="1"></div></div></body></html>`;
+    const dir = await makeProject(html, {
+      "compositions/title.html":
+        `<template><div data-composition-id="title"><p style="font-family: Inter, sans-serif">Hi</p></div></template>`,
+    });
+    try {
+      const first = await runVid(["still", dir, "-o", join(dir, "a.png")]);
+      assert.equal(first.code, 0, first.stderr);
+      assert.match(
+        first.stderr,
+        /warning: font "Outfit" has no @font-face in the project: HyperFrames embeds it from @fontsource\/outfit/,
+      );
+      assert.match(first.stderr, /font "Inter" .*\(vid add inter copies them into fonts\/\)/);
+      const add = await runVid(["add", "inter", "--dir", dir]);
+      assert.equal(add.code, 0, add.stderr);
+      await Deno.writeTextFile(
+        join(dir, "compositions", "title.html"),
+        `<template><style>@font-face { font-family: Inter; src: url(fonts/inter-latin-400-normal.woff2); }</style>` +
+          (await Deno.readTextFile(join(dir, "compositions", "title.html"))).slice(
+            "<template>".length,
+          ),
+      );
+      const second = await runVid(["still", dir, "-o", join(dir, "b.png")]);
+      assert.equal(second.code, 0, second.stderr);
+      assert.doesNotMatch(second.stderr, /font "Inter"/);
+      assert.match(second.stderr, /font "Outfit"/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+});
+
+describe("media in clips and sub-compositions", () => {
+  it("is heard (and a <video> clip seen) only inside its window", async () => {
+    const dir = await makeProject(
+      `<!doctype html><html><head><style>html, body { margin: 0; background: #000; }</style></head>
+<body><div id="root" data-composition-id="sound" data-width="320" data-height="180" data-duration="2">
+  <div id="scene" class="clip" data-start="0.3" data-duration="0.4"><audio src="tone.wav"></audio></div>
+  <div id="host" data-composition-id="later" data-composition-src="compositions/later.html" data-start="1.2" data-duration="0.5"></div>
+  <video class="clip" src="white.mp4" muted data-start="0.5" data-duration="0.5"
+    style="position: absolute; left: 0; top: 0; width: 320px; height: 180px"></video>
+</div></body></html>`,
+      {
+        "compositions/later.html":
+          `<template><div data-composition-id="later"><audio src="tone.wav" data-start="0.1"></audio></div></template>`,
+      },
+    );
+    try {
+      await Promise.all([
+        lavfi("sine=frequency=440:duration=2:sample_rate=44100", join(dir, "tone.wav")),
+        lavfi("color=white:s=320x180:r=30:d=2", join(dir, "white.mp4"), ["-pix_fmt", "yuv420p"]),
+      ]);
+      const output = join(dir, "out.mp4");
+      await render(dir, output);
+      // A <video> with class="clip" shows only in its window (frames 15-29), as in HyperFrames.
+      const shown = (await pixelSeries(output, 160, 90)).map((c) => named(c) === "white");
+      assert.deepEqual(
+        shown.flatMap((white, n) => white ? [n] : []),
+        Array.from({ length: 15 }, (_, k) => 15 + k),
+      );
+      const levels = await Promise.all(
+        [[0.05, 0.25], [0.35, 0.65], [0.75, 1.25], [1.35, 1.65], [1.75, 1.95]].map(([a, b]) =>
+          levelDb(output, a, b)
+        ),
+      );
+      const loud = levels.map((db) => db > -30);
+      // The clip's 0.3-0.7 s; the sub-composition's sound at 1.2 + 0.1 s, to its host's end 1.7 s.
+      assert.deepEqual(loud, [false, true, false, true, false], `levels ${levels.join(", ")} dB`);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+});
