@@ -130,6 +130,7 @@ export {
   runtimeScript,
   type VidPageApi,
 } from "./src/runtime/page_runtime.ts";
+export type { TimedWindow } from "./src/runtime/hyperframes.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
   type AddedLibrary,

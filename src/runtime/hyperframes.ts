@@ -79,6 +79,7 @@ export interface TimedWindow {
   kind: "composition" | "clip";
   /** The host's `data-composition-id`, or the clip's `#id`. */
   label: string;
+  /** Where it starts on the video's timeline, seconds. */
   start: number;
   /** Null when it lasts to the end. */
   end: number | null;
