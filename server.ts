@@ -18,7 +18,6 @@
  */
 
 export { type RunningServer, type ServerOptions, startServer } from "./src/server/server.ts";
-// ServerOptions.limits names it: a public type must be exported (deno doc --lint).
 export type { ServerLimits } from "./src/server/context.ts";
 export {
   type LambdaBackendConfig,

@@ -257,6 +257,8 @@ function checkRenderConfig(config: Record<string, unknown>): void {
       OPTIONS.chunkSize,
       OPTIONS.maxParallelChunks,
       OPTIONS.targetChunkFrames,
+      OPTIONS.loudness,
+      OPTIONS.scale,
     ]
   ) {
     try {

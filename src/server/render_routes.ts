@@ -174,6 +174,7 @@ function chargeAndRecord(
     aspect_ratio: request.aspectRatio,
     variables: request.variables,
     strict_variables: request.strict,
+    ...(request.loudness !== undefined ? { loudness: request.loudness } : {}),
   };
   transaction(ctx.db, () => {
     checkQueueRoom(ctx, who.account.id);
