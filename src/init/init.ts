@@ -19,6 +19,7 @@ import {
   type LibraryName,
   vendorLibrary,
 } from "./vendor.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 import {
   fetchFontPackage,
   FONT_PACKAGES,
@@ -27,11 +28,11 @@ import {
 } from "./font_packages.ts";
 
 /** A bad argument of {@linkcode initProject}; `field` names it. */
-export class InitError extends Error {
+export class InitError extends VidError {
   /** Always `"InitError"`. */
   override name = "InitError";
   /** The offending option: `template` or `dir`. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * Creates the error for one option.
    *
@@ -39,7 +40,7 @@ export class InitError extends Error {
    * @param message What is wrong and how to fix it.
    */
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }

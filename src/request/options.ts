@@ -14,7 +14,7 @@
  *
  * To add an option: declare it below, then add its flag to the commands that accept it
  * (`cliOption(OPTIONS.x)`) and its field to the surfaces' option types;
- * `tests/integration/request_test.ts` checks the help and the type agreement.
+ * `tests/unit/request_test.ts` checks the help and the type agreement.
  *
  * @module
  */
@@ -39,6 +39,7 @@ import {
 } from "./formats.ts";
 import { isPlainObject } from "../util/json_shape.ts";
 import { RenderOptionError } from "./errors.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Largest output width or height, pixels. */
 export const MAX_DIMENSION = 8192;
@@ -63,8 +64,13 @@ export function defaultWorkers(): number {
 }
 
 /** What is wrong with a value, before it is tied to the name of the surface it came through. */
-class OptionProblem extends Error {
+class OptionProblem extends VidError {
   override name = "OptionProblem";
+
+  /** Creates the error; the CLI exits 1. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
+  }
 }
 
 /** One render option, declared once for every surface. */
