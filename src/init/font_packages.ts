@@ -24,6 +24,7 @@
 import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import process from "node:process";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 import { cacheDir } from "../render/media.ts";
 
@@ -133,7 +134,7 @@ export async function fetchFontPackage(
 ): Promise<Uint8Array> {
   const pkg = FONT_PACKAGES[slug];
   if (!pkg) throw new FontPackageError(slug, "not a family HyperFrames embeds");
-  const registry = (options.registry ?? Deno.env.get("NPM_CONFIG_REGISTRY") ??
+  const registry = (options.registry ?? process.env.NPM_CONFIG_REGISTRY ??
     DEFAULT_NPM_REGISTRY).replace(/\/+$/, "");
   const folder = options.cacheDir ?? join(cacheDir(), "npm");
   const cached = join(folder, `fontsource-${slug}-${pkg.version}.tgz`);
@@ -165,7 +166,7 @@ export async function fetchFontPackage(
   }
   await mkdir(folder, { recursive: true });
   // Written beside, then renamed, so a concurrent `vid add` never reads half a tarball.
-  const partial = `${cached}.${Deno.pid}.part`;
+  const partial = `${cached}.${process.pid}.part`;
   await writeFile(partial, bytes);
   await rename(partial, cached);
   await writeFile(integrityFile, integrity);
