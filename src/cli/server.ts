@@ -263,8 +263,8 @@ async function runServer(options: ServerFlags): Promise<void> {
       timeoutSeconds: options.shutdownTimeout,
       stopping: "stopping: no new requests, in-flight renders go back to the queue",
       close: () => running.close(),
-      kill: () => {
-        const killed = running.kill();
+      kill: async () => {
+        const killed = await running.kill();
         return `killed ${killed.browsers} render browser(s) and ${killed.encoders} ffmpeg ` +
           "process(es); in-flight renders go back to the queue";
       },
@@ -324,7 +324,7 @@ function registerUsers(server: Command): void {
           if (options.json) console.log(JSON.stringify({ ok: true, ...account }, null, 2));
           else console.log(`added ${account.email} (${account.id}), ${account.credits} credits`);
         } finally {
-          db.close();
+          await db.close();
         }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);
@@ -352,7 +352,7 @@ function registerKeys(server: Command): void {
           if (options.json) console.log(JSON.stringify({ ok: true, id, key }, null, 2));
           else console.log(key);
         } finally {
-          db.close();
+          await db.close();
         }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);
@@ -369,12 +369,12 @@ function registerKeys(server: Command): void {
       try {
         const db = await openDataDir(options.dataDir);
         try {
-          const list = listApiKeys(db, email);
+          const list = await listApiKeys(db, email);
           if (options.json) console.log(JSON.stringify({ ok: true, keys: list }, null, 2));
           else if (list.length === 0) console.log("no API keys");
           else console.log(keyTable(list));
         } finally {
-          db.close();
+          await db.close();
         }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);
@@ -393,11 +393,11 @@ function registerKeys(server: Command): void {
       try {
         const db = await openDataDir(options.dataDir);
         try {
-          const key = revokeApiKey(db, id);
+          const key = await revokeApiKey(db, id);
           if (options.json) console.log(JSON.stringify({ ok: true, ...key }, null, 2));
           else console.log(`revoked ${key.id} (${key.name}) of ${key.email} at ${key.revoked_at}`);
         } finally {
-          db.close();
+          await db.close();
         }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);

@@ -24,7 +24,7 @@ import {
   type ServerContext,
   UPLOAD_URL_SECONDS,
 } from "./context.ts";
-import { now, type Row, transaction } from "./db.ts";
+import { now, type Row } from "./db.ts";
 import { ApiError, invalid, notFound, RateLimitedError } from "./errors.ts";
 import { clientAddress, newThrottles } from "./throttle.ts";
 import type { KeyScope } from "./idempotency.ts";
@@ -114,9 +114,12 @@ async function ingestProject(
     }
     await checkUploadedProject(extracted);
     await ctx.storage.putBytes(`assets/${id}/project.zip`, zip, "application/zip");
-    ctx.db.prepare(
+    await ctx.db.run(
       "update assets set status = 'ready', project = ?, ready_at = ? where id = ?",
-    ).run(JSON.stringify(project), now(), id);
+      JSON.stringify(project),
+      now(),
+      id,
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -138,9 +141,15 @@ async function assetFromUrl(
   });
   const zip = fetched.kind === "zip" ? fetched.bytes : zipSync({ [composition]: fetched.bytes });
   const id = randomId("ast");
-  ctx.db.prepare(
+  await ctx.db.run(
     "insert into assets (id, account_id, status, size_bytes, filename, composition, created_at) values (?, ?, 'pending_upload', ?, ?, ?, ?)",
-  ).run(id, who.account.id, zip.length, fetched.url, composition, now());
+    id,
+    who.account.id,
+    zip.length,
+    fetched.url,
+    composition,
+    now(),
+  );
   await ingestProject(ctx, id, zip, composition);
   return id;
 }
@@ -284,12 +293,11 @@ function assetRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps): void
     const where: KeyScope | undefined = key
       ? { accountId: who.account.id, scope: "assets", key }
       : undefined;
-    const made = await underKey(ctx, where, body, (complete) => {
+    const made = await underKey(ctx, where, body, async (complete) => {
       const id = randomId("ast");
-      transaction(ctx.db, () => {
-        ctx.db.prepare(
+      await ctx.db.transaction(async (tx) => {
+        await tx.run(
           "insert into assets (id, account_id, status, size_bytes, sha256, filename, composition, created_at) values (?, ?, 'pending_upload', ?, ?, ?, ?, ?)",
-        ).run(
           id,
           who.account.id,
           size,
@@ -298,17 +306,18 @@ function assetRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps): void
           composition,
           now(),
         );
-        complete(id);
+        await complete(tx, id);
       });
-      return Promise.resolve(id);
+      return id;
     });
-    const row = ctx.db.prepare("select * from assets where id = ?").get(made.id) as Row;
+    const row = await ctx.db.get("select * from assets where id = ?", made.id) as Row;
     return c.json(await assetJson(ctx, row), made.replayed ? 200 : 201);
   });
 
   app.get("/v3/assets/:id", async (c) => {
     const who = await caller(c);
-    const row = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
+    const row = await ctx.db.get(
+      "select * from assets where id = ? and account_id = ?",
       c.req.param("id"),
       who.account.id,
     ) as Row | undefined;
@@ -337,11 +346,14 @@ function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps):
       if (!Number.isInteger(before)) throw invalid("token", "is not a token this server issued");
     }
     const all = c.req.query("all") === "true" || c.req.query("all") === "1";
-    const rows = ctx.db.prepare(
+    const rows = await ctx.db.all(
       `select * from renders where account_id = ? and seq < ? ${
         all ? "" : "and deleted_at is null"
       } order by seq desc limit ?`,
-    ).all(who.account.id, before, limit + 1) as Row[];
+      who.account.id,
+      before,
+      limit + 1,
+    ) as Row[];
     const page = rows.slice(0, limit);
     const next = rows.length > limit
       ? btoa(String(page[page.length - 1].seq)).replaceAll("+", "-").replaceAll("/", "_")
@@ -354,9 +366,11 @@ function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps):
 
   const ownRender = async (c: Context): Promise<Row> => {
     const who = await caller(c);
-    const row = ctx.db.prepare(
+    const row = await ctx.db.get(
       "select * from renders where id = ? and account_id = ? and deleted_at is null",
-    ).get(c.req.param("id") ?? "", who.account.id) as Row | undefined;
+      c.req.param("id") ?? "",
+      who.account.id,
+    ) as Row | undefined;
     if (!row) throw notFound("render", c.req.param("id") ?? "");
     return row;
   };
@@ -367,15 +381,17 @@ function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps):
     const row = await ownRender(c);
     // A render that never delivered its video (queued, or stopped mid-render) gives its
     // credits back; a completed or failed one does not (a failure was refunded already).
-    const refunded = transaction(ctx.db, () => {
-      const current = ctx.db.prepare(
+    const refunded = await ctx.db.transaction(async (tx) => {
+      const current = await tx.get(
         "select status, credits, account_id from renders where id = ? and deleted_at is null",
-      ).get(row.id) as Row | undefined;
+        row.id,
+      ) as Row | undefined;
       if (!current) throw notFound("render", String(row.id));
       const undelivered = current.status === "queued" || current.status === "rendering";
-      transitionRender(ctx.db, String(row.id), "deleted", { deleted_at: now() });
+      await transitionRender(tx, String(row.id), "deleted", { deleted_at: now() });
       if (!undelivered) return 0;
-      ctx.db.prepare("update accounts set credits = credits + ? where id = ?").run(
+      await tx.run(
+        "update accounts set credits = credits + ? where id = ?",
         Number(current.credits),
         String(current.account_id),
       );
@@ -404,9 +420,7 @@ function fileRoutes(app: Hono, ctx: ServerContext): void {
         "the download URL is expired or invalid; read the render again for a fresh one",
       );
     }
-    const row = ctx.db.prepare("select * from renders where id = ? and deleted_at is null").get(
-      id,
-    ) as
+    const row = await ctx.db.get("select * from renders where id = ? and deleted_at is null", id) as
       | Row
       | undefined;
     if (!row || row.status !== "completed") throw notFound("render", id);
@@ -441,14 +455,16 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
         "the upload URL is expired or invalid; create the asset again",
       );
     }
-    const row = ctx.db.prepare("select * from assets where id = ?").get(id) as Row | undefined;
+    const row = await ctx.db.get("select * from assets where id = ?", id) as Row | undefined;
     if (!row) throw notFound("asset", id);
     // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
     // one is refused, so it can never replace a ready project.
-    const claimed = ctx.db.prepare(
+    const claimed = await ctx.db.run(
       "update assets set upload_started_at = ? where id = ? and status = 'pending_upload' and upload_started_at is null",
-    ).run(Date.now(), id);
-    if (Number(claimed.changes) !== 1) {
+      Date.now(),
+      id,
+    );
+    if (claimed !== 1) {
       throw new ApiError(
         409,
         "vid_asset_not_ready",
@@ -488,14 +504,15 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
       });
     } catch (error) {
       // A failed upload frees the URL for another try.
-      ctx.db.prepare(
+      await ctx.db.run(
         "update assets set upload_started_at = null where id = ? and status = 'pending_upload'",
-      ).run(id);
+        id,
+      );
       throw error;
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-    const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
+    const ready = await ctx.db.get("select * from assets where id = ?", id) as Row;
     return c.json(await assetJson(ctx, ready));
   });
 }

@@ -295,7 +295,7 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
           signal.throwIfAborted();
           executionArn = await start(backend, ctx, job, dir);
         }
-        if (executionArn !== job.executionArn) setExecutionArn(ctx.db, job.id, executionArn);
+        if (executionArn !== job.executionArn) await setExecutionArn(ctx.db, job.id, executionArn);
         const progress = await waitForEnd(backend, job, executionArn, signal).catch(
           async (error) => {
             // A deleted render stops its execution: no more chunks are scheduled or paid for.

@@ -102,10 +102,14 @@ export interface RunningServer {
    * Ends the server's work now, for a stop past its deadline ({@linkcode close} still
    * waiting): kills every render browser (with its process group) and ffmpeg, puts
    * in-flight renders back in the queue and closes the database. The process should exit
-   * right after. Returns the processes killed.
+   * right after. Returns the processes killed. The database is given
+   * {@linkcode KILL_DATABASE_MS} to take the re-queue; a start re-queues what it missed.
    */
-  kill(): { browsers: number; encoders: number };
+  kill(): Promise<{ browsers: number; encoders: number }>;
 }
+
+/** How long a forced stop waits for the database to take the re-queue of in-flight renders. */
+export const KILL_DATABASE_MS = 2000;
 
 /** Opens the data folder's database (for admin commands). */
 export async function openDataDir(dataDir: string): Promise<ReturnType<typeof openDatabase>> {
@@ -162,10 +166,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await mkdir(join(workRoot, "browsers"), { recursive: true, mode: 0o700 });
   await mkdir(workDir, { recursive: true, mode: 0o700 });
   recordBrowsersIn(join(workRoot, "browsers"));
-  const requeued = requeueInterrupted(db);
+  const requeued = await requeueInterrupted(db);
   // Requests the last run was serving when it stopped: their claims are void.
-  releaseStaleKeys(db);
-  db.prepare("update assets set upload_started_at = null where status = 'pending_upload'").run();
+  await releaseStaleKeys(db);
+  await db.run("update assets set upload_started_at = null where status = 'pending_upload'");
   const metrics = new ServerMetrics(() => queueDepth(db));
   const backend = meteredBackend(
     config.kind === "lambda" ? lambdaBackend(config) : localBackend(options.workers ?? 1, {
@@ -219,16 +223,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await Promise.all([server.shutdown(), queue.stop()]);
       // Deliveries in flight get to finish; the rest stay pending for the next start.
       await webhooks.stop(WEBHOOK_DRAIN_MS);
-      db.close();
+      await db.close();
       await rm(workDir, { recursive: true, force: true });
     },
-    kill(): { browsers: number; encoders: number } {
+    async kill(): Promise<{ browsers: number; encoders: number }> {
       const killed = { browsers: killLiveBrowsers(), encoders: killLiveEncoders() };
+      let timer: ReturnType<typeof setTimeout> | undefined;
       try {
-        requeueInterrupted(db);
-        db.close();
+        await Promise.race([
+          (async () => {
+            await requeueInterrupted(db);
+            await db.close();
+          })(),
+          new Promise((resolve) => timer = setTimeout(resolve, KILL_DATABASE_MS)),
+        ]);
       } catch {
         // closed by a close() that finished meanwhile; the next start re-queues anyway
+      } finally {
+        clearTimeout(timer);
       }
       return killed;
     },
