@@ -26,7 +26,7 @@ import {
 } from "./context.ts";
 import { now, type Row } from "./db.ts";
 import { ApiError, invalid, notFound, RateLimitedError } from "./errors.ts";
-import { clientAddress, newThrottles } from "./throttle.ts";
+import { clientAddress, DatabaseThrottleStore, newThrottles } from "./throttle.ts";
 import type { KeyScope } from "./idempotency.ts";
 import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
@@ -169,7 +169,7 @@ async function assetFromUrl(
 export function createApp(ctx: ServerContext): Hono {
   const app = new Hono();
   const openapi = loadOpenApi();
-  const throttles = newThrottles();
+  const throttles = newThrottles(new DatabaseThrottleStore(ctx.db));
   // Uploads and url sources are read whole and checked: a few at a time.
   const checks = new Slots(MAX_CONCURRENT_PROJECT_CHECKS);
   // A presented credential that fails counts against the client's address; past the limit
@@ -178,7 +178,7 @@ export function createApp(ctx: ServerContext): Hono {
     const header = c.req.header("authorization");
     if (!header) return await authenticate(ctx.db, header);
     const address = clientAddress(c.env);
-    const wait = throttles.keyCheckPerAddress.retryAfter(address);
+    const wait = await throttles.keyCheckPerAddress.retryAfter(address);
     if (wait > 0) {
       throw new RateLimitedError("too many failed API key or token checks from this address", wait);
     }
@@ -186,7 +186,7 @@ export function createApp(ctx: ServerContext): Hono {
       return await authenticate(ctx.db, header);
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) {
-        throttles.keyCheckPerAddress.fail(address);
+        await throttles.keyCheckPerAddress.fail(address);
       }
       throw error;
     }

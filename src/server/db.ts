@@ -8,4 +8,4 @@
  */
 
 export { type Database, now, type Queries, type Row, type SqlValue } from "./database/mod.ts";
-export { openSqlite as openDatabase } from "./database/mod.ts";
+export { openDatabase } from "./database/mod.ts";

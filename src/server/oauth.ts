@@ -20,7 +20,7 @@ import { Hono } from "hono";
 import type { Context } from "hono";
 import type { ServerContext } from "./context.ts";
 import type { Queries, Row } from "./db.ts";
-import { clientAddress, newThrottles, type Throttles } from "./throttle.ts";
+import { clientAddress, DatabaseThrottleStore, newThrottles, type Throttles } from "./throttle.ts";
 import {
   hashPassword,
   hmacHex,
@@ -547,8 +547,8 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
   const account = email.toLowerCase();
   const address = clientAddress(c.env);
   const wait = Math.max(
-    state.throttles.signInPerAccount.retryAfter(account),
-    state.throttles.signInPerAddress.retryAfter(address),
+    await state.throttles.signInPerAccount.retryAfter(account),
+    await state.throttles.signInPerAddress.retryAfter(address),
   );
   if (wait > 0) {
     c.header("retry-after", String(wait));
@@ -568,11 +568,11 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
   const stored = row ? String(row.password_hash) : await state.unknownAccountHash;
   const passwordOk = await verifyPassword(form.get("password") ?? "", stored);
   if (!row || !passwordOk) {
-    state.throttles.signInPerAccount.fail(account);
-    state.throttles.signInPerAddress.fail(address);
+    await state.throttles.signInPerAccount.fail(account);
+    await state.throttles.signInPerAddress.fail(address);
     return await signInPage(state, c, request, 401, "Wrong email or password.", email);
   }
-  state.throttles.signInPerAccount.clear(account);
+  await state.throttles.signInPerAccount.clear(account);
   if (needsRehash(stored)) {
     // A hash from before the current parameters: the password is at hand only now.
     await ctx.db.run(
@@ -797,7 +797,7 @@ export function oauthRoutes(ctx: ServerContext, options: OAuthOptions = {}): Hon
     ctx,
     accessSeconds: options.accessTokenSeconds ??
       accessTokenSecondsFrom(Deno.env.get("VID_ACCESS_TOKEN_SECONDS")),
-    throttles: options.throttles ?? newThrottles(),
+    throttles: options.throttles ?? newThrottles(new DatabaseThrottleStore(ctx.db)),
   };
   const app = new Hono();
   app.onError(oauthError);

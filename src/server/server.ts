@@ -12,7 +12,7 @@ import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { type ServerContext, type ServerLimits, serverLimits } from "./context.ts";
-import { openDatabase } from "./db.ts";
+import { type Database, openDatabase } from "./db.ts";
 import { startQueue } from "./queue.ts";
 import { startWebhookSender } from "./webhook_outbox.ts";
 import { lambdaBackend } from "./lambda_backend.ts";
@@ -39,6 +39,11 @@ export interface ServerOptions {
   hostname?: string;
   /** Folder for the database, secret and (by default) stored files. */
   dataDir: string;
+  /**
+   * A PostgreSQL URL (`postgres://user:password@host:5432/db`) to keep the server's state in
+   * instead of the SQLite file in `dataDir` (`vid server --database`, env `VID_DATABASE_URL`).
+   */
+  database?: string;
   /** Parallel renders of the local backend. @default 1 */
   workers?: number;
   /**
@@ -111,8 +116,12 @@ export interface RunningServer {
 /** How long a forced stop waits for the database to take the re-queue of in-flight renders. */
 export const KILL_DATABASE_MS = 2000;
 
-/** Opens the data folder's database (for admin commands). */
-export async function openDataDir(dataDir: string): Promise<ReturnType<typeof openDatabase>> {
+/**
+ * Opens the server's database: PostgreSQL at `database` when given, else the SQLite file in
+ * the data folder (for the server and its admin commands).
+ */
+export async function openDataDir(dataDir: string, database?: string): Promise<Database> {
+  if (database !== undefined) return await openDatabase(database);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   // A folder made by hand (or by an older vid) may be 0755: the data folder holds every
   // tenant's projects and videos, so it is private whoever created it.
@@ -120,16 +129,28 @@ export async function openDataDir(dataDir: string): Promise<ReturnType<typeof op
   return openDatabase(join(dataDir, "vid.db"));
 }
 
-async function loadSecret(dataDir: string): Promise<string> {
+/**
+ * The signing secret every instance on the database shares: the first to start writes one
+ * (an insert that does nothing when another won the race), and all read the one stored. The
+ * data folder's `secret` file (from before the secret lived in the database, or another
+ * instance's) is carried over when the database has none, and is (re)written with the stored
+ * one, so webhook receivers keep reading it where docs/server.md says it is.
+ */
+async function loadSecret(db: Database, dataDir: string): Promise<string> {
   const file = join(dataDir, "secret");
-  try {
-    return (await readFile(file, "utf8")).trim();
-  } catch {
-    const secret = randomId("sec", 32);
-    await writeFile(file, secret + "\n", { mode: 0o600 });
+  const existing = await readFile(file, "utf8").then((text) => text.trim(), () => undefined);
+  await db.run(
+    "insert into settings (name, value) values ('secret', ?) on conflict (name) do nothing",
+    existing || randomId("sec", 32),
+  );
+  const row = await db.get<{ value: string }>("select value from settings where name = 'secret'");
+  if (row === undefined) throw new Error("the signing secret could not be stored");
+  if (row.value !== existing) {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await writeFile(file, row.value + "\n", { mode: 0o600 });
     await chmod(file, 0o600);
-    return secret;
   }
+  return row.value;
 }
 
 /**
@@ -152,8 +173,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     onWarning: options.onWarning,
   });
   const dataDir = resolve(options.dataDir);
-  const db = await openDataDir(dataDir);
-  const secret = await loadSecret(dataDir);
+  const db = await openDataDir(dataDir, options.database);
+  const secret = await loadSecret(db, dataDir);
   const storage: Storage = options.storage
     ? storageFromUrl(options.storage)
     : new FsStorage(join(dataDir, "storage"));

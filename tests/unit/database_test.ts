@@ -96,6 +96,24 @@ describe("server database (SQLite)", () => {
     }
   });
 
+  it("runs many transactions started at once one after another, none inside another", async () => {
+    const db = await openDatabase(":memory:");
+    try {
+      await Promise.all(Array.from({ length: 8 }, (_, i) =>
+        db.transaction(async (tx) => {
+          await tx.run(ACCOUNT, `t${i}`, `t${i}@x`);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          await tx.run("update accounts set credits = credits + 1 where id = ?", `t${i}`);
+        })));
+      assert.equal(
+        (await db.get<{ n: number }>("select count(*) as n from accounts where credits = 1"))?.n,
+        8,
+      );
+    } finally {
+      await db.close();
+    }
+  });
+
   it("refuses a transaction's handle once the transaction has ended", async () => {
     const db = await openDatabase(":memory:");
     try {

@@ -8,8 +8,18 @@
  * @module
  */
 
-export { openSqlite } from "./sqlite.ts";
+import { openSqlite } from "./sqlite.ts";
+import { openPostgres } from "./postgres.ts";
+
+export { openPostgres, openSqlite };
 export { SCHEMA_VERSION, SchemaTooNewError } from "./schema.ts";
+export {
+  DATABASE_ENV,
+  DATABASE_FLAG,
+  DatabaseUnreachableError,
+  DatabaseUrlError,
+  redactUrl,
+} from "./url.ts";
 
 /** A value a query takes or a row holds. */
 export type SqlValue = string | number | null;
@@ -43,4 +53,28 @@ export interface Database extends Queries {
 /** The current time as ISO 8601. */
 export function now(): string {
   return new Date().toISOString();
+}
+
+/**
+ * Opens the database at `location`: a `postgres://` URL, or the path of an SQLite file
+ * (`:memory:` for one that lives as long as the process). Either way it is migrated to this
+ * vid's schema before it is returned.
+ *
+ * @throws {DatabaseUrlError} A URL of another kind, or a malformed one.
+ * @throws {DatabaseUnreachableError} PostgreSQL did not answer or refused the credentials.
+ * @throws {SchemaTooNewError} A newer vid migrated the database.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const db = await openDatabase(":memory:");
+ * assert.equal((await db.get<{ n: number }>("select count(*) as n from renders"))?.n, 0);
+ * await db.close();
+ * ```
+ */
+export function openDatabase(location: string): Promise<Database> {
+  return /^[a-z][a-z0-9+.-]*:/i.test(location) && location !== ":memory:"
+    ? openPostgres(location)
+    : openSqlite(location);
 }

@@ -39,48 +39,48 @@ class SqliteQueries implements Queries {
 class SqliteDatabase implements Database {
   readonly #db: DatabaseSync;
   readonly #queries: SqliteQueries;
-  /** Resolves when the open transaction ends; undefined when none is open. */
-  #held: Promise<void> | undefined;
+  /** Settles when the last statement or transaction queued so far has ended. */
+  #tail: Promise<unknown> = Promise.resolve();
 
   constructor(db: DatabaseSync) {
     this.#db = db;
     this.#queries = new SqliteQueries(db);
   }
 
-  async #free(): Promise<void> {
-    while (this.#held !== undefined) await this.#held;
+  /**
+   * Runs `work` once everything queued before it has ended: the queue is taken in the same
+   * synchronous step that joins it, so two waiters can never both find the connection free.
+   */
+  #exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.#tail.then(work);
+    this.#tail = run.catch(() => {});
+    return run;
   }
 
-  async get<T = Row>(sql: string, ...params: SqlValue[]): Promise<T | undefined> {
-    await this.#free();
-    return this.#queries.get<T>(sql, ...params);
+  get<T = Row>(sql: string, ...params: SqlValue[]): Promise<T | undefined> {
+    return this.#exclusive(() => this.#queries.get<T>(sql, ...params));
   }
 
-  async all<T = Row>(sql: string, ...params: SqlValue[]): Promise<T[]> {
-    await this.#free();
-    return this.#queries.all<T>(sql, ...params);
+  all<T = Row>(sql: string, ...params: SqlValue[]): Promise<T[]> {
+    return this.#exclusive(() => this.#queries.all<T>(sql, ...params));
   }
 
-  async run(sql: string, ...params: SqlValue[]): Promise<number> {
-    await this.#free();
-    return this.#queries.run(sql, ...params);
+  run(sql: string, ...params: SqlValue[]): Promise<number> {
+    return this.#exclusive(() => this.#queries.run(sql, ...params));
   }
 
-  async transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
-    await this.#free();
-    let release = (): void => {};
-    this.#held = new Promise((resolve) => release = resolve);
-    let open = true;
-    const guard = (): SqliteQueries => {
-      if (!open) throw new TransactionOverError();
-      return this.#queries;
-    };
-    const tx: Queries = {
-      get: async (sql, ...params) => await guard().get(sql, ...params),
-      all: async (sql, ...params) => await guard().all(sql, ...params),
-      run: async (sql, ...params) => await guard().run(sql, ...params),
-    };
-    try {
+  transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
+    return this.#exclusive(async () => {
+      let open = true;
+      const guard = (): SqliteQueries => {
+        if (!open) throw new TransactionOverError();
+        return this.#queries;
+      };
+      const tx: Queries = {
+        get: async (sql, ...params) => await guard().get(sql, ...params),
+        all: async (sql, ...params) => await guard().all(sql, ...params),
+        run: async (sql, ...params) => await guard().run(sql, ...params),
+      };
       // Immediate, so a writer in another process waits here rather than at commit.
       this.#db.exec("begin immediate");
       try {
@@ -90,17 +90,17 @@ class SqliteDatabase implements Database {
       } catch (error) {
         this.#db.exec("rollback");
         throw error;
+      } finally {
+        open = false;
       }
-    } finally {
-      open = false;
-      this.#held = undefined;
-      release();
-    }
+    });
   }
 
-  async close(): Promise<void> {
-    await this.#free();
-    if (this.#db.isOpen) this.#db.close();
+  close(): Promise<void> {
+    return this.#exclusive(() => {
+      if (this.#db.isOpen) this.#db.close();
+      return Promise.resolve();
+    });
   }
 }
 
