@@ -117,12 +117,30 @@ export {
 export { type CaptureMode } from "./src/render/browser.ts";
 export { type CapturePreference } from "./src/render/capture_mode.ts";
 export { type MediaProgress } from "./src/render/media.ts";
+export {
+  AudioAttributeError,
+  type AudioAutomation,
+  checkAudioAutomation,
+  DUCK_ATTACK,
+  DUCK_RELEASE,
+  type GainPoint,
+  parseAudioAutomation,
+  parseVolume,
+} from "./src/render/audio_automation.ts";
+export { CaptionError, formatCaptions, readCaptions, shiftCues } from "./src/render/captions.ts";
+export {
+  type CaptionCue,
+  type CaptionTrack,
+  type CaptionWord,
+  parseCaptions,
+} from "./src/runtime/captions.ts";
 export { type CompositionSource } from "./src/render/session.ts";
 export { type PackagedFile } from "./src/project/package.ts";
 export { PageError, type PageErrorDetails, type PageErrorSource } from "./src/render/page_error.ts";
 export { MissingDependencyError } from "./src/render/system.ts";
 export { FrameTimeoutError } from "./src/render/watchdog.ts";
 export {
+  type MediaAudioAttributes,
   type MediaDescriptor,
   type PageErrorRecord,
   type PageStackFrame,
@@ -130,6 +148,7 @@ export {
   runtimeScript,
   type VidPageApi,
 } from "./src/runtime/page_runtime.ts";
+export type { TimedWindow } from "./src/runtime/hyperframes.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
   type AddedLibrary,

@@ -18,6 +18,7 @@
  */
 
 export { type RunningServer, type ServerOptions, startServer } from "./src/server/server.ts";
+export type { ServerLimits } from "./src/server/context.ts";
 export {
   type LambdaBackendConfig,
   type LocalBackendConfig,

@@ -223,7 +223,7 @@ export function summarize(runs: readonly PeerRun[]): PeerSummary[] {
 
 const ROLES = ["browser", "renderer", "gpu", "chromium other", "ffmpeg", "runtime", "other"];
 
-/** The Markdown table of a summary (the one README's Performance section shows). */
+/** The Markdown table of a summary (the one docs/performance.md shows). */
 export function peerTable(summaries: readonly PeerSummary[]): string {
   const rows = [
     ["composition", "tool", "fps", "fps ratio", "CPU ms/frame", ...ROLES],

@@ -55,6 +55,7 @@ import process from "node:process";
 import { frameCount } from "../src/render/render.ts";
 import { frameRateValue, parseFrameRate } from "../src/composition/frame_rate.ts";
 import { OPTIONS } from "../src/request/options.ts";
+import { scaledSize } from "../src/request/rules.ts";
 import { renderChunk } from "../src/render/render_chunk.ts";
 import type { OutputFormat, Quality } from "../src/render/encode.ts";
 import { assembleVideo } from "../src/render/assemble.ts";
@@ -235,6 +236,7 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
       format,
       media,
       duration: event.totalFrames / rate,
+      loudness: input.config.loudness,
       input: media.length > 0 ? await mediaInputs(input, media, work) : undefined,
       inputArgs: blockPrivateNetwork() ? GUARDED_INPUT_ARGS : [],
       workDir: work,
@@ -382,8 +384,14 @@ async function openSession(
     onWarning: (message) => console.warn(message),
   });
   const { composition } = prepared;
-  const width = input.config.width ?? composition.width;
-  const height = input.config.height ?? composition.height;
+  const { width, height } = scaledSize(
+    {
+      width: input.config.width ?? composition.width,
+      height: input.config.height ?? composition.height,
+    },
+    input.config.scale ?? OPTIONS.scale.default!,
+    "config.scale",
+  );
   const outputSize = width !== composition.width || height !== composition.height
     ? { width, height }
     : undefined;

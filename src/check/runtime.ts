@@ -17,6 +17,8 @@ import { frameCountOf, type FrameRate, frameRateValue } from "../composition/fra
 import { createCapturer, evaluate, PageError, seekFrame } from "../render/capture.ts";
 import { failedFonts, fontFailureMessage } from "../render/fonts.ts";
 import { MediaError } from "../render/media.ts";
+import { AudioAttributeError } from "../render/audio_automation.ts";
+import { CaptionError } from "../render/captions.ts";
 import { type CompositionPage, openComposition } from "../render/render_chunk.ts";
 import {
   MissingAssetError,
@@ -124,6 +126,26 @@ function sessionProblem(error: unknown): CheckProblem | undefined {
       kind: "missing-file",
       message: error.message,
       field: error.field,
+    };
+  }
+  // Audio automation and caption files are checked as the session opens, as for a render.
+  if (error instanceof AudioAttributeError) {
+    return {
+      severity: "error",
+      part: "media",
+      kind: "media",
+      message: error.message,
+      field: error.field,
+    };
+  }
+  if (error instanceof CaptionError) {
+    return {
+      severity: "error",
+      part: "media",
+      kind: "syntax",
+      message: error.message,
+      field: "data-captions",
+      ...(error.line !== undefined && { line: error.line }),
     };
   }
   if (error instanceof MediaError) {

@@ -81,6 +81,7 @@ function registerCloudRender(cloud: Command): void {
     .argument("[dir]", "project directory", ".")
     .addOption(cliOption(OPTIONS.fps))
     .addOption(cliOptionWithDefault(OPTIONS.quality))
+    .addOption(cliOption(OPTIONS.loudness))
     .addOption(cliOptionWithDefault(OPTIONS.videoFormat, {
       help: "mp4; webm and mov carry alpha (unset: the --output extension, else mp4)",
     }))
@@ -124,6 +125,7 @@ function registerCloudRender(cloud: Command): void {
             composition: options.composition,
             fps: options.fps,
             quality: options.quality,
+            loudness: options.loudness,
             format,
             resolution: options.resolution,
             aspectRatio: options.aspectRatio,

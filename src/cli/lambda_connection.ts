@@ -90,6 +90,8 @@ export interface RenderConfigFlags {
   chunkSize?: OptionValue<typeof OPTIONS.chunkSize>;
   maxParallelChunks?: OptionValue<typeof OPTIONS.maxParallelChunks>;
   targetChunkFrames?: OptionValue<typeof OPTIONS.targetChunkFrames>;
+  loudness?: OptionValue<typeof OPTIONS.loudness>;
+  scale?: OptionValue<typeof OPTIONS.scale>;
 }
 
 /** The options whose flag value goes into the distributed `config` under their config field. */
@@ -102,6 +104,8 @@ const CONFIG_FLAGS = [
   OPTIONS.chunkSize,
   OPTIONS.maxParallelChunks,
   OPTIONS.targetChunkFrames,
+  OPTIONS.loudness,
+  OPTIONS.scale,
 ] as const;
 
 /** The {@linkcode RenderConfig} of the shared render options; unset ones are left out. */

@@ -64,6 +64,8 @@ export function registerLambdaRender(lambda: Command): void {
     .addOption(cliOption(OPTIONS.fps, { defaultText: "30" }))
     .addOption(cliOption(OPTIONS.videoFormat))
     .addOption(cliOption(OPTIONS.quality))
+    .addOption(cliOption(OPTIONS.loudness))
+    .addOption(cliOption(OPTIONS.scale, { defaultText: "1" }))
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables, {

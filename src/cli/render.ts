@@ -42,6 +42,9 @@ export function registerRender(program: Command): void {
     .addOption(cliOptionWithDefault(OPTIONS.capture))
     .addOption(cliOption(OPTIONS.frameTimeoutMs))
     .addOption(cliSwitch(OPTIONS.hdr))
+    .addOption(cliOption(OPTIONS.loudness))
+    .addOption(cliOptionWithDefault(OPTIONS.scale))
+    .addOption(cliOption(OPTIONS.captionsOut))
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")
     .action(async (target, options) => {
@@ -60,6 +63,9 @@ export function registerRender(program: Command): void {
           format: options.format,
           quality: options.quality,
           hdr: options.hdr,
+          loudness: options.loudness,
+          scale: options.scale,
+          captionsOut: options.captionsOut,
           workers: options.workers,
           frames: options.frames,
           variables: options.variables,

@@ -29,6 +29,7 @@ export function registerStill(program: Command): void {
     }))
     .option("-o, --output <file>", "image file, .png or .jpg (default: renders/<id>-<frame>.png)")
     .addOption(cliOptionWithDefault(OPTIONS.jpegQuality))
+    .addOption(cliOptionWithDefault(OPTIONS.scale))
     .addOption(cliOption(OPTIONS.background))
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
@@ -47,6 +48,7 @@ export function registerStill(program: Command): void {
           fps: options.fps,
           output: options.output,
           jpegQuality: options.quality,
+          scale: options.scale,
           background: options.background,
           variables: options.variables,
           variablesFile: options.variablesFile,

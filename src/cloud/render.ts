@@ -87,6 +87,11 @@ export interface CloudRenderOptions {
   fps?: number | string;
   /** Encoding quality. @default "standard" */
   quality?: Quality;
+  /**
+   * Integrated loudness of the soundtrack, LUFS (-70 to -5), by two-pass EBU R128
+   * `loudnorm`. @default the mix as it is
+   */
+  loudness?: number;
   /** Container of the video. @default "mp4" */
   format?: OutputFormat;
   /** Output resolution. @default "1080p" */
@@ -234,6 +239,7 @@ export function checkCloudRenderOptions(options: CloudRenderOptions): void {
     const declaration of [
       OPTIONS.fps,
       OPTIONS.quality,
+      OPTIONS.loudness,
       OPTIONS.resolution,
       OPTIONS.aspectRatio,
       OPTIONS.callbackId,
@@ -466,6 +472,7 @@ export async function cloudRender(
       aspect_ratio: aspectRatio,
       variables: overrides,
       strict_variables: options.strictVariables === true,
+      ...(options.loudness !== undefined ? { loudness: options.loudness } : {}),
       ...(options.callbackUrl !== undefined ? { callback_url: options.callbackUrl } : {}),
       ...(options.callbackId !== undefined ? { callback_id: options.callbackId } : {}),
     },

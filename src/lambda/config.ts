@@ -85,6 +85,16 @@ export interface RenderConfig<
   maxParallelChunks?: number;
   /** Ceiling on frames per chunk, used only when `chunkSize` is unset. */
   targetChunkFrames?: number;
+  /**
+   * Integrated loudness of the soundtrack, LUFS (-70 to -5), by two-pass EBU R128
+   * `loudnorm` in the `assemble` task. @default the mix as it is
+   */
+  loudness?: number;
+  /**
+   * Device pixels per CSS pixel, 1-4: frames are `width` x `height` times the scale, drawn
+   * at that size. @default 1
+   */
+  scale?: number;
   /** High-dynamic-range output: always rejected here; render HDR with `vid render --hdr`. */
   hdr?: boolean;
   /** Seed of the page's `Math.random`, the same in every chunk. @default 1 */
@@ -333,6 +343,8 @@ function checkRenderConfig(config: Record<string, unknown>): void {
       OPTIONS.chunkSize,
       OPTIONS.maxParallelChunks,
       OPTIONS.targetChunkFrames,
+      OPTIONS.loudness,
+      OPTIONS.scale,
     ]
   ) {
     try {

@@ -157,6 +157,16 @@ export interface ChunkMedia {
   loop: boolean;
   /** Speed of the source (`data-playback-rate`). */
   playbackRate: number;
+  /** The element as messages name it (`<audio id="music">`). */
+  element?: string;
+  /** Its audio automation attributes as written (`data-fade-in`, keyframes, ducking). */
+  audio?: {
+    volume?: string;
+    fadeIn?: string;
+    fadeOut?: string;
+    duck?: string;
+    voice?: boolean;
+  };
 }
 
 /** Result of a `renderChunk` task: where the chunk's file was written. */

@@ -21,12 +21,22 @@ import {
 } from "../render/render.ts";
 import type { OutputFormat, Quality } from "../render/encode.ts";
 import { checkOption, flagOf, OPTIONS } from "../request/options.ts";
+import { frameCountOf, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { CONTENT_TYPES } from "../util/mime.ts";
 
 /** Content type of a finished render, by file extension. */
 export const RENDER_EXTENSIONS: Readonly<Record<string, string>> = Object.fromEntries(
-  (["mp4", "webm", "mov"] as const).map((ext) => [ext, CONTENT_TYPES[ext]]),
+  (["mp4", "webm", "mov", "gif"] as const).map((ext) => [ext, CONTENT_TYPES[ext]]),
 );
+
+/**
+ * The formats the studio renders: every one-file format of `vid render` (a PNG sequence is a
+ * folder, which the studio does not link; `vid render -o frames/%05d.png` writes one).
+ */
+export const STUDIO_FORMATS: readonly StudioFormat[] = ["mp4", "webm", "mov", "gif"];
+
+/** A format the studio renders. */
+export type StudioFormat = OutputFormat | "gif";
 
 /** Where a studio render is. */
 export type PreviewRenderState = "idle" | "rendering" | "done" | "failed" | "cancelled";
@@ -96,9 +106,11 @@ export interface RenderRequest {
   /** Entry HTML file inside the project, when not the one the jobs were created with. */
   composition?: string;
   /** @default "mp4" */
-  format?: OutputFormat;
+  format?: StudioFormat;
   /** @default "standard" */
   quality?: Quality;
+  /** Device pixels per CSS pixel (`--scale`). @default 1 */
+  scale?: number;
   /** Only frames `from`..`to` (inclusive). @default every frame */
   frames?: { from: number; to: number };
   /** File name without extension; `-2`, `-3`… are added when it exists. @default dated */
@@ -107,22 +119,39 @@ export interface RenderRequest {
 
 /**
  * The dialog's choices from a request body, checked: `format`, `quality`, `from`/`to`
- * (inclusive frames within `base.frames`, checked as the `frames` option) and `name`
+ * (inclusive frames within `base.frames`, checked as the `frames` option), `scale` and `name`
  * (letters, digits, `.`, `_`, `-`). Throws {@linkcode RenderOptionError} naming the field
  * (`format`, `quality`, `frames`, `name`) with the declaration's words.
  */
 export function renderRequestFrom(
   body: Record<string, unknown>,
-  base: Omit<RenderRequest, "frames"> & { frames: number },
+  base: Omit<RenderRequest, "frames"> & { frames: number; duration?: number },
 ): RenderRequest {
-  const { frames: total, ...request } = base;
+  const { frames: composed, duration, ...request } = base;
   const result: RenderRequest = { ...request };
+  // Another rate than the composition's: the range is in frames of that rate.
+  let total = composed;
+  if (body.fps !== undefined && body.fps !== "") {
+    const rate = parseFrameRate(checkOption(OPTIONS.fps, body.fps)!, "fps");
+    result.fps = frameRateValue(rate);
+    if (duration !== undefined) total = frameCountOf(duration, rate);
+  }
   // Format, quality and range through the render request's declarations: the same words
   // as `vid render --format/--quality/--frames`.
-  const format = checkOption(OPTIONS.videoFormat, body.format);
+  const format = checkOption(OPTIONS.format, body.format);
+  if (format === "png") {
+    throw new RenderOptionError(
+      "format",
+      "a PNG sequence is a folder of files, which the studio does not render; use " +
+        "vid render -o frames/%05d.png",
+      flagOf(OPTIONS.format),
+    );
+  }
   if (format !== undefined) result.format = format;
   const quality = checkOption(OPTIONS.quality, body.quality);
   if (quality !== undefined) result.quality = quality;
+  const scale = checkOption(OPTIONS.scale, body.scale);
+  if (scale !== undefined) result.scale = scale;
   if (body.from !== undefined || body.to !== undefined) {
     const frames = checkOption(OPTIONS.frames, {
       from: body.from ?? 0,
@@ -174,7 +203,7 @@ async function outputName(
   dir: string,
   id: string,
   now: Date,
-  format: OutputFormat,
+  format: StudioFormat,
   asked?: string,
 ): Promise<string> {
   const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
@@ -251,6 +280,7 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
         fps: request.fps,
         format,
         quality: request.quality,
+        scale: request.scale,
         frames: request.frames,
         workers: options.workers,
         frameTimeoutMs: options.frameTimeoutMs,

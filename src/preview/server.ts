@@ -13,6 +13,7 @@
  *   defaults, and the render formats and qualities.
  * - `POST /__preview/variables`: `{values, entry?}` checked with the CLI's own checks.
  * - `GET /__preview/runtime.js`: the page runtime the stage pages load.
+ * - `GET /__preview/images`: the project's image files, for the image variables' picker.
  * - `GET /__preview/events`: server-sent events `change` and `render`.
  * - `POST /__preview/media`: `{media}`, the `__vid.media()` list of a stage page; prepares
  *   the frame-exact proxies of its `<video>` sources and answers their `version`.
@@ -45,8 +46,10 @@ import {
   RenderBusyError,
   type RenderJobs,
   renderRequestFrom,
+  STUDIO_FORMATS,
 } from "./render_job.ts";
-import { OUTPUT_FORMATS, QUALITIES } from "../render/encode.ts";
+import { QUALITIES } from "../render/encode.ts";
+import { MAX_SCALE } from "../request/options.ts";
 import { studioPage } from "./studio_page.ts";
 import { createPreviewVideoProxies, type PreviewVideoProxies } from "./video_proxies.ts";
 import { type ProjectWatcher, watchProject } from "./watch.ts";
@@ -140,7 +143,7 @@ export interface PreviewComposition {
   dropped: Composition["dropped"];
   defaults: Variables;
   /** What the render dialog offers. */
-  render: { formats: readonly string[]; qualities: readonly string[] };
+  render: { formats: readonly string[]; qualities: readonly string[]; scales: readonly string[] };
 }
 
 /** One composition of the project, as `GET /__preview/compositions` lists it. */
@@ -180,6 +183,7 @@ export interface VariablesCheck {
 export function checkStudioValues(
   declarations: readonly VariableDeclaration[],
   values: Variables,
+  projectDir?: string,
 ): VariablesCheck {
   const defaults = mergeVariables(declarations, {});
   const overrides: Variables = {};
@@ -187,7 +191,7 @@ export function checkStudioValues(
     if (!(key in defaults) || defaults[key] !== value) overrides[key] = value;
   }
   return {
-    problems: checkOverrides(declarations, values),
+    problems: checkOverrides(declarations, values, { projectDir }),
     overrides,
     variablesJson: JSON.stringify(overrides),
   };
@@ -206,7 +210,12 @@ function describeComposition(c: Composition, fps: number): PreviewComposition {
     declarations: c.declarations,
     dropped: c.dropped,
     defaults: mergeVariables(c.declarations, {}),
-    render: { formats: OUTPUT_FORMATS, qualities: QUALITIES },
+    render: {
+      formats: STUDIO_FORMATS,
+      qualities: QUALITIES,
+      // Every --scale the render option takes.
+      scales: Array.from({ length: MAX_SCALE }, (_, i) => String(i + 1)),
+    },
   };
 }
 
@@ -523,7 +532,7 @@ async function startRender(ctx: PreviewContext, request: Request): Promise<Respo
   try {
     const entry = entryOf(ctx, body.entry as string | undefined);
     const c = await readEntry(ctx, entry);
-    const problems = checkOverrides(c.declarations, body.values);
+    const problems = checkOverrides(c.declarations, body.values, { projectDir: ctx.projectDir });
     if (problems.length > 0) {
       return json({
         ok: false,
@@ -543,6 +552,7 @@ async function startRender(ctx: PreviewContext, request: Request): Promise<Respo
       compositionId: c.id,
       composition: entry === ctx.defaultEntry ? undefined : entry,
       frames: frameCount(c.duration, fpsOf(ctx, c)),
+      duration: c.duration,
     }));
     ctx.log(`rendering ${c.id} into ${ctx.rendersDir}`);
     return json({ ok: true, status }, 202);
@@ -554,6 +564,35 @@ async function startRender(ctx: PreviewContext, request: Request): Promise<Respo
       : 422;
     return json(errorBody(error), status);
   }
+}
+
+/** Extensions the studio's image picker offers. */
+const IMAGE_EXTENSIONS = new Set([".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg", ".avif"]);
+/** Most images the picker lists. */
+const MAX_PICKER_IMAGES = 200;
+
+/**
+ * The project's image files as project paths (`img/logo.png`), sorted, for the studio's
+ * image picker: hidden folders, `node_modules` and `renders` left out, at most
+ * {@linkcode MAX_PICKER_IMAGES}.
+ */
+async function projectImages(projectDir: string): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (dir: string, prefix: string, depth: number): Promise<void> => {
+    if (depth > 6 || found.length >= MAX_PICKER_IMAGES) return;
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      if (entry.name.startsWith(".") || entry.name === "node_modules") continue;
+      const path = `${prefix}${entry.name}`;
+      if (entry.isDirectory()) {
+        if (path !== "renders") await walk(join(dir, entry.name), `${path}/`, depth + 1);
+      } else if (entry.isFile() && IMAGE_EXTENSIONS.has(extname(entry.name).toLowerCase())) {
+        if (found.length < MAX_PICKER_IMAGES) found.push(path);
+      }
+    }
+  };
+  await walk(projectDir, "", 0);
+  return found;
 }
 
 /** The studio's JSON API: `route` is the path after {@linkcode PREVIEW_PREFIX}. */
@@ -586,10 +625,16 @@ async function api(ctx: PreviewContext, request: Request, route: string): Promis
     }
     try {
       const c = await readEntry(ctx, entryOf(ctx, body.entry as string | undefined));
-      return json({ ok: true, ...checkStudioValues(c.declarations, body.values) });
+      return json({
+        ok: true,
+        ...checkStudioValues(c.declarations, body.values, ctx.projectDir),
+      });
     } catch (error) {
       return json(errorBody(error), 422);
     }
+  }
+  if (route === "images" && request.method === "GET") {
+    return json({ ok: true, images: await projectImages(ctx.projectDir) });
   }
   if (route === "check" && request.method === "GET") {
     // The static and media parts of vid check, for the Check panel (no browser: the

@@ -41,10 +41,14 @@ export function studioClient(): void {
   }
   interface Declaration {
     id: string;
-    type: "string" | "number" | "color" | "boolean" | "enum";
+    type: "string" | "number" | "color" | "boolean" | "enum" | "image";
     label: string;
     default?: string | number | boolean;
     options?: EnumOption[];
+    /** For editors: what the variable is for. */
+    description?: string;
+    /** For editors: the group it is shown in. */
+    group?: string;
   }
   interface Info {
     id: string;
@@ -58,7 +62,7 @@ export function studioClient(): void {
     declarations: Declaration[];
     dropped: { index: number; id?: string; reason: string }[];
     defaults: Record<string, unknown>;
-    render: { formats: string[]; qualities: string[] };
+    render: { formats: string[]; qualities: string[]; scales: string[] };
   }
   interface Problem {
     key: string;
@@ -173,6 +177,8 @@ export function studioClient(): void {
   const renderDialog = byId<HTMLDialogElement>("render-dialog");
   const renderFormat = byId<HTMLSelectElement>("render-format");
   const renderQuality = byId<HTMLSelectElement>("render-quality");
+  const renderScale = byId<HTMLSelectElement>("render-scale");
+  const renderFps = byId<HTMLInputElement>("render-fps");
   const renderFrom = byId<HTMLInputElement>("render-from");
   const renderTo = byId<HTMLInputElement>("render-to");
   const renderName = byId<HTMLInputElement>("render-name");
@@ -812,6 +818,29 @@ export function studioClient(): void {
     return items.slice(0, 40);
   };
 
+  /**
+   * The time ruler over the tracks: a tick and its time every step, the step the first of
+   * 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60 s that puts at most 8 steps in `span`.
+   */
+  const timeRuler = (span: number): HTMLElement => {
+    const ruler = document.createElement("div");
+    ruler.id = "ruler";
+    const step = [0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60].find((s) => span / s <= 8) ??
+      Math.ceil(span / 8 / 60) * 60;
+    for (let n = 0; n * step <= span + 1e-9; n++) {
+      const t = +(n * step).toFixed(3);
+      const tick = document.createElement("span");
+      tick.className = "tick";
+      tick.dataset.time = String(t);
+      tick.style.left = `${(t / span) * 100}%`;
+      tick.textContent = t >= 60
+        ? `${Math.floor(t / 60)}:${String(t % 60).padStart(2, "0")}`
+        : `${t}s`;
+      ruler.append(tick);
+    }
+    return ruler;
+  };
+
   const drawTimeline = (): void => {
     if (!info) return;
     const items = timelineItems();
@@ -838,7 +867,11 @@ export function studioClient(): void {
     });
     const playhead = document.createElement("div");
     playhead.id = "playhead";
-    timeline.replaceChildren(...rows, ...(rows.length > 0 ? [playhead] : []));
+    timeline.replaceChildren(
+      ...(rows.length > 0 ? [timeRuler(span)] : []),
+      ...rows,
+      ...(rows.length > 0 ? [playhead] : []),
+    );
     movePlayhead(Math.max(0, shown));
   };
 
@@ -850,7 +883,7 @@ export function studioClient(): void {
   };
 
   timeline.addEventListener("click", (event) => {
-    const track = (event.target as Element).closest<HTMLElement>(".track");
+    const track = (event.target as Element).closest<HTMLElement>(".track, #ruler");
     if (!track || !info) return;
     const box = track.getBoundingClientRect();
     setPlaying(false);
@@ -1002,6 +1035,8 @@ export function studioClient(): void {
     if (d.type === "boolean") (input as HTMLInputElement).checked = value === true;
     else input.value = value === undefined ? "" : String(value);
     if (d.type === "color") syncPicker(d, value);
+    // A value set from code (reset, a reload's URL) updates the image's thumbnail too.
+    if (d.type === "image") input.dispatchEvent(new Event("vid-value"));
   };
 
   const showProblems = (problems: Problem[]): void => {
@@ -1058,6 +1093,79 @@ export function studioClient(): void {
     }, 150);
   };
 
+  /** The project's images, asked for once per studio. */
+  let projectImages: Promise<string[]> | undefined;
+  const listImages = (): Promise<string[]> =>
+    projectImages ??= fetch("/__preview/images")
+      .then((r) => r.json() as Promise<{ images?: string[] }>)
+      .then((body) => body.images ?? [], () => []);
+
+  /**
+   * An image variable's thumbnail (of the value in the field; a value that is no file shows
+   * none, and the check marks it) and a picker of the project's images with thumbnails.
+   */
+  const imagePicker = (
+    d: Declaration,
+    input: HTMLInputElement,
+  ): { controls: HTMLElement[]; grid: HTMLElement } => {
+    const thumb = document.createElement("img");
+    thumb.className = "thumb";
+    thumb.dataset.thumb = d.id;
+    thumb.alt = "";
+    const showThumb = (): void => {
+      const value = input.value.trim();
+      thumb.hidden = value === "";
+      if (value !== "") thumb.src = /^https?:\/\//i.test(value) ? value : `/${value}`;
+    };
+    thumb.addEventListener("error", () => thumb.hidden = true);
+    input.addEventListener("input", showThumb);
+    input.addEventListener("vid-value", showThumb);
+    const choose = document.createElement("button");
+    choose.type = "button";
+    choose.textContent = "Choose…";
+    choose.dataset.choose = d.id;
+    const grid = document.createElement("div");
+    grid.className = "image-grid";
+    grid.dataset.images = d.id;
+    grid.hidden = true;
+    choose.addEventListener("click", async () => {
+      if (!grid.hidden) {
+        grid.hidden = true;
+        return;
+      }
+      const images = await listImages();
+      grid.replaceChildren(
+        ...(images.length > 0
+          ? images.map((path) => {
+            const option = document.createElement("button");
+            option.type = "button";
+            option.className = "image-option";
+            option.dataset.path = path;
+            option.title = path;
+            const img = document.createElement("img");
+            img.src = `/${path}`;
+            img.alt = path;
+            option.append(img);
+            option.addEventListener("click", () => {
+              input.value = path;
+              values[d.id] = path;
+              showThumb();
+              grid.hidden = true;
+              changed();
+            });
+            return option;
+          })
+          : [Object.assign(document.createElement("span"), {
+            className: "hint",
+            textContent: "no images in the project",
+          })]),
+      );
+      grid.hidden = false;
+    });
+    queueMicrotask(showThumb);
+    return { controls: [thumb, choose], grid };
+  };
+
   const buildField = (d: Declaration): HTMLElement => {
     const field = document.createElement("div");
     field.className = "field";
@@ -1096,6 +1204,8 @@ export function studioClient(): void {
       if (d.type === "color") syncPicker(d, values[d.id]);
       changed();
     });
+    const picker = d.type === "image" ? imagePicker(d, input as HTMLInputElement) : undefined;
+    if (picker) row.append(...picker.controls);
     if (d.type === "color") {
       const picker = document.createElement("input");
       picker.type = "color";
@@ -1113,13 +1223,51 @@ export function studioClient(): void {
     problem.className = "problem";
     problem.id = `problem-${d.id}`;
     problem.setAttribute("role", "alert");
-    field.append(label, row, problem);
+    field.append(label, row);
+    if (picker) field.append(picker.grid);
+    if (d.description) {
+      const description = document.createElement("p");
+      description.className = "description";
+      description.id = `desc-${d.id}`;
+      description.textContent = d.description;
+      input.setAttribute("aria-describedby", description.id);
+      field.append(description);
+    }
+    field.append(problem);
     return field;
+  };
+
+  /**
+   * The fields in declaration order, those of one `group` together in a fieldset named by it
+   * (placed where the group's first variable is).
+   */
+  const groupedFields = (declarations: Declaration[]): HTMLElement[] => {
+    const nodes: HTMLElement[] = [];
+    const groups = new Map<string, HTMLFieldSetElement>();
+    for (const d of declarations) {
+      if (!d.group) {
+        nodes.push(buildField(d));
+        continue;
+      }
+      let set = groups.get(d.group);
+      if (!set) {
+        set = document.createElement("fieldset");
+        set.className = "group";
+        set.dataset.group = d.group;
+        const legend = document.createElement("legend");
+        legend.textContent = d.group;
+        set.append(legend);
+        groups.set(d.group, set);
+        nodes.push(set);
+      }
+      set.append(buildField(d));
+    }
+    return nodes;
   };
 
   const buildPanel = (): void => {
     if (!info) return;
-    form.replaceChildren(...info.declarations.map(buildField));
+    form.replaceChildren(...groupedFields(info.declarations));
     if (info.declarations.length === 0) {
       const none = document.createElement("p");
       none.className = "hint";
@@ -1340,10 +1488,23 @@ export function studioClient(): void {
     select.value = options.includes(keep) ? keep : chosen;
   };
 
+  // At another frame rate the whole composition is other frame numbers: a range left whole
+  // stays whole (the server counts its frames), an edited one is kept as typed.
+  renderFps.addEventListener("input", () => {
+    const fps = Number(renderFps.value);
+    const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
+    if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
+    const last = String(Math.max(1, Math.round(info.duration * fps + 1e-9)) - 1);
+    renderFrom.max = renderTo.max = last;
+    renderTo.value = last;
+  });
+
   renderButton.addEventListener("click", () => {
     if (!info) return;
     fillOptions(renderFormat, info.render.formats, "mp4");
     fillOptions(renderQuality, info.render.qualities, "standard");
+    fillOptions(renderScale, info.render.scales, "1");
+    renderFps.value = String(+info.fps.toFixed(3));
     renderFrom.max = renderTo.max = String(lastFrame());
     renderFrom.value = "0";
     renderTo.value = String(lastFrame());
@@ -1365,7 +1526,11 @@ export function studioClient(): void {
           entry,
           format: renderFormat.value,
           quality: renderQuality.value,
-          ...(from !== 0 || to !== lastFrame() ? { from, to } : {}),
+          ...(renderScale.value !== "1" ? { scale: Number(renderScale.value) } : {}),
+          ...(renderFps.value !== String(+(info?.fps ?? 0).toFixed(3))
+            ? { fps: Number(renderFps.value) }
+            : {}),
+          ...(from !== 0 || to !== Number(renderTo.max) ? { from, to } : {}),
           ...(renderName.value.trim() ? { name: renderName.value.trim() } : {}),
         }),
       });

@@ -61,6 +61,10 @@ main { flex: 1; display: grid; grid-template-columns: 1fr 340px; min-height: 0; 
 #timeline { position: relative; border-top: 1px solid var(--line); padding: 4px 14px 8px;
   max-height: 160px; overflow: auto; font-size: 12px; }
 #timeline:empty { display: none; }
+#ruler { position: relative; height: 16px; margin: 0 0 2px 120px; cursor: pointer;
+  border-bottom: 1px solid var(--line); }
+#ruler .tick { position: absolute; bottom: 0; padding-left: 3px; border-left: 1px solid var(--line);
+  color: var(--muted); font-size: 11px; line-height: 14px; white-space: nowrap; }
 .track { position: relative; height: 20px; margin: 3px 0 3px 120px; background: #15181e;
   border-radius: 3px; cursor: pointer; }
 .track .name { position: absolute; right: calc(100% + 8px); width: 112px; top: 2px;
@@ -102,6 +106,17 @@ aside h2 { font-size: 13px; text-transform: uppercase; letter-spacing: 0.08em;
   background: none; }
 .field.invalid input, .field.invalid select { border-color: var(--bad); }
 .field .problem { color: var(--bad); font-size: 12px; margin-top: 3px; }
+.field .thumb { width: 28px; height: 28px; object-fit: contain; background: #11141a;
+  border: 1px solid var(--line); border-radius: 4px; }
+.image-grid { display: grid; margin-top: 6px;
+  grid-template-columns: repeat(auto-fill, 56px); gap: 6px; padding: 8px; background: #1b1f27;
+  border: 1px solid var(--line); border-radius: 6px; max-height: 260px; overflow: auto; }
+.image-grid[hidden] { display: none; }
+.image-option { width: 56px; height: 56px; padding: 2px; background: #11141a; }
+.image-option img { width: 100%; height: 100%; object-fit: contain; }
+.field .description { color: var(--muted); font-size: 12px; margin: 3px 0 0; }
+fieldset.group { border: 1px solid var(--line); border-radius: 6px; margin: 0 0 12px; padding: 6px 10px 0; }
+fieldset.group legend { color: var(--muted); font-size: 12px; padding: 0 4px; }
 .field .problem:empty { display: none; }
 #dropped { color: #ffcf70; font-size: 12px; padding-left: 18px; }
 #dropped:empty { display: none; }
@@ -189,6 +204,10 @@ const BODY = `
       <select id="render-format"></select></div>
     <div class="row"><label for="render-quality">Quality</label>
       <select id="render-quality"></select></div>
+    <div class="row"><label for="render-fps">Frame rate</label>
+      <input id="render-fps" class="frame" type="number" min="1" max="240" step="any"> fps</div>
+    <div class="row"><label for="render-scale">Scale</label>
+      <select id="render-scale" title="device pixels per CSS pixel: 2 renders a 1920x1080 layout at 3840x2160"></select></div>
     <div class="row"><label for="render-from">Frames</label>
       <input id="render-from" class="frame" type="number" min="0" step="1" value="0"> to
       <input id="render-to" class="frame" type="number" min="0" step="1" value="0"></div>

@@ -15,7 +15,7 @@ import { rename } from "node:fs/promises";
 import { join } from "node:path";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { concatChunks, type ConcatTiming, type OutputFormat } from "./encode.ts";
-import { mixAudio, muxAudio } from "./media.ts";
+import { mixAudio, muxAudio, normalizeLoudness } from "./media.ts";
 
 /** What {@linkcode assembleVideo} joins and mixes. */
 export interface AssembleVideoOptions {
@@ -35,6 +35,10 @@ export interface AssembleVideoOptions {
   duration: number;
   /** Timeline time the output starts at (a `--frames` sub-range). @default 0 */
   startAt?: number;
+  /** Seconds of the whole composition (where an unbounded element's fade-out ends). */
+  timelineEnd?: number;
+  /** Integrated loudness of the soundtrack, LUFS (`--loudness`); as mixed when unset. */
+  loudness?: number;
   /** Maps a media `src` to what ffmpeg reads (a local copy, a loopback URL). */
   input?: (src: string) => string;
   /** Options before each media input (a guarded render's `-protocol_whitelist file`). */
@@ -85,10 +89,14 @@ export async function assembleVideo(options: AssembleVideoOptions): Promise<Asse
     ffprobe: options.ffprobe,
     duration: options.duration,
     startAt: options.startAt,
+    timelineEnd: options.timelineEnd,
     output: soundtrack,
     input: options.input,
     inputArgs: options.inputArgs,
   });
+  if (audio && options.loudness !== undefined) {
+    await normalizeLoudness(ffmpeg, soundtrack, options.loudness);
+  }
   const joined = audio ? join(workDir, `joined.${format}`) : options.output;
   const files = [...options.chunkFiles];
   const list = join(workDir, "chunks.txt");

@@ -16,6 +16,15 @@ import { join, resolve } from "node:path";
 import process from "node:process";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import type { Browser } from "./browser.ts";
+import {
+  type AudioAutomation,
+  checkAudioAutomation,
+  duckWeight,
+  gainExpression,
+  type GainPoint,
+  parseAudioAutomation,
+  playedLength,
+} from "./audio_automation.ts";
 import { evaluate } from "./capture.ts";
 import { type OutputFormat, runFfmpeg } from "./encode.ts";
 import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
@@ -384,8 +393,10 @@ export function audioCodecArgs(format: OutputFormat): string[] {
  * (and writes nothing) when nothing is audible.
  *
  * Each element contributes its source from `data-media-start`, for `data-duration` (or to
- * its end), looped with `loop`, scaled by `data-volume`, sped up by
- * `data-playback-rate`, delayed to `data-start` on the timeline.
+ * its end), looped with `loop`, scaled by `data-volume` (a gain or keyframes), faded by
+ * `data-fade-in`/`data-fade-out`, ducked under `data-voice` elements by `data-duck`, sped
+ * up by `data-playback-rate`, delayed to `data-start` on the timeline. Throws
+ * `AudioAttributeError` for automation that does not parse or fit the element.
  */
 export async function mixAudio(
   media: readonly MediaDescriptor[],
@@ -400,21 +411,33 @@ export async function mixAudio(
     input?: (src: string) => string;
     /** Options before each input (a guarded render's `-protocol_whitelist file`). */
     inputArgs?: readonly string[];
+    /**
+     * Seconds of the whole composition, where an element without an end stops (its
+     * fade-out ends there). @default startAt + duration
+     */
+    timelineEnd?: number;
   },
 ): Promise<boolean> {
   const inputArgs = options.inputArgs ?? [];
   const startAt = options.startAt ?? 0;
   const end = startAt + options.duration;
+  const probes = new Map<string, Promise<MediaProbe>>();
+  const probeOf = (src: string): Promise<MediaProbe> => {
+    const input = options.input?.(src) ?? src;
+    if (!probes.has(input)) probes.set(input, probeMedia(options.ffprobe, input, inputArgs));
+    return probes.get(input)!;
+  };
+  const automations = await mediaAutomation(media, probeOf, options.timelineEnd ?? end);
   const inputs: string[] = [];
   const filters: string[] = [];
   let inputIndex = 0;
-  for (const item of media) {
+  for (const [index, item] of media.entries()) {
     const playsUntil = item.duration === null ? Infinity : item.start + item.duration;
     if (item.muted || item.volume <= 0 || item.start >= end || playsUntil <= startAt) continue;
     const input = options.input?.(item.src) ?? item.src;
-    const probe = await probeMedia(options.ffprobe, input, inputArgs);
+    const probe = await probeOf(item.src);
     if (!probe.hasAudio) continue;
-    const n = filters.length;
+    const n = inputIndex;
     // A loop restarts at data-media-start, as the picture does: the whole file loops when
     // that is 0, else the trimmed span is repeated.
     const loopSpan = item.loop && item.mediaStart > 0 ? probe.duration - item.mediaStart : 0;
@@ -433,16 +456,25 @@ export async function mixAudio(
       end - Math.max(item.start, startAt),
     );
     steps.push(`atrim=duration=${length.toFixed(6)}`);
-    steps.push(`volume=${item.volume}`);
+    const gain = gainCurve(automations[index], skip, length);
+    if (gain === undefined) steps.push(`volume=${item.volume}`);
     // Mono plays on both speakers at full level, as in the browser; ffmpeg's own
     // mono-to-stereo upmix would lower it by 3 dB.
     if (probe.audioChannels === 1) steps.push("pan=stereo|c0=c0|c1=c0");
     steps.push("aresample=48000", "aformat=sample_fmts=fltp:channel_layouts=stereo");
     const delayMs = Math.round(Math.max(0, item.start - startAt) * 1000);
-    if (delayMs > 0) steps.push(`adelay=${delayMs}:all=1`);
-    filters.push(`[${inputIndex++}:a:0]${steps.join(",")}[a${n}]`);
+    const delay = delayMs > 0 ? `,adelay=${delayMs}:all=1` : "";
+    if (gain === undefined) {
+      filters.push(`[${inputIndex++}:a:0]${steps.join(",")}${delay}[a${n}]`);
+    } else {
+      filters.push(
+        `[${inputIndex++}:a:0]${steps.join(",")}[s${n}]`,
+        `${gain}[g${n}]`,
+        `[s${n}][g${n}]amultiply${delay}[a${n}]`,
+      );
+    }
   }
-  const count = filters.length;
+  const count = inputIndex;
   if (count === 0) return false;
   const labels = Array.from({ length: count }, (_, i) => `[a${i}]`).join("");
   const mix = count > 1
@@ -464,6 +496,94 @@ export async function mixAudio(
   return true;
 }
 
+/** An element's automation and the times it applies over, for {@linkcode gainCurve}. */
+interface PlacedAutomation {
+  automation: AudioAutomation;
+  /** Seconds the element plays. */
+  length: number;
+  /** The duck weight over the element's own time, when it is ducked by a voice. */
+  duck?: GainPoint[];
+}
+
+/**
+ * Parses and checks every element's audio automation (throwing `AudioAttributeError` for a
+ * bad one, audible or not) and places the voices' duck weight on each ducked element's
+ * own time.
+ */
+async function mediaAutomation(
+  media: readonly MediaDescriptor[],
+  probeOf: (src: string) => Promise<MediaProbe>,
+  timelineEnd: number,
+): Promise<PlacedAutomation[]> {
+  const placed = await Promise.all(media.map(async (item) => {
+    const automation = parseAudioAutomation(item);
+    const curved = automation.fadeIn > 0 || automation.fadeOut > 0 || automation.voice ||
+      automation.duck !== undefined;
+    const source = curved && !item.muted ? (await probeOf(item.src)).duration : 0;
+    const length = playedLength(item, source, timelineEnd);
+    if (!item.muted) checkAudioAutomation(automation, length, item.element ?? item.src);
+    return { automation, length };
+  }));
+  const voices = media.flatMap((item, i) =>
+    placed[i].automation.voice && !item.muted && item.volume > 0
+      ? [{ start: item.start, end: item.start + placed[i].length }]
+      : []
+  );
+  return placed.map((entry, i) => {
+    if (entry.automation.duck === undefined || entry.automation.voice) return entry;
+    const start = media[i].start;
+    const weight = duckWeight(voices).map((p) => ({ time: p.time - start, gain: p.gain }));
+    return { ...entry, duck: weight };
+  });
+}
+
+/**
+ * Checks the audio automation of every element (`data-volume` keyframes, fades, `data-duck`)
+ * before anything renders, so a bad attribute fails the render at once rather than at its
+ * mix. Throws `AudioAttributeError` naming the element, the attribute and the fix.
+ *
+ * @example
+ * ```ts no_run
+ * import type { MediaDescriptor } from "../runtime/page_runtime.ts";
+ *
+ * async function check(media: MediaDescriptor[]): Promise<void> {
+ *   await checkMediaAudio(media, { ffprobe: "ffprobe", timelineEnd: 10 });
+ * }
+ * ```
+ */
+export async function checkMediaAudio(
+  media: readonly MediaDescriptor[],
+  options: {
+    ffprobe: string;
+    /** Seconds of the composition. */
+    timelineEnd: number;
+    input?: (src: string) => string;
+    inputArgs?: readonly string[];
+  },
+): Promise<void> {
+  await mediaAutomation(
+    media,
+    (src) => probeMedia(options.ffprobe, options.input?.(src) ?? src, options.inputArgs ?? []),
+    options.timelineEnd,
+  );
+}
+
+/**
+ * The gain curve of one element's mixed stream as an `aevalsrc` source (mono, spread to
+ * both channels), or undefined when a constant `volume` does. The stream starts `skip`
+ * seconds into the element's play and lasts `length` seconds.
+ */
+function gainCurve(placed: PlacedAutomation, skip: number, length: number): string | undefined {
+  const expression = gainExpression(placed.automation, {
+    length: placed.length,
+    skip,
+    duck: placed.duck,
+  });
+  if (expression === undefined) return undefined;
+  return `aevalsrc=exprs='${expression}':s=48000:d=${length.toFixed(6)},` +
+    "pan=stereo|c0=c0|c1=c0,aformat=sample_fmts=fltp:channel_layouts=stereo";
+}
+
 /** atempo accepts 0.5-2 per stage; chain stages for other rates. */
 function tempo(rate: number): string {
   const stages: string[] = [];
@@ -478,6 +598,95 @@ function tempo(rate: number): string {
   }
   stages.push(`atempo=${left}`);
   return stages.join(",");
+}
+
+/** What the first pass of `loudnorm` measured of a soundtrack. */
+interface LoudnessMeasure {
+  input_i: string;
+  input_tp: string;
+  input_lra: string;
+  input_thresh: string;
+  target_offset: string;
+}
+
+/** True peak ceiling of a normalised mix, dBTP (EBU R128 leaves 1 dB for lossy codecs). */
+const LOUDNESS_TRUE_PEAK = -1;
+/** Loudness range target of `loudnorm`, LU; only its dynamic mode uses it. */
+const LOUDNESS_RANGE = 11;
+
+/** Runs ffmpeg and returns its stderr (where `loudnorm` prints its measurement). */
+function ffmpegLog(ffmpeg: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(ffmpeg, ["-hide_banner", "-nostats", "-y", ...args], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let log = "";
+    child.stderr.setEncoding("utf8").on("data", (text: string) => log = (log + text).slice(-20000));
+    child.on("error", (error) => reject(new Error(`cannot run ffmpeg: ${error.message}`)));
+    child.on("exit", (code) => {
+      if (code === 0) resolve(log);
+      else reject(new Error(`ffmpeg failed measuring loudness: ${log.trim().slice(-4000)}`));
+    });
+  });
+}
+
+/**
+ * Normalises a mixed soundtrack (a 48 kHz WAV) in place to `target` LUFS integrated, by
+ * two-pass EBU R128 `loudnorm`: the first pass measures, the second applies one gain
+ * (`linear=true`, so the mix's dynamics stay as mixed) with those measurements. When one
+ * gain would push the true peak over -1 dBTP, `loudnorm` uses its dynamic mode for the
+ * file instead, which compresses the peaks. A silent soundtrack is left as it is.
+ *
+ * @example
+ * ```ts no_run
+ * await normalizeLoudness("ffmpeg", "/tmp/soundtrack.wav", -14);
+ * ```
+ */
+export async function normalizeLoudness(
+  ffmpeg: string,
+  wav: string,
+  target: number,
+): Promise<void> {
+  const settings = `I=${target}:TP=${LOUDNESS_TRUE_PEAK}:LRA=${LOUDNESS_RANGE}`;
+  const log = await ffmpegLog(ffmpeg, [
+    "-i",
+    wav,
+    "-af",
+    `loudnorm=${settings}:print_format=json`,
+    "-f",
+    "null",
+    "-",
+  ]);
+  const json = log.slice(log.lastIndexOf("{"), log.lastIndexOf("}") + 1);
+  let measured: LoudnessMeasure;
+  try {
+    measured = JSON.parse(json) as LoudnessMeasure;
+  } catch {
+    throw new Error(`ffmpeg's loudnorm printed no measurement: ${log.trim().slice(-2000)}`);
+  }
+  // Silence measures -inf (or below the gate): there is nothing to bring up.
+  if (!(Number(measured.input_i) > -70)) return;
+  const normalized = `${wav}.loudnorm.wav`;
+  try {
+    await runFfmpeg(ffmpeg, [
+      "-i",
+      wav,
+      "-af",
+      `loudnorm=${settings}:measured_I=${measured.input_i}:measured_TP=${measured.input_tp}` +
+      `:measured_LRA=${measured.input_lra}:measured_thresh=${measured.input_thresh}` +
+      `:offset=${measured.target_offset}:linear=true,aresample=48000,` +
+      // A stereo WAV read back has no layout recorded; the encoder needs one.
+      "aformat=channel_layouts=stereo",
+      "-c:a",
+      "pcm_s16le",
+      "-ar",
+      "48000",
+      normalized,
+    ], normalized);
+    await rename(normalized, wav);
+  } finally {
+    await rm(normalized, { force: true });
+  }
 }
 
 /** Muxes a mixed soundtrack into a finished video without re-encoding the picture. */

@@ -6,7 +6,7 @@
  * @module
  */
 
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
@@ -33,10 +33,12 @@ import {
 } from "./encode.ts";
 import type { MediaProgress } from "./media.ts";
 import { assembleVideo } from "./assemble.ts";
+import type { CaptionCue } from "../runtime/captions.ts";
+import { formatCaptions, shiftCues } from "./captions.ts";
 import { runWorkers } from "./workers.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkOption, defaultWorkers, flagOf, OPTIONS } from "../request/options.ts";
-import { checkHdrFormat } from "../request/rules.ts";
+import { checkHdrFormat, scaledSize } from "../request/rules.ts";
 import {
   type CompositionSource,
   openRenderSession,
@@ -140,6 +142,23 @@ export interface RenderOptions extends CompositionSource {
    * path rejects it. @default false
    */
   hdr?: boolean;
+  /**
+   * Integrated loudness of the soundtrack, LUFS (-70 to -5): the mix is normalised to it by
+   * two-pass EBU R128 `loudnorm`. @default the mix as it is
+   */
+  loudness?: number;
+  /**
+   * Also write the cues of the composition's `data-captions` file (the first, when several)
+   * for the rendered range to this `.vtt` or `.srt` file: shifted so the video starts at 0,
+   * clipped to its length.
+   */
+  captionsOut?: string;
+  /**
+   * Device pixels per CSS pixel, 1-4: the page keeps its layout and is drawn `scale` times
+   * as sharp, so a 1920x1080 composition at 2 gives a 3840x2160 video with text drawn at
+   * that size (not upscaled). Scales `outputSize` when both are given. @default 1
+   */
+  scale?: number;
   /**
    * Final frame size. The page is captured at the device scale that fits it (sharp, not
    * upscaled) and centred on black when the aspect ratios differ. @default the
@@ -280,6 +299,9 @@ export function checkRenderOptions(options: RenderOptions): void {
       OPTIONS.quality,
       OPTIONS.workers,
       OPTIONS.capture,
+      OPTIONS.loudness,
+      OPTIONS.scale,
+      OPTIONS.captionsOut,
       OPTIONS.frameTimeoutMs,
     ]
   ) {
@@ -424,6 +446,7 @@ export async function renderComposition<V extends object = Variables>(
   checkRenderOptions(options);
   const prepared = await prepareComposition(options);
   const plan = planRender(options, prepared.composition);
+  const outputSize = frameSize(options, prepared.composition);
   if (plan.format === "png") await checkSequenceFolder(plan.output);
   const signal = options.signal;
   signal?.throwIfAborted();
@@ -447,7 +470,7 @@ export async function renderComposition<V extends object = Variables>(
       capture: options.capture,
       seed: options.seed,
       epochMs: options.epochMs,
-      outputSize: options.outputSize,
+      outputSize,
       blockPrivateNetwork: options.blockPrivateNetwork,
       frameTimeoutMs: options.frameTimeoutMs,
       signal: abortController.signal,
@@ -457,6 +480,14 @@ export async function renderComposition<V extends object = Variables>(
       onStage: progress.stage,
     });
     const live = session;
+    if (options.captionsOut !== undefined && live.captions.length === 0) {
+      throw new RenderOptionError(
+        "captionsOut",
+        "the composition has no element with data-captions to write cues from; add " +
+          'data-captions="subs.vtt" to the element that shows them',
+        flagOf(OPTIONS.captionsOut),
+      );
+    }
     // Image formats: every chunk writes its numbered frames into one folder.
     const framesDir = sequenceDir ?? join(live.workDir, "frames");
     const framePattern = join(
@@ -492,6 +523,9 @@ export async function renderComposition<V extends object = Variables>(
     live.checkMissingAssets();
     progress.stage("joining");
     await joinOutput(live, plan, { chunkFiles, framePattern, sequenceDir });
+    if (options.captionsOut !== undefined) {
+      await writeCaptionsSidecar(options.captionsOut, live.captions[0].cues, plan);
+    }
     await browsersClosed;
     progress.stage("done");
     const elapsedMs = performance.now() - started;
@@ -499,8 +533,8 @@ export async function renderComposition<V extends object = Variables>(
     return {
       output: plan.output,
       compositionId: composition.id,
-      width: options.outputSize?.width ?? composition.width,
-      height: options.outputSize?.height ?? composition.height,
+      width: outputSize?.width ?? composition.width,
+      height: outputSize?.height ?? composition.height,
       fps: plan.fps,
       frameRate: plan.frameRate,
       format: plan.format,
@@ -534,9 +568,12 @@ interface RenderPlan {
   format: RenderFormat;
   quality: Quality;
   hdr: boolean;
+  loudness?: number;
   frameRate: FrameRate;
   fps: number;
   range: { from: number; to: number };
+  /** Frames of the whole composition at this rate (the range may be part of it). */
+  totalFrames: number;
   frames: number;
   chunks: Chunk[];
   workers: number;
@@ -556,7 +593,8 @@ function planRender(
     frameRate = { num: GIF_MAX_FPS, den: 1 };
   }
   const fps = frameRateValue(frameRate);
-  const range = frameRange(options, frameCountOf(composition.duration, frameRate));
+  const totalFrames = frameCountOf(composition.duration, frameRate);
+  const range = frameRange(options, totalFrames);
   const frames = range.to - range.from + 1;
   // Every GOP grid cell is its own encoder run, so neither --workers nor the chunk size
   // changes a frame.
@@ -572,14 +610,51 @@ function planRender(
     format,
     quality: options.quality ?? OPTIONS.quality.default!,
     hdr: options.hdr === true,
+    loudness: options.loudness,
     frameRate,
     fps,
     range,
+    totalFrames,
     frames,
     chunks,
     workers: Math.min(options.workers ?? defaultWorkers(), chunks.length),
     output: outputPath(options.output, format, composition.id),
   };
+}
+
+/**
+ * The frame size of a render: `outputSize` (else the composition's) times `scale`, checked
+ * against the encoders' limit; undefined when that is the composition's own size.
+ */
+function frameSize(
+  options: Pick<RenderOptions, "outputSize" | "scale">,
+  composition: { width: number; height: number },
+): { width: number; height: number } | undefined {
+  if (options.scale === undefined || options.scale === 1) return options.outputSize;
+  return scaledSize(options.outputSize ?? composition, options.scale);
+}
+
+/** Writes the `--captions-out` file for the plan's range, whole or not at all. */
+async function writeCaptionsSidecar(
+  file: string,
+  cues: readonly CaptionCue[],
+  plan: RenderPlan,
+): Promise<void> {
+  const shifted = shiftCues(
+    cues,
+    frameTime(plan.range.from, plan.frameRate),
+    frameTime(plan.frames, plan.frameRate),
+  );
+  const target = resolve(file);
+  await mkdir(dirname(target), { recursive: true });
+  const partial = join(dirname(target), `.${basename(target)}.partial-${Date.now()}`);
+  try {
+    await writeFile(partial, formatCaptions(shifted, target));
+    await rename(partial, target);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
 }
 
 /** Keeps a render's {@linkcode RenderProgress} and reports each change. */
@@ -657,6 +732,8 @@ async function joinOutput(
         media: session.media,
         duration: frameTime(plan.frames, plan.frameRate),
         startAt: frameTime(plan.range.from, plan.frameRate),
+        timelineEnd: frameTime(plan.totalFrames, plan.frameRate),
+        loudness: plan.loudness,
         input: session.input,
         inputArgs: session.inputArgs,
         workDir: session.workDir,

@@ -53,6 +53,8 @@ export interface PageSpec {
   frameTimeoutMs?: number;
   /** Frame-exact stand-ins of `<video>` sources (see `prepareVideoProxies`). */
   videoProxies?: Record<string, { url: string; fps: number }>;
+  /** vid check's page: a missing sub-composition file is no page error. @default false */
+  skipMissingSubCompositions?: boolean;
   /** Remote URLs from variables, answered from local copies (see `fetchRemoteMedia`). */
   remote?: RemoteAssets;
   /** Device pixels per CSS pixel: frames are captured at width x scale. @default 1 */
@@ -223,6 +225,7 @@ export async function openComposition(
         frameRate: parseFrameRate(spec.fps),
         readyTimeoutMs: spec.readyTimeoutMs ?? 30000,
         videoProxies: spec.videoProxies,
+        ...(spec.skipMissingSubCompositions && { skipMissingSubCompositions: true }),
       }),
     });
     const opened = page;

@@ -20,7 +20,9 @@ import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
 import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import { prepareEncoder, type RenderFormat } from "./encode.ts";
-import { listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
+import type { CaptionTrack } from "../runtime/captions.ts";
+import { listCaptionSources, loadCaptionTracks } from "./captions.ts";
+import { checkMediaAudio, listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
 import { failedFonts, fontFailureMessage } from "./fonts.ts";
 import { fetchRemoteMedia } from "./remote.ts";
 import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
@@ -194,6 +196,8 @@ export interface RenderSession {
   readonly ffprobe: string;
   /** The page's `<video>` and `<audio>` elements. */
   readonly media: MediaDescriptor[];
+  /** The page's `data-captions` files, parsed (a bad one failed the session). */
+  readonly captions: CaptionTrack[];
   /** What ffmpeg reads for a page URL (the local copy of a remote one). */
   input(src: string): string;
   /** ffmpeg options before each media input (the guard's protocol whitelist). */
@@ -420,6 +424,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       readyTimeoutMs: readyTimeoutMs(frameTimeoutMs),
       frameTimeoutMs,
       ...(size ? { outputSize: size, scale } : {}),
+      ...(options.checking && { skipMissingSubCompositions: true }),
     };
     options.onStage?.("preparing media");
     spec.remote = await fetchRemoteMedia(values, work, {
@@ -432,12 +437,19 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     discovery = await openComposition(browser, { ...spec, videoProxies: undefined }, signal);
     const listing = discovery;
     // The page's scripts run from here on: a page that hangs now answers no listing.
-    const media = await underDeadline(listMedia(listing), {
-      timeoutMs: Math.max(PAGE_LOAD_TIMEOUT_MS, frameTimeoutMs),
-      signal,
-      expired: () => new FrameTimeoutError(null, Math.max(PAGE_LOAD_TIMEOUT_MS, frameTimeoutMs)),
-      stop: () => listing.stop(),
-    });
+    const listingMs = Math.max(PAGE_LOAD_TIMEOUT_MS, frameTimeoutMs);
+    const listed = <T>(work: Promise<T>): Promise<T> =>
+      underDeadline(work, {
+        timeoutMs: listingMs,
+        signal,
+        expired: () => new FrameTimeoutError(null, listingMs),
+        stop: () => listing.stop(),
+      });
+    const media = await listed(listMedia(listing));
+    const captions = await loadCaptionTracks(
+      await listed(listCaptionSources(listing)),
+      (url) => projectServer.localFile(url),
+    );
     if (!options.checking) {
       checkMissingAssets(projectServer, composition.file);
       // A font that fails to load falls back without a word from the browser: said here.
@@ -461,6 +473,14 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
     const input = (src: string): string =>
       ffmpegInputs[src] ?? remote[src]?.file ?? projectServer.localFile(src) ?? src;
     const ffprobe = media.length > 0 ? await requireFfprobe() : "ffprobe";
+    if (media.length > 0) {
+      await checkMediaAudio(media, {
+        ffprobe,
+        timelineEnd: composition.duration,
+        input,
+        inputArgs,
+      });
+    }
     spec.videoProxies = await prepareVideoProxies(media, {
       ffmpeg,
       ffprobe,
@@ -485,6 +505,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       ffmpeg,
       ffprobe,
       media,
+      captions,
       input,
       inputArgs,
       checkMissingAssets: () => checkMissingAssets(projectServer, composition.file),

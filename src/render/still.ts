@@ -25,7 +25,7 @@ import {
 import { renderFrameRate } from "./render.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkOption, flagOf, OPTIONS } from "../request/options.ts";
-import { checkFrameOrTime } from "../request/rules.ts";
+import { checkFrameOrTime, scaledSize } from "../request/rules.ts";
 import { frameUnderDeadline, openComposition } from "./render_chunk.ts";
 import { type CompositionSource, openRenderSession, prepareComposition } from "./session.ts";
 
@@ -44,6 +44,11 @@ export interface StillOptions extends CompositionSource {
   output?: string;
   /** JPEG quality 1-100. @default 90 */
   jpegQuality?: number;
+  /**
+   * Device pixels per CSS pixel, 1-4: the image is the composition's size times the scale,
+   * drawn at that size. @default 1
+   */
+  scale?: number;
   /**
    * A CSS colour a PNG is flattened onto where the page is transparent.
    * @default none: a PNG keeps the page's transparency; a JPEG is flattened on white
@@ -156,8 +161,10 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     OPTIONS.jpegQuality.default;
   const background = checkOption(OPTIONS.background, options.background);
   if (options.output !== undefined) imageFormatOf(options.output);
+  const scale = checkOption(OPTIONS.scale, options.scale) ?? OPTIONS.scale.default!;
   const prepared = await prepareComposition(options);
   const { composition } = prepared;
+  const size = scaledSize(composition, scale);
   const rate = renderFrameRate(options.fps, composition.fps);
   const fps = frameRateValue(rate);
   const frame = pickFrame(options, frameCountOf(composition.duration, rate), rate);
@@ -174,6 +181,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     capture: options.capture,
     seed: options.seed,
     epochMs: options.epochMs,
+    ...(scale !== 1 ? { outputSize: size } : {}),
     blockPrivateNetwork: options.blockPrivateNetwork,
     frameTimeoutMs: options.frameTimeoutMs,
     onWarning: options.onWarning,
@@ -209,8 +217,8 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
       compositionId: composition.id,
       frame,
       time: frameTime(frame, rate),
-      width: composition.width,
-      height: composition.height,
+      width: size.width,
+      height: size.height,
       imageFormat,
       bytes: image.length,
       captureMode: session.browser.mode,

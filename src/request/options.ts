@@ -42,6 +42,12 @@ import { RenderOptionError } from "./errors.ts";
 
 /** Largest output width or height, pixels. */
 export const MAX_DIMENSION = 8192;
+/** Quietest integrated loudness `--loudness` accepts, LUFS (`loudnorm`'s own floor). */
+export const MIN_LOUDNESS = -70;
+/** Loudest integrated loudness `--loudness` accepts, LUFS (`loudnorm`'s own ceiling). */
+export const MAX_LOUDNESS = -5;
+/** Largest `--scale`: device pixels per CSS pixel. */
+export const MAX_SCALE = 4;
 /** Accepted resolutions of a hosted render. */
 export const RESOLUTIONS = ["1080p", "4k"] as const;
 /** A resolution of a hosted render. */
@@ -143,6 +149,29 @@ function seconds() {
   const check = (value: unknown): number => {
     if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
       throw new OptionProblem(`must be a number of seconds >= 0 (e.g. 2.5), ${got(value)}`);
+    }
+    return value;
+  };
+  return {
+    check,
+    parse: (text: string): number => {
+      const n = text.trim() === "" ? NaN : Number(text);
+      return check(Number.isNaN(n) ? text : n);
+    },
+  };
+}
+
+/** Integrated loudness in LUFS, {@linkcode MIN_LOUDNESS} to {@linkcode MAX_LOUDNESS}. */
+function loudnessRange() {
+  const check = (value: unknown): number => {
+    if (
+      typeof value !== "number" || !Number.isFinite(value) || value < MIN_LOUDNESS ||
+      value > MAX_LOUDNESS
+    ) {
+      throw new OptionProblem(
+        `must be a loudness from ${MIN_LOUDNESS} to ${MAX_LOUDNESS} LUFS (e.g. -14 for ` +
+          `streaming, -23 for EBU R128 broadcast), ${got(value)}`,
+      );
     }
     return value;
   };
@@ -431,6 +460,35 @@ export const OPTIONS = {
     help: "HDR mp4: 10-bit HEVC, BT.2020 primaries, HLG transfer (local only)",
     default: false,
     check: boolean,
+  }),
+  captionsOut: option({
+    key: "captionsOut",
+    flags: "--captions-out <file>",
+    help: "also write the composition's data-captions cues for the rendered range, as .vtt or .srt",
+    check: (value: unknown): string => {
+      if (typeof value !== "string" || !/\.(vtt|srt)$/i.test(value)) {
+        throw new OptionProblem(`must be a file name ending in .vtt or .srt, ${got(value)}`);
+      }
+      return value;
+    },
+  }),
+  loudness: option({
+    key: "loudness",
+    flags: "--loudness <LUFS>",
+    api: "loudness",
+    config: "loudness",
+    help: `normalise the soundtrack to this integrated loudness, ${MIN_LOUDNESS} to ` +
+      `${MAX_LOUDNESS} LUFS (e.g. -14; two-pass EBU R128 loudnorm); as mixed when unset`,
+    ...loudnessRange(),
+  }),
+  scale: option({
+    key: "scale",
+    flags: "--scale <n>",
+    config: "scale",
+    help: `device pixels per CSS pixel, 1-${MAX_SCALE}: the page is laid out at its size and ` +
+      "drawn n times as sharp (a 1920x1080 layout at 2 gives 3840x2160)",
+    default: 1,
+    ...integer(1, MAX_SCALE),
   }),
   variables: option({
     key: "variables",

@@ -8,7 +8,7 @@
 
 import type { OutputFormat, RenderFormat } from "./formats.ts";
 import { RenderOptionError } from "./errors.ts";
-import { flagOf, OPTIONS, type Resolution } from "./options.ts";
+import { checkOption, flagOf, MAX_DIMENSION, OPTIONS, type Resolution } from "./options.ts";
 
 /**
  * 4k renders have no alpha path: webm and mov carry alpha and render at native resolution
@@ -53,4 +53,40 @@ export function checkFrameOrTime(frame: number | undefined, time: number | undef
   if (frame !== undefined && time !== undefined) {
     throw new RenderOptionError("frame", "give --frame or --time, not both", flagOf(OPTIONS.frame));
   }
+}
+
+/**
+ * The frame size of a render at `scale` device pixels per CSS pixel (`--scale`): each side
+ * of `size` times the scale, which must stay within what the encoders take
+ * ({@linkcode MAX_DIMENSION} pixels a side). Throws {@linkcode RenderOptionError} naming
+ * `scale` and the largest scale that fits.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(scaledSize({ width: 1920, height: 1080 }, 2), { width: 3840, height: 2160 });
+ * assert.throws(() => scaledSize({ width: 1920, height: 1080 }, 5), { field: "scale" });
+ * ```
+ */
+export function scaledSize(
+  size: { width: number; height: number },
+  scale: number,
+  field = "scale",
+): { width: number; height: number } {
+  checkOption(OPTIONS.scale, scale, field);
+  const width = size.width * scale;
+  const height = size.height * scale;
+  if (width > MAX_DIMENSION || height > MAX_DIMENSION) {
+    const fits = Math.floor(MAX_DIMENSION / Math.max(size.width, size.height));
+    throw new RenderOptionError(
+      field,
+      `${scale} makes a ${width}x${height} frame, larger than the ${MAX_DIMENSION} pixels a side ` +
+        `the encoders take; ${
+          fits >= 1 ? `use --scale ${fits} or less` : "make the composition smaller"
+        }`,
+      flagOf(OPTIONS.scale),
+    );
+  }
+  return { width, height };
 }

@@ -33,6 +33,12 @@ export interface HyperframesHost {
   getVariables(): Readonly<Record<string, unknown>>;
   /** Records an error that fails the render with its message. */
   report(error: Error): void;
+  /**
+   * Leave a sub-composition whose file cannot be loaded out without an error (vid check,
+   * whose static part names the file, so the other frames are still looked at).
+   * @default false
+   */
+  skipMissing?: boolean;
 }
 
 /** A media element's window on the composition timeline, in seconds. */
@@ -79,8 +85,9 @@ export interface TimedWindow {
   kind: "composition" | "clip";
   /** The host's `data-composition-id`, or the clip's `#id`. */
   label: string;
+  /** When it starts on the video's timeline. */
   start: number;
-  /** Null when it lasts to the end. */
+  /** When it ends; null when it lasts to the end. */
   end: number | null;
 }
 
@@ -493,6 +500,7 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     const fileUrl = new URL(src, document.baseURI).href;
     const html = readFile(fileUrl);
     if (html === null) {
+      if (host.skipMissing) return;
       host.report(
         new Error(
           `data-composition-src="${src}": cannot load ${fileUrl} (the file is missing or unreadable)`,

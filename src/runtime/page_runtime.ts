@@ -25,6 +25,7 @@ import {
   type HyperframesModel,
   type TimedWindow,
 } from "./hyperframes.ts";
+import { type CaptionCue, type CaptionTrack, parseCaptions } from "./captions.ts";
 
 /** What the renderer passes to the page runtime. */
 export interface RuntimeConfig {
@@ -48,6 +49,11 @@ export interface RuntimeConfig {
    * intra-coded copy at the source's frame rate, prepared by the renderer with ffmpeg.
    */
   videoProxies?: Record<string, { url: string; fps: number }>;
+  /**
+   * vid check's page: a sub-composition whose file is missing is left out without a page
+   * error (the check's static part names it). @default false
+   */
+  skipMissingSubCompositions?: boolean;
 }
 
 /**
@@ -76,6 +82,27 @@ export interface MediaDescriptor {
   loop: boolean;
   /** Speed of the source (`data-playback-rate`). */
   playbackRate: number;
+  /** The element as messages name it: `<audio id="music">`, else with its `src` attribute. */
+  element?: string;
+  /**
+   * The audio automation attributes present on the element, as written; the renderer
+   * parses and checks them (`src/render/audio_automation.ts`).
+   */
+  audio?: MediaAudioAttributes;
+}
+
+/** The audio automation attributes of a media element, as written (absent ones left out). */
+export interface MediaAudioAttributes {
+  /** `data-volume` when it is set: a gain, or `time:gain` keyframes. */
+  volume?: string;
+  /** `data-fade-in`, seconds. */
+  fadeIn?: string;
+  /** `data-fade-out`, seconds. */
+  fadeOut?: string;
+  /** `data-duck`: the gain while a voice plays, 0-1. */
+  duck?: string;
+  /** `data-voice` is present. */
+  voice?: boolean;
 }
 
 /** One frame of a page error's stack: where the page's own code was. Lines and columns from 1. */
@@ -125,6 +152,11 @@ export interface VidPageApi {
   seek(frame: number): Promise<void>;
   /** Renderer entry point: the page's `<video>` and `<audio>` elements. */
   media(): MediaDescriptor[];
+  /**
+   * The cues of every `data-captions` file loaded so far (loading starts with the page and
+   * is complete by the first frame), for scripts that draw captions their own way.
+   */
+  readonly captions: CaptionTrack[];
   /** Renderer entry point: every error the page threw so far, oldest first. */
   errors(): PageErrorRecord[];
   /**
@@ -172,6 +204,7 @@ export function vidPageRuntime(
   config: RuntimeConfig,
   createPainter?: (sleep: (ms: number) => Promise<void>) => VideoFramePainter,
   createHyperframes?: (host: HyperframesHost) => HyperframesModel,
+  parseCaptionFile?: (text: string, name: string) => CaptionCue[],
 ): void {
   const w = globalThis as unknown as Record<string, unknown> & Window;
   if (w.__vid) return;
@@ -338,6 +371,7 @@ export function vidPageRuntime(
   const hyperframes = createHyperframes?.({
     getVariables: () => Object.freeze(structuredClone(config.variables)),
     report: recordError,
+    skipMissing: config.skipMissingSubCompositions === true,
   });
   if (hyperframes) {
     // Mounted once the document is parsed, before `load`: the renderer's first look at the
@@ -497,6 +531,29 @@ export function vidPageRuntime(
     if (src) originalSource.set(el, src);
     return src;
   };
+  // Audio automation travels as written: the renderer parses it (and names a bad one), so
+  // the page never guesses at what a malformed attribute meant.
+  const audioAttributes = (
+    el: HTMLMediaElement,
+  ): Pick<MediaDescriptor, "element" | "audio"> => {
+    const tag = el.localName;
+    const name = el.id
+      ? `<${tag} id="${el.id}">`
+      : `<${tag} src="${
+        el.getAttribute("src") ?? el.querySelector("source")?.getAttribute("src") ?? ""
+      }">`;
+    const audio: MediaAudioAttributes = {};
+    const read = (key: "volume" | "fadeIn" | "fadeOut" | "duck", attribute: string): void => {
+      const text = el.getAttribute(attribute);
+      if (text !== null && text.trim() !== "") audio[key] = text;
+    };
+    read("volume", "data-volume");
+    read("fadeIn", "data-fade-in");
+    read("fadeOut", "data-fade-out");
+    read("duck", "data-duck");
+    if (el.hasAttribute("data-voice")) audio.voice = true;
+    return { element: name, audio };
+  };
   const describe = (el: HTMLMediaElement): MediaDescriptor => {
     const duration = numberAttribute(el, "data-duration", Number.NaN);
     const playbackRate = numberAttribute(el, "data-playback-rate", 1) || 1;
@@ -515,6 +572,7 @@ export function vidPageRuntime(
       muted: el.hasAttribute("muted") || el.muted,
       loop: el.loop,
       playbackRate,
+      ...audioAttributes(el),
     };
   };
   const mediaElements = (): HTMLMediaElement[] =>
@@ -649,7 +707,86 @@ export function vidPageRuntime(
     }
   };
 
+  // --- captions: each [data-captions] element shows the cue active at the frame's time ---
+  const captionFiles = new Map<string, Promise<CaptionCue[]>>();
+  const captionTracks: CaptionTrack[] = [];
+  const shownCaption = new WeakMap<Element, string>();
+  const loadCaptions = (src: string): Promise<CaptionCue[]> => {
+    const url = new URL(src, document.baseURI).href;
+    let loading = captionFiles.get(url);
+    if (!loading) {
+      loading = (async () => {
+        const response = await fetch(url);
+        if (!response.ok) {
+          throw new Error(`data-captions="${src}": cannot load it (HTTP ${response.status})`);
+        }
+        if (!parseCaptionFile) return [];
+        const cues = parseCaptionFile(await response.text(), src);
+        captionTracks.push({ src, cues });
+        return cues;
+      })();
+      captionFiles.set(url, loading);
+    }
+    return loading;
+  };
+  const captionElements = (): Element[] =>
+    Array.from(document.querySelectorAll("[data-captions]"))
+      .filter((el) => (el.getAttribute("data-captions") ?? "").trim() !== "");
+  // Loading starts with the page, so scripts can read __vid.captions once it is in.
+  document.addEventListener("DOMContentLoaded", () => {
+    for (const el of captionElements()) {
+      loadCaptions(el.getAttribute("data-captions")!).catch(() => undefined);
+    }
+  });
+  const showCaptions = async (t: number): Promise<void> => {
+    for (const el of captionElements()) {
+      const cues = await loadCaptions(el.getAttribute("data-captions")!);
+      const active = cues.filter((cue) => cue.start <= t && t < cue.end);
+      const word = (cue: CaptionCue): number =>
+        cue.words ? cue.words.filter((w) => w.start <= t).length - 1 : -1;
+      const key = active.map((cue) => `${cue.start}|${cue.end}|${cue.text}|${word(cue)}`).join(
+        "\n",
+      );
+      if (shownCaption.get(el) === key) continue;
+      shownCaption.set(el, key);
+      const nodes: Node[] = [];
+      const addText = (parent: Node[] | Element, text: string): void => {
+        text.split("\n").forEach((line, n) => {
+          const pieces: Node[] = n > 0 ? [document.createElement("br")] : [];
+          if (line !== "") pieces.push(document.createTextNode(line));
+          for (const piece of pieces) {
+            if (Array.isArray(parent)) parent.push(piece);
+            else parent.appendChild(piece);
+          }
+        });
+      };
+      active.forEach((cue, c) => {
+        if (c > 0) nodes.push(document.createElement("br"));
+        if (!cue.words) {
+          addText(nodes, cue.text);
+          return;
+        }
+        const current = word(cue);
+        cue.words.forEach((w, n) => {
+          const span = document.createElement("span");
+          span.className = "vid-caption-word" +
+            (n === current
+              ? " vid-caption-word-active"
+              : n < current
+              ? " vid-caption-word-spoken"
+              : "");
+          addText(span, w.text);
+          nodes.push(span);
+        });
+      });
+      el.replaceChildren(...nodes);
+    }
+  };
+
   const api: VidPageApi = {
+    get captions() {
+      return structuredClone(captionTracks);
+    },
     getVariables: () => Object.freeze(structuredClone(config.variables)),
     onSeek(fn) {
       seekHooks.add(fn);
@@ -709,6 +846,14 @@ export function vidPageRuntime(
       currentFrame = frame;
       const t = frameSeconds(frame);
       nowMs = t * 1000;
+      // Caption files are in before the page's handlers run, so they can read __vid.captions.
+      try {
+        await Promise.all(
+          captionElements().map((el) => loadCaptions(el.getAttribute("data-captions")!)),
+        );
+      } catch (error) {
+        recordError(error);
+      }
       for (const hook of seekHooks) {
         // A handler's promise that never settles (say, one awaiting a timer: timers run on
         // the frame clock, which stands still during a seek) fails the frame after the
@@ -751,6 +896,11 @@ export function vidPageRuntime(
       } catch (error) {
         recordError(error);
       }
+      try {
+        await showCaptions(t);
+      } catch (error) {
+        recordError(error);
+      }
       if (pageErrors.length > 0) {
         const first = pageErrors[0];
         throw new Error(`frame ${first.frame ?? frame}: the page threw ${first.message}`);
@@ -789,5 +939,5 @@ export function runtimeScript(config: RuntimeConfig): string {
  * ```
  */
 export function runtimeCall(configExpression: string): string {
-  return `(${vidPageRuntime.toString()})(${configExpression}, ${createVideoFramePainter.toString()}, ${createHyperframesModel.toString()})`;
+  return `(${vidPageRuntime.toString()})(${configExpression}, ${createVideoFramePainter.toString()}, ${createHyperframesModel.toString()}, ${parseCaptions.toString()})`;
 }

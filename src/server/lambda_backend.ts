@@ -99,6 +99,7 @@ export function lambdaRenderConfig(job: RenderJob, config: LambdaBackendConfig):
     height: job.height,
     format: job.request.format,
     quality: job.request.quality,
+    ...(job.request.loudness !== undefined ? { loudness: job.request.loudness } : {}),
     variables,
     ...(config.chunkSize !== undefined ? { chunkSize: config.chunkSize } : {}),
     ...(config.maxParallelChunks !== undefined

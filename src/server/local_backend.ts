@@ -125,6 +125,7 @@ async function renderLocally(
       quality: request.quality,
       values: request.variables,
       strictVariables: request.strict_variables,
+      loudness: request.loudness,
       outputSize: { width: job.width, height: job.height },
       // Tenants' compositions never reach the server's own network.
       blockPrivateNetwork: !ctx.allowPrivateUrls,

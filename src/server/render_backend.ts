@@ -25,6 +25,8 @@ export interface RenderRequest {
   /** Variable overrides as the caller sent them. */
   variables: Record<string, unknown>;
   strict_variables: boolean;
+  /** Integrated loudness of the soundtrack, LUFS, when the request set one. */
+  loudness?: number;
 }
 
 /** One claimed render, as the queue hands it to a backend. */

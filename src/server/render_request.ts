@@ -28,6 +28,8 @@ export interface RenderRequest {
   composition: string;
   variables: Record<string, unknown>;
   strict: boolean;
+  /** Integrated loudness of the soundtrack, LUFS; undefined leaves the mix as it is. */
+  loudness?: number;
   callbackUrl: string | null;
   callbackId: string | null;
   /** The render source: an asset of the caller's, or a URL to fetch into a new one. */
@@ -66,6 +68,7 @@ export async function checkRenderRequest(
   const variables = checkApiField(OPTIONS.variableOverrides, body) ?? {};
   const strict = checkApiField(OPTIONS.strictVariables, body) ?? false;
   const callbackId = checkApiField(OPTIONS.callbackId, body) ?? null;
+  const loudness = checkApiField(OPTIONS.loudness, body);
   return {
     rate,
     quality,
@@ -75,6 +78,7 @@ export async function checkRenderRequest(
     composition,
     variables,
     strict,
+    ...(loudness !== undefined ? { loudness } : {}),
     callbackUrl: await checkedCallbackUrl(body.callback_url, policy),
     callbackId,
     source: renderSource(body),

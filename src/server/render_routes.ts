@@ -180,6 +180,7 @@ async function chargeAndRecord(
     aspect_ratio: request.aspectRatio,
     variables: request.variables,
     strict_variables: request.strict,
+    ...(request.loudness !== undefined ? { loudness: request.loudness } : {}),
   };
   await ctx.db.transaction(async (tx) => {
     await checkQueueRoom(ctx, tx, who.account.id);

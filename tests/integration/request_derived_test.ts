@@ -70,8 +70,9 @@ describe("request, derived: the surfaces that restated a check now say what vid 
     const format = await thrown(() => renderRequestFrom({ format: "avi" }, base));
     assert.ok(format instanceof RenderOptionError);
     assert.equal(format.field, "format");
-    assert.equal(format.message, 'format: must be one of mp4, webm, mov, got "avi"');
-    assert.equal(format.detail, detailOf(OPTIONS.videoFormat, "avi"));
+    // The studio renders vid render's one-file formats: its words are vid render --format's.
+    assert.equal(format.message, 'format: must be one of mp4, webm, mov, gif, png, got "avi"');
+    assert.equal(format.detail, detailOf(OPTIONS.format, "avi"));
 
     const quality = await thrown(() => renderRequestFrom({ quality: "best" }, base));
     assert.equal(quality.field, "quality");

@@ -95,6 +95,14 @@ const CASES: Partial<Record<OptionName, Case>> = {
   idempotencyKey: { good: "k:1", value: "k:1", bad: "no spaces", message: /1 to 255 characters/ },
   pollInterval: { good: "0.5", value: 0.5, bad: "0", message: /positive number of seconds/ },
   maxWait: { good: "5", value: 5, bad: "-1", message: /positive number of minutes/ },
+  loudness: { good: "-14", value: -14, bad: "-3", message: /from -70 to -5 LUFS .*got -3/ },
+  scale: { good: "2", value: 2, bad: "5", message: /integer from 1 to 4, got 5/ },
+  captionsOut: {
+    good: "subs.srt",
+    value: "subs.srt",
+    bad: "subs.txt",
+    message: /ending in .vtt or .srt, got "subs.txt"/,
+  },
   // Seconds on the command line, milliseconds in the SDK.
   frameTimeoutMs: { good: "2.5", value: 2500, bad: "0", message: /seconds above 0, at most 3600/ },
 };
@@ -260,6 +268,14 @@ const agreement: {
     CloudRenderOptions["aspectRatio"]
   >;
   maxWait: Assignable<OptionValue<typeof OPTIONS.maxWait>, CloudRenderOptions["maxWait"]>;
+  loudness: Assignable<OptionValue<typeof OPTIONS.loudness>, RenderOptions["loudness"]>;
+  configLoudness: Assignable<OptionValue<typeof OPTIONS.loudness>, RenderConfig["loudness"]>;
+  cloudLoudness: Assignable<
+    OptionValue<typeof OPTIONS.loudness>,
+    CloudRenderOptions["loudness"]
+  >;
+  scale: Assignable<OptionValue<typeof OPTIONS.scale>, RenderOptions["scale"]>;
+  configScale: Assignable<OptionValue<typeof OPTIONS.scale>, RenderConfig["scale"]>;
   configFrameTimeoutMs: Assignable<
     OptionValue<typeof OPTIONS.frameTimeoutMs>,
     RenderConfig["frameTimeoutMs"]
@@ -288,6 +304,11 @@ const agreement: {
   resolution: true,
   aspectRatio: true,
   maxWait: true,
+  loudness: true,
+  configLoudness: true,
+  cloudLoudness: true,
+  scale: true,
+  configScale: true,
   frameTimeoutMs: true,
   stillFrameTimeoutMs: true,
   configFrameTimeoutMs: true,
@@ -313,6 +334,9 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "strictVariables",
     "hdr",
     "capture",
+    "loudness",
+    "scale",
+    "captionsOut",
     "frameTimeoutMs",
   ],
   "vid still": [
@@ -321,6 +345,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "time",
     "fps",
     "jpegQuality",
+    "scale",
     "background",
     "variables",
     "variablesFile",
@@ -351,6 +376,7 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "idempotencyKey",
     "pollInterval",
     "maxWait",
+    "loudness",
   ],
   "vid lambda render": [
     "width",
@@ -365,6 +391,8 @@ const TAKEN_BY: Record<string, OptionName[]> = {
     "maxParallelChunks",
     "targetChunkFrames",
     "chunkSize",
+    "loudness",
+    "scale",
   ],
   "vid lambda render-batch": [
     "width",

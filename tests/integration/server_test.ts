@@ -237,6 +237,8 @@ describe("vid server", () => {
         /no alpha channel.*mp4.*native resolution/,
       ],
       [{ asset_id: assetId, aspect_ratio: "4:3" }, 400, "aspect_ratio", /16:9, 9:16, 1:1/],
+      [{ asset_id: assetId, loudness: -3 }, 400, "loudness", /from -70 to -5 LUFS .*got -3/],
+      [{ asset_id: assetId, loudness: "loud" }, 400, "loudness", /from -70 to -5 LUFS/],
       [
         { asset_id: assetId, callback_url: "http://example.com/hook" },
         400,
@@ -265,6 +267,44 @@ describe("vid server", () => {
       assert.match(error.message, message);
       if (status === 422) assert.equal(error.code, "vid_project_invalid");
     }
+  });
+
+  it("loudness: the render's soundtrack is normalised to it (ebur128 within 1 LU)", async () => {
+    const tone = await Deno.makeTempFile({ suffix: ".wav" });
+    const made = await new Deno.Command("ffmpeg", {
+      args: ["-v", "error", "-y", "-f", "lavfi", "-i", "sine=frequency=440:duration=1", tone],
+    }).output();
+    assert.ok(made.success);
+    const html = compositionHtml(`<audio src="tone.wav" data-volume="0.1"></audio>`, {
+      id: "loud",
+    });
+    const zip = new Uint8Array(zipSync({
+      "index.html": new TextEncoder().encode(html),
+      "tone.wav": await Deno.readFile(tone),
+    }));
+    await Deno.remove(tone);
+    const submitted = await api("/v3/vid/renders", {
+      method: "POST",
+      body: JSON.stringify({ asset_id: await upload(zip), fps: 10, loudness: -16 }),
+    });
+    assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
+    const done = await waitFor(String(submitted.body.render_id));
+    assert.equal(done.status, "completed", JSON.stringify(done));
+    const file = await Deno.makeTempFile({ suffix: ".mp4" });
+    await Deno.writeFile(
+      file,
+      new Uint8Array(await (await fetch(String(done.video_url))).arrayBuffer()),
+    );
+    const measured = await new Deno.Command("ffmpeg", {
+      args: ["-hide_banner", "-nostdin", "-i", file, "-vn", "-af", "ebur128", "-f", "null", "-"],
+      stderr: "piped",
+    }).output();
+    await Deno.remove(file);
+    const log = new TextDecoder().decode(measured.stderr);
+    const lufs = Number(
+      log.slice(log.lastIndexOf("Integrated loudness:")).match(/I:\s+(-?[\d.]+)/)?.[1],
+    );
+    assert.ok(Math.abs(lufs - -16) <= 1, `integrated ${lufs} LUFS, want -16`);
   });
 
   it("takes the composition's data-fps when fps is absent; rational rates are exact", async () => {

@@ -31,7 +31,9 @@ html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; backgroun
 </style></head>
 <body><div id="root" data-composition-id="${id}" data-width="320" data-height="180"
   data-duration="${options.duration ?? 1}"
-  data-composition-variables='[{"id": "bg", "type": "color", "label": "Background", "default": "#202080"}]'>
+  data-composition-variables='[{"id": "bg", "type": "color", "label": "Background", "default": "#202080",
+    "group": "Look", "description": "Fill behind the stage"},
+    {"id": "logo", "type": "image", "label": "Logo", "default": "img/a.png"}]'>
 ${body}
 </div>
 <script>
@@ -196,6 +198,18 @@ describe("the vid preview studio for template authors", () => {
     await Deno.writeTextFile(`${project}/js/late.js`, LATE_JS);
     await Deno.writeTextFile(`${project}/long.html`, LONG);
     await Deno.writeTextFile(`${project}/notes.html`, "<!doctype html><p>not a composition</p>");
+    await Deno.mkdir(`${project}/img`);
+    for (const [name, colour] of [["a", "red"], ["b", "yellow"]]) {
+      await runFfmpeg([
+        "-f",
+        "lavfi",
+        "-i",
+        `color=${colour}:s=16x16:d=1`,
+        "-frames:v",
+        "1",
+        `${project}/img/${name}.png`,
+      ]);
+    }
     await runFfmpeg([
       "-f",
       "lavfi",
@@ -235,6 +249,61 @@ describe("the vid preview studio for template authors", () => {
     }
     await preview?.done;
     await Deno.remove(work, { recursive: true });
+  });
+
+  it("shows each declaration's group as a fieldset and its description under the field", async () => {
+    const panel = await studio.$eval("#variables", (form) => {
+      const set = form.querySelector("fieldset.group");
+      return {
+        legend: set?.querySelector("legend")?.textContent,
+        fields: [...(set?.querySelectorAll(".field") ?? [])].map((f) =>
+          (f as HTMLElement).dataset.id
+        ),
+        description: document.getElementById("desc-bg")?.textContent,
+        describedBy: document.getElementById("var-bg")?.getAttribute("aria-describedby"),
+      };
+    });
+    assert.deepEqual(panel, {
+      legend: "Look",
+      fields: ["bg"],
+      description: "Fill behind the stage",
+      describedBy: "desc-bg",
+    });
+    await shot(studio, "#variables", "variables-group");
+  });
+
+  it("an image variable shows its thumbnail, picks from the project's images, marks a missing file", async () => {
+    const thumb = async () =>
+      await studio.$eval('img[data-thumb="logo"]', (el) => {
+        const img = el as HTMLImageElement;
+        return { src: new URL(img.src).pathname, hidden: img.hidden };
+      });
+    await studio.waitForFunction(() =>
+      (document.querySelector('img[data-thumb="logo"]') as HTMLImageElement)?.naturalWidth === 16
+    );
+    assert.deepEqual(await thumb(), { src: "/img/a.png", hidden: false });
+    await studio.click('button[data-choose="logo"]');
+    await studio.waitForSelector('[data-images="logo"] .image-option');
+    assert.deepEqual(
+      await studio.$$eval(
+        '[data-images="logo"] .image-option',
+        (els) => els.map((el) => (el as HTMLElement).dataset.path),
+      ),
+      ["img/a.png", "img/b.png"],
+    );
+    await shot(studio, ".field[data-id=logo]", "image-picker");
+    await studio.click('[data-images="logo"] .image-option[data-path="img/b.png"]');
+    assert.equal(
+      await studio.$eval("#var-logo", (el) => (el as HTMLInputElement).value),
+      "img/b.png",
+    );
+    assert.deepEqual(await thumb(), { src: "/img/b.png", hidden: false });
+    await typeInto(studio, "#var-logo", "img/missing.png");
+    await studio.waitForFunction(() =>
+      /does not exist in the project/.test(document.getElementById("problem-logo")!.textContent!)
+    );
+    await typeInto(studio, "#var-logo", "img/a.png");
+    await studio.waitForFunction(() => document.getElementById("problem-logo")!.textContent === "");
   });
 
   it("lists every composition at the project root and switches between them", async () => {
@@ -477,6 +546,18 @@ describe("the vid preview studio for template authors", () => {
     assert.ok(clips.includes("animation:slide #box:0.250-0.750"), clips.join(", "));
     assert.ok(clips.includes("timeline:GSAP intro:0.000-0.700"), clips.join(", "));
     assert.ok(clips.includes("timeline:intro #gbox:0.300-0.700"), clips.join(", "));
+    // The ruler over the tracks: 1 s in quarter seconds, each tick where its time is.
+    const ticks = await studio.$$eval(
+      "#ruler .tick",
+      (els) => els.map((el) => [el.textContent, (el as HTMLElement).style.left]),
+    );
+    assert.deepEqual(ticks, [
+      ["0s", "0%"],
+      ["0.25s", "25%"],
+      ["0.5s", "50%"],
+      ["0.75s", "75%"],
+      ["1s", "100%"],
+    ]);
     const track = await studio.$('#timeline .track[data-kind="audio"]');
     const box = (await track!.boundingBox())!;
     await studio.mouse.click(box.x + box.width * 0.5 + 1, box.y + box.height / 2);
@@ -523,7 +604,7 @@ describe("the vid preview studio for template authors", () => {
     await studio.click("#mute");
   });
 
-  it("the render dialog renders a frame range as webm under its own name", async () => {
+  it("the render dialog renders a frame range as webm at scale 2 under its own name", async () => {
     await studio.click("#render");
     await studio.waitForSelector("#render-dialog[open]");
     assert.deepEqual(
@@ -531,10 +612,18 @@ describe("the vid preview studio for template authors", () => {
         "#render-format option",
         (os) => os.map((o) => (o as HTMLOptionElement).value),
       ),
-      ["mp4", "webm", "mov"],
+      ["mp4", "webm", "mov", "gif"],
     );
     await studio.select("#render-format", "webm");
     await studio.select("#render-quality", "draft");
+    assert.deepEqual(
+      await studio.$$eval(
+        "#render-scale option",
+        (os) => os.map((o) => (o as HTMLOptionElement).value),
+      ),
+      ["1", "2", "3", "4"],
+    );
+    await studio.select("#render-scale", "2");
     await studio.$eval("#render-from", (el) => (el as HTMLInputElement).value = "5");
     await studio.$eval("#render-to", (el) => (el as HTMLInputElement).value = "14");
     await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "clip-a");
@@ -548,6 +637,38 @@ describe("the vid preview studio for template authors", () => {
     await response.body?.cancel();
     const video = await probeVideo(`${project}/renders/clip-a.webm`);
     assert.equal(video.frames, 10, "frames 5-14");
+    assert.deepEqual([video.width, video.height], [640, 360], "320x180 drawn at scale 2");
+  });
+
+  it("the render dialog renders a GIF at another frame rate, the whole range at that rate", async () => {
+    await studio.click("#render");
+    await studio.waitForSelector("#render-dialog[open]");
+    assert.equal(await studio.$eval("#render-fps", (el) => (el as HTMLInputElement).value), "30");
+    await studio.select("#render-format", "gif");
+    await studio.select("#render-scale", "1");
+    await studio.$eval("#render-fps", (el) => {
+      (el as HTMLInputElement).value = "5";
+      el.dispatchEvent(new Event("input"));
+    });
+    assert.equal(await studio.$eval("#render-to", (el) => (el as HTMLInputElement).value), "4");
+    await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "clip-b");
+    await studio.click("#render-start");
+    await studio.waitForFunction(
+      () =>
+        /clip-b\.gif$/.test(
+          (document.getElementById("render-link") as HTMLAnchorElement)?.href ?? "",
+        ),
+      { timeout: 60000 },
+    );
+    const gif = await probeVideo(`${project}/renders/clip-b.gif`);
+    assert.deepEqual([gif.frames, gif.width], [5, 320], "1 s at 5 fps, scale 1");
+    const refused = await fetch(`${preview.url}__preview/render`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ values: {}, format: "png" }),
+    });
+    assert.equal(refused.status, 400);
+    assert.match((await refused.json()).error.message, /PNG sequence .* vid render -o frames/);
   });
 
   it("a bad range is refused naming the field", async () => {
