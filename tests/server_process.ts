@@ -13,6 +13,11 @@ import { type PostgresServer, startPostgres } from "./postgres_server.ts";
 /** The PostgreSQL the server tests run against, when a `*_postgres_test.ts` started one. */
 let postgres: PostgresServer | undefined;
 
+/** The PostgreSQL the server tests run against, to stop and start it; none on SQLite. */
+export function serverPostgres(): PostgresServer | undefined {
+  return postgres;
+}
+
 /** Which engine the server tests of this run use. */
 export function serverEngine(): "sqlite" | "postgres" {
   return postgres === undefined ? "sqlite" : "postgres";
@@ -52,6 +57,13 @@ export async function serverDataDir(prefix: string): Promise<string> {
     SERVER_DATABASES.set(dir, url.href);
   }
   return dir;
+}
+
+/** The PostgreSQL URL of a data folder made by {@linkcode serverDataDir} on PostgreSQL. */
+export function serverDatabaseUrl(dataDir: string): string {
+  const url = SERVER_DATABASES.get(dataDir);
+  if (url === undefined) throw new Error(`${dataDir} has no PostgreSQL database`);
+  return url;
 }
 
 /**

@@ -24,7 +24,7 @@ import {
   type ServerContext,
   UPLOAD_URL_SECONDS,
 } from "./context.ts";
-import { now, type Row } from "./db.ts";
+import { DatabaseUnavailableError, now, type Row } from "./db.ts";
 import { ApiError, invalid, notFound, RateLimitedError } from "./errors.ts";
 import { clientAddress, DatabaseThrottleStore, newThrottles } from "./throttle.ts";
 import type { KeyScope } from "./idempotency.ts";
@@ -195,6 +195,19 @@ export function createApp(ctx: ServerContext): Hono {
   app.onError((error, c) => {
     if (error instanceof RateLimitedError) {
       c.header("retry-after", String(error.retryAfterSeconds));
+    }
+    // The database is away (restarting, network): a client's retry will likely succeed.
+    if (error instanceof DatabaseUnavailableError) {
+      console.error(`vid server: ${error.message}`);
+      c.header("retry-after", String(DatabaseUnavailableError.RETRY_AFTER_SECONDS));
+      return c.json(
+        new ApiError(
+          503,
+          "vid_unavailable",
+          "the server's database is not answering; try again after Retry-After seconds",
+        ).toJSON(),
+        503,
+      );
     }
     if (error instanceof ApiError) {
       return c.json(error.toJSON(), error.status as 400);

@@ -7,5 +7,12 @@
  * @module
  */
 
-export { type Database, now, type Queries, type Row, type SqlValue } from "./database/mod.ts";
+export {
+  type Database,
+  DatabaseUnavailableError,
+  now,
+  type Queries,
+  type Row,
+  type SqlValue,
+} from "./database/mod.ts";
 export { openDatabase } from "./database/mod.ts";

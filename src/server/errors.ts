@@ -19,6 +19,7 @@ export type ErrorCode =
   | "vid_rate_limited"
   | "vid_too_many_renders"
   | "vid_limit_exceeded"
+  | "vid_unavailable"
   | "vid_internal";
 
 /** An error the API answers with its status and body. */

@@ -16,6 +16,7 @@ export { SCHEMA_VERSION, SchemaTooNewError } from "./schema.ts";
 export {
   DATABASE_ENV,
   DATABASE_FLAG,
+  DatabaseUnavailableError,
   DatabaseUnreachableError,
   DatabaseUrlError,
   redactUrl,

@@ -12,7 +12,7 @@
 import postgres from "postgres";
 import type { Database, Queries, Row, SqlValue } from "./mod.ts";
 import { migratePostgres } from "./schema.ts";
-import { checkPostgresUrl, DatabaseUnreachableError } from "./url.ts";
+import { checkPostgresUrl, DatabaseUnavailableError, DatabaseUnreachableError } from "./url.ts";
 
 /** Seconds a connection attempt may take before the database counts as unreachable. */
 export const CONNECT_TIMEOUT_SECONDS = 10;
@@ -22,6 +22,40 @@ export const POOL_SIZE = 10;
 const CONFLICT_RETRIES = 8;
 /** SQLSTATEs of a transaction that lost to a concurrent one and may simply run again. */
 const RETRYABLE = new Set(["40001", "40P01"]);
+
+/**
+ * Codes of errors that say the database is away rather than that a statement is wrong: the
+ * client's own (no connection) and PostgreSQL's connection and shutdown classes.
+ */
+const AWAY = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ETIMEDOUT",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "57P01",
+  "57P02",
+  "57P03",
+  "08000",
+  "08001",
+  "08003",
+  "08004",
+  "08006",
+]);
+
+/** `error` as a {@linkcode DatabaseUnavailableError} when it says the database is away. */
+function away(error: unknown): unknown {
+  const code = String((error as { code?: unknown } | undefined)?.code);
+  if (!AWAY.has(code)) return error;
+  return new DatabaseUnavailableError(
+    error instanceof Error ? error.message : String(error),
+    { cause: error },
+  );
+}
 
 /**
  * `sql` with each `?` outside a quoted string turned into `$n`.
@@ -52,7 +86,11 @@ class PostgresQueries implements Queries {
     this.#sql = sql;
   }
   async #query(sql: string, params: SqlValue[]): Promise<postgres.RowList<Row[]>> {
-    return await this.#sql().unsafe<Row[]>(numberedPlaceholders(sql), params);
+    try {
+      return await this.#sql().unsafe<Row[]>(numberedPlaceholders(sql), params);
+    } catch (error) {
+      throw away(error);
+    }
   }
   async get<T = Row>(sql: string, ...params: SqlValue[]): Promise<T | undefined> {
     const rows = await this.#query(sql, params);
@@ -91,7 +129,7 @@ class PostgresDatabase extends PostgresQueries implements Database {
         }) as T;
       } catch (error) {
         const code = (error as { code?: unknown }).code;
-        if (attempt >= CONFLICT_RETRIES || !RETRYABLE.has(String(code))) throw error;
+        if (attempt >= CONFLICT_RETRIES || !RETRYABLE.has(String(code))) throw away(error);
         // Both sides of a conflict retrying at once would likely collide again.
         await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
       }

@@ -72,6 +72,23 @@ function safePassword(url: string): string {
 }
 
 /**
+ * The database stopped answering a running server (restarted, network gone). The API answers
+ * 503 with `Retry-After` meanwhile; the client reconnects by itself once it is back.
+ */
+export class DatabaseUnavailableError extends VidError {
+  override name = "DatabaseUnavailableError";
+  /** `Retry-After` of the API's 503 while the database is away. */
+  static readonly RETRY_AFTER_SECONDS = 5;
+  constructor(reason: string, options: { cause?: unknown } = {}) {
+    super(`the database is not answering (${reason}); retrying as requests come`, {
+      field: "database",
+      exitCode: EXIT_FAILED,
+      cause: options.cause,
+    });
+  }
+}
+
+/**
  * Checks a PostgreSQL URL: `postgres://` or `postgresql://`, a host and a database name.
  *
  * @throws {DatabaseUrlError} It is not one.
