@@ -151,6 +151,7 @@ export {
 export type { TimedWindow } from "./src/runtime/hyperframes.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
 export {
+  ADD_NAMES,
   type AddedLibrary,
   addLibraries,
   InitError,
@@ -166,6 +167,14 @@ export {
   type LibraryName,
   LibraryNotFoundError,
 } from "./src/init/vendor.ts";
+export {
+  type FetchFontOptions,
+  FONT_PACKAGES,
+  type FontPackage,
+  FontPackageError,
+  type VendoredFont,
+  vendorFontPackage,
+} from "./src/init/font_packages.ts";
 export {
   type LocalBatchManifestRow,
   type LocalBatchProgress,

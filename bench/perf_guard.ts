@@ -8,12 +8,16 @@
  * - `cpuRatio`: vid's CPU per frame / the raw pipeline's (all processes, sampled from
  *   /proc as bench/peer_bench.ts does).
  *
- * The figures recorded in `bench/perf_guard.json` are what tests/integration/perf_guard_test.ts holds
- * the code to: it fails when fpsRatio falls more than 20% below the recorded one or
- * cpuRatio rises more than 20% above it. Re-record after a deliberate change:
+ * The figures recorded in `bench/perf_guard.json` are what `deno task bench:guard` (`--check`)
+ * holds the code to: it exits 1 when fpsRatio falls more than 20% below the recorded one or
+ * cpuRatio rises more than 20% above it. A timing ratio, so it runs apart from the
+ * correctness suite (`deno task test`), on a machine not busy with other work; its
+ * judgement ({@linkcode guardProblems}) is unit-tested (tests/unit/perf_guard_test.ts).
+ * Re-record after a deliberate change:
  *
  * ```sh
  * deno run -A bench/perf_guard.ts            # measure and print
+ * deno task bench:guard                      # measure (5 rounds) and judge: exit 1 if off
  * deno run -A bench/perf_guard.ts --record   # measure and write bench/perf_guard.json
  * ```
  *
@@ -131,10 +135,24 @@ export function guardProblems(measured: GuardFigures, recorded: GuardFigures): s
 }
 
 if (import.meta.main) {
-  const figures = await measureGuard(Number(Deno.env.get("VID_GUARD_ROUNDS") ?? 3));
+  const check = Deno.args.includes("--check");
+  const rounds = Number(Deno.env.get("VID_GUARD_ROUNDS") ?? (check ? 5 : 3));
+  const figures = await measureGuard(rounds);
   console.log(JSON.stringify(figures, null, 2));
   if (Deno.args.includes("--record")) {
     await writeFile(GUARD_FILE, JSON.stringify(figures, null, 2) + "\n");
     console.error(`recorded in ${GUARD_FILE}`);
+  }
+  if (check) {
+    const recorded = await recordedGuard();
+    const problems = guardProblems(figures, recorded);
+    console.error(
+      `perf guard: fps ratio ${figures.fpsRatio.toFixed(2)} (recorded ${
+        recorded.fpsRatio.toFixed(2)
+      }), CPU ratio ${figures.cpuRatio.toFixed(2)} (recorded ${recorded.cpuRatio.toFixed(2)}), ` +
+        `load ${figures.load.map((l) => l.toFixed(1)).join("-")}`,
+    );
+    for (const problem of problems) console.error(`perf guard: ${problem}`);
+    if (problems.length > 0) Deno.exit(1);
   }
 }

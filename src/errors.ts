@@ -1,10 +1,13 @@
 /**
- * The one base class of vid's input errors: a bad option, flag, body field, configuration
- * field or variable. It carries what every surface needs to report it in its own words:
+ * The one base class of every error vid throws: a bad option, flag, body field,
+ * configuration field or variable, and equally a failed render, a refused upload or an
+ * unreachable stack. It carries what every surface needs to report it in its own words:
  * the exit code of the CLI, the SDK path of the value at fault (`fps`, `variables.title`,
- * `config.fps`) and the command-line flag that sets it (`--fps`), so the CLI's top-level
- * handler, the server's error bodies and SDK callers read one shape instead of a mapping
- * per class.
+ * `config.fps`), the command-line flag that sets it (`--fps`) and, for errors of an HTTP
+ * API, the stable error code and HTTP status. The CLI's top-level handler, the server's
+ * error bodies and SDK callers read this one shape instead of duck typing `code`,
+ * `status` and `field` per class (tests/unit/error_tree_test.ts keeps every error class
+ * under it; ARCHITECTURE.md draws the tree).
  *
  * @module
  */
@@ -22,14 +25,22 @@ export interface VidErrorOptions {
   flag?: string;
   /** What is wrong, without the name of the value; the message is `<field>: <detail>`. */
   detail?: string;
-  /** Exit code of the CLI. @default 2 (usage) */
+  /**
+   * Exit code of the CLI. Input errors keep the default; an error of a run (a failed
+   * render, an unreachable stack) says {@linkcode EXIT_FAILED} or its own code.
+   * @default 2 (usage)
+   */
   exitCode?: number;
+  /** Stable machine-readable code, e.g. the API's `vid_not_found`. */
+  code?: string;
+  /** HTTP status an API answers (or answered) with this error. */
+  status?: number;
   /** The error this one explains. */
   cause?: unknown;
 }
 
 /**
- * An input error of vid. `message` names the SDK `field`; {@linkcode VidError.cliMessage}
+ * An error of vid. `message` names the SDK `field`; {@linkcode VidError.cliMessage}
  * names the `flag` instead, for the command line.
  *
  * @example
@@ -55,6 +66,10 @@ export class VidError extends Error {
   readonly flag?: string;
   /** What is wrong, without the name of the value (when the message is built from it). */
   readonly detail?: string;
+  /** Stable machine-readable code, e.g. the API's `vid_not_found`, when there is one. */
+  readonly code?: string;
+  /** HTTP status an API answers (or answered) with this error, when there is one. */
+  readonly status?: number;
 
   /**
    * Creates the error.
@@ -68,6 +83,8 @@ export class VidError extends Error {
     if (options.field !== undefined) this.field = options.field;
     if (options.flag !== undefined) this.flag = options.flag;
     if (options.detail !== undefined) this.detail = options.detail;
+    if (options.code !== undefined) this.code = options.code;
+    if (options.status !== undefined) this.status = options.status;
   }
 
   /** The message in the command line's words: the flag named where the SDK names the field. */

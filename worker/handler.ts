@@ -75,6 +75,7 @@ import { pool } from "../src/util/async.ts";
 import { CONTENT_TYPES } from "../src/util/mime.ts";
 import { deliverWebhook } from "../src/webhooks/webhooks.ts";
 import type { ExecutionInput } from "../src/lambda/config.ts";
+import { RENDER_ID_METADATA } from "../src/batch/manifest.ts";
 import {
   type AssemblePayload,
   type ChunkMedia,
@@ -243,7 +244,11 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
       output: final,
     });
     const bytes = (await stat(final)).size;
-    await uploadFile(input.bucketName, input.outputKey, final, CONTENT_TYPES[format]);
+    // The render id names the inputs (a batch row's is derived from them): a batch rerun
+    // whose execution history is gone finds the output rendered from the same row by it.
+    await uploadFile(input.bucketName, input.outputKey, final, CONTENT_TYPES[format], {
+      [RENDER_ID_METADATA]: input.renderId,
+    });
     const outputUrl = objectUrl(input.bucketName, input.outputKey);
     await putJson(input.bucketName, progressKey(input), {
       renderId: input.renderId,

@@ -66,6 +66,7 @@ export async function uploadFile(
   key: string,
   file: string,
   contentType: string,
+  metadata?: Record<string, string>,
 ): Promise<void> {
   const { size } = await stat(file);
   await s3Client().send(
@@ -75,6 +76,7 @@ export async function uploadFile(
       Body: createReadStream(file),
       ContentLength: size,
       ContentType: contentType,
+      ...(metadata ? { Metadata: metadata } : {}),
     }),
   );
 }

@@ -56,6 +56,7 @@ export type ParsedBatchLine =
 /**
  * Checks one decoded batch entry (`{"outputKey": ..., "variables": {...}}`) against the
  * declarations: in strict mode a variable problem makes the line invalid, else a warning.
+ * `undefined` declarations (not known) check no variables.
  * A render option in a row (`"fps": 24`) makes the line invalid, naming the flag that sets
  * it for the whole batch.
  *
@@ -73,7 +74,7 @@ export type ParsedBatchLine =
 export function checkBatchEntry(
   entry: unknown,
   line: number,
-  declarations: readonly VariableDeclaration[],
+  declarations: readonly VariableDeclaration[] | undefined,
   strict = false,
 ): ParsedBatchLine {
   if (!isPlainObject(entry)) {
@@ -106,7 +107,11 @@ export function checkBatchEntry(
   if (!isPlainObject(variables)) {
     return { kind: "invalid", outputKey, error: `line ${line}: "variables" must be a JSON object` };
   }
-  const problems = checkOverrides(declarations, variables as Variables);
+  // Unknown declarations (a dry run of an uploaded site with no bucket to read it from) are
+  // not "none": checking against none would call every variable undeclared.
+  const problems = declarations === undefined
+    ? []
+    : checkOverrides(declarations, variables as Variables);
   if (problems.length > 0) {
     const detail = problems.map((p) => p.message).join("; ");
     if (strict) {
@@ -144,7 +149,7 @@ export function checkBatchEntry(
 export function parseBatchLine(
   text: string,
   line: number,
-  declarations: readonly VariableDeclaration[],
+  declarations: readonly VariableDeclaration[] | undefined,
   strict = false,
 ): ParsedBatchLine {
   if (text.trim() === "") return { kind: "blank" };

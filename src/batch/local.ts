@@ -32,7 +32,7 @@ import { dirname, isAbsolute, join, normalize, relative, resolve, sep } from "no
 import { readComposition } from "../composition/composition.ts";
 import type { Variables } from "../composition/declarations.ts";
 import { BatchInputError, type BatchManifestRow, batchRenderId } from "./manifest.ts";
-import type { ExecutionInput } from "../lambda/config.ts";
+import type { ExecutionInput } from "../request/execution_input.ts";
 import { projectRules } from "../project/ignore_rules.ts";
 import type { Browser } from "../render/browser.ts";
 import { type CapturePreference, launchForCapture } from "../render/capture_mode.ts";

@@ -8,12 +8,16 @@
  */
 
 import { canonicalJson } from "../util/canonical_json.ts";
-import type { ExecutionInput } from "../lambda/config.ts";
+import type { ExecutionInput } from "../request/execution_input.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /**
  * Status of a batch manifest row:
  * - `started`: this run started the row's execution;
  * - `already-started`: the row's execution existed (an earlier run started it);
+ * - `already-rendered`: no execution of the row is known any more (its history is gone: a
+ *   restarted local stack, expired history on AWS), but its output object is there, written
+ *   by a render of the same inputs (its `vid-render-id` metadata names the row's render id);
  * - `would-invoke`: dry run, the row is valid; nothing was started;
  * - `failed-to-start`: the line is invalid, or the start call failed (see `error`);
  * - `skipped`: a blank line; not an entry;
@@ -22,10 +26,18 @@ import type { ExecutionInput } from "../lambda/config.ts";
 export type BatchRowStatus =
   | "started"
   | "already-started"
+  | "already-rendered"
   | "would-invoke"
   | "failed-to-start"
   | "skipped"
   | "not-started";
+
+/**
+ * S3 user metadata key of a distributed render's output naming its render id: a batch row's
+ * render id is derived from its inputs (see {@linkcode batchRenderId}), so an output
+ * carrying the row's id was rendered from the same row.
+ */
+export const RENDER_ID_METADATA = "vid-render-id";
 
 /** One row of the batch manifest: one per input line. */
 export interface BatchManifestRow {
@@ -39,7 +51,7 @@ export interface BatchManifestRow {
   executionArn: string | null;
   /** Why the row did not start (`failed-to-start`, `skipped`, `not-started`); else `null`. */
   error: string | null;
-  /** Render id (execution name) of a started or already-started row. */
+  /** Render id (execution name) of a started, already-started or already-rendered row. */
   renderId?: string;
   /**
    * Which attempt of the row the execution is: 1 for the first, n for the execution named
@@ -49,11 +61,11 @@ export interface BatchManifestRow {
 }
 
 /** A bad argument of a batch (`renderBatch`, `renderBatchLocal`) or a bad manifest; `field` names it. */
-export class BatchInputError extends Error {
+export class BatchInputError extends VidError {
   /** Always `"BatchInputError"`. */
   override name = "BatchInputError";
   /** The offending option or manifest field, e.g. `maxConcurrent` or `[3].line`. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * Creates the error for one option or manifest field.
    *
@@ -61,7 +73,7 @@ export class BatchInputError extends Error {
    * @param message What is wrong and how to fix it.
    */
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }

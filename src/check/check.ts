@@ -9,8 +9,10 @@
  * @module
  */
 
+import { relative } from "node:path";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { Variables } from "../composition/declarations.ts";
+import { unresolvedFontMessage, unresolvedFonts } from "../composition/fonts.ts";
 import { formatFrameRate } from "../composition/frame_rate.ts";
 import { loadOverrides } from "../composition/variables.ts";
 import { renderFrameRate } from "../render/render.ts";
@@ -66,6 +68,17 @@ export async function checkProject(options: CheckOptions = {}): Promise<CheckRep
   const rate = renderFrameRate(options.fps, composition.fps);
   const { problems, references } = await staticCheck({ composition, overrides });
   problems.push(...await mediaCheck(composition, references));
+  // The same finding the render warns about, with the same command to resolve it.
+  for (const font of await unresolvedFonts(composition.file, composition.projectDir)) {
+    problems.push({
+      severity: "warning",
+      part: "fonts",
+      kind: "font",
+      message: unresolvedFontMessage(font),
+      file: relative(composition.projectDir, composition.file),
+      field: font.family,
+    });
+  }
   // A page whose scripts do not parse or whose files are missing fails the same way in
   // the browser; its findings there would only repeat these.
   const blocking = problems.some((p) => p.severity === "error" && p.kind === "syntax");

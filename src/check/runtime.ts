@@ -129,7 +129,7 @@ function sessionProblem(error: unknown): CheckProblem | undefined {
     };
   }
   // Audio automation and caption files are checked as the session opens, as for a render.
-  if (error instanceof AudioAttributeError) {
+  if (error instanceof AudioAttributeError || error instanceof MediaError) {
     return {
       severity: "error",
       part: "media",
@@ -146,15 +146,6 @@ function sessionProblem(error: unknown): CheckProblem | undefined {
       message: error.message,
       field: "data-captions",
       ...(error.line !== undefined && { line: error.line }),
-    };
-  }
-  if (error instanceof MediaError) {
-    return {
-      severity: "error",
-      part: "media",
-      kind: "media",
-      message: error.message,
-      field: error.field,
     };
   }
   return undefined;

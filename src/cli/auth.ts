@@ -38,6 +38,7 @@ import {
   revokeToken,
 } from "../cloud/oauth_client.ts";
 import { EXIT, integerIn, reportError, warn } from "./shared.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** The machine form of `vid auth status --json`. */
 export interface AuthStatusJson {
@@ -55,16 +56,21 @@ export interface AuthStatusJson {
 }
 
 /** The user left the hidden prompt with Ctrl-C or Ctrl-D. */
-class PromptCancelledError extends Error {
+class PromptCancelledError extends VidError {
   override name = "PromptCancelledError";
+
+  /** Creates the error; the CLI exits 1. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
+  }
 }
 
 /** A credential that cannot do what was asked (an API key cannot refresh). */
-class AuthCommandError extends Error {
+class AuthCommandError extends VidError {
   override name = "AuthCommandError";
-  readonly field: string;
+  override readonly field: string;
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }

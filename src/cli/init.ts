@@ -10,6 +10,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { relative } from "node:path";
 import { addLibraries, initProject, listStarters } from "../init/init.ts";
 import { LIBRARIES, LIBRARY_NAMES } from "../init/vendor.ts";
+import { FONT_PACKAGES } from "../init/font_packages.ts";
 import { reportError } from "./shared.ts";
 
 /** Quotes a path for a shell command line when it needs it. */
@@ -71,14 +72,18 @@ export function registerInit(program: Command): void {
 export function registerAdd(program: Command): void {
   program
     .command("add")
-    .summary("Copy GSAP, Lottie, Three.js or the Inter font into a project.")
+    .summary("Copy GSAP, Lottie, Three.js or a font HyperFrames embeds into a project.")
     .description(
       "Copy libraries into a project so its page loads them from its own folder (the page is\n" +
         "served from the project folder alone, so this is what makes it render offline):\n" +
         LIBRARY_NAMES.map((n) => `  ${n.padEnd(6)} ${LIBRARIES[n].package}: ${LIBRARIES[n].use}`)
-          .join("\n"),
+          .join("\n") +
+        "\nFonts HyperFrames embeds, each copied into fonts/ (regular and bold, woff2, licence)\n" +
+        "with fonts/<name>.css, which index.html is made to link: inter (from vid's own\n" +
+        "dependency) and, fetched once from the npm registry at a pinned version checked\n" +
+        `against its integrity: ${Object.keys(FONT_PACKAGES).join(", ")}`,
     )
-    .argument("<library...>", `one or more of ${LIBRARY_NAMES.join(", ")}`)
+    .argument("<library...>", `one or more of ${LIBRARY_NAMES.join(", ")} or a font's name`)
     .option("-d, --dir <project>", "project folder", ".")
     .option("--json", "print a machine-readable result on stdout")
     .action(async (names, options) => {

@@ -38,6 +38,7 @@ import { OPTIONS } from "../request/options.ts";
 import { checkBeforeSpending, noCheckOption } from "./preflight.ts";
 import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
 import { EXIT, warn } from "./shared.ts";
+import { retriesText } from "./lambda_progress.ts";
 
 /** The command's help, built when the command is registered. */
 const help = (): string =>
@@ -53,12 +54,16 @@ const help = (): string =>
   "outputKey, options, variables), so running the same batch again finishes the job: rows " +
   "with no execution start; rows whose execution failed, timed out or was aborted start " +
   "again as a new attempt (the name with -a2, -a3, ...; `started`, attempt n); rows running " +
-  "or succeeded are `already-started` with their ARN. --rerun all also renders the succeeded " +
-  "rows again (not the running ones); --rerun none never starts a second attempt.\n\n" +
+  "or succeeded are `already-started` with their ARN. Once the execution history is gone " +
+  "(a restarted local stack, expired history), a row whose output is in the bucket, " +
+  "rendered from the same inputs, is `already-rendered`. --rerun all also renders the " +
+  "succeeded rows again (not the running ones); --rerun none never starts a second " +
+  "attempt.\n\n" +
   "The batch file and the manifest are never uploaded with the site, even inside the " +
   "project, so writing them there does not change the site id.\n\n" +
-  "Ctrl-C stops starting new rows, waits for the start calls in flight, and still prints " +
-  "(and writes, with --manifest) the whole manifest; rows not reached are `not-started`.\n\n" +
+  "Ctrl-C (even while the site uploads) stops starting new rows, waits for the calls in " +
+  "flight, and still prints (and writes, with --manifest) the whole manifest; rows not " +
+  "reached are `not-started`.\n\n" +
   "Throttled start calls are retried with exponential backoff (8 attempts per row). " +
   "Large batches (more than 1000 entries): keep --max-concurrent near " +
   "floor(reservedConcurrency / maxParallelChunks). With --reserved-concurrency (or env " +
@@ -83,6 +88,7 @@ function summaryLine(rows: readonly BatchManifestRow[], dryRun: boolean): string
   const parts = dryRun
     ? [`${s.wouldInvoke} would invoke`]
     : [`${s.started} started${retried}`, `${s.alreadyStarted} already started`];
+  if (s.alreadyRendered > 0) parts.push(`${s.alreadyRendered} already rendered`);
   parts.push(`${s.failedToStart} failed to start`, `${s.skipped} skipped`);
   if (s.notStarted > 0) parts.push(`${s.notStarted} not started`);
   return parts.join(", ");
@@ -153,36 +159,44 @@ interface LambdaBatchFlags extends ConnectionFlags, RenderConfigFlags {
 /**
  * The site the rows render: the uploaded one (`--site-id`, checked in the bucket), a
  * stand-in for a dry run, or the project deployed once; with the declarations to check the
- * rows' variables against.
+ * rows' variables against (`undefined`: not known, so not checked).
  */
 async function batchSite(
   projectDir: string | undefined,
   options: LambdaBatchFlags,
   where: {
     bucketName: string;
+    /** Whether `bucketName` names a real bucket (a dry run without one has a stand-in). */
+    bucketKnown: boolean;
     siteOptions: { composition: string; s3: S3Options };
     exclude: string[];
   },
-): Promise<{ siteHandle: SiteHandle; declarations: readonly VariableDeclaration[] }> {
+): Promise<{ siteHandle: SiteHandle; declarations?: readonly VariableDeclaration[] }> {
   const { bucketName, siteOptions, exclude } = where;
-  let siteHandle: SiteHandle;
-  let declarations: readonly VariableDeclaration[] = [];
-  if (options.siteId && !options.dryRun) {
-    // The uploaded site renders: check it and read its declarations from the bucket.
-    const site = await loadSite(options.siteId, bucketName, siteOptions);
-    siteHandle = site;
-    declarations = site.declarations;
-  } else {
-    if (projectDir !== undefined) {
-      declarations = (await readComposition(projectDir, options.composition)).declarations;
+  if (options.siteId && (!options.dryRun || projectDir === undefined)) {
+    if (options.dryRun && !where.bucketKnown) {
+      // Its declarations are in the bucket: checking against none would call every
+      // variable undeclared (and fail every row with --strict-variables).
+      warn(
+        `variables are not checked: the declarations of ${options.siteId} are in the bucket; ` +
+          "pass --bucket (or set VID_LAMBDA_BUCKET), or the project directory",
+      );
+      return { siteHandle: siteHandleFromId(options.siteId, bucketName, siteOptions) };
     }
-    // The dry run uploads nothing: a handle naming the site is enough to lint the rows.
-    siteHandle = options.siteId
-      ? siteHandleFromId(options.siteId, bucketName, siteOptions)
-      : options.dryRun
-      ? siteHandleFromId("site-dry-run", bucketName, siteOptions)
-      : await deploySite({ projectDir: projectDir!, bucketName, exclude, ...siteOptions });
+    // The uploaded site renders: check it and read its declarations from the bucket (a
+    // dry run reads it too, and still starts and uploads nothing).
+    const site = await loadSite(options.siteId, bucketName, siteOptions);
+    return { siteHandle: site, declarations: site.declarations };
   }
+  const declarations = projectDir === undefined
+    ? undefined
+    : (await readComposition(projectDir, options.composition)).declarations;
+  // The dry run uploads nothing: a handle naming the site is enough to lint the rows.
+  const siteHandle = options.siteId
+    ? siteHandleFromId(options.siteId, bucketName, siteOptions)
+    : options.dryRun
+    ? siteHandleFromId("site-dry-run", bucketName, siteOptions)
+    : await deploySite({ projectDir: projectDir!, bucketName, exclude, ...siteOptions });
   return { siteHandle, declarations };
 }
 
@@ -224,6 +238,10 @@ async function runLambdaBatch(
     );
     controller.abort();
   };
+  // From the start: a Ctrl-C while the site uploads (before the first row) still ends with
+  // every row `not-started` in the manifest, as one during the starts does.
+  Deno.addSignalListener("SIGINT", onSignal);
+  Deno.addSignalListener("SIGTERM", onSignal);
   try {
     if (options.variablesFile !== undefined) {
       throw new LambdaUsageError(
@@ -234,15 +252,17 @@ async function runLambdaBatch(
     const conn = connection(options);
     // A dry run calls nothing: without a stack configured, stand-in names are enough to
     // lint the rows (they only count toward each execution input's size).
-    const orDryRun = (get: () => string, standIn: string): string => {
+    const orDryRun = (get: () => string, standIn: string, onStandIn?: () => void): string => {
       try {
         return get();
       } catch (error) {
-        if (options.dryRun && error instanceof LambdaUsageError) return standIn;
-        throw error;
+        if (!options.dryRun || !(error instanceof LambdaUsageError)) throw error;
+        onStandIn?.();
+        return standIn;
       }
     };
-    const bucketName = orDryRun(() => conn.bucket(), "dry-run-bucket");
+    let bucketKnown = true;
+    const bucketName = orDryRun(() => conn.bucket(), "dry-run-bucket", () => bucketKnown = false);
     const stateMachineArn = orDryRun(
       () => conn.stateMachineArn(),
       `arn:aws:states:${conn.region}:000000000000:stateMachine:dry-run`,
@@ -263,11 +283,10 @@ async function runLambdaBatch(
     const exclude = [options.batch, ...(options.manifest ? [options.manifest] : [])];
     const { siteHandle, declarations } = await batchSite(projectDir, options, {
       bucketName,
+      bucketKnown,
       siteOptions,
       exclude,
     });
-    Deno.addSignalListener("SIGINT", onSignal);
-    Deno.addSignalListener("SIGTERM", onSignal);
     let retries = 0;
     const rows: BatchManifestRow[] = await renderBatch({
       batchFile: options.batch,
@@ -281,6 +300,7 @@ async function runLambdaBatch(
       dryRun: options.dryRun === true,
       rerun: options.rerun,
       sfn: conn.sfn,
+      s3: conn.s3,
       reservedConcurrency,
       signal: controller.signal,
       onRetry: () => retries++,
@@ -317,7 +337,10 @@ function batchProgressText(p: BatchProgress): string[] {
     const chunks = r.executionArn ? ` chunks ${r.chunksDone}/${r.chunksTotal}` : "";
     const where = r.outputLocation ? ` ${r.outputLocation}` : "";
     const attempt = (r.attempt ?? 1) > 1 ? ` (attempt ${r.attempt})` : "";
-    out.push(`${r.line} ${r.outputKey ?? "-"} ${r.status}${attempt}${chunks}${where}`);
+    out.push(
+      `${r.line} ${r.outputKey ?? "-"} ${r.status}${attempt}${chunks}${where}` +
+        retriesText(r.retries),
+    );
     for (const e of r.errors) out.push(`  ${e}`);
   }
   return out;

@@ -169,7 +169,10 @@ function hinted(error: unknown): unknown {
   const message = unreachableHint(error.message);
   if (message === error.message) return error;
   if (error instanceof VidError) {
-    return new VidError(message, { exitCode: error.exitCode, cause: error });
+    const { exitCode, field, code, status } = error;
+    const out = new VidError(message, { exitCode, field, code, status, cause: error });
+    out.name = error.name;
+    return out;
   }
   const out = new Error(message);
   out.name = error.name;

@@ -7,7 +7,7 @@
 
 import type { Command } from "@commander-js/extra-typings";
 import { readableExecutionError } from "../lambda/execution_error.ts";
-import { executionArnOf, getRenderProgress } from "../lambda/sdk.ts";
+import { executionArnOf, getRenderProgress, type LambdaRenderProgress } from "../lambda/sdk.ts";
 import { cancelRender, downloadRender, renderOutputUrl } from "../lambda/renders.ts";
 import { readBatchManifest } from "../lambda/batch.ts";
 import { BATCH_PROGRESS_EXIT, printBatchProgress } from "./lambda_batch.ts";
@@ -42,7 +42,8 @@ function registerLambdaRendersProgress(lambda: Command): void {
         "running; 1 when none runs and a row failed, timed out, was aborted, failed to start " +
         "or was not started (run the batch again to retry them); 4 when the stack cannot be " +
         "reached or a row's execution cannot be read. For one render the same codes: 0 " +
-        "succeeded, 3 running, 1 failed, timed out or aborted." + ENV_HELP,
+        "succeeded, 3 running, 1 failed, timed out or aborted, 4 when it cannot be read (an " +
+        "unknown id, an unreachable stack)." + ENV_HELP,
     )
     .argument("[render]", "render id (with the state machine) or execution ARN")
     .option("--manifest <file>", "a batch's manifest (`vid lambda render-batch --manifest`)")
@@ -64,14 +65,19 @@ function registerLambdaRendersProgress(lambda: Command): void {
           throw new LambdaUsageError("pass a render id or execution ARN, or --manifest <file>");
         }
         const bucketName = flags.bucket ?? Deno.env.get("VID_LAMBDA_BUCKET") ?? undefined;
-        const progress = await getRenderProgress({
-          ...(render.startsWith("arn:")
-            ? { executionArn: render }
-            : { renderId: render, stateMachineArn: conn.stateMachineArn() }),
-          bucketName,
-          sfn: conn.sfn,
-          s3: conn.s3,
-        });
+        const where = render.startsWith("arn:")
+          ? { executionArn: render }
+          : { renderId: render, stateMachineArn: conn.stateMachineArn() };
+        let progress: LambdaRenderProgress;
+        try {
+          progress = await getRenderProgress({ ...where, bucketName, sfn: conn.sfn, s3: conn.s3 });
+        } catch (error) {
+          // As the manifest form: a render that cannot be read (unknown id, unreachable
+          // stack) is 4, not a failed render's 1, so a polling script tells them apart.
+          fail(error, options.json);
+          Deno.exitCode = BATCH_PROGRESS_EXIT.unreachable;
+          return;
+        }
         // A script polling one render gets the batch's codes: only a success is 0.
         const exitCode = progress.status === "succeeded"
           ? BATCH_PROGRESS_EXIT.succeeded

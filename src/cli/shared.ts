@@ -58,51 +58,72 @@ export function warnIfRoot(): void {
 }
 
 /**
- * Exit code for an error thrown by the SDK: an input error ({@linkcode VidError}) carries
- * its own (2 for a bad flag or value); anything else failed the run (1).
+ * Exit code for an error thrown by the SDK: every error of vid ({@linkcode VidError})
+ * carries its own (2 for a bad flag or value); anything else (a bug, a runtime's own
+ * error) failed the run (1).
  */
 export function exitCodeFor(error: unknown): number {
   return error instanceof VidError ? error.exitCode : EXIT.failed;
 }
 
-/** Prints an SDK error to stderr (or as JSON on stdout) and returns its exit code. */
-export function reportError(error: unknown, json = false): number {
-  const err = error instanceof Error ? error : new Error(String(error));
-  const code = exitCodeFor(err);
-  if (json) {
-    const body: Record<string, unknown> = {
-      ok: false,
-      error: { name: err.name, message: err.message },
-    };
-    // The command line's words: the flag the value came through, else the SDK path.
-    const field = err instanceof VidError
-      ? err.flag ?? err.field
-      : (err as { field?: unknown }).field;
-    if (typeof field === "string") (body.error as Record<string, unknown>).field = field;
-    if (err instanceof VidError && err.flag !== undefined && err.field !== undefined) {
-      (body.error as Record<string, unknown>).path = err.field;
-    }
-    const api = apiCode(err);
-    if (api) Object.assign(body.error as Record<string, unknown>, api);
-    if (err instanceof StrictVariablesError || err instanceof CheckFailedError) {
-      (body.error as Record<string, unknown>).problems = err.problems;
-    }
-    if (err instanceof PageError) {
-      Object.assign(body.error as Record<string, unknown>, err.details());
-    }
-    console.log(JSON.stringify(body, null, 2));
-  } else {
-    const api = apiCode(err);
-    const suffix = api && api.status > 0 ? ` (${api.code}, HTTP ${api.status})` : "";
-    const message = err instanceof VidError ? err.cliMessage() : err.message;
-    console.error(`error: ${message}${suffix}`);
-  }
-  return code;
+/**
+ * `error` as a {@linkcode VidError}: itself, or a plain error (one vid did not make: a bug,
+ * a runtime's own error) wrapped with its name and message kept, so the report below has
+ * one shape to read.
+ */
+function asVidError(error: unknown): VidError {
+  if (error instanceof VidError) return error;
+  const plain = error instanceof Error ? error : new Error(String(error));
+  const wrapped = new VidError(plain.message, { exitCode: EXIT.failed, cause: plain });
+  wrapped.name = plain.name;
+  return wrapped;
 }
 
-/** The hosted API's error code and HTTP status carried by `error`, if any. */
-function apiCode(error: Error): { code: string; status: number } | undefined {
-  const { code, status } = error as { code?: unknown; status?: unknown };
-  if (typeof code !== "string" || typeof status !== "number") return undefined;
-  return { code, status };
+/**
+ * Prints an SDK error to stderr (or as JSON on stdout) and returns its exit code.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { VidError } from "../errors.ts";
+ *
+ * const error = new VidError("fps: must be a rate", {
+ *   field: "fps",
+ *   flag: "--fps",
+ *   detail: "must be a rate",
+ * });
+ * const log = console.error;
+ * let printed = "";
+ * console.error = (line: string) => printed = line;
+ * try {
+ *   assert.equal(reportError(error), 2);
+ * } finally {
+ *   console.error = log;
+ * }
+ * assert.equal(printed, "error: --fps: must be a rate");
+ * ```
+ */
+export function reportError(error: unknown, json = false): number {
+  const err = asVidError(error);
+  // An API's error code and status, printed only when the error came over HTTP.
+  const api = err.code !== undefined && err.status !== undefined
+    ? { code: err.code, status: err.status }
+    : undefined;
+  if (json) {
+    const body: Record<string, unknown> = { name: err.name, message: err.message };
+    // The command line's words: the flag the value came through, else the SDK path.
+    const field = err.flag ?? err.field;
+    if (field !== undefined) body.field = field;
+    if (err.flag !== undefined && err.field !== undefined) body.path = err.field;
+    if (api) Object.assign(body, api);
+    if (err instanceof StrictVariablesError || err instanceof CheckFailedError) {
+      body.problems = err.problems;
+    }
+    if (err instanceof PageError) Object.assign(body, err.details());
+    console.log(JSON.stringify({ ok: false, error: body }, null, 2));
+  } else {
+    const suffix = api && api.status > 0 ? ` (${api.code}, HTTP ${api.status})` : "";
+    console.error(`error: ${err.cliMessage()}${suffix}`);
+  }
+  return err.exitCode;
 }

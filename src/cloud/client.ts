@@ -8,17 +8,18 @@
  */
 
 import { backoffDelay, sleep } from "../util/async.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** An error answer of the API, or a request that never got one. */
-export class CloudApiError extends Error {
+export class CloudApiError extends VidError {
   /** Always `"CloudApiError"`. */
   override name = "CloudApiError";
   /** HTTP status; 0 when the request never got an answer. */
-  readonly status: number;
+  override readonly status: number;
   /** The API's error code, e.g. `vid_project_invalid`. */
-  readonly code: string;
+  override readonly code: string;
   /** The request field at fault, when the API names one. */
-  readonly field?: string;
+  override readonly field?: string;
   /**
    * Creates the error.
    *
@@ -28,7 +29,7 @@ export class CloudApiError extends Error {
    * @param field The request field at fault.
    */
   constructor(status: number, code: string, message: string, field?: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.status = status;
     this.code = code;
     this.field = field;

@@ -36,6 +36,7 @@ import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { isPlainObject } from "../util/json_shape.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /**
  * The API address when neither `CLOUD_API_URL` nor a stored credential names one: a
@@ -108,11 +109,11 @@ export interface StoredCredential {
 }
 
 /** No credential anywhere: no environment variable and no credentials file. */
-export class NotSignedInError extends Error {
+export class NotSignedInError extends VidError {
   /** Always `"NotSignedInError"`. */
   override name = "NotSignedInError";
   /** Always `"credentials"`. */
-  readonly field = "credentials";
+  override readonly field = "credentials";
   /**
    * Creates the error.
    *
@@ -123,16 +124,17 @@ export class NotSignedInError extends Error {
       `not signed in: no CLOUD_API_KEY or VID_API_KEY in the environment and no credentials ` +
         `file at ${file}. Run \`vid auth login\` (browser) or \`vid auth login --api-key\`, ` +
         `or set CLOUD_API_KEY.`,
+      { exitCode: EXIT_FAILED },
     );
   }
 }
 
 /** The credentials file cannot be read, parsed or written. */
-export class CredentialsFileError extends Error {
+export class CredentialsFileError extends VidError {
   /** Always `"CredentialsFileError"`. */
   override name = "CredentialsFileError";
   /** The field of the file at fault. */
-  readonly field: string;
+  override readonly field: string;
   /** The credentials file. */
   readonly file: string;
   /**
@@ -143,7 +145,7 @@ export class CredentialsFileError extends Error {
    * @param message What is wrong and how to fix it.
    */
   constructor(file: string, field: string, message: string) {
-    super(`credentials file ${file}: ${message}`);
+    super(`credentials file ${file}: ${message}`, { exitCode: EXIT_FAILED });
     this.file = file;
     this.field = field;
   }

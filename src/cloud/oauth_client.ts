@@ -23,6 +23,7 @@ import {
   readCredentials,
   writeCredentials,
 } from "./credentials.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** The client id of the vid command-line tool. */
 export const CLIENT_ID = "vid-cli";
@@ -32,13 +33,13 @@ export const SCOPE = "render";
 export const DEFAULT_LOGIN_TIMEOUT_MS = 5 * 60 * 1000;
 
 /** Signing in, refreshing or revoking failed. */
-export class OAuthError extends Error {
+export class OAuthError extends VidError {
   /** Always `"OAuthError"`. */
   override name = "OAuthError";
   /** What the error is about, e.g. `refresh_token`, `code`, `base_url`, `timeout`. */
-  readonly field: string;
+  override readonly field: string;
   /** The RFC 6749 error code when the server sent one (e.g. `invalid_grant`). */
-  readonly code?: string;
+  override readonly code?: string;
   /**
    * Creates the error.
    *
@@ -47,18 +48,18 @@ export class OAuthError extends Error {
    * @param code The OAuth error code, if the server gave one.
    */
   constructor(field: string, message: string, code?: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
     this.code = code;
   }
 }
 
 /** The API refused a credential (401 on `/v3/me`). */
-export class CredentialRejectedError extends Error {
+export class CredentialRejectedError extends VidError {
   /** Always `"CredentialRejectedError"`. */
   override name = "CredentialRejectedError";
   /** Always `"credentials"`. */
-  readonly field = "credentials";
+  override readonly field = "credentials";
   /** What the server said, e.g. "invalid or revoked API key". */
   readonly reason: string;
   /**
@@ -68,7 +69,7 @@ export class CredentialRejectedError extends Error {
    * @param reason Why the server refused.
    */
   constructor(message: string, reason: string = message) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.reason = reason;
   }
 }

@@ -29,12 +29,16 @@ import {
 } from "../request/options.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkResolutionFormat } from "../request/rules.ts";
-import { type PackagedFile, packageProject } from "../project/package.ts";
+import {
+  HOSTED_UPLOAD_LIMIT_BYTES,
+  type PackagedFile,
+  packageProject,
+} from "../project/package.ts";
 import { CloudApiError, type CloudClient } from "./client.ts";
 import { sleep } from "../util/async.ts";
 
-/** Upload limit of the hosted service: a project zip of at most 200 MB. */
-export const CLOUD_MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
+/** Upload limit of the hosted service: a project zip of at most 200 MB (one figure). */
+export const CLOUD_MAX_UPLOAD_BYTES: number = HOSTED_UPLOAD_LIMIT_BYTES;
 // The accepted resolutions and aspect ratios are declared with the render request.
 export { ASPECT_RATIOS, RESOLUTIONS };
 

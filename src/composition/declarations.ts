@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** The five variable types of the spec, plus `image`. */
 export type VariableType = "string" | "number" | "color" | "boolean" | "enum" | "image";
@@ -89,11 +90,16 @@ export interface DeclarationsResult {
 }
 
 /** Thrown by {@linkcode parseDeclarations} when the attribute is not a JSON array. */
-export class DeclarationsSyntaxError extends Error {
+export class DeclarationsSyntaxError extends VidError {
   /** Always `"DeclarationsSyntaxError"`. */
   override name = "DeclarationsSyntaxError";
   /** The attribute at fault. */
-  readonly field = "data-composition-variables";
+  override readonly field = "data-composition-variables";
+
+  /** Creates the error; the CLI exits 1. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
+  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -5,16 +5,16 @@
  * @module
  */
 
-import { VidError } from "../errors.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** A composition file could not be read or its root element is invalid. */
-export class CompositionError extends Error {
+export class CompositionError extends VidError {
   /** Always `"CompositionError"`. */
   override name = "CompositionError";
   /** Path of the HTML file. */
   readonly file: string;
   /** Attribute (or other field) at fault, when there is one. */
-  readonly field?: string;
+  override readonly field?: string;
   /** The bad value as written, when there is one. */
   readonly value?: string;
 
@@ -27,7 +27,7 @@ export class CompositionError extends Error {
    * @param value The bad value as written, when there is one.
    */
   constructor(message: string, file: string, field?: string, value?: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.file = file;
     this.field = field;
     this.value = value;

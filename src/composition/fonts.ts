@@ -3,12 +3,14 @@
  * `@font-face` from an npm `@fontsource/*` package when a page names one of a fixed set of
  * families without declaring it; vid serves a page from its project folder alone (so a render
  * is the same on this machine, `vid server` and Lambda) and injects nothing, so such a family
- * falls back to another font. This check names each one before the render, with the package
- * its files come from, so the difference is never silent.
+ * falls back to another font until `vid add <slug>` copies it into the project. This check
+ * names each one before the render, with the command that resolves it, so the difference is
+ * never silent.
  *
  * Read without a browser: the `font-family` values of the entry file and of its
  * sub-compositions' files (`<style>` elements and `style` attributes), less the families an
- * `@font-face` of those files declares.
+ * `@font-face` of those files, or of a project stylesheet they link (`fonts/<slug>.css`
+ * written by `vid add <slug>`), declares.
  *
  * @module
  */
@@ -74,6 +76,10 @@ function families(value: string): string[] {
  * assert.deepEqual(unresolvedFontsIn([html]), [{ family: "Outfit", package: "@fontsource/outfit" }]);
  * const declared = `${html}<style>@font-face { font-family: Outfit; src: url(o.woff2); }</style>`;
  * assert.deepEqual(unresolvedFontsIn([declared]), []);
+ * // The `font` shorthand names its families after the size.
+ * assert.deepEqual(unresolvedFontsIn([`<p style="font: 700 64px/1.2 Roboto, serif">`]), [
+ *   { family: "Roboto", package: "@fontsource/roboto" },
+ * ]);
  * ```
  */
 export function unresolvedFontsIn(htmlFiles: readonly string[]): UnresolvedFont[] {
@@ -85,14 +91,32 @@ export function unresolvedFontsIn(htmlFiles: readonly string[]): UnresolvedFont[
       if (name) { for (const f of families(name)) declared.add(slug(f)); }
       return "";
     });
-    for (const match of rest.matchAll(/font-family\s*:\s*([^;}<>]+)/gi)) {
+    for (const match of rest.matchAll(/(?<![-\w])font(-family)?\s*:\s*([^;}<>]+)/gi)) {
       // `&quot;` is how a quote inside a style attribute may be written.
-      const [first] = families(match[1].replaceAll("&quot;", '"'));
+      let value = match[2].replaceAll("&quot;", '"');
+      if (!match[1]) {
+        // The `font` shorthand ends with its families, after the size (and line height).
+        const tail = /(?:^|\s)[\d.]+(?:px|pt|em|rem|%|vw|vh|vmin|vmax)(?:\s*\/\s*\S+)?\s+(.+)$/i
+          .exec(value.trim());
+        if (!tail) continue;
+        value = tail[1];
+      }
+      const [first] = families(value);
       if (first && !used.has(slug(first))) used.set(slug(first), first);
     }
   }
   return [...used].filter(([key]) => HYPERFRAMES_EMBEDDED_FONTS.includes(key) && !declared.has(key))
     .map(([key, family]) => ({ family, package: `@fontsource/${key}` }));
+}
+
+/** The project-relative `href`s of an HTML file's `<link rel="stylesheet">` elements. */
+function linkedStylesheets(html: string): string[] {
+  return [...html.matchAll(/<link\b[^>]*>/gi)].map((m) => m[0])
+    .filter((tag) => /\brel\s*=\s*["']?stylesheet\b/i.test(tag))
+    .map((tag) => /\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))/i.exec(tag))
+    .map((m) => (m?.[1] ?? m?.[2] ?? m?.[3] ?? "").split(/[?#]/)[0])
+    .filter((href) => href !== "" && !/^[a-z][a-z0-9+.-]*:|^\/\//i.test(href))
+    .map((href) => href.replace(/^\/+/, ""));
 }
 
 function files(subs: readonly SubComposition[]): string[] {
@@ -118,7 +142,12 @@ export async function unresolvedFonts(
   const texts = await Promise.all(
     [file, ...files(subs).map((f) => join(dir, f))].map((f) => readFile(f, "utf8").catch(() => "")),
   );
-  return unresolvedFontsIn(texts);
+  // Sub-compositions are mounted into the entry document, so every link resolves from it.
+  const sheets = [...new Set(texts.flatMap(linkedStylesheets))];
+  const css = await Promise.all(
+    sheets.map((href) => readFile(join(file, "..", href), "utf8").catch(() => "")),
+  );
+  return unresolvedFontsIn([...texts, ...css]);
 }
 
 /**
@@ -128,13 +157,15 @@ export async function unresolvedFonts(
  * ```ts
  * import assert from "node:assert/strict";
  *
- * assert.match(unresolvedFontMessage({ family: "Inter", package: "@fontsource/inter" }), /vid add inter/);
+ * assert.match(
+ *   unresolvedFontMessage({ family: "Montserrat", package: "@fontsource/montserrat" }),
+ *   /run `vid add montserrat`/,
+ * );
  * ```
  */
 export function unresolvedFontMessage(font: UnresolvedFont): string {
+  const slug = font.package.slice("@fontsource/".length);
   return `font "${font.family}" has no @font-face in the project: HyperFrames embeds it from ` +
-    `${font.package}, vid draws a fallback font instead; add an @font-face with its files` +
-    (font.package === "@fontsource/inter"
-      ? " (vid add inter copies them into fonts/)"
-      : ` (from npm ${font.package})`);
+    `${font.package}, vid draws a fallback font instead; run \`vid add ${slug}\` in the ` +
+    `project to copy its files into fonts/ and link fonts/${slug}.css from index.html`;
 }

@@ -15,6 +15,7 @@
 
 import { rangeText, type VariableDeclaration, type VariableValue } from "./declarations.ts";
 import { fallbackValue } from "./variables.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Options of {@linkcode variablesTypeSource} and {@linkcode variablesJsonSchema}. */
 export interface TypesGenOptions {
@@ -33,11 +34,11 @@ export interface JsonSchema {
 }
 
 /** Thrown when a type name given for the generated type is not a TypeScript identifier. */
-export class TypeNameError extends Error {
+export class TypeNameError extends VidError {
   /** Always `"TypeNameError"`. */
   override name = "TypeNameError";
   /** The option that carried the name. */
-  readonly field: string;
+  override readonly field: string;
 
   /**
    * Creates the error for one option.
@@ -46,7 +47,7 @@ export class TypeNameError extends Error {
    * @param field The option that carried the name. @default "--name"
    */
   constructor(message: string, field = "--name") {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }

@@ -19,13 +19,20 @@ import {
   type LibraryName,
   vendorLibrary,
 } from "./vendor.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
+import {
+  fetchFontPackage,
+  FONT_PACKAGES,
+  linkStylesheet,
+  vendorFontPackage,
+} from "./font_packages.ts";
 
 /** A bad argument of {@linkcode initProject}; `field` names it. */
-export class InitError extends Error {
+export class InitError extends VidError {
   /** Always `"InitError"`. */
   override name = "InitError";
   /** The offending option: `template` or `dir`. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * Creates the error for one option.
    *
@@ -33,7 +40,7 @@ export class InitError extends Error {
    * @param message What is wrong and how to fix it.
    */
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }
@@ -153,8 +160,8 @@ export async function initProject(options: InitOptions = {}): Promise<InitResult
 
 /** What {@linkcode addLibraries} copied, per library. */
 export interface AddedLibrary {
-  /** The name given (`gsap`, `lottie`, `three`, `inter`). */
-  name: LibraryName;
+  /** The name given (`gsap`, `lottie`, `three`, `inter` or a font's slug, e.g. `montserrat`). */
+  name: string;
   /** The npm package it came from. */
   package: string;
   /** The version of that package. */
@@ -165,10 +172,34 @@ export interface AddedLibrary {
   use: string;
 }
 
+/** Every name `vid add` accepts: the libraries, then the fonts HyperFrames embeds. */
+export const ADD_NAMES: readonly string[] = [...LIBRARY_NAMES, ...Object.keys(FONT_PACKAGES)];
+
+/** Inter's stylesheet, over the two faces `vid add inter` copies from vid's dependency. */
+const INTER_STYLESHEET = [400, 700].map((w) =>
+  `@font-face {\n  font-family: 'Inter';\n  font-style: normal;\n  font-display: swap;\n` +
+  `  font-weight: ${w};\n  src: url(inter-latin-${w}-normal.woff2) format('woff2');\n}\n`
+).join("\n");
+
+/**
+ * Links a font's stylesheet from the project's `index.html`, so the page declares the family
+ * with no edit by hand; returns how a composition uses it.
+ */
+async function linkFont(projectDir: string, stylesheet: string, family: string): Promise<string> {
+  const entry = join(projectDir, "index.html");
+  const html = await readFile(entry, "utf8").catch(() => undefined);
+  if (html !== undefined) await writeFile(entry, linkStylesheet(html, stylesheet));
+  return `${html !== undefined ? "index.html links" : "link"} ` +
+    `<link rel="stylesheet" href="${stylesheet}">; font-family: "${family}"`;
+}
+
 /**
  * Copies libraries (GSAP, Lottie, Three.js, the Inter font) from vid's npm dependencies into
- * a project, so its page loads them from its own folder and renders offline. Every name is
- * checked and every package found before anything is written.
+ * a project, so its page loads them from its own folder and renders offline; the other fonts
+ * HyperFrames embeds (`montserrat`, `roboto`, ...) come from the npm registry at a pinned,
+ * integrity-checked version (see `font_packages.ts`). A font's files go to `fonts/` with a
+ * `fonts/<slug>.css` that `index.html` is made to link. Every name is checked and every
+ * package found before anything is written.
  *
  * @example
  * ```ts no_run
@@ -182,25 +213,53 @@ export async function addLibraries(
   names: readonly string[],
   projectDir = ".",
 ): Promise<AddedLibrary[]> {
-  const unknown = names.filter((n) => !(LIBRARY_NAMES as readonly string[]).includes(n));
+  const unknown = names.filter((n) => !ADD_NAMES.includes(n));
   if (unknown.length > 0 || names.length === 0) {
     throw new InitError(
       "library",
       `${unknown.length > 0 ? `unknown library ${unknown.join(", ")}` : "no library named"}; ` +
-        `choose from ${LIBRARY_NAMES.join(", ")}`,
+        `choose from ${LIBRARY_NAMES.join(", ")} or a font: ${
+          Object.keys(FONT_PACKAGES).join(", ")
+        }`,
     );
   }
-  const wanted = [...new Set(names)] as LibraryName[];
-  const folders = wanted.map((name) => libraryFolder(name));
+  const wanted = [...new Set(names)];
+  const libraries = wanted.filter((n): n is LibraryName =>
+    (LIBRARY_NAMES as readonly string[]).includes(n)
+  );
+  const folders = new Map(libraries.map((name) => [name, libraryFolder(name)]));
+  // Fetched (or read from the cache) and verified first, so a family that cannot be had
+  // fails the command before any file is written.
+  for (const name of wanted) if (!folders.has(name as LibraryName)) await fetchFontPackage(name);
   const added: AddedLibrary[] = [];
-  for (const [i, name] of wanted.entries()) {
-    const manifest = JSON.parse(await readFile(join(folders[i], "package.json"), "utf8"));
+  for (const name of wanted) {
+    const folder = folders.get(name as LibraryName);
+    if (folder === undefined) {
+      const font = await vendorFontPackage(name, projectDir);
+      added.push({
+        name,
+        package: `@fontsource/${name}`,
+        version: font.version,
+        files: font.files,
+        use: await linkFont(projectDir, font.stylesheet, FONT_PACKAGES[name].family),
+      });
+      continue;
+    }
+    const library = name as LibraryName;
+    const manifest = JSON.parse(await readFile(join(folder, "package.json"), "utf8"));
+    const files = await vendorLibrary(library, projectDir);
+    let use = LIBRARIES[library].use;
+    if (library === "inter") {
+      await writeFile(join(projectDir, "fonts", "inter.css"), INTER_STYLESHEET);
+      files.unshift("fonts/inter.css");
+      use = await linkFont(projectDir, "fonts/inter.css", "Inter");
+    }
     added.push({
       name,
-      package: LIBRARIES[name].package,
+      package: LIBRARIES[library].package,
       version: String(manifest.version),
-      files: await vendorLibrary(name, projectDir),
-      use: LIBRARIES[name].use,
+      files,
+      use,
     });
   }
   return added;

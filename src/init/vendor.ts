@@ -17,6 +17,7 @@ import { copyFile, mkdir } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** A library a starter or recipe can vendor (`vid add <name>`). */
 export type LibraryName = "gsap" | "lottie" | "three" | "inter";
@@ -70,11 +71,11 @@ export const LIBRARIES: Readonly<Record<LibraryName, Library>> = {
 export const LIBRARY_NAMES: readonly LibraryName[] = Object.keys(LIBRARIES) as LibraryName[];
 
 /** A library's files cannot be found on this machine. */
-export class LibraryNotFoundError extends Error {
+export class LibraryNotFoundError extends VidError {
   /** Always `"LibraryNotFoundError"`. */
   override name = "LibraryNotFoundError";
   /** The npm package that is missing. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * Creates the error for one package.
    *
@@ -86,6 +87,7 @@ export class LibraryNotFoundError extends Error {
       `cannot find the npm package ${name} to copy into the project (${detail}); run ` +
         `\`deno install\` in the vid checkout (or \`npm install ${name}\` beside the vid npm ` +
         `package) and try again`,
+      { exitCode: EXIT_FAILED },
     );
     this.field = name;
   }

@@ -1,6 +1,7 @@
 /**
- * Batch distributed rendering: one workflow execution per line of a JSONL file, and the
- * progress of a whole batch from its manifest.
+ * Batch distributed rendering: one workflow execution per line of a JSONL file. Where a
+ * started batch is, from its manifest, is batch_progress.ts; the attempts' names, which
+ * both use, are batch_attempts.ts.
  *
  * The file is streamed (`node:fs` `createReadStream` + `readline`), never loaded whole,
  * and each line is parsed and validated on its own; a bad line becomes a
@@ -42,8 +43,8 @@
  * @module
  */
 
-import { readFile, stat } from "node:fs/promises";
-import type { S3Client } from "@aws-sdk/client-s3";
+import { stat } from "node:fs/promises";
+import { HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import {
   DescribeExecutionCommand,
   DescribeStateMachineCommand,
@@ -57,22 +58,28 @@ import {
   type BatchManifestRow,
   batchRenderId,
   type BatchRowStatus,
+  RENDER_ID_METADATA,
 } from "../batch/manifest.ts";
 
 export { BatchInputError, type BatchManifestRow, batchRenderId, type BatchRowStatus };
-import { readableExecutionError } from "./execution_error.ts";
-import { executionArnFor, sfnClientFor, STATE_MACHINE_ARN_SHAPE } from "../aws/clients.ts";
+import { attemptRenderId, batchExecutionArn, MAX_ATTEMPTS } from "./batch_attempts.ts";
+// Reading where a batch is lives apart; the batch API is whole from here.
+export {
+  type BatchProgress,
+  type BatchProgressOptions,
+  type BatchRowProgress,
+  getBatchProgress,
+  readBatchManifest,
+} from "./batch_progress.ts";
+import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
 import {
-  getRenderProgress,
-  type LambdaRenderStatus,
   renderToLambda,
   type S3Options,
   type SfnOptions,
   type SiteHandle,
   withSiteFrameRate,
 } from "./sdk.ts";
-import { explainStackError, isStackFatal, isUnreachable } from "./stack_error.ts";
-import { isPlainObject } from "../util/json_shape.ts";
+import { explainStackError, isRenderNotFound, isStackFatal } from "./stack_error.ts";
 import { pool, retry } from "../util/async.ts";
 
 /**
@@ -112,6 +119,8 @@ export interface BatchSummary {
   retried: number;
   /** Rows whose execution an earlier run had started. */
   alreadyStarted: number;
+  /** Rows with no known execution whose output a render of the same inputs wrote. */
+  alreadyRendered: number;
   /** Valid rows of a dry run. */
   wouldInvoke: number;
   /** Invalid rows, and rows whose start call failed. */
@@ -154,7 +163,10 @@ export interface RenderBatchOptions<
   bucketName: string;
   /** The workflow (`RenderStateMachineArn`). */
   stateMachineArn: string;
-  /** Declarations of the composition, to check each row's variables against. */
+  /**
+   * Declarations of the composition, to check each row's variables against (`[]`: it
+   * declares none). @default not checked
+   */
   declarations?: readonly VariableDeclaration[];
   /** Fail a row whose variables do not match the declarations (else warn). */
   strict?: boolean;
@@ -171,6 +183,14 @@ export interface RenderBatchOptions<
    * retry policy then applies on top of this batch's).
    */
   sfn?: SfnOptions | ReadySfnClient;
+  /**
+   * S3 connection options or a ready client, to find the outputs already rendered once a
+   * row's execution history is gone (a restarted local stack, expired history on AWS): a
+   * row with no known execution whose output object carries the row's render id (written
+   * from the same inputs) is `already-rendered`, not rendered again. Not with
+   * `rerun: "all"`. @default not looked up: such a row renders again
+   */
+  s3?: S3Options | ReadyS3Client;
   /**
    * Reserved concurrency of the render function (`vid lambda deploy --concurrency`), for
    * the large-batch guidance. @default unknown
@@ -190,103 +210,19 @@ export interface RenderBatchOptions<
   onWarning?(message: string): void;
 }
 
-/** Options of {@linkcode getBatchProgress}. */
-export interface BatchProgressOptions {
-  /** The manifest rows (from {@linkcode renderBatch} or {@linkcode readBatchManifest}). */
-  rows: readonly BatchManifestRow[];
-  /** Bucket of the renders. @default each execution input's `bucketName` */
-  bucketName?: string;
-  /** Step Functions connection options, or a ready client (kept by the caller). */
-  sfn?: SfnOptions | ReadySfnClient;
-  /** S3 connection options or client, for the worker's progress objects; `false` skips. */
-  s3?: S3Options | ReadyS3Client | false;
-  /** Executions read at once. @default 10 */
-  concurrency?: number;
-}
-
-/** Where one row of a batch is. */
-export interface BatchRowProgress {
-  /** 1-based line number in the JSONL file. */
-  line: number;
-  /** The row's `outputKey`. */
-  outputKey: string | null;
-  /** ARN of the row's execution, `null` when it never started. */
-  executionArn: string | null;
-  /**
-   * The render's status when the row has an execution; otherwise the manifest status
-   * (`failed-to-start`, `skipped`, `not-started`, `would-invoke`); `unknown` when the
-   * execution could not be read (see `errors`).
-   */
-  status: LambdaRenderStatus | Exclude<BatchRowStatus, "started" | "already-started"> | "unknown";
-  /** Chunks rendered. */
-  chunksDone: number;
-  /** Chunks of the plan; 0 until planned. */
-  chunksTotal: number;
-  /** Failures of the render, or why the row never started. */
-  errors: string[];
-  /** `s3://<bucket>/<key>` once the render succeeded. */
-  outputLocation?: string;
-  /** Which attempt of the row the execution is (see {@linkcode BatchManifestRow}). */
-  attempt?: number;
-}
-
-/** Where a whole batch is. */
-export interface BatchProgress {
-  /** One entry per manifest row, in line order. */
-  rows: BatchRowProgress[];
-  /** Rows of the manifest. */
-  total: number;
-  /** Rows with an execution. */
-  executions: number;
-  /** Executions still running. */
-  running: number;
-  /** Executions that succeeded. */
-  succeeded: number;
-  /** Executions that failed, were aborted or timed out. */
-  failed: number;
-  /** Executions that could not be read. */
-  unknown: number;
-  /** Rows without an execution (failed to start, skipped, not started, dry run). */
-  notStarted: number;
-  /** Chunks rendered over every execution. */
-  chunksDone: number;
-  /** Chunks planned over every execution. */
-  chunksTotal: number;
-  /** Sum of the executions' cost estimates so far, US dollars. */
-  usd: number;
-  /** Whether no execution is still running and every execution could be read. */
-  done: boolean;
-}
-
 /** Entries (non-blank lines) above which the large-batch concurrency guidance applies. */
 export const LARGE_BATCH_ROWS = 1000;
+
 /** Default of `maxParallelChunks`, used by the guidance when the config leaves it unset. */
 const DEFAULT_MAX_PARALLEL_CHUNKS = 16;
+
 const DEFAULT_START_ATTEMPTS = 8;
+
 const DEFAULT_RETRY_BASE_MS = 200;
+
 const RETRY_CAP_MS = 5000;
+
 const INTERRUPTED = "interrupted before this row was started; run the batch again to start it";
-/** Attempts of one row before a rerun gives up on it. */
-const MAX_ATTEMPTS = 20;
-
-const FAILED_STATUSES: readonly string[] = ["failed", "aborted", "timed-out"];
-
-/** The attempt number of a batch execution ARN (`b-<hex>` is 1, `b-<hex>-a<n>` is n). */
-function attemptOf(executionArn: string): number | undefined {
-  const match = /:(b-[0-9a-f]{40})(?:-a(\d+))?$/.exec(executionArn);
-  return match ? Number(match[2] ?? 1) : undefined;
-}
-
-/** The ARN of attempt `attempt` of the same batch row, or `undefined` for another ARN. */
-function laterAttemptArn(executionArn: string, attempt: number): string | undefined {
-  const match = /^(.*:)(b-[0-9a-f]{40})(?:-a\d+)?$/.exec(executionArn);
-  return match ? `${match[1]}${attemptRenderId(match[2], attempt)}` : undefined;
-}
-
-/** The render id of attempt `attempt` of a row whose first attempt is `baseId`. */
-function attemptRenderId(baseId: string, attempt: number): string {
-  return attempt <= 1 ? baseId : `${baseId}-a${attempt}`;
-}
 
 interface AwsError {
   name?: string;
@@ -316,20 +252,6 @@ function isTransient(error: unknown): boolean {
 
 function isRetryable(error: unknown): boolean {
   return isThrottle(error) || isTransient(error);
-}
-
-/** The execution ARN for a name; a malformed state machine ARN is the batch's input error. */
-function batchExecutionArn(stateMachineArn: string, name: string): string {
-  const arn = executionArnFor(stateMachineArn, name);
-  if (arn === undefined) {
-    throw new BatchInputError(
-      "stateMachineArn",
-      `stateMachineArn must be a state machine ARN (${STATE_MACHINE_ARN_SHAPE}), got ${
-        JSON.stringify(stateMachineArn)
-      }`,
-    );
-  }
-  return arn;
 }
 
 /**
@@ -394,6 +316,7 @@ export function summarizeBatch(rows: readonly BatchManifestRow[]): BatchSummary 
     started: count("started"),
     retried: rows.filter((r) => r.status === "started" && (r.attempt ?? 1) > 1).length,
     alreadyStarted: count("already-started"),
+    alreadyRendered: count("already-rendered"),
     wouldInvoke: count("would-invoke"),
     failedToStart: count("failed-to-start"),
     skipped: count("skipped"),
@@ -461,6 +384,8 @@ interface BatchRun extends BatchSettings {
   options: RenderBatchOptions;
   /** Absent on a dry run. */
   client?: SFNClient;
+  /** For outputs already rendered; absent when not looked up (see `RenderBatchOptions.s3`). */
+  s3?: S3Client;
   /** Aborts when the user's signal does, or when a failure stops the whole batch. */
   stopped: AbortSignal;
   /** Why no more rows can start (stack unreachable, credentials), once known. */
@@ -512,7 +437,7 @@ async function batchClient(
  */
 async function* pendingRows(run: BatchRun): AsyncGenerator<PendingRow> {
   const { options } = run;
-  const declarations = options.declarations ?? [];
+  const declarations = options.declarations;
   const baseConfig = (options.baseConfig ?? {}) as RenderConfig;
   const seen = new Map<string, number>();
   let line = 0;
@@ -579,7 +504,7 @@ async function describeExecution(
     const described = await client.send(new DescribeExecutionCommand({ executionArn }));
     return { arn: described.executionArn ?? executionArn, status: described.status ?? "" };
   } catch (error) {
-    if ((error as AwsError).name === "ExecutionDoesNotExist") return undefined;
+    if (isRenderNotFound(error)) return undefined;
     throw error;
   }
 }
@@ -612,6 +537,30 @@ async function latestAttempt(
     );
   }
   return { attempt: found.attempt, arn: found.arn, startNext };
+}
+
+/**
+ * The render id on the row's output object when a render of this row (its first attempt or
+ * a later one) wrote it; `undefined` when there is no object, it came from other inputs, or
+ * it cannot be read (then the row renders, as it would have).
+ */
+async function renderedFrom(
+  run: BatchRun,
+  outputKey: string,
+  baseId: string,
+): Promise<string | undefined> {
+  if (!run.s3) return undefined;
+  try {
+    const head = await run.s3.send(
+      new HeadObjectCommand({ Bucket: run.options.bucketName, Key: outputKey }),
+    );
+    const renderId = head.Metadata?.[RENDER_ID_METADATA];
+    return renderId !== undefined && renderId.replace(/-a\d+$/, "") === baseId
+      ? renderId
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -652,6 +601,20 @@ async function startRow(run: BatchRun, row: PendingRow): Promise<void> {
     try {
       const found = await latestAttempt(run, baseId);
       if (!found.startNext) return exists(found.arn!, found.attempt);
+      if (found.attempt === 0 && run.rerun !== "all") {
+        // No execution known: its history may be gone while its output is there.
+        const renderId = await renderedFrom(run, outputKey, baseId);
+        if (renderId !== undefined) {
+          return {
+            line,
+            outputKey,
+            status: "already-rendered",
+            executionArn: null,
+            error: null,
+            renderId,
+          };
+        }
+      }
       next = found.attempt + 1;
       const renderId = attemptRenderId(baseId, next);
       let handle;
@@ -783,12 +746,19 @@ export async function renderBatch<
   if (guidance) warnOnce(guidance);
 
   const { client, owned } = await batchClient(generic);
+  const ownS3 = generic.s3 !== undefined && !(generic.s3 instanceof S3Client) && !generic.dryRun;
+  const s3 = generic.dryRun || generic.s3 === undefined
+    ? undefined
+    : generic.s3 instanceof S3Client
+    ? generic.s3
+    : s3ClientFor(generic.s3);
   const rows: BatchManifestRow[] = [];
   const stop = new AbortController();
   const run: BatchRun = {
     ...settings,
     options: generic,
     client,
+    s3,
     stopped: options.signal ? AbortSignal.any([options.signal, stop.signal]) : stop.signal,
     stop(reason: string) {
       run.fatal ??= reason;
@@ -806,172 +776,7 @@ export async function renderBatch<
     await pool(pendingRows(run), settings.maxConcurrent, (row) => startRow(run, row));
   } finally {
     if (owned) client?.destroy();
+    if (ownS3) s3?.destroy();
   }
   return rows.sort((a, b) => a.line - b.line);
-}
-
-/**
- * Reads a manifest written by `vid lambda render-batch --manifest` (or `--json`): a JSON
- * array of rows. Throws {@linkcode BatchInputError} naming the first bad field.
- *
- * @example
- * ```ts no_run
- * import { getBatchProgress, readBatchManifest } from "@vid/cli";
- *
- * const rows = await readBatchManifest("manifest.json");
- * const progress = await getBatchProgress({ rows });
- * console.log(`${progress.succeeded}/${progress.executions} done`);
- * ```
- */
-export async function readBatchManifest(path: string): Promise<BatchManifestRow[]> {
-  let value: unknown;
-  try {
-    value = JSON.parse(await readFile(path, "utf8"));
-  } catch (error) {
-    throw new BatchInputError(
-      "manifest",
-      `cannot read the manifest ${path}: ${(error as Error).message}; pass the file written ` +
-        `by \`vid lambda render-batch --manifest\``,
-    );
-  }
-  if (!Array.isArray(value)) {
-    throw new BatchInputError("manifest", `the manifest ${path} must be a JSON array of rows`);
-  }
-  return value.map((row, i) => {
-    const bad = (field: string, want: string) =>
-      new BatchInputError(`[${i}].${field}`, `manifest ${path}, row ${i}: "${field}" ${want}`);
-    if (!isPlainObject(row)) throw bad("line", "must be in an object");
-    if (!Number.isInteger(row.line) || (row.line as number) < 1) {
-      throw bad("line", "must be a positive integer");
-    }
-    if (row.outputKey !== null && typeof row.outputKey !== "string") {
-      throw bad("outputKey", "must be a string or null");
-    }
-    if (typeof row.status !== "string") throw bad("status", "must be a string");
-    if (row.executionArn !== null && typeof row.executionArn !== "string") {
-      throw bad("executionArn", "must be a string or null");
-    }
-    return {
-      line: row.line as number,
-      outputKey: row.outputKey as string | null,
-      status: row.status as BatchRowStatus,
-      executionArn: row.executionArn as string | null,
-      error: typeof row.error === "string" ? row.error : null,
-      ...(typeof row.renderId === "string" ? { renderId: row.renderId } : {}),
-      ...(Number.isInteger(row.attempt) && (row.attempt as number) >= 1
-        ? { attempt: row.attempt as number }
-        : {}),
-    };
-  });
-}
-
-/**
- * Where a whole batch is: reads every execution of the manifest (at most `concurrency`
- * at once) with `getRenderProgress` and totals them. Rows that never started count as
- * `notStarted` with their reason.
- *
- * @example
- * ```ts no_run
- * import { getBatchProgress, readBatchManifest } from "@vid/cli";
- *
- * const p = await getBatchProgress({ rows: await readBatchManifest("manifest.json") });
- * console.log(`${p.succeeded} succeeded, ${p.running} running, ${p.failed} failed`);
- * ```
- */
-export async function getBatchProgress(options: BatchProgressOptions): Promise<BatchProgress> {
-  const sorted = [...options.rows].sort((a, b) => a.line - b.line);
-  const cost = { usd: 0 };
-  const result = await pool(
-    sorted,
-    Math.max(1, options.concurrency ?? 10),
-    (row) => rowProgress(row, options, cost),
-  );
-  const count = (test: (r: BatchRowProgress) => boolean) => result.filter(test).length;
-  const running = count((r) => r.status === "running");
-  return {
-    rows: result,
-    total: result.length,
-    executions: count((r) => r.executionArn !== null),
-    running,
-    succeeded: count((r) => r.status === "succeeded"),
-    failed: count((r) => ["failed", "aborted", "timed-out"].includes(r.status)),
-    unknown: count((r) => r.status === "unknown"),
-    notStarted: count((r) => r.executionArn === null),
-    chunksDone: result.reduce((sum, r) => sum + r.chunksDone, 0),
-    chunksTotal: result.reduce((sum, r) => sum + r.chunksTotal, 0),
-    usd: cost.usd,
-    done: running === 0 && count((r) => r.status === "unknown") === 0,
-  };
-}
-
-/**
- * Where one manifest row is: its latest attempt's progress (a manifest from before a rerun
- * names an attempt that failed; a later attempt `-a<n+1>`, … is where the row is now), or
- * its manifest status when it never started. Adds the executions' cost to `cost.usd`.
- * Throws when the stack is unreachable or the credentials are wrong: then no row can be
- * read, and one error says so instead of a page of `unknown` rows.
- */
-async function rowProgress(
-  row: BatchManifestRow,
-  options: BatchProgressOptions,
-  cost: { usd: number },
-): Promise<BatchRowProgress> {
-  const base: Omit<BatchRowProgress, "status" | "chunksDone" | "chunksTotal" | "errors"> = {
-    line: row.line,
-    outputKey: row.outputKey,
-    executionArn: row.executionArn,
-    ...(row.attempt ? { attempt: row.attempt } : {}),
-  };
-  if (!row.executionArn) {
-    return {
-      ...base,
-      status: row.status as Exclude<BatchRowStatus, "started" | "already-started">,
-      chunksDone: 0,
-      chunksTotal: 0,
-      errors: row.error ? [row.error] : [],
-    };
-  }
-  const read = (executionArn: string) =>
-    getRenderProgress({
-      executionArn,
-      bucketName: options.bucketName,
-      sfn: options.sfn,
-      s3: options.s3,
-    });
-  try {
-    let p = await read(row.executionArn);
-    cost.usd += p.costEstimate.usd;
-    let attempt = row.attempt ?? attemptOf(row.executionArn);
-    while (FAILED_STATUSES.includes(p.status) && attempt !== undefined) {
-      const later = laterAttemptArn(row.executionArn, attempt + 1);
-      if (!later) break;
-      try {
-        p = await read(later);
-      } catch (error) {
-        if ((error as AwsError).name === "ExecutionDoesNotExist") break;
-        throw error;
-      }
-      cost.usd += p.costEstimate.usd;
-      attempt++;
-      base.executionArn = later;
-      base.attempt = attempt;
-    }
-    return {
-      ...base,
-      status: p.status,
-      chunksDone: p.chunksDone,
-      chunksTotal: p.chunksTotal,
-      errors: p.errors.map(readableExecutionError),
-      ...(p.outputLocation ? { outputLocation: p.outputLocation } : {}),
-    };
-  } catch (error) {
-    if (isUnreachable(error) || isStackFatal(error)) throw explainStackError(error, {});
-    return {
-      ...base,
-      status: "unknown",
-      chunksDone: 0,
-      chunksTotal: 0,
-      errors: [`${(error as Error).name}: ${(error as Error).message}`],
-    };
-  }
 }

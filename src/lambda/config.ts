@@ -36,6 +36,11 @@ import { isPlainObject } from "../util/json_shape.ts";
 import { VidError } from "../errors.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkConfigField, CONFIG_FIELDS, OPTIONS } from "../request/options.ts";
+import type { ExecutionInput } from "../request/execution_input.ts";
+
+// The distributed request's shapes belong to the render request (src/request/), where the
+// local batch reads them too; re-exported here for the SDK's lambda entry.
+export type { ExecutionInput, RenderConfig, WebhookConfig } from "../request/execution_input.ts";
 
 /** Workflow execution input limit: the whole serialised payload, UTF-8 bytes (256 KiB). */
 export const MAX_EXECUTION_INPUT_BYTES = 262144;
@@ -44,97 +49,6 @@ export const MAX_EXECUTION_INPUT_BYTES = 262144;
 export const LAMBDA_FORMATS: readonly OutputFormat[] = OUTPUT_FORMATS;
 /** Quality presets a distributed render accepts: the encoder's. */
 export const LAMBDA_QUALITIES: readonly Quality[] = QUALITIES;
-
-/** Signed notification sent when the render terminates. */
-export interface WebhookConfig {
-  /** `https://` URL (plain `http://` only for a loopback receiver during development). */
-  url: string;
-  /** Shared secret the payload is signed with. */
-  secret: string;
-}
-
-/**
- * The SDK's `config` of a distributed render. `V` types
- * `variables`, e.g. with the type `vid types` generates, so a wrong variable is a
- * compile error.
- */
-export interface RenderConfig<
-  V extends { [K in keyof V]?: string | number | boolean } = Record<
-    string,
-    string | number | boolean
-  >,
-> {
-  /**
-   * Frames per second, 1-240: an integer, a decimal (`29.97` = 30000/1001) or a fraction
-   * (`"30000/1001"`). @default 30
-   */
-  fps?: number | string;
-  /** Output width in pixels. @default the composition's `data-width` */
-  width?: number;
-  /** Output height in pixels. @default the composition's `data-height` */
-  height?: number;
-  /** One of {@linkcode LAMBDA_FORMATS}. @default "mp4" */
-  format?: OutputFormat;
-  /** Encoder preset. @default "standard" */
-  quality?: Quality;
-  /** Overrides of the composition's declared variables: typed primitives, media as URLs. */
-  variables?: V;
-  /** Frames per chunk. @default 240 */
-  chunkSize?: number;
-  /** Cap on chunks, and so on chunk workers running at once for this render. @default 16 */
-  maxParallelChunks?: number;
-  /** Ceiling on frames per chunk, used only when `chunkSize` is unset. */
-  targetChunkFrames?: number;
-  /**
-   * Integrated loudness of the soundtrack, LUFS (-70 to -5), by two-pass EBU R128
-   * `loudnorm` in the `assemble` task. @default the mix as it is
-   */
-  loudness?: number;
-  /**
-   * Device pixels per CSS pixel, 1-4: frames are `width` x `height` times the scale, drawn
-   * at that size. @default 1
-   */
-  scale?: number;
-  /** High-dynamic-range output: always rejected here; render HDR with `vid render --hdr`. */
-  hdr?: boolean;
-  /** Seed of the page's `Math.random`, the same in every chunk. @default 1 */
-  seed?: number;
-  /**
-   * `Date.now()` at time 0, the same in every chunk so clocks agree across chunk seams.
-   * @default the execution's start time, whole seconds
-   */
-  epochMs?: number;
-  /**
-   * The host's deadline of one frame's seek and capture in the chunk worker, milliseconds:
-   * past it the page counts as hung, its browser is killed and the chunk fails naming the
-   * frame. @default 30000
-   */
-  frameTimeoutMs?: number;
-  /** Called when the render terminates. */
-  webhook?: WebhookConfig;
-}
-
-/**
- * The input of one workflow execution: everything a task needs to find the site, render
- * its chunk and write the output. `renderToLambda` builds it and starts the execution
- * with `renderId` as the execution name.
- */
-export interface ExecutionInput {
-  /** Identifier of the render; also the execution name, so 1-80 of `A-Z a-z 0-9 - _`. */
-  renderId: string;
-  /** Bucket holding the site, the chunk files and the output (`RenderBucketName`). */
-  bucketName: string;
-  /** Content-addressed identifier of the uploaded site. */
-  siteId: string;
-  /** Absolute `http(s)` URL of the uploaded site's root, ending in `/`. */
-  serveUrl: string;
-  /** Entry HTML file inside the site. @default "index.html" */
-  composition?: string;
-  /** Object key of the rendered video in `bucketName`. */
-  outputKey: string;
-  /** The render configuration. */
-  config: RenderConfig;
-}
 
 /** Options of {@linkcode validateConfig}. */
 export interface ValidateConfigOptions {

@@ -22,7 +22,8 @@ import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import type { ExecutionInput } from "./config.ts";
 import { executionArnOf, isNotFound, type LambdaRenderStatus } from "./sdk.ts";
 import { s3ClientFor, type S3Options, sfnClientFor, type SfnOptions } from "../aws/clients.ts";
-import { explainStackError, StackError } from "./stack_error.ts";
+import { explainStackError, isRenderNotFound, renderNotFound, StackError } from "./stack_error.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /**
  * A ready `SFNClient` of `@aws-sdk/client-sfn`, kept by the caller; an internal alias (see
@@ -94,13 +95,16 @@ export interface RenderOutput {
 }
 
 /** The render cannot give what was asked (not finished, failed, no output). */
-export class RenderStateError extends Error {
+export class RenderStateError extends VidError {
   /** Always `"RenderStateError"`. */
   override name = "RenderStateError";
   /** Always `render`. */
-  readonly field = "render";
-  /** The render's status. */
-  readonly status: LambdaRenderStatus;
+  override readonly field = "render";
+  /**
+   * The render's status (`status`, as on every {@linkcode VidError}, is an HTTP status,
+   * which this error has none of).
+   */
+  readonly renderStatus: LambdaRenderStatus;
   /**
    * Creates the error for a render in `status`.
    *
@@ -108,8 +112,8 @@ export class RenderStateError extends Error {
    * @param message What is wrong and what to do.
    */
   constructor(status: LambdaRenderStatus, message: string) {
-    super(message);
-    this.status = status;
+    super(message, { exitCode: EXIT_FAILED });
+    this.renderStatus = status;
   }
 }
 
@@ -140,13 +144,7 @@ async function withSfn<T>(ref: RenderRef, arn: string, work: (c: SFNClient) => P
   try {
     return await work(client);
   } catch (error) {
-    if ((error as { name?: string }).name === "ExecutionDoesNotExist") {
-      throw new StackError(
-        "render",
-        `no render ${arn.split(":").pop()} in this workflow (${arn}): check the render id, ` +
-          "--state-machine-arn and AWS_REGION",
-      );
-    }
+    if (isRenderNotFound(error)) throw renderNotFound(arn, error);
     throw explainStackError(error, {});
   } finally {
     if (own) client.destroy();

@@ -1,5 +1,7 @@
 /**
- * Sites already in the render bucket: {@linkcode loadSite} checks that a site id names an
+ * Sites in the render bucket: {@linkcode deploySite} uploads a project once under its
+ * content address and {@linkcode siteHandleFromId} names one uploaded earlier without a
+ * request; {@linkcode loadSite} checks that a site id names an
  * uploaded site holding the composition, and reads the composition's declarations from
  * the bucket so a render by `--site-id` checks its variables like any other render;
  * {@linkcode listSites} and {@linkcode removeSite} keep the bucket tidy.
@@ -14,12 +16,18 @@
 import {
   DeleteObjectsCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   ListObjectsV2Command,
+  PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
+import { type PackagedFile, packageProject } from "../project/package.ts";
+import { ConfigError, type RenderConfig } from "./config.ts";
+import type { FrameRate } from "../composition/frame_rate.ts";
+import { pool } from "../util/async.ts";
+import { contentTypeOf } from "../util/mime.ts";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import { parseComposition } from "../composition/composition.ts";
-import { isNotFound, type SiteHandle, type SiteManifest } from "./sdk.ts";
 import {
   clientLocation,
   defaultRegion,
@@ -37,6 +45,246 @@ import { OPTIONS } from "../request/options.ts";
  * @internal
  */
 type ReadyS3Client = S3Client;
+
+/** An uploaded site: what a render needs to find the project in the bucket. */
+export interface SiteHandle {
+  /** Content-addressed identifier: `site-` and 16 hex digits of the project zip's SHA-256. */
+  siteId: string;
+  /** Bucket holding the site. */
+  bucketName: string;
+  /** Key prefix of the site's files: `sites/<siteId>/`. */
+  prefix: string;
+  /** Absolute URL of the site's root, ending in `/`. */
+  serveUrl: string;
+  /** Entry HTML file inside the site. */
+  composition: string;
+  /** Files of the site, sorted by path; empty for a handle from {@linkcode siteHandleFromId}. */
+  files: PackagedFile[];
+  /** Whether this call uploaded anything (false when the site already existed). */
+  uploaded: boolean;
+  /**
+   * Variables the composition declares, when known (from {@linkcode deploySite} or
+   * `loadSite`; not from {@linkcode siteHandleFromId}): `renderToLambda` checks
+   * `config.variables` against them.
+   */
+  declarations?: VariableDeclaration[];
+  /**
+   * The composition's `data-fps`, when it pins a rate and the handle knows it (from
+   * {@linkcode deploySite} or `loadSite`): a render whose `config.fps` is unset renders at it.
+   */
+  fps?: FrameRate;
+}
+
+/**
+ * `config` with the site composition's `data-fps` filled in where the caller gave no `fps`:
+ * the distributed path honours `data-fps` as `vid render` does (an explicit `fps` wins).
+ */
+export function withSiteFrameRate(config: RenderConfig, site: SiteHandle): RenderConfig {
+  if (config.fps !== undefined || site.fps === undefined) return config;
+  const { num, den } = site.fps;
+  return { ...config, fps: den === 1 ? num : `${num}/${den}` };
+}
+
+/** The manifest stored as `sites/<siteId>/site.json`. */
+export interface SiteManifest {
+  /** Content-addressed identifier of the site (`site-` and 16 hex digits). */
+  siteId: string;
+  /** Hex SHA-256 of the deterministic project zip. */
+  sha256: string;
+  /** Entry HTML file inside the site. */
+  composition: string;
+  /** Every file and its size in bytes. */
+  files: PackagedFile[];
+  /** Sum of the file sizes. */
+  totalBytes: number;
+  /** ISO 8601 time of the upload. */
+  created: string;
+}
+
+/** Options of {@linkcode deploySite}. */
+export interface DeploySiteOptions {
+  /** The project directory to package. */
+  projectDir: string;
+  /** Bucket to upload to (the stack output `RenderBucketName`). */
+  bucketName: string;
+  /** Composition entry relative to `projectDir`. @default "index.html" */
+  composition?: string;
+  /** S3 connection options, or a ready client (which the caller keeps and destroys). */
+  s3?: S3Options | ReadyS3Client;
+  /** Files uploaded at once. @default 8 */
+  uploadConcurrency?: number;
+  /**
+   * Files never uploaded, absolute or relative to the working directory: the batch file,
+   * the manifest and outputs named on the command line, which would otherwise change the
+   * site id (see `PackageProjectOptions.exclude`).
+   */
+  exclude?: readonly string[];
+}
+
+/** Options of {@linkcode siteHandleFromId}. */
+export interface SiteHandleOptions {
+  /** Entry HTML file inside the site. @default "index.html" */
+  composition?: string;
+  /** S3 connection options, used to build `serveUrl`. */
+  s3?: S3Options;
+}
+
+/** Whether an S3 error means the object (or its key) does not exist. */
+export function isNotFound(error: unknown): boolean {
+  const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
+  return e?.name === "NotFound" || e?.name === "NoSuchKey" ||
+    e?.$metadata?.httpStatusCode === 404;
+}
+
+/**
+ * Packages a project (see `packageProject`: deterministic zip, upload rules) and uploads
+ * each included file to `sites/<siteId>/<path>`, then `sites/<siteId>/site.json`. The
+ * site id is the zip's content address, so when `site.json` already exists for it the
+ * whole upload is skipped (`uploaded: false`): the same tree is never uploaded twice, and
+ * any change gives a new site id.
+ *
+ * @example
+ * ```ts no_run
+ * import { deploySite } from "@vid/cli";
+ *
+ * const site = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders-123" });
+ * console.log(site.siteId, site.uploaded ? "uploaded" : "already there");
+ * ```
+ *
+ * @param options Project, bucket, entry and S3 connection.
+ * @returns The site handle to pass to `renderToLambda`.
+ */
+export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle> {
+  const pkg = await packageProject(options.projectDir, {
+    composition: options.composition,
+    exclude: options.exclude,
+    keepContents: true,
+  });
+  const ownClient = !(options.s3 instanceof S3Client);
+  const client = options.s3 instanceof S3Client ? options.s3 : s3ClientFor(options.s3);
+  try {
+    const location = options.s3 instanceof S3Client
+      ? await clientLocation(options.s3)
+      : { region: defaultRegion(), ...options.s3 };
+    const prefix = `sites/${pkg.siteId}/`;
+    const handle: SiteHandle = {
+      siteId: pkg.siteId,
+      bucketName: options.bucketName,
+      prefix,
+      serveUrl: serveUrlFor(options.bucketName, prefix, location),
+      composition: pkg.entry,
+      files: pkg.files,
+      uploaded: false,
+    };
+    // The files as packaged (the zip's bytes are only hashed here: the site is uploaded file
+    // by file, so each is served with its own content type).
+    const contents = pkg.contents!;
+    try {
+      const html = new TextDecoder().decode(contents[pkg.entry]);
+      const parsed = parseComposition(html, pkg.entry);
+      handle.declarations = parsed.declarations;
+      if (parsed.fps) handle.fps = parsed.fps;
+    } catch {
+      // not a composition the parser accepts: the render reports it; nothing to check here
+    }
+    const manifestKey = `${prefix}site.json`;
+    try {
+      await client.send(new HeadObjectCommand({ Bucket: options.bucketName, Key: manifestKey }));
+      return handle;
+    } catch (error) {
+      // HeadObject answers a missing bucket with a bare 404, like a missing key.
+      if (!isNotFound(error)) {
+        throw explainStackError(error, {
+          bucketName: options.bucketName,
+          region: location.region,
+        });
+      }
+    }
+    try {
+      await uploadSite(client, options, pkg, contents, prefix, manifestKey);
+    } catch (error) {
+      throw explainStackError(error, { bucketName: options.bucketName, region: location.region });
+    }
+    return { ...handle, uploaded: true };
+  } finally {
+    if (ownClient) client.destroy();
+  }
+}
+
+/** Uploads every file of the package, then site.json. */
+async function uploadSite(
+  client: S3Client,
+  options: DeploySiteOptions,
+  pkg: Awaited<ReturnType<typeof packageProject>>,
+  contents: Record<string, Uint8Array>,
+  prefix: string,
+  manifestKey: string,
+): Promise<void> {
+  await pool(pkg.files, Math.max(1, options.uploadConcurrency ?? 8), async (file) => {
+    await client.send(
+      new PutObjectCommand({
+        Bucket: options.bucketName,
+        Key: prefix + file.path,
+        Body: contents[file.path],
+        ContentType: contentTypeOf(file.path),
+      }),
+    );
+  });
+  const manifest: SiteManifest = {
+    siteId: pkg.siteId,
+    sha256: pkg.sha256,
+    composition: pkg.entry,
+    files: pkg.files,
+    totalBytes: pkg.uncompressedBytes,
+    created: new Date().toISOString(),
+  };
+  await client.send(
+    new PutObjectCommand({
+      Bucket: options.bucketName,
+      Key: manifestKey,
+      Body: JSON.stringify(manifest, null, 2),
+      ContentType: "application/json",
+    }),
+  );
+}
+
+/**
+ * A minimal handle of a site uploaded earlier (`--site-id`), without packaging or any
+ * request. `files` is empty and `uploaded` false.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { siteHandleFromId } from "@vid/cli";
+ *
+ * const site = siteHandleFromId("site-0123456789abcdef", "vid-renders-123", {
+ *   s3: { region: "eu-west-1" },
+ * });
+ * assert.equal(
+ *   site.serveUrl,
+ *   "https://vid-renders-123.s3.eu-west-1.amazonaws.com/sites/site-0123456789abcdef/",
+ * );
+ * ```
+ */
+export function siteHandleFromId(
+  siteId: string,
+  bucketName: string,
+  options: SiteHandleOptions = {},
+): SiteHandle {
+  if (!/^[A-Za-z0-9_-]+$/.test(siteId)) {
+    throw new ConfigError("siteId", `must be a site id such as site-0123456789abcdef`);
+  }
+  const prefix = `sites/${siteId}/`;
+  return {
+    siteId,
+    bucketName,
+    prefix,
+    serveUrl: serveUrlFor(bucketName, prefix, { region: defaultRegion(), ...options.s3 }),
+    composition: options.composition ?? OPTIONS.composition.default!,
+    files: [],
+    uploaded: false,
+  };
+}
 
 /** Options of the site functions: where the bucket is. */
 export interface SiteOptions {

@@ -7,24 +7,55 @@
  *
  * @module
  */
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** A distributed render's stack is missing, unreachable or refuses the credentials. */
-export class StackError extends Error {
+export class StackError extends VidError {
   /** Always `"StackError"`. */
   override name = "StackError";
   /** What is at fault: `bucketName`, `stateMachineArn`, `credentials`, `endpoint` or `siteId`. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * Creates the error.
    *
    * @param field What is at fault.
    * @param message What is wrong and what to do.
-   * @param options The AWS error as `cause`.
+   * @param options The AWS error as `cause`, and the AWS error's name as `code` where a
+   * caller tells one case from another by it (`ExecutionDoesNotExist`).
    */
-  constructor(field: string, message: string, options?: ErrorOptions) {
-    super(message, options);
+  constructor(field: string, message: string, options?: ErrorOptions & { code?: string }) {
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause, code: options?.code });
     this.field = field;
   }
+}
+
+/**
+ * The error for a render id or execution ARN the workflow does not know, in the same words
+ * for `progress`, `download`, `cancel` and a batch's rows; its `code` is AWS's
+ * `ExecutionDoesNotExist` (see {@linkcode isRenderNotFound}).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const error = renderNotFound("arn:aws:states:us-east-1:1:execution:vid-render:r-x");
+ * assert.match(error.message, /^no render r-x in this workflow/);
+ * assert.ok(isRenderNotFound(error));
+ * ```
+ */
+export function renderNotFound(executionArn: string, cause?: unknown): StackError {
+  return new StackError(
+    "render",
+    `no render ${executionArn.split(":").pop()} in this workflow (${executionArn}): check the ` +
+      "render id, --state-machine-arn and AWS_REGION",
+    { cause, code: "ExecutionDoesNotExist" },
+  );
+}
+
+/** Whether `error` says the execution does not exist: AWS's own, or {@linkcode renderNotFound}. */
+export function isRenderNotFound(error: unknown): boolean {
+  return (error as { name?: unknown } | undefined)?.name === "ExecutionDoesNotExist" ||
+    (error instanceof StackError && error.code === "ExecutionDoesNotExist");
 }
 
 interface AwsError {

@@ -35,8 +35,10 @@
  * - Retries, per task: Lambda service errors and throttles (`Lambda.TooManyRequestsException`
  *   etc.) back off with full jitter up to `throttleRetries` times; a timeout
  *   (`States.Timeout`, `Sandbox.Timedout`) is not retried, since a chunk that hit the
- *   15-minute cap would hit it again; any other task error (a browser crash, a failed
- *   upload) is retried `retries` times.
+ *   15-minute cap would hit it again; nor is an error of the project or the request
+ *   ({@linkcode NON_RETRYABLE_ERRORS}: a file missing from the project, a bad composition),
+ *   which would fail, and be billed, the same way again; any other task error (a browser
+ *   crash, a failed upload) is retried `retries` times.
  * - A chunk that still fails is caught inside its Map iteration, where the chunk is known:
  *   `RecordChunkFailure` builds the cause `chunk <i> (frames <from>-<to>) failed: <cause>`
  *   and `ChunkFailed` fails the iteration with the chunk's own error name. The Map, and
@@ -238,6 +240,21 @@ const LAMBDA_SERVICE_ERRORS = [
   "Lambda.TooManyRequestsException",
 ];
 const TIMEOUT_ERRORS = ["States.Timeout", "Sandbox.Timedout"];
+/**
+ * Errors of the project or the request, not of the machine (the worker keeps an error's
+ * name as the task's error): the same chunk fails the same way on every attempt, so
+ * retrying one only bills it again. A file missing from the project is the common one.
+ */
+export const NON_RETRYABLE_ERRORS: readonly string[] = [
+  "MissingAssetError",
+  "CompositionError",
+  "DeclarationsSyntaxError",
+  "VariablesInputError",
+  "StrictVariablesError",
+  "RenderOptionError",
+  "FrameRateError",
+  "ConfigError",
+];
 
 /** Error name of an execution whose chunk hit the function time cap. */
 export const CHUNK_TIMED_OUT = "ChunkTimedOut";
@@ -324,6 +341,7 @@ export function stateMachineDefinition(
       JitterStrategy: "FULL",
     },
     { ErrorEquals: TIMEOUT_ERRORS, MaxAttempts: 0 },
+    { ErrorEquals: [...NON_RETRYABLE_ERRORS], MaxAttempts: 0 },
     {
       ErrorEquals: ["States.TaskFailed"],
       IntervalSeconds: interval,

@@ -19,12 +19,13 @@
 
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** A host was refused because it is (or resolves to) a non-public address. */
-export class BlockedAddressError extends Error {
+export class BlockedAddressError extends VidError {
   override name = "BlockedAddressError";
   /** The field (or variable) holding the URL. */
-  readonly field: string;
+  override readonly field: string;
   /** The host as the URL names it. */
   readonly host: string;
   /**
@@ -33,7 +34,7 @@ export class BlockedAddressError extends Error {
    */
   readonly address?: string;
   constructor(field: string, host: string, message: string, address?: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
     this.host = host;
     this.address = address;

@@ -16,6 +16,7 @@ import { request as httpsRequest } from "node:https";
 import type { LookupFunction } from "node:net";
 import { Readable } from "node:stream";
 import { BlockedAddressError, type CheckedAddress, resolvePublicHost } from "./address_policy.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Who may be reached. */
 export interface NetworkPolicy {
@@ -41,25 +42,25 @@ export interface GuardedFetchOptions extends NetworkPolicy {
 }
 
 /** The URL is not an http(s) URL, or carries credentials. */
-export class UnsupportedUrlError extends Error {
+export class UnsupportedUrlError extends VidError {
   override name = "UnsupportedUrlError";
   /** The field holding the URL. */
-  readonly field: string;
+  override readonly field: string;
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }
 
 /** A download went over its byte limit; it was aborted there. */
-export class DownloadTooLargeError extends Error {
+export class DownloadTooLargeError extends VidError {
   override name = "DownloadTooLargeError";
   /** The field holding the URL. */
-  readonly field: string;
+  override readonly field: string;
   /** The limit in bytes. */
   readonly limit: number;
   constructor(field: string, url: string, limit: number) {
-    super(`${field}: ${url} is over the ${limit} byte limit`);
+    super(`${field}: ${url} is over the ${limit} byte limit`, { exitCode: EXIT_FAILED });
     this.field = field;
     this.limit = limit;
   }

@@ -23,6 +23,7 @@ import type { OutputFormat, Quality } from "../render/encode.ts";
 import { checkOption, flagOf, OPTIONS } from "../request/options.ts";
 import { frameCountOf, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { CONTENT_TYPES } from "../util/mime.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Content type of a finished render, by file extension. */
 export const RENDER_EXTENSIONS: Readonly<Record<string, string>> = Object.fromEntries(
@@ -63,16 +64,17 @@ export interface PreviewRenderStatus {
 }
 
 /** A render was asked for while another one is running. */
-export class RenderBusyError extends Error {
+export class RenderBusyError extends VidError {
   override name = "RenderBusyError";
   /** The field at fault: the render request. */
-  readonly field = "render";
+  override readonly field = "render";
   constructor(progress: RenderProgress | undefined) {
     const where = progress && progress.framesTotal > 0
       ? ` (${progress.framesDone} / ${progress.framesTotal} frames)`
       : "";
     super(
       `a render is already running${where}; wait for it to finish, then click Render again`,
+      { exitCode: EXIT_FAILED },
     );
   }
 }
@@ -218,11 +220,11 @@ async function outputName(
 
 function describeError(error: unknown): NonNullable<PreviewRenderStatus["error"]> {
   const err = error instanceof Error ? error : new Error(String(error));
-  const field = (err as { field?: unknown }).field;
+  const field = err instanceof VidError ? err.field : undefined;
   return {
     name: err.name,
     message: err.message,
-    ...(typeof field === "string" ? { field } : {}),
+    ...(field !== undefined ? { field } : {}),
   };
 }
 

@@ -55,6 +55,7 @@ import { createPreviewVideoProxies, type PreviewVideoProxies } from "./video_pro
 import { type ProjectWatcher, watchProject } from "./watch.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { isPlainObject } from "../util/json_shape.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** The port `vid preview` listens on unless told otherwise. */
 export const DEFAULT_PREVIEW_PORT = 4700;
@@ -63,27 +64,28 @@ export const DEFAULT_PREVIEW_PORT = 4700;
 export const PREVIEW_PREFIX = "/__preview/";
 
 /** The port is taken, or not a port. */
-export class PreviewPortError extends Error {
+export class PreviewPortError extends VidError {
   override name = "PreviewPortError";
   /** The flag at fault. */
-  readonly field = "--port";
+  override readonly field = "--port";
   /** The port asked for. */
   readonly port: number;
   constructor(port: number, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.port = port;
   }
 }
 
 /** A request named a composition that is not an `.html` file at the project root. */
-export class PreviewEntryError extends Error {
+export class PreviewEntryError extends VidError {
   override name = "PreviewEntryError";
   /** The field at fault. */
-  readonly field = "entry";
+  override readonly field = "entry";
   constructor(entry: string) {
     super(
       `entry ${JSON.stringify(entry)}: not an .html file at the project root; ` +
         `pick one of GET /__preview/compositions`,
+      { exitCode: EXIT_FAILED },
     );
   }
 }
@@ -224,13 +226,13 @@ const COMPOSITION_ROOT = /\sdata-composition-id\s*=/i;
 
 function errorBody(error: unknown): { ok: false; error: Record<string, unknown> } {
   const err = error instanceof Error ? error : new Error(String(error));
-  const field = (err as { field?: unknown }).field;
+  const field = err instanceof VidError ? err.field : undefined;
   return {
     ok: false,
     error: {
       name: err.name,
       message: err.message,
-      ...(typeof field === "string" ? { field } : {}),
+      ...(field !== undefined ? { field } : {}),
     },
   };
 }
@@ -557,9 +559,8 @@ async function startRender(ctx: PreviewContext, request: Request): Promise<Respo
     ctx.log(`rendering ${c.id} into ${ctx.rendersDir}`);
     return json({ ok: true, status }, 202);
   } catch (error) {
-    const status = error instanceof RenderBusyError
-      ? 409
-      : error instanceof PreviewEntryError || (error as { field?: unknown }).field !== undefined
+    const status = error instanceof RenderBusyError ? 409 : error instanceof PreviewEntryError ||
+        (error instanceof VidError && error.field !== undefined)
       ? 400
       : 422;
     return json(errorBody(error), status);

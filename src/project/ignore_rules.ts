@@ -29,6 +29,7 @@
 import ignore from "ignore";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Folders excluded only directly at the project root. */
 export const ROOT_EXCLUSIONS: readonly string[] = ["renders", "snapshots"];
@@ -46,13 +47,13 @@ export const ANYWHERE_EXCLUSIONS: readonly string[] = [
 export const IGNORE_FILES: readonly string[] = [".hyperframesignore", ".vidignore"];
 
 /** An ignore file exists but could not be read. */
-export class IgnoreRulesError extends Error {
+export class IgnoreRulesError extends VidError {
   override name = "IgnoreRulesError";
   /** The ignore file at fault, e.g. `.vidignore`. */
-  readonly field: string;
+  override readonly field: string;
 
   constructor(message: string, field: string, options?: ErrorOptions) {
-    super(message, options);
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
     this.field = field;
   }
 }

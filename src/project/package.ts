@@ -26,9 +26,14 @@ import { readdir, readFile, realpath, stat } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { DEFAULT_ENTRY } from "../composition/composition.ts";
 import { type ProjectRules, projectRules } from "./ignore_rules.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
-/** The hosted service's project upload limit (200 MB). */
-export const HOSTED_UPLOAD_LIMIT_BYTES = 200_000_000;
+/**
+ * The hosted service's project upload limit, 200 MB: 200 x 1024 x 1024 bytes, the one figure
+ * of the client (`vid cloud render`, checked before uploading) and the server (`vid
+ * server`'s 413), and `api/openapi.yaml`'s 209715200.
+ */
+export const HOSTED_UPLOAD_LIMIT_BYTES = 200 * 1024 * 1024;
 
 /** One file inside the project zip. */
 export interface PackagedFile {
@@ -60,10 +65,17 @@ export interface ProjectPackage {
   entry: string;
   /** Files skipped for a reason the user may want to know (symlinks, special files). */
   warnings: string[];
+  /**
+   * Every file's bytes as read into the zip, by path, with `keepContents`: a caller that
+   * uploads the files one by one (`deploySite`) need not unzip its own zip.
+   */
+  contents?: Record<string, Uint8Array>;
 }
 
 /** Options for {@linkcode packageProject}. */
 export interface PackageProjectOptions {
+  /** Also return every file's bytes as `contents` (held in memory beside the zip). @default false */
+  keepContents?: boolean;
   /**
    * The composition entry, relative to the project directory (or an absolute path inside
    * it). It must exist and must not be excluded by the upload rules.
@@ -90,10 +102,10 @@ export interface PackageProjectOptions {
  * A project could not be packaged. `field` is `"projectDir"`, `"composition"`,
  * `"maxBytes"`, `"zip"`, or the path of a file or folder that could not be read.
  */
-export class ProjectPackageError extends Error {
+export class ProjectPackageError extends VidError {
   override name = "ProjectPackageError";
   /** What is at fault. */
-  readonly field: string;
+  override readonly field: string;
   /** For `"maxBytes"`: the ten largest files, to say what to exclude. */
   readonly largest?: PackagedFile[];
 
@@ -102,7 +114,7 @@ export class ProjectPackageError extends Error {
     field: string,
     options?: ErrorOptions & { largest?: PackagedFile[] },
   ) {
-    super(message, options);
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
     this.field = field;
     this.largest = options?.largest;
   }
@@ -368,6 +380,7 @@ export async function packageProject(
     else chunks.push(chunk);
   });
   const files: PackagedFile[] = [];
+  const contents: Record<string, Uint8Array> = {};
   for (const file of found) {
     let content: Uint8Array;
     try {
@@ -383,6 +396,7 @@ export async function packageProject(
     zip.add(zipped);
     zipped.push(content, true);
     files.push({ path: file.path, size: content.length });
+    if (options.keepContents) contents[file.path] = content;
   }
   zip.end();
   if (zipError) {
@@ -418,5 +432,6 @@ export async function packageProject(
     files,
     entry,
     warnings,
+    ...(options.keepContents ? { contents } : {}),
   };
 }

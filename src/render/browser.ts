@@ -20,6 +20,7 @@ import {
   MissingDependencyError,
   SYSTEM_PACKAGES,
 } from "./system.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** How frames are captured. */
 export type CaptureMode = "beginframe" | "screenshot";
@@ -99,12 +100,12 @@ export interface SandboxPolicy {
  * Chromium could not start its sandbox on this host (no user namespaces, a seccomp policy of
  * the container, running as root). `reason` is Chromium's own line.
  */
-export class SandboxUnavailableError extends Error {
+export class SandboxUnavailableError extends VidError {
   override name = "SandboxUnavailableError";
   /** What Chromium said. */
   readonly reason: string;
   constructor(executable: string, reason: string) {
-    super(`${executable} cannot start its sandbox: ${reason}`);
+    super(`${executable} cannot start its sandbox: ${reason}`, { exitCode: EXIT_FAILED });
     this.reason = reason;
   }
 }
@@ -451,12 +452,14 @@ async function launchSandboxed(executable: string, options: LaunchOptions): Prom
  * The browser process died by a signal during start-up, before it was reachable.
  * {@linkcode launchBrowser} retries once on this error.
  */
-export class BrowserStartupCrashError extends Error {
+export class BrowserStartupCrashError extends VidError {
   override name = "BrowserStartupCrashError";
   /** The signal that ended the browser, e.g. `SIGTRAP`. */
   readonly signal: string;
   constructor(executable: string, signal: string, stderr: string) {
-    super(`${executable} was killed by ${signal} during start-up:\n${stderr}`);
+    super(`${executable} was killed by ${signal} during start-up:\n${stderr}`, {
+      exitCode: EXIT_FAILED,
+    });
     this.signal = signal;
   }
 }

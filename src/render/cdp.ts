@@ -8,19 +8,25 @@
  *
  * @module
  */
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** The browser connection closed (crashed or was killed) while a call was pending. */
-export class CdpClosedError extends Error {
+export class CdpClosedError extends VidError {
   override name = "CdpClosedError";
+
+  /** Creates the error; the CLI exits 1. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
+  }
 }
 
 /** A CDP method returned an error. */
-export class CdpError extends Error {
+export class CdpError extends VidError {
   override name = "CdpError";
   /** The CDP method that failed. */
-  readonly field: string;
+  override readonly field: string;
   constructor(method: string, message: string) {
-    super(`${method}: ${message}`);
+    super(`${method}: ${message}`, { exitCode: EXIT_FAILED });
     this.field = method;
   }
 }

@@ -7,6 +7,13 @@
  * target is ignored. With neither, `chunkSize` defaults to 240. The count never exceeds
  * ceil(frames / chunkSize) and is capped by `maxParallelChunks`.
  *
+ * A target is a ceiling: no chunk of a target plan is longer than `targetChunkFrames` (while
+ * `maxParallelChunks` allows), so the count is raised where whole cells would overshoot it
+ * (300 frames at 30 fps, target 100: four chunks of 90, 90, 60 and 60 frames, not 120, 90, 90).
+ * A target below one cell shrinks the cells to the target ({@linkcode Chunk.cellFrames}):
+ * that output has a keyframe every `targetChunkFrames` frames, so it is larger for the same
+ * quality and no longer byte-identical to a render on the 1-second grid.
+ *
  * The GOP grid: the range is cut into cells of {@linkcode gopFrames}(fps) = fps frames
  * (1 second; rounded for a rational rate) from its first frame, the last cell possibly shorter. Every cell is encoded
  * by its own encoder run (`startEncoder`'s `cellFrames`), so a cell's bytes do not depend
@@ -60,6 +67,11 @@ export interface Chunk {
   to: number;
   /** Number of frames, `to - from + 1`. */
   frames: number;
+  /**
+   * Frames per encoder run when the plan's grid is finer than {@linkcode gopFrames}(fps): a
+   * target below a second. Absent on the 1-second grid.
+   */
+  cellFrames?: number;
 }
 
 /** Options of {@linkcode chunkPlan}. */
@@ -132,9 +144,19 @@ function declared(declaration: OptionDeclaration<string, number>, value: unknown
   }
 }
 
-/** Grid cells of a range: ceil(frames / gopFrames(fps)). */
+/**
+ * Frames of a grid cell of the plan: {@linkcode gopFrames}(fps), or a target below that (a
+ * target applies only without `chunkSize`).
+ */
+function cellFramesOf(options: ChunkPlanOptions): number {
+  const gop = gopFrames(options.fps ?? DEFAULT_FPS);
+  const target = options.chunkSize === undefined ? options.targetChunkFrames : undefined;
+  return target === undefined ? gop : Math.min(gop, target);
+}
+
+/** Grid cells of a range: ceil(frames / cell). */
 function cellCount(options: ChunkPlanOptions): number {
-  return Math.ceil(options.frames / gopFrames(options.fps ?? DEFAULT_FPS));
+  return Math.ceil(options.frames / cellFramesOf(options));
 }
 
 /**
@@ -148,7 +170,14 @@ export function chunkCount(options: ChunkPlanOptions): number {
   declared(OPTIONS.maxParallelChunks, options.maxParallelChunks);
   const max = options.maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS;
   const per = options.chunkSize ?? options.targetChunkFrames ?? DEFAULT_CHUNK_SIZE;
-  return Math.min(Math.max(Math.ceil(options.frames / per), 1), max, cellCount(options));
+  const cells = cellCount(options);
+  let wanted = Math.max(Math.ceil(options.frames / per), 1);
+  if (options.chunkSize === undefined && options.targetChunkFrames !== undefined) {
+    // A ceiling: chunks of at most floor(target / cell) whole cells each.
+    const cellsPerChunk = Math.floor(options.targetChunkFrames / cellFramesOf(options));
+    wanted = Math.max(wanted, Math.ceil(cells / cellsPerChunk));
+  }
+  return Math.min(wanted, max, cells);
 }
 
 /**
@@ -161,8 +190,9 @@ export function chunkCount(options: ChunkPlanOptions): number {
  * // 60 s at 30 fps: 60 cells of 30 frames in 8 chunks, 4 x 240 and 4 x 210 frames
  * const sizes = chunkPlan({ frames: 1800, fps: 30 }).map((c) => c.frames);
  * assert.deepEqual(sizes, [240, 240, 240, 240, 210, 210, 210, 210]);
+ * // a target is a ceiling: 300 frames, target 100, whole 30-frame cells
  * const small = chunkPlan({ frames: 300, fps: 30, targetChunkFrames: 100 }).map((c) => c.frames);
- * assert.deepEqual(small, [120, 90, 90]);
+ * assert.deepEqual(small, [90, 90, 60, 60]);
  * ```
  */
 export function chunkPlan(options: ChunkPlanOptions): Chunk[] {
@@ -174,7 +204,8 @@ export function chunkPlan(options: ChunkPlanOptions): Chunk[] {
       `must be a non-negative integer, got ${JSON.stringify(options.from)}`,
     );
   }
-  const cell = gopFrames(options.fps ?? DEFAULT_FPS);
+  const cell = cellFramesOf(options);
+  const fine = cell !== gopFrames(options.fps ?? DEFAULT_FPS);
   const cells = cellCount(options);
   const base = Math.floor(cells / count);
   const extra = cells % count;
@@ -183,7 +214,7 @@ export function chunkPlan(options: ChunkPlanOptions): Chunk[] {
   let from = start;
   for (let index = 0; index < count; index++) {
     const to = Math.min(from + (base + (index < extra ? 1 : 0)) * cell, end) - 1;
-    chunks.push({ index, from, to, frames: to - from + 1 });
+    chunks.push({ index, from, to, frames: to - from + 1, ...(fine ? { cellFrames: cell } : {}) });
     from = to + 1;
   }
   return chunks;

@@ -57,6 +57,7 @@ import {
   RENDER_FORMATS,
   type RenderFormat,
 } from "../request/formats.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 export {
   GIF_MAX_FPS,
   OUTPUT_FORMATS,
@@ -104,11 +105,11 @@ export function hasAlpha(format: RenderFormat): boolean {
 }
 
 /** ffmpeg failed; carries the tail of its log. */
-export class EncodeError extends Error {
+export class EncodeError extends VidError {
   /** Always `"EncodeError"`. */
   override name = "EncodeError";
   /** The output file ffmpeg was writing. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * Creates the error for one output file.
    *
@@ -116,7 +117,7 @@ export class EncodeError extends Error {
    * @param output The output file ffmpeg was writing.
    */
   constructor(message: string, output: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = output;
   }
 }

@@ -13,14 +13,15 @@ import { open, realpath } from "node:fs/promises";
 import { join, sep } from "node:path";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { downloadRemote, type RemoteAssets } from "./remote.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** A media source a guarded render refuses to hand to ffmpeg. */
-export class BlockedMediaError extends Error {
+export class BlockedMediaError extends VidError {
   override name = "BlockedMediaError";
   /** The media source. */
-  readonly field: string;
+  override readonly field: string;
   constructor(src: string, why: string) {
-    super(`media source ${src} is not allowed on this server: ${why}`);
+    super(`media source ${src} is not allowed on this server: ${why}`, { exitCode: EXIT_FAILED });
     this.field = src;
   }
 }

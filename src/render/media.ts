@@ -28,14 +28,15 @@ import {
 import { evaluate } from "./capture.ts";
 import { type OutputFormat, runFfmpeg } from "./encode.ts";
 import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** A media source could not be read or converted. */
-export class MediaError extends Error {
+export class MediaError extends VidError {
   override name = "MediaError";
   /** The source URL at fault. */
-  readonly field: string;
+  override readonly field: string;
   constructor(message: string, src: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = src;
   }
 }

@@ -8,6 +8,7 @@
  */
 
 import type { PageErrorRecord } from "../runtime/page_runtime.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Where in the project a page error was thrown. Lines and columns count from 1. */
 export interface PageErrorSource {
@@ -48,7 +49,7 @@ export interface PageErrorDetails {
  * frame 4: the page threw TypeError: Cannot read properties of null (reading 'explode') at step (js/anim.js:5:10), called from tick (js/anim.js:9:3)
  * ```
  */
-export class PageError extends Error {
+export class PageError extends VidError {
   /** Always `"PageError"`. */
   override name = "PageError";
   /** The frame at which it happened; null when the page threw while loading. */
@@ -56,7 +57,7 @@ export class PageError extends Error {
   /** `"load"` or `"frame"`. */
   readonly phase: "load" | "frame";
   /** The field at fault: `"frame"`, or `"load"` for a throw while loading. */
-  readonly field: "frame" | "load";
+  override readonly field: "frame" | "load";
   /** Where it was thrown, when known. */
   readonly location?: PageErrorSource;
   /** The page's own stack frames, innermost first. */
@@ -80,7 +81,7 @@ export class PageError extends Error {
     const where = top === undefined
       ? ""
       : ` at ${top}${callers.length > 0 ? `, called from ${callers.join(", ")}` : ""}`;
-    super(head + where);
+    super(head + where, { exitCode: EXIT_FAILED });
     this.frame = frame;
     this.phase = frame === null ? "load" : "frame";
     this.field = frame === null ? "load" : "frame";

@@ -15,6 +15,7 @@ import type { Variables } from "../composition/declarations.ts";
 import { BlockedAddressError } from "../net/address_policy.ts";
 import { DownloadTooLargeError, guardedGet } from "../net/guarded_fetch.ts";
 import type { CdpSession } from "./cdp.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** A downloaded remote asset. */
 export interface RemoteAsset {
@@ -29,13 +30,13 @@ export interface RemoteAsset {
 export type RemoteAssets = Record<string, RemoteAsset>;
 
 /** A remote URL in a variable could not be downloaded. */
-export class RemoteMediaError extends Error {
+export class RemoteMediaError extends VidError {
   override name = "RemoteMediaError";
   /** The variable holding the URL. */
-  readonly field: string;
+  override readonly field: string;
   readonly url: string;
   constructor(variable: string, url: string, reason: string) {
-    super(`variable "${variable}": cannot download ${url} (${reason})`);
+    super(`variable "${variable}": cannot download ${url} (${reason})`, { exitCode: EXIT_FAILED });
     this.field = variable;
     this.url = url;
   }

@@ -45,16 +45,17 @@ import {
   prepareComposition,
   type RenderSession,
 } from "./session.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 // The options' error and the worker default are declared with the render request.
 export { defaultWorkers, RenderOptionError };
 
 /** A chunk failed (after its retry, for a browser crash). */
-export class ChunkFailedError extends Error {
+export class ChunkFailedError extends VidError {
   /** Always `"ChunkFailedError"`. */
   override name = "ChunkFailedError";
   /** The field at fault: the chunk. */
-  readonly field = "chunk";
+  override readonly field = "chunk";
   /** The chunk that failed: its index and frame range. */
   readonly chunk: Chunk;
   /**
@@ -65,6 +66,7 @@ export class ChunkFailedError extends Error {
    */
   constructor(chunk: Chunk, cause: Error) {
     super(`chunk ${chunk.index} (frames ${chunk.from}-${chunk.to}) failed: ${cause.message}`, {
+      exitCode: EXIT_FAILED,
       cause,
     });
     this.chunk = chunk;
@@ -72,13 +74,13 @@ export class ChunkFailedError extends Error {
 }
 
 /** The render was cancelled through its abort signal. */
-export class RenderCancelledError extends Error {
+export class RenderCancelledError extends VidError {
   /** Always `"RenderCancelledError"`. */
   override name = "RenderCancelledError";
   /** The option that cancelled the render: its abort signal. */
-  readonly field = "signal";
+  override readonly field = "signal";
   constructor() {
-    super("render cancelled");
+    super("render cancelled", { exitCode: EXIT_FAILED });
   }
 }
 

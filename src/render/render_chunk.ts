@@ -285,8 +285,9 @@ export function startChunkEncoder(spec: PageSpec, out: ChunkOutput): Encoder {
     startNumber: out.chunk.from,
     hdr: out.hdr,
     outputSize: spec.outputSize,
-    // One encoder run per GOP grid cell: chunks start on the grid (see chunk_plan.ts).
-    cellFrames: gopFrames(spec.fps),
+    // One encoder run per GOP grid cell: chunks start on the grid (see chunk_plan.ts); a
+    // target below a second plans a finer one.
+    cellFrames: out.chunk.cellFrames ?? gopFrames(spec.fps),
     frames: out.chunk.frames,
   });
 }

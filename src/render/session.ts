@@ -30,6 +30,7 @@ import { guardLaunchFlags, type GuardProxy, startGuardProxy } from "../net/guard
 import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
 import { type ProjectServer, serveProject } from "./serve.ts";
 import { requireFfmpeg, requireFfprobe } from "./system.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 import {
   DEFAULT_FRAME_TIMEOUT_MS,
   FrameTimeoutError,
@@ -112,15 +113,16 @@ function droppedMessage(d: DroppedDeclaration, values: Variables): string {
 }
 
 /** The page asked for project files that do not exist. */
-export class MissingAssetError extends Error {
+export class MissingAssetError extends VidError {
   override name = "MissingAssetError";
   /** The first missing path. */
-  readonly field: string;
+  override readonly field: string;
   readonly paths: string[];
   constructor(file: string, paths: string[]) {
     super(
       `${file} uses ${paths.length === 1 ? "a file" : "files"} missing from the project: ` +
         `${paths.join(", ")} (check the path and letter case, and that no ignore rule drops it)`,
+      { exitCode: EXIT_FAILED },
     );
     this.field = paths[0];
     this.paths = paths;

@@ -9,13 +9,14 @@ import { execFile } from "node:child_process";
 import { access, constants, readdir } from "node:fs/promises";
 import { delimiter, join } from "node:path";
 import process from "node:process";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** A required program that is not installed. */
-export class MissingDependencyError extends Error {
+export class MissingDependencyError extends VidError {
   /** Always `"MissingDependencyError"`. */
   override name = "MissingDependencyError";
   /** The program that is missing, e.g. `ffmpeg`. */
-  readonly field: string;
+  override readonly field: string;
   /** The Debian packages that provide it. */
   readonly packages: string[];
 
@@ -32,6 +33,7 @@ export class MissingDependencyError extends Error {
         `  sudo apt-get install -y ${packages.join(" ")}\n` +
         `or run \`npx --yes deno@2 task setup\` as root` +
         (envVar ? `, or point ${envVar} at an existing binary.` : "."),
+      { exitCode: EXIT_FAILED },
     );
     this.field = program;
     this.packages = packages;

@@ -14,7 +14,7 @@
  *
  * To add an option: declare it below, then add its flag to the commands that accept it
  * (`cliOption(OPTIONS.x)`) and its field to the surfaces' option types;
- * `tests/integration/request_test.ts` checks the help and the type agreement.
+ * `tests/unit/request_test.ts` checks the help and the type agreement.
  *
  * @module
  */
@@ -39,6 +39,7 @@ import {
 } from "./formats.ts";
 import { isPlainObject } from "../util/json_shape.ts";
 import { RenderOptionError } from "./errors.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Largest output width or height, pixels. */
 export const MAX_DIMENSION = 8192;
@@ -63,8 +64,13 @@ export function defaultWorkers(): number {
 }
 
 /** What is wrong with a value, before it is tied to the name of the surface it came through. */
-class OptionProblem extends Error {
+class OptionProblem extends VidError {
   override name = "OptionProblem";
+
+  /** Creates the error; the CLI exits 1. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
+  }
 }
 
 /** One render option, declared once for every surface. */
@@ -107,6 +113,24 @@ function got(value: unknown): string {
   return `got ${JSON.stringify(value) ?? String(value)}`;
 }
 
+/**
+ * A number option's check and its flag parser: the flag's text is read as a number and
+ * checked the same way (text that is no number is checked as the text, so the message
+ * quotes what was typed).
+ */
+function numeric(check: (value: unknown) => number): {
+  check: (value: unknown) => number;
+  parse: (text: string) => number;
+} {
+  return {
+    check,
+    parse: (text: string): number => {
+      const n = text.trim() === "" ? NaN : Number(text);
+      return check(Number.isNaN(n) ? text : n);
+    },
+  };
+}
+
 /** Integers from `min` to `max`; a flag's text must be written as a whole number. */
 function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
   const range = max === Number.MAX_SAFE_INTEGER
@@ -118,13 +142,7 @@ function integer(min: number, max = Number.MAX_SAFE_INTEGER) {
     }
     return value;
   };
-  return {
-    check,
-    parse: (text: string): number => {
-      const n = text.trim() === "" ? NaN : Number(text);
-      return check(Number.isNaN(n) ? text : n);
-    },
-  };
+  return numeric(check);
 }
 
 /** Numbers above 0 (seconds, minutes). */
@@ -135,13 +153,7 @@ function positiveNumber(unit: string) {
     }
     return value;
   };
-  return {
-    check,
-    parse: (text: string): number => {
-      const n = text.trim() === "" ? NaN : Number(text);
-      return check(Number.isNaN(n) ? text : n);
-    },
-  };
+  return numeric(check);
 }
 
 /** A time in seconds, 0 or more. */
@@ -152,13 +164,7 @@ function seconds() {
     }
     return value;
   };
-  return {
-    check,
-    parse: (text: string): number => {
-      const n = text.trim() === "" ? NaN : Number(text);
-      return check(Number.isNaN(n) ? text : n);
-    },
-  };
+  return numeric(check);
 }
 
 /** Integrated loudness in LUFS, {@linkcode MIN_LOUDNESS} to {@linkcode MAX_LOUDNESS}. */
@@ -175,13 +181,7 @@ function loudnessRange() {
     }
     return value;
   };
-  return {
-    check,
-    parse: (text: string): number => {
-      const n = text.trim() === "" ? NaN : Number(text);
-      return check(Number.isNaN(n) ? text : n);
-    },
-  };
+  return numeric(check);
 }
 
 /** One of a fixed set of strings. */

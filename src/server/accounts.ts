@@ -10,6 +10,7 @@
 import { type Database, now, type Queries, type Row } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { hashPassword, randomId, sha256Hex } from "./secrets.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Default credit balance of a new account. */
 export const DEFAULT_CREDITS = 1000;
@@ -28,11 +29,11 @@ export interface Caller {
 }
 
 /** An account or key operation was refused. */
-export class AccountError extends Error {
+export class AccountError extends VidError {
   override name = "AccountError";
-  readonly field: string;
+  override readonly field: string;
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }

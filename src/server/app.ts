@@ -25,7 +25,7 @@ import {
   UPLOAD_URL_SECONDS,
 } from "./context.ts";
 import { DatabaseUnavailableError, now, type Row } from "./db.ts";
-import { ApiError, invalid, notFound, RateLimitedError } from "./errors.ts";
+import { ApiError, apiErrorFor, invalid, notFound, RateLimitedError } from "./errors.ts";
 import { clientAddress, DatabaseThrottleStore, newThrottles } from "./throttle.ts";
 import type { KeyScope } from "./idempotency.ts";
 import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
@@ -36,7 +36,6 @@ import { checkUploadedProject } from "./project_check.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
 import { OPTIONS } from "../request/options.ts";
-import { EXIT_USAGE, VidError } from "../errors.ts";
 import { renderRoutes } from "./render_routes.ts";
 import { opsRoutes } from "./ops_routes.ts";
 import { renderJson, transitionRender } from "./renders.ts";
@@ -193,10 +192,8 @@ export function createApp(ctx: ServerContext): Hono {
   };
 
   app.onError((error, c) => {
-    if (error instanceof RateLimitedError) {
-      c.header("retry-after", String(error.retryAfterSeconds));
-    }
-    // The database is away (restarting, network): a client's retry will likely succeed.
+    // The database is away (restarting, network): a client's retry will likely succeed. The
+    // reason (a host and port) is the operator's, logged here, not the tenant's.
     if (error instanceof DatabaseUnavailableError) {
       console.error(`vid server: ${error.message}`);
       c.header("retry-after", String(DatabaseUnavailableError.RETRY_AFTER_SECONDS));
@@ -209,15 +206,15 @@ export function createApp(ctx: ServerContext): Hono {
         503,
       );
     }
-    if (error instanceof ApiError) {
-      return c.json(error.toJSON(), error.status as 400);
+    const answer = apiErrorFor(error);
+    if (answer === undefined) {
+      console.error(error);
+      return c.json(new ApiError(500, "vid_internal", "internal error").toJSON(), 500);
     }
-    // A bad value of a declared render option (src/request): 400 naming the API field.
-    if (error instanceof VidError && error.exitCode === EXIT_USAGE && error.field !== undefined) {
-      return c.json(invalid(error.field, error.detail ?? error.message).toJSON(), 400);
+    if (answer instanceof RateLimitedError) {
+      c.header("retry-after", String(answer.retryAfterSeconds));
     }
-    console.error(error);
-    return c.json(new ApiError(500, "vid_internal", "internal error").toJSON(), 500);
+    return c.json(answer.toJSON(), answer.status as 400);
   });
   app.notFound((c) =>
     c.json(

@@ -6,10 +6,11 @@
 
 import type { Database } from "./db.ts";
 import type { Storage } from "./storage.ts";
+import { HOSTED_UPLOAD_LIMIT_BYTES } from "../project/package.ts";
 import type { ServerMetrics } from "./metrics.ts";
 
-/** Upload limit of a project zip: 200 MB, the hosted service's documented limit. */
-export const MAX_UPLOAD_BYTES = 200 * 1024 * 1024;
+/** Upload limit of a project zip: 200 MB, the hosted service's documented limit (one figure). */
+export const MAX_UPLOAD_BYTES: number = HOSTED_UPLOAD_LIMIT_BYTES;
 /** Largest JSON request body the API reads: 1 MiB (larger is a 413). */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 /** Longest `filename` an asset may be given, in characters. */

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { EXIT_FAILED, EXIT_USAGE, VidError } from "../errors.ts";
 
 /** The stable error codes of the API. */
 export type ErrorCode =
@@ -23,13 +24,13 @@ export type ErrorCode =
   | "vid_internal";
 
 /** An error the API answers with its status and body. */
-export class ApiError extends Error {
+export class ApiError extends VidError {
   override name = "ApiError";
-  readonly status: number;
-  readonly code: ErrorCode;
-  readonly field?: string;
+  override readonly status: number;
+  override readonly code: ErrorCode;
+  override readonly field?: string;
   constructor(status: number, code: ErrorCode, message: string, field?: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.status = status;
     this.code = code;
     this.field = field;
@@ -74,7 +75,7 @@ export class TooManyRendersError extends RateLimitedError {
 export class LimitExceededError extends ApiError {
   override name = "LimitExceededError";
   /** The `vid server` flag that sets the limit. */
-  readonly flag: string;
+  override readonly flag: string;
   constructor(message: string, field: string, flag: string) {
     super(422, "vid_limit_exceeded", message, field);
     this.flag = flag;
@@ -94,6 +95,59 @@ export function invalid(field: string, message: string): ApiError {
 /** 404 for an object this account cannot see. */
 export function notFound(what: string, id: string): ApiError {
   return new ApiError(404, "vid_not_found", `no ${what} ${id} in this account`);
+}
+
+/** Every API error code, as keys: the compiler refuses a code added to ErrorCode and not here. */
+const ERROR_CODES: Readonly<Record<ErrorCode, true>> = {
+  vid_unauthorized: true,
+  vid_forbidden: true,
+  vid_not_found: true,
+  vid_invalid_request: true,
+  vid_project_invalid: true,
+  vid_payload_too_large: true,
+  vid_idempotency_conflict: true,
+  vid_insufficient_credits: true,
+  vid_asset_not_ready: true,
+  vid_rate_limited: true,
+  vid_too_many_renders: true,
+  vid_limit_exceeded: true,
+  vid_unavailable: true,
+  vid_internal: true,
+};
+
+/**
+ * The API's answer to an error a route threw, read off the one error tree: an
+ * {@linkcode ApiError} is its own answer; another {@linkcode VidError} with an HTTP status
+ * and an API code answers with them; an input error naming its field (a bad value of a
+ * declared render option) is a 400 naming the API field. Anything else is `undefined`:
+ * a fault of the server, which the caller logs and answers with a bare 500.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { VidError } from "../errors.ts";
+ *
+ * const answer = apiErrorFor(
+ *   new VidError("fps: must be a rate", { field: "fps", detail: "must be a rate" }),
+ * );
+ * assert.deepEqual(answer?.toJSON(), {
+ *   error: { code: "vid_invalid_request", message: "fps: must be a rate", field: "fps" },
+ * });
+ * assert.equal(apiErrorFor(new Error("a bug")), undefined);
+ * ```
+ */
+export function apiErrorFor(error: unknown): ApiError | undefined {
+  if (error instanceof ApiError) return error;
+  if (!(error instanceof VidError)) return undefined;
+  if (
+    error.status !== undefined && error.code !== undefined && Object.hasOwn(ERROR_CODES, error.code)
+  ) {
+    return new ApiError(error.status, error.code as ErrorCode, error.message, error.field);
+  }
+  if (error.exitCode === EXIT_USAGE && error.field !== undefined) {
+    return invalid(error.field, error.detail ?? error.message);
+  }
+  return undefined;
 }
 
 /** What a tenant may be told about where the server keeps things: nothing. */

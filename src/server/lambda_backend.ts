@@ -48,25 +48,27 @@ import {
   type RenderJob,
 } from "./render_backend.ts";
 import { cancelRender } from "../lambda/renders.ts";
+import { isRenderNotFound } from "../lambda/stack_error.ts";
 import { S3Storage } from "./storage.ts";
 import { sleep } from "../util/async.ts";
 import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /**
  * A render could not be handed to the distributed backend, or its execution did not
  * succeed. `field` is what is at fault: `variables.<key>`, `executionArn` or `execution`.
  */
-export class LambdaBackendError extends Error {
+export class LambdaBackendError extends VidError {
   /** Always `"LambdaBackendError"`. */
   override name = "LambdaBackendError";
   /** What is at fault. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * @param field What is at fault.
    * @param message What happened and, where there is one, the fix.
    */
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }
@@ -116,10 +118,6 @@ function fractionDone(progress: LambdaRenderProgress): number {
   return progress.chunksTotal > 0 ? progress.chunksDone / progress.chunksTotal : 0;
 }
 
-function errorName(error: unknown): string | undefined {
-  return (error as { name?: string })?.name;
-}
-
 /** What the backend's steps share: its configuration and the AWS clients made from it. */
 interface LambdaBackendClients {
   config: LambdaBackendConfig;
@@ -158,7 +156,7 @@ async function startedEarlier(
     });
     return found.executionArn;
   } catch (error) {
-    if (errorName(error) === "ExecutionDoesNotExist") return undefined;
+    if (isRenderNotFound(error)) return undefined;
     throw error;
   }
 }
@@ -212,7 +210,7 @@ async function waitForEnd(
       });
       failures = 0;
     } catch (error) {
-      if (errorName(error) === "ExecutionDoesNotExist") {
+      if (isRenderNotFound(error)) {
         throw new LambdaBackendError(
           "executionArn",
           `the workflow execution ${executionArn} of this render no longer exists ` +

@@ -30,6 +30,7 @@ import {
   sha256Hex,
   verifyPassword,
 } from "./secrets.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** The client id of the vid command-line tool, the one client of this server. */
 export const OAUTH_CLIENT_ID = "vid-cli";
@@ -67,25 +68,35 @@ export interface OAuthOptions {
 }
 
 /** The OAuth configuration is unusable (e.g. a bad `VID_ACCESS_TOKEN_SECONDS`). */
-export class OAuthConfigError extends Error {
+export class OAuthConfigError extends VidError {
   override name = "OAuthConfigError";
+
+  /** Creates the error; the CLI exits 1. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
+  }
 }
 
 /** An RFC 6749 error of the token and revocation endpoints. */
-class TokenEndpointError extends Error {
+class TokenEndpointError extends VidError {
   override name = "TokenEndpointError";
-  readonly status: 400 | 401;
-  readonly code: string;
+  override readonly status: 400 | 401;
+  override readonly code: string;
   constructor(code: string, description: string, status: 400 | 401 = 400) {
-    super(description);
+    super(description, { exitCode: EXIT_FAILED });
     this.code = code;
     this.status = status;
   }
 }
 
 /** A malformed request body or parameter, mapped to each endpoint's error format. */
-class RequestError extends Error {
+class RequestError extends VidError {
   override name = "RequestError";
+
+  /** Creates the error; the CLI exits 1. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
+  }
 }
 
 /** A validated authorization request. */

@@ -14,6 +14,7 @@
 
 import type { OutputFormat, Quality } from "../render/encode.ts";
 import type { ServerContext } from "./context.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** The stored request of a render, as the API recorded it. */
 export interface RenderRequest {
@@ -68,13 +69,13 @@ export interface RenderBackend {
  * The abort reason of a render deleted while it runs (as opposed to the server shutting
  * down, after which the next start resumes it): a backend stops the render's remote work.
  */
-export class RenderDeletedError extends Error {
+export class RenderDeletedError extends VidError {
   /** Always `"RenderDeletedError"`. */
   override name = "RenderDeletedError";
   /** The deleted render. */
   readonly renderId: string;
   constructor(renderId: string) {
-    super(`render ${renderId} was deleted`);
+    super(`render ${renderId} was deleted`, { exitCode: EXIT_FAILED });
     this.renderId = renderId;
   }
 }
@@ -153,11 +154,11 @@ export interface RenderBackendFlags {
  * The render backend configuration is unusable; `field` names the flag to fix (its
  * environment variable is named in the message).
  */
-export class RenderBackendConfigError extends Error {
+export class RenderBackendConfigError extends VidError {
   /** Always `"RenderBackendConfigError"`. */
   override name = "RenderBackendConfigError";
   /** The flag at fault, e.g. `--lambda-bucket`. */
-  readonly field: string;
+  override readonly field: string;
   /**
    * Creates the error.
    *
@@ -167,7 +168,7 @@ export class RenderBackendConfigError extends Error {
    * @param message What is wrong and how to fix it.
    */
   constructor(field: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = field;
   }
 }

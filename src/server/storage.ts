@@ -48,6 +48,7 @@ import {
   type S3Client,
   S3ServiceException,
 } from "@aws-sdk/client-s3";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** An object read back from storage. */
 export interface StoredObject {
@@ -82,11 +83,11 @@ export interface Storage {
 }
 
 /** A key, prefix or storage URL is invalid, or an object is missing or could not be handled. */
-export class StorageError extends Error {
+export class StorageError extends VidError {
   /** Always `"StorageError"`. */
   override name = "StorageError";
   /** The key, prefix or storage URL at fault. */
-  readonly field: string;
+  override readonly field: string;
 
   /**
    * Creates the error.
@@ -96,7 +97,7 @@ export class StorageError extends Error {
    * @param options The cause.
    */
   constructor(message: string, field: string, options?: ErrorOptions) {
-    super(message, options);
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
     this.field = field;
   }
 }

@@ -26,6 +26,7 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import { crc32 } from "node:zlib";
 import { type Composition, DEFAULT_ENTRY, parseComposition } from "../composition/composition.ts";
 import { CompositionError } from "../composition/errors.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Limits applied to a project zip. */
 export interface ZipLimits {
@@ -70,15 +71,15 @@ export interface ExtractProjectZipOptions {
 }
 
 /** A project zip was refused; `field` is the entry at fault, or `"zip"` for the whole archive. */
-export class ProjectZipError extends Error {
+export class ProjectZipError extends VidError {
   override name = "ProjectZipError";
   /** The API error code this maps to. */
-  readonly code: "vid_project_invalid" = "vid_project_invalid";
+  override readonly code: "vid_project_invalid" = "vid_project_invalid";
   /** The entry name at fault as written in the zip, or `"zip"`. */
-  readonly field: string;
+  override readonly field: string;
 
   constructor(message: string, field: string, options?: ErrorOptions) {
-    super(message, options);
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
     this.field = field;
   }
 }

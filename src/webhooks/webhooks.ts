@@ -63,6 +63,7 @@ import {
 } from "../net/address_policy.ts";
 import { guardedFetch } from "../net/guarded_fetch.ts";
 import { backoffDelay as sharedBackoffDelay, sleep as abortableSleep } from "../util/async.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** Name of the request header carrying the signature. */
 export const SIGNATURE_HEADER = "vid-signature";
@@ -227,11 +228,16 @@ export async function verifyWebhook(
 }
 
 /** A `callback_url` was rejected. The message says why and never echoes credentials. */
-export class CallbackUrlError extends Error {
+export class CallbackUrlError extends VidError {
   /** Always `"CallbackUrlError"`. */
   override name = "CallbackUrlError";
   /** The render field at fault. */
-  readonly field = "callback_url";
+  override readonly field = "callback_url";
+
+  /** Creates the error; the CLI exits 1. */
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
+  }
 }
 
 /** Options of {@linkcode checkCallbackUrl}. */

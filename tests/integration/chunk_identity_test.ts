@@ -30,9 +30,9 @@ import {
 } from "@aws-sdk/client-s3";
 import { renderComposition } from "../../src/render/render.ts";
 import type { OutputFormat } from "../../src/render/encode.ts";
-import type { ExecutionInput } from "../../src/lambda/config.ts";
+import type { ExecutionInput, RenderConfig } from "../../src/lambda/config.ts";
 import type { ChunkResult, PlanResult } from "../../src/lambda/state_machine.ts";
-import { compositionHtml, makeProject } from "../helpers.ts";
+import { compositionHtml, imageDifference, makeProject, rgbFrames } from "../helpers.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 
 const BUCKET = "vid-identity-test";
@@ -179,7 +179,7 @@ describe("distributed render = local render, for any chunk plan", () => {
   });
 
   /** Renders through the worker's three tasks, as the state machine calls them. */
-  async function distributed(chunkSize: number, renderId: string): Promise<{
+  async function distributed(chunking: number | RenderConfig, renderId: string): Promise<{
     plan: PlanResult;
     file: string;
   }> {
@@ -191,7 +191,12 @@ describe("distributed render = local render, for any chunk plan", () => {
       serveUrl: `${s3.endpoint}/${BUCKET}/sites/${SITE_ID}/`,
       composition: "index.html",
       outputKey: `renders/${renderId}/out.mp4`,
-      config: { fps: FPS, format: "mp4", chunkSize, epochMs: EPOCH_MS },
+      config: {
+        fps: FPS,
+        format: "mp4",
+        ...(typeof chunking === "number" ? { chunkSize: chunking } : chunking),
+        epochMs: EPOCH_MS,
+      },
     };
     const executionStartTime = new Date().toISOString();
     const plan = await handler({ task: "plan", input, executionStartTime });
@@ -249,6 +254,48 @@ describe("distributed render = local render, for any chunk plan", () => {
       const { plan, file } = await distributed(chunkSize, `r-identity-${chunkSize}`);
       assert.deepEqual(plan.chunks.map((c) => [c.from, c.to]), ranges);
       assertSame(await fingerprint(file), reference, `${ranges.length} chunk(s)`);
+    }
+  });
+
+  it("--target-chunk-frames is a ceiling: above a cell, whole cells and the same bytes; below a second, cells of the target (its frames, a keyframe every target frames)", async () => {
+    const localFile = await local("mp4");
+    const reference = await fingerprint(localFile);
+    // 23 frames, target 7 over 5-frame cells: one cell per chunk (the count alone, 4, would
+    // have made the first chunk 10 frames).
+    const over = await distributed({ targetChunkFrames: 7 }, "r-identity-t7");
+    assert.deepEqual(over.plan.chunks.map((c) => [c.from, c.to]), [
+      [0, 4],
+      [5, 9],
+      [10, 14],
+      [15, 19],
+      [20, 22],
+    ]);
+    assertSame(await fingerprint(over.file), reference, "target 7");
+
+    // Target 3, below the 1-second cell: cells of 3 frames, each its own encoder run.
+    const under = await distributed({ targetChunkFrames: 3 }, "r-identity-t3");
+    assert.ok(under.plan.chunks.every((c) => c.frames <= 3 && c.cellFrames === 3));
+    assert.equal(under.plan.chunks.length, 8);
+    const keyframes = (await run("ffprobe", [
+      "-v",
+      "error",
+      "-select_streams",
+      "v:0",
+      "-show_entries",
+      "packet=flags",
+      "-of",
+      "csv=p=0",
+      under.file,
+    ])).split("\n").filter((line) => line.startsWith("K")).length;
+    assert.equal(keyframes, 8, "a keyframe every 3 frames");
+    const [mine, theirs] = await Promise.all([
+      rgbFrames(under.file, 320, 180),
+      rgbFrames(localFile, 320, 180),
+    ]);
+    assert.equal(mine.length, FRAMES);
+    for (const [i, frame] of mine.entries()) {
+      const { mean } = imageDifference(frame, theirs[i]);
+      assert.ok(mean < 4, `frame ${i}: mean difference ${mean.toFixed(2)} from the local render`);
     }
   });
 

@@ -43,4 +43,17 @@ describe("help as a subprocess", () => {
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /--chunk-size <n>\s+frames per chunk[^\n]*\n?[^\n]*default: 240/);
   });
+
+  it("vid render --help as a subprocess lists every option the live tree gives it", async () => {
+    const render = TREE.find((c) => c.path === "vid render")!.command;
+    const flags = render.options.map((o) => o.long!).filter(Boolean);
+    // The render options are declared once (src/request/options.ts); tests/unit/request_test.ts
+    // checks in this process that each declared flag is in the help of every command taking it.
+    assert.ok(flags.includes("--fps") && flags.includes("--workers"), flags.join(" "));
+    const result = await runVid(["render", "--help"], { env: { COLUMNS: "200" } });
+    assert.equal(result.code, 0, result.stderr);
+    for (const flag of flags) {
+      assert.ok(result.stdout.includes(flag), `vid render --help lacks ${flag}`);
+    }
+  });
 });

@@ -355,38 +355,108 @@ describe("sub-compositions", () => {
 });
 
 describe("fonts HyperFrames embeds", () => {
-  it("are named when the project has no @font-face for them, and not once vid add inter ships Inter", async () => {
-    const html = `<!doctype html><html><head><style>
-html, body { margin: 0; background: #000; } h1 { font-family: "Outfit", sans-serif; color: #fff; }
-</style></head><body><div id="root" data-composition-id="fonts" data-width="320" data-height="180" data-duration="1">
-<h1>Hi</h1><div data-composition-src="compositions/title.html" data-start="0" data-duration="1"></div></div></body></html>`;
-    const dir = await makeProject(html, {
-      "compositions/title.html":
-        `<template><div data-composition-id="title"><p style="font-family: Inter, sans-serif">Hi</p></div></template>`,
-    });
+  // The registry is asked once per machine: vid add keeps the verified tarball in its cache.
+  it("are named with the command that resolves them, and after vid add montserrat inter the render draws both, as explicit @font-face rules do", async () => {
+    const body = `<body><div id="root" data-composition-id="fonts" data-width="320" ` +
+      `data-height="180" data-duration="1"><h1>Wg</h1><div data-composition-src="compositions/title.html" ` +
+      `data-start="0" data-duration="1"></div></div></body></html>`;
+    const style = `html, body { margin: 0; background: #fff; } ` +
+      `h1 { font: 700 64px "Montserrat", serif; margin: 0; color: #000; }`;
+    const title = `<template><div data-composition-id="title">` +
+      `<p style="font: 400 40px Inter, serif; margin: 0">Wg</p></div></template>`;
+    const dir = await makeProject(
+      `<!doctype html><html><head><style>${style}</style></head>${body}`,
+      {
+        "compositions/title.html": title,
+      },
+    );
+    const declared = await makeProject(
+      `<!doctype html><html><head><style>${style}
+@font-face { font-family: Montserrat; font-weight: 700; src: url(fonts/montserrat-latin-700-normal.woff2); }
+@font-face { font-family: Inter; font-weight: 400; src: url(fonts/inter-latin-400-normal.woff2); }
+</style></head>${body}`,
+      { "compositions/title.html": title },
+    );
+    const frame = async (project: string, name: string): Promise<[Uint8Array, string]> => {
+      const out = join(project, name);
+      const result = await runVid(["render", project, "-o", out, "--frames", "0-0"]);
+      assert.equal(result.code, 0, result.stderr);
+      return [(await rgbFrames(out, 320, 180))[0], result.stderr];
+    };
     try {
-      const first = await runVid(["still", dir, "-o", join(dir, "a.png")]);
-      assert.equal(first.code, 0, first.stderr);
+      const [fallback, warned] = await frame(dir, "before.mp4");
       assert.match(
-        first.stderr,
-        /warning: font "Outfit" has no @font-face in the project: HyperFrames embeds it from @fontsource\/outfit/,
+        warned,
+        /warning: font "Montserrat" has no @font-face in the project: HyperFrames embeds it from @fontsource\/montserrat, vid draws a fallback font instead; run `vid add montserrat` in the project/,
       );
-      assert.match(first.stderr, /font "Inter" .*\(vid add inter copies them into fonts\/\)/);
-      const add = await runVid(["add", "inter", "--dir", dir]);
+      assert.match(warned, /font "Inter" .*run `vid add inter`/);
+
+      const fontFindings = async (): Promise<string[]> => {
+        const check = await runVid(["check", dir, "--json"]);
+        const { problems } = JSON.parse(check.stdout);
+        return problems.filter((p: { kind: string }) => p.kind === "font")
+          .map((p: { severity: string; field: string; message: string }) =>
+            `${p.severity} ${p.field}: ${p.message.split("; ").at(-1)}`
+          );
+      };
+      assert.deepEqual(await fontFindings(), [
+        "warning Montserrat: run `vid add montserrat` in the project to copy its files into fonts/ and link fonts/montserrat.css from index.html",
+        "warning Inter: run `vid add inter` in the project to copy its files into fonts/ and link fonts/inter.css from index.html",
+      ]);
+
+      const add = await runVid(["add", "montserrat", "inter", "--dir", dir, "--json"]);
       assert.equal(add.code, 0, add.stderr);
-      await Deno.writeTextFile(
-        join(dir, "compositions", "title.html"),
-        `<template><style>@font-face { font-family: Inter; src: url(fonts/inter-latin-400-normal.woff2); }</style>` +
-          (await Deno.readTextFile(join(dir, "compositions", "title.html"))).slice(
-            "<template>".length,
-          ),
+      const added = JSON.parse(add.stdout).libraries;
+      assert.deepEqual(added.map((l: { package: string }) => l.package), [
+        "@fontsource/montserrat",
+        "@fontsource/inter",
+      ]);
+      assert.equal(added[0].version, "5.3.0");
+      const index = await Deno.readTextFile(join(dir, "index.html"));
+      assert.match(index, /<link rel="stylesheet" href="fonts\/montserrat.css">/);
+      assert.match(index, /<link rel="stylesheet" href="fonts\/inter.css">/);
+      for (const file of ["montserrat-LICENSE.txt", "montserrat-latin-700-normal.woff2"]) {
+        assert.ok((await Deno.stat(join(dir, "fonts", file))).isFile, file);
+      }
+      await copyTree(join(dir, "fonts"), join(declared, "fonts"));
+
+      const [resolved, quiet] = await frame(dir, "after.mp4");
+      assert.doesNotMatch(quiet, /font "/);
+      assert.deepEqual(await fontFindings(), []);
+      const [explicit] = await frame(declared, "declared.mp4");
+      const changed = imageDifference(fallback, resolved);
+      assert.ok(
+        changed.share > 0.01,
+        `Montserrat and Inter differ from the fallback: ${JSON.stringify(changed)}`,
       );
-      const second = await runVid(["still", dir, "-o", join(dir, "b.png")]);
-      assert.equal(second.code, 0, second.stderr);
-      assert.doesNotMatch(second.stderr, /font "Inter"/);
-      assert.match(second.stderr, /font "Outfit"/);
+      const same = imageDifference(explicit, resolved);
+      assert.ok(same.mean < 0.5, `equal to the explicit @font-face page: ${JSON.stringify(same)}`);
     } finally {
       await Deno.remove(dir, { recursive: true });
+      await Deno.remove(declared, { recursive: true });
+    }
+  });
+
+  it("a family that cannot be fetched is named with its package, exit 1, nothing written", async () => {
+    const dir = await makeProject(`<!doctype html><html><head></head><body></body></html>`);
+    const cache = await Deno.makeTempDir({ prefix: "vid-test-cache-" });
+    try {
+      // Port 9 (discard) on loopback: nothing listens, so the registry refuses at once.
+      const result = await runVid(["add", "outfit", "--dir", dir], {
+        env: { XDG_CACHE_HOME: cache, NPM_CONFIG_REGISTRY: "http://127.0.0.1:9" },
+      });
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(
+        result.stderr,
+        /cannot add the font outfit \(npm @fontsource\/outfit\): http:\/\/127\.0\.0\.1:9\/@fontsource%2foutfit\/5\.3\.0 did not answer .*NPM_CONFIG_REGISTRY/,
+      );
+      assert.equal(await Deno.stat(join(dir, "fonts")).then(() => true, () => false), false);
+      const unknown = await runVid(["add", "comic-sans", "--dir", dir]);
+      assert.equal(unknown.code, 1);
+      assert.match(unknown.stderr, /unknown library comic-sans; .* or a font: montserrat, outfit/);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+      await Deno.remove(cache, { recursive: true });
     }
   });
 });

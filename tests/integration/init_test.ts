@@ -116,6 +116,7 @@ describe("vid add", () => {
       "fonts/inter-LICENSE.txt",
       "fonts/inter-latin-400-normal.woff2",
       "fonts/inter-latin-700-normal.woff2",
+      "fonts/inter.css",
       "lib/three.core.js",
       "lib/three.module.js",
     ]);

@@ -29,6 +29,7 @@ import { join } from "node:path";
 import {
   CreateBucketCommand,
   GetObjectCommand,
+  HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
@@ -40,6 +41,7 @@ import {
   renderBatch,
 } from "../../src/lambda/batch.ts";
 import type { ExecutionInput } from "../../src/lambda/config.ts";
+import { RENDER_ID_METADATA } from "../../src/batch/manifest.ts";
 import { startLocalStepFunctions } from "../../src/lambda/local/local_sfn.ts";
 import {
   LOCAL_BUCKET,
@@ -103,6 +105,9 @@ interface ProxyState {
   dropBefore: number;
   /** Forward the next StartExecution calls, then drop the connection instead of answering. */
   dropAfter: number;
+  /** Requests of any kind received, and milliseconds every answer is held back. */
+  requests?: number;
+  allDelayMs?: number;
   /**
    * Answer with `connection: close`, so every call has a fresh connection: an HTTP client
    * may silently resend a request whose pooled connection dropped, hiding the drop.
@@ -136,6 +141,7 @@ async function startProxy(
     req.on("data", (c) => chunks.push(c));
     req.on("end", () => {
       const payload = Buffer.concat(chunks);
+      state.requests = (state.requests ?? 0) + 1;
       const isStart = String(req.headers["x-amz-target"] ?? "").endsWith(".StartExecution");
       if (isStart) {
         state.starts++;
@@ -182,7 +188,7 @@ async function startProxy(
               ...(state.closeConnections ? { connection: "close" } : {}),
             });
             res.end(Buffer.concat(body));
-          }, isStart ? state.startDelayMs : 0);
+          }, isStart ? state.startDelayMs : state.allDelayMs ?? 0);
         });
       });
       upstream.end(payload);
@@ -239,6 +245,8 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
         Key: input.outputKey,
         Body: JSON.stringify({ variables: input.config.variables ?? {} }),
         ContentType: "application/json",
+        // As the worker's assemble does (asserted in the real worker's test below).
+        Metadata: { [RENDER_ID_METADATA]: input.renderId },
       }),
     );
     return { bucketName: input.bucketName, outputKey: input.outputKey };
@@ -613,6 +621,75 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     throw new Error("the batch never settled");
   };
 
+  it("once the executions' history is gone, a rerun finds the outputs the same rows rendered: already-rendered, nothing started; a changed row, or --rerun all, renders", async () => {
+    const rowsOf = (second: string) => [
+      JSON.stringify({ outputKey: "h/1.json", variables: { title: "one" } }),
+      JSON.stringify({ outputKey: "h/2.json", variables: { title: second } }),
+    ];
+    const file = await batchFile("history.jsonl", rowsOf("two"));
+    const manifest = join(scratch, "history.manifest.json");
+    const first = await vid(["render-batch", project, "--batch", file, "--manifest", manifest]);
+    assert.equal(first.code, 0, first.stderr);
+    const started: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+    assert.deepEqual((await settle(started)).rows.map((r) => r.status), ["succeeded", "succeeded"]);
+
+    // A workflow that knows none of their executions, as a restarted stack's.
+    const fresh = sfn.createStateMachine(
+      "vid-render-fresh",
+      stateMachineDefinition({ functionArn: `arn:aws:lambda:${REGION}:0:function:vid-render` }),
+    );
+    const gone = { ...env, VID_LAMBDA_STATE_MACHINE_ARN: fresh };
+    const before = state.starts;
+    const again = await runVid(
+      ["lambda", "render-batch", project, "--batch", file, "--manifest", manifest],
+      { env: gone },
+    );
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(
+      again.stdout,
+      /^0 started, 0 already started, 2 already rendered, 0 failed to start, 0 skipped\n/,
+    );
+    assert.equal(state.starts, before, "nothing rendered again");
+    const found: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+    assert.deepEqual(found.map((r) => [r.status, r.executionArn, r.renderId]), [
+      ["already-rendered", null, started[0].renderId],
+      ["already-rendered", null, started[1].renderId],
+    ]);
+    const progress = await runVid(["lambda", "progress", "--manifest", manifest, "--json"], {
+      env: gone,
+    });
+    assert.equal(progress.code, 0, progress.stdout + progress.stderr);
+    const report = JSON.parse(progress.stdout);
+    assert.deepEqual(
+      report.rows.map((
+        r: { status: string; outputLocation?: string },
+      ) => [r.status, r.outputLocation]),
+      [["succeeded", `s3://${LOCAL_BUCKET}/h/1.json`], [
+        "succeeded",
+        `s3://${LOCAL_BUCKET}/h/2.json`,
+      ]],
+    );
+
+    // Row 2's inputs changed: the object there came from other inputs, so it renders.
+    const changed = await batchFile("history.jsonl", rowsOf("two, changed"));
+    const partly = await runVid(["lambda", "render-batch", project, "--batch", changed, "--json"], {
+      env: gone,
+    });
+    assert.equal(partly.code, 0, partly.stderr);
+    assert.deepEqual(statuses(JSON.parse(partly.stdout)), [[1, "already-rendered"], [
+      2,
+      "started",
+    ]]);
+    assert.equal(state.starts - before, 1);
+    // --rerun all renders what is there again (row 2 already runs in this workflow).
+    const all = await runVid(
+      ["lambda", "render-batch", project, "--batch", changed, "--rerun", "all", "--json"],
+      { env: gone },
+    );
+    assert.equal(all.code, 0, all.stderr);
+    assert.equal(JSON.parse(all.stdout)[0].status, "started");
+  });
+
   it("a rerun starts failed rows again as attempt -a2, -a3 (deterministic); succeeded rows are left alone; --rerun none / all", async () => {
     const file = await batchFile("retry.jsonl", [
       JSON.stringify({ outputKey: "r/ok-1.json", variables: { title: "one" } }),
@@ -653,6 +730,21 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     // A failed chunk's error reads as a sentence, not as Lambda's escaped JSON.
     assert.ok(report.rows[1].errors.length > 0);
     for (const e of report.rows[1].errors) assert.doesNotMatch(e, /errorType|\\"/);
+    // The workflow retried the failing chunk: the row says so, as `progress <id>` does.
+    const retried = report.rows[1].retries as {
+      index?: number;
+      attempts: number;
+      errors: string[];
+    }[];
+    assert.ok(retried.length > 0, JSON.stringify(report.rows[1]));
+    assert.ok(retried[0].attempts >= 2, JSON.stringify(retried));
+    assert.match(retried[0].errors[0], /the page threw for "boom"/);
+    assert.deepEqual(report.rows[0].retries, []);
+    const failedText = await vid(["progress", "--manifest", manifest]);
+    assert.match(
+      failedText.stdout,
+      /^2 r\/boom\.json failed .*; chunk \d+ attempt \d+ \(retried after .*the page threw for "boom"/m,
+    );
 
     const second = await run();
     assert.equal(second.starts, 1, "only the failed row starts");
@@ -762,7 +854,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     assert.match(old.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
   });
 
-  it("an unreachable stack: progress --manifest exits 4 with the hint; render-batch stops before any row, with one message", async () => {
+  it("an unreachable stack: progress (--manifest or one render) exits 4 with the hint; an unknown render is said as download says it; render-batch stops before any row, with one message", async () => {
     const file = await batchFile("down.jsonl", [
       JSON.stringify({ outputKey: "x/1.json" }),
       JSON.stringify({ outputKey: "x/2.json" }),
@@ -782,6 +874,42 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     });
     assert.equal(json.code, 4);
     assert.equal(JSON.parse(json.stdout).ok, false);
+    // One render: the same code and hint as the manifest form.
+    const one = await runVid(["lambda", "progress", "r-any"], { env: down });
+    assert.equal(one.code, 4, one.stdout + one.stderr);
+    assert.match(
+      one.stderr,
+      /cannot reach the stack \(.*VID_SFN_ENDPOINT=http:\/\/127\.0\.0\.1:9\)/,
+    );
+
+    // An id the workflow does not know: download's words, in all three forms, and 4 as a
+    // manifest row that cannot be read.
+    const unknownArn = stateMachineArn.replace(":stateMachine:", ":execution:") + ":r-nosuch";
+    const noSuch = /^error: no render r-nosuch in this workflow \(.*\): check the render id/m;
+    const progressOne = await vid(["progress", "r-nosuch"]);
+    assert.equal(progressOne.code, 4, progressOne.stdout + progressOne.stderr);
+    assert.match(progressOne.stderr, noSuch);
+    assert.doesNotMatch(progressOne.stderr, /Execution Does Not Exist/);
+    const progressJsonOut = await vid(["progress", unknownArn, "--json"]);
+    assert.equal(progressJsonOut.code, 4);
+    assert.match(JSON.parse(progressJsonOut.stdout).error.message, /^no render r-nosuch /);
+    const download = await vid(["download", "r-nosuch", "--url"]);
+    assert.match(download.stderr, noSuch);
+    const rowManifest = join(scratch, "nosuch.manifest.json");
+    await Deno.writeTextFile(
+      rowManifest,
+      JSON.stringify([{
+        line: 1,
+        outputKey: "x/nosuch.json",
+        status: "started",
+        executionArn: unknownArn,
+        error: null,
+      }]),
+    );
+    const rows = await vid(["progress", "--manifest", rowManifest]);
+    assert.equal(rows.code, 4, rows.stdout + rows.stderr);
+    assert.match(rows.stdout, /^ {2}no render r-nosuch in this workflow/m);
+    assert.doesNotMatch(rows.stdout, /Execution Does Not Exist/);
 
     const before = state.starts;
     const batch = await runVid(["lambda", "render-batch", project, "--batch", file], {
@@ -852,6 +980,38 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     const neither = await vid(["render"]);
     assert.equal(neither.code, 2);
     assert.match(neither.stderr, /pass the project directory, or --site-id/);
+  });
+
+  it("render-batch --site-id --dry-run checks the rows against the site's declarations (read from the bucket); without a bucket it says they are not checked", async () => {
+    const created = await vid(["sites", "create", project]);
+    assert.equal(created.code, 0, created.stderr);
+    const siteId = created.stdout.trim();
+    const file = await batchFile("site-dry.jsonl", [
+      JSON.stringify({ outputKey: "dry/a.mp4", variables: { title: "Declared" } }),
+      JSON.stringify({ outputKey: "dry/b.mp4", variables: { title: 5 } }),
+    ]);
+    const before = state.starts;
+    const args = ["render-batch", "--site-id", siteId, "--batch", file, "--dry-run"];
+    const strict = await vid([...args, "--strict-variables", "--json"]);
+    assert.equal(strict.code, 1, strict.stderr); // row 2 only
+    assert.deepEqual(statuses(JSON.parse(strict.stdout)), [[1, "would-invoke"], [
+      2,
+      "failed-to-start",
+    ]]);
+    assert.doesNotMatch(strict.stdout + strict.stderr, /not declared/);
+    const warned = await vid(args);
+    assert.equal(warned.code, 0, warned.stderr);
+    assert.match(warned.stdout, /^2 would invoke, 0 failed to start, 0 skipped$/m);
+    assert.match(warned.stderr, /^warning: line 2: "title" \(string\) expects a string, got 5$/m);
+    assert.doesNotMatch(warned.stderr, /not declared/);
+    // No bucket to read the site from: the variables are not checked, and that is said.
+    const unknown = await runVid(["lambda", ...args, "--strict-variables"], {
+      env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" },
+    });
+    assert.equal(unknown.code, 0, unknown.stderr);
+    assert.match(unknown.stdout, /^2 would invoke/m);
+    assert.match(unknown.stderr, /^warning: variables are not checked: .*pass --bucket/m);
+    assert.equal(state.starts, before, "a dry run starts nothing");
   });
 
   it("errors say what to do, before any execution starts: unknown site id, missing bucket, no credentials, missing state machine", async () => {
@@ -1107,6 +1267,76 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     assert.equal(after.filter((r) => r.status === "started").length, 40 - started);
     assert.equal(state.starts - before, 40);
   });
+
+  it("Ctrl-C while the site uploads, before the first row: exit 130, every row not-started in the manifest and on stdout", async () => {
+    const file = await batchFile(
+      "early.jsonl",
+      Array.from({ length: 3 }, (_, i) => JSON.stringify({ outputKey: `early/${i}.mp4` })),
+    );
+    const manifest = join(scratch, "early.manifest.json");
+    // A project of its own (a site not yet in the bucket) behind an S3 proxy that holds
+    // every answer back: the interrupt lands during the upload.
+    const fresh = await makeProject(HTML.replace("<div></div>", "<div>early</div>"));
+    const s3State: ProxyState = {
+      starts: 0,
+      inFlight: 0,
+      max: 0,
+      throttleNext: 0,
+      throttleKeys: new Set(),
+      throttled: 0,
+      byKey: new Map(),
+      startDelayMs: 0,
+      dropBefore: 0,
+      dropAfter: 0,
+      closeConnections: false,
+      requests: 0,
+      allDelayMs: 300,
+    };
+    const s3Proxy = await startProxy(new URL(s3.endpoint), s3State);
+    const before = state.starts;
+    try {
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "-A",
+          `${ROOT}cli.ts`,
+          "lambda",
+          "render-batch",
+          fresh,
+          "--batch",
+          file,
+          "--manifest",
+          manifest,
+          "--json",
+        ],
+        cwd: ROOT,
+        env: { NO_COLOR: "1", ...env, VID_S3_ENDPOINT: s3Proxy.endpoint },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      for (let i = 0; i < 600 && (s3State.requests ?? 0) < 1; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      assert.ok((s3State.requests ?? 0) >= 1, "the upload never began");
+      child.kill("SIGINT");
+      const out = await child.output();
+      const stderr = new TextDecoder().decode(out.stderr);
+      assert.equal(out.code, 130, stderr);
+      assert.match(stderr, /interrupted: starting no more rows/);
+      const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+      assert.deepEqual(JSON.parse(new TextDecoder().decode(out.stdout)), rows);
+      assert.deepEqual(statuses(rows), [[1, "not-started"], [2, "not-started"], [
+        3,
+        "not-started",
+      ]]);
+      assert.match(rows[0].error!, /interrupted before this row was started/);
+      assert.equal(state.starts, before, "no row started");
+    } finally {
+      await new Promise((resolve) => s3Proxy.server.close(resolve));
+      await Deno.remove(fresh, { recursive: true });
+    }
+  });
 });
 
 describe("vid lambda render-batch with the real worker (local stack)", () => {
@@ -1263,8 +1493,16 @@ if (v.pic) {
     const message = failedRow.errors.join("\n");
     assert.match(message, /missing\.png/);
     assert.doesNotMatch(message, /vid-sites|\/tmp\/|errorType/);
+    // A file missing from the project fails every attempt alike: the workflow tries its
+    // chunk once (it retried it twice, billing it three times).
+    assert.deepEqual(failedRow.retries.map((r: { attempts: number }) => r.attempts), [1]);
 
     const byLine = new Map(rows.map((r) => [r.line, r]));
+    // The worker names the render on its output, for a rerun whose history is gone.
+    const head = await s3Client.send(
+      new HeadObjectCommand({ Bucket: stack.RenderBucketName, Key: byLine.get(1)!.outputKey! }),
+    );
+    assert.equal(head.Metadata?.[RENDER_ID_METADATA], byLine.get(1)!.renderId);
     const colourLines = rows.filter((r) => r.status === "started" && r.line !== 10);
     assert.equal(colourLines.length, 8);
     for (const [i, row] of colourLines.entries()) {

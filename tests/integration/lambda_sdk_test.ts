@@ -251,7 +251,16 @@ describe("lambda SDK against s3rver and local Step Functions (worker stubbed)", 
     };
     try {
       const logo = "data:image/png;base64," + "A".repeat(300 * 1024);
-      for (const client of [spySfn, { endpoint: local.endpoint, region: local.region }]) {
+      // With `s3`, a bare handle's site would be read from the bucket (its declarations and
+      // frame rate); the size is checked before that too: this endpoint answers nothing.
+      const noS3 = { endpoint: "http://127.0.0.1:9", forcePathStyle: true, region: local.region };
+      for (
+        const [client, s3] of [
+          [spySfn, undefined],
+          [{ endpoint: local.endpoint, region: local.region }, undefined],
+          [spySfn, noS3],
+        ] as const
+      ) {
         await assert.rejects(
           renderToLambda({
             siteHandle,
@@ -260,6 +269,7 @@ describe("lambda SDK against s3rver and local Step Functions (worker stubbed)", 
             config: { fps: 30, variables: { logo } },
             outputKey: "renders/big/out.mp4",
             sfn: client,
+            s3,
           }),
           (error: Error) => {
             assert.match(error.message, /^\[validateConfig\] config: /);

@@ -15,7 +15,7 @@
  *   - `mirrored` names a test that runs the same command: the file must exist and contain
  *     the test name.
  * - A `text` block right after a `run` block is its expected output: each non-blank line must
- *   appear, in order, in the output, `…` matching anything. A `text` block after
+ *   be a whole line of the output (indentation aside), in order, `…` matching anything. A `text` block after
  *   `<!-- source: <file> [<file>…] -->` is a message printed by that code: each piece between
  *   `…` (a leading `error: `, `warning: ` or `compile: ` aside) must appear in one of the
  *   files, string concatenations joined. Any other `text` block fails.
@@ -143,10 +143,14 @@ function sources(block: Block): string[] | undefined {
   return directive?.slice("source:".length).trim().split(/\s+/);
 }
 
-/** A regular expression for one expected line, `…` matching anything. */
+/**
+ * A regular expression for one expected line: the whole output line (indentation aside), `…`
+ * matching anything. A part of a line is not enough: the guide once showed `2 would invoke`
+ * for `2 would invoke, 0 failed to start, 0 skipped`.
+ */
 function linePattern(expected: string): RegExp {
   const parts = expected.split("…").map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"));
-  return new RegExp(parts.join(".*"));
+  return new RegExp(`^\\s*${parts.join(".*")}\\s*$`);
 }
 
 /** Lines of `expected` not found, in order, among the lines of `output`. */

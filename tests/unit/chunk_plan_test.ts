@@ -91,14 +91,41 @@ describe("chunkPlan on the GOP grid", () => {
     ]);
     assert.deepEqual(
       chunkPlan({ frames: 300, fps: 30, targetChunkFrames: 100 }).map((c) => c.frames),
-      [120, 90, 90],
+      [90, 90, 60, 60],
+      "the target is a ceiling: whole cells of at most 100 frames (not 120, 90, 90)",
     );
+  });
+
+  it("never exceeds the target while maxParallelChunks allows, on the grid or finer", () => {
+    for (const fps of [24, 30, 60]) {
+      for (const target of [1, 7, 29, 30, 31, 59, 60, 61, 100, 240, 1000]) {
+        for (const frames of [1, 29, 30, 31, 300, 901]) {
+          const options = { frames, fps, targetChunkFrames: target, maxParallelChunks: 1000 };
+          const chunks = chunkPlan(options);
+          const label = JSON.stringify(options);
+          assert.ok(chunks.every((c) => c.frames <= target), `${label}: ${chunks.length}`);
+          const cell = Math.min(gopFrames(fps), target);
+          // Chunks hold whole cells; below a second the cells are the target.
+          assert.ok(chunks.slice(0, -1).every((c) => c.frames % cell === 0), label);
+          assert.ok(
+            chunks.every((c) => c.cellFrames === (cell < gopFrames(fps) ? cell : undefined)),
+            label,
+          );
+          assertWellFormed(chunks, 0, frames, cell);
+        }
+      }
+    }
   });
 
   it("never has more chunks than cells", () => {
     assert.equal(chunkPlan({ frames: 30, fps: 30, chunkSize: 10 }).length, 1);
     assert.equal(chunkPlan({ frames: 31, fps: 30, chunkSize: 10 }).length, 2);
-    assert.equal(chunkCount({ frames: 150, fps: 30, targetChunkFrames: 1 }), 5);
+    // A target below a second makes the cells the target's size: 150 cells, capped at 16.
+    assert.equal(chunkCount({ frames: 150, fps: 30, targetChunkFrames: 1 }), 16);
+    assert.equal(
+      chunkCount({ frames: 150, fps: 30, targetChunkFrames: 1, maxParallelChunks: 500 }),
+      150,
+    );
   });
 
   it("lays the grid from `from`, for any plan", () => {

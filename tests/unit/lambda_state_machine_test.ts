@@ -38,6 +38,7 @@ import {
   type AssemblePayload,
   type ChunkMedia,
   type ChunkResult,
+  NON_RETRYABLE_ERRORS,
   planChunks,
   type PlanResult,
   type RenderChunkPayload,
@@ -207,8 +208,11 @@ describe("stateMachineDefinition", () => {
       ErrorEquals: ["States.Timeout", "Sandbox.Timedout"],
       MaxAttempts: 0,
     });
-    assert.deepEqual(retry[2].ErrorEquals, ["States.TaskFailed"]);
-    assert.equal(retry[2].MaxAttempts, 3);
+    // A file missing from the project fails every attempt alike: not retried, not rebilled.
+    assert.deepEqual(retry[2], { ErrorEquals: [...NON_RETRYABLE_ERRORS], MaxAttempts: 0 });
+    assert.ok(NON_RETRYABLE_ERRORS.includes("MissingAssetError"));
+    assert.deepEqual(retry[3].ErrorEquals, ["States.TaskFailed"]);
+    assert.equal(retry[3].MaxAttempts, 3);
     assert.deepEqual(task.Catch, [{
       ErrorEquals: ["States.Timeout", "Sandbox.Timedout"],
       ResultPath: "$.error",

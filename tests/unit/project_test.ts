@@ -11,7 +11,13 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { unzipSync } from "fflate";
 import { IgnoreRulesError, projectFilter, projectRules } from "../../src/project/ignore_rules.ts";
-import { packageProject, ProjectPackageError } from "../../src/project/package.ts";
+import {
+  HOSTED_UPLOAD_LIMIT_BYTES,
+  packageProject,
+  ProjectPackageError,
+} from "../../src/project/package.ts";
+import { CLOUD_MAX_UPLOAD_BYTES } from "../../src/cloud/render.ts";
+import { MAX_UPLOAD_BYTES } from "../../src/server/context.ts";
 
 const temps: string[] = [];
 
@@ -447,5 +453,38 @@ describe("packageProject", () => {
       p += 46 + view.getUint16(p + 28, true) + view.getUint16(p + 30, true) +
         view.getUint16(p + 32, true);
     }
+  });
+});
+
+describe("the 200 MB upload limit", () => {
+  it("is one figure: the packager's, the cloud client's and the server's (200 x 1024 x 1024)", () => {
+    assert.equal(HOSTED_UPLOAD_LIMIT_BYTES, 209_715_200);
+    assert.equal(CLOUD_MAX_UPLOAD_BYTES, HOSTED_UPLOAD_LIMIT_BYTES);
+    assert.equal(MAX_UPLOAD_BYTES, HOSTED_UPLOAD_LIMIT_BYTES);
+  });
+});
+
+describe("the guide on ignore rules", () => {
+  it("discourages broad patterns, since media chosen by a variable may be excluded (spec)", async () => {
+    for (const page of ["docs/server.md", "docs/lambda.md"]) {
+      const text = await Deno.readTextFile(new URL(`../../${page}`, import.meta.url));
+      assert.match(text, /narrow/, page);
+      assert.match(text, /whole assets directory/, page);
+    }
+  });
+});
+
+describe("packageProject keepContents", () => {
+  it("returns the bytes it zipped, by path, so deploySite uploads them without unzipping", async () => {
+    const dir = await project({ "index.html": INDEX, "assets/a.txt": "alpha", ".hidden": "x" });
+    const pkg = await packageProject(dir, { keepContents: true });
+    const contents = pkg.contents!;
+    assert.deepEqual(Object.keys(contents).sort(), ["assets/a.txt", "index.html"]);
+    const decoder = new TextDecoder();
+    assert.deepEqual(
+      Object.fromEntries(Object.entries(contents).map(([p, b]) => [p, decoder.decode(b)])),
+      unzipText(pkg.zip),
+    );
+    assert.equal((await packageProject(dir)).contents, undefined, "not kept by default");
   });
 });

@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { isAbsolute, join, resolve } from "node:path";
 import { node22 } from "../local/local_stack.ts";
 import { defaultRegion } from "../../aws/clients.ts";
+import { EXIT_FAILED, VidError } from "../../errors.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const PULUMI_DIR = join(ROOT, "pulumi");
@@ -26,26 +27,27 @@ const PULUMI_DIR = join(ROOT, "pulumi");
 export const PULUMI_INSTALL_URL = "https://www.pulumi.com/docs/install/";
 
 /** The Pulumi CLI is not on PATH (or does not run). */
-export class PulumiCliMissingError extends Error {
+export class PulumiCliMissingError extends VidError {
   override name = "PulumiCliMissingError";
   /** Always `"pulumi"`: the missing program. */
-  readonly field = "pulumi";
+  override readonly field = "pulumi";
   constructor() {
     super(
       "the Pulumi CLI (`pulumi`) is not on PATH; `vid lambda deploy` needs it. Install it " +
         `from ${PULUMI_INSTALL_URL} (e.g. \`curl -fsSL https://get.pulumi.com | sh\`), then ` +
         "run the command again",
+      { exitCode: EXIT_FAILED },
     );
   }
 }
 
 /** A step of the deploy failed; `field` names the step. */
-export class DeployError extends Error {
+export class DeployError extends VidError {
   override name = "DeployError";
   /** The step: `build`, `install` or `up`. */
-  readonly field: string;
+  override readonly field: string;
   constructor(step: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.field = step;
   }
 }

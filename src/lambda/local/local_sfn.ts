@@ -32,6 +32,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { StateMachine, type StateMachineDefinition } from "aws-local-stepfunctions";
 import { MAX_EXECUTION_INPUT_BYTES } from "../config.ts";
+import { EXIT_FAILED, VidError } from "../../errors.ts";
 
 /** Options of {@linkcode startLocalStepFunctions}. */
 export interface LocalStepFunctionsOptions {
@@ -89,10 +90,10 @@ export interface LocalStepFunctions {
 }
 
 /** An API error in the AWS JSON shape; `type` becomes the client's exception name. */
-class SfnApiError extends Error {
+class SfnApiError extends VidError {
   readonly type: string;
   constructor(type: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.name = type;
     this.type = type;
   }

@@ -31,6 +31,8 @@
  * @module
  */
 
+import { EXIT_FAILED, VidError } from "../../errors.ts";
+
 /** Marks a result line, so stray output of the worker cannot be mistaken for one. */
 const RESULT_MARK = "@@vid-task-result@@";
 
@@ -129,11 +131,11 @@ export interface WarmWorkers {
 }
 
 /** An invocation failed the way a Lambda invocation fails; `name` is the error type. */
-export class InvocationError extends Error {
+export class InvocationError extends VidError {
   /** The invocation's error type, e.g. `Sandbox.Timedout`. */
-  readonly field: string;
+  override readonly field: string;
   constructor(errorType: string, message: string) {
-    super(message);
+    super(message, { exitCode: EXIT_FAILED });
     this.name = errorType;
     this.field = errorType;
   }

@@ -12,6 +12,7 @@
 import postgres from "postgres";
 import type { Database, Queries, Row, SqlValue } from "./mod.ts";
 import { migratePostgres } from "./schema.ts";
+import { TransactionOverError } from "./sqlite.ts";
 import { checkPostgresUrl, DatabaseUnavailableError, DatabaseUnreachableError } from "./url.ts";
 
 /** Seconds a connection attempt may take before the database counts as unreachable. */
@@ -119,7 +120,7 @@ class PostgresDatabase extends PostgresQueries implements Database {
           try {
             return await fn(
               new PostgresQueries(() => {
-                if (!open) throw new Error("a statement ran on a transaction that had ended");
+                if (!open) throw new TransactionOverError();
                 return sql;
               }),
             );

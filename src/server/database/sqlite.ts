@@ -11,12 +11,15 @@ import { DatabaseSync } from "node:sqlite";
 import { chmodSync, closeSync, openSync } from "node:fs";
 import type { Database, Queries, Row, SqlValue } from "./mod.ts";
 import { migrateSqlite } from "./schema.ts";
+import { EXIT_FAILED, VidError } from "../../errors.ts";
 
 /** A transaction handle used after its transaction ended: a bug in the caller. */
-export class TransactionOverError extends Error {
+export class TransactionOverError extends VidError {
   override name = "TransactionOverError";
   constructor() {
-    super("a statement ran on a transaction that had already ended; run it on the database");
+    super("a statement ran on a transaction that had already ended; run it on the database", {
+      exitCode: EXIT_FAILED,
+    });
   }
 }
 
