@@ -110,6 +110,7 @@ export function registerLambdaBatch(lambda: Command): void {
     .addOption(cliOption(OPTIONS.fps, { defaultText: "30" }))
     .addOption(cliOption(OPTIONS.videoFormat))
     .addOption(cliOption(OPTIONS.quality))
+    .addOption(cliOption(OPTIONS.frameTimeoutMs))
     .addOption(cliOption(OPTIONS.maxParallelChunks, { help: "cap on chunks per render" }))
     .addOption(cliOption(OPTIONS.targetChunkFrames))
     .addOption(cliOption(OPTIONS.chunkSize))

@@ -15,6 +15,7 @@ import type { S3Options, SfnOptions } from "../lambda/sdk.ts";
 import { explainStackError } from "../lambda/stack_error.ts";
 import { defaultRegion, s3OptionsFromEnv, sfnOptionsFromEnv } from "../aws/clients.ts";
 import { reportError } from "./shared.ts";
+import { flagProperty } from "./request_flags.ts";
 
 export const ENV_HELP = "\n\nConnection (flags win over the environment):\n" +
   "  --bucket, VID_LAMBDA_BUCKET          render bucket (RenderBucketName)\n" +
@@ -92,6 +93,8 @@ export interface RenderConfigFlags {
   targetChunkFrames?: OptionValue<typeof OPTIONS.targetChunkFrames>;
   loudness?: OptionValue<typeof OPTIONS.loudness>;
   scale?: OptionValue<typeof OPTIONS.scale>;
+  /** `--frame-timeout`, in milliseconds once parsed (commander names it after the flag). */
+  frameTimeout?: OptionValue<typeof OPTIONS.frameTimeoutMs>;
 }
 
 /** The options whose flag value goes into the distributed `config` under their config field. */
@@ -106,13 +109,15 @@ const CONFIG_FLAGS = [
   OPTIONS.targetChunkFrames,
   OPTIONS.loudness,
   OPTIONS.scale,
+  OPTIONS.frameTimeoutMs,
 ] as const;
 
 /** The {@linkcode RenderConfig} of the shared render options; unset ones are left out. */
 export function renderConfigFrom(flags: RenderConfigFlags): RenderConfig {
   const config: Record<string, unknown> = {};
   for (const declaration of CONFIG_FLAGS) {
-    const value = flags[declaration.key as keyof RenderConfigFlags];
+    // Commander names a value after its flag (`frameTimeout`), not the declaration's key.
+    const value = flags[flagProperty(declaration) as keyof RenderConfigFlags];
     if (value !== undefined) config[declaration.config!] = value;
   }
   // Each value passed its declaration's check when the flag was parsed.

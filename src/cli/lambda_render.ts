@@ -66,6 +66,7 @@ export function registerLambdaRender(lambda: Command): void {
     .addOption(cliOption(OPTIONS.quality))
     .addOption(cliOption(OPTIONS.loudness))
     .addOption(cliOption(OPTIONS.scale, { defaultText: "1" }))
+    .addOption(cliOption(OPTIONS.frameTimeoutMs))
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliSwitch(OPTIONS.strictVariables, {

@@ -41,6 +41,24 @@ function flagsOf<F extends string>(declaration: OptionDeclaration<F, unknown>): 
   return declaration.flags;
 }
 
+/**
+ * The property commander stores a declared option's value under: the camel case of its long
+ * flag (`--frame-timeout` gives `frameTimeout`), which need not be the declaration's key
+ * (`frameTimeoutMs`). Code reading parsed flags by declaration goes through this.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { OPTIONS } from "../request/options.ts";
+ *
+ * assert.equal(flagProperty(OPTIONS.frameTimeoutMs), "frameTimeout");
+ * assert.equal(flagProperty(OPTIONS.videoFormat), "format");
+ * ```
+ */
+export function flagProperty(declaration: OptionDeclaration<string, unknown>): string {
+  return new Option(flagsOf(declaration)).attributeName();
+}
+
 /** Parses a flag's text with its declaration; a bad value is commander's usage error. */
 function parser<T, C extends T>(declaration: OptionDeclaration<string, T, C>): (text: string) => C {
   return (text: string): C => {

@@ -74,13 +74,13 @@ export function registerServer(program: Command): void {
     .addOption(cliOption(OPTIONS.frameTimeoutMs, {
       help: "seconds one frame's seek and capture may take; past it the page counts as hung " +
         "(a busy script), its browser and ffmpeg are killed and the render fails, refunded " +
-        "(local backend)",
+        "(lambda backend: each chunk worker's deadline)",
     }))
     .option(
       "--max-render-seconds <s>",
       "wall-clock budget of one render; past it the render is stopped and fails, refunded " +
-        `(local backend; default: ${BUDGET_BASE_SECONDS} + ${BUDGET_SECONDS_PER_FRAME} per ` +
-        "frame, frames = duration x fps)",
+        `(lambda backend: its execution is stopped; default: ${BUDGET_BASE_SECONDS} + ` +
+        `${BUDGET_SECONDS_PER_FRAME} per frame, frames = duration x fps)`,
       positiveInteger("--max-render-seconds"),
     )
     .addOption(shutdownTimeoutOption("stop accepting, re-queue in-flight renders"))

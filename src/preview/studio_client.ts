@@ -132,6 +132,8 @@ export function studioClient(): void {
   interface TimelineItem {
     kind: "audio" | "video" | "animation" | "timeline" | "composition" | "clip";
     label: string;
+    /** The GSAP timeline a tween belongs to: its row follows that timeline's. */
+    parent?: string;
     start: number;
     end: number;
   }
@@ -791,10 +793,12 @@ export function studioClient(): void {
         targets?: () => unknown[];
         getChildren?: (nested: boolean, tweens: boolean, timelines: boolean) => GsapAnimation[];
       }
-      for (const [name, value] of entries) {
+      for (const [key, value] of entries) {
         const tl = value as GsapAnimation | null;
         if (typeof tl?.duration !== "function") continue;
-        const offset = timed.timelineStarts[name] ?? 0;
+        // An array registry has no names: its timelines are counted from 1, as a person does.
+        const name = Array.isArray(registry) ? `timeline ${Number(key) + 1}` : key;
+        const offset = timed.timelineStarts[key] ?? 0;
         items.push({
           kind: "timeline",
           label: `GSAP ${name}`,
@@ -806,9 +810,12 @@ export function studioClient(): void {
           const target = child.targets?.()[0] as Element | undefined;
           // Another document's element: no instanceof across frames.
           const who = typeof target?.tagName === "string" ? selectorOf(target) : "tween";
+          // The tween's row sits under its timeline's: its label is what it moves, with no
+          // registry key or index in front (the tooltip names the timeline).
           items.push({
             kind: "timeline",
-            label: `${name} ${who}`,
+            label: who,
+            parent: name,
             start,
             end: Math.min(end, start + (child.duration?.() ?? 0)),
           });
@@ -852,7 +859,9 @@ export function studioClient(): void {
       const name = document.createElement("span");
       name.className = "name";
       name.textContent = item.label;
-      name.title = `${item.label}: ${item.start.toFixed(3)} s – ${item.end.toFixed(3)} s`;
+      const whose = item.parent === undefined ? item.label : `${item.parent} › ${item.label}`;
+      name.title = `${whose}: ${item.start.toFixed(3)} s – ${item.end.toFixed(3)} s`;
+      if (item.parent !== undefined) track.dataset.parent = item.parent;
       const clip = document.createElement("div");
       clip.className = "clip";
       clip.dataset.kind = item.kind;

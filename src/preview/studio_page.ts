@@ -29,7 +29,7 @@ header strong { font-weight: 600; }
 #connection[data-state="down"] { color: var(--bad); }
 #banner { padding: 8px 14px; background: #3a1d22; color: #ffd2d2; white-space: pre-wrap; }
 main { flex: 1; display: grid; grid-template-columns: 1fr 340px; min-height: 0; }
-#viewer { display: grid; grid-template-rows: 1fr auto; min-width: 0; min-height: 0; }
+#viewer { display: grid; grid-template-rows: 1fr auto auto; min-width: 0; min-height: 0; }
 #stage-area { position: relative; overflow: auto; display: flex; min-height: 0; padding: 16px; }
 #stage-box { position: relative; margin: auto; flex: none; overflow: hidden;
   background: repeating-conic-gradient(#2b2f38 0 25%, #23262e 0 50%) 0 0 / 16px 16px; }
@@ -58,16 +58,20 @@ main { flex: 1; display: grid; grid-template-columns: 1fr 340px; min-height: 0; 
 #volume { width: 80px; accent-color: var(--accent); }
 #composition-select { background: #11141a; border: 1px solid var(--line); border-radius: 5px;
   padding: 2px 6px; }
+/* The timeline takes up to 40% of the window (at least 160px); its rows share that height,
+   shrinking from 20px to a readable 14px, and only then does it scroll. */
 #timeline { position: relative; border-top: 1px solid var(--line); padding: 4px 14px 8px;
-  max-height: 160px; overflow: auto; font-size: 12px; }
+  display: flex; flex-direction: column; max-height: max(160px, 40vh); overflow: auto;
+  font-size: 12px; }
 #timeline:empty { display: none; }
-#ruler { position: relative; height: 16px; margin: 0 0 2px 120px; cursor: pointer;
+#ruler { position: relative; flex: none; height: 16px; margin: 0 0 2px 120px; cursor: pointer;
   border-bottom: 1px solid var(--line); }
 #ruler .tick { position: absolute; bottom: 0; padding-left: 3px; border-left: 1px solid var(--line);
   color: var(--muted); font-size: 11px; line-height: 14px; white-space: nowrap; }
-.track { position: relative; height: 20px; margin: 3px 0 3px 120px; background: #15181e;
-  border-radius: 3px; cursor: pointer; }
-.track .name { position: absolute; right: calc(100% + 8px); width: 112px; top: 2px;
+.track { position: relative; flex: 0 1 20px; min-height: 14px; margin: 2px 0 2px 120px;
+  background: #15181e; border-radius: 3px; cursor: pointer; }
+.track .name { position: absolute; right: calc(100% + 8px); width: 112px; top: 50%;
+  transform: translateY(-50%); line-height: 14px;
   overflow: hidden; text-overflow: ellipsis; white-space: nowrap; color: var(--muted);
   text-align: right; }
 .clip { position: absolute; top: 2px; bottom: 2px; border-radius: 3px; min-width: 2px;

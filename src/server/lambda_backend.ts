@@ -21,6 +21,13 @@
  * A failed execution fails the render with the execution's error, which names the chunk
  * and its frames (`chunk 1 (frames 10-19) failed: …`); the queue refunds it as usual.
  *
+ * The server's limits hold here as on the local backend: `--frame-timeout` goes into the
+ * workflow's config (each chunk worker's frame deadline), and the wall-clock budget
+ * (`--max-render-seconds`, by default from the frames) counts from the claim. When it
+ * passes, the execution is stopped (StopExecution: no more chunks scheduled or paid for)
+ * and the render fails with `RenderBudgetError` and is refunded. A restarted server
+ * resuming an execution gives it a fresh budget from its new claim.
+ *
  * @module
  */
 
@@ -39,7 +46,12 @@ import {
 } from "../lambda/sdk.ts";
 import type { ServerContext } from "./context.ts";
 import { setExecutionArn } from "./renders.ts";
-import { unpackProject } from "./local_backend.ts";
+import {
+  type LocalBackendLimits,
+  RenderBudgetError,
+  renderBudgetSeconds,
+  unpackProject,
+} from "./local_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 import {
   type LambdaBackendConfig,
@@ -82,7 +94,11 @@ function videoKey(job: RenderJob): string {
 }
 
 /** The render configuration the workflow gets for a server render. */
-export function lambdaRenderConfig(job: RenderJob, config: LambdaBackendConfig): RenderConfig {
+export function lambdaRenderConfig(
+  job: RenderJob,
+  config: LambdaBackendConfig,
+  limits: LocalBackendLimits = {},
+): RenderConfig {
   const variables: Record<string, string | number | boolean> = {};
   for (const [key, value] of Object.entries(job.request.variables)) {
     if (typeof value !== "string" && typeof value !== "number" && typeof value !== "boolean") {
@@ -107,6 +123,7 @@ export function lambdaRenderConfig(job: RenderJob, config: LambdaBackendConfig):
     ...(config.maxParallelChunks !== undefined
       ? { maxParallelChunks: config.maxParallelChunks }
       : {}),
+    ...(limits.frameTimeoutMs !== undefined ? { frameTimeoutMs: limits.frameTimeoutMs } : {}),
   };
 }
 
@@ -121,6 +138,7 @@ function fractionDone(progress: LambdaRenderProgress): number {
 /** What the backend's steps share: its configuration and the AWS clients made from it. */
 interface LambdaBackendClients {
   config: LambdaBackendConfig;
+  limits: LocalBackendLimits;
   s3Options: S3Options;
   s3: S3Client;
   sfn: SFNClient;
@@ -168,7 +186,7 @@ async function start(
   job: RenderJob,
   dir: string,
 ): Promise<string> {
-  const renderConfig = lambdaRenderConfig(job, backend.config);
+  const renderConfig = lambdaRenderConfig(job, backend.config, backend.limits);
   const project = await unpackProject(ctx, job, dir);
   const siteHandle = await deploySite({
     projectDir: project,
@@ -252,7 +270,8 @@ async function deliver(
 
 /**
  * The distributed backend: renders run as workflow executions, at most
- * `config.maxInFlight` at once.
+ * `config.maxInFlight` at once, each under the server's frame deadline and wall-clock
+ * budget (`limits`, as the local backend's).
  *
  * @example
  * ```ts no_run
@@ -273,7 +292,10 @@ async function deliver(
  * }
  * ```
  */
-export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
+export function lambdaBackend(
+  config: LambdaBackendConfig,
+  limits: LocalBackendLimits = {},
+): RenderBackend {
   const s3Options: S3Options = {
     region: config.region,
     endpoint: config.s3Endpoint,
@@ -281,13 +303,25 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
   };
   const s3 = s3ClientFor(s3Options);
   const sfn = sfnClientFor({ region: config.region, endpoint: config.sfnEndpoint });
-  const backend: LambdaBackendClients = { config, s3Options, s3, sfn };
+  const backend: LambdaBackendClients = { config, limits, s3Options, s3, sfn };
 
   return {
     kind: "lambda",
     slots: config.maxInFlight,
-    async render(ctx: ServerContext, job: RenderJob, signal: AbortSignal): Promise<void> {
+    async render(ctx: ServerContext, job: RenderJob, queueSignal: AbortSignal): Promise<void> {
       const dir = await mkdtemp(join(ctx.workDir, `lambda-${job.id}-`));
+      // The budget counts from the claim, upload and start included, as a local render's.
+      const seconds = renderBudgetSeconds(
+        job.durationSeconds,
+        job.request.fps,
+        limits.maxRenderSeconds,
+      );
+      const budget = new AbortController();
+      const timer = setTimeout(
+        () => budget.abort(new RenderBudgetError(seconds, limits.maxRenderSeconds !== undefined)),
+        seconds * 1000,
+      );
+      const signal = AbortSignal.any([queueSignal, budget.signal]);
       try {
         let executionArn = job.executionArn ?? await startedEarlier(backend, job);
         if (!executionArn) {
@@ -297,10 +331,15 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
         if (executionArn !== job.executionArn) await setExecutionArn(ctx.db, job.id, executionArn);
         const progress = await waitForEnd(backend, job, executionArn, signal).catch(
           async (error) => {
-            // A deleted render stops its execution: no more chunks are scheduled or paid for.
-            // (A server shutting down leaves it running; the next start resumes polling it.)
-            if (signal.reason instanceof RenderDeletedError) {
-              await cancelRender({ executionArn, sfn, cause: `render ${job.id} was deleted` })
+            // A deleted render, or one past its budget, stops its execution: no more chunks
+            // are scheduled or paid for. (A server shutting down leaves it running; the next
+            // start resumes polling it.)
+            const reason = signal.reason;
+            if (reason instanceof RenderDeletedError || reason instanceof RenderBudgetError) {
+              const cause = reason instanceof RenderDeletedError
+                ? `render ${job.id} was deleted`
+                : `render ${job.id} passed its ${reason.seconds} s budget`;
+              await cancelRender({ executionArn, sfn, cause })
                 .catch((stop) =>
                   console.error(`render ${job.id}: cannot stop ${executionArn}: ${stop}`)
                 );
@@ -319,6 +358,7 @@ export function lambdaBackend(config: LambdaBackendConfig): RenderBackend {
         }
         await deliver(backend, ctx, job, progress, dir);
       } finally {
+        clearTimeout(timer);
         await rm(dir, { recursive: true, force: true });
       }
     },

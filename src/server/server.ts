@@ -68,11 +68,14 @@ export interface ServerOptions {
    * reach private and loopback addresses (development only).
    */
   allowPrivateUrls?: boolean;
-  /** The host's deadline of one frame's seek and capture, ms (local backend). @default 30000 */
+  /**
+   * The host's deadline of one frame's seek and capture, ms (the local backend's renders, the
+   * lambda backend's chunk workers). @default 30000
+   */
   frameTimeoutMs?: number;
   /**
-   * Wall-clock budget of one render, seconds (local backend). @default 120 + 1 per frame
-   * (see `renderBudgetSeconds`)
+   * Wall-clock budget of one render, seconds, on either backend (lambda: its execution is
+   * stopped). @default 120 + 1 per frame (see `renderBudgetSeconds`)
    */
   maxRenderSeconds?: number;
   /**
@@ -192,11 +195,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await releaseStaleKeys(db);
   await db.run("update assets set upload_started_at = null where status = 'pending_upload'");
   const metrics = new ServerMetrics(() => queueDepth(db));
+  // Both backends hold a render to the same frame deadline and wall-clock budget.
+  const limits = {
+    frameTimeoutMs: options.frameTimeoutMs,
+    maxRenderSeconds: options.maxRenderSeconds,
+  };
   const backend = meteredBackend(
-    config.kind === "lambda" ? lambdaBackend(config) : localBackend(options.workers ?? 1, {
-      frameTimeoutMs: options.frameTimeoutMs,
-      maxRenderSeconds: options.maxRenderSeconds,
-    }),
+    config.kind === "lambda"
+      ? lambdaBackend(config, limits)
+      : localBackend(options.workers ?? 1, limits),
     metrics,
   );
   let queueCancel: (id: string) => void = () => {};

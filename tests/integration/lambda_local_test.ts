@@ -4,7 +4,8 @@
  * Step Functions endpoint and the worker bundle under Node 22, whose output has the frames
  * of a local render (3 chunks of 10 frames against the local render's 2 of 20: the GOP grid
  * makes the plan irrelevant), `progress`, `deploy` without Pulumi, and an execution input
- * over 256 KiB rejected before any request.
+ * over 256 KiB rejected before any request. `--frame-timeout` reaches the execution input the
+ * chunk workers take their config from (commander names it after the flag, not the key).
  *
  * The oversized variables come with `--variables-file`: Linux caps one command-line
  * argument at 128 KiB, so 300 KiB of inline `--variables` cannot be passed to a process.
@@ -28,6 +29,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { GetObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { DescribeExecutionCommand, SFNClient, StopExecutionCommand } from "@aws-sdk/client-sfn";
 import { renderComposition } from "../../src/render/render.ts";
 import {
   type LocalStack,
@@ -348,6 +350,40 @@ describe("vid lambda on the local stack", () => {
     assert.equal(result.code, 1, result.stdout + result.stderr);
     assert.match(result.stderr, /Pulumi CLI/);
     assert.match(result.stderr, /https:\/\/www\.pulumi\.com\/docs\/install\//);
+  });
+
+  it("render --frame-timeout puts the frame deadline in the workflow's config (issue 22)", async () => {
+    assert.ok(siteId);
+    // Commander stores --frame-timeout as `frameTimeout`, not the declaration's key
+    // `frameTimeoutMs`: the flag used to be missing, then silently dropped.
+    const out = await runVid(
+      ["lambda", "render", "--site-id", siteId, "--fps", "10", "--frame-timeout", "3", "--json"],
+      { env: stack.env },
+    );
+    assert.equal(out.code, 0, out.stdout + out.stderr);
+    const { executionArn } = JSON.parse(out.stdout);
+    const sfn = new SFNClient({
+      endpoint: stack.sfnEndpoint,
+      region: stack.region,
+      credentials: S3_CREDENTIALS,
+      maxAttempts: 1,
+    });
+    try {
+      const execution = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+      // The execution input is what every chunk worker is handed its config from.
+      const input = JSON.parse(execution.input!);
+      assert.equal(input.config.frameTimeoutMs, 3000, execution.input);
+      // The render itself is the first test's; this one only needed the input.
+      await sfn.send(new StopExecutionCommand({ executionArn }));
+    } finally {
+      sfn.destroy();
+    }
+
+    const bad = await runVid(["lambda", "render", "--site-id", siteId, "--frame-timeout", "0"], {
+      env: stack.env,
+    });
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(bad.stderr, /--frame-timeout/);
   });
 
   it("an execution input over 256 KiB fails validateConfig before any request", async () => {

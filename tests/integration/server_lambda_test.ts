@@ -17,6 +17,9 @@
  *   the local Step Functions endpoint). That server keeps its storage on the render bucket
  *   itself, so the workflow writes the video straight to the storage key (no copy);
  * - deleting a running render stops its execution (ABORTED) and refunds its credits;
+ * - a render past `--max-render-seconds` has its execution stopped (ABORTED), fails with the
+ *   budget error and is refunded; the server's `--frame-timeout` is the chunk workers'
+ *   `config.frameTimeoutMs`;
  * - the same project rendered again is not uploaded again (one site per project).
  *
  * Without the stack (tests/unit/render_backend_config_test.ts): the configuration's
@@ -78,6 +81,15 @@ window.__vid.onSeek(() => {
   clock.postMessage(0);
 });
 </script>`,
+});
+
+/**
+ * 1 s whose every frame waits on a `__vid.delay` nobody releases: its chunk would fail only
+ * at the worker's frame deadline, long after the server's budget in the test below.
+ */
+const HUNG = compositionHtml("<div></div>", {
+  id: "lambda-hung",
+  after: `<script>window.__vid.onSeek(() => { window.__vid.delay("never"); });</script>`,
 });
 
 /** The flags every lambda server here runs with: 10-frame chunks, fast polling. */
@@ -421,6 +433,46 @@ describe("vid server with the distributed backend (local stack)", () => {
     });
   });
 
+  it("--max-render-seconds stops the execution past the budget, fails and refunds the render; --frame-timeout reaches the chunk workers", async () => {
+    const dataDir = await tempDir("vid-server-lambda-budget-");
+    const key = await createAccount(dataDir, "budget@example.com", { credits: 100 });
+    const server = await startServerProcess(
+      dataDir,
+      [...LAMBDA_FLAGS, "--max-render-seconds", "8", "--frame-timeout", "45"],
+      stack.env,
+    );
+    try {
+      const before = (await api(server.url, key, "/v3/me")).body.credits as number;
+      const id = await submit(server.url, key, HUNG);
+      // The budget counts from the claim: the execution starts well inside its 8 s.
+      await eventually(() => Boolean(renderRow(dataDir, id)?.execution_arn), "execution", 8000);
+      const executionArn = String(renderRow(dataDir, id)?.execution_arn);
+      const execution = await sfn.send(new DescribeExecutionCommand({ executionArn }));
+      // The chunk workers' frame deadline is the server's --frame-timeout, in ms.
+      assert.equal(JSON.parse(execution.input!).config.frameTimeoutMs, 45000, execution.input);
+
+      const done = await waitFor(server.url, key, id, finished, 40000);
+      assert.equal(done.status, "failed");
+      assert.equal(
+        done.error,
+        "the render took longer than its 8 s budget and was stopped (the server's " +
+          "--max-render-seconds); make its frames cheaper to draw, or render it in shorter parts",
+      );
+      assert.equal((await api(server.url, key, "/v3/me")).body.credits, before, "refunded");
+      // Stopped, not left to run into its 45 s frame deadline.
+      let status: string | undefined;
+      const deadline = Date.now() + 10000;
+      while (Date.now() < deadline) {
+        status = (await sfn.send(new DescribeExecutionCommand({ executionArn }))).status;
+        if (status !== "RUNNING") break;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      assert.equal(status, "ABORTED", "the execution past its budget was stopped");
+    } finally {
+      await server.stop();
+    }
+  });
+
   it("resumes the same execution after kill -9 and never starts a second; storage on the render bucket gets the video directly", async () => {
     const dataDir = await tempDir("vid-server-lambda-restart-");
     const key = await createAccount(dataDir, "restart@example.com", { credits: 100 });
@@ -477,7 +529,11 @@ describe("vid server with the distributed backend (local stack)", () => {
       const manifests = (listed.Contents ?? []).map((o) => o.Key!).filter((k) =>
         k.endsWith("/site.json")
       );
-      assert.equal(manifests.length, 3, `one site per project (fade, broken, slow): ${manifests}`);
+      assert.equal(
+        manifests.length,
+        4,
+        `one site per project (fade, broken, slow, hung): ${manifests}`,
+      );
     } finally {
       await second?.stop();
       await proxy.close();

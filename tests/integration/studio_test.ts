@@ -2,7 +2,8 @@
  * The authoring studio of `vid preview`, driven in real Chromium (puppeteer-core) against
  * the real command on loopback: page errors with file, line, column and the offending
  * line; the frame readout during playback; backward steps without a page load; typed
- * frame and timecode; state in the URL; sound playback; the timeline; the composition
+ * frame and timecode; state in the URL; sound playback; the timeline (track names, rows
+ * that share the window's height); the composition
  * switcher; the render dialog (format, quality, range, name, ETA, cancel). Screenshots
  * go to `.test-results/studio/`; pixels are read from them where it matters.
  *
@@ -96,6 +97,33 @@ requestAnimationFrame(step);
 const LONG = page("studio-long", '<div id="box" data-start="0" data-strat="1"></div>', {
   duration: 10,
 });
+
+/**
+ * Twelve timeline rows: nine CSS animations (one per box, each starting later) and an
+ * array-registered GSAP timeline with two tweens, which has no names, only indexes.
+ */
+const ROWS = page(
+  "studio-rows",
+  Array.from(
+    { length: 9 },
+    (_, i) =>
+      `<div id="r${i + 1}" style="position:absolute;left:0;top:${
+        i * 18
+      }px;width:16px;height:16px;` +
+      `background:#fa0;animation:slide 0.4s linear ${(i * 0.06).toFixed(2)}s both"></div>`,
+  ).join("\n") +
+    `<div id="t1" style="position:absolute;left:40px;top:0;width:16px;height:16px;background:#0af"></div>
+<div id="t2" style="position:absolute;left:40px;top:40px;width:16px;height:16px;background:#0af"></div>`,
+  {
+    extra: `<script src="gsap.min.js"></script>
+<script>
+const tl = gsap.timeline({ paused: true });
+tl.to("#t1", { x: 100, duration: 0.4, ease: "none" }, 0.1);
+tl.to("#t2", { x: 100, duration: 0.3, ease: "none" }, 0.5);
+window.__timelines = [tl];
+</script>`,
+  },
+);
 
 /** Saves a screenshot of `selector` under .test-results/studio/ and returns its RGB. */
 async function shot(p: Page, selector: string, name: string): Promise<Uint8Array> {
@@ -197,6 +225,7 @@ describe("the vid preview studio for template authors", () => {
     await Deno.writeTextFile(`${project}/late.html`, LATE);
     await Deno.writeTextFile(`${project}/js/late.js`, LATE_JS);
     await Deno.writeTextFile(`${project}/long.html`, LONG);
+    await Deno.writeTextFile(`${project}/rows.html`, ROWS);
     await Deno.writeTextFile(`${project}/notes.html`, "<!doctype html><p>not a composition</p>");
     await Deno.mkdir(`${project}/img`);
     for (const [name, colour] of [["a", "red"], ["b", "yellow"]]) {
@@ -311,7 +340,7 @@ describe("the vid preview studio for template authors", () => {
       "#composition-select option",
       (os) => os.map((o) => (o as HTMLOptionElement).value),
     );
-    assert.deepEqual(options, ["boom.html", "index.html", "late.html", "long.html"]);
+    assert.deepEqual(options, ["boom.html", "index.html", "late.html", "long.html", "rows.html"]);
     assert.equal(
       await studio.$eval("#composition-select", (el) => (el as HTMLElement).hidden),
       false,
@@ -545,7 +574,15 @@ describe("the vid preview studio for template authors", () => {
     assert.ok(clips.includes("audio:tone.wav:0.200-0.800"), clips.join(", "));
     assert.ok(clips.includes("animation:slide #box:0.250-0.750"), clips.join(", "));
     assert.ok(clips.includes("timeline:GSAP intro:0.000-0.700"), clips.join(", "));
-    assert.ok(clips.includes("timeline:intro #gbox:0.300-0.700"), clips.join(", "));
+    // A tween's row is named by what it moves; its timeline is in the tooltip, not in front.
+    assert.ok(clips.includes("timeline:#gbox:0.300-0.700"), clips.join(", "));
+    assert.equal(
+      await studio.$eval(
+        '#timeline .track[data-parent="intro"] .name',
+        (el) => [el.textContent, (el as HTMLElement).title].join(" | "),
+      ),
+      "#gbox | intro › #gbox: 0.300 s – 0.700 s",
+    );
     // The ruler over the tracks: 1 s in quarter seconds, each tick where its time is.
     const ticks = await studio.$$eval(
       "#ruler .tick",
@@ -563,6 +600,68 @@ describe("the vid preview studio for template authors", () => {
     await studio.mouse.click(box.x + box.width * 0.5 + 1, box.y + box.height / 2);
     await waitForStage(studio, 15);
     await shot(studio, "#viewer", "timeline");
+  });
+
+  it("track names carry no index; timeline rows share the window's height, then scroll", async () => {
+    const rows = await browser.newPage();
+    try {
+      // 12 rows at their natural 20px (+4px gaps) need ~330px with the ruler: more than the
+      // old fixed 160px, and more than 40% of a 700px window, so the rows must shrink to fit.
+      await rows.setViewport({ width: 1200, height: 700, deviceScaleFactor: 1 });
+      await rows.goto(`${preview.url}?composition=rows.html&frame=5`);
+      await waitForStage(rows, 5);
+      await rows.waitForFunction(() => document.querySelectorAll("#timeline .track").length === 12);
+      const names = await rows.$$eval(
+        "#timeline .track .name",
+        (els) => els.map((e) => e.textContent),
+      );
+      for (const name of names) assert.doesNotMatch(name!, /^\d/, names.join(", "));
+      assert.ok(names.includes("GSAP timeline 1"), names.join(", "));
+      assert.ok(names.includes("#t1") && names.includes("#t2"), names.join(", "));
+      assert.ok(names.includes("slide div#r1") || names.includes("slide #r1"), names.join(", "));
+      const layout = async () =>
+        await rows.$eval("#timeline", (timeline) => {
+          const box = timeline.getBoundingClientRect();
+          return {
+            window: innerHeight,
+            height: box.height,
+            scrolls: timeline.scrollHeight > timeline.clientHeight,
+            tracks: Array.from(timeline.querySelectorAll(".track"), (t) => {
+              const r = t.getBoundingClientRect();
+              return { top: r.top - box.top, bottom: r.bottom - box.top, height: r.height };
+            }),
+            stage: document.getElementById("stage-area")!.getBoundingClientRect().height,
+          };
+        });
+      const fit = await layout();
+      const report = JSON.stringify(fit);
+      assert.equal(fit.scrolls, false, report);
+      for (const track of fit.tracks) {
+        assert.ok(
+          track.top >= 0 && track.bottom <= fit.height,
+          `row inside the timeline: ${report}`,
+        );
+        assert.ok(track.height >= 14 && track.height < 20, `row shrunk, readable: ${report}`);
+      }
+      assert.ok(fit.height <= fit.window * 0.4 + 1, `timeline within 40% of the window: ${report}`);
+      assert.ok(fit.height > 160, `more than the old fixed 160px: ${report}`);
+      assert.ok(fit.stage >= 200, `the stage keeps its room: ${report}`);
+      await shot(rows, "#viewer", "timeline-rows");
+
+      // A short window: rows stop at the readable minimum and the timeline scrolls.
+      await rows.setViewport({ width: 1200, height: 480, deviceScaleFactor: 1 });
+      await rows.waitForFunction(() => {
+        const timeline = document.getElementById("timeline")!;
+        return timeline.scrollHeight > timeline.clientHeight;
+      });
+      const short = await layout();
+      for (const track of short.tracks) {
+        assert.equal(Math.round(track.height), 14, JSON.stringify(short));
+      }
+      await shot(rows, "#viewer", "timeline-rows-short");
+    } finally {
+      await rows.close();
+    }
   });
 
   it("the URL holds composition, frame, changed variables and mute: a reload restores them", async () => {
