@@ -18,6 +18,19 @@ export interface RunResult {
   stderr: string;
 }
 
+/**
+ * The PostgreSQL database of each server data folder, while the server tests run against
+ * PostgreSQL (see `tests/server_process.ts`): a `vid` command given `--data-dir <dir>` of
+ * one gets its URL in `VID_DATABASE_URL`, as an operator's environment would give it.
+ */
+export const SERVER_DATABASES: Map<string, string> = new Map();
+
+function databaseEnv(args: string[]): Record<string, string> {
+  const dir = args[args.indexOf("--data-dir") + 1];
+  const url = args.includes("--data-dir") ? SERVER_DATABASES.get(dir) : undefined;
+  return url === undefined ? {} : { VID_DATABASE_URL: url };
+}
+
 /** Runs `vid <args>` (deno run -A cli.ts) from the repository root. */
 export async function runVid(
   args: string[],
@@ -26,7 +39,7 @@ export async function runVid(
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", `${ROOT}cli.ts`, ...args],
     cwd: options.cwd ?? ROOT,
-    env: { NO_COLOR: "1", ...options.env },
+    env: { NO_COLOR: "1", ...databaseEnv(args), ...options.env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

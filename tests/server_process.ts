@@ -5,7 +5,107 @@
  * @module
  */
 
-import { ROOT, runVid } from "./helpers.ts";
+import { DatabaseSync } from "node:sqlite";
+import postgresClient from "postgres";
+import { ROOT, runVid, SERVER_DATABASES } from "./helpers.ts";
+import { type PostgresServer, startPostgres } from "./postgres_server.ts";
+
+/** The PostgreSQL the server tests run against, when a `*_postgres_test.ts` started one. */
+let postgres: PostgresServer | undefined;
+
+/** The PostgreSQL the server tests run against, to stop and start it; none on SQLite. */
+export function serverPostgres(): PostgresServer | undefined {
+  return postgres;
+}
+
+/** Which engine the server tests of this run use. */
+export function serverEngine(): "sqlite" | "postgres" {
+  return postgres === undefined ? "sqlite" : "postgres";
+}
+
+/**
+ * Runs the server tests imported after this call against PostgreSQL: each data folder made
+ * by {@linkcode serverDataDir} gets a database of its own on one server from the OS package.
+ *
+ * @returns Stops the server and removes its folder.
+ */
+export async function useServerPostgres(): Promise<() => Promise<void>> {
+  postgres = await startPostgres();
+  const running = postgres;
+  return async () => {
+    postgres = undefined;
+    await running.close();
+  };
+}
+
+/**
+ * A new temporary server data folder; on PostgreSQL, with a new empty database that every
+ * `vid server …` started on the folder uses (`VID_DATABASE_URL`).
+ */
+export async function serverDataDir(prefix: string): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix });
+  if (postgres !== undefined) {
+    const name = `vid_${SERVER_DATABASES.size + 1}`;
+    const sql = postgresClient(postgres.url, { max: 1, onnotice: () => {} });
+    try {
+      await sql.unsafe(`create database ${name}`);
+    } finally {
+      await sql.end();
+    }
+    const url = new URL(postgres.url);
+    url.pathname = `/${name}`;
+    SERVER_DATABASES.set(dir, url.href);
+  }
+  return dir;
+}
+
+/** The PostgreSQL URL of a data folder made by {@linkcode serverDataDir} on PostgreSQL. */
+export function serverDatabaseUrl(dataDir: string): string {
+  const url = SERVER_DATABASES.get(dataDir);
+  if (url === undefined) throw new Error(`${dataDir} has no PostgreSQL database`);
+  return url;
+}
+
+/**
+ * The first row `query` (with `?` placeholders) selects from the server's database of
+ * `dataDir`, read the way the engine allows while the server runs.
+ */
+export async function serverDatabaseRow(
+  dataDir: string,
+  query: string,
+  ...params: (string | number)[]
+): Promise<Record<string, unknown> | undefined> {
+  const url = SERVER_DATABASES.get(dataDir);
+  if (url === undefined) {
+    const db = new DatabaseSync(`${dataDir}/vid.db`, { readOnly: true });
+    try {
+      const row = db.prepare(query).get(...params);
+      return row === undefined ? undefined : { ...row };
+    } finally {
+      db.close();
+    }
+  }
+  const sql = postgresClient(url, {
+    max: 1,
+    onnotice: () => {},
+    // bigint columns as numbers, as the server reads them and SQLite gives them.
+    types: {
+      int8: {
+        to: 20,
+        from: [20],
+        serialize: (value: number) => String(value),
+        parse: (value: string) => Number(value),
+      },
+    },
+  });
+  try {
+    let n = 0;
+    const rows = await sql.unsafe(query.replace(/\?/g, () => `$${++n}`), params);
+    return rows[0] === undefined ? undefined : { ...rows[0] };
+  } finally {
+    await sql.end();
+  }
+}
 
 /** A running `vid server` child process. */
 export interface ServerProcess {
@@ -28,9 +128,10 @@ export async function startServerProcess(
   args: string[] = [],
   env: Record<string, string> = {},
 ): Promise<ServerProcess> {
+  const database = SERVER_DATABASES.get(dataDir);
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", `${ROOT}cli.ts`, "server", "--port", "0", "--data-dir", dataDir, ...args],
-    env,
+    env: { ...(database !== undefined && { VID_DATABASE_URL: database }), ...env },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -16,6 +16,7 @@ import {
   revokeApiKey,
 } from "../server/accounts.ts";
 import { openDataDir, startServer } from "../server/server.ts";
+import { DATABASE_ENV, redactUrl } from "../server/database/mod.ts";
 import {
   DEFAULT_LAMBDA_MAX_IN_FLIGHT,
   DEFAULT_LAMBDA_POLL_INTERVAL_MS,
@@ -63,6 +64,7 @@ export function registerServer(program: Command): void {
     )
     .option("--host <address>", "address to listen on", "127.0.0.1")
     .option("--data-dir <dir>", "database, secret and stored files", DEFAULT_DATA_DIR)
+    .option("--database <url>", DATABASE_HELP)
     .option(
       "--workers <n>",
       "renders in parallel on this machine (local backend)",
@@ -191,11 +193,21 @@ export function registerServer(program: Command): void {
   registerKeys(server);
 }
 
+/** Help of `--database`, on the server and its admin commands. */
+const DATABASE_HELP = "PostgreSQL URL postgres://user:password@host:5432/db to keep state in " +
+  "(default: SQLite in --data-dir; env VID_DATABASE_URL)";
+
+/** `--database`, else `VID_DATABASE_URL`, else none (SQLite in the data folder). */
+function databaseOf(options: { database?: string }): string | undefined {
+  return options.database ?? (Deno.env.get(DATABASE_ENV) || undefined);
+}
+
 /** The flags of `vid server` itself. */
 interface ServerFlags extends RenderBackendFlags {
   port: number;
   host: string;
   dataDir: string;
+  database?: string;
   workers: number;
   frameTimeout?: number;
   maxRenderSeconds?: number;
@@ -241,6 +253,7 @@ async function runServer(options: ServerFlags): Promise<void> {
       port: options.port,
       hostname: options.host,
       dataDir: options.dataDir,
+      database: databaseOf(options),
       workers: options.workers,
       publicUrl: options.publicUrl,
       storage: options.storage,
@@ -257,14 +270,14 @@ async function runServer(options: ServerFlags): Promise<void> {
         maxQueuedPerAccount: options.maxQueuedPerAccount,
       },
     });
-    announce(running, renderBackend, options.dataDir);
+    announce(running, renderBackend, options.dataDir, databaseOf(options));
     await runUntilStopped({
       name: "vid server",
       timeoutSeconds: options.shutdownTimeout,
       stopping: "stopping: no new requests, in-flight renders go back to the queue",
       close: () => running.close(),
-      kill: () => {
-        const killed = running.kill();
+      kill: async () => {
+        const killed = await running.kill();
         return `killed ${killed.browsers} render browser(s) and ${killed.encoders} ffmpeg ` +
           "process(es); in-flight renders go back to the queue";
       },
@@ -279,8 +292,10 @@ function announce(
   running: Awaited<ReturnType<typeof startServer>>,
   renderBackend: RenderBackendConfig,
   dataDir: string,
+  database: string | undefined,
 ): void {
-  console.log(`vid server listening on ${running.url} (data: ${dataDir})`);
+  const state = database === undefined ? "" : `, database: ${redactUrl(database)}`;
+  console.log(`vid server listening on ${running.url} (data: ${dataDir}${state})`);
   if (renderBackend.kind === "lambda") {
     console.log(
       `render backend: lambda (bucket ${renderBackend.bucketName}, state machine ` +
@@ -314,17 +329,18 @@ function registerUsers(server: Command): void {
     )
     .option("--credits <n>", "starting credit balance", integerIn("--credits", 0, 1e12), 1000)
     .option("--data-dir <dir>", "the server's data folder", DEFAULT_DATA_DIR)
+    .option("--database <url>", DATABASE_HELP)
     .option("--json", "print machine-readable JSON")
     .action(async (email, options) => {
       try {
         const password = options.password ?? await readStdin();
-        const db = await openDataDir(options.dataDir);
+        const db = await openDataDir(options.dataDir, databaseOf(options));
         try {
           const account = await addUser(db, email, password, options.credits);
           if (options.json) console.log(JSON.stringify({ ok: true, ...account }, null, 2));
           else console.log(`added ${account.email} (${account.id}), ${account.credits} credits`);
         } finally {
-          db.close();
+          await db.close();
         }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);
@@ -343,16 +359,17 @@ function registerKeys(server: Command): void {
     .argument("<email>", "the account's email")
     .option("--name <name>", "a label for the key", "default")
     .option("--data-dir <dir>", "the server's data folder", DEFAULT_DATA_DIR)
+    .option("--database <url>", DATABASE_HELP)
     .option("--json", "print machine-readable JSON")
     .action(async (email, options) => {
       try {
-        const db = await openDataDir(options.dataDir);
+        const db = await openDataDir(options.dataDir, databaseOf(options));
         try {
           const { id, key } = await createApiKey(db, email, options.name);
           if (options.json) console.log(JSON.stringify({ ok: true, id, key }, null, 2));
           else console.log(key);
         } finally {
-          db.close();
+          await db.close();
         }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);
@@ -364,17 +381,18 @@ function registerKeys(server: Command): void {
     .description("List API keys (id, account, name, dates); keys themselves are never shown")
     .argument("[email]", "only this account's keys")
     .option("--data-dir <dir>", "the server's data folder", DEFAULT_DATA_DIR)
+    .option("--database <url>", DATABASE_HELP)
     .option("--json", "print machine-readable JSON")
     .action(async (email, options) => {
       try {
-        const db = await openDataDir(options.dataDir);
+        const db = await openDataDir(options.dataDir, databaseOf(options));
         try {
-          const list = listApiKeys(db, email);
+          const list = await listApiKeys(db, email);
           if (options.json) console.log(JSON.stringify({ ok: true, keys: list }, null, 2));
           else if (list.length === 0) console.log("no API keys");
           else console.log(keyTable(list));
         } finally {
-          db.close();
+          await db.close();
         }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);
@@ -388,16 +406,17 @@ function registerKeys(server: Command): void {
     )
     .argument("<id>", "the key's id, e.g. key_1a2b3c4d5e6f")
     .option("--data-dir <dir>", "the server's data folder", DEFAULT_DATA_DIR)
+    .option("--database <url>", DATABASE_HELP)
     .option("--json", "print machine-readable JSON")
     .action(async (id, options) => {
       try {
-        const db = await openDataDir(options.dataDir);
+        const db = await openDataDir(options.dataDir, databaseOf(options));
         try {
-          const key = revokeApiKey(db, id);
+          const key = await revokeApiKey(db, id);
           if (options.json) console.log(JSON.stringify({ ok: true, ...key }, null, 2));
           else console.log(`revoked ${key.id} (${key.name}) of ${key.email} at ${key.revoked_at}`);
         } finally {
-          db.close();
+          await db.close();
         }
       } catch (error) {
         Deno.exitCode = reportError(error, options.json);

@@ -54,8 +54,11 @@ export interface StopPlan {
   log?: (message: string) => void;
   /** The orderly stop. */
   close(): Promise<void>;
-  /** Ends everything at once (child processes first); returns what it did, for the message. */
-  kill(): string;
+  /**
+   * Ends everything at once (child processes first); returns what it did, for the message.
+   * A promise must settle within its own bound: the exit waits for it.
+   */
+  kill(): string | Promise<string>;
 }
 
 /**
@@ -101,7 +104,7 @@ export async function runUntilStopped(plan: StopPlan): Promise<void> {
     closing.catch(() => {});
     const outcome = await Promise.race([closing, deadline, again.promise.then(() => "signal")]);
     if (outcome === "closed") return;
-    const done = plan.kill();
+    const done = await plan.kill();
     console.error(
       `${plan.name}: ${
         outcome === "signal"

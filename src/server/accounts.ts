@@ -7,8 +7,7 @@
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
-import { now, type Row } from "./db.ts";
+import { type Database, now, type Queries, type Row } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { hashPassword, randomId, sha256Hex } from "./secrets.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
@@ -41,7 +40,7 @@ export class AccountError extends VidError {
 
 /** Creates a local account. */
 export async function addUser(
-  db: DatabaseSync,
+  db: Database,
   email: string,
   password: string,
   credits: number = DEFAULT_CREDITS,
@@ -55,18 +54,23 @@ export async function addUser(
   if (!Number.isFinite(credits) || credits < 0) {
     throw new AccountError("credits", "credits must be a number >= 0");
   }
-  const existing = db.prepare("select id from accounts where email = ?").get(email);
+  const existing = await db.get("select id from accounts where email = ?", email);
   if (existing) throw new AccountError("email", `an account for ${email} exists already`);
   const id = randomId("acct", 8);
-  db.prepare(
+  await db.run(
     "insert into accounts (id, email, password_hash, credits, created_at) values (?, ?, ?, ?, ?)",
-  ).run(id, email, await hashPassword(password), credits, now());
+    id,
+    email,
+    await hashPassword(password),
+    credits,
+    now(),
+  );
   return { id, email, credits };
 }
 
 /** Finds an account by email. */
-export function accountByEmail(db: DatabaseSync, email: string): Account | undefined {
-  const row = db.prepare("select id, email, credits from accounts where email = ?").get(email) as
+export async function accountByEmail(db: Queries, email: string): Promise<Account | undefined> {
+  const row = await db.get("select id, email, credits from accounts where email = ?", email) as
     | Row
     | undefined;
   return row ? toAccount(row) : undefined;
@@ -77,8 +81,8 @@ function toAccount(row: Row): Account {
 }
 
 /** Reads an account by id. */
-export function accountById(db: DatabaseSync, id: string): Account | undefined {
-  const row = db.prepare("select id, email, credits from accounts where id = ?").get(id) as
+export async function accountById(db: Queries, id: string): Promise<Account | undefined> {
+  const row = await db.get("select id, email, credits from accounts where id = ?", id) as
     | Row
     | undefined;
   return row ? toAccount(row) : undefined;
@@ -89,17 +93,22 @@ export function accountById(db: DatabaseSync, id: string): Account | undefined {
  * is stored.
  */
 export async function createApiKey(
-  db: DatabaseSync,
+  db: Database,
   email: string,
   name = "default",
 ): Promise<{ id: string; key: string }> {
-  const account = accountByEmail(db, email);
+  const account = await accountByEmail(db, email);
   if (!account) throw new AccountError("email", `no account for ${email}; add it with users add`);
   const key = randomId("vid_sk", 24);
   const id = randomId("key", 6);
-  db.prepare(
+  await db.run(
     "insert into api_keys (id, account_id, name, key_hash, created_at) values (?, ?, ?, ?, ?)",
-  ).run(id, account.id, name, await sha256Hex(key), now());
+    id,
+    account.id,
+    name,
+    await sha256Hex(key),
+    now(),
+  );
   return { id, key };
 }
 
@@ -113,15 +122,16 @@ export interface ApiKeyInfo {
 }
 
 /** The API keys of every account, or of the account with `email`, oldest first. */
-export function listApiKeys(db: DatabaseSync, email?: string): ApiKeyInfo[] {
-  if (email !== undefined && !accountByEmail(db, email)) {
+export async function listApiKeys(db: Database, email?: string): Promise<ApiKeyInfo[]> {
+  if (email !== undefined && !(await accountByEmail(db, email))) {
     throw new AccountError("email", `no account for ${email}; add it with users add`);
   }
-  const rows = db.prepare(
+  const rows = await db.all(
     `select k.id, a.email, k.name, k.created_at, k.revoked_at from api_keys k
      join accounts a on a.id = k.account_id ${email !== undefined ? "where a.email = ?" : ""}
      order by k.created_at, k.id`,
-  ).all(...(email !== undefined ? [email] : [])) as Row[];
+    ...(email !== undefined ? [email] : []),
+  ) as Row[];
   return rows.map((row) => ({
     id: String(row.id),
     email: String(row.email),
@@ -137,22 +147,20 @@ export function listApiKeys(db: DatabaseSync, email?: string): ApiKeyInfo[] {
  *
  * @returns The key, with `revoked_at` set.
  */
-export function revokeApiKey(db: DatabaseSync, id: string): ApiKeyInfo {
-  const found = () =>
-    db.prepare(
+export async function revokeApiKey(db: Database, id: string): Promise<ApiKeyInfo> {
+  const found = async (): Promise<Row | undefined> =>
+    await db.get(
       "select k.id, a.email, k.name, k.created_at, k.revoked_at from api_keys k join accounts a on a.id = k.account_id where k.id = ?",
-    ).get(id) as Row | undefined;
-  if (!found()) {
+      id,
+    ) as Row | undefined;
+  if (!(await found())) {
     throw new AccountError(
       "id",
       `no API key ${id}; \`vid server keys list\` shows the ids (key_…)`,
     );
   }
-  db.prepare("update api_keys set revoked_at = ? where id = ? and revoked_at is null").run(
-    now(),
-    id,
-  );
-  const row = found()!;
+  await db.run("update api_keys set revoked_at = ? where id = ? and revoked_at is null", now(), id);
+  const row = (await found())!;
   return {
     id: String(row.id),
     email: String(row.email),
@@ -167,7 +175,7 @@ export function revokeApiKey(db: DatabaseSync, id: string): ApiKeyInfo {
  * what is wrong.
  */
 export async function authenticate(
-  db: DatabaseSync,
+  db: Database,
   header: string | undefined | null,
 ): Promise<Caller> {
   if (!header) {
@@ -184,21 +192,23 @@ export async function authenticate(
   const credential = match[1];
   const hash = await sha256Hex(credential);
   if (credential.startsWith("vid_sk_")) {
-    const row = db.prepare(
+    const row = await db.get(
       "select account_id from api_keys where key_hash = ? and revoked_at is null",
-    ).get(hash) as Row | undefined;
-    const account = row ? accountById(db, String(row.account_id)) : undefined;
+      hash,
+    ) as Row | undefined;
+    const account = row ? await accountById(db, String(row.account_id)) : undefined;
     if (!account) throw new ApiError(401, "vid_unauthorized", "invalid or revoked API key");
     return { account, credential: "api_key" };
   }
-  const row = db.prepare(
+  const row = await db.get(
     "select account_id, expires_at from tokens where token_hash = ? and kind = 'access'",
-  ).get(hash) as Row | undefined;
+    hash,
+  ) as Row | undefined;
   if (!row) throw new ApiError(401, "vid_unauthorized", "invalid access token");
   if (Number(row.expires_at) <= Math.floor(Date.now() / 1000)) {
     throw new ApiError(401, "vid_unauthorized", "the access token expired; refresh it");
   }
-  const account = accountById(db, String(row.account_id));
+  const account = await accountById(db, String(row.account_id));
   if (!account) throw new ApiError(401, "vid_unauthorized", "invalid access token");
   return { account, credential: "oauth" };
 }

@@ -24,9 +24,9 @@ import {
   type ServerContext,
   UPLOAD_URL_SECONDS,
 } from "./context.ts";
-import { now, type Row, transaction } from "./db.ts";
+import { DatabaseUnavailableError, now, type Row } from "./db.ts";
 import { ApiError, apiErrorFor, invalid, notFound, RateLimitedError } from "./errors.ts";
-import { clientAddress, newThrottles } from "./throttle.ts";
+import { clientAddress, DatabaseThrottleStore, newThrottles } from "./throttle.ts";
 import type { KeyScope } from "./idempotency.ts";
 import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
@@ -113,9 +113,12 @@ async function ingestProject(
     }
     await checkUploadedProject(extracted);
     await ctx.storage.putBytes(`assets/${id}/project.zip`, zip, "application/zip");
-    ctx.db.prepare(
+    await ctx.db.run(
       "update assets set status = 'ready', project = ?, ready_at = ? where id = ?",
-    ).run(JSON.stringify(project), now(), id);
+      JSON.stringify(project),
+      now(),
+      id,
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -137,9 +140,15 @@ async function assetFromUrl(
   });
   const zip = fetched.kind === "zip" ? fetched.bytes : zipSync({ [composition]: fetched.bytes });
   const id = randomId("ast");
-  ctx.db.prepare(
+  await ctx.db.run(
     "insert into assets (id, account_id, status, size_bytes, filename, composition, created_at) values (?, ?, 'pending_upload', ?, ?, ?, ?)",
-  ).run(id, who.account.id, zip.length, fetched.url, composition, now());
+    id,
+    who.account.id,
+    zip.length,
+    fetched.url,
+    composition,
+    now(),
+  );
   await ingestProject(ctx, id, zip, composition);
   return id;
 }
@@ -159,7 +168,7 @@ async function assetFromUrl(
 export function createApp(ctx: ServerContext): Hono {
   const app = new Hono();
   const openapi = loadOpenApi();
-  const throttles = newThrottles();
+  const throttles = newThrottles(new DatabaseThrottleStore(ctx.db));
   // Uploads and url sources are read whole and checked: a few at a time.
   const checks = new Slots(MAX_CONCURRENT_PROJECT_CHECKS);
   // A presented credential that fails counts against the client's address; past the limit
@@ -168,7 +177,7 @@ export function createApp(ctx: ServerContext): Hono {
     const header = c.req.header("authorization");
     if (!header) return await authenticate(ctx.db, header);
     const address = clientAddress(c.env);
-    const wait = throttles.keyCheckPerAddress.retryAfter(address);
+    const wait = await throttles.keyCheckPerAddress.retryAfter(address);
     if (wait > 0) {
       throw new RateLimitedError("too many failed API key or token checks from this address", wait);
     }
@@ -176,13 +185,27 @@ export function createApp(ctx: ServerContext): Hono {
       return await authenticate(ctx.db, header);
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) {
-        throttles.keyCheckPerAddress.fail(address);
+        await throttles.keyCheckPerAddress.fail(address);
       }
       throw error;
     }
   };
 
   app.onError((error, c) => {
+    // The database is away (restarting, network): a client's retry will likely succeed. The
+    // reason (a host and port) is the operator's, logged here, not the tenant's.
+    if (error instanceof DatabaseUnavailableError) {
+      console.error(`vid server: ${error.message}`);
+      c.header("retry-after", String(DatabaseUnavailableError.RETRY_AFTER_SECONDS));
+      return c.json(
+        new ApiError(
+          503,
+          "vid_unavailable",
+          "the server's database is not answering; try again after Retry-After seconds",
+        ).toJSON(),
+        503,
+      );
+    }
     const answer = apiErrorFor(error);
     if (answer === undefined) {
       console.error(error);
@@ -280,12 +303,11 @@ function assetRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps): void
     const where: KeyScope | undefined = key
       ? { accountId: who.account.id, scope: "assets", key }
       : undefined;
-    const made = await underKey(ctx, where, body, (complete) => {
+    const made = await underKey(ctx, where, body, async (complete) => {
       const id = randomId("ast");
-      transaction(ctx.db, () => {
-        ctx.db.prepare(
+      await ctx.db.transaction(async (tx) => {
+        await tx.run(
           "insert into assets (id, account_id, status, size_bytes, sha256, filename, composition, created_at) values (?, ?, 'pending_upload', ?, ?, ?, ?, ?)",
-        ).run(
           id,
           who.account.id,
           size,
@@ -294,17 +316,18 @@ function assetRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps): void
           composition,
           now(),
         );
-        complete(id);
+        await complete(tx, id);
       });
-      return Promise.resolve(id);
+      return id;
     });
-    const row = ctx.db.prepare("select * from assets where id = ?").get(made.id) as Row;
+    const row = await ctx.db.get("select * from assets where id = ?", made.id) as Row;
     return c.json(await assetJson(ctx, row), made.replayed ? 200 : 201);
   });
 
   app.get("/v3/assets/:id", async (c) => {
     const who = await caller(c);
-    const row = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
+    const row = await ctx.db.get(
+      "select * from assets where id = ? and account_id = ?",
       c.req.param("id"),
       who.account.id,
     ) as Row | undefined;
@@ -333,11 +356,14 @@ function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps):
       if (!Number.isInteger(before)) throw invalid("token", "is not a token this server issued");
     }
     const all = c.req.query("all") === "true" || c.req.query("all") === "1";
-    const rows = ctx.db.prepare(
+    const rows = await ctx.db.all(
       `select * from renders where account_id = ? and seq < ? ${
         all ? "" : "and deleted_at is null"
       } order by seq desc limit ?`,
-    ).all(who.account.id, before, limit + 1) as Row[];
+      who.account.id,
+      before,
+      limit + 1,
+    ) as Row[];
     const page = rows.slice(0, limit);
     const next = rows.length > limit
       ? btoa(String(page[page.length - 1].seq)).replaceAll("+", "-").replaceAll("/", "_")
@@ -350,9 +376,11 @@ function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps):
 
   const ownRender = async (c: Context): Promise<Row> => {
     const who = await caller(c);
-    const row = ctx.db.prepare(
+    const row = await ctx.db.get(
       "select * from renders where id = ? and account_id = ? and deleted_at is null",
-    ).get(c.req.param("id") ?? "", who.account.id) as Row | undefined;
+      c.req.param("id") ?? "",
+      who.account.id,
+    ) as Row | undefined;
     if (!row) throw notFound("render", c.req.param("id") ?? "");
     return row;
   };
@@ -363,15 +391,17 @@ function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps):
     const row = await ownRender(c);
     // A render that never delivered its video (queued, or stopped mid-render) gives its
     // credits back; a completed or failed one does not (a failure was refunded already).
-    const refunded = transaction(ctx.db, () => {
-      const current = ctx.db.prepare(
+    const refunded = await ctx.db.transaction(async (tx) => {
+      const current = await tx.get(
         "select status, credits, account_id from renders where id = ? and deleted_at is null",
-      ).get(row.id) as Row | undefined;
+        row.id,
+      ) as Row | undefined;
       if (!current) throw notFound("render", String(row.id));
       const undelivered = current.status === "queued" || current.status === "rendering";
-      transitionRender(ctx.db, String(row.id), "deleted", { deleted_at: now() });
+      await transitionRender(tx, String(row.id), "deleted", { deleted_at: now() });
       if (!undelivered) return 0;
-      ctx.db.prepare("update accounts set credits = credits + ? where id = ?").run(
+      await tx.run(
+        "update accounts set credits = credits + ? where id = ?",
         Number(current.credits),
         String(current.account_id),
       );
@@ -400,9 +430,7 @@ function fileRoutes(app: Hono, ctx: ServerContext): void {
         "the download URL is expired or invalid; read the render again for a fresh one",
       );
     }
-    const row = ctx.db.prepare("select * from renders where id = ? and deleted_at is null").get(
-      id,
-    ) as
+    const row = await ctx.db.get("select * from renders where id = ? and deleted_at is null", id) as
       | Row
       | undefined;
     if (!row || row.status !== "completed") throw notFound("render", id);
@@ -437,14 +465,16 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
         "the upload URL is expired or invalid; create the asset again",
       );
     }
-    const row = ctx.db.prepare("select * from assets where id = ?").get(id) as Row | undefined;
+    const row = await ctx.db.get("select * from assets where id = ?", id) as Row | undefined;
     if (!row) throw notFound("asset", id);
     // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
     // one is refused, so it can never replace a ready project.
-    const claimed = ctx.db.prepare(
+    const claimed = await ctx.db.run(
       "update assets set upload_started_at = ? where id = ? and status = 'pending_upload' and upload_started_at is null",
-    ).run(Date.now(), id);
-    if (Number(claimed.changes) !== 1) {
+      Date.now(),
+      id,
+    );
+    if (claimed !== 1) {
       throw new ApiError(
         409,
         "vid_asset_not_ready",
@@ -484,14 +514,15 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
       });
     } catch (error) {
       // A failed upload frees the URL for another try.
-      ctx.db.prepare(
+      await ctx.db.run(
         "update assets set upload_started_at = null where id = ? and status = 'pending_upload'",
-      ).run(id);
+        id,
+      );
       throw error;
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
-    const ready = ctx.db.prepare("select * from assets where id = ?").get(id) as Row;
+    const ready = await ctx.db.get("select * from assets where id = ?", id) as Row;
     return c.json(await assetJson(ctx, ready));
   });
 }

@@ -4,7 +4,7 @@
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
+import type { Database } from "./db.ts";
 import type { Storage } from "./storage.ts";
 import { HOSTED_UPLOAD_LIMIT_BYTES } from "../project/package.ts";
 import type { ServerMetrics } from "./metrics.ts";
@@ -79,7 +79,7 @@ export function serverLimits(given: Partial<ServerLimits>, slots: number): Serve
 
 /** Settings of a running server. */
 export interface ServerContext {
-  db: DatabaseSync;
+  db: Database;
   storage: Storage;
   /** HMAC secret for upload/download URLs and webhook signatures. */
   secret: string;

@@ -20,6 +20,7 @@ export type ErrorCode =
   | "vid_rate_limited"
   | "vid_too_many_renders"
   | "vid_limit_exceeded"
+  | "vid_unavailable"
   | "vid_internal";
 
 /** An error the API answers with its status and body. */
@@ -110,6 +111,7 @@ const ERROR_CODES: Readonly<Record<ErrorCode, true>> = {
   vid_rate_limited: true,
   vid_too_many_renders: true,
   vid_limit_exceeded: true,
+  vid_unavailable: true,
   vid_internal: true,
 };
 

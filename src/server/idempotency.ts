@@ -9,8 +9,7 @@
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
-import { now, type Row, transaction } from "./db.ts";
+import { type Database, now, type Queries, type Row } from "./db.ts";
 import { ApiError } from "./errors.ts";
 import { sha256Hex } from "./secrets.ts";
 import { canonicalJson } from "../util/canonical_json.ts";
@@ -51,20 +50,29 @@ function conflict(message: string): ApiError {
  *   still running after two minutes.
  */
 export async function claimKey(
-  db: DatabaseSync,
+  db: Database,
   where: KeyScope,
   hash: string,
 ): Promise<KeyClaim> {
   const deadline = Date.now() + WAIT_MS;
   while (true) {
-    const claim = transaction(db, (): KeyClaim | undefined => {
-      const row = db.prepare(
+    const claim = await db.transaction(async (tx): Promise<KeyClaim | undefined> => {
+      const row = await tx.get(
         "select request_hash, object_id from idempotency where account_id = ? and scope = ? and key = ?",
-      ).get(where.accountId, where.scope, where.key) as Row | undefined;
+        where.accountId,
+        where.scope,
+        where.key,
+      ) as Row | undefined;
       if (!row) {
-        db.prepare(
+        await tx.run(
           "insert into idempotency (account_id, scope, key, request_hash, object_id, created_at) values (?, ?, ?, ?, ?, ?)",
-        ).run(where.accountId, where.scope, where.key, hash, PENDING, now());
+          where.accountId,
+          where.scope,
+          where.key,
+          hash,
+          PENDING,
+          now(),
+        );
         return { kind: "claimed" };
       }
       if (row.request_hash !== hash) {
@@ -86,20 +94,32 @@ export async function claimKey(
 }
 
 /** Records the object a claimed key's request made (call inside the request's transaction). */
-export function completeKey(db: DatabaseSync, where: KeyScope, objectId: string): void {
-  db.prepare(
+export async function completeKey(
+  db: Queries,
+  where: KeyScope,
+  objectId: string,
+): Promise<void> {
+  await db.run(
     "update idempotency set object_id = ? where account_id = ? and scope = ? and key = ?",
-  ).run(objectId, where.accountId, where.scope, where.key);
+    objectId,
+    where.accountId,
+    where.scope,
+    where.key,
+  );
 }
 
 /** Drops a claim whose request failed, so the key can be used again. */
-export function releaseKey(db: DatabaseSync, where: KeyScope): void {
-  db.prepare(
+export async function releaseKey(db: Queries, where: KeyScope): Promise<void> {
+  await db.run(
     "delete from idempotency where account_id = ? and scope = ? and key = ? and object_id = ?",
-  ).run(where.accountId, where.scope, where.key, PENDING);
+    where.accountId,
+    where.scope,
+    where.key,
+    PENDING,
+  );
 }
 
 /** Drops every claim left pending by a server that stopped mid-request (call on start). */
-export function releaseStaleKeys(db: DatabaseSync): number {
-  return Number(db.prepare("delete from idempotency where object_id = ?").run(PENDING).changes);
+export function releaseStaleKeys(db: Queries): Promise<number> {
+  return db.run("delete from idempotency where object_id = ?", PENDING);
 }

@@ -328,7 +328,7 @@ export function lambdaBackend(
           signal.throwIfAborted();
           executionArn = await start(backend, ctx, job, dir);
         }
-        if (executionArn !== job.executionArn) setExecutionArn(ctx.db, job.id, executionArn);
+        if (executionArn !== job.executionArn) await setExecutionArn(ctx.db, job.id, executionArn);
         const progress = await waitForEnd(backend, job, executionArn, signal).catch(
           async (error) => {
             // A deleted render, or one past its budget, stops its execution: no more chunks

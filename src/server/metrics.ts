@@ -13,7 +13,7 @@
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
+import type { Queries } from "./db.ts";
 import type { ServerContext } from "./context.ts";
 import type { RenderBackend, RenderJob } from "./render_backend.ts";
 import { frameCount } from "../render/render.ts";
@@ -123,19 +123,27 @@ export type QueueDepth = Readonly<Record<(typeof QUEUE_STATES)[number], number>>
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { DatabaseSync } from "node:sqlite";
+ * import { openDatabase } from "./db.ts";
  *
- * const db = new DatabaseSync(":memory:");
- * db.exec("create table renders (seq integer primary key, status text, deleted_at text)");
- * db.exec("insert into renders (status) values ('queued'), ('queued'), ('completed')");
- * assert.deepEqual(queueDepth(db), { queued: 2, rendering: 0 });
+ * const db = await openDatabase(":memory:");
+ * await db.run("insert into accounts (id, email, password_hash, created_at) values ('a', 'a@x', 'h', 'now')");
+ * for (const [id, status] of [["r1", "queued"], ["r2", "queued"], ["r3", "completed"]]) {
+ *   await db.run(
+ *     "insert into renders (id, account_id, status, request, created_at) values (?, 'a', ?, '{}', 'now')",
+ *     id,
+ *     status,
+ *   );
+ * }
+ * assert.deepEqual(await queueDepth(db), { queued: 2, rendering: 0 });
+ * await db.close();
  * ```
  */
-export function queueDepth(db: DatabaseSync): QueueDepth {
-  const rows = db.prepare(
-    `select status, count(*) as n from renders
-     where status in ('queued', 'rendering') and deleted_at is null group by status`,
-  ).all() as { status: string; n: number }[];
+export async function queueDepth(db: Queries): Promise<QueueDepth> {
+  const rows = await db.all(`select status, count(*) as n from renders
+     where status in ('queued', 'rendering') and deleted_at is null group by status`) as {
+    status: string;
+    n: number;
+  }[];
   const depth = { queued: 0, rendering: 0 };
   for (const row of rows) depth[row.status as keyof typeof depth] = Number(row.n);
   return depth;
@@ -152,10 +160,12 @@ export class ServerMetrics {
   readonly #renders = new Map<RenderOutcome, number>();
   readonly #durations = new Map<RenderOutcome, HistogramSeries>();
   /** Where the queue's depth is read at each scrape; none reports zeros. */
-  readonly #depth: () => QueueDepth;
+  readonly #depth: () => Promise<QueueDepth> | QueueDepth;
 
   /** @param depth Reads the queue's depth when a scrape asks (see {@linkcode queueDepth}). */
-  constructor(depth: () => QueueDepth = () => ({ queued: 0, rendering: 0 })) {
+  constructor(
+    depth: () => Promise<QueueDepth> | QueueDepth = () => ({ queued: 0, rendering: 0 }),
+  ) {
     this.#depth = depth;
     // Every series exists from the start, so `rate()` sees the first render.
     for (const outcome of ["completed", "failed", "cancelled"] as const) {
@@ -174,8 +184,8 @@ export class ServerMetrics {
    *
    * const metrics = new ServerMetrics();
    * metrics.renderFinished("completed", 3.2, 96);
-   * assert.match(metrics.text(), /^vid_renders_total\{status="completed"\} 1$/m);
-   * assert.match(metrics.text(), /^vid_frames_rendered_total 96$/m);
+   * assert.match(await metrics.text(), /^vid_renders_total\{status="completed"\} 1$/m);
+   * assert.match(await metrics.text(), /^vid_frames_rendered_total 96$/m);
    * ```
    */
   renderFinished(outcome: RenderOutcome, seconds: number, frames = 0): void {
@@ -192,13 +202,13 @@ export class ServerMetrics {
    * ```ts
    * import assert from "node:assert/strict";
    *
-   * const text = new ServerMetrics(() => ({ queued: 3, rendering: 1 })).text();
+   * const text = await new ServerMetrics(() => ({ queued: 3, rendering: 1 })).text();
    * assert.match(text, /^# TYPE vid_queue_depth gauge$/m);
    * assert.match(text, /^vid_queue_depth\{state="queued"\} 3$/m);
    * ```
    */
-  text(): string {
-    const depth = this.#depth();
+  async text(): Promise<string> {
+    const depth = await this.#depth();
     const histogram: Family["samples"] = [];
     for (const [status, series] of this.#durations) {
       series.bounds.forEach((bound, i) =>

@@ -18,10 +18,9 @@
 
 import { Hono } from "hono";
 import type { Context } from "hono";
-import type { DatabaseSync } from "node:sqlite";
 import type { ServerContext } from "./context.ts";
-import { type Row, transaction } from "./db.ts";
-import { clientAddress, newThrottles, type Throttles } from "./throttle.ts";
+import type { Queries, Row } from "./db.ts";
+import { clientAddress, DatabaseThrottleStore, newThrottles, type Throttles } from "./throttle.ts";
 import {
   hashPassword,
   hmacHex,
@@ -386,24 +385,39 @@ async function newTokenPair(): Promise<
 
 type Pair = Awaited<ReturnType<typeof newTokenPair>>;
 
-function storePair(
-  db: DatabaseSync,
+async function storePair(
+  db: Queries,
   pair: Pair,
   accountId: string,
   grant: GrantData,
   accessSeconds: number,
-): TokenResponse {
+): Promise<TokenResponse> {
   const data = JSON.stringify({
     client_id: grant.client_id,
     scope: grant.scope,
     family: grant.family,
   });
-  const insert = db.prepare(
-    "insert into tokens (token_hash, kind, account_id, expires_at, data) values (?, ?, ?, ?, ?)",
-  );
+  const insert =
+    "insert into tokens (token_hash, kind, account_id, expires_at, data, family) values (?, ?, ?, ?, ?, ?)";
   const now = nowSeconds();
-  insert.run(pair.accessHash, "access", accountId, now + accessSeconds, data);
-  insert.run(pair.refreshHash, "refresh", accountId, now + REFRESH_TOKEN_SECONDS, data);
+  await db.run(
+    insert,
+    pair.accessHash,
+    "access",
+    accountId,
+    now + accessSeconds,
+    data,
+    grant.family ?? null,
+  );
+  await db.run(
+    insert,
+    pair.refreshHash,
+    "refresh",
+    accountId,
+    now + REFRESH_TOKEN_SECONDS,
+    data,
+    grant.family ?? null,
+  );
   return {
     access_token: pair.access,
     token_type: "Bearer",
@@ -414,14 +428,15 @@ function storePair(
 }
 
 /** Deletes every access and refresh token of a family. */
-function revokeFamily(db: DatabaseSync, family: string): void {
-  db.prepare(
-    "delete from tokens where kind in ('access', 'refresh') and json_extract(data, '$.family') = ?",
-  ).run(family);
+async function revokeFamily(db: Queries, family: string): Promise<void> {
+  await db.run(
+    "delete from tokens where kind in ('access', 'refresh') and family = ?",
+    family,
+  );
 }
 
-function purgeExpired(db: DatabaseSync): void {
-  db.prepare("delete from tokens where expires_at < ?").run(nowSeconds() - PURGE_AFTER_SECONDS);
+async function purgeExpired(db: Queries): Promise<void> {
+  await db.run("delete from tokens where expires_at < ?", nowSeconds() - PURGE_AFTER_SECONDS);
 }
 
 /** What the OAuth endpoints share: the server, the token lifetime, and the sign-in throttles. */
@@ -543,8 +558,8 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
   const account = email.toLowerCase();
   const address = clientAddress(c.env);
   const wait = Math.max(
-    state.throttles.signInPerAccount.retryAfter(account),
-    state.throttles.signInPerAddress.retryAfter(address),
+    await state.throttles.signInPerAccount.retryAfter(account),
+    await state.throttles.signInPerAddress.retryAfter(address),
   );
   if (wait > 0) {
     c.header("retry-after", String(wait));
@@ -557,22 +572,26 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
       email,
     );
   }
-  const row = ctx.db.prepare("select id, password_hash from accounts where email = ?").get(
-    email,
-  ) as Row | undefined;
+  const row = await ctx.db.get("select id, password_hash from accounts where email = ?", email) as
+    | Row
+    | undefined;
   state.unknownAccountHash ??= hashPassword(randomId("unknown", 16));
   const stored = row ? String(row.password_hash) : await state.unknownAccountHash;
   const passwordOk = await verifyPassword(form.get("password") ?? "", stored);
   if (!row || !passwordOk) {
-    state.throttles.signInPerAccount.fail(account);
-    state.throttles.signInPerAddress.fail(address);
+    await state.throttles.signInPerAccount.fail(account);
+    await state.throttles.signInPerAddress.fail(address);
     return await signInPage(state, c, request, 401, "Wrong email or password.", email);
   }
-  state.throttles.signInPerAccount.clear(account);
+  await state.throttles.signInPerAccount.clear(account);
   if (needsRehash(stored)) {
     // A hash from before the current parameters: the password is at hand only now.
-    ctx.db.prepare("update accounts set password_hash = ? where id = ? and password_hash = ?")
-      .run(await hashPassword(form.get("password") ?? ""), String(row.id), stored);
+    await ctx.db.run(
+      "update accounts set password_hash = ? where id = ? and password_hash = ?",
+      await hashPassword(form.get("password") ?? ""),
+      String(row.id),
+      stored,
+    );
   }
   const code = randomId("vid_ac", 32);
   const grant: GrantData = {
@@ -581,9 +600,8 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
     redirect_uri: request.redirectUri,
     code_challenge: request.codeChallenge,
   };
-  ctx.db.prepare(
+  await ctx.db.run(
     "insert into tokens (token_hash, kind, account_id, expires_at, data) values (?, 'code', ?, ?, ?)",
-  ).run(
     await sha256Hex(code),
     String(row.id),
     nowSeconds() + CODE_SECONDS,
@@ -648,27 +666,27 @@ async function exchangeCode(state: OAuthState, form: URLSearchParams): Promise<T
       );
     }
   } catch (error) {
-    ctx.db.prepare(
+    await ctx.db.run(
       "update tokens set used_at = ? where token_hash = ? and kind = 'code' and used_at is null",
-    ).run(nowSeconds(), codeHash);
+      nowSeconds(),
+      codeHash,
+    );
     throw error;
   }
   const [challenge, pair] = await Promise.all([s256(verifier), newTokenPair()]);
-  const result = transaction(ctx.db, (): TokenResponse | string => {
-    const row = ctx.db.prepare(
+  const result = await ctx.db.transaction(async (tx): Promise<TokenResponse | string> => {
+    const row = await tx.get(
       "select account_id, expires_at, data, used_at from tokens where token_hash = ? and kind = 'code'",
-    ).get(codeHash) as Row | undefined;
+      codeHash,
+    ) as Row | undefined;
     if (!row) return "unknown authorization code";
     const grant = JSON.parse(String(row.data)) as GrantData;
     if (row.used_at !== null) {
       // RFC 6749 section 4.1.2: a code used twice revokes what it was exchanged for.
-      if (grant.family) revokeFamily(ctx.db, grant.family);
+      if (grant.family) await revokeFamily(tx, grant.family);
       return "the authorization code was already used; tokens issued for it are revoked";
     }
-    ctx.db.prepare("update tokens set used_at = ? where token_hash = ?").run(
-      nowSeconds(),
-      codeHash,
-    );
+    await tx.run("update tokens set used_at = ? where token_hash = ?", nowSeconds(), codeHash);
     if (Number(row.expires_at) <= nowSeconds()) return "the authorization code expired";
     if (grant.client_id !== clientId) return "the code was issued to another client_id";
     if (grant.redirect_uri !== redirectUri) {
@@ -678,12 +696,13 @@ async function exchangeCode(state: OAuthState, form: URLSearchParams): Promise<T
       return "code_verifier does not match the code_challenge";
     }
     const family = randomId("fam", 12);
-    ctx.db.prepare("update tokens set data = ? where token_hash = ?").run(
+    await tx.run(
+      "update tokens set data = ? where token_hash = ?",
       JSON.stringify({ ...grant, family }),
       codeHash,
     );
-    return storePair(
-      ctx.db,
+    return await storePair(
+      tx,
       pair,
       String(row.account_id),
       { ...grant, family },
@@ -705,15 +724,16 @@ async function refresh(state: OAuthState, form: URLSearchParams): Promise<TokenR
     throw new TokenEndpointError("invalid_scope", `scope must be "${OAUTH_SCOPE}"`);
   }
   const [hash, pair] = await Promise.all([sha256Hex(refreshToken), newTokenPair()]);
-  const result = transaction(ctx.db, (): TokenResponse | string => {
-    const row = ctx.db.prepare(
+  const result = await ctx.db.transaction(async (tx): Promise<TokenResponse | string> => {
+    const row = await tx.get(
       "select account_id, expires_at, data, used_at from tokens where token_hash = ? and kind = 'refresh'",
-    ).get(hash) as Row | undefined;
+      hash,
+    ) as Row | undefined;
     if (!row) return "unknown or revoked refresh token; sign in again with vid auth login";
     const grant = JSON.parse(String(row.data)) as GrantData;
     if (row.used_at !== null) {
       // A rotated-out token came back: someone holds a copy. End the whole sign-in.
-      if (grant.family) revokeFamily(ctx.db, grant.family);
+      if (grant.family) await revokeFamily(tx, grant.family);
       return "the refresh token was already used; every token of this sign-in is revoked, " +
         "sign in again with vid auth login";
     }
@@ -723,8 +743,8 @@ async function refresh(state: OAuthState, form: URLSearchParams): Promise<TokenR
     if (clientId !== undefined && grant.client_id !== clientId) {
       return "the refresh token was issued to another client_id";
     }
-    ctx.db.prepare("update tokens set used_at = ? where token_hash = ?").run(nowSeconds(), hash);
-    return storePair(ctx.db, pair, String(row.account_id), grant, state.accessSeconds);
+    await tx.run("update tokens set used_at = ? where token_hash = ?", nowSeconds(), hash);
+    return await storePair(tx, pair, String(row.account_id), grant, state.accessSeconds);
   });
   if (typeof result === "string") throw new TokenEndpointError("invalid_grant", result);
   return result;
@@ -744,7 +764,7 @@ async function tokenEndpoint(state: OAuthState, c: Context): Promise<Response> {
       `grant_type must be authorization_code or refresh_token, got "${grantType}"`,
     );
   }
-  purgeExpired(ctx.db);
+  await purgeExpired(ctx.db);
   return c.json(response, 200, { "cache-control": "no-store", "pragma": "no-cache" });
 }
 
@@ -755,14 +775,15 @@ async function revokeEndpoint(state: OAuthState, c: Context): Promise<Response> 
   const token = tokenParam(form, "token", true)!;
   checkClient(tokenParam(form, "client_id"));
   const hash = await sha256Hex(token);
-  transaction(ctx.db, () => {
-    const row = ctx.db.prepare(
+  await ctx.db.transaction(async (tx) => {
+    const row = await tx.get(
       "select data from tokens where token_hash = ? and kind in ('access', 'refresh')",
-    ).get(hash) as Row | undefined;
+      hash,
+    ) as Row | undefined;
     if (!row) return;
     const family = (JSON.parse(String(row.data)) as GrantData).family;
-    if (family) revokeFamily(ctx.db, family);
-    else ctx.db.prepare("delete from tokens where token_hash = ?").run(hash);
+    if (family) await revokeFamily(tx, family);
+    else await tx.run("delete from tokens where token_hash = ?", hash);
   });
   // RFC 7009 section 2.2: 200 whether or not the token existed.
   return c.body(null, 200, { "cache-control": "no-store" });
@@ -787,7 +808,7 @@ export function oauthRoutes(ctx: ServerContext, options: OAuthOptions = {}): Hon
     ctx,
     accessSeconds: options.accessTokenSeconds ??
       accessTokenSecondsFrom(Deno.env.get("VID_ACCESS_TOKEN_SECONDS")),
-    throttles: options.throttles ?? newThrottles(),
+    throttles: options.throttles ?? newThrottles(new DatabaseThrottleStore(ctx.db)),
   };
   const app = new Hono();
   app.onError(oauthError);

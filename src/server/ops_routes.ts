@@ -66,7 +66,7 @@ async function within(check: () => Promise<void> | void, ms: number): Promise<st
  */
 export async function readiness(ctx: ServerContext): Promise<Readiness> {
   const [database, storage] = await Promise.all([
-    within(() => void ctx.db.prepare("select seq from renders limit 1").get(), READY_CHECK_MS),
+    within(async () => void await ctx.db.get("select seq from renders limit 1"), READY_CHECK_MS),
     within(() => ctx.storage.ready(), READY_CHECK_MS),
   ]);
   return { ready: database === "ok" && storage === "ok", checks: { database, storage } };
@@ -109,7 +109,7 @@ export function opsRoutes(app: Hono, ctx: ServerContext): void {
     return c.json({ status: "unready", checks }, 503);
   });
 
-  app.get("/metrics", (c: Context) => {
+  app.get("/metrics", async (c: Context) => {
     if (ctx.metricsToken !== undefined) {
       const given = /^Bearer (.+)$/i.exec(c.req.header("authorization") ?? "")?.[1] ?? "";
       if (!safeEqual(given, ctx.metricsToken)) {
@@ -120,6 +120,6 @@ export function opsRoutes(app: Hono, ctx: ServerContext): void {
         );
       }
     }
-    return c.body(metrics.text(), 200, { "content-type": METRICS_CONTENT_TYPE });
+    return c.body(await metrics.text(), 200, { "content-type": METRICS_CONTENT_TYPE });
   });
 }

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ServerContext } from "./context.ts";
-import { now, type Row, transaction } from "./db.ts";
+import { now, type Row } from "./db.ts";
 import {
   type RenderBackend,
   RenderDeletedError,
@@ -42,9 +42,9 @@ export interface RenderQueue {
  * goes first, with its oldest queued render; the start times live in the database, so the
  * order survives a restart.
  */
-function claim(ctx: ServerContext): Row | undefined {
-  return transaction(ctx.db, () => {
-    const row = ctx.db.prepare(
+function claim(ctx: ServerContext): Promise<Row | undefined> {
+  return ctx.db.transaction(async (tx) => {
+    const row = await tx.get(
       `with waiting as (
          select account_id, min(seq) as seq from renders
          where status = 'queued' and deleted_at is null group by account_id
@@ -52,11 +52,12 @@ function claim(ctx: ServerContext): Row | undefined {
        select r.* from waiting w join renders r on r.seq = w.seq
        where (select count(*) from renders x
               where x.account_id = w.account_id and x.status = 'rendering') < ?
-       order by (select max(started_at) from renders y where y.account_id = w.account_id), w.seq
+       order by (select max(started_at) from renders y where y.account_id = w.account_id) nulls first, w.seq
        limit 1`,
-    ).get(ctx.limits.maxRendersPerAccount) as Row | undefined;
+      ctx.limits.maxRendersPerAccount,
+    ) as Row | undefined;
     if (!row) return undefined;
-    return transitionRender(ctx.db, String(row.id), "rendering", { started_at: now() })
+    return await transitionRender(tx, String(row.id), "rendering", { started_at: now() })
       ? row
       : undefined;
   });
@@ -96,12 +97,10 @@ function jobOf(ctx: ServerContext, row: Row): RenderJob {
       lastWrite = t;
       // 1 only once the video is stored and the render completed.
       const progress = Math.min(0.99, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
-      try {
-        setRenderProgress(ctx.db, id, progress);
-      } catch (error) {
-        // Progress is a hint: a busy database must not fail the render.
+      // Not awaited: progress is a hint, and a busy database must not fail or slow the render.
+      setRenderProgress(ctx.db, id, progress).catch((error) => {
         console.error(`render ${id}: progress not recorded: ${errorText(error)}`);
-      }
+      });
     },
   };
 }
@@ -142,10 +141,10 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
    * lost to a busy database. Gives up only when the queue stops; the render is then still
    * `rendering` and goes back to the queue on the next start.
    */
-  const persist = async <T>(what: string, write: () => T): Promise<T | undefined> => {
+  const persist = async <T>(what: string, write: () => Promise<T>): Promise<T | undefined> => {
     for (let attempt = 1;; attempt++) {
       try {
-        return write();
+        return await write();
       } catch (error) {
         if (stopping) {
           console.error(`render queue: ${what} failed while stopping: ${errorText(error)}`);
@@ -159,7 +158,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
   };
   /** Claims and runs one render; false when nothing was waiting. */
   const step = async (): Promise<boolean> => {
-    const row = claim(ctx);
+    const row = await claim(ctx);
     if (!row) return false;
     const id = String(row.id);
     const own = new AbortController();
@@ -170,12 +169,14 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
       await backend.render(ctx, jobOf(ctx, row), signal);
       // A render deleted while it ran is already `deleted` (and refunded): keep it so.
       deleted = !(await persist(`recording ${id} completed`, () =>
-        transaction(ctx.db, () => {
-          if (!transitionRender(ctx.db, id, "completed", { progress: 1, completed_at: now() })) {
+        ctx.db.transaction(async (tx) => {
+          if (
+            !(await transitionRender(tx, id, "completed", { progress: 1, completed_at: now() }))
+          ) {
             return false;
           }
           // The webhook is on record with the state it reports, or neither is.
-          enqueueDelivery(ctx.db, id, "completed");
+          await enqueueDelivery(tx, id, "completed");
           return true;
         })) ?? true);
     } catch (error) {
@@ -183,7 +184,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
         // Shutting down: the render goes back to the queue for the next start (a restart
         // re-queues it too, should this write fail).
         try {
-          transitionRender(ctx.db, id, "queued", { progress: 0, started_at: null });
+          await transitionRender(ctx.db, id, "queued", { progress: 0, started_at: null });
         } catch (requeueError) {
           console.error(`render queue: re-queueing ${id} failed: ${errorText(requeueError)}`);
         }
@@ -191,17 +192,18 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
       }
       const message = tenantMessage((error as Error).message, serverRoots(ctx));
       deleted = !(await persist(`recording ${id} failed`, () =>
-        transaction(ctx.db, () => {
-          const failed = transitionRender(ctx.db, id, "failed", {
+        ctx.db.transaction(async (tx) => {
+          const failed = await transitionRender(tx, id, "failed", {
             error: message,
             completed_at: now(),
           });
           if (!failed) return false;
-          ctx.db.prepare("update accounts set credits = credits + ? where id = ?").run(
+          await tx.run(
+            "update accounts set credits = credits + ? where id = ?",
             Number(row.credits),
             String(row.account_id),
           );
-          enqueueDelivery(ctx.db, id, "failed");
+          await enqueueDelivery(tx, id, "failed");
           return true;
         })) ?? true);
     } finally {

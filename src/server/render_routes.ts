@@ -22,7 +22,7 @@ import {
   type ServerContext,
   type ServerLimits,
 } from "./context.ts";
-import { now, type Row, transaction } from "./db.ts";
+import { now, type Queries, type Row } from "./db.ts";
 import { ApiError, invalid, LimitExceededError, notFound, TooManyRendersError } from "./errors.ts";
 import type { KeyScope } from "./idempotency.ts";
 import { jsonBody } from "./request_body.ts";
@@ -41,13 +41,14 @@ export interface RenderRouteDeps {
 }
 
 /** The caller's ready asset the render reads, with the facts of its composition. */
-function readyAsset(
+async function readyAsset(
   ctx: ServerContext,
   who: Caller,
   assetId: string,
   composition: string,
-): { asset: Row; project: AssetProject } {
-  const asset = ctx.db.prepare("select * from assets where id = ? and account_id = ?").get(
+): Promise<{ asset: Row; project: AssetProject }> {
+  const asset = await ctx.db.get(
+    "select * from assets where id = ? and account_id = ?",
     assetId,
     who.account.id,
   ) as Row | undefined;
@@ -135,12 +136,17 @@ function checkLimits(
  * already (429 `vid_too_many_renders` with `Retry-After`), so one account cannot fill the
  * queue. Called before a `url` source is fetched, and again in the charging transaction.
  */
-function checkQueueRoom(ctx: ServerContext, accountId: string): void {
+async function checkQueueRoom(
+  ctx: ServerContext,
+  db: Queries,
+  accountId: string,
+): Promise<void> {
   const max = ctx.limits.maxQueuedPerAccount;
   const queued = Number(
-    (ctx.db.prepare(
+    (await db.get(
       "select count(*) as n from renders where account_id = ? and status = 'queued'",
-    ).get(accountId) as Row).n,
+      accountId,
+    ) as Row).n,
   );
   if (queued >= max) {
     throw new TooManyRendersError(
@@ -155,14 +161,14 @@ function checkQueueRoom(ctx: ServerContext, accountId: string): void {
  * Charges the account and records the queued render in one transaction; an account short
  * of credits is a 402 and nothing is written.
  */
-function chargeAndRecord(
+async function chargeAndRecord(
   ctx: ServerContext,
   who: Caller,
   assetId: string,
   request: RenderRequest,
   facts: { fps: number; duration: number; credits: number; warnings: string[] },
-  complete: (id: string) => void,
-): string {
+  complete: (tx: Queries, id: string) => Promise<void>,
+): Promise<string> {
   const id = randomId("rnd");
   const size = OUTPUT_SIZES[request.resolution][request.aspectRatio];
   const record = {
@@ -176,9 +182,10 @@ function chargeAndRecord(
     strict_variables: request.strict,
     ...(request.loudness !== undefined ? { loudness: request.loudness } : {}),
   };
-  transaction(ctx.db, () => {
-    checkQueueRoom(ctx, who.account.id);
-    const balance = ctx.db.prepare("select credits from accounts where id = ?").get(
+  await ctx.db.transaction(async (tx) => {
+    await checkQueueRoom(ctx, tx, who.account.id);
+    const balance = await tx.get(
+      "select credits from accounts where id = ?",
       who.account.id,
     ) as Row;
     if (Number(balance.credits) < facts.credits) {
@@ -188,13 +195,13 @@ function chargeAndRecord(
         `this render costs ${facts.credits} credits and the account has ${balance.credits}`,
       );
     }
-    ctx.db.prepare("update accounts set credits = credits - ? where id = ?").run(
+    await tx.run(
+      "update accounts set credits = credits - ? where id = ?",
       facts.credits,
       who.account.id,
     );
-    ctx.db.prepare(
+    await tx.run(
       "insert into renders (id, account_id, asset_id, status, request, width, height, duration_seconds, credits, warnings, callback_url, callback_id, created_at) values (?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    ).run(
       id,
       who.account.id,
       assetId,
@@ -208,7 +215,7 @@ function chargeAndRecord(
       request.callbackId,
       now(),
     );
-    complete(id);
+    await complete(tx, id);
   });
   return id;
 }
@@ -227,18 +234,18 @@ export function renderRoutes(app: Hono, ctx: ServerContext, deps: RenderRouteDep
       ? { accountId: who.account.id, scope: "renders", key }
       : undefined;
     const made = await underKey(ctx, where, body, async (complete) => {
-      checkQueueRoom(ctx, who.account.id);
+      await checkQueueRoom(ctx, ctx.db, who.account.id);
       const assetId = "url" in request.source
         ? await deps.assetFromUrl(who, request.source.url, request.composition)
         : request.source.assetId;
-      const { asset, project } = readyAsset(ctx, who, assetId, request.composition);
+      const { asset, project } = await readyAsset(ctx, who, assetId, request.composition);
       const warnings = variableProblems(request, project).map((p) => p.message);
       const facts = { ...price(request, project), warnings };
       checkLimits(ctx.limits, facts);
-      return chargeAndRecord(ctx, who, String(asset.id), request, facts, complete);
+      return await chargeAndRecord(ctx, who, String(asset.id), request, facts, complete);
     });
     if (!made.replayed) ctx.wake();
-    const row = ctx.db.prepare("select * from renders where id = ?").get(made.id) as Row;
+    const row = await ctx.db.get("select * from renders where id = ?", made.id) as Row;
     return c.json(await deps.renderJson(row), made.replayed ? 200 : 201);
   });
 }

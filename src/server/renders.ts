@@ -7,14 +7,13 @@
  * logged. The API's view of a row ({@linkcode renderJson}) lives here too, beside the
  * states it shows.
  *
- * This module imports only types from `db.ts`, so `db.ts` can take the status list for its
+ * This module imports only types from `db.ts`, so `database/schema.ts` can take the status list for its
  * schema from here.
  *
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
-import type { Row } from "./db.ts";
+import type { Queries, Row } from "./db.ts";
 import { DOWNLOAD_URL_SECONDS, type ServerContext } from "./context.ts";
 import { signPath } from "./secrets.ts";
 
@@ -98,37 +97,40 @@ export function setTransitionLog(next: TransitionLog): TransitionLog {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { DatabaseSync } from "node:sqlite";
+ * import { openDatabase } from "./db.ts";
  *
- * const db = new DatabaseSync(":memory:");
- * db.exec("create table renders (id text, status text, progress real, started_at text, deleted_at text)");
- * db.exec("insert into renders (id, status) values ('r', 'queued')");
+ * const db = await openDatabase(":memory:");
+ * await db.run("insert into accounts (id, email, password_hash, created_at) values ('a', 'a@x', 'h', 'now')");
+ * await db.run("insert into renders (id, account_id, status, request, created_at) values ('r', 'a', 'queued', '{}', 'now')");
  * const previous = setTransitionLog(() => {});
- * assert.ok(transitionRender(db, "r", "rendering", { started_at: "now" }));
- * assert.ok(transitionRender(db, "r", "completed", { progress: 1 }));
- * assert.ok(!transitionRender(db, "r", "rendering"));
+ * assert.ok(await transitionRender(db, "r", "rendering", { started_at: "now" }));
+ * assert.ok(await transitionRender(db, "r", "completed", { progress: 1 }));
+ * assert.ok(!(await transitionRender(db, "r", "rendering")));
  * setTransitionLog(previous);
+ * await db.close();
  * ```
  */
-export function transitionRender(
-  db: DatabaseSync,
+export async function transitionRender(
+  db: Queries,
   id: string,
   to: RenderStatus,
   fields: TransitionFields = {},
-): boolean {
+): Promise<boolean> {
   const from = sourcesOf(to);
   const names = Object.keys(fields) as (keyof TransitionFields)[];
   const sets = ["status = ?", ...names.map((name) => `${name} = ?`)].join(", ");
   const values = names.map((name) => fields[name] ?? null);
-  const changed = db.prepare(
+  const changed = await db.run(
     `update renders set ${sets} where id = ? and deleted_at is null and status in (${
       from.map(() => "?").join(", ")
     })`,
-  ).run(to, ...values, id, ...from);
-  if (Number(changed.changes) === 1) return true;
-  const current = db.prepare("select status, deleted_at from renders where id = ?").get(id) as
-    | Row
-    | undefined;
+    to,
+    ...values,
+    id,
+    ...from,
+  );
+  if (changed === 1) return true;
+  const current = await db.get<Row>("select status, deleted_at from renders where id = ?", id);
   const state = current === undefined
     ? "missing"
     : current.deleted_at !== null
@@ -144,32 +146,32 @@ export function transitionRender(
  *
  * @returns How many went back.
  */
-export function requeueInterrupted(db: DatabaseSync): number {
-  const result = db.prepare(
+export function requeueInterrupted(db: Queries): Promise<number> {
+  return db.run(
     "update renders set status = 'queued', progress = 0, started_at = null where status = 'rendering' and deleted_at is null",
-  ).run();
-  return Number(result.changes);
+  );
 }
 
 /** Records how far a render in flight is (0 to 1); a render no longer rendering keeps its own. */
-export function setRenderProgress(db: DatabaseSync, id: string, progress: number): void {
-  db.prepare("update renders set progress = ? where id = ? and status = 'rendering'").run(
+export async function setRenderProgress(
+  db: Queries,
+  id: string,
+  progress: number,
+): Promise<void> {
+  await db.run(
+    "update renders set progress = ? where id = ? and status = 'rendering'",
     progress,
     id,
   );
 }
 
 /** Records the distributed workflow execution of a render (see `lambda_backend.ts`). */
-export function setExecutionArn(db: DatabaseSync, renderId: string, executionArn: string): void {
-  db.prepare("update renders set execution_arn = ? where id = ?").run(executionArn, renderId);
-}
-
-/**
- * Marks renders deleted by a server from before the `deleted` state (they kept their
- * state and only got `deleted_at`); the schema migration in `db.ts` calls it.
- */
-export function markDeletedRenders(db: DatabaseSync): void {
-  db.exec("update renders set status = 'deleted' where deleted_at is not null");
+export async function setExecutionArn(
+  db: Queries,
+  renderId: string,
+  executionArn: string,
+): Promise<void> {
+  await db.run("update renders set execution_arn = ? where id = ?", executionArn, renderId);
 }
 
 /** A render row as the API shows it, with freshly minted signed URLs. */

@@ -12,7 +12,7 @@ import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { type ServerContext, type ServerLimits, serverLimits } from "./context.ts";
-import { openDatabase } from "./db.ts";
+import { type Database, openDatabase } from "./db.ts";
 import { startQueue } from "./queue.ts";
 import { startWebhookSender } from "./webhook_outbox.ts";
 import { lambdaBackend } from "./lambda_backend.ts";
@@ -39,6 +39,11 @@ export interface ServerOptions {
   hostname?: string;
   /** Folder for the database, secret and (by default) stored files. */
   dataDir: string;
+  /**
+   * A PostgreSQL URL (`postgres://user:password@host:5432/db`) to keep the server's state in
+   * instead of the SQLite file in `dataDir` (`vid server --database`, env `VID_DATABASE_URL`).
+   */
+  database?: string;
   /** Parallel renders of the local backend. @default 1 */
   workers?: number;
   /**
@@ -105,13 +110,21 @@ export interface RunningServer {
    * Ends the server's work now, for a stop past its deadline ({@linkcode close} still
    * waiting): kills every render browser (with its process group) and ffmpeg, puts
    * in-flight renders back in the queue and closes the database. The process should exit
-   * right after. Returns the processes killed.
+   * right after. Returns the processes killed. The database is given
+   * {@linkcode KILL_DATABASE_MS} to take the re-queue; a start re-queues what it missed.
    */
-  kill(): { browsers: number; encoders: number };
+  kill(): Promise<{ browsers: number; encoders: number }>;
 }
 
-/** Opens the data folder's database (for admin commands). */
-export async function openDataDir(dataDir: string): Promise<ReturnType<typeof openDatabase>> {
+/** How long a forced stop waits for the database to take the re-queue of in-flight renders. */
+export const KILL_DATABASE_MS = 2000;
+
+/**
+ * Opens the server's database: PostgreSQL at `database` when given, else the SQLite file in
+ * the data folder (for the server and its admin commands).
+ */
+export async function openDataDir(dataDir: string, database?: string): Promise<Database> {
+  if (database !== undefined) return await openDatabase(database);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   // A folder made by hand (or by an older vid) may be 0755: the data folder holds every
   // tenant's projects and videos, so it is private whoever created it.
@@ -119,16 +132,28 @@ export async function openDataDir(dataDir: string): Promise<ReturnType<typeof op
   return openDatabase(join(dataDir, "vid.db"));
 }
 
-async function loadSecret(dataDir: string): Promise<string> {
+/**
+ * The signing secret every instance on the database shares: the first to start writes one
+ * (an insert that does nothing when another won the race), and all read the one stored. The
+ * data folder's `secret` file (from before the secret lived in the database, or another
+ * instance's) is carried over when the database has none, and is (re)written with the stored
+ * one, so webhook receivers keep reading it where docs/server.md says it is.
+ */
+async function loadSecret(db: Database, dataDir: string): Promise<string> {
   const file = join(dataDir, "secret");
-  try {
-    return (await readFile(file, "utf8")).trim();
-  } catch {
-    const secret = randomId("sec", 32);
-    await writeFile(file, secret + "\n", { mode: 0o600 });
+  const existing = await readFile(file, "utf8").then((text) => text.trim(), () => undefined);
+  await db.run(
+    "insert into settings (name, value) values ('secret', ?) on conflict (name) do nothing",
+    existing || randomId("sec", 32),
+  );
+  const row = await db.get<{ value: string }>("select value from settings where name = 'secret'");
+  if (row === undefined) throw new Error("the signing secret could not be stored");
+  if (row.value !== existing) {
+    await mkdir(dataDir, { recursive: true, mode: 0o700 });
+    await writeFile(file, row.value + "\n", { mode: 0o600 });
     await chmod(file, 0o600);
-    return secret;
   }
+  return row.value;
 }
 
 /**
@@ -151,8 +176,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     onWarning: options.onWarning,
   });
   const dataDir = resolve(options.dataDir);
-  const db = await openDataDir(dataDir);
-  const secret = await loadSecret(dataDir);
+  const db = await openDataDir(dataDir, options.database);
+  const secret = await loadSecret(db, dataDir);
   const storage: Storage = options.storage
     ? storageFromUrl(options.storage)
     : new FsStorage(join(dataDir, "storage"));
@@ -165,10 +190,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await mkdir(join(workRoot, "browsers"), { recursive: true, mode: 0o700 });
   await mkdir(workDir, { recursive: true, mode: 0o700 });
   recordBrowsersIn(join(workRoot, "browsers"));
-  const requeued = requeueInterrupted(db);
+  const requeued = await requeueInterrupted(db);
   // Requests the last run was serving when it stopped: their claims are void.
-  releaseStaleKeys(db);
-  db.prepare("update assets set upload_started_at = null where status = 'pending_upload'").run();
+  await releaseStaleKeys(db);
+  await db.run("update assets set upload_started_at = null where status = 'pending_upload'");
   const metrics = new ServerMetrics(() => queueDepth(db));
   // Both backends hold a render to the same frame deadline and wall-clock budget.
   const limits = {
@@ -226,16 +251,24 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await Promise.all([server.shutdown(), queue.stop()]);
       // Deliveries in flight get to finish; the rest stay pending for the next start.
       await webhooks.stop(WEBHOOK_DRAIN_MS);
-      db.close();
+      await db.close();
       await rm(workDir, { recursive: true, force: true });
     },
-    kill(): { browsers: number; encoders: number } {
+    async kill(): Promise<{ browsers: number; encoders: number }> {
       const killed = { browsers: killLiveBrowsers(), encoders: killLiveEncoders() };
+      let timer: ReturnType<typeof setTimeout> | undefined;
       try {
-        requeueInterrupted(db);
-        db.close();
+        await Promise.race([
+          (async () => {
+            await requeueInterrupted(db);
+            await db.close();
+          })(),
+          new Promise((resolve) => timer = setTimeout(resolve, KILL_DATABASE_MS)),
+        ]);
       } catch {
         // closed by a close() that finished meanwhile; the next start re-queues anyway
+      } finally {
+        clearTimeout(timer);
       }
       return killed;
     },

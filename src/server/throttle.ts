@@ -4,7 +4,8 @@
  * address; past the limit within the window, further attempts are refused with 429 and
  * `Retry-After` until the oldest failure leaves the window, without checking the
  * credential (so a locked-out guesser learns nothing). A success clears the account's
- * count. Counts live in memory: a restart clears them.
+ * count. A server counts in its database, so the limits hold across every instance on it and
+ * across restarts.
  *
  * | What is counted                         | Limit | Window   |
  * | --------------------------------------- | ----- | -------- |
@@ -14,6 +15,8 @@
  *
  * @module
  */
+
+import type { Queries } from "./db.ts";
 
 /** A limit: at most `failures` within `windowMs`. */
 export interface ThrottleLimit {
@@ -28,8 +31,78 @@ export const SIGN_IN_PER_ADDRESS: ThrottleLimit = { failures: 20, windowMs: 15 *
 /** Failed API key or access token checks per client address. */
 export const KEY_CHECK_PER_ADDRESS: ThrottleLimit = { failures: 30, windowMs: 60_000 };
 
-/** Most keys one throttle tracks; the stalest go first, so memory stays bounded. */
+/** Most keys one in-memory throttle tracks; the stalest go first, so memory stays bounded. */
 const MAX_KEYS = 10_000;
+
+/** Where a throttle keeps its failure times. */
+export interface ThrottleStore {
+  /** The failure times (ms) of `key` after `since`, oldest first. */
+  recent(key: string, since: number): Promise<number[]>;
+  /** Records a failure of `key` at `at`; times at or before `forget` may be dropped. */
+  add(key: string, at: number, forget: number): Promise<void>;
+  /** Forgets every failure of `key`. */
+  clear(key: string): Promise<void>;
+}
+
+/** Failure times in this process's memory (one instance, or tests). */
+export class MemoryThrottleStore implements ThrottleStore {
+  readonly #failures = new Map<string, number[]>();
+
+  recent(key: string, since: number): Promise<number[]> {
+    const times = (this.#failures.get(key) ?? []).filter((t) => t > since);
+    if (times.length === 0) this.#failures.delete(key);
+    else this.#failures.set(key, times);
+    return Promise.resolve(times);
+  }
+
+  add(key: string, at: number, forget: number): Promise<void> {
+    const times = (this.#failures.get(key) ?? []).filter((t) => t > forget);
+    times.push(at);
+    // Re-inserted, so the map's order is least recently failed first.
+    this.#failures.delete(key);
+    this.#failures.set(key, times);
+    if (this.#failures.size > MAX_KEYS) {
+      const oldest = this.#failures.keys().next().value;
+      if (oldest !== undefined) this.#failures.delete(oldest);
+    }
+    return Promise.resolve();
+  }
+
+  clear(key: string): Promise<void> {
+    this.#failures.delete(key);
+    return Promise.resolve();
+  }
+}
+
+/**
+ * Failure times in the server's database (`throttle_failures`), so every instance on one
+ * database counts the same failures and a limit holds however requests are spread.
+ */
+export class DatabaseThrottleStore implements ThrottleStore {
+  readonly #db: Queries;
+  constructor(db: Queries) {
+    this.#db = db;
+  }
+
+  async recent(key: string, since: number): Promise<number[]> {
+    const rows = await this.#db.all<{ at: number }>(
+      "select at from throttle_failures where key = ? and at > ? order by at",
+      key,
+      since,
+    );
+    return rows.map((row) => Number(row.at));
+  }
+
+  async add(key: string, at: number, forget: number): Promise<void> {
+    await this.#db.run("insert into throttle_failures (key, at) values (?, ?)", key, at);
+    // Failures older than every window are of no use to any key.
+    await this.#db.run("delete from throttle_failures where at <= ?", forget);
+  }
+
+  async clear(key: string): Promise<void> {
+    await this.#db.run("delete from throttle_failures where key = ?", key);
+  }
+}
 
 /**
  * Failure counts over a sliding window, per key (an email, an address).
@@ -38,68 +111,77 @@ const MAX_KEYS = 10_000;
  * ```ts
  * import assert from "node:assert/strict";
  *
- * const throttle = new Throttle({ failures: 5, windowMs: 60_000 });
- * assert.equal(throttle.retryAfter("ana@example.com"), 0); // no failure yet: no wait
+ * const throttle = new Throttle({ failures: 2, windowMs: 60_000 });
+ * assert.equal(await throttle.retryAfter("ana@example.com"), 0); // no failure yet: no wait
+ * await throttle.fail("ana@example.com");
+ * await throttle.fail("ana@example.com");
+ * assert.ok((await throttle.retryAfter("ana@example.com")) > 0);
  * ```
  */
 export class Throttle {
   readonly limit: ThrottleLimit;
-  readonly #failures = new Map<string, number[]>();
+  readonly #store: ThrottleStore;
+  readonly #name: string;
   readonly #now: () => number;
 
-  /** @param now Clock in ms (tests pass their own). */
-  constructor(limit: ThrottleLimit, now: () => number = Date.now) {
+  /**
+   * @param store Where failures are kept. @default in memory
+   * @param name Prefix of its keys in a shared store, so throttles do not count each other's.
+   * @param now Clock in ms (tests pass their own).
+   */
+  constructor(
+    limit: ThrottleLimit,
+    store: ThrottleStore = new MemoryThrottleStore(),
+    name = "",
+    now: () => number = Date.now,
+  ) {
     this.limit = limit;
+    this.#store = store;
+    this.#name = name;
     this.#now = now;
   }
 
-  #recent(key: string): number[] {
-    const since = this.#now() - this.limit.windowMs;
-    const times = (this.#failures.get(key) ?? []).filter((t) => t > since);
-    if (times.length === 0) this.#failures.delete(key);
-    else this.#failures.set(key, times);
-    return times;
-  }
-
   /** Seconds until `key` may try again; 0 when it may now. */
-  retryAfter(key: string): number {
-    const times = this.#recent(key);
+  async retryAfter(key: string): Promise<number> {
+    const now = this.#now();
+    const times = await this.#store.recent(this.#name + key, now - this.limit.windowMs);
     if (times.length < this.limit.failures) return 0;
     const freed = times[times.length - this.limit.failures] + this.limit.windowMs;
-    return Math.max(1, Math.ceil((freed - this.#now()) / 1000));
+    return Math.max(1, Math.ceil((freed - now) / 1000));
   }
 
   /** Counts a failure of `key`. */
-  fail(key: string): void {
-    const times = this.#recent(key);
-    times.push(this.#now());
-    this.#failures.delete(key);
-    this.#failures.set(key, times.slice(-this.limit.failures));
-    if (this.#failures.size > MAX_KEYS) {
-      const oldest = this.#failures.keys().next().value;
-      if (oldest !== undefined) this.#failures.delete(oldest);
-    }
+  async fail(key: string): Promise<void> {
+    const now = this.#now();
+    await this.#store.add(this.#name + key, now, now - LONGEST_WINDOW_MS);
   }
 
   /** Forgets `key`'s failures (after a success). */
-  clear(key: string): void {
-    this.#failures.delete(key);
+  async clear(key: string): Promise<void> {
+    await this.#store.clear(this.#name + key);
   }
 }
 
-/** The throttles one server shares between its API and its sign-in page. */
+/** The longest window of the documented limits: failures older than it count nowhere. */
+const LONGEST_WINDOW_MS = Math.max(
+  SIGN_IN_PER_ACCOUNT.windowMs,
+  SIGN_IN_PER_ADDRESS.windowMs,
+  KEY_CHECK_PER_ADDRESS.windowMs,
+);
+
+/** The throttles of one server. */
 export interface Throttles {
   signInPerAccount: Throttle;
   signInPerAddress: Throttle;
   keyCheckPerAddress: Throttle;
 }
 
-/** Fresh throttles with the documented limits. */
-export function newThrottles(): Throttles {
+/** Throttles with the documented limits, counting in `store` (the server's database). */
+export function newThrottles(store: ThrottleStore = new MemoryThrottleStore()): Throttles {
   return {
-    signInPerAccount: new Throttle(SIGN_IN_PER_ACCOUNT),
-    signInPerAddress: new Throttle(SIGN_IN_PER_ADDRESS),
-    keyCheckPerAddress: new Throttle(KEY_CHECK_PER_ADDRESS),
+    signInPerAccount: new Throttle(SIGN_IN_PER_ACCOUNT, store, "sign-in account "),
+    signInPerAddress: new Throttle(SIGN_IN_PER_ADDRESS, store, "sign-in address "),
+    keyCheckPerAddress: new Throttle(KEY_CHECK_PER_ADDRESS, store, "key check address "),
   };
 }
 

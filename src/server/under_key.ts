@@ -9,6 +9,7 @@
 import type { Context } from "hono";
 import { IDEMPOTENCY_KEY_PATTERN } from "../request/options.ts";
 import type { ServerContext } from "./context.ts";
+import type { Queries } from "./db.ts";
 import { invalid } from "./errors.ts";
 import {
   claimKey,
@@ -40,15 +41,15 @@ export async function underKey(
   ctx: ServerContext,
   where: KeyScope | undefined,
   body: Record<string, unknown>,
-  create: (complete: (objectId: string) => void) => Promise<string>,
+  create: (complete: (tx: Queries, objectId: string) => Promise<void>) => Promise<string>,
 ): Promise<{ id: string; replayed: boolean }> {
-  if (!where) return { id: await create(() => {}), replayed: false };
+  if (!where) return { id: await create(() => Promise.resolve()), replayed: false };
   const claim = await claimKey(ctx.db, where, await hashRequest(body));
   if (claim.kind === "replay") return { id: claim.objectId, replayed: true };
   try {
-    return { id: await create((id) => completeKey(ctx.db, where, id)), replayed: false };
+    return { id: await create((tx, id) => completeKey(tx, where, id)), replayed: false };
   } catch (error) {
-    releaseKey(ctx.db, where);
+    await releaseKey(ctx.db, where);
     throw error;
   }
 }

@@ -14,9 +14,8 @@
  * @module
  */
 
-import type { DatabaseSync } from "node:sqlite";
 import type { ServerContext } from "./context.ts";
-import { now, type Row } from "./db.ts";
+import { now, type Queries, type Row } from "./db.ts";
 import { renderJson } from "./renders.ts";
 import { randomId } from "./secrets.ts";
 import { backoffDelay as sharedBackoff, sleep } from "../util/async.ts";
@@ -40,19 +39,25 @@ export type DeliveryEvent = "completed" | "failed";
  *
  * @returns The delivery id, or undefined when the render has no `callback_url`.
  */
-export function enqueueDelivery(
-  db: DatabaseSync,
+export async function enqueueDelivery(
+  db: Queries,
   renderId: string,
   event: DeliveryEvent,
-): string | undefined {
-  const render = db.prepare("select callback_url from renders where id = ?").get(renderId) as
+): Promise<string | undefined> {
+  const render = await db.get("select callback_url from renders where id = ?", renderId) as
     | Row
     | undefined;
   if (!render?.callback_url) return undefined;
   const id = randomId("whd");
-  db.prepare(
+  await db.run(
     "insert into webhook_deliveries (id, render_id, url, status, event, next_attempt_at, created_at) values (?, ?, ?, 'pending', ?, ?, ?)",
-  ).run(id, renderId, String(render.callback_url), event, Date.now(), now());
+    id,
+    renderId,
+    String(render.callback_url),
+    event,
+    Date.now(),
+    now(),
+  );
   return id;
 }
 
@@ -118,13 +123,15 @@ export function startWebhookSender(ctx: ServerContext): WebhookSender {
 
   const send = async (row: Row): Promise<void> => {
     const id = String(row.id);
-    const render = ctx.db.prepare("select * from renders where id = ?").get(
-      String(row.render_id),
-    ) as Row | undefined;
+    const render = await ctx.db.get("select * from renders where id = ?", String(row.render_id)) as
+      | Row
+      | undefined;
     if (!render) {
-      ctx.db.prepare(
+      await ctx.db.run(
         "update webhook_deliveries set status = 'failed', last_error = 'the render is gone', finished_at = ? where id = ?",
-      ).run(now(), id);
+        now(),
+        id,
+      );
       return;
     }
     const attempt = Number(row.attempts) + 1;
@@ -141,9 +148,8 @@ export function startWebhookSender(ctx: ServerContext): WebhookSender {
     // Cut short by the shutdown deadline: still pending, sent again on the next start.
     if (controller.signal.aborted && !result.delivered) return;
     const final = result.delivered || !result.retryable || attempt >= MAX_DELIVERY_ATTEMPTS;
-    ctx.db.prepare(
+    await ctx.db.run(
       "update webhook_deliveries set status = ?, attempts = ?, last_status = ?, last_error = ?, next_attempt_at = ?, finished_at = ? where id = ?",
-    ).run(
       result.delivered ? "delivered" : final ? "failed" : "pending",
       attempt,
       result.status ?? null,
@@ -164,9 +170,11 @@ export function startWebhookSender(ctx: ServerContext): WebhookSender {
     let failures = 0;
     while (!stopping) {
       try {
-        const due = ctx.db.prepare(
+        const due = await ctx.db.all(
           "select * from webhook_deliveries where status = 'pending' and coalesce(next_attempt_at, 0) <= ? order by created_at limit ?",
-        ).all(Date.now(), MAX_SENDS + inFlight.size) as Row[];
+          Date.now(),
+          MAX_SENDS + inFlight.size,
+        ) as Row[];
         for (const row of due) {
           const id = String(row.id);
           if (inFlight.size >= MAX_SENDS || stopping) break;

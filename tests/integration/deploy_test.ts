@@ -23,9 +23,7 @@ import { SYSTEM_PACKAGES } from "../../src/render/system.ts";
  * name already exists, so this list cannot outlive them.
  */
 const NOT_YET_IN_VID_SERVER: ReadonlySet<string> = new Set([
-  "--database",
   "--role",
-  "VID_DATABASE_URL",
   "VID_SERVER_ROLE",
 ]);
 

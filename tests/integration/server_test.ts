@@ -13,7 +13,12 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { zipSync } from "fflate";
 import { compositionHtml, probeVideo, runVid } from "../helpers.ts";
-import { type ServerProcess, startServerProcess } from "../server_process.ts";
+import {
+  serverDataDir,
+  serverEngine,
+  type ServerProcess,
+  startServerProcess,
+} from "../server_process.ts";
 import { verifyWebhook } from "../../src/webhooks/webhooks.ts";
 import { signPath, verifyPath } from "../../src/server/secrets.ts";
 
@@ -82,7 +87,7 @@ describe("vid server", () => {
   };
 
   before(async () => {
-    dataDir = await Deno.makeTempDir({ prefix: "vid-server-test-" });
+    dataDir = await serverDataDir("vid-server-test-");
     const added = await runVid([
       "server",
       "users",
@@ -112,8 +117,7 @@ describe("vid server", () => {
     assert.match(key, /^vid_sk_[0-9a-f]{48}$/);
     otherKey = (await runVid(["server", "keys", "create", "bo@example.com", "--data-dir", dataDir]))
       .stdout.trim();
-    const secret = await Deno.stat(`${dataDir}/vid.db`);
-    assert.ok(secret.isFile);
+    if (serverEngine() === "sqlite") assert.ok((await Deno.stat(`${dataDir}/vid.db`)).isFile);
     server = await startServerProcess(dataDir, ["--allow-http-callbacks"]);
   });
 

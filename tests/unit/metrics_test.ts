@@ -26,17 +26,21 @@ import {
 } from "../../src/server/metrics.ts";
 import { parsePrometheusText, sampleValue } from "../prometheus_text.ts";
 
-async function eventually(check: () => boolean, what: string, timeoutMs = 10000) {
+async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10000,
+) {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
 
 describe("server metrics", () => {
-  it("follows Prometheus naming: vid_ prefix, _total counters, base units, help on every family", () => {
-    const families = parsePrometheusText(new ServerMetrics().text());
+  it("follows Prometheus naming: vid_ prefix, _total counters, base units, help on every family", async () => {
+    const families = parsePrometheusText(await new ServerMetrics().text());
     assert.deepEqual([...families.keys()].toSorted(), Object.values(METRIC_NAMES).toSorted());
     for (const family of families.values()) {
       assert.match(family.name, /^vid_[a-z_]+$/);
@@ -48,19 +52,18 @@ describe("server metrics", () => {
 
   it("reports queue depth, busy workers and each render's outcome, duration and frames", async () => {
     const dir = await Deno.makeTempDir({ prefix: "vid-metrics-" });
-    const db = openDatabase(`${dir}/vid.db`);
+    const db = await openDatabase(`${dir}/vid.db`);
     const account = await addUser(db, "m@example.com", "long enough password", 100);
     // 2 s at 10 fps: 20 frames.
     const insert = (id: string) =>
-      db.prepare(
+      db.run(
         "insert into renders (id, account_id, asset_id, status, request, width, height, duration_seconds, credits, created_at) values (?, ?, 'ast_x', 'queued', ?, 320, 180, 2, 1, ?)",
-      ).run(
         id,
         account.id,
         JSON.stringify({ composition: "index.html", fps: 10, format: "mp4", variables: {} }),
         now(),
       );
-    for (const id of ["rnd_ok", "rnd_bad", "rnd_gone"]) insert(id);
+    for (const id of ["rnd_ok", "rnd_bad", "rnd_gone"]) await insert(id);
     const gates = new Map<string, PromiseWithResolvers<void>>();
     const started: string[] = [];
     const standIn: RenderBackend = {
@@ -89,11 +92,11 @@ describe("server metrics", () => {
       wake: () => {},
       metrics,
     };
-    const read = () => parsePrometheusText(metrics.text());
+    const read = async () => parsePrometheusText(await metrics.text());
     const queue = startQueue(ctx, meteredBackend(standIn, metrics));
     try {
       await eventually(() => started.length === 1, "the first render started");
-      let m = read();
+      let m = await read();
       assert.equal(sampleValue(m, "vid_queue_depth", { state: "queued" }), 2);
       assert.equal(sampleValue(m, "vid_queue_depth", { state: "rendering" }), 1);
       assert.equal(sampleValue(m, "vid_workers_busy"), 1);
@@ -104,13 +107,13 @@ describe("server metrics", () => {
       gates.get("rnd_bad")!.resolve();
       await eventually(() => started.length === 3, "the third render started");
       // A delete aborts the render in flight: it counts as cancelled, not failed.
-      transitionRender(db, "rnd_gone", "deleted", { deleted_at: now() });
+      await transitionRender(db, "rnd_gone", "deleted", { deleted_at: now() });
       queue.cancel("rnd_gone");
       await eventually(
-        () => sampleValue(read(), "vid_renders_total", { status: "cancelled" }) === 1,
+        async () => sampleValue(await read(), "vid_renders_total", { status: "cancelled" }) === 1,
         "the deleted render counted",
       );
-      m = read();
+      m = await read();
       assert.equal(sampleValue(m, "vid_renders_total", { status: "completed" }), 1);
       assert.equal(sampleValue(m, "vid_renders_total", { status: "failed" }), 1);
       assert.equal(sampleValue(m, "vid_frames_rendered_total"), 20, "only the completed one");
@@ -121,23 +124,26 @@ describe("server metrics", () => {
           1,
         );
       }
-      await eventually(() => sampleValue(read(), "vid_workers_busy") === 0, "workers idle");
-      m = read();
+      await eventually(
+        async () => sampleValue(await read(), "vid_workers_busy") === 0,
+        "workers idle",
+      );
+      m = await read();
       assert.equal(sampleValue(m, "vid_queue_depth", { state: "queued" }), 0);
       assert.equal(sampleValue(m, "vid_queue_depth", { state: "rendering" }), 0);
     } finally {
       for (const gate of gates.values()) gate.resolve();
       await queue.stop();
-      db.close();
+      await db.close();
       await Deno.remove(dir, { recursive: true });
     }
   });
 
-  it("a scrape fails rather than report an empty queue when the database is away", () => {
+  it("a scrape fails rather than report an empty queue when the database is away", async () => {
     const metrics = new ServerMetrics(() => {
       throw new Error("database is locked");
     });
-    assert.throws(() => metrics.text(), /database is locked/);
+    await assert.rejects(() => metrics.text(), /database is locked/);
   });
 });
 

@@ -21,9 +21,13 @@ import {
 } from "../../src/server/render_backend.ts";
 import { FsStorage } from "../../src/server/storage.ts";
 
-async function eventually(check: () => boolean, what: string, timeoutMs = 10000) {
+async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10000,
+) {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -70,12 +74,11 @@ describe("render backend configuration and the in-flight bound (no stack)", () =
 
   it("runs at most the backend's slots at once (--lambda-max-in-flight), the rest stay queued", async () => {
     const dir = await Deno.makeTempDir({ prefix: "vid-queue-bound-" });
-    const db = openDatabase(`${dir}/vid.db`);
+    const db = await openDatabase(`${dir}/vid.db`);
     const account = await addUser(db, "q@example.com", "long enough password", 100);
     for (let i = 0; i < 5; i++) {
-      db.prepare(
+      await db.run(
         "insert into renders (id, account_id, asset_id, status, request, width, height, duration_seconds, credits, created_at) values (?, ?, 'ast_x', 'queued', ?, 320, 180, 1, 1, ?)",
-      ).run(
         `rnd_${i}`,
         account.id,
         JSON.stringify({ composition: "index.html", fps: 30, format: "mp4", variables: {} }),
@@ -113,21 +116,20 @@ describe("render backend configuration and the in-flight bound (no stack)", () =
     try {
       await eventually(() => inFlight === 2, "two renders in flight");
       await new Promise((r) => setTimeout(r, 300));
-      const counts = () =>
+      const counts = async () =>
         Object.fromEntries(
-          (db.prepare("select status, count(*) as n from renders group by status").all() as {
-            status: string;
-            n: number;
-          }[]).map((r) => [r.status, r.n]),
+          (await db.all<{ status: string; n: number }>(
+            "select status, count(*) as n from renders group by status",
+          )).map((r) => [r.status, r.n]),
         );
-      assert.deepEqual(counts(), { rendering: 2, queued: 3 });
+      assert.deepEqual(await counts(), { rendering: 2, queued: 3 });
       release();
-      await eventually(() => counts().completed === 5, "all five completed");
+      await eventually(async () => (await counts()).completed === 5, "all five completed");
       assert.equal(most, 2);
     } finally {
       release();
       await queue.stop();
-      db.close();
+      await db.close();
       await Deno.remove(dir, { recursive: true });
     }
   });

@@ -16,9 +16,13 @@ import { startQueue } from "../../src/server/queue.ts";
 import type { RenderBackend } from "../../src/server/render_backend.ts";
 import { FsStorage } from "../../src/server/storage.ts";
 
-async function eventually(check: () => boolean, what: string, timeoutMs = 10000) {
+async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10000,
+) {
   const deadline = Date.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -27,19 +31,25 @@ async function eventually(check: () => boolean, what: string, timeoutMs = 10000)
 /** A database with `queued` renders named `<account>-<n>`, recorded in the order given. */
 async function queueOf(accountsInOrder: string[]) {
   const dir = await Deno.makeTempDir({ prefix: "vid-queue-order-" });
-  const db = openDatabase(`${dir}/vid.db`);
+  const db = await openDatabase(`${dir}/vid.db`);
   const counts = new Map<string, number>();
   for (const account of accountsInOrder) {
     if (!counts.has(account)) {
-      db.prepare(
+      await db.run(
         "insert into accounts (id, email, password_hash, credits, created_at) values (?, ?, '', 10, ?)",
-      ).run(account, `${account}@example.com`, now());
+        account,
+        `${account}@example.com`,
+        now(),
+      );
     }
     const n = (counts.get(account) ?? 0) + 1;
     counts.set(account, n);
-    db.prepare(
+    await db.run(
       "insert into renders (id, account_id, asset_id, status, request, width, height, duration_seconds, credits, created_at) values (?, ?, 'ast_x', 'queued', '{}', 320, 180, 1, 1, ?)",
-    ).run(`${account}-${n}`, account, now());
+      `${account}-${n}`,
+      account,
+      now(),
+    );
   }
   const context = (slots: number, maxRendersPerAccount?: number): ServerContext => ({
     db,
@@ -52,15 +62,13 @@ async function queueOf(accountsInOrder: string[]) {
     limits: serverLimits({ maxRendersPerAccount }, slots),
     wake: () => {},
   });
-  const statuses = (): Record<string, string> =>
+  const statuses = async (): Promise<Record<string, string>> =>
     Object.fromEntries(
-      (db.prepare("select id, status from renders order by seq").all() as {
-        id: string;
-        status: string;
-      }[]).map((r) => [r.id, r.status]),
+      (await db.all<{ id: string; status: string }>("select id, status from renders order by seq"))
+        .map((r) => [r.id, r.status]),
     );
   const close = async () => {
-    db.close();
+    await db.close();
     await Deno.remove(dir, { recursive: true });
   };
   return { context, statuses, close };
@@ -84,7 +92,7 @@ describe("render queue order", () => {
       await eventually(() => order.length === 5, "five renders");
       assert.deepEqual(order, ["a-1", "b-1", "c-1", "a-2", "a-3"]);
       await eventually(
-        () => Object.values(statuses()).every((s) => s === "completed"),
+        async () => Object.values(await statuses()).every((s) => s === "completed"),
         "all completed",
       );
     } finally {
@@ -108,9 +116,12 @@ describe("render queue order", () => {
     assert.equal(ctx.limits.maxRendersPerAccount, 1);
     const queue = startQueue(ctx, backend);
     try {
-      await eventually(() => statuses()["b-1"] === "rendering", "b's render to start");
+      await eventually(
+        async () => (await statuses())["b-1"] === "rendering",
+        "b's render to start",
+      );
       await new Promise((r) => setTimeout(r, 300));
-      assert.deepEqual(statuses(), {
+      assert.deepEqual(await statuses(), {
         "a-1": "rendering",
         "a-2": "queued",
         "a-3": "queued",
@@ -118,7 +129,7 @@ describe("render queue order", () => {
       });
       release();
       await eventually(
-        () => Object.values(statuses()).every((s) => s === "completed"),
+        async () => Object.values(await statuses()).every((s) => s === "completed"),
         "all completed",
       );
     } finally {

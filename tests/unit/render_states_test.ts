@@ -6,9 +6,9 @@
  * @module
  */
 
-import { after, describe, it } from "node:test";
+import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { openDatabase } from "../../src/server/db.ts";
+import { type Database, openDatabase } from "../../src/server/db.ts";
 import {
   canTransition,
   RENDER_STATUSES,
@@ -20,23 +20,28 @@ import {
 
 describe("render states", () => {
   const dir = Deno.makeTempDirSync({ prefix: "vid-render-states-" });
-  const db = openDatabase(`${dir}/vid.db`);
-  db.exec(
-    "insert into accounts (id, email, password_hash, created_at) values ('acc', 'a@example.com', '', '')",
-  );
+  let db: Database;
+  before(async () => {
+    db = await openDatabase(`${dir}/vid.db`);
+    await db.run(
+      "insert into accounts (id, email, password_hash, created_at) values ('acc', 'a@example.com', '', '')",
+    );
+  });
   let n = 0;
-  const render = (status: RenderStatus): string => {
+  const render = async (status: RenderStatus): Promise<string> => {
     const id = `rnd_${++n}`;
-    db.prepare(
+    await db.run(
       "insert into renders (id, account_id, status, request, created_at) values (?, 'acc', ?, '{}', '')",
-    ).run(id, status);
+      id,
+      status,
+    );
     return id;
   };
-  const statusOf = (id: string): unknown =>
-    (db.prepare("select status from renders where id = ?").get(id) as { status: string }).status;
+  const statusOf = async (id: string): Promise<unknown> =>
+    (await db.get<{ status: string }>("select status from renders where id = ?", id))?.status;
 
-  after(() => {
-    db.close();
+  after(async () => {
+    await db.close();
     Deno.removeSync(dir, { recursive: true });
   });
 
@@ -57,16 +62,16 @@ describe("render states", () => {
     assert.deepEqual(RENDER_TRANSITIONS.deleted, []);
   });
 
-  it("moves a row along every allowed move and refuses, logs and leaves it on any other", () => {
+  it("moves a row along every allowed move and refuses, logs and leaves it on any other", async () => {
     const logged: string[] = [];
     const previous = setTransitionLog((message) => logged.push(message));
     try {
       for (const from of RENDER_STATUSES) {
         for (const to of RENDER_STATUSES) {
-          const id = render(from);
-          const moved = transitionRender(db, id, to);
+          const id = await render(from);
+          const moved = await transitionRender(db, id, to);
           assert.equal(moved, canTransition(from, to), `${from} -> ${to}`);
-          assert.equal(statusOf(id), moved ? to : from, `${from} -> ${to}`);
+          assert.equal(await statusOf(id), moved ? to : from, `${from} -> ${to}`);
         }
       }
       const refusals = RENDER_STATUSES.length ** 2 - 8;
@@ -80,26 +85,26 @@ describe("render states", () => {
     }
   });
 
-  it("never moves a render once deleted_at is set, whatever its status says", () => {
+  it("never moves a render once deleted_at is set, whatever its status says", async () => {
     const previous = setTransitionLog(() => {});
     try {
-      const id = render("rendering");
-      db.prepare("update renders set deleted_at = 'x' where id = ?").run(id);
-      assert.equal(transitionRender(db, id, "completed", { progress: 1 }), false);
-      assert.equal(statusOf(id), "rendering");
+      const id = await render("rendering");
+      await db.run("update renders set deleted_at = 'x' where id = ?", id);
+      assert.equal(await transitionRender(db, id, "completed", { progress: 1 }), false);
+      assert.equal(await statusOf(id), "rendering");
     } finally {
       setTransitionLog(previous);
     }
   });
 
-  it("sets the given columns with the status", () => {
-    const id = render("queued");
-    assert.ok(transitionRender(db, id, "rendering", { started_at: "2026-01-01T00:00:00Z" }));
-    assert.ok(transitionRender(db, id, "failed", { error: "boom", completed_at: "t" }));
-    const row = db.prepare(
+  it("sets the given columns with the status", async () => {
+    const id = await render("queued");
+    assert.ok(await transitionRender(db, id, "rendering", { started_at: "2026-01-01T00:00:00Z" }));
+    assert.ok(await transitionRender(db, id, "failed", { error: "boom", completed_at: "t" }));
+    const row = await db.get(
       "select status, started_at, error, completed_at from renders where id = ?",
-    )
-      .get(id);
+      id,
+    );
     assert.deepEqual({ ...row }, {
       status: "failed",
       started_at: "2026-01-01T00:00:00Z",

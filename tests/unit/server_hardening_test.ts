@@ -64,22 +64,19 @@ describe("server hardening units", () => {
                  ('rnd_l', 'acct_1', 'queued', '{}', 1, 'now', null);
       `);
       old.close();
-      const db = openDatabase(`${dir}/vid.db`);
-      const rows = db.prepare("select id, status, seq from renders order by seq").all() as Json[];
+      const db = await openDatabase(`${dir}/vid.db`);
+      const rows = await db.all<Json>("select id, status, seq from renders order by seq");
       assert.deepEqual(rows.map((r) => [r.id, r.status]), [
         ["rnd_q", "deleted"],
         ["rnd_c", "deleted"],
         ["rnd_l", "queued"],
       ]);
-      assert.equal((db.prepare("select credits from accounts").get() as Json).credits, 14);
-      db.prepare(
+      assert.equal((await db.get<Json>("select credits from accounts"))?.credits, 14);
+      await db.run(
         "insert into renders (id, account_id, status, request, created_at) values ('rnd_n', 'acct_1', 'deleted', '{}', 'now')",
-      ).run();
-      assert.equal(
-        (db.prepare("select seq from renders where id = 'rnd_n'").get() as Json).seq,
-        4,
       );
-      db.close();
+      assert.equal((await db.get<Json>("select seq from renders where id = 'rnd_n'"))?.seq, 4);
+      await db.close();
       assert.equal((await Deno.stat(`${dir}/vid.db`)).mode! & 0o777, 0o600);
     } finally {
       await Deno.remove(dir, { recursive: true });

@@ -1,0 +1,186 @@
+/**
+ * The networked engine: PostgreSQL through the npm client `postgres` (see ARCHITECTURE.md for
+ * why that client), behind the same {@linkcode Database} as SQLite. Statements keep the `?`
+ * placeholders server code writes; they become `$1, $2, …` here. Transactions run
+ * `serializable`, so the read-then-write steps the server does in one (charge a render,
+ * claim an idempotency key, take the next queued render) stay correct when several
+ * instances run them at once; one that loses a conflict is run again from the start.
+ *
+ * @module
+ */
+
+import postgres from "postgres";
+import type { Database, Queries, Row, SqlValue } from "./mod.ts";
+import { migratePostgres } from "./schema.ts";
+import { TransactionOverError } from "./sqlite.ts";
+import { checkPostgresUrl, DatabaseUnavailableError, DatabaseUnreachableError } from "./url.ts";
+
+/** Seconds a connection attempt may take before the database counts as unreachable. */
+export const CONNECT_TIMEOUT_SECONDS = 10;
+/** Connections one instance keeps to PostgreSQL at most. */
+export const POOL_SIZE = 10;
+/** Times a transaction that lost a serialization conflict is run again before it fails. */
+const CONFLICT_RETRIES = 8;
+/** SQLSTATEs of a transaction that lost to a concurrent one and may simply run again. */
+const RETRYABLE = new Set(["40001", "40P01"]);
+
+/**
+ * Codes of errors that say the database is away rather than that a statement is wrong: the
+ * client's own (no connection) and PostgreSQL's connection and shutdown classes.
+ */
+const AWAY = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ETIMEDOUT",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "57P01",
+  "57P02",
+  "57P03",
+  "08000",
+  "08001",
+  "08003",
+  "08004",
+  "08006",
+]);
+
+/** `error` as a {@linkcode DatabaseUnavailableError} when it says the database is away. */
+function away(error: unknown): unknown {
+  const code = String((error as { code?: unknown } | undefined)?.code);
+  if (!AWAY.has(code)) return error;
+  return new DatabaseUnavailableError(
+    error instanceof Error ? error.message : String(error),
+    { cause: error },
+  );
+}
+
+/**
+ * `sql` with each `?` outside a quoted string turned into `$n`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(numberedPlaceholders("a = ? and b = '?' and c = ?"), "a = $1 and b = '?' and c = $2");
+ * ```
+ */
+export function numberedPlaceholders(sql: string): string {
+  let n = 0;
+  let quoted = false;
+  let out = "";
+  for (const char of sql) {
+    if (char === "'") quoted = !quoted;
+    out += char === "?" && !quoted ? `$${++n}` : char;
+  }
+  return out;
+}
+
+type Sql = postgres.Sql<Record<string, never>>;
+
+class PostgresQueries implements Queries {
+  readonly #sql: () => postgres.Sql | postgres.TransactionSql;
+  constructor(sql: () => postgres.Sql | postgres.TransactionSql) {
+    this.#sql = sql;
+  }
+  async #query(sql: string, params: SqlValue[]): Promise<postgres.RowList<Row[]>> {
+    try {
+      return await this.#sql().unsafe<Row[]>(numberedPlaceholders(sql), params);
+    } catch (error) {
+      throw away(error);
+    }
+  }
+  async get<T = Row>(sql: string, ...params: SqlValue[]): Promise<T | undefined> {
+    const rows = await this.#query(sql, params);
+    return rows[0] === undefined ? undefined : { ...rows[0] } as T;
+  }
+  async all<T = Row>(sql: string, ...params: SqlValue[]): Promise<T[]> {
+    return (await this.#query(sql, params)).map((row) => ({ ...row }) as T);
+  }
+  async run(sql: string, ...params: SqlValue[]): Promise<number> {
+    return (await this.#query(sql, params)).count;
+  }
+}
+
+class PostgresDatabase extends PostgresQueries implements Database {
+  readonly #sql: Sql;
+  constructor(sql: Sql) {
+    super(() => sql);
+    this.#sql = sql;
+  }
+
+  async transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
+    for (let attempt = 1;; attempt++) {
+      let open = true;
+      try {
+        return await this.#sql.begin("isolation level serializable", async (sql) => {
+          try {
+            return await fn(
+              new PostgresQueries(() => {
+                if (!open) throw new TransactionOverError();
+                return sql;
+              }),
+            );
+          } finally {
+            open = false;
+          }
+        }) as T;
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (attempt >= CONFLICT_RETRIES || !RETRYABLE.has(String(code))) throw away(error);
+        // Both sides of a conflict retrying at once would likely collide again.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#sql.end({ timeout: 5 });
+  }
+}
+
+/**
+ * Connects to PostgreSQL at `url` and migrates its schema (under a lock, so instances
+ * starting together migrate once).
+ *
+ * @throws {DatabaseUrlError} `url` is not a PostgreSQL URL.
+ * @throws {DatabaseUnreachableError} Nothing answered, or it refused the credentials.
+ * @throws {SchemaTooNewError} A newer vid migrated the database.
+ *
+ * @example
+ * ```ts no_run
+ * const db = await openPostgres("postgres://vid:secret@db.internal:5432/vid");
+ * console.log(await db.get("select count(*) as n from renders"));
+ * await db.close();
+ * ```
+ */
+export async function openPostgres(url: string): Promise<Database> {
+  checkPostgresUrl(url);
+  const sql = postgres(url, {
+    max: POOL_SIZE,
+    connect_timeout: CONNECT_TIMEOUT_SECONDS,
+    onnotice: () => {},
+    // Counts and bigint columns (timestamps in ms) come back as numbers, as SQLite gives them.
+    types: {
+      int8: {
+        to: 20,
+        from: [20],
+        serialize: (value: number) => String(value),
+        parse: (value: string) => Number(value),
+      },
+    },
+  }) as unknown as Sql;
+  const db = new PostgresDatabase(sql);
+  try {
+    await migratePostgres(db);
+  } catch (error) {
+    await sql.end({ timeout: 1 }).catch(() => {});
+    if (error instanceof Error && error.name === "SchemaTooNewError") throw error;
+    const message = error instanceof Error ? error.message : String(error);
+    throw new DatabaseUnreachableError(url, message, { cause: error });
+  }
+  return db;
+}

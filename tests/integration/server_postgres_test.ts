@@ -1,0 +1,170 @@
+/**
+ * The server suite again, on PostgreSQL: `server_test.ts` and `server_queue_test.ts` run
+ * unchanged with every data folder given a database of its own on one PostgreSQL from the
+ * OS package (`VID_DATABASE_URL`, as an operator would set it), so the two engines behind
+ * `src/server/database/` cannot drift apart. Tests that are about SQLite's file lock are
+ * skipped here. Then what only PostgreSQL has: URLs, a database that does not answer or
+ * refuses the password, a schema newer than this vid, and instances starting together.
+ *
+ * @module
+ */
+
+import { describe, it } from "node:test";
+import assert from "node:assert/strict";
+import {
+  createAccount,
+  serverDatabaseRow,
+  serverDatabaseUrl,
+  serverDataDir,
+  serverEngine,
+  serverPostgres,
+  startServerProcess,
+  useServerPostgres,
+} from "../server_process.ts";
+import { ROOT, runVid } from "../helpers.ts";
+import { SCHEMA_VERSION } from "../../src/server/database/mod.ts";
+
+type Json = Record<string, unknown>;
+
+const stop = await useServerPostgres();
+await import("./server_test.ts");
+await import("./server_queue_test.ts");
+
+describe("vid server --database", () => {
+  it("refuses a URL that is not postgres:// with exit 2, and an unreachable one with exit 1, never printing the password", async () => {
+    const dataDir = await serverDataDir("vid-database-url-");
+    try {
+      const list = (database: string) =>
+        runVid(["server", "keys", "list", "--data-dir", dataDir, "--database", database]);
+      const other = await list("mysql://vid:hunter2-pass@db.internal/vid");
+      assert.equal(other.code, 2, other.stderr);
+      assert.match(
+        other.stderr,
+        /--database mysql:\/\/vid:\*\*\*@db\.internal\/vid: mysql:\/\/ is not supported/,
+      );
+      const unreachable = await list("postgres://vid:hunter2-pass@127.0.0.1:1/vid");
+      assert.equal(unreachable.code, 1, unreachable.stderr);
+      assert.match(
+        unreachable.stderr,
+        /could not use the database at postgres:\/\/vid:\*\*\*@127\.0\.0\.1:1\/vid \(.*ECONNREFUSED.*\): check that PostgreSQL runs there/,
+      );
+      const url = new URL(serverDatabaseUrl(dataDir));
+      url.password = "hunter2-pass";
+      const refused = await list(url.href);
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.match(refused.stderr, /password authentication failed/);
+      for (const result of [other, unreachable, refused]) {
+        assert.ok(!`${result.stdout}${result.stderr}`.includes("hunter2"), result.stderr);
+      }
+    } finally {
+      await Deno.remove(dataDir, { recursive: true });
+    }
+  });
+
+  it("two instances starting at once on an empty database agree on the schema and the signing secret", async () => {
+    const first = await serverDataDir("vid-database-race-");
+    const second = await Deno.makeTempDir({ prefix: "vid-database-race-" });
+    const url = serverDatabaseUrl(first);
+    const servers = await Promise.all([
+      startServerProcess(first),
+      startServerProcess(second, [], { VID_DATABASE_URL: url }),
+    ]);
+    try {
+      const [a, b] = await Promise.all(
+        [first, second].map(async (dir) => (await Deno.readTextFile(`${dir}/secret`)).trim()),
+      );
+      assert.equal(a, b, "one signing secret");
+      assert.match(a, /^sec_/);
+      assert.deepEqual(
+        await serverDatabaseRow(first, "select count(*) as n, max(version) as v from vid_schema"),
+        { n: 1, v: SCHEMA_VERSION },
+      );
+      assert.deepEqual(
+        await serverDatabaseRow(first, "select value from settings where name = 'secret'"),
+        { value: a },
+      );
+    } finally {
+      await Promise.all(servers.map((server) => server.stop()));
+      await Deno.remove(first, { recursive: true });
+      await Deno.remove(second, { recursive: true });
+    }
+  });
+
+  it("refuses to start on a database a newer vid migrated, naming both versions", async () => {
+    const dataDir = await serverDataDir("vid-database-newer-");
+    try {
+      const made = await runVid(["server", "keys", "list", "--data-dir", dataDir]);
+      assert.equal(made.code, 0, made.stderr);
+      await serverDatabaseRow(dataDir, "update vid_schema set version = ? returning version", 99);
+      // Were it to start, it would serve until killed: the deadline ends it.
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", `${ROOT}cli.ts`, "server", "--port", "0", "--data-dir", dataDir],
+        env: { VID_DATABASE_URL: serverDatabaseUrl(dataDir) },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(60_000),
+      }).output();
+      const stderr = new TextDecoder().decode(output.stderr);
+      assert.equal(output.code, 1, stderr);
+      assert.match(
+        stderr,
+        new RegExp(`schema version 99, but this vid knows versions up to ${SCHEMA_VERSION}`),
+      );
+    } finally {
+      await Deno.remove(dataDir, { recursive: true });
+    }
+  });
+});
+
+describe("vid server while PostgreSQL is away", () => {
+  it("answers 503 with Retry-After and /readyz says why, then serves again once it is back", async () => {
+    const dataDir = await serverDataDir("vid-database-away-");
+    const key = await createAccount(dataDir, "away@example.com");
+    const server = await startServerProcess(dataDir);
+    const me = async (): Promise<{ status: number; retry: string | null; body: Json }> => {
+      const response = await fetch(`${server.url}/v3/me`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      return {
+        status: response.status,
+        retry: response.headers.get("retry-after"),
+        body: await response.json(),
+      };
+    };
+    try {
+      assert.equal((await me()).status, 200);
+      await serverPostgres()!.stop();
+      const away = await me();
+      assert.deepEqual(
+        { status: away.status, retry: away.retry, code: (away.body.error as Json).code },
+        { status: 503, retry: "5", code: "vid_unavailable" },
+      );
+      const ready = await fetch(`${server.url}/readyz`);
+      const readyBody = await ready.json();
+      assert.equal(ready.status, 503);
+      assert.notEqual(readyBody.checks.database, "ok", JSON.stringify(readyBody));
+      assert.equal(readyBody.checks.storage, "ok");
+      await serverPostgres()!.start();
+      const deadline = Date.now() + 30_000;
+      let back = await me();
+      while (back.status !== 200 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        back = await me();
+      }
+      assert.equal(back.status, 200, JSON.stringify(back.body));
+      assert.equal(back.body.email, "away@example.com");
+    } finally {
+      await server.stop();
+      await Deno.remove(dataDir, { recursive: true });
+    }
+  });
+});
+
+describe("the server suite on PostgreSQL", () => {
+  it("ran on PostgreSQL, and its database server stops with nothing left running", async () => {
+    assert.equal(serverEngine(), "postgres");
+    await stop();
+    assert.equal(serverEngine(), "sqlite");
+  });
+});
