@@ -9,11 +9,12 @@
  * @module
  */
 
-import { mkdir, stat } from "node:fs/promises";
+import { mkdir, readdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Variables } from "../composition/declarations.ts";
 import { createBrowserPool } from "../render/capture_mode.ts";
 import {
+  RenderCancelledError,
   renderComposition,
   RenderOptionError,
   type RenderProgress,
@@ -24,20 +25,29 @@ import { checkOption, flagOf, OPTIONS } from "../request/options.ts";
 import { frameCountOf, frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
 import { CONTENT_TYPES } from "../util/mime.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import { renderStill } from "../render/still.ts";
 
 /** Content type of a finished render, by file extension. */
 export const RENDER_EXTENSIONS: Readonly<Record<string, string>> = Object.fromEntries(
-  (["mp4", "webm", "mov", "gif"] as const).map((ext) => [ext, CONTENT_TYPES[ext]]),
+  (["mp4", "webm", "mov", "gif", "png"] as const).map((ext) => [ext, CONTENT_TYPES[ext]]),
 );
 
 /**
- * The formats the studio renders: every one-file format of `vid render` (a PNG sequence is a
- * folder, which the studio does not link; `vid render -o frames/%05d.png` writes one).
+ * The formats the studio renders: every format of `vid render` (`png`, a PNG sequence, is a
+ * folder `renders/<name>/` of `%05d.png` frames) and `still`, one frame as `renders/<name>.png`
+ * through the same `renderStill` as `vid still`.
  */
-export const STUDIO_FORMATS: readonly StudioFormat[] = ["mp4", "webm", "mov", "gif"];
+export const STUDIO_FORMATS: readonly StudioFormat[] = [
+  "mp4",
+  "webm",
+  "mov",
+  "gif",
+  "png",
+  "still",
+];
 
 /** A format the studio renders. */
-export type StudioFormat = OutputFormat | "gif";
+export type StudioFormat = OutputFormat | "gif" | "png" | "still";
 
 /** Where a studio render is. */
 export type PreviewRenderState = "idle" | "rendering" | "done" | "failed" | "cancelled";
@@ -49,8 +59,13 @@ export interface PreviewRenderStatus {
   id: number;
   /** Progress while rendering (and the last progress after). */
   progress?: RenderProgress;
-  /** File name inside the render folder, once done. */
+  /**
+   * File name inside the render folder, once done; of a PNG sequence, its first frame
+   * (`clip/00003.png`).
+   */
   file?: string;
+  /** A PNG sequence's folder inside the render folder (`clip/`), once done. */
+  folder?: string;
   /** Absolute path of the finished file. */
   output?: string;
   /** Size of the finished file in bytes. */
@@ -113,7 +128,7 @@ export interface RenderRequest {
   quality?: Quality;
   /** Device pixels per CSS pixel (`--scale`). @default 1 */
   scale?: number;
-  /** Only frames `from`..`to` (inclusive). @default every frame */
+  /** Only frames `from`..`to` (inclusive); a still is frame `from`. @default every frame */
   frames?: { from: number; to: number };
   /** File name without extension; `-2`, `-3`… are added when it exists. @default dated */
   name?: string;
@@ -140,15 +155,8 @@ export function renderRequestFrom(
   }
   // Format, quality and range through the render request's declarations: the same words
   // as `vid render --format/--quality/--frames`.
-  const format = checkOption(OPTIONS.format, body.format);
-  if (format === "png") {
-    throw new RenderOptionError(
-      "format",
-      "a PNG sequence is a folder of files, which the studio does not render; use " +
-        "vid render -o frames/%05d.png",
-      flagOf(OPTIONS.format),
-    );
-  }
+  // `still` is the studio's word for `vid still`; every other word is `vid render --format`'s.
+  const format = body.format === "still" ? "still" : checkOption(OPTIONS.format, body.format);
   if (format !== undefined) result.format = format;
   const quality = checkOption(OPTIONS.quality, body.quality);
   if (quality !== undefined) result.quality = quality;
@@ -170,7 +178,7 @@ export function renderRequestFrom(
     result.frames = frames;
   }
   if (body.name !== undefined && body.name !== "") {
-    const name = String(body.name).replace(/\.(mp4|webm|mov)$/i, "");
+    const name = String(body.name).replace(/\.(mp4|webm|mov|gif|png)$/i, "");
     if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/.test(name)) {
       throw new RenderOptionError(
         "name",
@@ -200,7 +208,10 @@ export interface RenderJobs {
   close(): Promise<void>;
 }
 
-/** `hello-20260126-101502.mp4` (or the name asked for), with `-2`, `-3`… when it exists. */
+/**
+ * `hello-20260126-101502.mp4` (or the name asked for), with `-2`, `-3`… when it exists; a
+ * PNG sequence is a folder (no extension), a still a `.png`.
+ */
 async function outputName(
   dir: string,
   id: string,
@@ -208,14 +219,22 @@ async function outputName(
   format: StudioFormat,
   asked?: string,
 ): Promise<string> {
+  const extension = format === "png" ? "" : format === "still" ? ".png" : `.${format}`;
   const stamp = now.toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
   const safeId = id.replace(/[^A-Za-z0-9._-]/g, "_") || "render";
   const stem = asked ?? `${safeId}-${stamp}`;
   for (let n = 1;; n++) {
-    const name = `${stem}${n > 1 ? `-${n}` : ""}.${format}`;
+    const name = `${stem}${n > 1 ? `-${n}` : ""}${extension}`;
     const taken = await stat(join(dir, name)).then(() => true, () => false);
     if (!taken) return name;
   }
+}
+
+/** Bytes of the files in a PNG sequence's folder. */
+async function folderBytes(dir: string, names: string[]): Promise<number> {
+  let total = 0;
+  for (const name of names) total += (await stat(join(dir, name))).size;
+  return total;
 }
 
 function describeError(error: unknown): NonNullable<PreviewRenderStatus["error"]> {
@@ -262,6 +281,7 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
   };
 
   const run = async (id: number, request: RenderRequest, signal: AbortSignal): Promise<void> => {
+    const started = performance.now();
     try {
       await mkdir(rendersDir, { recursive: true });
       const format = request.format ?? OPTIONS.videoFormat.default!;
@@ -272,6 +292,40 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
         format,
         request.name,
       );
+      if (format === "still") {
+        // One frame through `vid still`'s function (a PNG keeps the page's transparency).
+        // It has no abort signal: cancel waits for the one frame (under the frame deadline)
+        // and then removes it, so a cancelled still leaves no file either.
+        const still = await renderStill({
+          target: request.composition === undefined
+            ? options.target
+            : options.projectDir ?? options.target,
+          composition: request.composition ?? options.composition,
+          values: request.values,
+          strictVariables: true,
+          fps: request.fps,
+          frame: request.frames?.from ?? 0,
+          scale: request.scale,
+          frameTimeoutMs: options.frameTimeoutMs,
+          output: join(rendersDir, file),
+        });
+        if (signal.aborted) {
+          await rm(still.output, { force: true });
+          throw new RenderCancelledError();
+        }
+        publish({
+          state: "done",
+          id,
+          file,
+          output: still.output,
+          bytes: still.bytes,
+          frames: 1,
+          elapsedMs: Math.round(performance.now() - started),
+        });
+        return;
+      }
+      // A PNG sequence: the folder `renders/<name>/`, frames named as `vid render` names them.
+      const sequence = format === "png";
       const result: RenderResult = await renderComposition({
         target: request.composition === undefined
           ? options.target
@@ -286,21 +340,24 @@ export function createRenderJobs(options: RenderJobsOptions): RenderJobs {
         frames: request.frames,
         workers: options.workers,
         frameTimeoutMs: options.frameTimeoutMs,
-        output: join(rendersDir, file),
+        output: sequence ? join(rendersDir, file, "%05d.png") : join(rendersDir, file),
         signal,
         browsers,
         onProgress: (progress) => {
           if (current.id === id) publish({ state: "rendering", id, progress });
         },
       });
-      const info = await stat(result.output);
+      const frames = sequence ? (await readdir(join(rendersDir, file))).sort() : [];
+      const bytes = sequence
+        ? await folderBytes(join(rendersDir, file), frames)
+        : (await stat(result.output)).size;
       publish({
         state: "done",
         id,
         progress: current.progress,
-        file,
-        output: result.output,
-        bytes: info.size,
+        ...(sequence ? { file: `${file}/${frames[0]}`, folder: `${file}/` } : { file }),
+        output: sequence ? join(rendersDir, file) : result.output,
+        bytes,
         frames: result.frames,
         elapsedMs: Math.round(result.elapsedMs),
       });

@@ -20,7 +20,8 @@
  * - `POST /__preview/render` (`{values, entry?, format?, quality?, from?, to?, name?}`),
  *   `GET /__preview/render`: start one render, read its status (with progress and ETA).
  * - `POST /__preview/render/cancel`: stop the running render (no file is left).
- * - `GET /__preview/renders/<file>`: a finished render, for download.
+ * - `GET /__preview/renders/<file>`: a finished render, for download (a PNG sequence's
+ *   frames as `renders/<folder>/<frame>.png`).
  * - anything else: the project's files; a composition HTML gets the runtime with the
  *   variables of its `vars` query parameter (JSON) at the frame rate of `fps`, and the
  *   video proxies prepared so far (their version in the runtime element's
@@ -490,7 +491,11 @@ async function proxy(project: ProjectServer, request: Request, url: URL): Promis
 async function download(rendersDir: string, name: string): Promise<Response> {
   const file = join(rendersDir, name);
   const type = RENDER_EXTENSIONS[extname(name).slice(1)];
-  if (name !== basename(name) || name.startsWith(".") || type === undefined) {
+  // A render is a file in the folder, or a frame of a PNG sequence's folder (`clip/00000.png`).
+  const parts = name.split("/");
+  const safe = parts.length <= 2 && parts.every((p) => p !== "" && !p.startsWith(".")) &&
+    (parts.length === 1 || extname(name) === ".png") && !name.includes("\\");
+  if (!safe || type === undefined) {
     return json(errorBody(new Error(`not a render: ${name}`)), 404);
   }
   const info = await stat(file).catch(() => undefined);
@@ -500,7 +505,7 @@ async function download(rendersDir: string, name: string): Promise<Response> {
     headers: {
       "content-type": type,
       "content-length": String(info.size),
-      "content-disposition": `attachment; filename="${name}"`,
+      "content-disposition": `attachment; filename="${basename(name)}"`,
       ...NO_STORE,
     },
   });

@@ -79,6 +79,7 @@ export function studioClient(): void {
       etaSeconds?: number;
     };
     file?: string;
+    folder?: string;
     bytes?: number;
     frames?: number;
     elapsedMs?: number;
@@ -1467,14 +1468,17 @@ export function studioClient(): void {
         : `Rendering: ${p?.stage ?? "starting"}`;
       renderStatus.dataset.eta = p?.etaSeconds === undefined ? "" : String(p.etaSeconds);
     } else if (status.state === "done" && status.file) {
+      // A PNG sequence is a folder: the link opens its first frame, the text names the folder.
+      const file = status.file;
       const link = document.createElement("a");
       link.id = "render-link";
-      link.href = `/__preview/renders/${encodeURIComponent(status.file)}`;
-      link.download = status.file;
-      link.textContent = `renders/${status.file}`;
+      link.href = `/__preview/renders/${file.split("/").map(encodeURIComponent).join("/")}`;
+      link.download = file.split("/").pop()!;
+      link.textContent = `renders/${file}`;
       renderStatus.append(
-        "Done: ",
+        status.folder ? `Done: renders/${status.folder} (first frame: ` : "Done: ",
         link,
+        status.folder ? ")" : "",
         ` (${status.frames} frames, ${formatBytes(status.bytes ?? 0)}, ${
           ((status.elapsedMs ?? 0) / 1000).toFixed(1)
         } s)`,
@@ -1486,12 +1490,15 @@ export function studioClient(): void {
     }
   };
 
+  /** What the dialog shows for a choice whose value is not self-explaining. */
+  const OPTION_LABELS: Record<string, string> = { png: "PNG sequence", still: "Still (PNG)" };
+
   const fillOptions = (select: HTMLSelectElement, options: string[], chosen: string): void => {
     const keep = select.value || chosen;
     select.replaceChildren(...options.map((value) => {
       const option = document.createElement("option");
       option.value = value;
-      option.textContent = value;
+      option.textContent = OPTION_LABELS[value] ?? value;
       return option;
     }));
     select.value = options.includes(keep) ? keep : chosen;
@@ -1508,6 +1515,14 @@ export function studioClient(): void {
     renderTo.value = last;
   });
 
+  // A still is one frame: the playhead's, which "from" then holds (and the user may change).
+  renderFormat.addEventListener("change", () => {
+    if (renderFormat.value === "still") {
+      renderFrom.value = String(clampFrame(Number(scrubber.value)));
+    }
+    renderTo.disabled = renderFormat.value === "still";
+  });
+
   renderButton.addEventListener("click", () => {
     if (!info) return;
     fillOptions(renderFormat, info.render.formats, "mp4");
@@ -1515,7 +1530,10 @@ export function studioClient(): void {
     fillOptions(renderScale, info.render.scales, "1");
     renderFps.value = String(+info.fps.toFixed(3));
     renderFrom.max = renderTo.max = String(lastFrame());
-    renderFrom.value = "0";
+    renderTo.disabled = renderFormat.value === "still";
+    renderFrom.value = renderFormat.value === "still"
+      ? String(clampFrame(Number(scrubber.value)))
+      : "0";
     renderTo.value = String(lastFrame());
     renderName.placeholder = `${info.id}-<date>-<time>`;
     renderDialog.showModal();
@@ -1539,7 +1557,11 @@ export function studioClient(): void {
           ...(renderFps.value !== String(+(info?.fps ?? 0).toFixed(3))
             ? { fps: Number(renderFps.value) }
             : {}),
-          ...(from !== 0 || to !== Number(renderTo.max) ? { from, to } : {}),
+          ...(renderFormat.value === "still"
+            ? { from, to: from }
+            : from !== 0 || to !== Number(renderTo.max)
+            ? { from, to }
+            : {}),
           ...(renderName.value.trim() ? { name: renderName.value.trim() } : {}),
         }),
       });

@@ -15,7 +15,7 @@ import assert from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { findChromium } from "../../src/render/system.ts";
 import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "../preview_process.ts";
-import { gsapSource, probeVideo, ROOT } from "../helpers.ts";
+import { gsapSource, pixelSeries, probeVideo, ROOT } from "../helpers.ts";
 
 const SHOTS = `${ROOT}.test-results/studio`;
 
@@ -711,7 +711,7 @@ describe("the vid preview studio for template authors", () => {
         "#render-format option",
         (os) => os.map((o) => (o as HTMLOptionElement).value),
       ),
-      ["mp4", "webm", "mov", "gif"],
+      ["mp4", "webm", "mov", "gif", "png", "still"],
     );
     await studio.select("#render-format", "webm");
     await studio.select("#render-quality", "draft");
@@ -764,10 +764,111 @@ describe("the vid preview studio for template authors", () => {
     const refused = await fetch(`${preview.url}__preview/render`, {
       method: "POST",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ values: {}, format: "png" }),
+      body: JSON.stringify({ values: {}, format: "tiff" }),
     });
     assert.equal(refused.status, 400);
-    assert.match((await refused.json()).error.message, /PNG sequence .* vid render -o frames/);
+    assert.equal((await refused.json()).error.field, "format");
+  });
+
+  it("the render dialog renders a PNG sequence into a folder and links its first frame", async () => {
+    await studio.click("#render");
+    await studio.waitForSelector("#render-dialog[open]");
+    const labels = await studio.$$eval(
+      "#render-format option",
+      (options) => options.map((o) => `${(o as HTMLOptionElement).value}=${o.textContent}`),
+    );
+    assert.ok(labels.includes("png=PNG sequence"), labels.join(", "));
+    assert.ok(labels.includes("still=Still (PNG)"), labels.join(", "));
+    await studio.select("#render-format", "png");
+    await studio.$eval("#render-from", (el) => (el as HTMLInputElement).value = "3");
+    await studio.$eval("#render-to", (el) => (el as HTMLInputElement).value = "6");
+    await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "seq-a");
+    await studio.click("#render-start");
+    await studio.waitForFunction(
+      () =>
+        /\/__preview\/renders\/seq-a\/00003\.png$/.test(
+          (document.getElementById("render-link") as HTMLAnchorElement)?.href ?? "",
+        ),
+      { timeout: 60000 },
+    );
+    assert.match(
+      await studio.$eval("#render-status", (el) => el.textContent!),
+      /^Done: renders\/seq-a\/ \(first frame: renders\/seq-a\/00003\.png\) \(4 frames, /,
+    );
+    const files = (await Array.fromAsync(Deno.readDir(`${project}/renders/seq-a`), (e) => e.name))
+      .sort();
+    // Named by frame number, as `vid render --frames 3-6 -o seq-a/%05d.png` names them.
+    assert.deepEqual(files, ["00003.png", "00004.png", "00005.png", "00006.png"]);
+    const frame = await probeVideo(`${project}/renders/seq-a/00006.png`);
+    assert.deepEqual([frame.width, frame.height], [320, 180]);
+    const href = await studio.$eval("#render-link", (el) => (el as HTMLAnchorElement).href);
+    const served = await fetch(href);
+    assert.equal(served.headers.get("content-type"), "image/png");
+    assert.deepEqual(
+      new Uint8Array(await served.arrayBuffer()),
+      await Deno.readFile(`${project}/renders/seq-a/00003.png`),
+    );
+    const escape = await fetch(`${preview.url}__preview/renders/seq-a/..%2F..%2Findex.html`);
+    assert.equal(escape.status, 404);
+    await escape.body?.cancel();
+  });
+
+  it("the render dialog renders the playhead's frame as a still, as vid still does", async () => {
+    await typeInto(studio, "#frame-input", "15");
+    await studio.click("#render");
+    await studio.waitForSelector("#render-dialog[open]");
+    await studio.select("#render-format", "still");
+    assert.equal(await studio.$eval("#render-from", (el) => (el as HTMLInputElement).value), "15");
+    assert.ok(await studio.$eval("#render-to", (el) => (el as HTMLInputElement).disabled));
+    await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "still-a");
+    await shot(studio, "#render-dialog", "render-dialog-still");
+    await studio.click("#render-start");
+    await studio.waitForFunction(
+      () =>
+        /\/__preview\/renders\/still-a\.png$/.test(
+          (document.getElementById("render-link") as HTMLAnchorElement)?.href ?? "",
+        ),
+      { timeout: 60000 },
+    );
+    const served = await fetch(
+      await studio.$eval("#render-link", (el) => (el as HTMLAnchorElement).href),
+    );
+    assert.equal(served.headers.get("content-type"), "image/png");
+    await served.body?.cancel();
+    const bg = await studio.$eval("#var-bg", (el) => (el as HTMLInputElement).value);
+    const reference = `${project}/../still-ref.png`;
+    const cli = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        `${ROOT}cli.ts`,
+        "still",
+        project,
+        "--frame",
+        "15",
+        "--variables",
+        JSON.stringify({ bg }),
+        "-o",
+        reference,
+      ],
+      stdout: "null",
+      stderr: "piped",
+    }).output();
+    assert.equal(cli.code, 0, new TextDecoder().decode(cli.stderr));
+    const still = `${project}/renders/still-a.png`;
+    // Frame 15 (0.5 s): the box has slid to x=100..140; the background is the value on screen.
+    for (const [x, y] of [[120, 20], [20, 20], [300, 170]]) {
+      assert.deepEqual(
+        await pixelSeries(still, x, y),
+        await pixelSeries(reference, x, y),
+        `pixel ${x},${y}`,
+      );
+    }
+    assert.deepEqual(
+      await pixelSeries(still, 120, 20),
+      [[255, 255, 255, 255]],
+      "the box at frame 15",
+    );
   });
 
   it("a bad range is refused naming the field", async () => {
@@ -787,6 +888,7 @@ describe("the vid preview studio for template authors", () => {
     await waitForStage(studio, 0);
     await studio.click("#render");
     await studio.waitForSelector("#render-dialog[open]");
+    await studio.select("#render-format", "mp4");
     await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "long-one");
     await studio.click("#render-start");
     await studio.waitForFunction(
