@@ -204,16 +204,6 @@ export class FsStorage implements Storage {
   }
 
   /**
-   * Whether a file is stored under key.
-   *
-   * @example
-   * ```ts no_run
-   * import { FsStorage } from "./storage_file.ts";
-   *
-   * console.log(await new FsStorage("storage").exists("notes/a.txt"));
-   * ```
-   */
-  /**
    * Resolves when the folder exists and this process may read and write it: a shared
    * filesystem that is unmounted or a folder removed under the server fails here first.
    *
@@ -242,6 +232,16 @@ export class FsStorage implements Storage {
     }
   }
 
+  /**
+   * Whether a file is stored under key.
+   *
+   * @example
+   * ```ts no_run
+   * import { FsStorage } from "./storage_file.ts";
+   *
+   * console.log(await new FsStorage("storage").exists("notes/a.txt"));
+   * ```
+   */
   async exists(key: string): Promise<boolean> {
     try {
       return (await stat(this.#path(key))).isFile();

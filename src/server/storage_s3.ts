@@ -215,16 +215,6 @@ export class S3Storage implements Storage {
   }
 
   /**
-   * Whether an object is stored under key (a HEAD request).
-   *
-   * @example
-   * ```ts no_run
-   * import { S3Storage } from "./storage_s3.ts";
-   *
-   * console.log(await new S3Storage({ bucket: "vid" }).exists("thumbnails/abc.png"));
-   * ```
-   */
-  /**
    * Resolves when the bucket answers with this server's credentials (a HEAD of the bucket).
    *
    * @example
@@ -247,6 +237,16 @@ export class S3Storage implements Storage {
     }
   }
 
+  /**
+   * Whether an object is stored under key (a HEAD request).
+   *
+   * @example
+   * ```ts no_run
+   * import { S3Storage } from "./storage_s3.ts";
+   *
+   * console.log(await new S3Storage({ bucket: "vid" }).exists("thumbnails/abc.png"));
+   * ```
+   */
   async exists(key: string): Promise<boolean> {
     try {
       await this.client.send(
