@@ -1,8 +1,9 @@
 /**
  * Builds the code vid runs inside pages from ordinary modules: the page runtime
- * (`src/runtime/install.ts` and its imports), bundled by esbuild into one script and
+ * (`src/runtime/install.ts` and its imports) and the preview studio's client
+ * (`src/preview/studio/main.ts` and its imports), each bundled by esbuild into one script and
  * written, as a string constant, to a checked-in module the renderer and the studio inject
- * (`src/runtime/page_bundle.ts`).
+ * (`src/runtime/page_bundle.ts`, `src/preview/studio_bundle.ts`).
  *
  * ```sh
  * deno task build:page          # rewrites the bundles
@@ -59,6 +60,14 @@ export const PAGE_BUNDLES: PageBundle[] = [
     exported: "installVidRuntime",
     doc:
       "The page runtime: an expression whose value is the function `installVidRuntime` (`src/runtime/install.ts`), called with the config.",
+  },
+  {
+    name: "studio client",
+    entry: "src/preview/studio/main.ts",
+    output: "src/preview/studio_bundle.ts",
+    constant: "STUDIO_CLIENT_BUNDLE",
+    shape: "run",
+    doc: "The preview studio's script (`src/preview/studio/`): runs once on the studio page.",
   },
 ];
 

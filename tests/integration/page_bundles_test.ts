@@ -54,7 +54,8 @@ describe("page bundles", () => {
       const graph = await moduleGraph(entry);
       const specifiers = graph.map((m) => m.specifier);
       assert.deepEqual(specifiers.filter((s) => inPage.includes(s)), [], entry);
-      for (const bundle of PAGE_BUNDLES) {
+      // vid reaches every bundle (vid preview the studio's); the SDK at least the runtime's.
+      for (const bundle of entry === "cli.ts" ? PAGE_BUNDLES : PAGE_BUNDLES.slice(0, 1)) {
         assert.ok(
           specifiers.includes(`file://${ROOT}${bundle.output}`),
           `${entry} -> ${bundle.output}`,

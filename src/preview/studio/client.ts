@@ -1,7 +1,8 @@
 /**
- * The studio's script, run in the browser on the page of `studio_page.ts`. It is
- * serialised with `Function.prototype.toString`, so {@linkcode studioClient} must not
- * reference anything outside its own body.
+ * The studio's script, run in the browser on the page of `studio_page.ts`: this module wires
+ * the page's elements to the stage, transport, timeline, sound, variables panel, render
+ * dialog and live updates. `main.ts` runs it; `scripts/build_page_code.ts` bundles them into
+ * `studio_bundle.ts`, which the studio page inlines.
  *
  * The stage: the composition runs in an iframe at its native size (CSS-scaled to fit)
  * with the vid runtime the preview server injected, and every frame shown is reached
@@ -31,180 +32,82 @@
  * @module
  */
 
+import type {
+  Declaration,
+  ErrorRecord,
+  Info,
+  Live,
+  Problem,
+  RenderStatus,
+  Sound,
+  TimelineItem,
+  VidApi,
+} from "./types.ts";
+import { formatTimecode, parseTimecode } from "./timecode.ts";
+import { changedValues, readUrlState, urlSearch } from "./url_state.ts";
+import { errorLocation, pageErrorMessage, projectFile, sourceExcerpt } from "./page_error.ts";
+import { timelineItems, timelineTracks, timeRuler } from "./timeline.ts";
+import { playerVolume, soundingClips, soundPosition } from "./sound.ts";
+import { formatBytes, lastFrameAt, OPTION_LABELS, renderRequestBody } from "./render_dialog.ts";
+import { keptValues, numberFieldValue } from "./variables_form.ts";
+import { byId, studioElements } from "./dom.ts";
+
 /**
  * Wires up the studio page. Runs in the browser.
  */
 export function studioClient(): void {
-  interface EnumOption {
-    value: string;
-    label: string;
-  }
-  interface Declaration {
-    id: string;
-    type: "string" | "number" | "color" | "boolean" | "enum" | "image";
-    label: string;
-    default?: string | number | boolean;
-    options?: EnumOption[];
-    /** For editors: what the variable is for. */
-    description?: string;
-    /** For editors: the group it is shown in. */
-    group?: string;
-  }
-  interface Info {
-    id: string;
-    entry: string;
-    width: number;
-    height: number;
-    duration: number;
-    aspectRatio: string | null;
-    fps: number;
-    frames: number;
-    declarations: Declaration[];
-    dropped: { index: number; id?: string; reason: string }[];
-    defaults: Record<string, unknown>;
-    render: { formats: string[]; qualities: string[]; scales: string[] };
-  }
-  interface Problem {
-    key: string;
-    message: string;
-  }
-  interface RenderStatus {
-    state: "idle" | "rendering" | "done" | "failed" | "cancelled";
-    id: number;
-    progress?: {
-      framesDone: number;
-      framesTotal: number;
-      stage: string;
-      fps: number;
-      etaSeconds?: number;
-    };
-    file?: string;
-    folder?: string;
-    bytes?: number;
-    frames?: number;
-    elapsedMs?: number;
-    error?: { message: string };
-  }
-  interface MediaClip {
-    kind: "video" | "audio";
-    src: string;
-    start: number;
-    mediaStart: number;
-    duration: number | null;
-    volume: number;
-    muted: boolean;
-    loop: boolean;
-    playbackRate: number;
-  }
-  interface StackFrame {
-    functionName: string;
-    url: string;
-    line: number;
-    column: number;
-  }
-  interface ErrorRecord {
-    message: string;
-    phase: "load" | "frame";
-    frame?: number;
-    stack: StackFrame[];
-    url?: string;
-    line?: number;
-    column?: number;
-  }
-  interface VidApi {
-    seek(frame: number): Promise<void>;
-    untilVideosPresented(maxMs?: number): Promise<number>;
-    paintVideoFrames(): Promise<number>;
-    clearVideoFrames(): number;
-    media(): MediaClip[];
-    errors(): ErrorRecord[];
-    timedWindows(): {
-      windows: { kind: "composition" | "clip"; label: string; start: number; end: number | null }[];
-      timelineStarts: Record<string, number>;
-    };
-  }
-  interface Live {
-    iframe: HTMLIFrameElement;
-    key: string;
-    frame: number;
-    /** `__vid.media()` before the first seek (seeking mutes every element). */
-    media: MediaClip[];
-  }
-  interface TimelineItem {
-    kind: "audio" | "video" | "animation" | "timeline" | "composition" | "clip";
-    label: string;
-    /** The GSAP timeline a tween belongs to: its row follows that timeline's. */
-    parent?: string;
-    start: number;
-    end: number;
-  }
-  interface Sound {
-    clip: MediaClip;
-    el: HTMLAudioElement;
-  }
-
-  const byId = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
-  const stageArea = byId<HTMLDivElement>("stage-area");
-  const stageBox = byId<HTMLDivElement>("stage-box");
-  const stage = byId<HTMLDivElement>("stage");
-  const stageMessage = byId<HTMLDivElement>("stage-message");
-  const stageErrorText = byId<HTMLDivElement>("stage-error-text");
-  const stageExcerpt = byId<HTMLPreElement>("stage-excerpt");
-  const playButton = byId<HTMLButtonElement>("play");
-  const muteButton = byId<HTMLButtonElement>("mute");
-  const volumeInput = byId<HTMLInputElement>("volume");
-  const scrubber = byId<HTMLInputElement>("scrubber");
-  const frameInput = byId<HTMLInputElement>("frame-input");
-  const timecodeInput = byId<HTMLInputElement>("timecode-input");
-  const frameReadout = byId<HTMLSpanElement>("frame-readout");
-  const timeReadout = byId<HTMLSpanElement>("time-readout");
-  const zoomSelect = byId<HTMLSelectElement>("zoom");
-  const timeline = byId<HTMLDivElement>("timeline");
-  const compositionSelect = byId<HTMLSelectElement>("composition-select");
-  const title = byId<HTMLSpanElement>("title");
-  const banner = byId<HTMLDivElement>("banner");
-  const connection = byId<HTMLSpanElement>("connection");
-  const form = byId<HTMLFormElement>("variables");
-  const droppedList = byId<HTMLUListElement>("dropped");
-  const checkStatus = byId<HTMLDivElement>("check-status");
-  const checkList = byId<HTMLUListElement>("check-problems");
-  const resetButton = byId<HTMLButtonElement>("reset");
-  const copyButton = byId<HTMLButtonElement>("copy");
-  const variablesJson = byId<HTMLElement>("variables-json");
-  const copyStatus = byId<HTMLSpanElement>("copy-status");
-  const renderButton = byId<HTMLButtonElement>("render");
-  const renderCancel = byId<HTMLButtonElement>("render-cancel");
-  const renderProgress = byId<HTMLProgressElement>("render-progress");
-  const renderStatus = byId<HTMLDivElement>("render-status");
-  const renderMessage = byId<HTMLDivElement>("render-message");
-  const renderDialog = byId<HTMLDialogElement>("render-dialog");
-  const renderFormat = byId<HTMLSelectElement>("render-format");
-  const renderQuality = byId<HTMLSelectElement>("render-quality");
-  const renderScale = byId<HTMLSelectElement>("render-scale");
-  const renderFps = byId<HTMLInputElement>("render-fps");
-  const renderFrom = byId<HTMLInputElement>("render-from");
-  const renderTo = byId<HTMLInputElement>("render-to");
-  const renderName = byId<HTMLInputElement>("render-name");
+  const {
+    stageArea,
+    stageBox,
+    stage,
+    stageMessage,
+    stageErrorText,
+    stageExcerpt,
+    playButton,
+    muteButton,
+    volumeInput,
+    scrubber,
+    frameInput,
+    timecodeInput,
+    frameReadout,
+    timeReadout,
+    zoomSelect,
+    timeline,
+    compositionSelect,
+    title,
+    banner,
+    connection,
+    form,
+    droppedList,
+    checkStatus,
+    checkList,
+    resetButton,
+    copyButton,
+    variablesJson,
+    copyStatus,
+    renderButton,
+    renderCancel,
+    renderProgress,
+    renderStatus,
+    renderMessage,
+    renderDialog,
+    renderFormat,
+    renderQuality,
+    renderScale,
+    renderFps,
+    renderFrom,
+    renderTo,
+    renderName,
+  } = studioElements();
 
   // --- state, first from the URL ---
 
-  const params = new URLSearchParams(location.search);
-  const parseJson = (raw: string | null): Record<string, unknown> | undefined => {
-    if (raw === null) return undefined;
-    try {
-      const parsed: unknown = JSON.parse(raw);
-      return parsed && typeof parsed === "object" && !Array.isArray(parsed)
-        ? parsed as Record<string, unknown>
-        : undefined;
-    } catch {
-      return undefined;
-    }
-  };
+  const fromUrl = readUrlState(location.search);
   /** The composition's entry file; "" until the server said which one it started with. */
-  let entry = params.get("composition") ?? "";
+  let entry = fromUrl.entry;
   let defaultEntry = "";
   /** Variables from the URL, applied once the declarations are known. */
-  let urlValues = parseJson(params.get("vars"));
+  let urlValues = fromUrl.values;
   let info: Info | undefined;
   let values: Record<string, unknown> = {};
   let reloads = 0;
@@ -214,16 +117,15 @@ export function studioClient(): void {
   let standbyLoading: Promise<void> | undefined;
   /** The stage key the standby page being loaded is for. */
   let standbyLoadingKey = "";
-  let wanted = Math.max(0, Math.floor(Number(params.get("frame")) || 0));
+  let wanted = fromUrl.frame;
   let shown = -1;
   let busy = false;
   let pumpAgain = false;
   let playing = false;
   let playFrom = 0;
   let playStart = 0;
-  let muted = params.get("muted") === "1";
-  let volume = Math.max(0, Math.min(1, Number(params.get("volume") ?? 1) || 0));
-  if (params.get("volume") === null) volume = 1;
+  let muted = fromUrl.muted;
+  let volume = fromUrl.volume;
   let sounds: Sound[] = [];
   let soundKey = "";
   let checkSeq = 0;
@@ -234,85 +136,32 @@ export function studioClient(): void {
   const clampFrame = (f: number): number => Math.max(0, Math.min(lastFrame(), Math.round(f)));
   const stageKey = (): string => JSON.stringify([entry, reloads, info?.fps, values]);
 
-  /** The values that differ from the defaults: what the URL (and `--variables`) needs. */
-  const overrides = (): Record<string, unknown> => {
-    const changed: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(values)) {
-      if (!info || info.defaults[key] !== value) changed[key] = value;
-    }
-    return changed;
-  };
-
   /** Writes the shareable state into the URL once things settle (not on every frame). */
   const saveUrl = (): void => {
     if (urlTimer !== undefined) clearTimeout(urlTimer);
     urlTimer = setTimeout(() => {
       urlTimer = undefined;
       if (!info) return;
-      const next = new URLSearchParams();
-      if (entry !== defaultEntry) next.set("composition", entry);
-      next.set("frame", String(shown >= 0 ? shown : clampFrame(wanted)));
-      const changed = overrides();
-      if (Object.keys(changed).length > 0) next.set("vars", JSON.stringify(changed));
-      if (muted) next.set("muted", "1");
-      if (volume !== 1) next.set("volume", String(volume));
-      const search = `?${next}`;
+      const search = urlSearch({
+        entry,
+        frame: shown >= 0 ? shown : clampFrame(wanted),
+        values: changedValues(values, info.defaults),
+        muted,
+        volume,
+      }, defaultEntry);
       if (search !== location.search) history.replaceState(null, "", search);
     }, 250);
   };
 
   // --- timecode ---
 
-  const pad = (n: number, width = 2): string => String(n).padStart(width, "0");
-
-  /**
-   * `HH:MM:SS:FF` of a frame: non-drop-frame timecode, counting whole frames at the nominal
-   * rate (29.97 counts 30 a second, as editors label NTSC without drop-frame).
-   */
-  const timecodeOf = (frame: number): string => {
-    const fps = Math.round(info?.fps ?? 30);
-    const seconds = Math.floor(frame / fps);
-    const width = String(fps - 1).length < 2 ? 2 : String(fps - 1).length;
-    return `${pad(Math.floor(seconds / 3600))}:${pad(Math.floor(seconds / 60) % 60)}:${
-      pad(seconds % 60)
-    }:${pad(frame % fps, width)}`;
-  };
-
-  /**
-   * A typed time as a frame: `HH:MM:SS:FF` (shorter forms fill from the right, so `1:15`
-   * is 1 s and 15 frames), or seconds such as `1.5`, `1.5s`. Undefined when unreadable.
-   */
-  const parseTime = (text: string): number | undefined => {
-    const rate = info?.fps ?? 30;
-    const fps = Math.round(rate);
-    const trimmed = text.trim().toLowerCase();
-    const seconds = /^(\d+(?:\.\d+)?|\.\d+)\s*s?$/.exec(trimmed);
-    if (seconds) return Math.round(Number(seconds[1]) * rate);
-    if (!/^\d+(:\d+){1,3}$/.test(trimmed)) return undefined;
-    const parts = trimmed.split(":").map(Number);
-    while (parts.length < 4) parts.unshift(0);
-    const [h, m, s, f] = parts;
-    if (m >= 60 || s >= 60 || f >= fps) return undefined;
-    return ((h * 60 + m) * 60 + s) * fps + f;
-  };
+  const timecodeOf = (frame: number): string => formatTimecode(frame, info?.fps ?? 30);
+  const parseTime = (text: string): number | undefined => parseTimecode(text, info?.fps ?? 30);
 
   // --- stage ---
 
   /** A script URL as the project names it: relative to the composition's folder. */
-  const projectFile = (url: string): string => {
-    try {
-      const parsed = new URL(url, location.href);
-      if (parsed.origin !== location.origin) return url;
-      const page = new URL(`/${encodeURI(info?.entry ?? "")}`, location.href).pathname;
-      const folder = page.slice(0, page.lastIndexOf("/") + 1);
-      const path = parsed.pathname.startsWith(folder)
-        ? parsed.pathname.slice(folder.length)
-        : parsed.pathname.slice(1);
-      return decodeURIComponent(path);
-    } catch {
-      return url;
-    }
-  };
+  const projectFileOf = (url: string): string => projectFile(url, location.href, info?.entry ?? "");
 
   const showStageError = (message: string): void => {
     stageErrorText.textContent = message;
@@ -323,40 +172,17 @@ export function studioClient(): void {
 
   /** Shows what the page threw: where, the first stack frames and the offending line. */
   const showPageError = async (record: ErrorRecord, fallbackFrame: number): Promise<void> => {
-    const top = record.stack[0] ??
-      (record.url && record.line !== undefined
-        ? { functionName: "", url: record.url, line: record.line, column: record.column ?? 0 }
-        : undefined);
-    const head = record.phase === "load"
-      ? `the page threw while loading: ${record.message}`
-      : `frame ${record.frame ?? fallbackFrame}: the page threw ${record.message}`;
-    const frames = (record.stack.length > 0 ? record.stack : top ? [top] : []).slice(0, 3)
-      .map((f) => {
-        const where = `${projectFile(f.url)}:${f.line}:${f.column}`;
-        return `    at ${f.functionName ? `${f.functionName} (${where})` : where}`;
-      });
-    showStageError([head, ...frames].join("\n"));
+    const top = errorLocation(record);
+    showStageError(pageErrorMessage(record, fallbackFrame, projectFileOf));
     stageMessage.dataset.kind = record.phase;
     if (!top) return;
-    stageMessage.dataset.file = projectFile(top.url);
+    stageMessage.dataset.file = projectFileOf(top.url);
     stageMessage.dataset.line = String(top.line);
     stageMessage.dataset.column = String(top.column);
     try {
       const source = await (await fetch(top.url)).text();
-      const lines = source.split(/\r\n|\r|\n|\u2028|\u2029/);
-      const from = Math.max(1, top.line - 1);
-      const to = Math.min(lines.length, top.line + 1);
-      const width = String(to).length;
-      const excerpt: string[] = [];
-      for (let n = from; n <= to; n++) {
-        const text = (lines[n - 1] ?? "").replace(/\t/g, "  ").slice(0, 200);
-        excerpt.push(`${n === top.line ? ">" : " "} ${String(n).padStart(width)} | ${text}`);
-        if (n === top.line && top.column > 0) {
-          excerpt.push(`  ${" ".repeat(width)} | ${" ".repeat(top.column - 1)}^`);
-        }
-      }
-      if (stageMessage.dataset.file === projectFile(top.url)) {
-        stageExcerpt.textContent = excerpt.join("\n");
+      if (stageMessage.dataset.file === projectFileOf(top.url)) {
+        stageExcerpt.textContent = sourceExcerpt(source, top.line, top.column);
       }
     } catch {
       // The message alone still says where.
@@ -621,7 +447,7 @@ export function studioClient(): void {
 
   /** Studio-side players for the live page's sounding media (silent ones are left out). */
   const updateSounds = (): void => {
-    const clips = (live?.media ?? []).filter((c) => !c.muted && c.volume > 0);
+    const clips = soundingClips(live?.media ?? []);
     const key = JSON.stringify(clips);
     if (key === soundKey) return;
     soundKey = key;
@@ -646,7 +472,7 @@ export function studioClient(): void {
   const applyVolume = (): void => {
     for (const { clip, el } of sounds) {
       el.muted = muted;
-      el.volume = Math.max(0, Math.min(1, clip.volume * volume));
+      el.volume = playerVolume(clip.volume, volume);
     }
     muteButton.textContent = muted ? "Muted" : "Sound on";
     muteButton.setAttribute("aria-pressed", String(muted));
@@ -664,22 +490,10 @@ export function studioClient(): void {
   const syncSounds = (force = false): void => {
     const t = playheadSeconds();
     for (const { clip, el } of sounds) {
-      const local = t - clip.start;
-      const inside = playing && local >= 0 && (clip.duration === null || local < clip.duration);
-      if (!inside) {
+      const mediaTime = soundPosition(clip, t, el.duration, playing);
+      if (mediaTime === null) {
         if (!el.paused) el.pause();
         continue;
-      }
-      let mediaTime = clip.mediaStart + local * clip.playbackRate;
-      const length = el.duration;
-      if (Number.isFinite(length) && length > 0) {
-        if (clip.loop && mediaTime >= length) {
-          const span = length - clip.mediaStart;
-          mediaTime = span > 0 ? clip.mediaStart + ((mediaTime - clip.mediaStart) % span) : 0;
-        } else if (mediaTime >= length) {
-          if (!el.paused) el.pause();
-          continue;
-        }
       }
       el.playbackRate = clip.playbackRate;
       if (force || el.paused || Math.abs(el.currentTime - mediaTime) > 0.08) {
@@ -707,174 +521,28 @@ export function studioClient(): void {
 
   // --- timeline: media clips, CSS/WAAPI animations and GSAP timelines ---
 
-  const nameOf = (src: string): string => {
-    try {
-      return decodeURIComponent(new URL(src).pathname.split("/").pop() ?? src);
-    } catch {
-      return src;
-    }
-  };
-
-  /** `#id`, else `tag.first-class`, else the tag: how a person finds the element. */
-  const selectorOf = (el: Element): string => {
-    if (el.id) return `#${el.id}`;
-    const tag = el.tagName.toLowerCase();
-    const first = el.classList?.[0];
-    return first ? `${tag}.${first}` : tag;
-  };
-
   /** What the live page knows of its timed elements, in composition seconds. */
-  const timelineItems = (): TimelineItem[] => {
+  const liveTimelineItems = (): TimelineItem[] => {
     const win = live?.iframe.contentWindow as
       | (Window & { __vid?: VidApi; __timelines?: unknown })
       | null;
     const doc = live?.iframe.contentDocument;
     if (!info || !win?.__vid || !doc) return [];
-    const end = info.duration;
-    const items: TimelineItem[] = [];
-    // HyperFrames sub-compositions and clips, each in its window; their timelines start with them.
-    const timed = win.__vid.timedWindows();
-    for (const timedWindow of timed.windows) {
-      items.push({
-        kind: timedWindow.kind,
-        label: timedWindow.label,
-        start: timedWindow.start,
-        end: Math.min(end, timedWindow.end ?? end),
-      });
-    }
-    for (const clip of live?.media ?? []) {
-      const length = clip.duration ??
-        Math.max(
-            0,
-            (sounds.find((s) => s.clip.src === clip.src)?.el.duration ?? Infinity) -
-              clip.mediaStart,
-          ) / clip.playbackRate;
-      items.push({
-        kind: clip.kind,
-        label: nameOf(clip.src),
-        start: clip.start,
-        end: Math.min(end, clip.start + (Number.isFinite(length) ? length : end)),
-      });
-    }
-    // The runtime drives each animation at (now - birth) x rate: birth follows from it.
-    const nowMs = Math.max(0, shown) / info.fps * 1000;
-    for (const animation of doc.getAnimations?.() ?? []) {
-      const timing = animation.effect?.getComputedTiming();
-      const current = Number(animation.currentTime ?? 0);
-      const rate = animation.playbackRate || 1;
-      if (!timing) continue;
-      const birth = nowMs - current / rate;
-      const delay = Number(timing.delay ?? 0);
-      const endTime = Number(timing.endTime ?? 0);
-      const target = (animation.effect as KeyframeEffect | null)?.target as Element | null;
-      const who = target ? selectorOf(target) : "";
-      const name = "animationName" in animation
-        ? String((animation as CSSAnimation).animationName)
-        : "transitionProperty" in animation
-        ? String((animation as CSSTransition).transitionProperty)
-        : animation.id || "animation";
-      items.push({
-        kind: "animation",
-        label: `${name} ${who}`.trim(),
-        start: Math.max(0, (birth + delay / rate) / 1000),
-        end: Math.min(end, Number.isFinite(endTime) ? (birth + endTime / rate) / 1000 : end),
-      });
-    }
-    const registry = win.__timelines;
-    if (registry && typeof registry === "object") {
-      const entries = Array.isArray(registry)
-        ? registry.map((tl, i) => [String(i), tl] as const)
-        : Object.entries(registry as Record<string, unknown>);
-      // The runtime seeks each registered timeline to its composition's time (a
-      // sub-composition's from its host's start), so its own times plus that start are
-      // video times; its direct tweens show where they sit inside it.
-      interface GsapAnimation {
-        duration?: () => number;
-        startTime?: () => number;
-        targets?: () => unknown[];
-        getChildren?: (nested: boolean, tweens: boolean, timelines: boolean) => GsapAnimation[];
-      }
-      for (const [key, value] of entries) {
-        const tl = value as GsapAnimation | null;
-        if (typeof tl?.duration !== "function") continue;
-        // An array registry has no names: its timelines are counted from 1, as a person does.
-        const name = Array.isArray(registry) ? `timeline ${Number(key) + 1}` : key;
-        const offset = timed.timelineStarts[key] ?? 0;
-        items.push({
-          kind: "timeline",
-          label: `GSAP ${name}`,
-          start: offset,
-          end: Math.min(end, offset + tl.duration()),
-        });
-        for (const child of tl.getChildren?.(false, true, true) ?? []) {
-          const start = offset + (child.startTime?.() ?? 0);
-          const target = child.targets?.()[0] as Element | undefined;
-          // Another document's element: no instanceof across frames.
-          const who = typeof target?.tagName === "string" ? selectorOf(target) : "tween";
-          // The tween's row sits under its timeline's: its label is what it moves, with no
-          // registry key or index in front (the tooltip names the timeline).
-          items.push({
-            kind: "timeline",
-            label: who,
-            parent: name,
-            start,
-            end: Math.min(end, start + (child.duration?.() ?? 0)),
-          });
-        }
-      }
-    }
-    return items.slice(0, 40);
-  };
-
-  /**
-   * The time ruler over the tracks: a tick and its time every step, the step the first of
-   * 0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60 s that puts at most 8 steps in `span`.
-   */
-  const timeRuler = (span: number): HTMLElement => {
-    const ruler = document.createElement("div");
-    ruler.id = "ruler";
-    const step = [0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60].find((s) => span / s <= 8) ??
-      Math.ceil(span / 8 / 60) * 60;
-    for (let n = 0; n * step <= span + 1e-9; n++) {
-      const t = +(n * step).toFixed(3);
-      const tick = document.createElement("span");
-      tick.className = "tick";
-      tick.dataset.time = String(t);
-      tick.style.left = `${(t / span) * 100}%`;
-      tick.textContent = t >= 60
-        ? `${Math.floor(t / 60)}:${String(t % 60).padStart(2, "0")}`
-        : `${t}s`;
-      ruler.append(tick);
-    }
-    return ruler;
+    return timelineItems({
+      win,
+      doc,
+      duration: info.duration,
+      fps: info.fps,
+      shown,
+      media: live?.media ?? [],
+      sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration,
+    });
   };
 
   const drawTimeline = (): void => {
     if (!info) return;
-    const items = timelineItems();
     const span = info.duration || 1;
-    const rows = items.map((item) => {
-      const track = document.createElement("div");
-      track.className = "track";
-      track.dataset.kind = item.kind;
-      const name = document.createElement("span");
-      name.className = "name";
-      name.textContent = item.label;
-      const whose = item.parent === undefined ? item.label : `${item.parent} › ${item.label}`;
-      name.title = `${whose}: ${item.start.toFixed(3)} s – ${item.end.toFixed(3)} s`;
-      if (item.parent !== undefined) track.dataset.parent = item.parent;
-      const clip = document.createElement("div");
-      clip.className = "clip";
-      clip.dataset.kind = item.kind;
-      clip.dataset.label = item.label;
-      clip.dataset.start = item.start.toFixed(3);
-      clip.dataset.end = item.end.toFixed(3);
-      clip.style.left = `${(item.start / span) * 100}%`;
-      clip.style.width = `${(Math.max(0, item.end - item.start) / span) * 100}%`;
-      clip.title = name.title;
-      track.append(name, clip);
-      return track;
-    });
+    const rows = timelineTracks(liveTimelineItems(), span);
     const playhead = document.createElement("div");
     playhead.id = "playhead";
     timeline.replaceChildren(
@@ -1024,12 +692,8 @@ export function studioClient(): void {
     const input = fieldInput(d.id);
     if (!input) return values[d.id];
     if (d.type === "boolean") return (input as HTMLInputElement).checked;
-    if (d.type === "number") {
-      const text = input.value.trim();
-      const n = Number(text);
-      // What is not a number goes to the check as typed, and gets the CLI's message.
-      return text !== "" && Number.isFinite(n) ? n : text;
-    }
+    // What is not a number goes to the check as typed, and gets the CLI's message.
+    if (d.type === "number") return numberFieldValue(input.value);
     return input.value;
   };
 
@@ -1382,15 +1046,13 @@ export function studioClient(): void {
     const sameDeclarations = before !== undefined &&
       JSON.stringify(before.declarations) === JSON.stringify(next.declarations) &&
       JSON.stringify(before.dropped) === JSON.stringify(next.dropped);
-    const kept: Record<string, unknown> = {};
-    for (const d of next.declarations) {
-      const old = before?.declarations.find((o) => o.id === d.id && o.type === d.type);
-      kept[d.id] = urlValues && d.id in urlValues
-        ? urlValues[d.id]
-        : old && d.id in values
-        ? values[d.id]
-        : next.defaults[d.id];
-    }
+    const kept = keptValues(
+      next.declarations,
+      next.defaults,
+      before?.declarations,
+      values,
+      urlValues,
+    );
     urlValues = undefined;
     info = next;
     values = kept;
@@ -1448,9 +1110,6 @@ export function studioClient(): void {
 
   // --- render dialog ---
 
-  const formatBytes = (n: number): string =>
-    n >= 1048576 ? `${(n / 1048576).toFixed(1)} MB` : `${Math.max(1, Math.round(n / 1024))} KB`;
-
   const showRender = (status: RenderStatus): void => {
     renderStatus.dataset.state = status.state;
     renderProgress.hidden = status.state === "idle";
@@ -1490,9 +1149,6 @@ export function studioClient(): void {
     }
   };
 
-  /** What the dialog shows for a choice whose value is not self-explaining. */
-  const OPTION_LABELS: Record<string, string> = { png: "PNG sequence", still: "Still (PNG)" };
-
   const fillOptions = (select: HTMLSelectElement, options: string[], chosen: string): void => {
     const keep = select.value || chosen;
     select.replaceChildren(...options.map((value) => {
@@ -1510,7 +1166,7 @@ export function studioClient(): void {
     const fps = Number(renderFps.value);
     const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
     if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
-    const last = String(Math.max(1, Math.round(info.duration * fps + 1e-9)) - 1);
+    const last = String(lastFrameAt(info.duration, fps));
     renderFrom.max = renderTo.max = last;
     renderTo.value = last;
   });
@@ -1542,28 +1198,22 @@ export function studioClient(): void {
   const startRender = async (): Promise<void> => {
     renderMessage.textContent = "";
     renderMessage.dataset.kind = "";
-    const from = Number(renderFrom.value);
-    const to = Number(renderTo.value);
     try {
       const response = await fetch("/__preview/render", {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({
+        body: JSON.stringify(renderRequestBody({
           values,
           entry,
           format: renderFormat.value,
           quality: renderQuality.value,
-          ...(renderScale.value !== "1" ? { scale: Number(renderScale.value) } : {}),
-          ...(renderFps.value !== String(+(info?.fps ?? 0).toFixed(3))
-            ? { fps: Number(renderFps.value) }
-            : {}),
-          ...(renderFormat.value === "still"
-            ? { from, to: from }
-            : from !== 0 || to !== Number(renderTo.max)
-            ? { from, to }
-            : {}),
-          ...(renderName.value.trim() ? { name: renderName.value.trim() } : {}),
-        }),
+          scale: renderScale.value,
+          fps: renderFps.value,
+          from: renderFrom.value,
+          to: renderTo.value,
+          toMax: renderTo.max,
+          name: renderName.value,
+        }, info?.fps ?? 0)),
       });
       const body = await response.json() as {
         ok: boolean;
