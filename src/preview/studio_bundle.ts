@@ -289,6 +289,85 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
   function playerVolume(clipVolume, studioVolume) {
     return Math.max(0, Math.min(1, clipVolume * studioVolume));
   }
+  function createStudioSound(elements, box, host, initial) {
+    const { muteButton, volumeInput } = elements;
+    let muted = initial.muted;
+    let volume = initial.volume;
+    let sounds = [];
+    let soundKey = "";
+    const applyVolume = () => {
+      for (const { clip, el } of sounds) {
+        el.muted = muted;
+        el.volume = playerVolume(clip.volume, volume);
+      }
+      muteButton.textContent = muted ? "Muted" : "Sound on";
+      muteButton.setAttribute("aria-pressed", String(muted));
+      volumeInput.value = String(volume);
+    };
+    const sync = (force = false) => {
+      const t = host.playheadSeconds();
+      for (const { clip, el } of sounds) {
+        const mediaTime = soundPosition(clip, t, el.duration, host.playing());
+        if (mediaTime === null) {
+          if (!el.paused) el.pause();
+          continue;
+        }
+        el.playbackRate = clip.playbackRate;
+        if (force || el.paused || Math.abs(el.currentTime - mediaTime) > 0.08) {
+          el.currentTime = mediaTime;
+        }
+        if (el.paused) el.play().catch(() => {
+        });
+      }
+    };
+    const update = (media) => {
+      const clips = soundingClips(media);
+      const key = JSON.stringify(clips);
+      if (key === soundKey) return;
+      soundKey = key;
+      for (const sound of sounds) {
+        sound.el.pause();
+        sound.el.remove();
+      }
+      sounds = clips.map((clip) => {
+        const el = document.createElement("audio");
+        el.preload = "auto";
+        el.src = clip.src;
+        el.loop = clip.loop;
+        el.dataset.clip = clip.src;
+        box.append(el);
+        return { clip, el };
+      });
+      applyVolume();
+      if (host.playing()) sync(true);
+    };
+    muteButton.addEventListener("click", () => {
+      muted = !muted;
+      applyVolume();
+      host.changed();
+    });
+    volumeInput.addEventListener("input", () => {
+      volume = Math.max(0, Math.min(1, Number(volumeInput.value)));
+      if (volume > 0 && muted) muted = false;
+      applyVolume();
+      host.changed();
+    });
+    return {
+      get muted() {
+        return muted;
+      },
+      get volume() {
+        return volume;
+      },
+      update,
+      applyVolume,
+      sync,
+      pause: () => {
+        for (const { el } of sounds) if (!el.paused) el.pause();
+      },
+      sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration
+    };
+  }
 
   // src/preview/studio/render_dialog.ts
   var OPTION_LABELS = {
@@ -315,6 +394,142 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       ...fields.name.trim() ? { name: fields.name.trim() } : {}
     };
   }
+  function wireRenderDialog(elements, host) {
+    const {
+      renderButton,
+      renderCancel,
+      renderProgress,
+      renderStatus,
+      renderMessage,
+      renderDialog,
+      renderFormat,
+      renderQuality,
+      renderScale,
+      renderFps,
+      renderFrom,
+      renderTo,
+      renderName
+    } = elements;
+    const showRender = (status) => {
+      renderStatus.dataset.state = status.state;
+      renderProgress.hidden = status.state === "idle";
+      renderCancel.hidden = status.state !== "rendering";
+      const p = status.progress;
+      renderProgress.max = p?.framesTotal || 1;
+      renderProgress.value = status.state === "done" ? renderProgress.max : p?.framesDone ?? 0;
+      renderStatus.replaceChildren();
+      if (status.state === "rendering") {
+        const eta = p?.etaSeconds !== void 0 && Number.isFinite(p.etaSeconds) ? \`, about \${Math.max(0, Math.ceil(p.etaSeconds))} s left\` : "";
+        renderStatus.textContent = p && p.stage === "rendering" ? \`Rendering: \${p.framesDone} / \${p.framesTotal} frames (\${p.fps.toFixed(1)} fps\${eta})\` : \`Rendering: \${p?.stage ?? "starting"}\`;
+        renderStatus.dataset.eta = p?.etaSeconds === void 0 ? "" : String(p.etaSeconds);
+      } else if (status.state === "done" && status.file) {
+        const file = status.file;
+        const link = document.createElement("a");
+        link.id = "render-link";
+        link.href = \`/__preview/renders/\${file.split("/").map(encodeURIComponent).join("/")}\`;
+        link.download = file.split("/").pop();
+        link.textContent = \`renders/\${file}\`;
+        renderStatus.append(
+          status.folder ? \`Done: renders/\${status.folder} (first frame: \` : "Done: ",
+          link,
+          status.folder ? ")" : "",
+          \` (\${status.frames} frames, \${formatBytes(status.bytes ?? 0)}, \${((status.elapsedMs ?? 0) / 1e3).toFixed(1)} s)\`
+        );
+      } else if (status.state === "cancelled") {
+        renderStatus.textContent = "Render cancelled; no file was written.";
+      } else if (status.state === "failed") {
+        renderStatus.textContent = \`Render failed: \${status.error?.message ?? "unknown error"}\`;
+      }
+    };
+    const fillOptions = (select, options, chosen) => {
+      const keep = select.value || chosen;
+      select.replaceChildren(...options.map((value) => {
+        const option = document.createElement("option");
+        option.value = value;
+        option.textContent = OPTION_LABELS[value] ?? value;
+        return option;
+      }));
+      select.value = options.includes(keep) ? keep : chosen;
+    };
+    renderFps.addEventListener("input", () => {
+      const fps = Number(renderFps.value);
+      const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
+      const info = host.info();
+      if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
+      const last = String(lastFrameAt(info.duration, fps));
+      renderFrom.max = renderTo.max = last;
+      renderTo.value = last;
+    });
+    renderFormat.addEventListener("change", () => {
+      if (renderFormat.value === "still") {
+        renderFrom.value = String(host.playheadFrame());
+      }
+      renderTo.disabled = renderFormat.value === "still";
+    });
+    renderButton.addEventListener("click", () => {
+      const info = host.info();
+      if (!info) return;
+      fillOptions(renderFormat, info.render.formats, "mp4");
+      fillOptions(renderQuality, info.render.qualities, "standard");
+      fillOptions(renderScale, info.render.scales, "1");
+      renderFps.value = String(+info.fps.toFixed(3));
+      renderFrom.max = renderTo.max = String(host.lastFrame());
+      renderTo.disabled = renderFormat.value === "still";
+      renderFrom.value = renderFormat.value === "still" ? String(host.playheadFrame()) : "0";
+      renderTo.value = String(host.lastFrame());
+      renderName.placeholder = \`\${info.id}-<date>-<time>\`;
+      renderDialog.showModal();
+    });
+    const startRender = async () => {
+      renderMessage.textContent = "";
+      renderMessage.dataset.kind = "";
+      try {
+        const response = await fetch("/__preview/render", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(renderRequestBody({
+            values: host.values(),
+            entry: host.entry(),
+            format: renderFormat.value,
+            quality: renderQuality.value,
+            scale: renderScale.value,
+            fps: renderFps.value,
+            from: renderFrom.value,
+            to: renderTo.value,
+            toMax: renderTo.max,
+            name: renderName.value
+          }, host.info()?.fps ?? 0))
+        });
+        const body = await response.json();
+        if (body.ok && body.status) {
+          showRender(body.status);
+          return;
+        }
+        renderMessage.textContent = body.error?.message ?? \`render refused (\${response.status})\`;
+        renderMessage.dataset.kind = response.status === 409 ? "busy" : "error";
+      } catch (error) {
+        renderMessage.textContent = \`cannot reach vid preview: \${error.message}\`;
+        renderMessage.dataset.kind = "error";
+      }
+    };
+    renderDialog.addEventListener("close", () => {
+      if (renderDialog.returnValue === "start") void startRender();
+      renderDialog.returnValue = "";
+    });
+    renderCancel.addEventListener("click", async () => {
+      renderCancel.disabled = true;
+      try {
+        await fetch("/__preview/render/cancel", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: "{}"
+        });
+      } finally {
+        renderCancel.disabled = false;
+      }
+    });
+    return { showRender };
+  }
 
   // src/preview/studio/variables_form.ts
   function numberFieldValue(text) {
@@ -329,6 +544,219 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       kept[d.id] = urlValues && d.id in urlValues ? urlValues[d.id] : old && d.id in values ? values[d.id] : defaults[d.id];
     }
     return kept;
+  }
+  function createVariablesPanel(elements, host) {
+    const { form, droppedList, renderMessage } = elements;
+    const fieldInput = (id) => form.querySelector(\`[data-var="\${CSS.escape(id)}"]\`);
+    const hexOf = (colour) => {
+      if (/^#[0-9a-f]{6}$/i.test(colour)) return colour.toLowerCase();
+      const probe = document.createElement("canvas").getContext("2d");
+      if (!probe) return void 0;
+      probe.fillStyle = "#010203";
+      probe.fillStyle = colour;
+      const parsed = String(probe.fillStyle);
+      return /^#[0-9a-f]{6}$/i.test(parsed) && (parsed !== "#010203" || colour === "#010203") ? parsed : void 0;
+    };
+    const readField = (d) => {
+      const input = fieldInput(d.id);
+      if (!input) return host.values()[d.id];
+      if (d.type === "boolean") return input.checked;
+      if (d.type === "number") return numberFieldValue(input.value);
+      return input.value;
+    };
+    const syncPicker = (d, value) => {
+      const picker = form.querySelector(\`[data-picker="\${CSS.escape(d.id)}"]\`);
+      const hex = hexOf(String(value));
+      if (picker && hex) picker.value = hex;
+    };
+    const writeField = (d, value) => {
+      const input = fieldInput(d.id);
+      if (!input) return;
+      if (d.type === "boolean") input.checked = value === true;
+      else input.value = value === void 0 ? "" : String(value);
+      if (d.type === "color") syncPicker(d, value);
+      if (d.type === "image") input.dispatchEvent(new Event("vid-value"));
+    };
+    const showProblems = (problems) => {
+      const byKey = new Map(problems.map((p) => [p.key, p.message]));
+      for (const field of Array.from(form.querySelectorAll(".field"))) {
+        const message = byKey.get(field.dataset.id ?? "") ?? "";
+        field.classList.toggle("invalid", message !== "");
+        const slot = field.querySelector(".problem");
+        if (slot) slot.textContent = message;
+        field.querySelector("[data-var]")?.setAttribute("aria-invalid", String(message !== ""));
+      }
+      const unplaced = problems.filter((p) => !fieldInput(p.key));
+      renderMessage.dataset.kind = unplaced.length > 0 ? "error" : "";
+      if (unplaced.length > 0) renderMessage.textContent = unplaced.map((p) => p.message).join("\\n");
+    };
+    let projectImages;
+    const listImages = () => projectImages ??= fetch("/__preview/images").then((r) => r.json()).then((body) => body.images ?? [], () => []);
+    const imagePicker = (d, input) => {
+      const thumb = document.createElement("img");
+      thumb.className = "thumb";
+      thumb.dataset.thumb = d.id;
+      thumb.alt = "";
+      const showThumb = () => {
+        const value = input.value.trim();
+        thumb.hidden = value === "";
+        if (value !== "") thumb.src = /^https?:\\/\\//i.test(value) ? value : \`/\${value}\`;
+      };
+      thumb.addEventListener("error", () => thumb.hidden = true);
+      input.addEventListener("input", showThumb);
+      input.addEventListener("vid-value", showThumb);
+      const choose = document.createElement("button");
+      choose.type = "button";
+      choose.textContent = "Choose…";
+      choose.dataset.choose = d.id;
+      const grid = document.createElement("div");
+      grid.className = "image-grid";
+      grid.dataset.images = d.id;
+      grid.hidden = true;
+      choose.addEventListener("click", async () => {
+        if (!grid.hidden) {
+          grid.hidden = true;
+          return;
+        }
+        const images = await listImages();
+        grid.replaceChildren(
+          ...images.length > 0 ? images.map((path) => {
+            const option = document.createElement("button");
+            option.type = "button";
+            option.className = "image-option";
+            option.dataset.path = path;
+            option.title = path;
+            const img = document.createElement("img");
+            img.src = \`/\${path}\`;
+            img.alt = path;
+            option.append(img);
+            option.addEventListener("click", () => {
+              input.value = path;
+              host.values()[d.id] = path;
+              showThumb();
+              grid.hidden = true;
+              host.changed();
+            });
+            return option;
+          }) : [Object.assign(document.createElement("span"), {
+            className: "hint",
+            textContent: "no images in the project"
+          })]
+        );
+        grid.hidden = false;
+      });
+      queueMicrotask(showThumb);
+      return { controls: [thumb, choose], grid };
+    };
+    const buildField = (d) => {
+      const field = document.createElement("div");
+      field.className = "field";
+      field.dataset.id = d.id;
+      field.dataset.type = d.type;
+      const inputId = \`var-\${d.id}\`;
+      const label = document.createElement("label");
+      label.htmlFor = inputId;
+      label.textContent = d.label;
+      const meta = document.createElement("small");
+      meta.textContent = \`\${d.id} · \${d.type}\`;
+      label.append(" ", meta);
+      const row = document.createElement("div");
+      row.className = "inputs";
+      let input;
+      if (d.type === "enum") {
+        const select = document.createElement("select");
+        for (const option of d.options ?? []) {
+          const element = document.createElement("option");
+          element.value = option.value;
+          element.textContent = option.label;
+          select.append(element);
+        }
+        input = select;
+      } else {
+        const text = document.createElement("input");
+        text.type = d.type === "boolean" ? "checkbox" : d.type === "number" ? "number" : "text";
+        if (d.type === "number") text.step = "any";
+        if (d.type === "color") text.spellcheck = false;
+        input = text;
+      }
+      input.id = inputId;
+      input.dataset.var = d.id;
+      input.addEventListener(d.type === "enum" || d.type === "boolean" ? "change" : "input", () => {
+        host.values()[d.id] = readField(d);
+        if (d.type === "color") syncPicker(d, host.values()[d.id]);
+        host.changed();
+      });
+      const picker = d.type === "image" ? imagePicker(d, input) : void 0;
+      if (picker) row.append(...picker.controls);
+      if (d.type === "color") {
+        const picker2 = document.createElement("input");
+        picker2.type = "color";
+        picker2.dataset.picker = d.id;
+        picker2.setAttribute("aria-label", \`\${d.label} picker\`);
+        picker2.addEventListener("input", () => {
+          host.values()[d.id] = picker2.value;
+          input.value = picker2.value;
+          host.changed();
+        });
+        row.append(picker2);
+      }
+      row.append(input);
+      const problem = document.createElement("div");
+      problem.className = "problem";
+      problem.id = \`problem-\${d.id}\`;
+      problem.setAttribute("role", "alert");
+      field.append(label, row);
+      if (picker) field.append(picker.grid);
+      if (d.description) {
+        const description = document.createElement("p");
+        description.className = "description";
+        description.id = \`desc-\${d.id}\`;
+        description.textContent = d.description;
+        input.setAttribute("aria-describedby", description.id);
+        field.append(description);
+      }
+      field.append(problem);
+      return field;
+    };
+    const groupedFields = (declarations) => {
+      const nodes = [];
+      const groups = /* @__PURE__ */ new Map();
+      for (const d of declarations) {
+        if (!d.group) {
+          nodes.push(buildField(d));
+          continue;
+        }
+        let set = groups.get(d.group);
+        if (!set) {
+          set = document.createElement("fieldset");
+          set.className = "group";
+          set.dataset.group = d.group;
+          const legend = document.createElement("legend");
+          legend.textContent = d.group;
+          set.append(legend);
+          groups.set(d.group, set);
+          nodes.push(set);
+        }
+        set.append(buildField(d));
+      }
+      return nodes;
+    };
+    const buildPanel = (info) => {
+      form.replaceChildren(...groupedFields(info.declarations));
+      if (info.declarations.length === 0) {
+        const none = document.createElement("p");
+        none.className = "hint";
+        none.textContent = "This composition declares no variables.";
+        form.append(none);
+      }
+      for (const d of info.declarations) writeField(d, host.values()[d.id]);
+      droppedList.replaceChildren(...info.dropped.map((d) => {
+        const item = document.createElement("li");
+        item.textContent = \`declaration \${d.index}\${d.id ? \` ("\${d.id}")\` : ""} dropped: \${d.reason}\`;
+        return item;
+      }));
+    };
+    return { build: buildPanel, writeField, showProblems };
   }
 
   // src/preview/studio/dom.ts
@@ -383,6 +811,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
 
   // src/preview/studio/client.ts
   function studioClient() {
+    const elements = studioElements();
     const {
       stageArea,
       stageBox,
@@ -392,7 +821,6 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       stageExcerpt,
       playButton,
       muteButton,
-      volumeInput,
       scrubber,
       frameInput,
       timecodeInput,
@@ -405,27 +833,14 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       banner,
       connection,
       form,
-      droppedList,
       checkStatus,
       checkList,
       resetButton,
       copyButton,
       variablesJson,
       copyStatus,
-      renderButton,
-      renderCancel,
-      renderProgress,
-      renderStatus,
-      renderMessage,
-      renderDialog,
-      renderFormat,
-      renderQuality,
-      renderScale,
-      renderFps,
-      renderFrom,
-      renderTo,
-      renderName
-    } = studioElements();
+      renderDialog
+    } = elements;
     const fromUrl = readUrlState(location.search);
     let entry = fromUrl.entry;
     let defaultEntry = "";
@@ -445,10 +860,6 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     let playing = false;
     let playFrom = 0;
     let playStart = 0;
-    let muted = fromUrl.muted;
-    let volume = fromUrl.volume;
-    let sounds = [];
-    let soundKey = "";
     let checkSeq = 0;
     let changeTimer;
     let urlTimer;
@@ -464,8 +875,8 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
           entry,
           frame: shown >= 0 ? shown : clampFrame(wanted),
           values: changedValues(values, info.defaults),
-          muted,
-          volume
+          muted: sound.muted,
+          volume: sound.volume
         }, defaultEntry);
         if (search !== location.search) history.replaceState(null, "", search);
       }, 250);
@@ -607,7 +1018,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       previous?.iframe.remove();
       generation++;
       stage.dataset.generation = String(generation);
-      updateSounds();
+      sound.update(next.media);
     };
     const showReadouts = () => {
       if (!info) return;
@@ -713,68 +1124,12 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       stageBox.style.height = \`\${info.height * scale}px\`;
       stage.dataset.scale = String(scale);
     };
-    const updateSounds = () => {
-      const clips = soundingClips(live?.media ?? []);
-      const key = JSON.stringify(clips);
-      if (key === soundKey) return;
-      soundKey = key;
-      for (const sound of sounds) {
-        sound.el.pause();
-        sound.el.remove();
-      }
-      const box = byId("sounds");
-      sounds = clips.map((clip) => {
-        const el = document.createElement("audio");
-        el.preload = "auto";
-        el.src = clip.src;
-        el.loop = clip.loop;
-        el.dataset.clip = clip.src;
-        box.append(el);
-        return { clip, el };
-      });
-      applyVolume();
-      if (playing) syncSounds(true);
-    };
-    const applyVolume = () => {
-      for (const { clip, el } of sounds) {
-        el.muted = muted;
-        el.volume = playerVolume(clip.volume, volume);
-      }
-      muteButton.textContent = muted ? "Muted" : "Sound on";
-      muteButton.setAttribute("aria-pressed", String(muted));
-      volumeInput.value = String(volume);
-    };
     const playheadSeconds = () => info ? playFrom / info.fps + (performance.now() - playStart) / 1e3 : 0;
-    const syncSounds = (force = false) => {
-      const t = playheadSeconds();
-      for (const { clip, el } of sounds) {
-        const mediaTime = soundPosition(clip, t, el.duration, playing);
-        if (mediaTime === null) {
-          if (!el.paused) el.pause();
-          continue;
-        }
-        el.playbackRate = clip.playbackRate;
-        if (force || el.paused || Math.abs(el.currentTime - mediaTime) > 0.08) {
-          el.currentTime = mediaTime;
-        }
-        if (el.paused) el.play().catch(() => {
-        });
-      }
-    };
-    const pauseSounds = () => {
-      for (const { el } of sounds) if (!el.paused) el.pause();
-    };
-    muteButton.addEventListener("click", () => {
-      muted = !muted;
-      applyVolume();
-      saveUrl();
-    });
-    volumeInput.addEventListener("input", () => {
-      volume = Math.max(0, Math.min(1, Number(volumeInput.value)));
-      if (volume > 0 && muted) muted = false;
-      applyVolume();
-      saveUrl();
-    });
+    const sound = createStudioSound(elements, byId("sounds"), {
+      playing: () => playing,
+      playheadSeconds,
+      changed: saveUrl
+    }, fromUrl);
     const liveTimelineItems = () => {
       const win = live?.iframe.contentWindow;
       const doc = live?.iframe.contentDocument;
@@ -786,7 +1141,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         fps: info.fps,
         shown,
         media: live?.media ?? [],
-        sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration
+        sourceDuration: sound.sourceDuration
       });
     };
     const drawTimeline = () => {
@@ -819,7 +1174,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       if (!playing || !info) return;
       const f = clampFrame(playFrom + Math.floor((now - playStart) * info.fps / 1e3));
       go(f);
-      syncSounds();
+      sound.sync();
       if (f >= lastFrame()) {
         setPlaying(false);
         return;
@@ -833,7 +1188,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       playButton.textContent = on ? "Pause" : "Play";
       playButton.setAttribute("aria-pressed", String(on));
       if (!on) {
-        pauseSounds();
+        sound.pause();
         if (info) saveUrl();
         if (was && repaint) void pump();
         return;
@@ -841,7 +1196,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       if (clampFrame(wanted) >= lastFrame()) go(0);
       playFrom = clampFrame(wanted);
       playStart = performance.now();
-      syncSounds(true);
+      sound.sync(true);
       requestAnimationFrame(tick);
     };
     playButton.addEventListener("click", () => setPlaying(!playing));
@@ -903,49 +1258,10 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     document.addEventListener("keyup", (event) => {
       if (event.key === " " && !typingIn(event.target)) event.preventDefault();
     });
-    const fieldInput = (id) => form.querySelector(\`[data-var="\${CSS.escape(id)}"]\`);
-    const hexOf = (colour) => {
-      if (/^#[0-9a-f]{6}$/i.test(colour)) return colour.toLowerCase();
-      const probe = document.createElement("canvas").getContext("2d");
-      if (!probe) return void 0;
-      probe.fillStyle = "#010203";
-      probe.fillStyle = colour;
-      const parsed = String(probe.fillStyle);
-      return /^#[0-9a-f]{6}$/i.test(parsed) && (parsed !== "#010203" || colour === "#010203") ? parsed : void 0;
-    };
-    const readField = (d) => {
-      const input = fieldInput(d.id);
-      if (!input) return values[d.id];
-      if (d.type === "boolean") return input.checked;
-      if (d.type === "number") return numberFieldValue(input.value);
-      return input.value;
-    };
-    const syncPicker = (d, value) => {
-      const picker = form.querySelector(\`[data-picker="\${CSS.escape(d.id)}"]\`);
-      const hex = hexOf(String(value));
-      if (picker && hex) picker.value = hex;
-    };
-    const writeField = (d, value) => {
-      const input = fieldInput(d.id);
-      if (!input) return;
-      if (d.type === "boolean") input.checked = value === true;
-      else input.value = value === void 0 ? "" : String(value);
-      if (d.type === "color") syncPicker(d, value);
-      if (d.type === "image") input.dispatchEvent(new Event("vid-value"));
-    };
-    const showProblems = (problems) => {
-      const byKey = new Map(problems.map((p) => [p.key, p.message]));
-      for (const field of Array.from(form.querySelectorAll(".field"))) {
-        const message = byKey.get(field.dataset.id ?? "") ?? "";
-        field.classList.toggle("invalid", message !== "");
-        const slot = field.querySelector(".problem");
-        if (slot) slot.textContent = message;
-        field.querySelector("[data-var]")?.setAttribute("aria-invalid", String(message !== ""));
-      }
-      const unplaced = problems.filter((p) => !fieldInput(p.key));
-      renderMessage.dataset.kind = unplaced.length > 0 ? "error" : "";
-      if (unplaced.length > 0) renderMessage.textContent = unplaced.map((p) => p.message).join("\\n");
-    };
+    const panel = createVariablesPanel(elements, {
+      values: () => values,
+      changed: () => changed()
+    });
     const check = async () => {
       const seq = ++checkSeq;
       try {
@@ -961,7 +1277,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
           banner.hidden = false;
           return;
         }
-        showProblems(body.problems ?? []);
+        panel.showProblems(body.problems ?? []);
         variablesJson.textContent = body.variablesJson ?? "{}";
         form.dataset.checked = String(seq);
       } catch (error) {
@@ -978,177 +1294,10 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         saveUrl();
       }, 150);
     };
-    let projectImages;
-    const listImages = () => projectImages ??= fetch("/__preview/images").then((r) => r.json()).then((body) => body.images ?? [], () => []);
-    const imagePicker = (d, input) => {
-      const thumb = document.createElement("img");
-      thumb.className = "thumb";
-      thumb.dataset.thumb = d.id;
-      thumb.alt = "";
-      const showThumb = () => {
-        const value = input.value.trim();
-        thumb.hidden = value === "";
-        if (value !== "") thumb.src = /^https?:\\/\\//i.test(value) ? value : \`/\${value}\`;
-      };
-      thumb.addEventListener("error", () => thumb.hidden = true);
-      input.addEventListener("input", showThumb);
-      input.addEventListener("vid-value", showThumb);
-      const choose = document.createElement("button");
-      choose.type = "button";
-      choose.textContent = "Choose…";
-      choose.dataset.choose = d.id;
-      const grid = document.createElement("div");
-      grid.className = "image-grid";
-      grid.dataset.images = d.id;
-      grid.hidden = true;
-      choose.addEventListener("click", async () => {
-        if (!grid.hidden) {
-          grid.hidden = true;
-          return;
-        }
-        const images = await listImages();
-        grid.replaceChildren(
-          ...images.length > 0 ? images.map((path) => {
-            const option = document.createElement("button");
-            option.type = "button";
-            option.className = "image-option";
-            option.dataset.path = path;
-            option.title = path;
-            const img = document.createElement("img");
-            img.src = \`/\${path}\`;
-            img.alt = path;
-            option.append(img);
-            option.addEventListener("click", () => {
-              input.value = path;
-              values[d.id] = path;
-              showThumb();
-              grid.hidden = true;
-              changed();
-            });
-            return option;
-          }) : [Object.assign(document.createElement("span"), {
-            className: "hint",
-            textContent: "no images in the project"
-          })]
-        );
-        grid.hidden = false;
-      });
-      queueMicrotask(showThumb);
-      return { controls: [thumb, choose], grid };
-    };
-    const buildField = (d) => {
-      const field = document.createElement("div");
-      field.className = "field";
-      field.dataset.id = d.id;
-      field.dataset.type = d.type;
-      const inputId = \`var-\${d.id}\`;
-      const label = document.createElement("label");
-      label.htmlFor = inputId;
-      label.textContent = d.label;
-      const meta = document.createElement("small");
-      meta.textContent = \`\${d.id} · \${d.type}\`;
-      label.append(" ", meta);
-      const row = document.createElement("div");
-      row.className = "inputs";
-      let input;
-      if (d.type === "enum") {
-        const select = document.createElement("select");
-        for (const option of d.options ?? []) {
-          const element = document.createElement("option");
-          element.value = option.value;
-          element.textContent = option.label;
-          select.append(element);
-        }
-        input = select;
-      } else {
-        const text = document.createElement("input");
-        text.type = d.type === "boolean" ? "checkbox" : d.type === "number" ? "number" : "text";
-        if (d.type === "number") text.step = "any";
-        if (d.type === "color") text.spellcheck = false;
-        input = text;
-      }
-      input.id = inputId;
-      input.dataset.var = d.id;
-      input.addEventListener(d.type === "enum" || d.type === "boolean" ? "change" : "input", () => {
-        values[d.id] = readField(d);
-        if (d.type === "color") syncPicker(d, values[d.id]);
-        changed();
-      });
-      const picker = d.type === "image" ? imagePicker(d, input) : void 0;
-      if (picker) row.append(...picker.controls);
-      if (d.type === "color") {
-        const picker2 = document.createElement("input");
-        picker2.type = "color";
-        picker2.dataset.picker = d.id;
-        picker2.setAttribute("aria-label", \`\${d.label} picker\`);
-        picker2.addEventListener("input", () => {
-          values[d.id] = picker2.value;
-          input.value = picker2.value;
-          changed();
-        });
-        row.append(picker2);
-      }
-      row.append(input);
-      const problem = document.createElement("div");
-      problem.className = "problem";
-      problem.id = \`problem-\${d.id}\`;
-      problem.setAttribute("role", "alert");
-      field.append(label, row);
-      if (picker) field.append(picker.grid);
-      if (d.description) {
-        const description = document.createElement("p");
-        description.className = "description";
-        description.id = \`desc-\${d.id}\`;
-        description.textContent = d.description;
-        input.setAttribute("aria-describedby", description.id);
-        field.append(description);
-      }
-      field.append(problem);
-      return field;
-    };
-    const groupedFields = (declarations) => {
-      const nodes = [];
-      const groups = /* @__PURE__ */ new Map();
-      for (const d of declarations) {
-        if (!d.group) {
-          nodes.push(buildField(d));
-          continue;
-        }
-        let set = groups.get(d.group);
-        if (!set) {
-          set = document.createElement("fieldset");
-          set.className = "group";
-          set.dataset.group = d.group;
-          const legend = document.createElement("legend");
-          legend.textContent = d.group;
-          set.append(legend);
-          groups.set(d.group, set);
-          nodes.push(set);
-        }
-        set.append(buildField(d));
-      }
-      return nodes;
-    };
-    const buildPanel = () => {
-      if (!info) return;
-      form.replaceChildren(...groupedFields(info.declarations));
-      if (info.declarations.length === 0) {
-        const none = document.createElement("p");
-        none.className = "hint";
-        none.textContent = "This composition declares no variables.";
-        form.append(none);
-      }
-      for (const d of info.declarations) writeField(d, values[d.id]);
-      droppedList.replaceChildren(...info.dropped.map((d) => {
-        const item = document.createElement("li");
-        item.textContent = \`declaration \${d.index}\${d.id ? \` ("\${d.id}")\` : ""} dropped: \${d.reason}\`;
-        return item;
-      }));
-    };
     resetButton.addEventListener("click", () => {
       if (!info) return;
       values = structuredClone(info.defaults);
-      for (const d of info.declarations) writeField(d, values[d.id]);
+      for (const d of info.declarations) panel.writeField(d, values[d.id]);
       changed();
     });
     copyButton.addEventListener("click", async () => {
@@ -1233,7 +1382,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       title.textContent = \`\${next.id} · \${next.width}×\${next.height}\${next.aspectRatio ? \` (\${next.aspectRatio})\` : ""} · \${next.duration} s · \${Number(next.fps.toFixed(3))} fps · \${next.frames} frames\`;
       scrubber.max = String(next.frames - 1);
       frameInput.max = String(next.frames - 1);
-      if (!sameDeclarations) buildPanel();
+      if (!sameDeclarations) panel.build(next);
       if (before) reloads++;
       layout();
       showReadouts();
@@ -1266,121 +1415,12 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         }
       }
     };
-    const showRender = (status) => {
-      renderStatus.dataset.state = status.state;
-      renderProgress.hidden = status.state === "idle";
-      renderCancel.hidden = status.state !== "rendering";
-      const p = status.progress;
-      renderProgress.max = p?.framesTotal || 1;
-      renderProgress.value = status.state === "done" ? renderProgress.max : p?.framesDone ?? 0;
-      renderStatus.replaceChildren();
-      if (status.state === "rendering") {
-        const eta = p?.etaSeconds !== void 0 && Number.isFinite(p.etaSeconds) ? \`, about \${Math.max(0, Math.ceil(p.etaSeconds))} s left\` : "";
-        renderStatus.textContent = p && p.stage === "rendering" ? \`Rendering: \${p.framesDone} / \${p.framesTotal} frames (\${p.fps.toFixed(1)} fps\${eta})\` : \`Rendering: \${p?.stage ?? "starting"}\`;
-        renderStatus.dataset.eta = p?.etaSeconds === void 0 ? "" : String(p.etaSeconds);
-      } else if (status.state === "done" && status.file) {
-        const file = status.file;
-        const link = document.createElement("a");
-        link.id = "render-link";
-        link.href = \`/__preview/renders/\${file.split("/").map(encodeURIComponent).join("/")}\`;
-        link.download = file.split("/").pop();
-        link.textContent = \`renders/\${file}\`;
-        renderStatus.append(
-          status.folder ? \`Done: renders/\${status.folder} (first frame: \` : "Done: ",
-          link,
-          status.folder ? ")" : "",
-          \` (\${status.frames} frames, \${formatBytes(status.bytes ?? 0)}, \${((status.elapsedMs ?? 0) / 1e3).toFixed(1)} s)\`
-        );
-      } else if (status.state === "cancelled") {
-        renderStatus.textContent = "Render cancelled; no file was written.";
-      } else if (status.state === "failed") {
-        renderStatus.textContent = \`Render failed: \${status.error?.message ?? "unknown error"}\`;
-      }
-    };
-    const fillOptions = (select, options, chosen) => {
-      const keep = select.value || chosen;
-      select.replaceChildren(...options.map((value) => {
-        const option = document.createElement("option");
-        option.value = value;
-        option.textContent = OPTION_LABELS[value] ?? value;
-        return option;
-      }));
-      select.value = options.includes(keep) ? keep : chosen;
-    };
-    renderFps.addEventListener("input", () => {
-      const fps = Number(renderFps.value);
-      const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
-      if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
-      const last = String(lastFrameAt(info.duration, fps));
-      renderFrom.max = renderTo.max = last;
-      renderTo.value = last;
-    });
-    renderFormat.addEventListener("change", () => {
-      if (renderFormat.value === "still") {
-        renderFrom.value = String(clampFrame(Number(scrubber.value)));
-      }
-      renderTo.disabled = renderFormat.value === "still";
-    });
-    renderButton.addEventListener("click", () => {
-      if (!info) return;
-      fillOptions(renderFormat, info.render.formats, "mp4");
-      fillOptions(renderQuality, info.render.qualities, "standard");
-      fillOptions(renderScale, info.render.scales, "1");
-      renderFps.value = String(+info.fps.toFixed(3));
-      renderFrom.max = renderTo.max = String(lastFrame());
-      renderTo.disabled = renderFormat.value === "still";
-      renderFrom.value = renderFormat.value === "still" ? String(clampFrame(Number(scrubber.value))) : "0";
-      renderTo.value = String(lastFrame());
-      renderName.placeholder = \`\${info.id}-<date>-<time>\`;
-      renderDialog.showModal();
-    });
-    const startRender = async () => {
-      renderMessage.textContent = "";
-      renderMessage.dataset.kind = "";
-      try {
-        const response = await fetch("/__preview/render", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify(renderRequestBody({
-            values,
-            entry,
-            format: renderFormat.value,
-            quality: renderQuality.value,
-            scale: renderScale.value,
-            fps: renderFps.value,
-            from: renderFrom.value,
-            to: renderTo.value,
-            toMax: renderTo.max,
-            name: renderName.value
-          }, info?.fps ?? 0))
-        });
-        const body = await response.json();
-        if (body.ok && body.status) {
-          showRender(body.status);
-          return;
-        }
-        renderMessage.textContent = body.error?.message ?? \`render refused (\${response.status})\`;
-        renderMessage.dataset.kind = response.status === 409 ? "busy" : "error";
-      } catch (error) {
-        renderMessage.textContent = \`cannot reach vid preview: \${error.message}\`;
-        renderMessage.dataset.kind = "error";
-      }
-    };
-    renderDialog.addEventListener("close", () => {
-      if (renderDialog.returnValue === "start") void startRender();
-      renderDialog.returnValue = "";
-    });
-    renderCancel.addEventListener("click", async () => {
-      renderCancel.disabled = true;
-      try {
-        await fetch("/__preview/render/cancel", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: "{}"
-        });
-      } finally {
-        renderCancel.disabled = false;
-      }
+    const { showRender } = wireRenderDialog(elements, {
+      info: () => info,
+      values: () => values,
+      entry: () => entry,
+      playheadFrame: () => clampFrame(Number(scrubber.value)),
+      lastFrame
     });
     const events = new EventSource("/__preview/events");
     events.addEventListener("open", () => {
@@ -1398,7 +1438,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     events.addEventListener("render", (event) => {
       showRender(JSON.parse(event.data));
     });
-    applyVolume();
+    sound.applyVolume();
     void (async () => {
       await listCompositions();
       await refresh();

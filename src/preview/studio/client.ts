@@ -1,7 +1,11 @@
 /**
- * The studio's script, run in the browser on the page of `studio_page.ts`: this module wires
- * the page's elements to the stage, transport, timeline, sound, variables panel, render
- * dialog and live updates. `main.ts` runs it; `scripts/build_page_code.ts` bundles them into
+ * The studio's script, run in the browser on the page of `studio_page.ts`. This module holds
+ * the studio's state (composition, values, the frame wanted and the frame shown, playing)
+ * and drives the stage, the transport and the composition's (re)loading and live updates;
+ * the other concerns are modules beside it, given what they read of that state: the
+ * variables panel (`variables_form.ts`), the render dialog (`render_dialog.ts`), the sound
+ * (`sound.ts`), the timeline (`timeline.ts`), page errors (`page_error.ts`), timecode and
+ * the URL's state. `main.ts` runs it; `scripts/build_page_code.ts` bundles them all into
  * `studio_bundle.ts`, which the studio page inlines.
  *
  * The stage: the composition runs in an iframe at its native size (CSS-scaled to fit)
@@ -33,13 +37,11 @@
  */
 
 import type {
-  Declaration,
   ErrorRecord,
   Info,
   Live,
   Problem,
   RenderStatus,
-  Sound,
   TimelineItem,
   VidApi,
 } from "./types.ts";
@@ -47,15 +49,22 @@ import { formatTimecode, parseTimecode } from "./timecode.ts";
 import { changedValues, readUrlState, urlSearch } from "./url_state.ts";
 import { errorLocation, pageErrorMessage, projectFile, sourceExcerpt } from "./page_error.ts";
 import { timelineItems, timelineTracks, timeRuler } from "./timeline.ts";
-import { playerVolume, soundingClips, soundPosition } from "./sound.ts";
-import { formatBytes, lastFrameAt, OPTION_LABELS, renderRequestBody } from "./render_dialog.ts";
-import { keptValues, numberFieldValue } from "./variables_form.ts";
+import { createStudioSound } from "./sound.ts";
+import { wireRenderDialog } from "./render_dialog.ts";
+import { createVariablesPanel, keptValues } from "./variables_form.ts";
 import { byId, studioElements } from "./dom.ts";
 
 /**
- * Wires up the studio page. Runs in the browser.
+ * Wires up the studio page. Runs in the browser, once (`main.ts`).
+ *
+ * @example
+ * ```ts no_run
+ * // On the studio page, after its markup:
+ * studioClient();
+ * ```
  */
 export function studioClient(): void {
+  const elements = studioElements();
   const {
     stageArea,
     stageBox,
@@ -65,7 +74,6 @@ export function studioClient(): void {
     stageExcerpt,
     playButton,
     muteButton,
-    volumeInput,
     scrubber,
     frameInput,
     timecodeInput,
@@ -78,27 +86,14 @@ export function studioClient(): void {
     banner,
     connection,
     form,
-    droppedList,
     checkStatus,
     checkList,
     resetButton,
     copyButton,
     variablesJson,
     copyStatus,
-    renderButton,
-    renderCancel,
-    renderProgress,
-    renderStatus,
-    renderMessage,
     renderDialog,
-    renderFormat,
-    renderQuality,
-    renderScale,
-    renderFps,
-    renderFrom,
-    renderTo,
-    renderName,
-  } = studioElements();
+  } = elements;
 
   // --- state, first from the URL ---
 
@@ -124,10 +119,6 @@ export function studioClient(): void {
   let playing = false;
   let playFrom = 0;
   let playStart = 0;
-  let muted = fromUrl.muted;
-  let volume = fromUrl.volume;
-  let sounds: Sound[] = [];
-  let soundKey = "";
   let checkSeq = 0;
   let changeTimer: ReturnType<typeof setTimeout> | undefined;
   let urlTimer: ReturnType<typeof setTimeout> | undefined;
@@ -146,8 +137,8 @@ export function studioClient(): void {
         entry,
         frame: shown >= 0 ? shown : clampFrame(wanted),
         values: changedValues(values, info.defaults),
-        muted,
-        volume,
+        muted: sound.muted,
+        volume: sound.volume,
       }, defaultEntry);
       if (search !== location.search) history.replaceState(null, "", search);
     }, 250);
@@ -323,7 +314,7 @@ export function studioClient(): void {
     previous?.iframe.remove();
     generation++;
     stage.dataset.generation = String(generation);
-    updateSounds();
+    sound.update(next.media);
   };
 
   const showReadouts = (): void => {
@@ -445,79 +436,15 @@ export function studioClient(): void {
 
   // --- sound ---
 
-  /** Studio-side players for the live page's sounding media (silent ones are left out). */
-  const updateSounds = (): void => {
-    const clips = soundingClips(live?.media ?? []);
-    const key = JSON.stringify(clips);
-    if (key === soundKey) return;
-    soundKey = key;
-    for (const sound of sounds) {
-      sound.el.pause();
-      sound.el.remove();
-    }
-    const box = byId<HTMLDivElement>("sounds");
-    sounds = clips.map((clip) => {
-      const el = document.createElement("audio");
-      el.preload = "auto";
-      el.src = clip.src;
-      el.loop = clip.loop;
-      el.dataset.clip = clip.src;
-      box.append(el);
-      return { clip, el };
-    });
-    applyVolume();
-    if (playing) syncSounds(true);
-  };
-
-  const applyVolume = (): void => {
-    for (const { clip, el } of sounds) {
-      el.muted = muted;
-      el.volume = playerVolume(clip.volume, volume);
-    }
-    muteButton.textContent = muted ? "Muted" : "Sound on";
-    muteButton.setAttribute("aria-pressed", String(muted));
-    volumeInput.value = String(volume);
-  };
-
   /** Seconds on the composition timeline that the playhead is at right now. */
   const playheadSeconds = (): number =>
     info ? playFrom / info.fps + (performance.now() - playStart) / 1000 : 0;
 
-  /**
-   * Aligns every player with the playhead: playing where its clip covers the playhead
-   * (re-seeked when it drifted more than 80 ms), paused elsewhere or when not playing.
-   */
-  const syncSounds = (force = false): void => {
-    const t = playheadSeconds();
-    for (const { clip, el } of sounds) {
-      const mediaTime = soundPosition(clip, t, el.duration, playing);
-      if (mediaTime === null) {
-        if (!el.paused) el.pause();
-        continue;
-      }
-      el.playbackRate = clip.playbackRate;
-      if (force || el.paused || Math.abs(el.currentTime - mediaTime) > 0.08) {
-        el.currentTime = mediaTime;
-      }
-      if (el.paused) el.play().catch(() => {/* the browser wants a gesture first */});
-    }
-  };
-
-  const pauseSounds = (): void => {
-    for (const { el } of sounds) if (!el.paused) el.pause();
-  };
-
-  muteButton.addEventListener("click", () => {
-    muted = !muted;
-    applyVolume();
-    saveUrl();
-  });
-  volumeInput.addEventListener("input", () => {
-    volume = Math.max(0, Math.min(1, Number(volumeInput.value)));
-    if (volume > 0 && muted) muted = false;
-    applyVolume();
-    saveUrl();
-  });
+  const sound = createStudioSound(elements, byId<HTMLDivElement>("sounds"), {
+    playing: () => playing,
+    playheadSeconds,
+    changed: saveUrl,
+  }, fromUrl);
 
   // --- timeline: media clips, CSS/WAAPI animations and GSAP timelines ---
 
@@ -535,7 +462,7 @@ export function studioClient(): void {
       fps: info.fps,
       shown,
       media: live?.media ?? [],
-      sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration,
+      sourceDuration: sound.sourceDuration,
     });
   };
 
@@ -574,7 +501,7 @@ export function studioClient(): void {
     if (!playing || !info) return;
     const f = clampFrame(playFrom + Math.floor(((now - playStart) * info.fps) / 1000));
     go(f);
-    syncSounds();
+    sound.sync();
     if (f >= lastFrame()) {
       setPlaying(false);
       return;
@@ -590,7 +517,7 @@ export function studioClient(): void {
     playButton.textContent = on ? "Pause" : "Play";
     playButton.setAttribute("aria-pressed", String(on));
     if (!on) {
-      pauseSounds();
+      sound.pause();
       if (info) saveUrl();
       // The frame playback stopped on gets its painted video frames.
       if (was && repaint) void pump();
@@ -599,7 +526,7 @@ export function studioClient(): void {
     if (clampFrame(wanted) >= lastFrame()) go(0);
     playFrom = clampFrame(wanted);
     playStart = performance.now();
-    syncSounds(true);
+    sound.sync(true);
     requestAnimationFrame(tick);
   };
 
@@ -673,59 +600,10 @@ export function studioClient(): void {
 
   // --- variables panel ---
 
-  const fieldInput = (id: string): HTMLInputElement | HTMLSelectElement | null =>
-    form.querySelector<HTMLInputElement | HTMLSelectElement>(`[data-var="${CSS.escape(id)}"]`);
-
-  const hexOf = (colour: string): string | undefined => {
-    if (/^#[0-9a-f]{6}$/i.test(colour)) return colour.toLowerCase();
-    const probe = document.createElement("canvas").getContext("2d");
-    if (!probe) return undefined;
-    probe.fillStyle = "#010203";
-    probe.fillStyle = colour;
-    const parsed = String(probe.fillStyle);
-    return /^#[0-9a-f]{6}$/i.test(parsed) && (parsed !== "#010203" || colour === "#010203")
-      ? parsed
-      : undefined;
-  };
-
-  const readField = (d: Declaration): unknown => {
-    const input = fieldInput(d.id);
-    if (!input) return values[d.id];
-    if (d.type === "boolean") return (input as HTMLInputElement).checked;
-    // What is not a number goes to the check as typed, and gets the CLI's message.
-    if (d.type === "number") return numberFieldValue(input.value);
-    return input.value;
-  };
-
-  const syncPicker = (d: Declaration, value: unknown): void => {
-    const picker = form.querySelector<HTMLInputElement>(`[data-picker="${CSS.escape(d.id)}"]`);
-    const hex = hexOf(String(value));
-    if (picker && hex) picker.value = hex;
-  };
-
-  const writeField = (d: Declaration, value: unknown): void => {
-    const input = fieldInput(d.id);
-    if (!input) return;
-    if (d.type === "boolean") (input as HTMLInputElement).checked = value === true;
-    else input.value = value === undefined ? "" : String(value);
-    if (d.type === "color") syncPicker(d, value);
-    // A value set from code (reset, a reload's URL) updates the image's thumbnail too.
-    if (d.type === "image") input.dispatchEvent(new Event("vid-value"));
-  };
-
-  const showProblems = (problems: Problem[]): void => {
-    const byKey = new Map(problems.map((p) => [p.key, p.message]));
-    for (const field of Array.from(form.querySelectorAll<HTMLElement>(".field"))) {
-      const message = byKey.get(field.dataset.id ?? "") ?? "";
-      field.classList.toggle("invalid", message !== "");
-      const slot = field.querySelector<HTMLElement>(".problem");
-      if (slot) slot.textContent = message;
-      field.querySelector("[data-var]")?.setAttribute("aria-invalid", String(message !== ""));
-    }
-    const unplaced = problems.filter((p) => !fieldInput(p.key));
-    renderMessage.dataset.kind = unplaced.length > 0 ? "error" : "";
-    if (unplaced.length > 0) renderMessage.textContent = unplaced.map((p) => p.message).join("\n");
-  };
+  const panel = createVariablesPanel(elements, {
+    values: () => values,
+    changed: () => changed(),
+  });
 
   const check = async (): Promise<void> => {
     const seq = ++checkSeq;
@@ -747,7 +625,7 @@ export function studioClient(): void {
         banner.hidden = false;
         return;
       }
-      showProblems(body.problems ?? []);
+      panel.showProblems(body.problems ?? []);
       variablesJson.textContent = body.variablesJson ?? "{}";
       form.dataset.checked = String(seq);
     } catch (error) {
@@ -767,199 +645,10 @@ export function studioClient(): void {
     }, 150);
   };
 
-  /** The project's images, asked for once per studio. */
-  let projectImages: Promise<string[]> | undefined;
-  const listImages = (): Promise<string[]> =>
-    projectImages ??= fetch("/__preview/images")
-      .then((r) => r.json() as Promise<{ images?: string[] }>)
-      .then((body) => body.images ?? [], () => []);
-
-  /**
-   * An image variable's thumbnail (of the value in the field; a value that is no file shows
-   * none, and the check marks it) and a picker of the project's images with thumbnails.
-   */
-  const imagePicker = (
-    d: Declaration,
-    input: HTMLInputElement,
-  ): { controls: HTMLElement[]; grid: HTMLElement } => {
-    const thumb = document.createElement("img");
-    thumb.className = "thumb";
-    thumb.dataset.thumb = d.id;
-    thumb.alt = "";
-    const showThumb = (): void => {
-      const value = input.value.trim();
-      thumb.hidden = value === "";
-      if (value !== "") thumb.src = /^https?:\/\//i.test(value) ? value : `/${value}`;
-    };
-    thumb.addEventListener("error", () => thumb.hidden = true);
-    input.addEventListener("input", showThumb);
-    input.addEventListener("vid-value", showThumb);
-    const choose = document.createElement("button");
-    choose.type = "button";
-    choose.textContent = "Choose…";
-    choose.dataset.choose = d.id;
-    const grid = document.createElement("div");
-    grid.className = "image-grid";
-    grid.dataset.images = d.id;
-    grid.hidden = true;
-    choose.addEventListener("click", async () => {
-      if (!grid.hidden) {
-        grid.hidden = true;
-        return;
-      }
-      const images = await listImages();
-      grid.replaceChildren(
-        ...(images.length > 0
-          ? images.map((path) => {
-            const option = document.createElement("button");
-            option.type = "button";
-            option.className = "image-option";
-            option.dataset.path = path;
-            option.title = path;
-            const img = document.createElement("img");
-            img.src = `/${path}`;
-            img.alt = path;
-            option.append(img);
-            option.addEventListener("click", () => {
-              input.value = path;
-              values[d.id] = path;
-              showThumb();
-              grid.hidden = true;
-              changed();
-            });
-            return option;
-          })
-          : [Object.assign(document.createElement("span"), {
-            className: "hint",
-            textContent: "no images in the project",
-          })]),
-      );
-      grid.hidden = false;
-    });
-    queueMicrotask(showThumb);
-    return { controls: [thumb, choose], grid };
-  };
-
-  const buildField = (d: Declaration): HTMLElement => {
-    const field = document.createElement("div");
-    field.className = "field";
-    field.dataset.id = d.id;
-    field.dataset.type = d.type;
-    const inputId = `var-${d.id}`;
-    const label = document.createElement("label");
-    label.htmlFor = inputId;
-    label.textContent = d.label;
-    const meta = document.createElement("small");
-    meta.textContent = `${d.id} · ${d.type}`;
-    label.append(" ", meta);
-    const row = document.createElement("div");
-    row.className = "inputs";
-    let input: HTMLInputElement | HTMLSelectElement;
-    if (d.type === "enum") {
-      const select = document.createElement("select");
-      for (const option of d.options ?? []) {
-        const element = document.createElement("option");
-        element.value = option.value;
-        element.textContent = option.label;
-        select.append(element);
-      }
-      input = select;
-    } else {
-      const text = document.createElement("input");
-      text.type = d.type === "boolean" ? "checkbox" : d.type === "number" ? "number" : "text";
-      if (d.type === "number") text.step = "any";
-      if (d.type === "color") text.spellcheck = false;
-      input = text;
-    }
-    input.id = inputId;
-    input.dataset.var = d.id;
-    input.addEventListener(d.type === "enum" || d.type === "boolean" ? "change" : "input", () => {
-      values[d.id] = readField(d);
-      if (d.type === "color") syncPicker(d, values[d.id]);
-      changed();
-    });
-    const picker = d.type === "image" ? imagePicker(d, input as HTMLInputElement) : undefined;
-    if (picker) row.append(...picker.controls);
-    if (d.type === "color") {
-      const picker = document.createElement("input");
-      picker.type = "color";
-      picker.dataset.picker = d.id;
-      picker.setAttribute("aria-label", `${d.label} picker`);
-      picker.addEventListener("input", () => {
-        values[d.id] = picker.value;
-        input.value = picker.value;
-        changed();
-      });
-      row.append(picker);
-    }
-    row.append(input);
-    const problem = document.createElement("div");
-    problem.className = "problem";
-    problem.id = `problem-${d.id}`;
-    problem.setAttribute("role", "alert");
-    field.append(label, row);
-    if (picker) field.append(picker.grid);
-    if (d.description) {
-      const description = document.createElement("p");
-      description.className = "description";
-      description.id = `desc-${d.id}`;
-      description.textContent = d.description;
-      input.setAttribute("aria-describedby", description.id);
-      field.append(description);
-    }
-    field.append(problem);
-    return field;
-  };
-
-  /**
-   * The fields in declaration order, those of one `group` together in a fieldset named by it
-   * (placed where the group's first variable is).
-   */
-  const groupedFields = (declarations: Declaration[]): HTMLElement[] => {
-    const nodes: HTMLElement[] = [];
-    const groups = new Map<string, HTMLFieldSetElement>();
-    for (const d of declarations) {
-      if (!d.group) {
-        nodes.push(buildField(d));
-        continue;
-      }
-      let set = groups.get(d.group);
-      if (!set) {
-        set = document.createElement("fieldset");
-        set.className = "group";
-        set.dataset.group = d.group;
-        const legend = document.createElement("legend");
-        legend.textContent = d.group;
-        set.append(legend);
-        groups.set(d.group, set);
-        nodes.push(set);
-      }
-      set.append(buildField(d));
-    }
-    return nodes;
-  };
-
-  const buildPanel = (): void => {
-    if (!info) return;
-    form.replaceChildren(...groupedFields(info.declarations));
-    if (info.declarations.length === 0) {
-      const none = document.createElement("p");
-      none.className = "hint";
-      none.textContent = "This composition declares no variables.";
-      form.append(none);
-    }
-    for (const d of info.declarations) writeField(d, values[d.id]);
-    droppedList.replaceChildren(...info.dropped.map((d) => {
-      const item = document.createElement("li");
-      item.textContent = `declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} dropped: ${d.reason}`;
-      return item;
-    }));
-  };
-
   resetButton.addEventListener("click", () => {
     if (!info) return;
     values = structuredClone(info.defaults);
-    for (const d of info.declarations) writeField(d, values[d.id]);
+    for (const d of info.declarations) panel.writeField(d, values[d.id]);
     changed();
   });
 
@@ -1062,7 +751,7 @@ export function studioClient(): void {
     } · ${next.duration} s · ${Number(next.fps.toFixed(3))} fps · ${next.frames} frames`;
     scrubber.max = String(next.frames - 1);
     frameInput.max = String(next.frames - 1);
-    if (!sameDeclarations) buildPanel();
+    if (!sameDeclarations) panel.build(next);
     if (before) reloads++;
     layout();
     showReadouts();
@@ -1110,144 +799,12 @@ export function studioClient(): void {
 
   // --- render dialog ---
 
-  const showRender = (status: RenderStatus): void => {
-    renderStatus.dataset.state = status.state;
-    renderProgress.hidden = status.state === "idle";
-    renderCancel.hidden = status.state !== "rendering";
-    const p = status.progress;
-    renderProgress.max = p?.framesTotal || 1;
-    renderProgress.value = status.state === "done" ? renderProgress.max : p?.framesDone ?? 0;
-    renderStatus.replaceChildren();
-    if (status.state === "rendering") {
-      const eta = p?.etaSeconds !== undefined && Number.isFinite(p.etaSeconds)
-        ? `, about ${Math.max(0, Math.ceil(p.etaSeconds))} s left`
-        : "";
-      renderStatus.textContent = p && p.stage === "rendering"
-        ? `Rendering: ${p.framesDone} / ${p.framesTotal} frames (${p.fps.toFixed(1)} fps${eta})`
-        : `Rendering: ${p?.stage ?? "starting"}`;
-      renderStatus.dataset.eta = p?.etaSeconds === undefined ? "" : String(p.etaSeconds);
-    } else if (status.state === "done" && status.file) {
-      // A PNG sequence is a folder: the link opens its first frame, the text names the folder.
-      const file = status.file;
-      const link = document.createElement("a");
-      link.id = "render-link";
-      link.href = `/__preview/renders/${file.split("/").map(encodeURIComponent).join("/")}`;
-      link.download = file.split("/").pop()!;
-      link.textContent = `renders/${file}`;
-      renderStatus.append(
-        status.folder ? `Done: renders/${status.folder} (first frame: ` : "Done: ",
-        link,
-        status.folder ? ")" : "",
-        ` (${status.frames} frames, ${formatBytes(status.bytes ?? 0)}, ${
-          ((status.elapsedMs ?? 0) / 1000).toFixed(1)
-        } s)`,
-      );
-    } else if (status.state === "cancelled") {
-      renderStatus.textContent = "Render cancelled; no file was written.";
-    } else if (status.state === "failed") {
-      renderStatus.textContent = `Render failed: ${status.error?.message ?? "unknown error"}`;
-    }
-  };
-
-  const fillOptions = (select: HTMLSelectElement, options: string[], chosen: string): void => {
-    const keep = select.value || chosen;
-    select.replaceChildren(...options.map((value) => {
-      const option = document.createElement("option");
-      option.value = value;
-      option.textContent = OPTION_LABELS[value] ?? value;
-      return option;
-    }));
-    select.value = options.includes(keep) ? keep : chosen;
-  };
-
-  // At another frame rate the whole composition is other frame numbers: a range left whole
-  // stays whole (the server counts its frames), an edited one is kept as typed.
-  renderFps.addEventListener("input", () => {
-    const fps = Number(renderFps.value);
-    const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
-    if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
-    const last = String(lastFrameAt(info.duration, fps));
-    renderFrom.max = renderTo.max = last;
-    renderTo.value = last;
-  });
-
-  // A still is one frame: the playhead's, which "from" then holds (and the user may change).
-  renderFormat.addEventListener("change", () => {
-    if (renderFormat.value === "still") {
-      renderFrom.value = String(clampFrame(Number(scrubber.value)));
-    }
-    renderTo.disabled = renderFormat.value === "still";
-  });
-
-  renderButton.addEventListener("click", () => {
-    if (!info) return;
-    fillOptions(renderFormat, info.render.formats, "mp4");
-    fillOptions(renderQuality, info.render.qualities, "standard");
-    fillOptions(renderScale, info.render.scales, "1");
-    renderFps.value = String(+info.fps.toFixed(3));
-    renderFrom.max = renderTo.max = String(lastFrame());
-    renderTo.disabled = renderFormat.value === "still";
-    renderFrom.value = renderFormat.value === "still"
-      ? String(clampFrame(Number(scrubber.value)))
-      : "0";
-    renderTo.value = String(lastFrame());
-    renderName.placeholder = `${info.id}-<date>-<time>`;
-    renderDialog.showModal();
-  });
-
-  const startRender = async (): Promise<void> => {
-    renderMessage.textContent = "";
-    renderMessage.dataset.kind = "";
-    try {
-      const response = await fetch("/__preview/render", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(renderRequestBody({
-          values,
-          entry,
-          format: renderFormat.value,
-          quality: renderQuality.value,
-          scale: renderScale.value,
-          fps: renderFps.value,
-          from: renderFrom.value,
-          to: renderTo.value,
-          toMax: renderTo.max,
-          name: renderName.value,
-        }, info?.fps ?? 0)),
-      });
-      const body = await response.json() as {
-        ok: boolean;
-        status?: RenderStatus;
-        error?: { message: string };
-      };
-      if (body.ok && body.status) {
-        showRender(body.status);
-        return;
-      }
-      renderMessage.textContent = body.error?.message ?? `render refused (${response.status})`;
-      renderMessage.dataset.kind = response.status === 409 ? "busy" : "error";
-    } catch (error) {
-      renderMessage.textContent = `cannot reach vid preview: ${(error as Error).message}`;
-      renderMessage.dataset.kind = "error";
-    }
-  };
-
-  renderDialog.addEventListener("close", () => {
-    if (renderDialog.returnValue === "start") void startRender();
-    renderDialog.returnValue = "";
-  });
-
-  renderCancel.addEventListener("click", async () => {
-    renderCancel.disabled = true;
-    try {
-      await fetch("/__preview/render/cancel", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: "{}",
-      });
-    } finally {
-      renderCancel.disabled = false;
-    }
+  const { showRender } = wireRenderDialog(elements, {
+    info: () => info,
+    values: () => values,
+    entry: () => entry,
+    playheadFrame: () => clampFrame(Number(scrubber.value)),
+    lastFrame,
   });
 
   // --- live updates ---
@@ -1269,7 +826,7 @@ export function studioClient(): void {
     showRender(JSON.parse((event as MessageEvent<string>).data) as RenderStatus);
   });
 
-  applyVolume();
+  sound.applyVolume();
   void (async () => {
     await listCompositions();
     await refresh();

@@ -17,6 +17,92 @@ export function byId<T extends HTMLElement>(id: string): T {
   return document.getElementById(id) as T;
 }
 
+/** The studio page's elements the client drives, by the names the client gives them. */
+export interface StudioElements {
+  /** `#stage-area`. */
+  stageArea: HTMLDivElement;
+  /** `#stage-box`. */
+  stageBox: HTMLDivElement;
+  /** `#stage`. */
+  stage: HTMLDivElement;
+  /** `#stage-message`. */
+  stageMessage: HTMLDivElement;
+  /** `#stage-error-text`. */
+  stageErrorText: HTMLDivElement;
+  /** `#stage-excerpt`. */
+  stageExcerpt: HTMLPreElement;
+  /** `#play`. */
+  playButton: HTMLButtonElement;
+  /** `#mute`. */
+  muteButton: HTMLButtonElement;
+  /** `#volume`. */
+  volumeInput: HTMLInputElement;
+  /** `#scrubber`. */
+  scrubber: HTMLInputElement;
+  /** `#frame-input`. */
+  frameInput: HTMLInputElement;
+  /** `#timecode-input`. */
+  timecodeInput: HTMLInputElement;
+  /** `#frame-readout`. */
+  frameReadout: HTMLSpanElement;
+  /** `#time-readout`. */
+  timeReadout: HTMLSpanElement;
+  /** `#zoom`. */
+  zoomSelect: HTMLSelectElement;
+  /** `#timeline`. */
+  timeline: HTMLDivElement;
+  /** `#composition-select`. */
+  compositionSelect: HTMLSelectElement;
+  /** `#title`. */
+  title: HTMLSpanElement;
+  /** `#banner`. */
+  banner: HTMLDivElement;
+  /** `#connection`. */
+  connection: HTMLSpanElement;
+  /** `#variables`. */
+  form: HTMLFormElement;
+  /** `#dropped`. */
+  droppedList: HTMLUListElement;
+  /** `#check-status`. */
+  checkStatus: HTMLDivElement;
+  /** `#check-problems`. */
+  checkList: HTMLUListElement;
+  /** `#reset`. */
+  resetButton: HTMLButtonElement;
+  /** `#copy`. */
+  copyButton: HTMLButtonElement;
+  /** `#variables-json`. */
+  variablesJson: HTMLElement;
+  /** `#copy-status`. */
+  copyStatus: HTMLSpanElement;
+  /** `#render`. */
+  renderButton: HTMLButtonElement;
+  /** `#render-cancel`. */
+  renderCancel: HTMLButtonElement;
+  /** `#render-progress`. */
+  renderProgress: HTMLProgressElement;
+  /** `#render-status`. */
+  renderStatus: HTMLDivElement;
+  /** `#render-message`. */
+  renderMessage: HTMLDivElement;
+  /** `#render-dialog`. */
+  renderDialog: HTMLDialogElement;
+  /** `#render-format`. */
+  renderFormat: HTMLSelectElement;
+  /** `#render-quality`. */
+  renderQuality: HTMLSelectElement;
+  /** `#render-scale`. */
+  renderScale: HTMLSelectElement;
+  /** `#render-fps`. */
+  renderFps: HTMLInputElement;
+  /** `#render-from`. */
+  renderFrom: HTMLInputElement;
+  /** `#render-to`. */
+  renderTo: HTMLInputElement;
+  /** `#render-name`. */
+  renderName: HTMLInputElement;
+}
+
 /**
  * The studio page's elements.
  *
@@ -25,49 +111,7 @@ export function byId<T extends HTMLElement>(id: string): T {
  * const { stage, scrubber } = studioElements();
  * ```
  */
-export function studioElements(): {
-  stageArea: HTMLDivElement;
-  stageBox: HTMLDivElement;
-  stage: HTMLDivElement;
-  stageMessage: HTMLDivElement;
-  stageErrorText: HTMLDivElement;
-  stageExcerpt: HTMLPreElement;
-  playButton: HTMLButtonElement;
-  muteButton: HTMLButtonElement;
-  volumeInput: HTMLInputElement;
-  scrubber: HTMLInputElement;
-  frameInput: HTMLInputElement;
-  timecodeInput: HTMLInputElement;
-  frameReadout: HTMLSpanElement;
-  timeReadout: HTMLSpanElement;
-  zoomSelect: HTMLSelectElement;
-  timeline: HTMLDivElement;
-  compositionSelect: HTMLSelectElement;
-  title: HTMLSpanElement;
-  banner: HTMLDivElement;
-  connection: HTMLSpanElement;
-  form: HTMLFormElement;
-  droppedList: HTMLUListElement;
-  checkStatus: HTMLDivElement;
-  checkList: HTMLUListElement;
-  resetButton: HTMLButtonElement;
-  copyButton: HTMLButtonElement;
-  variablesJson: HTMLElement;
-  copyStatus: HTMLSpanElement;
-  renderButton: HTMLButtonElement;
-  renderCancel: HTMLButtonElement;
-  renderProgress: HTMLProgressElement;
-  renderStatus: HTMLDivElement;
-  renderMessage: HTMLDivElement;
-  renderDialog: HTMLDialogElement;
-  renderFormat: HTMLSelectElement;
-  renderQuality: HTMLSelectElement;
-  renderScale: HTMLSelectElement;
-  renderFps: HTMLInputElement;
-  renderFrom: HTMLInputElement;
-  renderTo: HTMLInputElement;
-  renderName: HTMLInputElement;
-} {
+export function studioElements(): StudioElements {
   return {
     stageArea: byId<HTMLDivElement>("stage-area"),
     stageBox: byId<HTMLDivElement>("stage-box"),
