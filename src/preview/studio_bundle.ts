@@ -809,6 +809,120 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     };
   }
 
+  // src/preview/studio/check_panel.ts
+  function checkSummary(ok, problems, error) {
+    const errors = problems.filter((p) => p.severity === "error").length;
+    return !ok ? \`cannot check: \${error ?? "unknown error"}\` : problems.length === 0 ? "no problems found (the stage shows what the page throws)" : \`\${errors} error\${errors === 1 ? "" : "s"}, \${problems.length - errors} warning\${problems.length - errors === 1 ? "" : "s"}: a render would get these wrong (vid check lists them too)\`;
+  }
+  function createCheckPanel(elements, entry) {
+    const { checkStatus, checkList } = elements;
+    let projectCheckSeq = 0;
+    const refresh = async () => {
+      const seq = ++projectCheckSeq;
+      checkStatus.textContent = "checking…";
+      const current = entry();
+      try {
+        const body = await (await fetch(
+          \`/__preview/check\${current ? \`?entry=\${encodeURIComponent(current)}\` : ""}\`
+        )).json();
+        if (seq !== projectCheckSeq) return;
+        const problems = body.problems ?? [];
+        checkList.replaceChildren(...problems.map((p) => {
+          const item = document.createElement("li");
+          item.dataset.severity = p.severity;
+          item.textContent = p.text;
+          return item;
+        }));
+        checkStatus.textContent = checkSummary(body.ok, problems, body.error?.message);
+        checkList.dataset.checked = String(seq);
+      } catch (error) {
+        if (seq === projectCheckSeq) {
+          checkStatus.textContent = \`cannot check: \${error.message}\`;
+        }
+      }
+    };
+    return { refresh };
+  }
+
+  // src/preview/studio/live_updates.ts
+  function listenForUpdates(elements, handlers) {
+    const { connection } = elements;
+    const events = new EventSource("/__preview/events");
+    events.addEventListener("open", () => {
+      connection.textContent = "live";
+      connection.dataset.state = "live";
+    });
+    events.addEventListener("error", () => {
+      connection.textContent = "disconnected: is vid preview still running?";
+      connection.dataset.state = "down";
+    });
+    events.addEventListener("change", () => handlers.changed());
+    events.addEventListener("render", (event) => {
+      handlers.render(JSON.parse(event.data));
+    });
+    return events;
+  }
+
+  // src/preview/studio/transport.ts
+  function keyCommand(key, shift, wanted, lastFrame) {
+    const step = shift ? 10 : 1;
+    if (key === " ") return { kind: "toggle-play" };
+    if (key === "m") return { kind: "mute" };
+    if (key === "ArrowRight") return { kind: "go", frame: wanted + step };
+    if (key === "ArrowLeft") return { kind: "go", frame: wanted - step };
+    if (key === "Home") return { kind: "go", frame: 0 };
+    if (key === "End") return { kind: "go", frame: lastFrame };
+    return void 0;
+  }
+  function parseFrameField(text, lastFrame) {
+    const n = Number(text);
+    return text.trim() !== "" && Number.isInteger(n) && n >= 0 && n <= lastFrame ? n : void 0;
+  }
+  var typingIn = (target) => target instanceof HTMLInputElement && target.type !== "range" || target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement;
+  function wireTransport(elements, host) {
+    const { frameInput, timecodeInput, muteButton, renderDialog } = elements;
+    frameInput.addEventListener("change", () => {
+      const n = parseFrameField(frameInput.value, host.lastFrame());
+      const ok = n !== void 0;
+      frameInput.setAttribute("aria-invalid", String(!ok));
+      frameInput.title = ok ? "Go to frame (Enter)" : \`a whole frame from 0 to \${host.lastFrame()}\`;
+      if (!ok) return;
+      host.setPlaying(false);
+      host.go(n);
+    });
+    timecodeInput.addEventListener("change", () => {
+      const frame = host.parseTime(timecodeInput.value);
+      const ok = frame !== void 0 && frame <= host.lastFrame();
+      timecodeInput.setAttribute("aria-invalid", String(!ok));
+      timecodeInput.title = ok ? "Go to time: HH:MM:SS:FF timecode, or seconds like 1.5s" : \`not a time within 00:00:00:00 – \${host.timecodeOf(host.lastFrame())}\`;
+      if (!ok) return;
+      host.setPlaying(false);
+      host.go(frame);
+    });
+    for (const input of [frameInput, timecodeInput]) {
+      input.addEventListener("keydown", (event) => {
+        if (event.key === "Enter") input.dispatchEvent(new Event("change"));
+      });
+      input.addEventListener("blur", host.showReadouts);
+    }
+    document.addEventListener("keydown", (event) => {
+      if (typingIn(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
+      if (renderDialog.open) return;
+      const command = keyCommand(event.key, event.shiftKey, host.wanted(), host.lastFrame());
+      if (!command) return;
+      if (command.kind === "toggle-play") host.setPlaying(!host.playing());
+      else if (command.kind === "mute") muteButton.click();
+      else {
+        host.setPlaying(false);
+        host.go(command.frame);
+      }
+      event.preventDefault();
+    });
+    document.addEventListener("keyup", (event) => {
+      if (event.key === " " && !typingIn(event.target)) event.preventDefault();
+    });
+  }
+
   // src/preview/studio/client.ts
   function studioClient() {
     const elements = studioElements();
@@ -820,7 +934,6 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       stageErrorText,
       stageExcerpt,
       playButton,
-      muteButton,
       scrubber,
       frameInput,
       timecodeInput,
@@ -831,15 +944,11 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       compositionSelect,
       title,
       banner,
-      connection,
       form,
-      checkStatus,
-      checkList,
       resetButton,
       copyButton,
       variablesJson,
-      copyStatus,
-      renderDialog
+      copyStatus
     } = elements;
     const fromUrl = readUrlState(location.search);
     let entry = fromUrl.entry;
@@ -1209,54 +1318,15 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       layout();
       movePlayhead(Math.max(0, shown));
     }).observe(stageArea);
-    frameInput.addEventListener("change", () => {
-      const n = Number(frameInput.value);
-      const ok = frameInput.value.trim() !== "" && Number.isInteger(n) && n >= 0 && n <= lastFrame();
-      frameInput.setAttribute("aria-invalid", String(!ok));
-      frameInput.title = ok ? "Go to frame (Enter)" : \`a whole frame from 0 to \${lastFrame()}\`;
-      if (!ok) return;
-      setPlaying(false);
-      go(n);
-    });
-    timecodeInput.addEventListener("change", () => {
-      const frame = parseTime(timecodeInput.value);
-      const ok = frame !== void 0 && frame <= lastFrame();
-      timecodeInput.setAttribute("aria-invalid", String(!ok));
-      timecodeInput.title = ok ? "Go to time: HH:MM:SS:FF timecode, or seconds like 1.5s" : \`not a time within 00:00:00:00 – \${timecodeOf(lastFrame())}\`;
-      if (!ok) return;
-      setPlaying(false);
-      go(frame);
-    });
-    for (const input of [frameInput, timecodeInput]) {
-      input.addEventListener("keydown", (event) => {
-        if (event.key === "Enter") input.dispatchEvent(new Event("change"));
-      });
-      input.addEventListener("blur", showReadouts);
-    }
-    const typingIn = (target) => target instanceof HTMLInputElement && target.type !== "range" || target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement;
-    document.addEventListener("keydown", (event) => {
-      if (typingIn(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
-      if (renderDialog.open) return;
-      const step = event.shiftKey ? 10 : 1;
-      if (event.key === " ") setPlaying(!playing);
-      else if (event.key === "m") muteButton.click();
-      else if (event.key === "ArrowRight") {
-        setPlaying(false);
-        go(wanted + step);
-      } else if (event.key === "ArrowLeft") {
-        setPlaying(false);
-        go(wanted - step);
-      } else if (event.key === "Home") {
-        setPlaying(false);
-        go(0);
-      } else if (event.key === "End") {
-        setPlaying(false);
-        go(lastFrame());
-      } else return;
-      event.preventDefault();
-    });
-    document.addEventListener("keyup", (event) => {
-      if (event.key === " " && !typingIn(event.target)) event.preventDefault();
+    wireTransport(elements, {
+      lastFrame,
+      wanted: () => wanted,
+      setPlaying: (on) => setPlaying(on),
+      playing: () => playing,
+      go,
+      parseTime,
+      timecodeOf,
+      showReadouts
     });
     const panel = createVariablesPanel(elements, {
       values: () => values,
@@ -1388,33 +1458,9 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       showReadouts();
       go(wanted);
       void check();
-      void checkProject();
+      void checkPanel.refresh();
     };
-    let projectCheckSeq = 0;
-    const checkProject = async () => {
-      const seq = ++projectCheckSeq;
-      checkStatus.textContent = "checking…";
-      try {
-        const body = await (await fetch(
-          \`/__preview/check\${entry ? \`?entry=\${encodeURIComponent(entry)}\` : ""}\`
-        )).json();
-        if (seq !== projectCheckSeq) return;
-        const problems = body.problems ?? [];
-        checkList.replaceChildren(...problems.map((p) => {
-          const item = document.createElement("li");
-          item.dataset.severity = p.severity;
-          item.textContent = p.text;
-          return item;
-        }));
-        const errors = problems.filter((p) => p.severity === "error").length;
-        checkStatus.textContent = !body.ok ? \`cannot check: \${body.error?.message ?? "unknown error"}\` : problems.length === 0 ? "no problems found (the stage shows what the page throws)" : \`\${errors} error\${errors === 1 ? "" : "s"}, \${problems.length - errors} warning\${problems.length - errors === 1 ? "" : "s"}: a render would get these wrong (vid check lists them too)\`;
-        checkList.dataset.checked = String(seq);
-      } catch (error) {
-        if (seq === projectCheckSeq) {
-          checkStatus.textContent = \`cannot check: \${error.message}\`;
-        }
-      }
-    };
+    const checkPanel = createCheckPanel(elements, () => entry);
     const { showRender } = wireRenderDialog(elements, {
       info: () => info,
       values: () => values,
@@ -1422,21 +1468,12 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       playheadFrame: () => clampFrame(Number(scrubber.value)),
       lastFrame
     });
-    const events = new EventSource("/__preview/events");
-    events.addEventListener("open", () => {
-      connection.textContent = "live";
-      connection.dataset.state = "live";
-    });
-    events.addEventListener("error", () => {
-      connection.textContent = "disconnected: is vid preview still running?";
-      connection.dataset.state = "down";
-    });
-    events.addEventListener("change", () => {
-      void listCompositions();
-      void refresh();
-    });
-    events.addEventListener("render", (event) => {
-      showRender(JSON.parse(event.data));
+    listenForUpdates(elements, {
+      changed: () => {
+        void listCompositions();
+        void refresh();
+      },
+      render: showRender
     });
     sound.applyVolume();
     void (async () => {

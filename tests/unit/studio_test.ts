@@ -31,6 +31,8 @@ import {
   projectFile,
   sourceExcerpt,
 } from "../../src/preview/studio/page_error.ts";
+import { keyCommand, parseFrameField } from "../../src/preview/studio/transport.ts";
+import { checkSummary } from "../../src/preview/studio/check_panel.ts";
 import type { Declaration, MediaClip } from "../../src/preview/studio/types.ts";
 
 describe("studio timecode", () => {
@@ -281,5 +283,43 @@ describe("studio page errors", () => {
       "   9 | line 9\n> 10 | line 10\n     |   ^\n  11 | line 11",
     );
     assert.equal(sourceExcerpt("only\tone", 1, 0), "> 1 | only  one", "tabs as two spaces");
+  });
+});
+
+describe("studio transport", () => {
+  it("maps keys to commands: arrows step 1 (10 with shift), Home and End go to the ends", () => {
+    assert.deepEqual(keyCommand("ArrowRight", false, 7, 59), { kind: "go", frame: 8 });
+    assert.deepEqual(
+      keyCommand("ArrowLeft", true, 7, 59),
+      { kind: "go", frame: -3 },
+      "clamped later",
+    );
+    assert.deepEqual(keyCommand("Home", true, 7, 59), { kind: "go", frame: 0 });
+    assert.deepEqual(keyCommand("End", false, 7, 59), { kind: "go", frame: 59 });
+    assert.deepEqual(keyCommand("m", false, 7, 59), { kind: "mute" });
+    assert.deepEqual(keyCommand(" ", true, 7, 59), { kind: "toggle-play" });
+    for (const key of ["M", "Enter", "ArrowUp", "a"]) {
+      assert.equal(keyCommand(key, false, 7, 59), undefined, key);
+    }
+  });
+
+  it("takes a typed frame only when whole and in range", () => {
+    assert.equal(parseFrameField("0", 59), 0);
+    assert.equal(parseFrameField("59", 59), 59);
+    for (const text of ["", " ", "-1", "60", "2.5", "x", "1e1000"]) {
+      assert.equal(parseFrameField(text, 59), undefined, text);
+    }
+  });
+});
+
+describe("studio check panel", () => {
+  it("counts errors and warnings, or says there are none", () => {
+    assert.equal(
+      checkSummary(true, []),
+      "no problems found (the stage shows what the page throws)",
+    );
+    const two = [{ severity: "error", text: "a" }, { severity: "error", text: "b" }];
+    assert.match(checkSummary(true, two), /^2 errors, 0 warnings: /);
+    assert.equal(checkSummary(false, two), "cannot check: unknown error");
   });
 });

@@ -53,6 +53,9 @@ import { createStudioSound } from "./sound.ts";
 import { wireRenderDialog } from "./render_dialog.ts";
 import { createVariablesPanel, keptValues } from "./variables_form.ts";
 import { byId, studioElements } from "./dom.ts";
+import { createCheckPanel } from "./check_panel.ts";
+import { listenForUpdates } from "./live_updates.ts";
+import { wireTransport } from "./transport.ts";
 
 /**
  * Wires up the studio page. Runs in the browser, once (`main.ts`).
@@ -73,7 +76,6 @@ export function studioClient(): void {
     stageErrorText,
     stageExcerpt,
     playButton,
-    muteButton,
     scrubber,
     frameInput,
     timecodeInput,
@@ -84,15 +86,11 @@ export function studioClient(): void {
     compositionSelect,
     title,
     banner,
-    connection,
     form,
-    checkStatus,
-    checkList,
     resetButton,
     copyButton,
     variablesJson,
     copyStatus,
-    renderDialog,
   } = elements;
 
   // --- state, first from the URL ---
@@ -541,61 +539,15 @@ export function studioClient(): void {
     movePlayhead(Math.max(0, shown));
   }).observe(stageArea);
 
-  frameInput.addEventListener("change", () => {
-    const n = Number(frameInput.value);
-    const ok = frameInput.value.trim() !== "" && Number.isInteger(n) && n >= 0 && n <= lastFrame();
-    frameInput.setAttribute("aria-invalid", String(!ok));
-    frameInput.title = ok ? "Go to frame (Enter)" : `a whole frame from 0 to ${lastFrame()}`;
-    if (!ok) return;
-    setPlaying(false);
-    go(n);
-  });
-  timecodeInput.addEventListener("change", () => {
-    const frame = parseTime(timecodeInput.value);
-    const ok = frame !== undefined && frame <= lastFrame();
-    timecodeInput.setAttribute("aria-invalid", String(!ok));
-    timecodeInput.title = ok
-      ? "Go to time: HH:MM:SS:FF timecode, or seconds like 1.5s"
-      : `not a time within 00:00:00:00 – ${timecodeOf(lastFrame())}`;
-    if (!ok) return;
-    setPlaying(false);
-    go(frame);
-  });
-  for (const input of [frameInput, timecodeInput]) {
-    input.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") input.dispatchEvent(new Event("change"));
-    });
-    input.addEventListener("blur", showReadouts);
-  }
-
-  const typingIn = (target: EventTarget | null): boolean =>
-    (target instanceof HTMLInputElement && target.type !== "range") ||
-    target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement;
-
-  document.addEventListener("keydown", (event) => {
-    if (typingIn(event.target) || event.ctrlKey || event.metaKey || event.altKey) return;
-    if (renderDialog.open) return;
-    const step = event.shiftKey ? 10 : 1;
-    if (event.key === " ") setPlaying(!playing);
-    else if (event.key === "m") muteButton.click();
-    else if (event.key === "ArrowRight") {
-      setPlaying(false);
-      go(wanted + step);
-    } else if (event.key === "ArrowLeft") {
-      setPlaying(false);
-      go(wanted - step);
-    } else if (event.key === "Home") {
-      setPlaying(false);
-      go(0);
-    } else if (event.key === "End") {
-      setPlaying(false);
-      go(lastFrame());
-    } else return;
-    event.preventDefault();
-  });
-  // A focused button would also "click" on the space key's release.
-  document.addEventListener("keyup", (event) => {
-    if (event.key === " " && !typingIn(event.target)) event.preventDefault();
+  wireTransport(elements, {
+    lastFrame,
+    wanted: () => wanted,
+    setPlaying: (on) => setPlaying(on),
+    playing: () => playing,
+    go,
+    parseTime,
+    timecodeOf,
+    showReadouts,
   });
 
   // --- variables panel ---
@@ -757,45 +709,11 @@ export function studioClient(): void {
     showReadouts();
     go(wanted);
     void check();
-    void checkProject();
+    void checkPanel.refresh();
   };
 
   /** The Check panel: the static and media parts of vid check, again on every reload. */
-  let projectCheckSeq = 0;
-  const checkProject = async (): Promise<void> => {
-    const seq = ++projectCheckSeq;
-    checkStatus.textContent = "checking…";
-    try {
-      const body = await (await fetch(
-        `/__preview/check${entry ? `?entry=${encodeURIComponent(entry)}` : ""}`,
-      )).json() as {
-        ok: boolean;
-        problems?: { severity: string; text: string }[];
-        error?: { message: string };
-      };
-      if (seq !== projectCheckSeq) return;
-      const problems = body.problems ?? [];
-      checkList.replaceChildren(...problems.map((p) => {
-        const item = document.createElement("li");
-        item.dataset.severity = p.severity;
-        item.textContent = p.text;
-        return item;
-      }));
-      const errors = problems.filter((p) => p.severity === "error").length;
-      checkStatus.textContent = !body.ok
-        ? `cannot check: ${body.error?.message ?? "unknown error"}`
-        : problems.length === 0
-        ? "no problems found (the stage shows what the page throws)"
-        : `${errors} error${errors === 1 ? "" : "s"}, ${problems.length - errors} warning${
-          problems.length - errors === 1 ? "" : "s"
-        }: a render would get these wrong (vid check lists them too)`;
-      checkList.dataset.checked = String(seq);
-    } catch (error) {
-      if (seq === projectCheckSeq) {
-        checkStatus.textContent = `cannot check: ${(error as Error).message}`;
-      }
-    }
-  };
+  const checkPanel = createCheckPanel(elements, () => entry);
 
   // --- render dialog ---
 
@@ -809,21 +727,12 @@ export function studioClient(): void {
 
   // --- live updates ---
 
-  const events = new EventSource("/__preview/events");
-  events.addEventListener("open", () => {
-    connection.textContent = "live";
-    connection.dataset.state = "live";
-  });
-  events.addEventListener("error", () => {
-    connection.textContent = "disconnected: is vid preview still running?";
-    connection.dataset.state = "down";
-  });
-  events.addEventListener("change", () => {
-    void listCompositions();
-    void refresh();
-  });
-  events.addEventListener("render", (event) => {
-    showRender(JSON.parse((event as MessageEvent<string>).data) as RenderStatus);
+  listenForUpdates(elements, {
+    changed: () => {
+      void listCompositions();
+      void refresh();
+    },
+    render: showRender,
   });
 
   sound.applyVolume();
