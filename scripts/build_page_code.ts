@@ -80,6 +80,8 @@ const TARGET = "es2022";
 export async function buildPageBundle(bundle: PageBundle): Promise<string> {
   const result = await esbuild.build({
     entryPoints: [join(ROOT, bundle.entry)],
+    // The bundle's "// src/…" path comments are relative to this: the same from any cwd.
+    absWorkingDir: ROOT,
     bundle: true,
     write: false,
     platform: "browser",
