@@ -55,7 +55,7 @@
 import { type FrameRate, frameRateValue } from "../composition/frame_rate.ts";
 import { type Chunk, chunkPlan, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 import type { ExecutionInput } from "./config.ts";
-// The default rate of the render request (OPTIONS.fps.default).
+// config.fps, parsed the one way every reader of the config parses it.
 import { configFrameRate } from "../request/execution_input.ts";
 
 /** The task a function invocation performs. */

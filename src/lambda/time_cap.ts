@@ -19,7 +19,7 @@ import { DEFAULT_CHUNK_SIZE } from "../render/chunk_plan.ts";
 import { chunkPlan } from "../render/chunk_plan.ts";
 import { frameRateValue } from "../composition/frame_rate.ts";
 import type { RenderConfig } from "./config.ts";
-// The default rate of the render request (OPTIONS.fps.default).
+// config.fps, parsed the one way every reader of the config parses it.
 import { configFrameRate } from "../request/execution_input.ts";
 import { TIME_CAP_FIX } from "./state_machine.ts";
 

@@ -245,9 +245,9 @@ export interface EncoderOptions {
    */
   outputSize?: { width: number; height: number };
   /**
-   * Frames per encoder run (one GOP grid cell, `gopFrames(fps)` of the rate's value): every run of this many
-   * frames, from the first frame written, is encoded by a fresh ffmpeg and the runs are
-   * joined into `output`. The first frame written must be on the grid. @default one run
+   * Frames per encoder run (one GOP grid cell, `gopFrames` of the rate's value): every run of
+   * this many frames, from the first frame written, is encoded by a fresh ffmpeg and the runs
+   * are joined into `output`. The first frame written must be on the grid. @default one run
    */
   cellFrames?: number;
   /** Frames that will be written: the next encoder run then starts ahead of its first frame. */
@@ -481,8 +481,8 @@ function startRun(options: EncoderOptions, output: string): Encoder {
  * ```ts no_run
  * const jpegBytes = await Deno.readFile("frame-00000.jpg");
  * const encoder = startEncoder({ ffmpeg: "ffmpeg", output: "chunk.mp4",
- *   frameRate: { num: 30, den: 1 }, format: "mp4", quality: "standard", width: 320, height: 180, frameFormat: "jpeg",
- *   cellFrames: 60 });
+ *   frameRate: { num: 30, den: 1 }, format: "mp4", quality: "standard", width: 320,
+ *   height: 180, frameFormat: "jpeg", cellFrames: 60 });
  * await encoder.write(jpegBytes);
  * await encoder.finish();
  * ```
