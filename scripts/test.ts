@@ -7,10 +7,14 @@
  * (`node --test` with the tsx loader, Pulumi mocks; its output is printed when it ends).
  * After the checks, still alongside Pulumi, the runnable `@example` blocks of the library
  * (`deno test --doc`, below) and `deno test --deny-run tests/unit/`; then, alone on the
- * machine, `deno test tests/integration/` (with any test file still directly in `tests/`).
- * No test is type-checked twice when `deno check` passed. Every `deno test` and `node --test` run writes a JUnit report that is parsed for
- * the counts: `.test-results/junit.xml` holds the integration tests (and any run given a
- * path), `unit-junit.xml`, `doc-junit.xml` and `pulumi-junit.xml` the others.
+ * machine, the integration tests: first the files of `SERIAL_INTEGRATION` (below: they
+ * assert deadlines, or touch state the whole test process shares) one at a time, with any
+ * test file still directly in `tests/`, then the others with `deno test --parallel` (one
+ * file per core, `DENO_JOBS` to change it). No test is type-checked twice when `deno check`
+ * passed. Every `deno test` and `node --test` run writes a JUnit report that is parsed for
+ * the counts: `.test-results/junit.xml` holds the parallel integration tests (and any run
+ * given a path), `serial-junit.xml` the serial ones, `unit-junit.xml`, `doc-junit.xml` and
+ * `pulumi-junit.xml` the others.
  *
  * `--unit` runs only the fast inner loop: `tests/unit/` (no browser, ffmpeg, subprocess or
  * server process; `deno test --deny-run` enforces the subprocess part) and the runnable
@@ -65,11 +69,42 @@ const PULUMI_DIR: string = `${ROOT}pulumi`;
 const PULUMI_JUNIT_PATH = ".test-results/pulumi-junit.xml";
 const DOC_JUNIT_PATH = ".test-results/doc-junit.xml";
 const UNIT_JUNIT_PATH = ".test-results/unit-junit.xml";
+const SERIAL_JUNIT_PATH = ".test-results/serial-junit.xml";
 
 /** Fast tests of pure logic: no browser, ffmpeg, subprocess or server process. */
 const UNIT_TESTS = "tests/unit/";
 /** End-to-end tests: real Chromium, ffmpeg, servers, S3 and worker processes. */
 const INTEGRATION_TESTS = "tests/integration/";
+
+/**
+ * Integration files that run one at a time, alone, after the others (which run in parallel,
+ * `deno test --parallel`: one worker per core, or `DENO_JOBS`). Parallel files share this
+ * process (its pid, environment, working folder) and the machine's two cores, so a file goes
+ * here when it changes or inspects process-wide state, when it asserts a deadline or a
+ * duration, or when it would starve the others. Every other file must hold its own ports
+ * (port 0), folders (a temp dir) and processes (checks by its own pids, not the machine's).
+ */
+export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
+  // Process-wide state: the environment and children of the one test process.
+  "storage_test.ts": "sets AWS_* in the test process's environment",
+  "chunk_identity_test.ts": "sets VID_S3_* and AWS_* in the environment for the in-process worker",
+  "lambda_runtime_test.ts": "points the test process's TMPDIR elsewhere",
+  "security_network_test.ts": "expects no child of the test process left (pgrep -P)",
+  "browser_pool_test.ts": "counts the capture browsers among the test process's children",
+  "lambda_local_test.ts": "finds browsers among the test process's descendants; kill -9 mid-chunk",
+  // Deadlines and durations asserted, or time that must pass while a render runs.
+  "render_interrupt_test.ts": "SIGINT and --frame-timeout deadlines",
+  "shutdown_test.ts": "SIGTERM against --shutdown-timeout 2",
+  "security_server_test.ts": "GET latency while zips are checked; SIGTERM deadlines",
+  "server_queue_test.ts": "holds SQLite's write lock past its 5 s busy timeout mid-render",
+  "startup_test.ts": "compares start-up times",
+  "floor_bench_test.ts": "samples the CPU time of a process tree",
+  "lambda_timecap_test.ts": "a 1 s task time cap",
+  "lambda_sdk_test.ts": "bounds a run time between two figures",
+  "video_presentation_test.ts": "the first capture within 1 s",
+  // Big: a 1080p render of 150 frames.
+  "example_hello_test.ts": "renders 150 frames at 1920x1080",
+};
 
 /** The library whose `@example` blocks `deno test --doc` runs (the `no_run` ones aside). */
 const DOC_TESTED: string[] = [
@@ -493,6 +528,44 @@ function add(a: Tally, b: Tally): Tally {
 }
 
 /**
+ * The integration tests: the files of {@linkcode SERIAL_INTEGRATION} one at a time (a stray
+ * file too: nobody has decided it may share the process yet), then all the others in
+ * parallel. Each run writes its own JUnit report; the tally is their sum. With paths in
+ * `args`, those run as given, serially.
+ */
+async function runIntegration(args: string[], flags: string[] = []): Promise<Tally> {
+  if (hasPath(args)) return await runTests(args, [INTEGRATION_TESTS], flags);
+  const stray = await strayTestFiles();
+  const serial: string[] = [];
+  const parallel: string[] = [];
+  for await (const entry of Deno.readDir(`${ROOT}${INTEGRATION_TESTS}`)) {
+    if (!entry.isFile || !entry.name.endsWith("_test.ts")) continue;
+    const path = `${INTEGRATION_TESTS}${entry.name}`;
+    (entry.name in SERIAL_INTEGRATION ? serial : parallel).push(path);
+  }
+  let tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
+  for (const name of Object.keys(SERIAL_INTEGRATION)) {
+    if (serial.includes(`${INTEGRATION_TESTS}${name}`)) continue;
+    // A renamed file would otherwise join the parallel run unnoticed.
+    tally.failed++;
+    tally.failures.push(
+      `SERIAL_INTEGRATION (scripts/test.ts) names ${name}: not in tests/integration/`,
+    );
+  }
+  serial.push(...stray);
+  if (serial.length > 0) {
+    console.log(
+      `\n(${serial.length} integration files one at a time, then the others in parallel)`,
+    );
+    tally = await runTests(args, serial.sort(), flags, SERIAL_JUNIT_PATH);
+  }
+  if (parallel.length > 0) {
+    tally = add(tally, await runTests(args, parallel.sort(), [...flags, "--parallel"]));
+  }
+  return tally;
+}
+
+/**
  * Test files directly in `tests/` (in neither folder yet, e.g. just merged): they run with
  * the integration tests, and a line says where they belong.
  */
@@ -525,10 +598,7 @@ async function main(argv: string[]): Promise<number> {
       docs = await runDocTests(false);
       tests = await runTests(args, [UNIT_TESTS], ["--deny-run"], UNIT_JUNIT_PATH);
     }
-    if (integration) {
-      const paths = [INTEGRATION_TESTS, ...await strayTestFiles()];
-      tests = add(tests, await runTests(args, paths));
-    }
+    if (integration) tests = add(tests, await runIntegration(args));
   } else {
     // The Pulumi program's install, type check and tests (Node, mostly one core) run while
     // the static checks, the examples and the unit tests run (none of them renders or times
@@ -552,10 +622,7 @@ async function main(argv: string[]): Promise<number> {
     }
     pulumi = await pulumiRun;
     for (const text of pulumiLog) console.log(text);
-    if (!hasPath(args)) {
-      const paths = [INTEGRATION_TESTS, ...await strayTestFiles()];
-      tests = add(tests, await runTests(args, paths, checked));
-    }
+    if (!hasPath(args)) tests = add(tests, await runIntegration(args, checked));
   }
 
   const failures = [...checks.failures, ...docs.failures, ...tests.failures, ...pulumi.failures];
