@@ -289,7 +289,8 @@ async function readJunit(path: string): Promise<string | undefined> {
 }
 
 /**
- * Runs `deno test` with the output streamed live and returns the counts of its tests.
+ * Runs `deno test` and returns the counts of its tests. Its output is streamed live, or,
+ * given `log`, kept and handed to `log` when it ends (for a run alongside another).
  * `defaultPaths` are tested unless `extraArgs` names paths; `flags` come before `extraArgs`.
  */
 async function runTests(
@@ -297,6 +298,7 @@ async function runTests(
   defaultPaths: string[] = ["tests/"],
   flags: string[] = [],
   junitPath: string = JUNIT_PATH,
+  log?: Log,
 ): Promise<Tally> {
   const tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
   await Deno.mkdir(`${ROOT}.test-results`, { recursive: true });
@@ -307,14 +309,20 @@ async function runTests(
     args.splice(separator === -1 ? args.length : separator, 0, ...defaultPaths);
   }
   const shown = args.map((arg) => arg.length > 120 ? `${arg.slice(0, 40)}…` : arg);
-  console.log(`\n$ deno ${shown.join(" ")}`);
-  const { code } = await new Deno.Command(Deno.execPath(), {
+  (log ?? console.log)(`\n$ deno ${shown.join(" ")}`);
+  const output = log ? "piped" : "inherit";
+  const result = await new Deno.Command(Deno.execPath(), {
     args,
     cwd: ROOT,
     stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
+    stdout: output,
+    stderr: output,
   }).output();
+  const code = result.code;
+  if (log) {
+    const decoder = new TextDecoder();
+    log((decoder.decode(result.stdout) + decoder.decode(result.stderr)).trimEnd());
+  }
   const xml = await readJunit(junitPath);
   if (xml === undefined) {
     tally.failed++;
@@ -595,8 +603,18 @@ async function main(argv: string[]): Promise<number> {
   if (unit || integration) {
     // The inner loop: no fmt, lint or type check of the whole repository, no Pulumi.
     if (unit) {
+      // The unit tests (one file per core) run while the examples load, and print after them.
+      const unitLog: string[] = [];
+      const unitRun = runTests(
+        args,
+        [UNIT_TESTS],
+        ["--deny-run", "--parallel"],
+        UNIT_JUNIT_PATH,
+        (text) => unitLog.push(text),
+      );
       docs = await runDocTests(false);
-      tests = await runTests(args, [UNIT_TESTS], ["--deny-run"], UNIT_JUNIT_PATH);
+      tests = await unitRun;
+      for (const text of unitLog) console.log(text);
     }
     if (integration) tests = add(tests, await runIntegration(args));
   } else {
@@ -618,7 +636,12 @@ async function main(argv: string[]): Promise<number> {
       tests = await runTests(args, ["tests/"], checked);
     } else {
       // Unit tests under --deny-run, so one that starts a process fails here too.
-      tests = await runTests(args, [UNIT_TESTS], [...checked, "--deny-run"], UNIT_JUNIT_PATH);
+      tests = await runTests(
+        args,
+        [UNIT_TESTS],
+        [...checked, "--deny-run", "--parallel"],
+        UNIT_JUNIT_PATH,
+      );
     }
     pulumi = await pulumiRun;
     for (const text of pulumiLog) console.log(text);
