@@ -6,7 +6,8 @@
  * `node_modules` matches `package-lock.json`), `tsc --noEmit` (one test) and its unit tests
  * (`node --test` with the tsx loader, Pulumi mocks; its output is printed when it ends).
  * After the checks, still alongside Pulumi, the runnable `@example` blocks of the library
- * (`deno test --doc`, below) and `deno test --deny-run tests/unit/`; then, alone on the
+ * (`deno test --doc`, below) and, alongside them, `deno test --deny-run --parallel
+ * tests/unit/` (its output printed after theirs); then, alone on the
  * machine, the integration tests: first the files of `SERIAL_INTEGRATION` (below: they
  * assert deadlines, or touch state the whole test process shares) one at a time, with any
  * test file still directly in `tests/`, then the others with `deno test --parallel` (one
@@ -638,17 +639,22 @@ async function main(argv: string[]): Promise<number> {
     await runCheck("check", ["check", "--doc", ...TYPE_CHECKED], checks);
     // Everything under tests/ and every example was type-checked just now: not again.
     const checked = checks.failed === 0 ? ["--no-check"] : [];
-    if (args.length === 0) docs = await runDocTests(checked.length > 0);
     if (hasPath(args)) {
       tests = await runTests(args, ["tests/"], checked);
     } else {
-      // Unit tests under --deny-run, so one that starts a process fails here too.
-      tests = await runTests(
+      // Unit tests under --deny-run, so one that starts a process fails here too; they run
+      // while the examples load, and print after them.
+      const unitLog: string[] = [];
+      const unitRun = runTests(
         args,
         [UNIT_TESTS],
         [...checked, "--deny-run", "--parallel"],
         UNIT_JUNIT_PATH,
+        (text) => unitLog.push(text),
       );
+      if (args.length === 0) docs = await runDocTests(checked.length > 0);
+      tests = await unitRun;
+      for (const text of unitLog) console.log(text);
     }
     pulumi = await pulumiRun;
     for (const text of pulumiLog) console.log(text);
