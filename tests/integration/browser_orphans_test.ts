@@ -12,7 +12,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { compositionHtml, makeProject, ROOT, runVid } from "../helpers.ts";
+import { compositionHtml, makeProject, ROOT, runVid, waitFor } from "../helpers.ts";
 
 let project: string;
 let cache: string;
@@ -50,14 +50,8 @@ function groupMembers(group: number): number[] {
   return members;
 }
 
-async function until<T>(what: string, probe: () => T | undefined, ms: number): Promise<T> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    const value = probe();
-    if (value !== undefined) return value;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what}: not within ${ms} ms`);
+function until<T>(what: string, probe: () => T | undefined, ms: number): Promise<T> {
+  return waitFor(what, probe, { timeoutMs: ms }) as Promise<T>;
 }
 
 describe("browsers left by a SIGKILLed vid render", () => {

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
-import { ROOT, runVid } from "../helpers.ts";
+import { ROOT, runVid, waitFor } from "../helpers.ts";
 import { type ServerProcess, startServerProcess } from "../server_process.ts";
 import { accessTokenSecondsFrom, OAuthConfigError } from "../../src/server/oauth_tokens.ts";
 import { hashPassword } from "../../src/server/secrets.ts";
@@ -638,9 +638,11 @@ describe("vid server OAuth", () => {
       const tokens = await shortClient.login();
       assert.equal(tokens.expires_in, 1);
       assert.equal((await shortClient.me(tokens.access_token)).status, 200);
-      await new Promise((resolve) => setTimeout(resolve, 2100));
-      const expired = await shortClient.me(tokens.access_token);
-      assert.equal(expired.status, 401);
+      // Valid just now; refused within moments of its 1 s lifetime.
+      const expired = await waitFor("the 1 s access token to expire", async () => {
+        const answer = await shortClient.me(tokens.access_token);
+        return answer.status === 401 && answer;
+      }, { timeoutMs: 3000, intervalMs: 200 });
       assert.equal(expired.body.error.code, "vid_unauthorized");
       assert.match(expired.body.error.message, /expired/);
       const refreshed = await shortClient.refresh(tokens.refresh_token);
