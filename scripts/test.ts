@@ -103,6 +103,7 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   "lambda_timecap_test.ts": "a 1 s task time cap",
   "lambda_sdk_test.ts": "bounds a run time between two figures",
   "video_presentation_test.ts": "the first capture within 1 s",
+  "server_cluster_test.ts": "3 s leases renewed every second; kill -9 of workers mid-render",
   // Big: a 1080p render of 150 frames.
   "example_hello_test.ts": "renders 150 frames at 1920x1080",
 };
