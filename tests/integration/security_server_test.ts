@@ -822,6 +822,7 @@ describe("vid server after kill -9 mid-render", () => {
       return await response.json();
     };
     let browserPids: number[] = [];
+    let renderId = "";
     try {
       const zip = projectZip(page(4, "reap"));
       const created = await api("/v3/assets", {
@@ -833,6 +834,7 @@ describe("vid server after kill -9 mid-render", () => {
         method: "POST",
         body: JSON.stringify({ asset_id: created.asset_id, fps: 10 }),
       });
+      renderId = String(render.render_id);
       const records = `${dataDir}/work/browsers`;
       await until(
         "the render's browser",
@@ -872,17 +874,38 @@ describe("vid server after kill -9 mid-render", () => {
       }
       await assert.rejects(Deno.stat(oldRun));
 
-      // The render was re-queued; stop it, then the server, and nothing may be left.
-      await until(
-        "the re-queued render's browser",
-        async () => (await Array.fromAsync(Deno.readDir(records))).length > 0,
-      );
+      // The render was re-queued; stop it, then the server, and nothing may be left. A render
+      // that ends before its browser is seen fails the wait at once with its state.
+      const recorded = async () =>
+        (await Array.fromAsync(Deno.readDir(records))).filter((e) =>
+          /^browser-\d+\.json$/.test(e.name)
+        );
+      await until("the re-queued render's browser", async () => {
+        if ((await recorded()).length > 0) return true;
+        const state = await api(`/v3/vid/renders/${renderId}`);
+        if (state.status === "failed" || state.status === "completed") {
+          throw new Error(`the re-queued render ended before its browser was seen`);
+        }
+        return false;
+      });
       browserPids = await Promise.all(
-        (await Array.fromAsync(Deno.readDir(records))).map(async (e) =>
+        (await recorded()).map(async (e) =>
           JSON.parse(await Deno.readTextFile(`${records}/${e.name}`)).pid as number
         ),
       );
       await api(`/v3/vid/renders/${render.render_id}`, { method: "DELETE" });
+    } catch (error) {
+      // What the server said (its clean-up report, a render that failed) is the diagnosis.
+      const status = await api(`/v3/vid/renders/${renderId}`).catch((e) => ({
+        unreachable: `${e}`,
+      }));
+      await server.stop();
+      throw new Error(
+        `${error instanceof Error ? error.message : error}\nthe render: ${
+          JSON.stringify(status)
+        }\nvid server printed:\n${server.output()}${server.errors()}`,
+        { cause: error },
+      );
     } finally {
       await server.stop();
       for (const pid of browserPids) {
