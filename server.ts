@@ -28,12 +28,8 @@ export {
   type RenderBackendKind,
   resolveRenderBackend,
 } from "./src/server/render_backend.ts";
-export {
-  type Storage,
-  StorageError,
-  storageFromUrl,
-  type StoredObject,
-} from "./src/server/storage.ts";
+export { type Storage, StorageError, type StoredObject } from "./src/server/storage.ts";
+export { storageFromUrl } from "./src/server/storage_url.ts";
 export {
   type CallbackTargetPolicy,
   CallbackUrlError,

@@ -25,7 +25,9 @@ import { reapPredecessors } from "./reaper.ts";
 import { killLiveBrowsers, recordBrowsersIn } from "../render/browser.ts";
 import { killLiveEncoders } from "../render/encode.ts";
 import { configureServerSandbox } from "../render/sandbox.ts";
-import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
+import type { Storage } from "./storage.ts";
+import { FsStorage } from "./storage_file.ts";
+import { storageFromUrl } from "./storage_url.ts";
 import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
 
 /** How long a stopping server waits for webhook deliveries in flight. */

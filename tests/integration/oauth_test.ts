@@ -14,7 +14,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { ROOT, runVid } from "../helpers.ts";
 import { type ServerProcess, startServerProcess } from "../server_process.ts";
-import { accessTokenSecondsFrom, OAuthConfigError } from "../../src/server/oauth.ts";
+import { accessTokenSecondsFrom, OAuthConfigError } from "../../src/server/oauth_tokens.ts";
 import { hashPassword } from "../../src/server/secrets.ts";
 
 function base64Url(bytes: ArrayBuffer | Uint8Array): string {
