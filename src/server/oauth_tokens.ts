@@ -146,7 +146,10 @@ async function storePair(
     pair.accessHash,
     "access",
     accountId,
-    now + accessSeconds,
+    // Whole seconds, rounded up: a token counts as expired once the clock's whole second
+    // reaches this, so one stored from the floored time could die up to a second before the
+    // `expires_in` the client was told (at 1 s, at once).
+    Math.ceil(Date.now() / 1000) + accessSeconds,
     data,
     grant.family ?? null,
   );
