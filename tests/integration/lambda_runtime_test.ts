@@ -15,7 +15,8 @@
  * - one ffmpeg everywhere: with `VID_FFMPEG` / `VID_FFPROBE` at the packaged binaries,
  *   `vid render` encodes each chunk into the bytes the worker uploaded, and the whole file
  *   is byte-identical to the Lambda render's; with the system ffmpeg (Debian 12: 5.1, x264
- *   core 164, against the packaged 4.1's core 157) every video packet differs.
+ *   core 164, against the packaged 4.1's core 157) every video packet differs; and
+ *   `deno task setup` prints the ffmpeg's version, with a note when it is not that build.
  *
  * The packaged Chromium is built for Amazon Linux 2023; it also runs on this Debian
  * machine, so the render is real. Which capture mode it used is recorded per chunk: the
@@ -35,7 +36,11 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { ARTIFACT_MANIFEST, type ArtifactManifest } from "../../worker/artifact_manifest.ts";
-import { PACKAGED_BINARIES, resolveRuntime } from "../../worker/lambda_runtime.ts";
+import {
+  PACKAGED_BINARIES,
+  PACKAGED_FFMPEG_VERSION,
+  resolveRuntime,
+} from "../../worker/lambda_runtime.ts";
 import type { ExecutionInput } from "../../src/lambda/config.ts";
 import { node22 } from "../../src/lambda/local/local_stack.ts";
 import { findHeadlessShell } from "../../src/render/system.ts";
@@ -189,8 +194,29 @@ describe("Lambda runtime packaging", () => {
     for (const codec of ["libx264", "libvpx-vp9", "prores_ks", "aac", "libopus"]) {
       assert.match(encoders, new RegExp(` ${codec} `), codec);
     }
+    // deno task setup compares the local ffmpeg with this version (a new pin must update it).
+    const version = (await run(ffmpeg, ["-version"])).stdout;
+    assert.match(version, new RegExp(`^ffmpeg version ${PACKAGED_FFMPEG_VERSION} `));
     const probe = await run(join(artifact, PACKAGED_BINARIES.ffprobe), ["-version"]);
     assert.match(probe.stdout, /^ffprobe version/);
+  });
+
+  it("deno task setup names the ffmpeg in use and notes when it is not the build the worker ships", async () => {
+    const setup = async (env: Record<string, string>): Promise<string> =>
+      (await run(Deno.execPath(), ["run", "-A", "scripts/setup.ts"], { cwd: ROOT, env })).stdout;
+    const packaged = join(artifact, PACKAGED_BINARIES.ffmpeg);
+    const same = await setup({ VID_FFMPEG: packaged });
+    assert.match(
+      same,
+      new RegExp(`ok +ffmpeg +${packaged} \\(ffmpeg version ${PACKAGED_FFMPEG_VERSION}\\)`),
+    );
+    assert.doesNotMatch(same, /^note:/m);
+    const system = await setup({ VID_FFMPEG: "" });
+    assert.match(system, /^ok +ffmpeg +\S+ \(ffmpeg version \S+\)$/m);
+    assert.match(
+      system,
+      /^note: ffmpeg \S+ is not the build the Lambda worker ships .*not byte-identical to Lambda's.* VID_FFMPEG=\$PWD\/dist\/worker\/node_modules\/@ffmpeg-installer\/linux-x64\/ffmpeg VID_FFPROBE=/m,
+    );
   });
 
   it("the manifest's size and file count are those of the files on disk", async () => {
@@ -431,7 +457,7 @@ describe("Lambda runtime packaging", () => {
      * very bytes the worker does. Both sides use the system's headless shell here, so that
      * only ffmpeg varies (the packaged Chromium is another build than the system's).
      */
-    it("one ffmpeg everywhere: `vid render` with VID_FFMPEG/VID_FFPROBE at the packaged binaries makes each Lambda chunk's video bytes and a byte-identical file; with the system ffmpeg (another x264 build) every video packet differs", async () => {
+    it("one ffmpeg everywhere: `vid render` with VID_FFMPEG/VID_FFPROBE at the packaged binaries makes each Lambda chunk's video bytes and a byte-identical file; with the system ffmpeg (another x264 build) the video packets differ", async () => {
       const shell = await findHeadlessShell();
       assert.ok(shell, "the system's chromium-headless-shell");
       const lambda = await renderOnLambdaPath("r-one-ffmpeg", { VID_HEADLESS_SHELL: shell });
