@@ -17,7 +17,12 @@
  * @module
  */
 
-export { type RunningServer, type ServerOptions, startServer } from "./src/server/server.ts";
+export {
+  type RunningServer,
+  type ServerOptions,
+  type ServerRole,
+  startServer,
+} from "./src/server/server.ts";
 export type { ServerLimits } from "./src/server/context.ts";
 export {
   type LambdaBackendConfig,
