@@ -15,12 +15,8 @@ import { spawn } from "node:child_process";
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-<<<<<<< HEAD
-import { compositionHtml, makeProject, ROOT, runVid, waitFor } from "../helpers.ts";
-=======
 import process from "node:process";
-import { compositionHtml, makeProject, ROOT, runVid } from "../helpers.ts";
->>>>>>> flakes
+import { compositionHtml, makeProject, ROOT, runVid, waitFor } from "../helpers.ts";
 
 let project: string;
 let cache: string;
