@@ -126,6 +126,7 @@ async function renderLocally(
       values: request.variables,
       strictVariables: request.strict_variables,
       loudness: request.loudness,
+      epochMs: job.epochMs,
       outputSize: { width: job.width, height: job.height },
       // Tenants' compositions never reach the server's own network.
       blockPrivateNetwork: !ctx.allowPrivateUrls,

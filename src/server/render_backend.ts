@@ -42,6 +42,11 @@ export interface RenderJob {
   height: number;
   /** Length of the output, seconds. */
   durationSeconds: number;
+  /**
+   * `Date.now()` at the page's time 0: the render's creation, whole seconds, so every chunk
+   * of it, on any worker and in any attempt, sees one clock.
+   */
+  epochMs: number;
   /** Workflow execution started for this render by an earlier run (lambda backend). */
   executionArn: string | null;
   /** Records progress, 0 to 1 (the queue throttles writes and keeps it below 1). */
