@@ -16,9 +16,10 @@ import type { DatabaseSync } from "node:sqlite";
 import type { Database } from "./mod.ts";
 import { EXIT_FAILED, VidError } from "../../errors.ts";
 import { RENDER_STATUSES } from "../renders.ts";
+import { leaseColumnsSql } from "../leases.ts";
 
 /** The schema version this vid writes; bump it with each migration added below. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** The database was migrated by a newer vid than this one. */
 export class SchemaTooNewError extends VidError {
@@ -147,6 +148,15 @@ create table if not exists throttle_failures (
 create index if not exists throttle_failures_by_key on throttle_failures (key, at);
 `;
 
+/**
+ * Version 3, both engines: renders are leased (`leases.ts`), so several instances share the
+ * queue and a render whose worker died is taken over when its lease runs out, instead of
+ * every start re-queueing every render in flight. Renders a server from before leases left
+ * `rendering` get a lease that has already run out, so the first worker takes them over.
+ */
+const V3 = leaseColumnsSql("renders") +
+  "update renders set lease_expires_at = 0 where status = 'rendering';";
+
 /** SQLite's migrations, by the version each brings the database to. */
 const SQLITE_MIGRATIONS: Readonly<Record<number, (raw: DatabaseSync) => void>> = {
   1: (raw) => {
@@ -168,6 +178,7 @@ const SQLITE_MIGRATIONS: Readonly<Record<number, (raw: DatabaseSync) => void>> =
     raw.exec("alter table tokens add column family text");
     raw.exec("update tokens set family = json_extract(data, '$.family')");
   },
+  3: (raw) => raw.exec(V3),
 };
 
 /**
@@ -190,6 +201,7 @@ create index if not exists webhook_deliveries_due on webhook_deliveries (status,
 const POSTGRES_MIGRATIONS: Readonly<Record<number, string>> = {
   1: POSTGRES_V1,
   2: V2_TABLES + "alter table tokens add column if not exists family text;",
+  3: V3,
 };
 
 /** Key of the advisory lock instances migrate under (any fixed number; "vid" in ASCII). */

@@ -23,19 +23,35 @@ export class TransactionOverError extends VidError {
   }
 }
 
+/**
+ * `sql` without its row-locking clauses (`for update`, `for update of t skip locked`), which
+ * SQLite does not parse: one writer at a time holds the whole database, so the lock they ask
+ * PostgreSQL for is already held. The queue's claim is written once, for both engines.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(withoutRowLocks("select * from r limit 1 for update of r skip locked"), "select * from r limit 1");
+ * ```
+ */
+export function withoutRowLocks(sql: string): string {
+  return sql.replace(/\s+for\s+update(\s+of\s+\w+)?(\s+skip\s+locked|\s+nowait)?\b/gi, "");
+}
+
 class SqliteQueries implements Queries {
   readonly #db: DatabaseSync;
   constructor(db: DatabaseSync) {
     this.#db = db;
   }
   get<T = Row>(sql: string, ...params: SqlValue[]): Promise<T | undefined> {
-    return Promise.resolve(this.#db.prepare(sql).get(...params) as T | undefined);
+    return Promise.resolve(this.#db.prepare(withoutRowLocks(sql)).get(...params) as T | undefined);
   }
   all<T = Row>(sql: string, ...params: SqlValue[]): Promise<T[]> {
-    return Promise.resolve(this.#db.prepare(sql).all(...params) as T[]);
+    return Promise.resolve(this.#db.prepare(withoutRowLocks(sql)).all(...params) as T[]);
   }
   run(sql: string, ...params: SqlValue[]): Promise<number> {
-    return Promise.resolve(Number(this.#db.prepare(sql).run(...params).changes));
+    return Promise.resolve(Number(this.#db.prepare(withoutRowLocks(sql)).run(...params).changes));
   }
 }
 
