@@ -88,8 +88,8 @@ function renderEpochMs(createdAt: unknown): number {
 /** Progress is written at most this often per render. */
 const PROGRESS_WRITE_MS = 500;
 
-/** The job a backend gets for a claimed row. */
-function jobOf(ctx: ServerContext, row: Row): RenderJob {
+/** The job a backend gets for a claimed row (also a chunk worker's, of its render's row). */
+export function jobOf(ctx: ServerContext, row: Row): RenderJob {
   const id = String(row.id);
   let lastWrite = 0;
   return {
@@ -168,6 +168,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
   };
   /** Claims and runs one render; false when nothing was waiting. */
   const step = async (): Promise<boolean> => {
+    if (backend.work && await backend.work(ctx, controller.signal)) return true;
     const row = await claim(ctx);
     if (!row) return false;
     const id = String(row.id);

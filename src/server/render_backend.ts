@@ -66,6 +66,14 @@ export interface RenderBackend {
   readonly slots: number;
   /** Renders one job. */
   render(ctx: ServerContext, job: RenderJob, signal: AbortSignal): Promise<void>;
+  /**
+   * Does one unit of a render already under way, when one waits (the local backend: a chunk
+   * of a render spread over workers, see `chunk_jobs.ts`); the queue asks before it claims
+   * a new render, so started renders finish first.
+   *
+   * @returns Whether there was work (false: claim a render).
+   */
+  work?(ctx: ServerContext, signal: AbortSignal): Promise<boolean>;
   /** Releases clients and sockets. */
   close(): void;
 }

@@ -79,6 +79,12 @@ export interface ServerOptions {
    */
   maxRenderSeconds?: number;
   /**
+   * Frames per chunk of a render spread over the workers of every instance sharing the
+   * database (local backend, `--chunk-size`; see `chunk_jobs.ts`). @default a render renders
+   * whole on the worker that claimed it
+   */
+  chunkSize?: number;
+  /**
    * Account the render browsers run as when the server runs as root. @default "vid-render",
    * else "nobody" (see `src/render/sandbox.ts`)
    */
@@ -201,9 +207,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     maxRenderSeconds: options.maxRenderSeconds,
   };
   const backend = meteredBackend(
-    config.kind === "lambda"
-      ? lambdaBackend(config, limits)
-      : localBackend(options.workers ?? 1, limits),
+    config.kind === "lambda" ? lambdaBackend(config, limits) : localBackend(options.workers ?? 1, {
+      ...limits,
+      ...(options.chunkSize !== undefined && { chunks: { chunkSize: options.chunkSize } }),
+    }),
     metrics,
   );
   let queueCancel: (id: string) => void = () => {};

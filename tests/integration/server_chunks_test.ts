@@ -30,7 +30,16 @@ import {
   serverChunkPlan,
 } from "../../src/server/chunks.ts";
 import { MissingAssetError } from "../../src/render/session.ts";
+import { jobOf } from "../../src/server/queue.ts";
+import type { Row } from "../../src/server/db.ts";
 import { compositionHtml, frameHashes, lavfi, probeVideo } from "../helpers.ts";
+import {
+  createAccount,
+  serverDatabaseRow,
+  serverDataDir,
+  type ServerProcess,
+  startServerProcess,
+} from "../server_process.ts";
 
 const FPS = 10;
 const FRAMES = 23;
@@ -193,5 +202,165 @@ describe("a hosted render in chunks = the single-process server render", () => {
       (error) => error instanceof MissingAssetError && /gone\.wav/.test(error.message),
     );
     assert.equal(await ctx.storage.exists("renders/rnd_missing/chunks/1.json"), false);
+  });
+});
+
+type Json = Record<string, unknown>;
+
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("vid server --chunk-size: one render's chunks across the workers", () => {
+  let dataDir: string;
+  let server: ServerProcess;
+  let key: string;
+  let tone: Uint8Array;
+
+  before(async () => {
+    dataDir = await serverDataDir("vid-chunks-server-");
+    key = await createAccount(dataDir, "ana@example.com", { credits: 1000 });
+    server = await startServerProcess(dataDir, ["--workers", "2", "--chunk-size", "10"]);
+    const file = join(dataDir, "tone.wav");
+    await lavfi("sine=frequency=440:duration=3", file);
+    tone = await Deno.readFile(file);
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dataDir) await Deno.remove(dataDir, { recursive: true });
+  });
+
+  async function api(
+    path: string,
+    init: RequestInit = {},
+  ): Promise<{ status: number; body: Json }> {
+    const response = await fetch(`${server.url}${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : {} };
+  }
+
+  async function asset(html: string): Promise<string> {
+    const zip = zipSync({ "index.html": new TextEncoder().encode(html), "tone.wav": tone });
+    const created = await api("/v3/assets", {
+      method: "POST",
+      body: JSON.stringify({ size_bytes: zip.length }),
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const put = await fetch(String(created.body.upload_url), { method: "PUT", body: zip });
+    assert.equal(put.status, 200, await put.text());
+    return String(created.body.asset_id);
+  }
+
+  async function finished(id: string): Promise<Json> {
+    let render: Json = {};
+    await until(`render ${id}`, async () => {
+      render = (await api(`/v3/vid/renders/${id}`)).body;
+      return render.status === "completed" || render.status === "failed";
+    });
+    return render;
+  }
+
+  const credits = async (): Promise<number> => Number((await api("/v3/me")).body.credits);
+
+  it("renders the chunks on both workers, joins them once, charges once, and writes the single-process render's bytes", async () => {
+    const before = await credits();
+    const submitted = await api("/v3/vid/renders", {
+      method: "POST",
+      body: JSON.stringify({ asset_id: await asset(HTML), fps: FPS, aspect_ratio: "1:1" }),
+    });
+    assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
+    const id = String(submitted.body.render_id);
+    const render = await finished(id);
+    assert.equal(render.status, "completed", String(render.error));
+    assert.equal(render.progress, 1);
+    const charged = before - await credits();
+    assert.ok(charged > 0, "the render is charged");
+
+    const chunks = await serverDatabaseRow(
+      dataDir,
+      "select count(*) as n, count(distinct worker) as workers, sum(frames) as frames, " +
+        "min(status) as lo, max(status) as hi, max(attempts) as attempts " +
+        "from render_chunks where render_id = ?",
+      id,
+    );
+    assert.deepEqual(
+      { ...chunks },
+      { n: 3, workers: 2, frames: FRAMES, lo: "done", hi: "done", attempts: 1 },
+      "three chunks, rendered by both workers, each once",
+    );
+    const log = server.output();
+    assert.match(
+      log,
+      new RegExp(`render ${id}: chunk 0 \\(frames 0-9\\) rendered by \\S+/[12] in`),
+    );
+    assert.match(log, new RegExp(`render ${id}: chunk 2 \\(frames 20-22\\) rendered by`));
+    const storage = new FsStorage(join(dataDir, "storage"));
+    assert.equal(await storage.exists(`renders/${id}/chunks/0.mp4`), false, "chunks removed");
+
+    // The same request rendered whole, as a server without --chunk-size renders its row.
+    const row = await serverDatabaseRow(dataDir, "select * from renders where id = ?", id);
+    const db = await openDatabase(join(dataDir, "reference.db"));
+    const ctx: ServerContext = {
+      db,
+      storage,
+      secret: "s",
+      publicUrl: "http://127.0.0.1",
+      workDir: join(dataDir, "reference-work"),
+      allowHttpCallbacks: false,
+      allowPrivateUrls: false,
+      limits: serverLimits({}, 1),
+      wake: () => {},
+    };
+    await Deno.mkdir(ctx.workDir, { recursive: true });
+    const single = localBackend(1);
+    try {
+      const job = { ...jobOf(ctx, row as Row), id: "rnd_reference" };
+      await single.render(ctx, job, new AbortController().signal);
+    } finally {
+      single.close();
+      await db.close();
+    }
+    const [mine, reference] = [join(dataDir, "chunked.mp4"), join(dataDir, "single.mp4")];
+    await storage.download(`renders/${id}/video.mp4`, mine);
+    await storage.download("renders/rnd_reference/video.mp4", reference);
+    assert.equal((await probeVideo(mine)).frames, FRAMES);
+    assert.equal(await sha256(mine), await sha256(reference), "video bytes");
+  });
+
+  it("a chunk that fails fails the render once, refunded, naming the chunk and the file", async () => {
+    const before = await credits();
+    const broken = HTML.replace(
+      "</body>",
+      `<script>document.body.append(Object.assign(new Image(), { src: "img/" + "gone.png" }));` +
+        `</script></body>`,
+    );
+    const submitted = await api("/v3/vid/renders", {
+      method: "POST",
+      body: JSON.stringify({ asset_id: await asset(broken), fps: FPS, aspect_ratio: "1:1" }),
+    });
+    assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
+    const id = String(submitted.body.render_id);
+    const render = await finished(id);
+    assert.equal(render.status, "failed");
+    assert.match(
+      String(render.error),
+      /chunk \d \(frames \d+-\d+\) failed: index\.html uses a file missing from the project: \/?img\/gone\.png/,
+    );
+    assert.ok(!String(render.error).includes(dataDir), String(render.error));
+    assert.equal(await credits(), before, "refunded once");
+    const attempts = await serverDatabaseRow(
+      dataDir,
+      "select max(attempts) as attempts from render_chunks where render_id = ?",
+      id,
+    );
+    assert.equal(attempts?.attempts, 1, "no chunk is tried again");
   });
 });

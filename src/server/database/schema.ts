@@ -19,7 +19,7 @@ import { RENDER_STATUSES } from "../renders.ts";
 import { leaseColumnsSql } from "../leases.ts";
 
 /** The schema version this vid writes; bump it with each migration added below. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** The database was migrated by a newer vid than this one. */
 export class SchemaTooNewError extends VidError {
@@ -157,6 +157,29 @@ create index if not exists throttle_failures_by_key on throttle_failures (key, a
 const V3 = leaseColumnsSql("renders") +
   "update renders set lease_expires_at = 0 where status = 'rendering';";
 
+/**
+ * Version 4, both engines: the chunks of a render spread over workers (`chunk_jobs.ts`), one
+ * leased row each, `id` = `<render id>:<index>`; `worker` names who rendered it.
+ */
+const V4 = `
+create table if not exists render_chunks (
+  id text primary key,
+  render_id text not null,
+  idx integer not null,
+  from_frame integer not null,
+  to_frame integer not null,
+  frames integer not null,
+  status text not null check (status in ('pending', 'running', 'done', 'failed')),
+  frames_done integer not null default 0,
+  worker text,
+  error text,
+  created_at text not null,
+  completed_at text
+);
+create index if not exists render_chunks_by_render on render_chunks (render_id, idx);
+create index if not exists render_chunks_by_status on render_chunks (status, created_at);
+` + leaseColumnsSql("render_chunks");
+
 /** SQLite's migrations, by the version each brings the database to. */
 const SQLITE_MIGRATIONS: Readonly<Record<number, (raw: DatabaseSync) => void>> = {
   1: (raw) => {
@@ -179,6 +202,7 @@ const SQLITE_MIGRATIONS: Readonly<Record<number, (raw: DatabaseSync) => void>> =
     raw.exec("update tokens set family = json_extract(data, '$.family')");
   },
   3: (raw) => raw.exec(V3),
+  4: (raw) => raw.exec(V4),
 };
 
 /**
@@ -202,6 +226,7 @@ const POSTGRES_MIGRATIONS: Readonly<Record<number, string>> = {
   1: POSTGRES_V1,
   2: V2_TABLES + "alter table tokens add column if not exists family text;",
   3: V3,
+  4: V4,
 };
 
 /** Key of the advisory lock instances migrate under (any fixed number; "vid" in ASCII). */
