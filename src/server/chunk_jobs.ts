@@ -82,10 +82,13 @@ export class ChunkJobError extends VidError {
   }
 }
 
-/** A chunk row leased to this worker. */
-interface ClaimedChunk {
+/** A chunk row leased to a worker. */
+export interface ClaimedChunk {
+  /** The lease on its row (`id` = `<render id>:<index>`). */
   lease: Lease;
+  /** Its render. */
   renderId: string;
+  /** Its frames. */
   chunk: Chunk;
 }
 
@@ -163,8 +166,22 @@ async function plannedChunks(ctx: ServerContext, renderId: string): Promise<Chun
 /**
  * Writes the chunk rows of `job` unless an earlier attempt of the render wrote them (those
  * are kept, with what they hold: a chunk stored is not rendered again).
+ *
+ * @example
+ * ```ts no_run
+ * import type { ServerContext } from "./context.ts";
+ * import type { RenderJob } from "./render_backend.ts";
+ *
+ * async function plan(ctx: ServerContext, job: RenderJob): Promise<void> {
+ *   await writeChunkRows(ctx, job, serverChunkPlan(job, { chunkSize: 240 }));
+ * }
+ * ```
  */
-async function writeChunkRows(ctx: ServerContext, job: RenderJob, plan: Chunk[]): Promise<void> {
+export async function writeChunkRows(
+  ctx: ServerContext,
+  job: RenderJob,
+  plan: Chunk[],
+): Promise<void> {
   await ctx.db.transaction(async (tx) => {
     for (const chunk of plan) {
       await tx.run(
@@ -185,9 +202,19 @@ async function writeChunkRows(ctx: ServerContext, job: RenderJob, plan: Chunk[])
 /**
  * Claims the next chunk waiting (of `renderId` only, when given) with a lease: a pending one,
  * or one whose worker stopped renewing its lease. A chunk lost more than `maxAttempts` times
- * is failed instead.
+ * is failed instead. Only chunks of renders still `rendering` are claimed.
+ *
+ * @example
+ * ```ts no_run
+ * import type { ServerContext } from "./context.ts";
+ *
+ * async function next(ctx: ServerContext): Promise<string | undefined> {
+ *   const claimed = await claimChunk(ctx, "host:1:w_abc/1", { chunkSize: 240 });
+ *   return claimed?.lease.id;
+ * }
+ * ```
  */
-function claimChunk(
+export function claimChunk(
   ctx: ServerContext,
   worker: string,
   options: ChunkFanOutOptions,
