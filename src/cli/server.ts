@@ -15,7 +15,8 @@ import {
   listApiKeys,
   revokeApiKey,
 } from "../server/accounts.ts";
-import { openDataDir, startServer } from "../server/server.ts";
+import { openDataDir, SERVER_ROLES, type ServerRole, startServer } from "../server/server.ts";
+import { DEFAULT_LEASE_SECONDS } from "../server/leases.ts";
 import { DATABASE_ENV, redactUrl } from "../server/database/mod.ts";
 import {
   DEFAULT_LAMBDA_MAX_IN_FLIGHT,
@@ -66,10 +67,22 @@ export function registerServer(program: Command): void {
     .option("--data-dir <dir>", "database, secret and stored files", DEFAULT_DATA_DIR)
     .option("--database <url>", DATABASE_HELP)
     .option(
+      "--role <role>",
+      "api (serve /v3, enqueue), worker (render; serves only /healthz, /readyz, /metrics) " +
+        `or all (default: all; env ${ROLE_ENV})`,
+    )
+    .option(
       "--workers <n>",
       "renders in parallel on this machine (local backend)",
       positiveInteger("--workers"),
       1,
+    )
+    .option(
+      "--lease-seconds <s>",
+      "a render belongs to its worker while the worker renews this lease (every third of " +
+        "it); one whose worker dies or loses the database is taken over when it runs out",
+      positiveInteger("--lease-seconds"),
+      DEFAULT_LEASE_SECONDS,
     )
     .addOption(cliOption(OPTIONS.frameTimeoutMs, {
       help: "seconds one frame's seek and capture may take; past it the page counts as hung " +
@@ -199,6 +212,9 @@ export function registerServer(program: Command): void {
   registerKeys(server);
 }
 
+/** The environment variable `--role` falls back to. */
+const ROLE_ENV = "VID_SERVER_ROLE";
+
 /** Help of `--database`, on the server and its admin commands. */
 const DATABASE_HELP = "PostgreSQL URL postgres://user:password@host:5432/db to keep state in " +
   "(default: SQLite in --data-dir; env VID_DATABASE_URL)";
@@ -214,7 +230,9 @@ interface ServerFlags extends RenderBackendFlags {
   host: string;
   dataDir: string;
   database?: string;
+  role?: string;
   workers: number;
+  leaseSeconds: number;
   frameTimeout?: number;
   maxRenderSeconds?: number;
   chunkSize?: number;
@@ -243,6 +261,15 @@ async function runServer(options: ServerFlags): Promise<void> {
     Deno.exitCode = EXIT.usage;
     return;
   }
+  const role = options.role ?? (Deno.env.get(ROLE_ENV) || "all");
+  if (!(SERVER_ROLES as readonly string[]).includes(role)) {
+    console.error(
+      `error: --role (env ${ROLE_ENV}) must be ${SERVER_ROLES.join(", ")}, not "${role}": ` +
+        "api serves /v3, worker renders, all does both",
+    );
+    Deno.exitCode = EXIT.usage;
+    return;
+  }
   const metricsToken = options.metricsToken ?? (Deno.env.get("VID_METRICS_TOKEN") || undefined);
   if (metricsToken !== undefined && !METRICS_TOKEN.test(metricsToken)) {
     // The token itself is never printed: it may be a real one with a typo.
@@ -262,6 +289,8 @@ async function runServer(options: ServerFlags): Promise<void> {
       dataDir: options.dataDir,
       database: databaseOf(options),
       workers: options.workers,
+      role: role as ServerRole,
+      leaseSeconds: options.leaseSeconds,
       publicUrl: options.publicUrl,
       storage: options.storage,
       allowHttpCallbacks: options.allowHttpCallbacks,
@@ -304,7 +333,11 @@ function announce(
 ): void {
   const state = database === undefined ? "" : `, database: ${redactUrl(database)}`;
   console.log(`vid server listening on ${running.url} (data: ${dataDir}${state})`);
-  if (renderBackend.kind === "lambda") {
+  if (running.role === "api") console.log("role: api (serves /v3 and enqueues; renders nothing)");
+  if (running.role === "worker") {
+    console.log("role: worker (renders; serves only /healthz, /readyz and /metrics)");
+  }
+  if (renderBackend.kind === "lambda" && running.role !== "api") {
     console.log(
       `render backend: lambda (bucket ${renderBackend.bucketName}, state machine ` +
         `${renderBackend.stateMachineArn}, up to ${renderBackend.maxInFlight} renders in flight)`,

@@ -37,7 +37,7 @@ import {
   leaseOwner,
   releaseLease,
 } from "./leases.ts";
-import { jobOf } from "./queue.ts";
+import { jobOf, MAX_LEASE_ATTEMPTS } from "./queue.ts";
 import type { RenderJob } from "./render_backend.ts";
 import {
   assembleStoredRender,
@@ -58,9 +58,15 @@ const PROGRESS_WRITE_MS = 500;
 export interface ChunkFanOutOptions extends ServerChunkOptions {
   /** Frames per chunk: a render with more is spread over workers. */
   chunkSize: number;
-  /** Length of a chunk's lease, ms. @default 30000 */
+  /** Length of a chunk's lease, ms (`--lease-seconds`). @default 30000 */
   leaseMs?: number;
-  /** Times a chunk may be taken over after its worker lost it before the render fails. @default 3 */
+  /**
+   * This run's lease owner (`ServerContext.owner`); its workers are `<owner>/<n>`, so a start
+   * on the same data folder ends the leases of a dead run's chunks too.
+   * @default a new `leaseOwner()`
+   */
+  owner?: string;
+  /** Leases of a chunk lost before the render fails. @default 3 (as a render's) */
   maxAttempts?: number;
 }
 
@@ -135,7 +141,7 @@ export function chunkWorkers(
   options: ChunkFanOutOptions,
   resources: { browsers?: BrowserPool; frameTimeoutMs?: number } = {},
 ): ChunkWorkers {
-  const base = leaseOwner();
+  const base = options.owner ?? leaseOwner();
   const busy = new Set<number>();
   return {
     options,
@@ -171,6 +177,7 @@ async function plannedChunks(ctx: ServerContext, renderId: string): Promise<Chun
  * ```ts no_run
  * import type { ServerContext } from "./context.ts";
  * import type { RenderJob } from "./render_backend.ts";
+ * import { serverChunkPlan } from "./chunks.ts";
  *
  * async function plan(ctx: ServerContext, job: RenderJob): Promise<void> {
  *   await writeChunkRows(ctx, job, serverChunkPlan(job, { chunkSize: 240 }));
@@ -221,7 +228,7 @@ export function claimChunk(
   renderId?: string,
 ): Promise<ClaimedChunk | undefined> {
   const leaseMs = options.leaseMs ?? 30_000;
-  const maxAttempts = options.maxAttempts ?? 3;
+  const maxAttempts = options.maxAttempts ?? MAX_LEASE_ATTEMPTS;
   return ctx.db.transaction(async (tx) => {
     for (;;) {
       const at = Date.now();

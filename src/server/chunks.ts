@@ -316,7 +316,11 @@ export async function assembleStoredRender(
   const rate = parseFrameRate(fps);
   const dir = await mkdtemp(join(ctx.workDir, `assemble-${job.id}-`));
   try {
-    const stored = await Promise.all(plan.map((chunk) => storedChunk(ctx, job, chunk)));
+    // Every manifest read, the first chunk missing in plan order named.
+    const read = await Promise.allSettled(plan.map((chunk) => storedChunk(ctx, job, chunk)));
+    const missing = read.find((r): r is PromiseRejectedResult => r.status === "rejected");
+    if (missing) throw missing.reason;
+    const stored = read.map((r) => (r as PromiseFulfilledResult<StoredChunk>).value);
     options.signal?.throwIfAborted();
     const files = await Promise.all(plan.map(async (chunk) => {
       const file = join(dir, `chunk-${chunk.index}.${format}`);

@@ -106,6 +106,8 @@ export interface ServerContext {
   metrics?: ServerMetrics;
   /** Bearer token `GET /metrics` requires (`--metrics-token`); open when unset. */
   metricsToken?: string;
+  /** This run's name on the leases and idempotency claims it holds (see `leases.ts`). */
+  owner?: string;
 }
 
 /** Output frame size of each resolution and aspect ratio. */

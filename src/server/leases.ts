@@ -69,39 +69,89 @@ function table(name: string): string {
 }
 
 /**
- * The statements that give `tableName` its lease columns, for a schema migration (the
- * same text on both engines: `bigint` is an integer to SQLite).
+ * The statements that give `tableName` its lease columns, for a schema migration, in
+ * PostgreSQL's idempotent form (`add column if not exists`): two instances migrating at
+ * once may both run them, since the second's snapshot can predate the first's commit. SQLite
+ * migrates under `begin immediate`, one at a time, and takes them without `if not exists`
+ * (which it does not parse) through {@linkcode forSqlite}.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  *
- * assert.match(leaseColumnsSql("renders"), /add column lease_expires_at bigint/);
+ * assert.match(leaseColumnsSql("renders"), /add column if not exists lease_expires_at bigint/);
+ * assert.match(forSqlite(leaseColumnsSql("renders")), /add column lease_expires_at bigint/);
  * ```
  */
 export function leaseColumnsSql(tableName: string): string {
   const t = table(tableName);
-  return `alter table ${t} add column lease_owner text;
-alter table ${t} add column lease_expires_at bigint;
-alter table ${t} add column attempts integer not null default 0;
+  return `alter table ${t} add column if not exists lease_owner text;
+alter table ${t} add column if not exists lease_expires_at bigint;
+alter table ${t} add column if not exists attempts integer not null default 0;
 create index if not exists ${t}_by_lease on ${t} (lease_expires_at);
 `;
 }
 
 /**
- * A name for this instance's leases, unique across machines and restarts: the host, the
- * process and a random part (a pid is reused after a restart; a restarted instance must not
- * mistake its predecessor's leases for its own).
+ * A migration's PostgreSQL text as SQLite takes it: `add column if not exists` becomes
+ * `add column` (SQLite migrates one instance at a time, so the column is never there yet).
+ */
+export function forSqlite(sql: string): string {
+  return sql.replaceAll("add column if not exists", "add column");
+}
+
+/**
+ * A name for this run's leases, unique across machines and restarts:
+ * `<instance>:<pid>:<random>`. `instance` names the data folder the run works in (see
+ * {@linkcode expireLeasesOfDeadRuns}); the random part keeps a reused pid from mistaking a
+ * predecessor's leases for its own.
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  *
  * assert.notEqual(leaseOwner(), leaseOwner());
+ * assert.match(leaseOwner("box-1"), /^box-1:\d+:w_[0-9a-f]{12}$/);
  * ```
  */
-export function leaseOwner(): string {
-  return `${hostname()}:${Deno.pid}:${randomId("w", 6)}`;
+export function leaseOwner(instance: string = hostname()): string {
+  return `${instance.replaceAll(":", "-")}:${Deno.pid}:${randomId("w", 6)}`;
+}
+
+/**
+ * Ends now the leases that runs of `instance` whose process is gone still hold on
+ * `tableName` (a server killed with SIGKILL and started again on the same data folder), so
+ * their work is taken over at once instead of when the leases run out. Only runs of this
+ * instance are judged, by pids in `alive` (the processes of this machine): a data folder
+ * belongs to one machine at a time, while another machine's pids mean nothing here.
+ *
+ * @returns How many leases were ended.
+ */
+export async function expireLeasesOfDeadRuns(
+  db: Queries,
+  tableName: string,
+  instance: string,
+  alive: ReadonlySet<number>,
+): Promise<number> {
+  const t = table(tableName);
+  const prefix = `${instance.replaceAll(":", "-")}:`;
+  const held = await db.all<{ id: string; lease_owner: string }>(
+    `select id, lease_owner from ${t} where substr(lease_owner, 1, ?) = ? and lease_expires_at > 0`,
+    prefix.length,
+    prefix,
+  );
+  let ended = 0;
+  for (const row of held) {
+    if (!row.lease_owner.startsWith(prefix)) continue;
+    const pid = Number(row.lease_owner.slice(prefix.length).split(":")[0]);
+    if (alive.has(pid)) continue;
+    ended += await db.run(
+      `update ${t} set lease_expires_at = 0 where id = ? and lease_owner = ?`,
+      row.id,
+      row.lease_owner,
+    );
+  }
+  return ended;
 }
 
 /**
@@ -149,7 +199,8 @@ export async function acquireLease(
 
 /**
  * Extends `lease` by its length from now, if its owner still holds it (a lease that ran
- * out is still renewed while nobody took it over: nothing was lost).
+ * out is still renewed while nobody took it over: nothing was lost) and the row still meets
+ * `wanted`, an SQL condition on it (a render not deleted meanwhile, say).
  *
  * @returns Whether it is still held.
  *
@@ -168,10 +219,12 @@ export async function acquireLease(
  * await db.close();
  * ```
  */
-export async function renewLease(db: Queries, lease: Lease): Promise<boolean> {
+export async function renewLease(db: Queries, lease: Lease, wanted?: string): Promise<boolean> {
   const expiresAt = Date.now() + lease.ms;
+  // `wanted` comes from code (e.g. "deleted_at is null"), never from a request.
+  const also = wanted === undefined ? "" : ` and (${wanted})`;
   const changed = await db.run(
-    `update ${table(lease.table)} set lease_expires_at = ? where id = ? and lease_owner = ?`,
+    `update ${table(lease.table)} set lease_expires_at = ? where id = ? and lease_owner = ?${also}`,
     expiresAt,
     lease.id,
     lease.owner,
@@ -271,6 +324,12 @@ export interface LeaseHolder {
 export interface HoldOptions {
   /** Told about renewals that failed (the database away), without secrets. */
   onError?: (error: unknown) => void;
+  /**
+   * An SQL condition the row must still meet to be worth working on (`"deleted_at is null"`):
+   * once it does not, the next renewal fails and the work is dropped, as when the lease is
+   * lost. Written in code, never taken from a request.
+   */
+  wanted?: string;
 }
 
 /**
@@ -304,8 +363,15 @@ export function holdLease(db: Queries, lease: Lease, options: HoldOptions = {}):
       // Renew until it works, the lease is taken, or it has run out.
       while (!stopped.signal.aborted) {
         try {
-          if (!(await renewLease(db, lease))) {
-            lost.abort(new LeaseLostError(lease, "another worker took it over"));
+          if (!(await renewLease(db, lease, options.wanted))) {
+            lost.abort(
+              new LeaseLostError(
+                lease,
+                options.wanted === undefined
+                  ? "another worker took it over"
+                  : `another worker took it over, or it no longer meets "${options.wanted}"`,
+              ),
+            );
             return;
           }
           break;

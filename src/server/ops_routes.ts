@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Context, Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { ServerContext } from "./context.ts";
 import { ApiError } from "./errors.ts";
 import { METRICS_CONTENT_TYPE, ServerMetrics } from "./metrics.ts";
@@ -122,4 +122,41 @@ export function opsRoutes(app: Hono, ctx: ServerContext): void {
     }
     return c.body(await metrics.text(), 200, { "content-type": METRICS_CONTENT_TYPE });
   });
+}
+
+/**
+ * The whole HTTP surface of a `--role worker` instance: the probes and metrics, and a 404
+ * that says where the API is for anything else.
+ *
+ * @example
+ * ```ts no_run
+ * import type { ServerContext } from "./context.ts";
+ *
+ * function serveProbes(ctx: ServerContext): Deno.HttpServer {
+ *   return Deno.serve({ port: 8788 }, opsApp(ctx, "worker").fetch);
+ * }
+ * ```
+ */
+export function opsApp(ctx: ServerContext, role: string): Hono {
+  const app = new Hono();
+  app.onError((error, c) => {
+    const answer = error instanceof ApiError ? error : undefined;
+    if (answer === undefined) {
+      console.error(error);
+      return c.json(new ApiError(500, "vid_internal", "internal error").toJSON(), 500);
+    }
+    return c.json(answer.toJSON(), answer.status as 401);
+  });
+  opsRoutes(app, ctx);
+  app.notFound((c) =>
+    c.json(
+      new ApiError(
+        404,
+        "vid_not_found",
+        `no route ${c.req.method} ${c.req.path}: this instance runs --role ${role}, which serves only /healthz, /readyz and /metrics; send API requests to an instance with --role api or all`,
+      ).toJSON(),
+      404,
+    )
+  );
+  return app;
 }

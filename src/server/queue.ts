@@ -3,7 +3,9 @@
  * from SQLite and hands each to the render backend (`local`: this machine's renderer;
  * `lambda`: the distributed backend), which stores the video and a thumbnail; the queue
  * records the outcome (with its webhook delivery, sent by `webhook_outbox.ts`) and refunds a
- * failure. State lives in the database, so a restart re-queues renders that were in flight.
+ * failure. State lives in the database and a worker holds a render only under a lease
+ * (`leases.ts`), so any number of instances share one queue, and a render whose worker died
+ * is taken over by another when its lease runs out.
  *
  * @module
  */
@@ -13,7 +15,17 @@ import { tmpdir } from "node:os";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ServerContext } from "./context.ts";
-import { now, type Row } from "./db.ts";
+import { now, type Queries, type Row } from "./db.ts";
+import {
+  acquireLease,
+  DEFAULT_LEASE_SECONDS,
+  holdLease,
+  holdsLease,
+  type Lease,
+  leaseExpiredSql,
+  leaseOwner,
+  releaseLease,
+} from "./leases.ts";
 import {
   type RenderBackend,
   RenderDeletedError,
@@ -27,6 +39,8 @@ import { backoffDelay, sleep } from "../util/async.ts";
 
 /** A running queue. */
 export interface RenderQueue {
+  /** The name its leases are held under. */
+  readonly owner: string;
   /** Looks for queued work now. */
   wake(): void;
   /** Stops a render in flight because it was deleted; a no-op for one not running. */
@@ -35,15 +49,71 @@ export interface RenderQueue {
   stop(): Promise<void>;
 }
 
+/** Options of {@linkcode startQueue}. */
+export interface QueueOptions {
+  /** This run's name on the leases it takes (see `leaseOwner`). @default leaseOwner() */
+  owner?: string;
+  /** Length of a render's lease, ms (`vid server --lease-seconds`). @default 30000 */
+  leaseMs?: number;
+  /** Leases a render may be given before a lost one fails it. @default MAX_LEASE_ATTEMPTS */
+  maxAttempts?: number;
+}
+
 /**
- * Takes the next render to run: round-robin across accounts, so one account's long queue
- * cannot starve another's. Of the accounts with a queued render and fewer than
+ * How many times a render may be leased before losing its lease once more fails it: its
+ * first run and two take-overs. A render that kills its worker every time (a page that
+ * exhausts the machine's memory) must not take the cluster's workers down one by one forever.
+ */
+export const MAX_LEASE_ATTEMPTS = 3;
+
+/** What `claim` found: a render to run under a lease, or one it gave up on. */
+type Claim =
+  | { kind: "run"; row: Row; lease: Lease }
+  | { kind: "gave-up"; id: string }
+  | undefined;
+
+/**
+ * Takes the next render to run, under a lease. First a render whose worker stopped renewing
+ * its lease (killed, or cut off from the database) is taken over, counting an attempt; one
+ * that has used {@linkcode QueueOptions.maxAttempts} is failed and refunded instead. Then
+ * the queued renders go round-robin across accounts, so one account's long queue cannot
+ * starve another's: of the accounts with a queued render and fewer than
  * `maxRendersPerAccount` rendering, the one whose last render started longest ago (or never)
  * goes first, with its oldest queued render; the start times live in the database, so the
- * order survives a restart.
+ * order survives a restart. Rows are picked `for update skip locked`: on PostgreSQL two
+ * workers claiming at once take different renders instead of waiting on each other (SQLite
+ * has one writer at a time, and its driver drops the clause).
  */
-function claim(ctx: ServerContext): Promise<Row | undefined> {
-  return ctx.db.transaction(async (tx) => {
+function claim(
+  ctx: ServerContext,
+  owner: string,
+  leaseMs: number,
+  maxAttempts: number,
+): Promise<Claim> {
+  return ctx.db.transaction(async (tx): Promise<Claim> => {
+    const stale = await tx.get(
+      `select r.* from renders r
+       where r.status = 'rendering' and r.deleted_at is null and ${leaseExpiredSql("r")}
+       order by r.seq limit 1 for update of r skip locked`,
+      Date.now(),
+    ) as Row | undefined;
+    if (stale) {
+      const id = String(stale.id);
+      if (Number(stale.attempts) >= maxAttempts) {
+        await failRender(
+          tx,
+          stale,
+          `the render was interrupted ${
+            Number(stale.attempts)
+          } times (its worker stopped or lost the database before it finished); it was not retried again`,
+        );
+        return { kind: "gave-up", id };
+      }
+      const lease = await acquireLease(tx, "renders", id, owner, leaseMs);
+      if (!lease) return undefined;
+      await tx.run("update renders set progress = 0 where id = ?", id);
+      return { kind: "run", row: stale, lease };
+    }
     const row = await tx.get(
       `with waiting as (
          select account_id, min(seq) as seq from renders
@@ -53,14 +123,39 @@ function claim(ctx: ServerContext): Promise<Row | undefined> {
        where (select count(*) from renders x
               where x.account_id = w.account_id and x.status = 'rendering') < ?
        order by (select max(started_at) from renders y where y.account_id = w.account_id) nulls first, w.seq
-       limit 1`,
+       limit 1 for update of r skip locked`,
       ctx.limits.maxRendersPerAccount,
     ) as Row | undefined;
     if (!row) return undefined;
-    return await transitionRender(tx, String(row.id), "rendering", { started_at: now() })
-      ? row
-      : undefined;
+    const id = String(row.id);
+    if (!(await transitionRender(tx, id, "rendering", { started_at: now() }))) return undefined;
+    const lease = await acquireLease(tx, "renders", id, owner, leaseMs);
+    return lease ? { kind: "run", row, lease } : undefined;
   });
+}
+
+/**
+ * Fails a render with `message`, refunds its credits and records its webhook, in the
+ * caller's transaction. False when it was no longer rendering (deleted meanwhile).
+ */
+async function failRender(tx: Queries, row: Row, message: string): Promise<boolean> {
+  const id = String(row.id);
+  const failed = await transitionRender(tx, id, "failed", {
+    error: message,
+    completed_at: now(),
+  });
+  if (!failed) return false;
+  await tx.run(
+    "update accounts set credits = credits + ? where id = ?",
+    Number(row.credits),
+    String(row.account_id),
+  );
+  await tx.run(
+    "update renders set lease_owner = null, lease_expires_at = null where id = ?",
+    id,
+  );
+  await enqueueDelivery(tx, id, "failed");
+  return true;
 }
 
 /** Folders of this server a render error may name, which tenants must not see. */
@@ -117,9 +212,10 @@ export function jobOf(ctx: ServerContext, row: Row): RenderJob {
 
 /**
  * Starts the backend's `slots` render workers over the server's database: each claims
- * the next queued render (round-robin across accounts, see `claim`), hands it to the
- * backend, and records the outcome with its webhook delivery (a failure refunds the
- * credits). A worker never ends before `stop()`: errors are logged and retried.
+ * the next render under a lease (a take-over, else round-robin across accounts, see
+ * `claim`), hands it to the backend while a heartbeat renews the lease, and records the
+ * outcome with its webhook delivery (a failure refunds the credits) if it still holds the
+ * lease. A worker never ends before `stop()`: errors are logged and retried.
  *
  * @example
  * ```ts no_run
@@ -133,7 +229,14 @@ export function jobOf(ctx: ServerContext, row: Row): RenderJob {
  * }
  * ```
  */
-export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQueue {
+export function startQueue(
+  ctx: ServerContext,
+  backend: RenderBackend,
+  options: QueueOptions = {},
+): RenderQueue {
+  const owner = options.owner ?? leaseOwner();
+  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_SECONDS * 1000;
+  const maxAttempts = options.maxAttempts ?? MAX_LEASE_ATTEMPTS;
   const controller = new AbortController();
   /** Renders in flight, each with its own abort (a delete stops only that one). */
   const inFlight = new Map<string, AbortController>();
@@ -149,7 +252,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
   /**
    * Runs a database write until it succeeds: the outcome of a finished render must not be
    * lost to a busy database. Gives up only when the queue stops; the render is then still
-   * `rendering` and goes back to the queue on the next start.
+   * `rendering` and is taken over when its lease runs out.
    */
   const persist = async <T>(what: string, write: () => Promise<T>): Promise<T | undefined> => {
     for (let attempt = 1;; attempt++) {
@@ -169,59 +272,95 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
   /** Claims and runs one render; false when nothing was waiting. */
   const step = async (): Promise<boolean> => {
     if (backend.work && await backend.work(ctx, controller.signal)) return true;
-    const row = await claim(ctx);
-    if (!row) return false;
+    const claimed = await claim(ctx, owner, leaseMs, maxAttempts);
+    if (!claimed) return false;
+    if (claimed.kind === "gave-up") {
+      console.error(`render ${claimed.id}: failed, its lease was lost ${maxAttempts} times`);
+      ctx.wakeWebhooks?.();
+      return true;
+    }
+    const { row, lease } = claimed;
     const id = String(row.id);
     const own = new AbortController();
     inFlight.set(id, own);
-    const signal = AbortSignal.any([controller.signal, own.signal]);
-    let deleted = false;
+    // A render belongs to this worker only while the heartbeat renews its lease; once it is
+    // lost another worker may be rendering it, so this one stops and records nothing.
+    // A render deleted through another instance is dropped at the next renewal (this
+    // instance's own deletes stop it at once through `cancel`).
+    const holder = holdLease(ctx.db, lease, {
+      onError: (error) => console.error(`render ${id}: lease not renewed: ${errorText(error)}`),
+      wanted: "deleted_at is null",
+    });
+    const signal = AbortSignal.any([controller.signal, own.signal, holder.signal]);
+    /** What became of it: recorded, deleted meanwhile, or no longer this worker's. */
+    let outcome: "recorded" | "deleted" | "lost" | undefined;
     try {
       await backend.render(ctx, jobOf(ctx, row), signal);
       // A render deleted while it ran is already `deleted` (and refunded): keep it so.
-      deleted = !(await persist(`recording ${id} completed`, () =>
+      outcome = await persist(`recording ${id} completed`, () =>
         ctx.db.transaction(async (tx) => {
-          if (
-            !(await transitionRender(tx, id, "completed", { progress: 1, completed_at: now() }))
-          ) {
-            return false;
-          }
+          if (!(await holdsLease(tx, lease))) return "lost" as const;
+          const completed = await transitionRender(tx, id, "completed", {
+            progress: 1,
+            completed_at: now(),
+          });
+          await releaseLease(tx, lease);
+          if (!completed) return "deleted" as const;
           // The webhook is on record with the state it reports, or neither is.
           await enqueueDelivery(tx, id, "completed");
-          return true;
-        })) ?? true);
+          return "recorded" as const;
+        }));
     } catch (error) {
-      if (stopping) {
-        // Shutting down: the render goes back to the queue for the next start (a restart
-        // re-queues it too, should this write fail).
+      if (holder.signal.aborted) {
+        outcome = "lost";
+      } else if (stopping) {
+        // Shutting down: the render goes back to the queue, its lease released without
+        // counting an attempt (should this write fail, the lease runs out and another
+        // worker takes it over).
         try {
-          await transitionRender(ctx.db, id, "queued", { progress: 0, started_at: null });
+          await ctx.db.transaction(async (tx) => {
+            if (!(await holdsLease(tx, lease))) return;
+            await transitionRender(tx, id, "queued", { progress: 0, started_at: null });
+            await releaseLease(tx, lease, { handBack: true });
+          });
         } catch (requeueError) {
           console.error(`render queue: re-queueing ${id} failed: ${errorText(requeueError)}`);
         }
         return true;
+      } else {
+        const message = tenantMessage((error as Error).message, serverRoots(ctx));
+        // A render's own failure (a missing file, a page that throws) would fail again:
+        // it is failed and refunded once, never retried.
+        outcome = await persist(`recording ${id} failed`, () =>
+          ctx.db.transaction(async (tx) => {
+            if (!(await holdsLease(tx, lease))) return "lost" as const;
+            if (await failRender(tx, row, message)) return "recorded" as const;
+            await releaseLease(tx, lease);
+            return "deleted" as const;
+          }));
       }
-      const message = tenantMessage((error as Error).message, serverRoots(ctx));
-      deleted = !(await persist(`recording ${id} failed`, () =>
-        ctx.db.transaction(async (tx) => {
-          const failed = await transitionRender(tx, id, "failed", {
-            error: message,
-            completed_at: now(),
-          });
-          if (!failed) return false;
-          await tx.run(
-            "update accounts set credits = credits + ? where id = ?",
-            Number(row.credits),
-            String(row.account_id),
-          );
-          await enqueueDelivery(tx, id, "failed");
-          return true;
-        })) ?? true);
     } finally {
       inFlight.delete(id);
+      await holder.stop();
     }
-    if (stopping) return true;
-    if (deleted) {
+    if (outcome === "lost") {
+      const row = await ctx.db.get<{ deleted_at: string | null }>(
+        "select deleted_at from renders where id = ?",
+        id,
+      ).catch(() => undefined);
+      if (row !== undefined && row.deleted_at !== null) {
+        // Deleted (and refunded) through another instance: whatever it stored goes too.
+        await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
+        return true;
+      }
+      const why = holder.signal.reason instanceof Error
+        ? holder.signal.reason.message
+        : `lost the lease on renders ${id}`;
+      console.error(`render ${id}: ${why}; dropped here, another worker takes it over`);
+      return true;
+    }
+    if (stopping || outcome === undefined) return true;
+    if (outcome === "deleted") {
       // Whatever it stored before it stopped goes too.
       await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
       return true;
@@ -259,6 +398,7 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
     () => loop().catch((error) => console.error(`render queue: worker ended: ${errorText(error)}`)),
   );
   return {
+    owner,
     wake,
     cancel(renderId: string): void {
       inFlight.get(renderId)?.abort(new RenderDeletedError(renderId));
@@ -271,6 +411,21 @@ export function startQueue(ctx: ServerContext, backend: RenderBackend): RenderQu
       backend.close();
     },
   };
+}
+
+/**
+ * Sends the renders `owner` holds back to the queue at once, their leases released without
+ * counting an attempt: a server stopped past its deadline, whose workers could not.
+ *
+ * @returns How many went back.
+ */
+export function handBackRenders(db: Queries, owner: string): Promise<number> {
+  return db.run(
+    `update renders set status = 'queued', progress = 0, started_at = null, lease_owner = null,
+       lease_expires_at = null, attempts = case when attempts > 0 then attempts - 1 else 0 end
+     where status = 'rendering' and deleted_at is null and lease_owner = ?`,
+    owner,
+  );
 }
 
 /** Backoff of a worker whose database or disk keeps failing: 0.5 s doubling to 30 s. */

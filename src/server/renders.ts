@@ -24,8 +24,9 @@ export const RENDER_STATUSES = ["queued", "rendering", "completed", "failed", "d
 export type RenderStatus = typeof RENDER_STATUSES[number];
 
 /**
- * The moves allowed from each state. `rendering -> queued` is a render sent back to the
- * queue (shutdown, or a restart after a crash). `completed` and `failed` are final but for
+ * The moves allowed from each state. `rendering -> queued` is a render handed back to the
+ * queue by a worker that stops. (A worker that dies leaves it `rendering`: its lease runs
+ * out and another worker takes it over, see `queue.ts`.) `completed` and `failed` are final but for
  * deletion; `deleted` is final.
  */
 export const RENDER_TRANSITIONS: Readonly<Record<RenderStatus, readonly RenderStatus[]>> = {
@@ -138,18 +139,6 @@ export async function transitionRender(
     : String(current.status);
   log(`render ${id}: ${state} -> ${to} refused (allowed from: ${from.join(", ") || "none"})`);
   return false;
-}
-
-/**
- * Puts every render left `rendering` by a stopped server back in the queue (a render handed
- * to the distributed backend keeps its `execution_arn`, so it resumes that execution).
- *
- * @returns How many went back.
- */
-export function requeueInterrupted(db: Queries): Promise<number> {
-  return db.run(
-    "update renders set status = 'queued', progress = 0, started_at = null where status = 'rendering' and deleted_at is null",
-  );
 }
 
 /** Records how far a render in flight is (0 to 1); a render no longer rendering keeps its own. */

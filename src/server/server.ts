@@ -1,14 +1,19 @@
 /**
  * `vid server`: the hosted render API on this host. Opens the data folder (SQLite
  * database, signing secret, storage), kills the browsers and removes the work folders a
- * previous run killed with SIGKILL left behind, re-queues renders it left in flight,
- * starts the render workers over the chosen render backend (this machine, or the
- * distributed Step Functions + Lambda backend) and serves the API.
+ * previous run killed with SIGKILL left behind, ends the leases that run still held (so its
+ * renders are taken over at once), starts the render workers over the chosen render backend
+ * (this machine, or the distributed Step Functions + Lambda backend) and serves the API.
+ *
+ * Its role (`--role`) says which of those it does: `api` serves `/v3` and enqueues, `worker`
+ * renders and serves only the probes and metrics, `all` (the default) both. Instances of
+ * either role share the work through the database (`leases.ts`), however many there are.
  *
  * @module
  */
 
 import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { type ServerContext, type ServerLimits, serverLimits } from "./context.ts";
@@ -19,16 +24,25 @@ import { lambdaBackend } from "./lambda_backend.ts";
 import { localBackend } from "./local_backend.ts";
 import type { RenderBackendConfig, RenderBackendKind } from "./render_backend.ts";
 import { randomId } from "./secrets.ts";
-import { requeueInterrupted } from "./renders.ts";
-import { releaseStaleKeys } from "./idempotency.ts";
+import { releaseKeysOfDeadRuns } from "./idempotency.ts";
 import { reapPredecessors } from "./reaper.ts";
+import { DEFAULT_LEASE_SECONDS, expireLeasesOfDeadRuns, leaseOwner } from "./leases.ts";
+import { handBackRenders } from "./queue.ts";
+import { listProcesses } from "../render/browser_records.ts";
+import { opsApp } from "./ops_routes.ts";
 import { killLiveBrowsers, recordBrowsersIn } from "../render/browser.ts";
 import { killLiveEncoders } from "../render/encode.ts";
 import { configureServerSandbox } from "../render/sandbox.ts";
 import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
 import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
 
-/** How long a stopping server waits for webhook deliveries in flight. */
+/** What an instance does: serve the API, render, or both. */
+export type ServerRole = "api" | "worker" | "all";
+
+/** The roles `--role` takes, in the order the help lists them. */
+export const SERVER_ROLES: readonly ServerRole[] = ["api", "worker", "all"];
+
+/** How a stopping server waits for webhook deliveries in flight. */
 const WEBHOOK_DRAIN_MS = 10_000;
 
 /** Options of {@linkcode startServer}. */
@@ -46,6 +60,16 @@ export interface ServerOptions {
   database?: string;
   /** Parallel renders of the local backend. @default 1 */
   workers?: number;
+  /**
+   * What this instance does (`--role`): `api` serves `/v3` and enqueues renders, `worker`
+   * renders them and serves only `/healthz`, `/readyz` and `/metrics`. @default "all"
+   */
+  role?: ServerRole;
+  /**
+   * Length of a render's lease, seconds (`--lease-seconds`): a render whose worker stops
+   * renewing it for this long is taken over by another. @default 30
+   */
+  leaseSeconds?: number;
   /**
    * Where renders run: on this machine, or handed to the distributed backend (see
    * `resolveRenderBackend`, which validates flags and environment into this).
@@ -104,8 +128,13 @@ export interface ServerOptions {
 export interface RunningServer {
   /** Base URL it listens at, e.g. `http://127.0.0.1:8787`. */
   url: string;
-  /** Renders that were in flight at the last stop and went back to the queue. */
+  /**
+   * Renders a previous run on this data folder held when it was killed, now free for any
+   * worker to take over.
+   */
   requeued: number;
+  /** What this instance does. */
+  role: ServerRole;
   /** What a previous run killed with SIGKILL left and this start cleaned up. */
   reaped: { browsers: number; folders: number };
   /** The render backend in use and how many renders it runs at once. */
@@ -117,7 +146,8 @@ export interface RunningServer {
    * waiting): kills every render browser (with its process group) and ffmpeg, puts
    * in-flight renders back in the queue and closes the database. The process should exit
    * right after. Returns the processes killed. The database is given
-   * {@linkcode KILL_DATABASE_MS} to take the re-queue; a start re-queues what it missed.
+   * {@linkcode KILL_DATABASE_MS} to take the re-queue; what it missed is taken over when
+   * its leases run out (at once by the next start on this data folder).
    */
   kill(): Promise<{ browsers: number; encoders: number }>;
 }
@@ -163,6 +193,20 @@ async function loadSecret(db: Database, dataDir: string): Promise<string> {
 }
 
 /**
+ * This data folder's name on the leases its runs hold (`<dataDir>/instance`, made once): a
+ * start recognises the leases of its own dead predecessors by it, and ends them at once.
+ */
+async function loadInstance(dataDir: string): Promise<string> {
+  const file = join(dataDir, "instance");
+  const existing = await readFile(file, "utf8").then((text) => text.trim(), () => "");
+  if (existing !== "") return existing;
+  const made = `${hostname().replaceAll(":", "-")}-${randomId("d", 4).slice(2)}`;
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await writeFile(file, made + "\n", { mode: 0o600 });
+  return made;
+}
+
+/**
  * Starts the API and the render queue.
  *
  * @example
@@ -174,11 +218,14 @@ async function loadSecret(db: Database, dataDir: string): Promise<string> {
  */
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
   const config = options.renderBackend ?? { kind: "local" };
+  const role = options.role ?? "all";
+  const renders = role !== "api";
+  const serves = role !== "worker";
   // Before anything is opened: a host where tenants' pages would run unsandboxed is refused.
   await configureServerSandbox({
     renderUser: options.renderUser,
     allowNoSandbox: options.allowNoSandbox,
-    probe: config.kind === "local",
+    probe: config.kind === "local" && renders,
     onWarning: options.onWarning,
   });
   const dataDir = resolve(options.dataDir);
@@ -196,9 +243,15 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await mkdir(join(workRoot, "browsers"), { recursive: true, mode: 0o700 });
   await mkdir(workDir, { recursive: true, mode: 0o700 });
   recordBrowsersIn(join(workRoot, "browsers"));
-  const requeued = await requeueInterrupted(db);
-  // Requests the last run was serving when it stopped: their claims are void.
-  await releaseStaleKeys(db);
+  const instance = await loadInstance(dataDir);
+  const owner = leaseOwner(instance);
+  // What runs of this data folder that were killed still hold is free at once; other
+  // instances' leases are left to run out, since their processes cannot be seen from here.
+  const processes = await listProcesses();
+  const alive = new Set([...(processes ?? []).map((p) => p.pid), Deno.pid]);
+  const requeued = processes ? await expireLeasesOfDeadRuns(db, "renders", instance, alive) : 0;
+  if (processes) await expireLeasesOfDeadRuns(db, "render_chunks", instance, alive);
+  if (processes) await releaseKeysOfDeadRuns(db, instance, alive);
   await db.run("update assets set upload_started_at = null where status = 'pending_upload'");
   const metrics = new ServerMetrics(() => queueDepth(db));
   // Both backends hold a render to the same frame deadline and wall-clock budget.
@@ -206,13 +259,23 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     frameTimeoutMs: options.frameTimeoutMs,
     maxRenderSeconds: options.maxRenderSeconds,
   };
-  const backend = meteredBackend(
-    config.kind === "lambda" ? lambdaBackend(config, limits) : localBackend(options.workers ?? 1, {
-      ...limits,
-      ...(options.chunkSize !== undefined && { chunks: { chunkSize: options.chunkSize } }),
-    }),
-    metrics,
-  );
+  const backend = renders
+    ? meteredBackend(
+      config.kind === "lambda"
+        ? lambdaBackend(config, limits)
+        : localBackend(options.workers ?? 1, {
+          ...limits,
+          ...(options.chunkSize !== undefined && {
+            chunks: {
+              chunkSize: options.chunkSize,
+              leaseMs: (options.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000,
+              owner,
+            },
+          }),
+        }),
+      metrics,
+    )
+    : undefined;
   let queueCancel: (id: string) => void = () => {};
   let queueWake: () => void = () => {};
   const ctx: ServerContext = {
@@ -223,13 +286,14 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     workDir,
     allowHttpCallbacks: options.allowHttpCallbacks === true,
     allowPrivateUrls: options.allowPrivateUrls === true,
-    limits: serverLimits(options.limits ?? {}, backend.slots),
+    limits: serverLimits(options.limits ?? {}, backend?.slots ?? 1),
     wake: () => queueWake(),
     cancelRender: (id) => queueCancel(id),
     metrics,
+    owner,
     ...(options.metricsToken !== undefined && { metricsToken: options.metricsToken }),
   };
-  const app = createApp(ctx);
+  const app = serves ? createApp(ctx) : opsApp(ctx, role);
   const hostname = options.hostname ?? "127.0.0.1";
   const listening = Promise.withResolvers<Deno.NetAddr>();
   const server = Deno.serve({
@@ -241,21 +305,29 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   const url = `http://${host}:${addr.port}`;
   ctx.publicUrl = (options.publicUrl ?? url).replace(/\/+$/, "");
-  const queue = startQueue(ctx, backend);
-  queueWake = () => queue.wake();
-  queueCancel = (id) => queue.cancel(id);
-  queue.wake();
+  const queue = backend
+    ? startQueue(ctx, backend, {
+      owner,
+      leaseMs: (options.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000,
+    })
+    : undefined;
+  if (queue) {
+    queueWake = () => queue.wake();
+    queueCancel = (id) => queue.cancel(id);
+    queue.wake();
+  }
   // Deliveries a previous run left pending (killed during a retry's backoff) go out now.
   const webhooks = startWebhookSender(ctx);
   ctx.wakeWebhooks = () => webhooks.wake();
   return {
     url,
     requeued,
+    role,
     reaped,
-    backend: { kind: backend.kind, slots: backend.slots },
+    backend: { kind: backend?.kind ?? config.kind, slots: backend?.slots ?? 0 },
     async close(): Promise<void> {
       // Together: a client holding a request open must not keep renders running.
-      await Promise.all([server.shutdown(), queue.stop()]);
+      await Promise.all([server.shutdown(), queue?.stop()]);
       // Deliveries in flight get to finish; the rest stay pending for the next start.
       await webhooks.stop(WEBHOOK_DRAIN_MS);
       await db.close();
@@ -267,13 +339,13 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       try {
         await Promise.race([
           (async () => {
-            await requeueInterrupted(db);
+            await handBackRenders(db, owner);
             await db.close();
           })(),
           new Promise((resolve) => timer = setTimeout(resolve, KILL_DATABASE_MS)),
         ]);
       } catch {
-        // closed by a close() that finished meanwhile; the next start re-queues anyway
+        // closed by a close() that finished meanwhile; the next start ends the leases anyway
       } finally {
         clearTimeout(timer);
       }

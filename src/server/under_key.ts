@@ -44,7 +44,7 @@ export async function underKey(
   create: (complete: (tx: Queries, objectId: string) => Promise<void>) => Promise<string>,
 ): Promise<{ id: string; replayed: boolean }> {
   if (!where) return { id: await create(() => Promise.resolve()), replayed: false };
-  const claim = await claimKey(ctx.db, where, await hashRequest(body));
+  const claim = await claimKey(ctx.db, where, await hashRequest(body), ctx.owner ?? null);
   if (claim.kind === "replay") return { id: claim.objectId, replayed: true };
   try {
     return { id: await create((tx, id) => completeKey(tx, where, id)), replayed: false };

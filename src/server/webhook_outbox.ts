@@ -6,7 +6,9 @@
  * the count and the next attempt's time in the row, so a server stopped or killed during a
  * retry's backoff resends on its next start instead of losing the webhook. Every attempt of
  * a delivery carries the same id (`delivery_id`, signed, and `vid-delivery-id`), so a
- * receiver drops the duplicates that at-least-once delivery brings.
+ * receiver drops the duplicates that at-least-once delivery brings. Every instance on the
+ * database runs a sender; one takes a delivery by pushing its next attempt's time past the
+ * attempt it makes (a short lease), so instances do not send the same attempt together.
  *
  * Signing, the retry rules of one attempt and the address checks stay in
  * `src/webhooks/webhooks.ts`.
@@ -27,6 +29,11 @@ export const MAX_DELIVERY_ATTEMPTS = 6;
 const MAX_SENDS = 8;
 /** How often the sender looks for deliveries whose backoff has passed. */
 const POLL_MS = 1000;
+/**
+ * How long a sender holds a delivery it is sending: other instances on the database skip it
+ * meanwhile (one attempt takes at most 10 s), and take it if the sender dies.
+ */
+const SEND_CLAIM_MS = 60_000;
 /** Backoff of a sender whose database keeps failing: 0.5 s doubling to 30 s. */
 const LOOP_BACKOFF = { baseMs: 500, maxMs: 30_000, jitter: 0.2 };
 
@@ -145,8 +152,14 @@ export function startWebhookSender(ctx: ServerContext): WebhookSender {
       // Re-checked at send time: DNS can change after the render was submitted.
       target: { allowPrivate: ctx.allowPrivateUrls, allowLoopback: ctx.allowHttpCallbacks },
     });
-    // Cut short by the shutdown deadline: still pending, sent again on the next start.
-    if (controller.signal.aborted && !result.delivered) return;
+    // Cut short by the shutdown deadline: still pending, due again at once for any sender.
+    if (controller.signal.aborted && !result.delivered) {
+      await ctx.db.run(
+        "update webhook_deliveries set next_attempt_at = null where id = ? and status = 'pending'",
+        id,
+      );
+      return;
+    }
     const final = result.delivered || !result.retryable || attempt >= MAX_DELIVERY_ATTEMPTS;
     await ctx.db.run(
       "update webhook_deliveries set status = ?, attempts = ?, last_status = ?, last_error = ?, next_attempt_at = ?, finished_at = ? where id = ?",
@@ -179,6 +192,15 @@ export function startWebhookSender(ctx: ServerContext): WebhookSender {
           const id = String(row.id);
           if (inFlight.size >= MAX_SENDS || stopping) break;
           if (inFlight.has(id)) continue;
+          const at = Date.now();
+          const taken = await ctx.db.run(
+            "update webhook_deliveries set next_attempt_at = ? where id = ? and status = 'pending' and coalesce(next_attempt_at, 0) <= ?",
+            at + SEND_CLAIM_MS,
+            id,
+            at,
+          );
+          // Another instance is sending it.
+          if (taken !== 1) continue;
           // A send that failed (its row could not be written) waits for the next poll.
           const sending = send(row).then(() => true, (error) => {
             console.error(`webhook ${id}: ${error instanceof Error ? error.message : error}`);

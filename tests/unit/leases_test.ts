@@ -12,6 +12,7 @@ import assert from "node:assert/strict";
 import { type Database, openDatabase, type Queries } from "../../src/server/db.ts";
 import {
   acquireLease,
+  expireLeasesOfDeadRuns,
   holdLease,
   holdsLease,
   LeaseLostError,
@@ -20,6 +21,7 @@ import {
   renewLease,
 } from "../../src/server/leases.ts";
 import { withoutRowLocks } from "../../src/server/database/sqlite.ts";
+import { claimKey, releaseKeysOfDeadRuns, STALE_CLAIM_MS } from "../../src/server/idempotency.ts";
 
 async function withRender<T>(fn: (db: Database) => Promise<T>): Promise<T> {
   const db = await openDatabase(":memory:");
@@ -145,5 +147,52 @@ describe("leases", () => {
     );
     assert.equal(withoutRowLocks("select 1 from t for update"), "select 1 from t");
     assert.equal(withoutRowLocks("select 'for updates' from t"), "select 'for updates' from t");
+  });
+});
+
+describe("leases and claims of dead runs", () => {
+  it("ends at once the leases of this data folder's dead runs, not of live runs or other instances", async () => {
+    await withRender(async (db) => {
+      for (const id of ["r2", "r3", "r4"]) {
+        await db.run(
+          "insert into renders (id, account_id, status, request, created_at) values (?, 'a', 'queued', '{}', 'now')",
+          id,
+        );
+      }
+      await acquireLease(db, "renders", "r", "box-1:111:w_a", 60_000);
+      await acquireLease(db, "renders", "r2", "box-1:222:w_b", 60_000);
+      await acquireLease(db, "renders", "r3", "box-2:111:w_c", 60_000);
+      await acquireLease(db, "renders", "r4", "box-10:111:w_d", 60_000);
+      const ended = await expireLeasesOfDeadRuns(db, "renders", "box-1", new Set([222]));
+      assert.equal(ended, 1);
+      const expires = await db.all<{ id: string; lease_expires_at: number }>(
+        "select id, lease_expires_at from renders order by id",
+      );
+      assert.deepEqual(
+        expires.map((row) => [row.id, Number(row.lease_expires_at) === 0]),
+        [["r", true], ["r2", false], ["r3", false], ["r4", false]],
+      );
+      // Taken over at once, attempt counted.
+      assert.equal((await acquireLease(db, "renders", "r", "box-1:333:w_e", 1000))?.attempts, 2);
+    });
+  });
+
+  it("releases pending idempotency claims of dead runs; a claim older than 15 minutes is taken over", async () => {
+    await withRender(async (db) => {
+      const where = (key: string) => ({ accountId: "a", scope: "renders" as const, key });
+      assert.deepEqual(await claimKey(db, where("k1"), "h", "box-1:111:w_a"), { kind: "claimed" });
+      assert.deepEqual(await claimKey(db, where("k2"), "h", "box-1:222:w_b"), { kind: "claimed" });
+      assert.equal(await releaseKeysOfDeadRuns(db, "box-1", new Set([222])), 1);
+      assert.deepEqual(await claimKey(db, where("k1"), "h", "box-1:333:w_c"), { kind: "claimed" });
+      // k2's run is alive: a request with its key would wait. Once it is older than the
+      // limit, its run is presumed dead elsewhere and the next request takes it over.
+      await db.run(
+        "update idempotency set created_at = ? where key = 'k2'",
+        new Date(Date.now() - STALE_CLAIM_MS - 1000).toISOString(),
+      );
+      assert.deepEqual(await claimKey(db, where("k2"), "h", "box-2:1:w_d"), { kind: "claimed" });
+      const row = await db.get("select owner from idempotency where key = 'k2'");
+      assert.equal(row?.owner, "box-2:1:w_d");
+    });
   });
 });

@@ -139,3 +139,152 @@ describe("render queue order", () => {
     }
   });
 });
+
+describe("render queue on leases", () => {
+  /** A backend whose renders wait for `release`, or throw `fail`'s error when given. */
+  const gated = (fail?: Error) => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => release = resolve);
+    const started: string[] = [];
+    const backend: RenderBackend = {
+      kind: "local",
+      slots: 1,
+      render: async (_ctx, job, signal) => {
+        started.push(job.id);
+        if (fail) throw fail;
+        await Promise.race([
+          gate,
+          new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+        ]);
+      },
+      close: () => {},
+    };
+    return { backend, started, release: () => release() };
+  };
+
+  it("takes over a render whose worker stopped renewing its lease, counting an attempt; the first worker records nothing", async () => {
+    const { context, statuses, close } = await queueOf(["a"]);
+    const ctx = context(1);
+    const first = gated();
+    const stalled = startQueue(ctx, first.backend, { owner: "one", leaseMs: 60_000 });
+    const second = gated();
+    let other: ReturnType<typeof startQueue> | undefined;
+    try {
+      await eventually(() => first.started.length === 1, "the first worker to start it");
+      // As if the first worker had died: its lease ran out.
+      await ctx.db.run("update renders set lease_expires_at = 1 where id = 'a-1'");
+      other = startQueue(ctx, second.backend, { owner: "two", leaseMs: 60_000 });
+      await eventually(() => second.started.length === 1, "the take-over");
+      const row = await ctx.db.get("select lease_owner, attempts from renders where id = 'a-1'");
+      assert.deepEqual({ ...row }, { lease_owner: "two", attempts: 2 });
+      // The first worker finishes late: it no longer holds the lease, so nothing is recorded.
+      first.release();
+      await new Promise((r) => setTimeout(r, 200));
+      assert.equal((await statuses())["a-1"], "rendering");
+      second.release();
+      await eventually(async () => (await statuses())["a-1"] === "completed", "completed");
+      const done = await ctx.db.get("select lease_owner, attempts from renders where id = 'a-1'");
+      assert.deepEqual({ ...done }, { lease_owner: null, attempts: 2 });
+    } finally {
+      first.release();
+      second.release();
+      await stalled.stop();
+      await other?.stop();
+      await close();
+    }
+  });
+
+  it("fails a render, refunded, once it has lost its lease as often as allowed", async () => {
+    const { context, statuses, close } = await queueOf(["a"]);
+    const ctx = context(1);
+    await ctx.db.run(
+      "update renders set status = 'rendering', lease_owner = 'gone', lease_expires_at = 1, attempts = 3 where id = 'a-1'",
+    );
+    const worker = gated();
+    const queue = startQueue(ctx, worker.backend, { owner: "one", leaseMs: 60_000 });
+    try {
+      await eventually(async () => (await statuses())["a-1"] === "failed", "failed");
+      assert.equal(worker.started.length, 0, "not run again");
+      const row = await ctx.db.get("select error from renders where id = 'a-1'");
+      assert.match(String(row?.error), /interrupted 3 times .*not retried again/);
+      const account = await ctx.db.get("select credits from accounts where id = 'a'");
+      assert.equal(Number(account?.credits), 11, "refunded once");
+    } finally {
+      await queue.stop();
+      await close();
+    }
+  });
+
+  it("fails a render that fails by itself at once, refunded once, never retried", async () => {
+    const { context, statuses, close } = await queueOf(["a"]);
+    const ctx = context(1);
+    const worker = gated(new Error("index.html: logo.png is missing from the project"));
+    const queue = startQueue(ctx, worker.backend, { owner: "one", leaseMs: 60_000 });
+    try {
+      await eventually(async () => (await statuses())["a-1"] === "failed", "failed");
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(worker.started.length, 1, "run once");
+      const account = await ctx.db.get("select credits from accounts where id = 'a'");
+      assert.equal(Number(account?.credits), 11, "refunded once");
+      const row = await ctx.db.get("select lease_owner, attempts from renders where id = 'a-1'");
+      assert.deepEqual({ ...row }, { lease_owner: null, attempts: 1 });
+    } finally {
+      await queue.stop();
+      await close();
+    }
+  });
+
+  it("hands a render back on stop: queued, its lease released, no attempt counted", async () => {
+    const { context, statuses, close } = await queueOf(["a"]);
+    const ctx = context(1);
+    const worker = gated();
+    const queue = startQueue(ctx, worker.backend, { owner: "one", leaseMs: 60_000 });
+    try {
+      await eventually(() => worker.started.length === 1, "started");
+      await queue.stop();
+      assert.equal((await statuses())["a-1"], "queued");
+      const row = await ctx.db.get(
+        "select lease_owner, attempts, progress from renders where id = 'a-1'",
+      );
+      assert.deepEqual({ ...row }, { lease_owner: null, attempts: 0, progress: 0 });
+    } finally {
+      worker.release();
+      await queue.stop();
+      await close();
+    }
+  });
+
+  it("drops a render deleted through another instance at its next renewal", async () => {
+    const { context, close } = await queueOf(["a"]);
+    const ctx = context(1);
+    let aborted: unknown;
+    const backend: RenderBackend = {
+      kind: "local",
+      slots: 1,
+      render: (_ctx, _job, signal) =>
+        new Promise((_, reject) =>
+          signal.addEventListener("abort", () => {
+            aborted = signal.reason;
+            reject(signal.reason);
+          })
+        ),
+      close: () => {},
+    };
+    const queue = startQueue(ctx, backend, { owner: "one", leaseMs: 150 });
+    try {
+      await eventually(
+        async () => (await ctx.db.get("select lease_owner from renders"))?.lease_owner === "one",
+        "started",
+      );
+      // What another instance's DELETE writes; it cannot reach this worker's `cancel`.
+      await ctx.db.run(
+        "update renders set status = 'deleted', deleted_at = 'now' where id = 'a-1'",
+      );
+      await eventually(() => aborted !== undefined, "the render dropped", 5000);
+      assert.match(String((aborted as Error).message), /deleted_at is null/);
+    } finally {
+      await queue.stop();
+      await close();
+    }
+  });
+});

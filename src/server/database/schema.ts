@@ -16,7 +16,7 @@ import type { DatabaseSync } from "node:sqlite";
 import type { Database } from "./mod.ts";
 import { EXIT_FAILED, VidError } from "../../errors.ts";
 import { RENDER_STATUSES } from "../renders.ts";
-import { leaseColumnsSql } from "../leases.ts";
+import { forSqlite, leaseColumnsSql } from "../leases.ts";
 
 /** The schema version this vid writes; bump it with each migration added below. */
 export const SCHEMA_VERSION = 4;
@@ -153,9 +153,15 @@ create index if not exists throttle_failures_by_key on throttle_failures (key, a
  * queue and a render whose worker died is taken over when its lease runs out, instead of
  * every start re-queueing every render in flight. Renders a server from before leases left
  * `rendering` get a lease that has already run out, so the first worker takes them over.
+ * An idempotency claim names the run that holds it, so a start releases only its dead
+ * predecessors' claims rather than every instance's. PostgreSQL's steps must be idempotent
+ * (`if not exists`): an instance that waited on the migration lock may still read the version
+ * from before the first one's commit and run them again.
  */
 const V3 = leaseColumnsSql("renders") +
-  "update renders set lease_expires_at = 0 where status = 'rendering';";
+  `update renders set lease_expires_at = 0 where status = 'rendering';
+alter table idempotency add column if not exists owner text;
+`;
 
 /**
  * Version 4, both engines: the chunks of a render spread over workers (`chunk_jobs.ts`), one
@@ -201,8 +207,8 @@ const SQLITE_MIGRATIONS: Readonly<Record<number, (raw: DatabaseSync) => void>> =
     raw.exec("alter table tokens add column family text");
     raw.exec("update tokens set family = json_extract(data, '$.family')");
   },
-  3: (raw) => raw.exec(V3),
-  4: (raw) => raw.exec(V4),
+  3: (raw) => raw.exec(forSqlite(V3)),
+  4: (raw) => raw.exec(forSqlite(V4)),
 };
 
 /**

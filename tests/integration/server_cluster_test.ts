@@ -1,0 +1,403 @@
+/**
+ * `vid server` as a cluster: several instances on one real PostgreSQL (the OS package, from
+ * `tests/postgres_server.ts`) and one shared `file://` storage, each with a role. Two API
+ * instances and two workers: a render submitted through the first API, which is then killed
+ * with SIGKILL, as is the worker holding the render mid-render; polled through the second
+ * API, it completes once, is charged once, its webhook arrives under one delivery id, and its
+ * frames equal a single-process server's render of the same request. Failed sign-ins spread
+ * over both API instances lock at the documented count, and a PostgreSQL restarted
+ * mid-render leaves every instance reconnected and the render completed. Renders are short
+ * (1080x1080 at 10 fps, the server's smallest output) and leases 3 s, so a take-over costs
+ * seconds.
+ *
+ * @module
+ */
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import { zipSync } from "fflate";
+import { compositionHtml, frameHashes, probeVideo, ROOT } from "../helpers.ts";
+import {
+  createAccount,
+  serverDatabaseRow,
+  serverDatabaseUrl,
+  serverDataDir,
+  serverPostgres,
+  type ServerProcess,
+  startServerProcess,
+  useServerPostgres,
+} from "../server_process.ts";
+
+type Json = Record<string, unknown>;
+
+const LEASE = ["--lease-seconds", "3"];
+/** How long any wait of this file may take before it fails (host-enforced). */
+const WAIT_MS = 120_000;
+
+/** 3 s fading from black to red: 30 frames at 10 fps, each a different colour. */
+const FADE = compositionHtml(
+  `<div style="position:absolute;inset:0;animation:f 3s linear both"></div>`,
+  {
+    duration: 3,
+    head: `<style>@keyframes f { from { background: #000 } to { background: #f00 } }</style>`,
+  },
+);
+
+async function until<T>(what: string, check: () => Promise<T | undefined | false>): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  while (Date.now() < deadline) {
+    const value = await check().catch(() => undefined);
+    if (value !== undefined && value !== false) return value;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function api(base: string, key: string, path: string, init: RequestInit = {}) {
+  const response = await fetch(`${base}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+  });
+  return { status: response.status, body: await response.json() as Json };
+}
+
+/** Uploads FADE and submits its render with `extra` fields; returns the render's id. */
+async function submit(base: string, key: string, extra: Json = {}): Promise<string> {
+  const zip = new Uint8Array(zipSync({ "index.html": new TextEncoder().encode(FADE) }));
+  const asset = await api(base, key, "/v3/assets", {
+    method: "POST",
+    body: JSON.stringify({ size_bytes: zip.length }),
+  });
+  assert.equal(asset.status, 201, JSON.stringify(asset.body));
+  const put = await fetch(String(asset.body.upload_url), { method: "PUT", body: zip });
+  assert.equal(put.status, 200, await put.text());
+  const render = await api(base, key, "/v3/vid/renders", {
+    method: "POST",
+    body: JSON.stringify({ asset_id: asset.body.asset_id, fps: 10, aspect_ratio: "1:1", ...extra }),
+  });
+  assert.equal(render.status, 201, JSON.stringify(render.body));
+  return String(render.body.render_id);
+}
+
+/** Polls render `id` through `base` until it has ended. */
+function finished(base: string, key: string, id: string): Promise<Json> {
+  return until(`render ${id} to end`, async () => {
+    const { body } = await api(base, key, `/v3/vid/renders/${id}`);
+    return body.status === "completed" || body.status === "failed" ? body : undefined;
+  });
+}
+
+/** The decoded frames of a finished render's video. */
+async function framesOf(render: Json): Promise<string[]> {
+  const file = await Deno.makeTempFile({ suffix: ".mp4" });
+  try {
+    const video = await fetch(String(render.video_url));
+    assert.equal(video.status, 200);
+    await Deno.writeFile(file, new Uint8Array(await video.arrayBuffer()));
+    assert.equal((await probeVideo(file)).frames, 30);
+    return await frameHashes(file);
+  } finally {
+    await Deno.remove(file);
+  }
+}
+
+/** A webhook receiver on loopback that records every delivery. */
+function receiver(): { url: string; deliveries: Json[]; close(): Promise<void> } {
+  const deliveries: Json[] = [];
+  const server = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen: () => {} }, async (req) => {
+    deliveries.push({
+      ...(await req.json()) as Json,
+      header_id: req.headers.get("vid-delivery-id"),
+    });
+    return new Response("ok");
+  });
+  return {
+    url: `http://127.0.0.1:${server.addr.port}/hook`,
+    deliveries,
+    close: () => server.shutdown(),
+  };
+}
+
+await useServerPostgres().then((stop) => after(stop));
+
+describe("vid server --role on one PostgreSQL", () => {
+  /** The first instance's data folder: it owns the database the others are pointed at. */
+  let home = "";
+  let env: Record<string, string> = {};
+  let storage = "";
+  const folders: string[] = [];
+  const running: ServerProcess[] = [];
+  let key = "";
+
+  /** Starts an instance with its own data folder on the shared database and storage. */
+  const instance = async (role: string, extra: string[] = []): Promise<ServerProcess> => {
+    const dir = await Deno.makeTempDir({ prefix: `vid-cluster-${role}-` });
+    folders.push(dir);
+    const server = await startServerProcess(dir, [
+      "--role",
+      role,
+      "--storage",
+      `file://${storage}`,
+      "--allow-http-callbacks",
+      ...LEASE,
+      ...extra,
+    ], env);
+    running.push(server);
+    return server;
+  };
+
+  before(async () => {
+    home = await serverDataDir("vid-cluster-home-");
+    folders.push(home);
+    env = { VID_DATABASE_URL: serverDatabaseUrl(home) };
+    storage = await Deno.makeTempDir({ prefix: "vid-cluster-storage-" });
+    folders.push(storage);
+    key = await createAccount(home, "cluster@example.com", {
+      password: "correct horse",
+      credits: 100,
+    });
+  });
+
+  after(async () => {
+    await Promise.all(running.map((server) => server.stop("SIGKILL")));
+    for (const dir of folders) await Deno.remove(dir, { recursive: true }).catch(() => {});
+  });
+
+  it("refuses a bad --role or VID_SERVER_ROLE with exit 2 naming the flag", async () => {
+    for (
+      const [args, variables] of [
+        [["--role", "both"], {}],
+        [[], { VID_SERVER_ROLE: "both" }],
+      ] as [string[], Record<string, string>][]
+    ) {
+      // Were it to start, it would serve until killed: the deadline ends it.
+      const output = await new Deno.Command(Deno.execPath(), {
+        args: ["run", "-A", `${ROOT}cli.ts`, "server", "--port", "0", "--data-dir", home, ...args],
+        env: { ...env, ...variables },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+        signal: AbortSignal.timeout(60_000),
+      }).output();
+      const result = { code: output.code, stderr: new TextDecoder().decode(output.stderr) };
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(
+        result.stderr,
+        /--role \(env VID_SERVER_ROLE\) must be api, worker, all, not "both"/,
+      );
+    }
+  });
+
+  it("2 API + 2 workers: kill -9 of the API that took the render and of the worker rendering it; it completes once, charged once, one webhook id, the frames of a single-process render", async () => {
+    // The single-process server's render of the same request: SQLite, one process.
+    const alone = await Deno.makeTempDir({ prefix: "vid-cluster-alone-" });
+    folders.push(alone);
+    const aloneKey = await createAccount(alone, "alone@example.com");
+    const single = await startServerProcess(alone);
+    running.push(single);
+    const reference = await finished(single.url, aloneKey, await submit(single.url, aloneKey));
+    assert.equal(reference.status, "completed", String(reference.error));
+    const expected = await framesOf(reference);
+    await single.stop();
+
+    const hooks = receiver();
+    try {
+      const [api1, api2] = [await instance("api"), await instance("api")];
+      const workers = [await instance("worker"), await instance("worker")];
+      assert.match(api1.output(), /role: api/);
+      assert.match(workers[0].output(), /role: worker/);
+      // A worker serves the probes and metrics only; an API instance renders nothing.
+      const notHere = await fetch(`${workers[0].url}/v3/me`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      assert.equal(notHere.status, 404);
+      assert.match(
+        ((await notHere.json()) as Json & { error: Json }).error.message as string,
+        /--role worker/,
+      );
+      assert.equal((await fetch(`${workers[0].url}/readyz`)).status, 200);
+      const metrics = await (await fetch(`${api1.url}/metrics`)).text();
+      assert.match(metrics, /^vid_workers 0$/m);
+
+      const before = Number((await api(api2.url, key, "/v3/me")).body.credits);
+      const id = await submit(api1.url, key, { callback_url: hooks.url });
+      await api1.stop("SIGKILL");
+
+      // The worker holding it, once it is under way.
+      const holder = await until("the render to be under way", async () => {
+        const row = await serverDatabaseRow(
+          home,
+          "select lease_owner, progress from renders where id = ?",
+          id,
+        );
+        return row && row.lease_owner && Number(row.progress) > 0
+          ? String(row.lease_owner)
+          : undefined;
+      });
+      const pid = Number(holder.split(":")[1]);
+      const victim = workers.find((worker) => worker.child.pid === pid);
+      assert.ok(victim, `the lease names a worker: ${holder}`);
+      assert.equal((await victim.stop("SIGKILL")).signal, "SIGKILL");
+
+      const done = await finished(api2.url, key, id);
+      assert.equal(done.status, "completed", String(done.error));
+      const row = await serverDatabaseRow(
+        home,
+        "select attempts, lease_owner from renders where id = ?",
+        id,
+      );
+      assert.deepEqual(row, { attempts: 2, lease_owner: null }, "taken over once");
+      const after = Number((await api(api2.url, key, "/v3/me")).body.credits);
+      assert.equal(before - after, Number(done.credits), "charged once");
+      assert.deepEqual(await framesOf(done), expected, "the frames of the single-process render");
+
+      await until("the webhook", () => Promise.resolve(hooks.deliveries.length > 0));
+      // Anything sent twice (by the other instances' senders) lands within a few of their polls.
+      await new Promise((resolve) => setTimeout(resolve, 2500));
+      const first = hooks.deliveries[0];
+      assert.equal(first.render_id, id);
+      assert.equal(first.status, "completed");
+      assert.match(String(first.delivery_id), /^whd_/);
+      assert.deepEqual(
+        hooks.deliveries.map((d) => [d.delivery_id, d.header_id]),
+        [[first.delivery_id, first.delivery_id]],
+        "one delivery, one id",
+      );
+    } finally {
+      await hooks.close();
+    }
+  });
+
+  it("failed sign-ins spread over two API instances lock the account at the documented 5", async () => {
+    const apis = [await instance("api"), await instance("api")];
+    const signIn = async (server: ServerProcess, password: string) => {
+      const params = new URLSearchParams({
+        response_type: "code",
+        client_id: "vid-cli",
+        redirect_uri: "http://127.0.0.1:53682/callback",
+        code_challenge: "x".repeat(43),
+        code_challenge_method: "S256",
+        state: "st",
+      });
+      const page = await fetch(`${server.url}/oauth/authorize?${params}`);
+      const html = await page.text();
+      assert.equal(page.status, 200, html);
+      const cookie = (page.headers.get("set-cookie") ?? "").split(";")[0];
+      const fields = Object.fromEntries(
+        [...html.matchAll(/<input type="hidden" name="(\w+)" value="([^"]*)">/g)].map((m) => [
+          m[1],
+          m[2].replaceAll("&amp;", "&"),
+        ]),
+      );
+      const response = await fetch(`${server.url}/oauth/authorize`, {
+        method: "POST",
+        redirect: "manual",
+        headers: { cookie },
+        body: new URLSearchParams({ ...fields, email: "cluster@example.com", password }),
+      });
+      await response.body?.cancel();
+      return response.status;
+    };
+    for (let i = 0; i < 5; i++) {
+      assert.equal(await signIn(apis[i % 2], `wrong ${i}`), 401, `failure ${i + 1}`);
+    }
+    // Locked on both, the right password included.
+    assert.equal(await signIn(apis[0], "correct horse"), 429);
+    assert.equal(await signIn(apis[1], "correct horse"), 429);
+  });
+
+  it("PostgreSQL restarted mid-render: every instance reconnects and the render completes", async () => {
+    const pg = serverPostgres()!;
+    const apiServer = await instance("api");
+    const worker = await instance("worker");
+    const id = await submit(apiServer.url, key);
+    await until("the render to be under way", async () => {
+      const { body } = await api(apiServer.url, key, `/v3/vid/renders/${id}`);
+      return body.status === "rendering" && Number(body.progress) > 0 ? true : undefined;
+    });
+    await pg.restart();
+    for (const server of [apiServer, worker]) {
+      await until(`${server.url} ready again`, async () => {
+        const response = await fetch(`${server.url}/readyz`);
+        await response.body?.cancel();
+        return response.status === 200 ? true : undefined;
+      });
+    }
+    const done = await finished(apiServer.url, key, id);
+    assert.equal(done.status, "completed", String(done.error));
+  });
+
+  it("--chunk-size: a render's chunks run on both worker processes; kill -9 of one mid-chunk, its chunk is taken over, and the video is the single-process render's bytes", async () => {
+    // 4 s at 10 fps in chunks of 20 frames: two chunks, long enough to be killed inside.
+    const slow = FADE.replaceAll("3s", "4s").replace('data-duration="3"', 'data-duration="4"');
+    const upload = async (base: string, apiKey: string): Promise<string> => {
+      const zip = new Uint8Array(zipSync({ "index.html": new TextEncoder().encode(slow) }));
+      const asset = await api(base, apiKey, "/v3/assets", {
+        method: "POST",
+        body: JSON.stringify({ size_bytes: zip.length }),
+      });
+      await fetch(String(asset.body.upload_url), { method: "PUT", body: zip })
+        .then((r) => r.body?.cancel());
+      const render = await api(base, apiKey, "/v3/vid/renders", {
+        method: "POST",
+        body: JSON.stringify({ asset_id: asset.body.asset_id, fps: 10, aspect_ratio: "1:1" }),
+      });
+      assert.equal(render.status, 201, JSON.stringify(render.body));
+      return String(render.body.render_id);
+    };
+    const bytesOf = async (render: Json): Promise<Uint8Array> => {
+      const video = await fetch(String(render.video_url));
+      assert.equal(video.status, 200);
+      return new Uint8Array(await video.arrayBuffer());
+    };
+    // The single-process server's render of the same request (SQLite, one process, whole).
+    const alone = await Deno.makeTempDir({ prefix: "vid-cluster-alone-" });
+    folders.push(alone);
+    const aloneKey = await createAccount(alone, "alone@example.com");
+    const single = await startServerProcess(alone);
+    running.push(single);
+    const reference = await finished(single.url, aloneKey, await upload(single.url, aloneKey));
+    assert.equal(reference.status, "completed", String(reference.error));
+    const expected = await bytesOf(reference);
+    await single.stop();
+
+    // The earlier tests' instances go: their workers would take the render whole.
+    await Promise.all(running.splice(0).map((server) => server.stop()));
+    const apiServer = await instance("api");
+    const chunked = ["--chunk-size", "20"];
+    const workers = [await instance("worker", chunked), await instance("worker", chunked)];
+    const before = Number((await api(apiServer.url, key, "/v3/me")).body.credits);
+    const id = await upload(apiServer.url, key);
+    // The second chunk under way (on the worker that did not take the render, unless it
+    // was the first to be free), then its worker is killed inside it.
+    const victimRow = await until("the second chunk under way", async () => {
+      const row = await serverDatabaseRow(
+        home,
+        "select worker from render_chunks where id = ? and status = 'running' and frames_done > 0",
+        `${id}:1`,
+      );
+      return row ? String(row.worker) : undefined;
+    }).catch((error) => {
+      for (const worker of workers) console.error(worker.output(), worker.errors());
+      throw error;
+    });
+    const pid = Number(victimRow.split(":")[1]);
+    const victim = workers.find((worker) => worker.child.pid === pid);
+    assert.ok(victim, `the chunk row names a worker: ${victimRow}`);
+    await victim.stop("SIGKILL");
+
+    const done = await finished(apiServer.url, key, id);
+    assert.equal(done.status, "completed", String(done.error));
+    const taken = await serverDatabaseRow(
+      home,
+      "select status, attempts, worker from render_chunks where id = ?",
+      `${id}:1`,
+    );
+    assert.equal(taken?.status, "done");
+    assert.equal(taken?.attempts, 2, "the killed worker's chunk was taken over once");
+    assert.notEqual(taken?.worker, victimRow, "by another worker");
+    const after = Number((await api(apiServer.url, key, "/v3/me")).body.credits);
+    assert.equal(before - after, Number(done.credits), "charged once");
+    assert.deepEqual(await bytesOf(done), expected, "the single-process render's bytes");
+  });
+});
