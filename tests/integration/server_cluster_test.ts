@@ -13,8 +13,9 @@
  * @module
  */
 
-import { after, before, describe, it } from "node:test";
+import { after, afterEach, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
+import process from "node:process";
 import { zipSync } from "fflate";
 import { compositionHtml, frameHashes, probeVideo, ROOT } from "../helpers.ts";
 import {
@@ -127,6 +128,8 @@ describe("vid server --role on one PostgreSQL", () => {
   let storage = "";
   const folders: string[] = [];
   const running: ServerProcess[] = [];
+  /** Each instance's data folder, where its browsers are recorded. */
+  const dirOf = new Map<ServerProcess, string>();
   let key = "";
 
   /** Starts an instance with its own data folder on the shared database and storage. */
@@ -143,7 +146,26 @@ describe("vid server --role on one PostgreSQL", () => {
       ...extra,
     ], env);
     running.push(server);
+    dirOf.set(server, dir);
     return server;
+  };
+
+  /**
+   * Kills the browsers a worker killed with SIGKILL left: each runs in a process group of its
+   * own, which outlives the server (a restart on its data folder would reap them).
+   */
+  const reapBrowsers = async (server: ServerProcess): Promise<void> => {
+    const records = `${dirOf.get(server)}/work/browsers`;
+    for await (const entry of Deno.readDir(records)) {
+      const { pid } = JSON.parse(await Deno.readTextFile(`${records}/${entry.name}`)) as {
+        pid: number;
+      };
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }
   };
 
   before(async () => {
@@ -158,8 +180,13 @@ describe("vid server --role on one PostgreSQL", () => {
     });
   });
 
+  // Each test starts the instances it needs: a worker left from another test would take its
+  // renders. SIGTERM, so their browsers close with them.
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((server) => server.stop()));
+  });
+
   after(async () => {
-    await Promise.all(running.map((server) => server.stop("SIGKILL")));
     for (const dir of folders) await Deno.remove(dir, { recursive: true }).catch(() => {});
   });
 
@@ -238,6 +265,7 @@ describe("vid server --role on one PostgreSQL", () => {
       const victim = workers.find((worker) => worker.child.pid === pid);
       assert.ok(victim, `the lease names a worker: ${holder}`);
       assert.equal((await victim.stop("SIGKILL")).signal, "SIGKILL");
+      await reapBrowsers(victim);
 
       const done = await finished(api2.url, key, id);
       assert.equal(done.status, "completed", String(done.error));
@@ -304,6 +332,32 @@ describe("vid server --role on one PostgreSQL", () => {
     // Locked on both, the right password included.
     assert.equal(await signIn(apis[0], "correct horse"), 429);
     assert.equal(await signIn(apis[1], "correct horse"), 429);
+  });
+
+  it("a worker stopped with SIGTERM hands its render back at once; another worker finishes it", async () => {
+    const apiServer = await instance("api");
+    const leaving = await instance("worker");
+    const id = await submit(apiServer.url, key);
+    await until("the render to be under way", async () => {
+      const row = await serverDatabaseRow(home, "select lease_owner from renders where id = ?", id);
+      return row?.lease_owner ? true : undefined;
+    });
+    const stopped = Date.now();
+    const status = await leaving.stop("SIGTERM");
+    assert.equal(status.code, 0, leaving.errors());
+    assert.ok(Date.now() - stopped < 20_000, "within --shutdown-timeout");
+    assert.deepEqual(
+      await serverDatabaseRow(
+        home,
+        "select status, lease_owner, attempts from renders where id = ?",
+        id,
+      ),
+      { status: "queued", lease_owner: null, attempts: 0 },
+      "handed back, no attempt counted",
+    );
+    await instance("worker");
+    const done = await finished(apiServer.url, key, id);
+    assert.equal(done.status, "completed", String(done.error));
   });
 
   it("PostgreSQL restarted mid-render: every instance reconnects and the render completes", async () => {
