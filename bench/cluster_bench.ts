@@ -302,8 +302,12 @@ async function longRender(): Promise<{ chunks: number[]; total: number }> {
   const server = await deploy(1, ["--chunk-size", String(FPS)]);
   try {
     const asset = await upload(server, page(LONG_SECONDS));
-    const started = performance.now();
     const id = await submit(server, asset);
+    // Timed from the worker's claim: an idle worker looks for work every 2 s.
+    while ((await server.api(`/v3/vid/renders/${id}`)).status === "queued") {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const started = performance.now();
     await completion(server, id);
     const total = (performance.now() - started) / 1000;
     const chunks = [
@@ -360,7 +364,7 @@ const joinSeconds = Math.max(0, long.total - serial);
 console.log(
   `\nA ${LONG_SECONDS} s render in ${long.chunks.length} chunks, on one worker: ` +
     `${long.total.toFixed(1)} s (chunks ${serial.toFixed(1)} s, mean ` +
-    `${mean(long.chunks).toFixed(2)} s; join, queue and set-up ${joinSeconds.toFixed(1)} s)`,
+    `${mean(long.chunks).toFixed(2)} s; the join and the claims ${joinSeconds.toFixed(1)} s)`,
 );
 for (const workers of [1, 2, 4, 8]) {
   const wall = makespan(long.chunks, workers) + joinSeconds;

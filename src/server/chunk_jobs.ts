@@ -280,6 +280,7 @@ async function runClaimed(
   claimed: ClaimedChunk,
   job: RenderJob,
   stop: AbortSignal,
+  onFrame: () => void = () => {},
 ): Promise<void> {
   const { lease, chunk } = claimed;
   const holder = holdLease(ctx.db, lease, {
@@ -300,6 +301,7 @@ async function runClaimed(
       browsers: workers.browsers,
       frameTimeoutMs: workers.frameTimeoutMs,
       onFrame: () => {
+        onFrame();
         framesDone++;
         const t = Date.now();
         if (t - lastWrite < PROGRESS_WRITE_MS) return;
@@ -431,11 +433,19 @@ export async function fanOut(
   // Idle workers of this process join in; other instances find the rows when they look.
   ctx.wake();
   const total = plan.reduce((sum, chunk) => sum + chunk.frames, 0);
+  // Frames done over all chunks at the last look, plus this worker's since: a hint that
+  // moves while the coordinator renders a chunk itself (the queue keeps it below 1).
+  let done = 0;
   for (;;) {
     signal.throwIfAborted();
     const worked = await workers.asWorker(async (worker) => {
       const claimed = await claimChunk(ctx, worker, workers.options, job.id);
-      if (claimed) await runClaimed(ctx, workers, claimed, job, signal);
+      if (claimed) {
+        await runClaimed(ctx, workers, claimed, job, signal, () => {
+          done++;
+          job.setProgress(total > 0 ? done / total : 0);
+        });
+      }
       return claimed !== undefined;
     });
     signal.throwIfAborted();
@@ -449,7 +459,7 @@ export async function fanOut(
     if (failed) {
       throw new ChunkJobError(Number(failed.idx), failed.error ?? `chunk ${failed.idx} failed`);
     }
-    const done = rows.reduce((sum, row) => sum + Number(row.frames_done), 0);
+    done = rows.reduce((sum, row) => sum + Number(row.frames_done), 0);
     job.setProgress(total > 0 ? done / total : 0);
     if (rows.every((row) => row.status === "done")) break;
     if (!worked) await sleep(POLL_MS, signal);

@@ -36,12 +36,7 @@ import {
 } from "../composition/frame_rate.ts";
 import { assembleVideo, mixSoundtrack } from "../render/assemble.ts";
 import type { BrowserPool } from "../render/capture_mode.ts";
-import {
-  type Chunk,
-  chunkPlan,
-  DEFAULT_CHUNK_SIZE,
-  DEFAULT_MAX_PARALLEL_CHUNKS,
-} from "../render/chunk_plan.ts";
+import { type Chunk, chunkPlan, DEFAULT_CHUNK_SIZE } from "../render/chunk_plan.ts";
 import { requireFfmpeg } from "../render/system.ts";
 import { ChunkFailedError } from "../render/render.ts";
 import { openRenderSession, prepareComposition } from "../render/session.ts";
@@ -53,11 +48,14 @@ import { unpackProject } from "./local_backend.ts";
 import type { RenderJob } from "./render_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 
-/** How a render is cut into chunks (`vid server`'s defaults are the distributed path's). */
+/** How a render is cut into chunks. */
 export interface ServerChunkOptions {
   /** Frames per chunk, rounded to whole GOP grid cells by the planner. @default 240 */
   chunkSize?: number;
-  /** Chunks of one render at most. @default 16 */
+  /**
+   * Chunks of one render at most. @default as many as `chunkSize` makes: chunk rows cost a
+   * server nothing, unlike the distributed path's function invocations (capped at 16)
+   */
   maxParallelChunks?: number;
 }
 
@@ -72,16 +70,18 @@ export interface ServerChunkOptions {
  *
  * const job = { durationSeconds: 20, request: { fps: 30 } } as RenderJob;
  * assert.deepEqual(serverChunkPlan(job).map((c) => c.frames), [210, 210, 180]);
- * assert.equal(serverChunkPlan(job, { chunkSize: 60 }).length, 10);
+ * assert.equal(serverChunkPlan(job, { chunkSize: 30 }).length, 20);
  * ```
  */
 export function serverChunkPlan(job: RenderJob, options: ServerChunkOptions = {}): Chunk[] {
   const rate = parseFrameRate(job.request.fps);
+  const frames = frameCountOf(job.durationSeconds, rate);
+  const chunkSize = options.chunkSize ?? DEFAULT_CHUNK_SIZE;
   return chunkPlan({
-    frames: frameCountOf(job.durationSeconds, rate),
+    frames,
     fps: frameRateValue(rate),
-    chunkSize: options.chunkSize ?? DEFAULT_CHUNK_SIZE,
-    maxParallelChunks: options.maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS,
+    chunkSize,
+    maxParallelChunks: options.maxParallelChunks ?? Math.ceil(frames / chunkSize),
   });
 }
 

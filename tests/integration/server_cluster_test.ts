@@ -415,8 +415,6 @@ describe("vid server --role on one PostgreSQL", () => {
     const expected = await bytesOf(reference);
     await single.stop();
 
-    // The earlier tests' instances go: their workers would take the render whole.
-    await Promise.all(running.splice(0).map((server) => server.stop()));
     const apiServer = await instance("api");
     const chunked = ["--chunk-size", "20"];
     const workers = [await instance("worker", chunked), await instance("worker", chunked)];
