@@ -62,21 +62,22 @@ export {
   type WorkflowFunctions,
 } from "./src/lambda/state_machine.ts";
 export {
-  BATCH_RERUN_VALUES,
   type BatchEntry,
-  type BatchProgress,
-  type BatchProgressOptions,
-  type BatchRerun,
-  type BatchRowProgress,
   type BatchSummary,
-  getBatchProgress,
   LARGE_BATCH_ROWS,
   largeBatchGuidance,
-  readBatchManifest,
   renderBatch,
   type RenderBatchOptions,
   summarizeBatch,
 } from "./src/lambda/batch.ts";
+export { BATCH_RERUN_VALUES, type BatchRerun } from "./src/lambda/batch_rerun.ts";
+export {
+  type BatchProgress,
+  type BatchProgressOptions,
+  type BatchRowProgress,
+  getBatchProgress,
+  readBatchManifest,
+} from "./src/lambda/batch_progress.ts";
 export {
   listSites,
   type LoadedSite,

@@ -17,7 +17,12 @@
  * @module
  */
 
-export { type RunningServer, type ServerOptions, startServer } from "./src/server/server.ts";
+export {
+  type RunningServer,
+  type ServerOptions,
+  type ServerRole,
+  startServer,
+} from "./src/server/server.ts";
 export type { ServerLimits } from "./src/server/context.ts";
 export {
   type LambdaBackendConfig,
@@ -28,12 +33,8 @@ export {
   type RenderBackendKind,
   resolveRenderBackend,
 } from "./src/server/render_backend.ts";
-export {
-  type Storage,
-  StorageError,
-  storageFromUrl,
-  type StoredObject,
-} from "./src/server/storage.ts";
+export { type Storage, StorageError, type StoredObject } from "./src/server/storage.ts";
+export { storageFromUrl } from "./src/server/storage_url.ts";
 export {
   type CallbackTargetPolicy,
   CallbackUrlError,

@@ -15,6 +15,7 @@
  */
 
 import { readComposition } from "../src/composition/composition.ts";
+import { parseFrameRate } from "../src/composition/frame_rate.ts";
 import { navigate, openPage } from "../src/render/browser.ts";
 import { createCapturer, seekFrame } from "../src/render/capture.ts";
 import { launchForCapture } from "../src/render/capture_mode.ts";
@@ -47,7 +48,7 @@ export async function rawPipeline(dir: string, output: string, fps = 30): Promis
     const encoder = startEncoder({
       ffmpeg,
       output,
-      fps,
+      frameRate: parseFrameRate(fps),
       format: "mp4",
       quality: "standard",
       width: composition.width,

@@ -42,6 +42,7 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { readComposition, renderComposition } from "../mod.ts";
+import { parseFrameRate } from "../src/composition/frame_rate.ts";
 import { closePage, navigate, openPage } from "../src/render/browser.ts";
 import { createCapturer, seekFrame } from "../src/render/capture.ts";
 import { type CapturePreference, launchForCapture } from "../src/render/capture_mode.ts";
@@ -804,7 +805,7 @@ async function encodeOnly(
     const encoder = startEncoder({
       ffmpeg: job.ffmpeg,
       output: job.output,
-      fps: job.fps,
+      frameRate: parseFrameRate(job.fps),
       format: FORMAT,
       quality: QUALITY,
       width: job.width,

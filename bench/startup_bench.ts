@@ -111,7 +111,7 @@ async function stages(dir: string, output: string): Promise<Record<string, numbe
     const encoder = startEncoder({
       ffmpeg,
       output,
-      fps: 30,
+      frameRate: { num: 30, den: 1 },
       format: "mp4",
       quality: "standard",
       width: composition.width,

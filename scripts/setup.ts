@@ -13,6 +13,7 @@
  */
 
 import { fileURLToPath } from "node:url";
+import { PACKAGED_BINARIES, PACKAGED_FFMPEG_VERSION } from "../worker/lambda_runtime.ts";
 import {
   DEFAULT_RENDER_USERS,
   findChromium,
@@ -183,6 +184,27 @@ async function ensureRenderUser(): Promise<string | undefined> {
   return name;
 }
 
+/**
+ * The `ffmpeg version` of `ffmpeg`, and a note when it is not the build the Lambda worker
+ * ships: x264 builds differ in their bytes, so only the same build makes a local render
+ * byte-identical to the function's (docs/lambda.md). One `ffmpeg -version`, ~50 ms.
+ */
+async function ffmpegVersion(ffmpeg: string): Promise<{ version: string; note?: string }> {
+  const { stdout } = await output(ffmpeg, ["-version"]);
+  const version = /^ffmpeg version (\S+)/.exec(stdout)?.[1] ?? "unknown version";
+  if (version === PACKAGED_FFMPEG_VERSION) return { version };
+  const packaged = (name: keyof typeof PACKAGED_BINARIES): string =>
+    `$PWD/dist/worker/${PACKAGED_BINARIES[name]}`;
+  return {
+    version,
+    note: `note: ffmpeg ${version} is not the build the Lambda worker ships ` +
+      `(${PACKAGED_FFMPEG_VERSION}), so local renders are not byte-identical to Lambda's. ` +
+      `For one ffmpeg everywhere, after \`deno task build:worker\`: ` +
+      `VID_FFMPEG=${packaged("ffmpeg")} VID_FFPROBE=${packaged("ffprobe")} ` +
+      `(docs/lambda.md)`,
+  };
+}
+
 async function main(): Promise<number> {
   let requirements = await checkAll();
   let missing = missingPackages(requirements);
@@ -199,9 +221,14 @@ async function main(): Promise<number> {
     return 1;
   }
   const width = Math.max(...requirements.map((r) => r.name.length));
-  for (const { name, found } of requirements) console.log(`ok  ${name.padEnd(width)}  ${found}`);
+  const ffmpeg = await ffmpegVersion(requirements.find((r) => r.name === "ffmpeg")!.found!);
+  for (const { name, found } of requirements) {
+    const version = name === "ffmpeg" ? ` (ffmpeg version ${ffmpeg.version})` : "";
+    console.log(`ok  ${name.padEnd(width)}  ${found}${version}`);
+  }
   const renderUser = await ensureRenderUser();
   if (renderUser) console.log(`ok  ${"render user".padEnd(width)}  ${renderUser}`);
+  if (ffmpeg.note) console.log(ffmpeg.note);
   return await cacheNpmDependencies() ? 0 : 1;
 }
 

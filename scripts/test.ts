@@ -6,11 +6,16 @@
  * `node_modules` matches `package-lock.json`), `tsc --noEmit` (one test) and its unit tests
  * (`node --test` with the tsx loader, Pulumi mocks; its output is printed when it ends).
  * After the checks, still alongside Pulumi, the runnable `@example` blocks of the library
- * (`deno test --doc`, below) and `deno test --deny-run tests/unit/`; then, alone on the
- * machine, `deno test tests/integration/` (with any test file still directly in `tests/`).
- * No test is type-checked twice when `deno check` passed. Every `deno test` and `node --test` run writes a JUnit report that is parsed for
- * the counts: `.test-results/junit.xml` holds the integration tests (and any run given a
- * path), `unit-junit.xml`, `doc-junit.xml` and `pulumi-junit.xml` the others.
+ * (`deno test --doc`, below) and, alongside them, `deno test --deny-run --parallel
+ * tests/unit/` (its output printed after theirs); then, alone on the
+ * machine, the integration tests: first the files of `SERIAL_INTEGRATION` (below: they
+ * assert deadlines, or touch state the whole test process shares) one at a time, with any
+ * test file still directly in `tests/`, then the others with `deno test --parallel` (one
+ * file per core, `DENO_JOBS` to change it). No test is type-checked twice when `deno check`
+ * passed. Every `deno test` and `node --test` run writes a JUnit report that is parsed for
+ * the counts: `.test-results/junit.xml` holds the parallel integration tests (and any run
+ * given a path), `serial-junit.xml` the serial ones, `unit-junit.xml`, `doc-junit.xml` and
+ * `pulumi-junit.xml` the others.
  *
  * `--unit` runs only the fast inner loop: `tests/unit/` (no browser, ffmpeg, subprocess or
  * server process; `deno test --deny-run` enforces the subprocess part) and the runnable
@@ -65,11 +70,43 @@ const PULUMI_DIR: string = `${ROOT}pulumi`;
 const PULUMI_JUNIT_PATH = ".test-results/pulumi-junit.xml";
 const DOC_JUNIT_PATH = ".test-results/doc-junit.xml";
 const UNIT_JUNIT_PATH = ".test-results/unit-junit.xml";
+const SERIAL_JUNIT_PATH = ".test-results/serial-junit.xml";
 
 /** Fast tests of pure logic: no browser, ffmpeg, subprocess or server process. */
 const UNIT_TESTS = "tests/unit/";
 /** End-to-end tests: real Chromium, ffmpeg, servers, S3 and worker processes. */
 const INTEGRATION_TESTS = "tests/integration/";
+
+/**
+ * Integration files that run one at a time, alone, after the others (which run in parallel,
+ * `deno test --parallel`: one worker per core, or `DENO_JOBS`). Parallel files share this
+ * process (its pid, environment, working folder) and the machine's two cores, so a file goes
+ * here when it changes or inspects process-wide state, when it asserts a deadline or a
+ * duration, or when it would starve the others. Every other file must hold its own ports
+ * (port 0), folders (a temp dir) and processes (checks by its own pids, not the machine's).
+ */
+export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
+  // Process-wide state: the environment and children of the one test process.
+  "storage_test.ts": "sets AWS_* in the test process's environment",
+  "chunk_identity_test.ts": "sets VID_S3_* and AWS_* in the environment for the in-process worker",
+  "lambda_runtime_test.ts": "points the test process's TMPDIR elsewhere",
+  "security_network_test.ts": "expects no child of the test process left (pgrep -P)",
+  "browser_pool_test.ts": "counts the capture browsers among the test process's children",
+  "lambda_local_test.ts": "finds browsers among the test process's descendants; kill -9 mid-chunk",
+  // Deadlines and durations asserted, or time that must pass while a render runs.
+  "render_interrupt_test.ts": "SIGINT and --frame-timeout deadlines",
+  "shutdown_test.ts": "SIGTERM against --shutdown-timeout 2",
+  "security_server_test.ts": "GET latency while zips are checked; SIGTERM deadlines",
+  "server_queue_test.ts": "holds SQLite's write lock past its 5 s busy timeout mid-render",
+  "startup_test.ts": "compares start-up times",
+  "floor_bench_test.ts": "samples the CPU time of a process tree",
+  "lambda_timecap_test.ts": "a 1 s task time cap",
+  "lambda_sdk_test.ts": "bounds a run time between two figures",
+  "video_presentation_test.ts": "the first capture within 1 s",
+  "server_cluster_test.ts": "3 s leases renewed every second; kill -9 of workers mid-render",
+  // Big: a 1080p render of 150 frames.
+  "example_hello_test.ts": "renders 150 frames at 1920x1080",
+};
 
 /** The library whose `@example` blocks `deno test --doc` runs (the `no_run` ones aside). */
 const DOC_TESTED: string[] = [
@@ -254,7 +291,8 @@ async function readJunit(path: string): Promise<string | undefined> {
 }
 
 /**
- * Runs `deno test` with the output streamed live and returns the counts of its tests.
+ * Runs `deno test` and returns the counts of its tests. Its output is streamed live, or,
+ * given `log`, kept and handed to `log` when it ends (for a run alongside another).
  * `defaultPaths` are tested unless `extraArgs` names paths; `flags` come before `extraArgs`.
  */
 async function runTests(
@@ -262,6 +300,7 @@ async function runTests(
   defaultPaths: string[] = ["tests/"],
   flags: string[] = [],
   junitPath: string = JUNIT_PATH,
+  log?: Log,
 ): Promise<Tally> {
   const tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
   await Deno.mkdir(`${ROOT}.test-results`, { recursive: true });
@@ -272,14 +311,20 @@ async function runTests(
     args.splice(separator === -1 ? args.length : separator, 0, ...defaultPaths);
   }
   const shown = args.map((arg) => arg.length > 120 ? `${arg.slice(0, 40)}…` : arg);
-  console.log(`\n$ deno ${shown.join(" ")}`);
-  const { code } = await new Deno.Command(Deno.execPath(), {
+  (log ?? console.log)(`\n$ deno ${shown.join(" ")}`);
+  const output = log ? "piped" : "inherit";
+  const result = await new Deno.Command(Deno.execPath(), {
     args,
     cwd: ROOT,
     stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
+    stdout: output,
+    stderr: output,
   }).output();
+  const code = result.code;
+  if (log) {
+    const decoder = new TextDecoder();
+    log((decoder.decode(result.stdout) + decoder.decode(result.stderr)).trimEnd());
+  }
   const xml = await readJunit(junitPath);
   if (xml === undefined) {
     tally.failed++;
@@ -370,18 +415,25 @@ async function runDocTests(typeChecked: boolean): Promise<Tally> {
     `\n(${runnable.length} runnable examples in ${files.length} modules; ` +
       `${examples.length - runnable.length} no_run examples are type-checked only)`,
   );
-  const tally = await runTests(
-    files,
-    [],
-    [
-      "--doc",
-      // Each example is a module of its own, loaded in its own worker: pure examples share
-      // nothing, so they load and run on every core.
-      "--parallel",
-      ...(typeChecked ? ["--no-check"] : []),
-      `--filter=${exactFilter(runnable.map((example) => example.name))}`,
-    ],
-    DOC_JUNIT_PATH,
+  // `deno check --doc` keeps what it checked in its cache, so an unchanged module's examples
+  // are not checked again (`deno test --doc` checks them all on every run).
+  const checked: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
+  if (!typeChecked) await runCheck("examples check", ["check", "--doc", ...files], checked);
+  const tally = add(
+    checked,
+    await runTests(
+      files,
+      [],
+      [
+        "--doc",
+        // Each example is a module of its own, loaded in its own worker: pure examples share
+        // nothing, so they load and run on every core.
+        "--parallel",
+        "--no-check",
+        `--filter=${exactFilter(runnable.map((example) => example.name))}`,
+      ],
+      DOC_JUNIT_PATH,
+    ),
   );
   const xml = await readJunit(DOC_JUNIT_PATH);
   if (xml === undefined) return tally; // deno test failed before running (counted above)
@@ -493,6 +545,44 @@ function add(a: Tally, b: Tally): Tally {
 }
 
 /**
+ * The integration tests: the files of {@linkcode SERIAL_INTEGRATION} one at a time (a stray
+ * file too: nobody has decided it may share the process yet), then all the others in
+ * parallel. Each run writes its own JUnit report; the tally is their sum. With paths in
+ * `args`, those run as given, serially.
+ */
+async function runIntegration(args: string[], flags: string[] = []): Promise<Tally> {
+  if (hasPath(args)) return await runTests(args, [INTEGRATION_TESTS], flags);
+  const stray = await strayTestFiles();
+  const serial: string[] = [];
+  const parallel: string[] = [];
+  for await (const entry of Deno.readDir(`${ROOT}${INTEGRATION_TESTS}`)) {
+    if (!entry.isFile || !entry.name.endsWith("_test.ts")) continue;
+    const path = `${INTEGRATION_TESTS}${entry.name}`;
+    (entry.name in SERIAL_INTEGRATION ? serial : parallel).push(path);
+  }
+  let tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
+  for (const name of Object.keys(SERIAL_INTEGRATION)) {
+    if (serial.includes(`${INTEGRATION_TESTS}${name}`)) continue;
+    // A renamed file would otherwise join the parallel run unnoticed.
+    tally.failed++;
+    tally.failures.push(
+      `SERIAL_INTEGRATION (scripts/test.ts) names ${name}: not in tests/integration/`,
+    );
+  }
+  serial.push(...stray);
+  if (serial.length > 0) {
+    console.log(
+      `\n(${serial.length} integration files one at a time, then the others in parallel)`,
+    );
+    tally = await runTests(args, serial.sort(), flags, SERIAL_JUNIT_PATH);
+  }
+  if (parallel.length > 0) {
+    tally = add(tally, await runTests(args, parallel.sort(), [...flags, "--parallel"]));
+  }
+  return tally;
+}
+
+/**
  * Test files directly in `tests/` (in neither folder yet, e.g. just merged): they run with
  * the integration tests, and a line says where they belong.
  */
@@ -522,13 +612,20 @@ async function main(argv: string[]): Promise<number> {
   if (unit || integration) {
     // The inner loop: no fmt, lint or type check of the whole repository, no Pulumi.
     if (unit) {
+      // The unit tests (one file per core) run while the examples load, and print after them.
+      const unitLog: string[] = [];
+      const unitRun = runTests(
+        args,
+        [UNIT_TESTS],
+        ["--deny-run", "--parallel"],
+        UNIT_JUNIT_PATH,
+        (text) => unitLog.push(text),
+      );
       docs = await runDocTests(false);
-      tests = await runTests(args, [UNIT_TESTS], ["--deny-run"], UNIT_JUNIT_PATH);
+      tests = await unitRun;
+      for (const text of unitLog) console.log(text);
     }
-    if (integration) {
-      const paths = [INTEGRATION_TESTS, ...await strayTestFiles()];
-      tests = add(tests, await runTests(args, paths));
-    }
+    if (integration) tests = add(tests, await runIntegration(args));
   } else {
     // The Pulumi program's install, type check and tests (Node, mostly one core) run while
     // the static checks, the examples and the unit tests run (none of them renders or times
@@ -543,19 +640,26 @@ async function main(argv: string[]): Promise<number> {
     await runCheck("check", ["check", "--doc", ...TYPE_CHECKED], checks);
     // Everything under tests/ and every example was type-checked just now: not again.
     const checked = checks.failed === 0 ? ["--no-check"] : [];
-    if (args.length === 0) docs = await runDocTests(checked.length > 0);
     if (hasPath(args)) {
       tests = await runTests(args, ["tests/"], checked);
     } else {
-      // Unit tests under --deny-run, so one that starts a process fails here too.
-      tests = await runTests(args, [UNIT_TESTS], [...checked, "--deny-run"], UNIT_JUNIT_PATH);
+      // Unit tests under --deny-run, so one that starts a process fails here too; they run
+      // while the examples load, and print after them.
+      const unitLog: string[] = [];
+      const unitRun = runTests(
+        args,
+        [UNIT_TESTS],
+        [...checked, "--deny-run", "--parallel"],
+        UNIT_JUNIT_PATH,
+        (text) => unitLog.push(text),
+      );
+      if (args.length === 0) docs = await runDocTests(checked.length > 0);
+      tests = await unitRun;
+      for (const text of unitLog) console.log(text);
     }
     pulumi = await pulumiRun;
     for (const text of pulumiLog) console.log(text);
-    if (!hasPath(args)) {
-      const paths = [INTEGRATION_TESTS, ...await strayTestFiles()];
-      tests = add(tests, await runTests(args, paths, checked));
-    }
+    if (!hasPath(args)) tests = add(tests, await runIntegration(args, checked));
   }
 
   const failures = [...checks.failures, ...docs.failures, ...tests.failures, ...pulumi.failures];

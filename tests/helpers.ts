@@ -337,3 +337,47 @@ export async function gsapSource(): Promise<string> {
   }
   return source;
 }
+
+/** Options of {@linkcode waitFor}. */
+export interface WaitOptions {
+  /** How long to keep checking, from the call. @default 30000 */
+  timeoutMs?: number;
+  /** The pause between two checks. @default 100 */
+  intervalMs?: number;
+}
+
+/**
+ * Checks `check` until it returns something other than `false`, `undefined` or `null`, and
+ * returns that; past the deadline it throws an error naming `what` and the time waited. The
+ * one way tests wait for something to happen: a fixed sleep guesses how long it takes, which
+ * is too long on an idle machine and too short on a loaded one. A check that throws ends the
+ * wait with its error.
+ *
+ * @example
+ * ```ts no_run
+ * const info = await waitFor(
+ *   "the video to be written",
+ *   () => Deno.stat("renders/out.mp4").catch(() => undefined),
+ *   { timeoutMs: 60_000 },
+ * );
+ * console.log(info.size);
+ * ```
+ */
+export async function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  options: WaitOptions = {},
+): Promise<Exclude<T, false | undefined | null>> {
+  const { timeoutMs = 30_000, intervalMs = 100 } = options;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== false && value !== undefined && value !== null) {
+      return value as Exclude<T, false | undefined | null>;
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}

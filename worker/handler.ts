@@ -53,7 +53,8 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import process from "node:process";
 import { frameCount } from "../src/render/render.ts";
-import { frameRateValue, parseFrameRate } from "../src/composition/frame_rate.ts";
+import { frameRateValue } from "../src/composition/frame_rate.ts";
+import { configFrameRate } from "../src/request/execution_input.ts";
 import { OPTIONS } from "../src/request/options.ts";
 import { scaledSize } from "../src/request/rules.ts";
 import { renderChunk } from "../src/render/render_chunk.ts";
@@ -140,8 +141,9 @@ async function plan(event: PlanPayload): Promise<PlanResult> {
     composition: input.composition,
     values: input.config.variables,
   });
-  const totalFrames = frameCount(composition.duration, fps(input));
-  const result = planChunks(input, totalFrames);
+  const rate = configFrameRate(input.config);
+  const totalFrames = frameCount(composition.duration, rate);
+  const result = planChunks(input, totalFrames, rate);
   await putJson(input.bucketName, progressKey(input), {
     renderId: input.renderId,
     status: "rendering",
@@ -196,7 +198,8 @@ async function renderOneChunk(event: RenderChunkPayload): Promise<ChunkResult> {
 async function assemble(event: AssemblePayload): Promise<AssembleResult> {
   const { input } = event;
   const format = formatOf(input);
-  const rate = fps(input);
+  const rate = configFrameRate(input.config);
+  const fps = frameRateValue(rate);
   const chunks = [...event.chunks].sort((a, b) => a.index - b.index);
   chunks.forEach((c, i) => {
     if (c.index !== i) throw new Error(`assemble: chunk ${i} is missing from the results`);
@@ -213,7 +216,7 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
       return file;
     }));
     // The same plan as the plan task made (one planner), for exact timestamps at the joins.
-    const planned = planChunks(input, event.totalFrames).chunks;
+    const planned = planChunks(input, event.totalFrames, rate).chunks;
     if (planned.length !== chunks.length) {
       throw new Error(
         `assemble: ${chunks.length} chunk results for a plan of ${planned.length} chunks`,
@@ -233,10 +236,10 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
       ffmpeg: await requireFfmpeg(),
       ffprobe: await requireFfprobe(),
       chunkFiles: files,
-      timing: { fps: rate, frames: planned.map((c) => c.frames) },
+      timing: { fps, frames: planned.map((c) => c.frames) },
       format,
       media,
-      duration: event.totalFrames / rate,
+      duration: event.totalFrames / fps,
       loudness: input.config.loudness,
       input: media.length > 0 ? await mediaInputs(input, media, work) : undefined,
       inputArgs: blockPrivateNetwork() ? GUARDED_INPUT_ARGS : [],
@@ -297,11 +300,6 @@ async function assemble(event: AssemblePayload): Promise<AssembleResult> {
 
 // ---------------------------------------------------------------------------------------
 // Helpers
-
-/** The rate's value num/den; `config.fps` may be written `29.97` or `"30000/1001"`. */
-function fps(input: ExecutionInput): number {
-  return frameRateValue(parseFrameRate(input.config.fps ?? OPTIONS.fps.default!, "config.fps"));
-}
 
 function formatOf(input: ExecutionInput): OutputFormat {
   return input.config.format ?? OPTIONS.videoFormat.default!;
@@ -405,7 +403,7 @@ async function openSession(
     (Number.isFinite(started) ? Math.floor(started / 1000) * 1000 : undefined);
   return await openRenderSession({
     prepared,
-    fps: fps(input),
+    frameRate: configFrameRate(input.config),
     format: formatOf(input),
     seed: input.config.seed,
     epochMs,

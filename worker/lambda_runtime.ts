@@ -46,6 +46,14 @@ export const PACKAGED_BINARIES: Readonly<{ ffmpeg: string; ffprobe: string }> = 
   ffprobe: "node_modules/@ffprobe-installer/linux-x64/ffprobe",
 };
 
+/**
+ * The version the packaged ffmpeg prints (`ffmpeg version <this>`): a 2018 static build
+ * (4.1, x264 core 157). `deno task setup` compares the local ffmpeg's with it, since only
+ * the same build encodes the same bytes; tests/integration/lambda_runtime_test.ts checks it
+ * against the binary, so a new pin in worker/runtime/package.json must update it.
+ */
+export const PACKAGED_FFMPEG_VERSION = "N-47683-g0e8eb07980-static";
+
 /** Where a binary comes from: its `VID_*` variable, the Lambda artifact, or the system. */
 export type BinarySource = "env" | "lambda" | "system";
 

@@ -187,7 +187,7 @@ export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]>
   try {
     session = await openRenderSession({
       prepared: input.prepared,
-      fps,
+      frameRate: input.rate,
       format: "mp4",
       onWarning: input.onWarning,
       // The static part named the missing files; the frames are still worth a look.

@@ -9,16 +9,14 @@ import { type Command, Option } from "@commander-js/extra-typings";
 import { dirname, join } from "node:path";
 import { readComposition } from "../composition/composition.ts";
 import type { VariableDeclaration } from "../composition/declarations.ts";
+import type { BatchManifestRow } from "../batch/manifest.ts";
+import { renderBatch, summarizeBatch } from "../lambda/batch.ts";
+import { BATCH_RERUN_VALUES, type BatchRerun } from "../lambda/batch_rerun.ts";
 import {
-  BATCH_RERUN_VALUES,
-  type BatchManifestRow,
   type BatchProgress,
-  type BatchRerun,
   getBatchProgress,
   readBatchManifest,
-  renderBatch,
-  summarizeBatch,
-} from "../lambda/batch.ts";
+} from "../lambda/batch_progress.ts";
 import { deploySite, type S3Options, type SiteHandle, siteHandleFromId } from "../lambda/sdk.ts";
 import { loadSite } from "../lambda/sites.ts";
 import {

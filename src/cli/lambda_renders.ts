@@ -9,7 +9,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { readableExecutionError } from "../lambda/execution_error.ts";
 import { executionArnOf, getRenderProgress, type LambdaRenderProgress } from "../lambda/sdk.ts";
 import { cancelRender, downloadRender, renderOutputUrl } from "../lambda/renders.ts";
-import { readBatchManifest } from "../lambda/batch.ts";
+import { readBatchManifest } from "../lambda/batch_progress.ts";
 import { BATCH_PROGRESS_EXIT, printBatchProgress } from "./lambda_batch.ts";
 import {
   type Connection,

@@ -9,7 +9,7 @@ import { deployStack } from "../lambda/deploy/deploy.ts";
 import { startLocalStack } from "../lambda/local/local_stack.ts";
 import { fail } from "./lambda_connection.ts";
 import { integerIn, positiveInteger } from "./shared.ts";
-import { runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
+import { listenForStop, runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 
 /** Registers `vid lambda local` and `vid lambda deploy`. */
 export function registerLambdaStack(lambda: Command): void {
@@ -63,6 +63,8 @@ function registerLambdaStackLocal(lambda: Command): void {
           concurrency: options.concurrency,
           onLog: (text) => console.error(text.trimEnd()),
         });
+        // Caught before the outputs are printed: whoever reads them may signal at once.
+        const signals = listenForStop();
         if (options.json) {
           const { close: _close, ...outputs } = stack;
           console.log(JSON.stringify({ ok: true, ...outputs }, null, 2));
@@ -78,6 +80,7 @@ function registerLambdaStackLocal(lambda: Command): void {
           }
         }
         await runUntilStopped({
+          signals,
           name: "vid lambda local",
           timeoutSeconds: options.shutdownTimeout,
           // stdout may be the JSON of the outputs: the notice goes to stderr.

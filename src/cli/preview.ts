@@ -9,7 +9,7 @@ import { DEFAULT_PREVIEW_PORT, startPreview } from "../preview/server.ts";
 import { OPTIONS } from "../request/options.ts";
 import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
 import { integerIn, reportError } from "./shared.ts";
-import { runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
+import { listenForStop, runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 import { killLiveBrowsers } from "../render/browser.ts";
 import { killLiveEncoders } from "../render/encode.ts";
 
@@ -79,6 +79,8 @@ export function registerPreview(program: Command): void {
           frameTimeoutMs: options.frameTimeout,
           onLog: log,
         });
+        // Caught before the URL is printed: whoever reads it may signal at once.
+        const signals = listenForStop();
         if (options.json) {
           console.log(JSON.stringify({ url: preview.url, port: preview.port }));
         } else {
@@ -93,6 +95,7 @@ export function registerPreview(program: Command): void {
           openBrowser(preview.url).then((problem) => problem && log(problem));
         }
         await runUntilStopped({
+          signals,
           name: "vid preview",
           timeoutSeconds: options.shutdownTimeout,
           stopping: "stopping",

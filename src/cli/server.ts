@@ -35,7 +35,7 @@ import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
 import { cliOption } from "./request_flags.ts";
 import { OPTIONS } from "../request/options.ts";
 import { BUDGET_BASE_SECONDS, BUDGET_SECONDS_PER_FRAME } from "../server/local_backend.ts";
-import { runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
+import { listenForStop, runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
 /** Shortest `--metrics-token`: long enough that guessing it is hopeless. */
@@ -307,8 +307,11 @@ async function runServer(options: ServerFlags): Promise<void> {
         maxQueuedPerAccount: options.maxQueuedPerAccount,
       },
     });
+    // Caught before "listening" is printed: whoever reads that line may signal at once.
+    const signals = listenForStop();
     announce(running, renderBackend, options.dataDir, databaseOf(options));
     await runUntilStopped({
+      signals,
       name: "vid server",
       timeoutSeconds: options.shutdownTimeout,
       stopping: "stopping: no new requests, in-flight renders go back to the queue",

@@ -42,6 +42,62 @@ export function shutdownTimeoutOption(
 /** The signals that stop a long-running command. */
 const STOP_SIGNALS: readonly Deno.Signal[] = ["SIGINT", "SIGTERM"];
 
+/**
+ * SIGINT and SIGTERM caught from the moment {@linkcode listenForStop} returns: the first and
+ * any later signal. {@linkcode runUntilStopped} acts on them and removes the listeners.
+ */
+export interface StopSignals extends Disposable {
+  /** Resolves with the first stop signal. */
+  first: Promise<Deno.Signal>;
+  /** Resolves with a stop signal after the first. */
+  again: Promise<Deno.Signal>;
+}
+
+/**
+ * Starts catching SIGINT and SIGTERM. A long-running command calls it BEFORE it announces
+ * that it is ready (its "listening" line): a supervisor or a test may signal the moment it
+ * reads that line, and a signal that arrives before the listeners are in place takes the
+ * default action (exit 143, no orderly stop). Hand the result to {@linkcode runUntilStopped}.
+ *
+ * @example
+ * ```ts no_run
+ * const signals = listenForStop();
+ * console.log("listening on http://127.0.0.1:8787");
+ * await runUntilStopped({
+ *   name: "vid server",
+ *   timeoutSeconds: 20,
+ *   stopping: "stopping",
+ *   signals,
+ *   close: () => Promise.resolve(),
+ *   kill: () => "nothing to kill",
+ * });
+ * ```
+ */
+export function listenForStop(): StopSignals {
+  const first = Promise.withResolvers<Deno.Signal>();
+  const again = Promise.withResolvers<Deno.Signal>();
+  let signalled = false;
+  const onSignal = (signal: Deno.Signal) => (): void => {
+    if (signalled) again.resolve(signal);
+    else {
+      signalled = true;
+      first.resolve(signal);
+    }
+  };
+  const listeners = STOP_SIGNALS.map((signal) => [signal, onSignal(signal)] as const);
+  for (const [signal, listener] of listeners) Deno.addSignalListener(signal, listener);
+  let disposed = false;
+  return {
+    first: first.promise,
+    again: again.promise,
+    [Symbol.dispose](): void {
+      if (disposed) return;
+      disposed = true;
+      for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
+    },
+  };
+}
+
 /** What {@linkcode runUntilStopped} does on a stop signal. */
 export interface StopPlan {
   /** The command's name in messages, e.g. `vid server`. */
@@ -52,6 +108,11 @@ export interface StopPlan {
   stopping: string;
   /** Where `stopping` goes. @default console.log (stdout) */
   log?: (message: string) => void;
+  /**
+   * Signals caught since before the command announced itself ({@linkcode listenForStop}).
+   * @default caught from this call on
+   */
+  signals?: StopSignals;
   /** The orderly stop. */
   close(): Promise<void>;
   /**
@@ -78,21 +139,10 @@ export interface StopPlan {
  * ```
  */
 export async function runUntilStopped(plan: StopPlan): Promise<void> {
-  const first = Promise.withResolvers<Deno.Signal>();
-  const again = Promise.withResolvers<Deno.Signal>();
-  let signalled = false;
-  const onSignal = (signal: Deno.Signal) => (): void => {
-    if (signalled) again.resolve(signal);
-    else {
-      signalled = true;
-      first.resolve(signal);
-    }
-  };
-  const listeners = STOP_SIGNALS.map((signal) => [signal, onSignal(signal)] as const);
-  for (const [signal, listener] of listeners) Deno.addSignalListener(signal, listener);
+  using signals = plan.signals ?? listenForStop();
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    await first.promise;
+    await signals.first;
     (plan.log ?? console.log)(
       `${plan.stopping} (up to ${plan.timeoutSeconds} s; a second signal stops at once)`,
     );
@@ -102,7 +152,7 @@ export async function runUntilStopped(plan: StopPlan): Promise<void> {
     const closing = plan.close().then(() => "closed" as const);
     // A close that fails after the cut is of no interest any more.
     closing.catch(() => {});
-    const outcome = await Promise.race([closing, deadline, again.promise.then(() => "signal")]);
+    const outcome = await Promise.race([closing, deadline, signals.again.then(() => "signal")]);
     if (outcome === "closed") return;
     const done = await plan.kill();
     console.error(
@@ -115,6 +165,5 @@ export async function runUntilStopped(plan: StopPlan): Promise<void> {
     Deno.exit(EXIT.failed);
   } finally {
     clearTimeout(timer);
-    for (const [signal, listener] of listeners) Deno.removeSignalListener(signal, listener);
   }
 }

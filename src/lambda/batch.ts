@@ -1,7 +1,8 @@
 /**
- * Batch distributed rendering: one workflow execution per line of a JSONL file. Where a
- * started batch is, from its manifest, is batch_progress.ts; the attempts' names, which
- * both use, are batch_attempts.ts.
+ * Batch distributed rendering: one workflow execution per line of a JSONL file. Which
+ * attempt of a row a rerun starts is batch_rerun.ts; where a started batch is, from its
+ * manifest, is batch_progress.ts; the attempts' names, which all three use, are
+ * batch_attempts.ts.
  *
  * The file is streamed (`node:fs` `createReadStream` + `readline`), never loaded whole,
  * and each line is parsed and validated on its own; a bad line becomes a
@@ -15,15 +16,8 @@
  *   and an `error` message naming the line and the reason.
  * - A second row with an `outputKey` already used by an earlier accepted row fails to
  *   start, naming the earlier line.
- * - Resumable: a row's execution name (its render id) is `b-` and 40 hex digits of the
- *   SHA-256 of its execution input (site, composition, bucket, outputKey, config), so the
- *   same row of the same site always maps to the same execution. Attempt n > 1 of a row
- *   is that name with `-a<n>`. Before starting, the attempts are looked up in order
- *   (`DescribeExecution`) up to the first that does not exist; the latest one decides:
- *   running or succeeded, the row is `already-started` with its ARN and nothing starts;
- *   failed, timed out or aborted, the next attempt starts (`rerun: "failed"`, the default),
- *   so a rerun of a batch finishes the job and is still resumable. `rerun: "all"` starts a
- *   next attempt for every row not running; `rerun: "none"` never starts a second attempt.
+ * - Resumable: a row's execution is named by its content, and which attempt of a row starts
+ *   on a rerun (or none) is batch_rerun.ts's decision.
  * - A failure that no row can get past (stack unreachable, no or rejected credentials, no
  *   such workflow) stops the batch: the rows not yet started become `not-started` with the
  *   reason, and the batch's other rows are left as they were. Before the first row, the
@@ -44,12 +38,8 @@
  */
 
 import { stat } from "node:fs/promises";
-import { HeadObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import {
-  DescribeExecutionCommand,
-  DescribeStateMachineCommand,
-  SFNClient,
-} from "@aws-sdk/client-sfn";
+import { S3Client } from "@aws-sdk/client-s3";
+import { DescribeStateMachineCommand, SFNClient } from "@aws-sdk/client-sfn";
 import { batchFileLines as lines, parseBatchLine } from "../batch/entries.ts";
 import type { VariableDeclaration } from "../composition/declarations.ts";
 import { type ExecutionInput, type RenderConfig, validateConfig } from "./config.ts";
@@ -58,19 +48,9 @@ import {
   type BatchManifestRow,
   batchRenderId,
   type BatchRowStatus,
-  RENDER_ID_METADATA,
 } from "../batch/manifest.ts";
-
-export { BatchInputError, type BatchManifestRow, batchRenderId, type BatchRowStatus };
-import { attemptRenderId, batchExecutionArn, MAX_ATTEMPTS } from "./batch_attempts.ts";
-// Reading where a batch is lives apart; the batch API is whole from here.
-export {
-  type BatchProgress,
-  type BatchProgressOptions,
-  type BatchRowProgress,
-  getBatchProgress,
-  readBatchManifest,
-} from "./batch_progress.ts";
+import { attemptRenderId, batchExecutionArn } from "./batch_attempts.ts";
+import { BATCH_RERUN_VALUES, type BatchRerun, latestAttempt, renderedFrom } from "./batch_rerun.ts";
 import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
 import {
   renderToLambda,
@@ -79,7 +59,7 @@ import {
   type SiteHandle,
   withSiteFrameRate,
 } from "./sdk.ts";
-import { explainStackError, isRenderNotFound, isStackFatal } from "./stack_error.ts";
+import { explainStackError, isStackFatal } from "./stack_error.ts";
 import { pool, retry } from "../util/async.ts";
 
 /**
@@ -98,16 +78,6 @@ type ReadySfnClient = SFNClient;
  * @internal
  */
 type ReadyS3Client = S3Client;
-
-/**
- * Which rows a rerun starts again: `failed` (default) starts a new attempt for rows whose
- * latest execution failed, timed out or was aborted; `all` for every row whose latest
- * execution is not running; `none` never starts a second attempt.
- */
-export type BatchRerun = "failed" | "all" | "none";
-
-/** The values of {@linkcode BatchRerun}, for flag parsing. */
-export const BATCH_RERUN_VALUES: readonly BatchRerun[] = ["failed", "all", "none"];
 
 /** Counts of a manifest's rows by status. */
 export interface BatchSummary {
@@ -495,74 +465,6 @@ async function* pendingRows(run: BatchRun): AsyncGenerator<PendingRow> {
   }
 }
 
-/** The execution's ARN and status, or `undefined` when there is none. */
-async function describeExecution(
-  client: SFNClient,
-  executionArn: string,
-): Promise<{ arn: string; status: string } | undefined> {
-  try {
-    const described = await client.send(new DescribeExecutionCommand({ executionArn }));
-    return { arn: described.executionArn ?? executionArn, status: described.status ?? "" };
-  } catch (error) {
-    if (isRenderNotFound(error)) return undefined;
-    throw error;
-  }
-}
-
-/**
- * The row's latest attempt (walking `-a2`, `-a3`, … up to the first that does not exist),
- * and whether to start the next one.
- */
-async function latestAttempt(
-  run: BatchRun,
-  baseId: string,
-): Promise<{ attempt: number; arn?: string; startNext: boolean }> {
-  let found: { attempt: number; arn: string; status: string } | undefined;
-  for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const described = await describeExecution(
-      run.client!,
-      batchExecutionArn(run.options.stateMachineArn, attemptRenderId(baseId, attempt)),
-    );
-    if (!described) break;
-    found = { attempt, ...described };
-  }
-  if (!found) return { attempt: 0, startNext: true };
-  const running = found.status === "RUNNING" || found.status === "PENDING_REDRIVE";
-  const failed = ["FAILED", "TIMED_OUT", "ABORTED"].includes(found.status);
-  const startNext = !running && (run.rerun === "all" || (run.rerun === "failed" && failed));
-  if (startNext && found.attempt >= MAX_ATTEMPTS) {
-    throw new Error(
-      `all ${MAX_ATTEMPTS} attempts of this row ended without success; fix the row (see ` +
-        "`vid lambda progress --manifest`) and run the batch again",
-    );
-  }
-  return { attempt: found.attempt, arn: found.arn, startNext };
-}
-
-/**
- * The render id on the row's output object when a render of this row (its first attempt or
- * a later one) wrote it; `undefined` when there is no object, it came from other inputs, or
- * it cannot be read (then the row renders, as it would have).
- */
-async function renderedFrom(
-  run: BatchRun,
-  outputKey: string,
-  baseId: string,
-): Promise<string | undefined> {
-  if (!run.s3) return undefined;
-  try {
-    const head = await run.s3.send(
-      new HeadObjectCommand({ Bucket: run.options.bucketName, Key: outputKey }),
-    );
-    const renderId = head.Metadata?.[RENDER_ID_METADATA];
-    return renderId !== undefined && renderId.replace(/-a\d+$/, "") === baseId
-      ? renderId
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Starts one row: looks up its attempts, starts the next one when the rerun rule says so,
  * and retries throttled, 5xx and dropped calls with full-jitter backoff. Always finishes the
@@ -599,11 +501,11 @@ async function startRow(run: BatchRun, row: PendingRow): Promise<void> {
     if (run.fatal) return notStarted(`not started: ${run.fatal}`);
     let next = 1;
     try {
-      const found = await latestAttempt(run, baseId);
+      const found = await latestAttempt(run.client!, options.stateMachineArn, baseId, run.rerun);
       if (!found.startNext) return exists(found.arn!, found.attempt);
       if (found.attempt === 0 && run.rerun !== "all") {
         // No execution known: its history may be gone while its output is there.
-        const renderId = await renderedFrom(run, outputKey, baseId);
+        const renderId = await renderedFrom(run.s3, options.bucketName, outputKey, baseId);
         if (renderId !== undefined) {
           return {
             line,

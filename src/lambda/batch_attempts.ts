@@ -1,8 +1,9 @@
 /**
  * The attempts of a batch row: a row's first execution is named by its content
  * (`batchRenderId`: `b-` and 40 hex digits), and each rerun after a failure starts
- * `<first>-a2`, `-a3`, …, so starting a batch (batch.ts) and reading where it is
- * (batch_progress.ts) find the same executions by name.
+ * `<first>-a2`, `-a3`, …, so starting a batch (batch.ts), deciding what a rerun starts
+ * (batch_rerun.ts) and reading where it is (batch_progress.ts) find the same executions by
+ * name.
  *
  * @module
  */

@@ -30,13 +30,13 @@
  */
 
 import { OUTPUT_FORMATS, type OutputFormat, QUALITIES, type Quality } from "../render/encode.ts";
-import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
+import { frameRateValue } from "../composition/frame_rate.ts";
 import { chunkCount, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 import { isPlainObject } from "../util/json_shape.ts";
 import { VidError } from "../errors.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkConfigField, CONFIG_FIELDS, OPTIONS } from "../request/options.ts";
-import type { ExecutionInput } from "../request/execution_input.ts";
+import { configFrameRate, type ExecutionInput } from "../request/execution_input.ts";
 
 // The distributed request's shapes belong to the render request (src/request/), where the
 // local batch reads them too; re-exported here for the SDK's lambda entry.
@@ -336,7 +336,7 @@ export function validateConfig(
       ? chunkCount({
         frames,
         // The rate sets the GOP grid, which caps the count (see chunk_plan.ts).
-        fps: frameRateValue(parseFrameRate(input.config.fps ?? OPTIONS.fps.default!, "config.fps")),
+        fps: frameRateValue(configFrameRate(input.config)),
         chunkSize: input.config.chunkSize,
         targetChunkFrames: input.config.targetChunkFrames,
         maxParallelChunks: input.config.maxParallelChunks,

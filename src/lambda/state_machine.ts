@@ -52,11 +52,11 @@
  * @module
  */
 
-import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
+import { type FrameRate, frameRateValue } from "../composition/frame_rate.ts";
 import { type Chunk, chunkPlan, DEFAULT_MAX_PARALLEL_CHUNKS } from "../render/chunk_plan.ts";
 import type { ExecutionInput } from "./config.ts";
-// The default rate of the render request (OPTIONS.fps.default).
-import { DEFAULT_FPS } from "../request/formats.ts";
+// config.fps, parsed the one way every reader of the config parses it.
+import { configFrameRate } from "../request/execution_input.ts";
 
 /** The task a function invocation performs. */
 export type TaskName = "plan" | "renderChunk" | "assemble";
@@ -217,15 +217,19 @@ export type TaskPayload = PlanPayload | RenderChunkPayload | AssemblePayload;
  * assert.equal(planChunks(input, 1800).chunks.length, 8); // 60 s at 30 fps, default chunking
  * ```
  */
-export function planChunks(input: ExecutionInput, totalFrames: number): PlanResult {
-  const { chunkSize, targetChunkFrames, maxParallelChunks, fps } = input.config;
+export function planChunks(
+  input: ExecutionInput,
+  totalFrames: number,
+  rate: FrameRate = configFrameRate(input.config),
+): PlanResult {
+  const { chunkSize, targetChunkFrames, maxParallelChunks } = input.config;
   return {
     totalFrames,
     maxParallelChunks: maxParallelChunks ?? DEFAULT_MAX_PARALLEL_CHUNKS,
     chunks: chunkPlan({
       frames: totalFrames,
       // The rate the worker renders at: the GOP grid is a second of its frames.
-      fps: frameRateValue(parseFrameRate(fps ?? DEFAULT_FPS, "config.fps")),
+      fps: frameRateValue(rate),
       chunkSize,
       targetChunkFrames,
       maxParallelChunks,

@@ -17,10 +17,10 @@
 
 import { DEFAULT_CHUNK_SIZE } from "../render/chunk_plan.ts";
 import { chunkPlan } from "../render/chunk_plan.ts";
-import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
+import { frameRateValue } from "../composition/frame_rate.ts";
 import type { RenderConfig } from "./config.ts";
-// The default rate of the render request (OPTIONS.fps.default).
-import { DEFAULT_FPS } from "../request/formats.ts";
+// config.fps, parsed the one way every reader of the config parses it.
+import { configFrameRate } from "../request/execution_input.ts";
 import { TIME_CAP_FIX } from "./state_machine.ts";
 
 /** Lambda's memory per vCPU, MB. */
@@ -106,7 +106,7 @@ export function timeCapWarning(
     : Math.max(
       ...chunkPlan({
         frames: options.frames,
-        fps: frameRateValue(parseFrameRate(config.fps ?? DEFAULT_FPS, "config.fps")),
+        fps: frameRateValue(configFrameRate(config)),
         chunkSize: config.chunkSize,
         targetChunkFrames: config.targetChunkFrames,
         maxParallelChunks: config.maxParallelChunks,

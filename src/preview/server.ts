@@ -36,8 +36,13 @@ import { type Composition, readComposition } from "../composition/composition.ts
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables } from "../composition/variables.ts";
-import { frameCount } from "../render/render.ts";
-import { frameRateValue, parseFrameRate } from "../composition/frame_rate.ts";
+import { DEFAULT_FRAME_RATE } from "../render/render.ts";
+import {
+  frameCountOf,
+  type FrameRate,
+  frameRateValue,
+  parseFrameRate,
+} from "../composition/frame_rate.ts";
 import { type ProjectServer, serveProject } from "../render/serve.ts";
 import { injectRuntime, RUNTIME_LOADER_PATH, runtimeLoaderScript } from "./inject.ts";
 import {
@@ -50,7 +55,7 @@ import {
   STUDIO_FORMATS,
 } from "./render_job.ts";
 import { QUALITIES } from "../render/encode.ts";
-import { MAX_SCALE } from "../request/options.ts";
+import { checkOption, MAX_SCALE, OPTIONS } from "../request/options.ts";
 import { studioPage } from "./studio_page.ts";
 import { createPreviewVideoProxies, type PreviewVideoProxies } from "./video_proxies.ts";
 import { type ProjectWatcher, watchProject } from "./watch.ts";
@@ -200,7 +205,7 @@ export function checkStudioValues(
   };
 }
 
-function describeComposition(c: Composition, fps: number): PreviewComposition {
+function describeComposition(c: Composition, rate: FrameRate): PreviewComposition {
   return {
     id: c.id,
     entry: c.entry,
@@ -208,8 +213,8 @@ function describeComposition(c: Composition, fps: number): PreviewComposition {
     height: c.height,
     duration: c.duration,
     aspectRatio: c.aspectRatio,
-    fps,
-    frames: frameCount(c.duration, fps),
+    fps: frameRateValue(rate),
+    frames: frameCountOf(c.duration, rate),
     declarations: c.declarations,
     dropped: c.dropped,
     defaults: mergeVariables(c.declarations, {}),
@@ -257,9 +262,10 @@ async function readObject(request: Request): Promise<Record<string, unknown> | u
   }
 }
 
-function fpsParam(raw: string | null, fallback: number): number {
+/** The stage's `fps` query parameter (the rate's value, as the client got it), parsed once. */
+function fpsParam(raw: string | null, fallback: FrameRate): FrameRate {
   try {
-    return raw !== null ? frameRateValue(parseFrameRate(raw)) : fallback;
+    return raw !== null ? parseFrameRate(raw) : fallback;
   } catch {
     return fallback;
   }
@@ -347,6 +353,8 @@ interface PreviewContext {
   readonly rendersDir: string;
   /** Date.now() at time 0 stays put while the server runs, so reloads look the same. */
   readonly epochMs: number;
+  /** `options.fps`, parsed once when the server starts. */
+  readonly frameRate?: FrameRate;
   readonly log: (message: string) => void;
   readonly hub: EventHub;
   readonly jobs: RenderJobs;
@@ -356,8 +364,8 @@ interface PreviewContext {
 }
 
 /** --fps wins over the composition's data-fps, read afresh as the file changes. */
-function fpsOf(ctx: PreviewContext, c?: Composition): number {
-  return ctx.options.fps ?? (c?.fps ? frameRateValue(c.fps) : 30);
+function rateOf(ctx: PreviewContext, c?: Composition): FrameRate {
+  return ctx.frameRate ?? c?.fps ?? DEFAULT_FRAME_RATE;
 }
 
 /** Reads a composition of the project: the one the server started with by default. */
@@ -449,15 +457,15 @@ async function stageHtml(
   // A composition mid-edit may not parse; its page still loads with the values given.
   const current = await readEntry(ctx, entry).catch(() => undefined);
   const declarations = current?.declarations ?? [];
-  const pageFps = fpsParam(url.searchParams.get("fps"), fpsOf(ctx, current));
+  const pageRate = fpsParam(url.searchParams.get("fps"), rateOf(ctx, current));
   const page = injectRuntime(
     html,
     {
       variables: mergeVariables(declarations, values),
       seed: 1,
       epochMs: ctx.epochMs,
-      fps: pageFps,
-      frameRate: parseFrameRate(pageFps),
+      fps: frameRateValue(pageRate),
+      frameRate: pageRate,
       readyTimeoutMs: 30000,
       // The same frame-exact stand-ins a render uses, as far as they are prepared: the
       // studio reports the page's videos and reloads it when this set was behind.
@@ -555,10 +563,10 @@ async function startRender(ctx: PreviewContext, request: Request): Promise<Respo
     }
     const status = ctx.jobs.start(renderRequestFrom(body, {
       values: body.values,
-      fps: fpsOf(ctx, c),
+      fps: frameRateValue(rateOf(ctx, c)),
       compositionId: c.id,
       composition: entry === ctx.defaultEntry ? undefined : entry,
-      frames: frameCount(c.duration, fpsOf(ctx, c)),
+      frames: frameCountOf(c.duration, rateOf(ctx, c)),
       duration: c.duration,
     }));
     ctx.log(`rendering ${c.id} into ${ctx.rendersDir}`);
@@ -619,7 +627,7 @@ async function api(ctx: PreviewContext, request: Request, route: string): Promis
     try {
       const entry = entryOf(ctx, new URL(request.url).searchParams.get("entry"));
       const c = await readEntry(ctx, entry);
-      return json({ ok: true, composition: describeComposition(c, fpsOf(ctx, c)) });
+      return json({ ok: true, composition: describeComposition(c, rateOf(ctx, c)) });
     } catch (error) {
       return json(errorBody(error), error instanceof PreviewEntryError ? 400 : 422);
     }
@@ -739,6 +747,10 @@ function listen(
  * ```
  */
 export async function startPreview(options: PreviewOptions = {}): Promise<PreviewServer> {
+  // The rate is parsed here, once, with --fps's words for a bad one.
+  const frameRate = options.fps === undefined
+    ? undefined
+    : parseFrameRate(checkOption(OPTIONS.fps, options.fps)!, "fps");
   const target = options.target ?? ".";
   const first = await readComposition(target, options.composition);
   const projectDir = await realpath(first.projectDir);
@@ -761,6 +773,7 @@ export async function startPreview(options: PreviewOptions = {}): Promise<Previe
     defaultEntry: first.entry,
     rendersDir,
     epochMs: Math.floor(Date.now() / 1000) * 1000,
+    ...(frameRate && { frameRate }),
     log,
     hub,
     jobs,

@@ -3,12 +3,12 @@
  * stage with its error overlay, the transport (play/pause, sound, scrubber, typed frame
  * and timecode, readouts, zoom), the timeline of media clips and animations, the
  * variables panel and the render dialog. One self-contained HTML document; its script is
- * {@linkcode studioClient}.
+ * the studio client (`src/preview/studio/`), bundled at build time into `studio_bundle.ts`.
  *
  * @module
  */
 
-import { studioClient } from "./studio_client.ts";
+import { STUDIO_CLIENT_BUNDLE } from "./studio_bundle.ts";
 
 const STYLE = `
 :root {
@@ -247,7 +247,7 @@ export function studioPage(): string {
 <link rel="icon" href="data:,">
 <style>${STYLE}</style>
 </head>
-<body>${BODY}<script>(${studioClient.toString()})();</script>
+<body>${BODY}<script>${STUDIO_CLIENT_BUNDLE}</script>
 </body>
 </html>
 `;

@@ -322,6 +322,35 @@ function killBrowser(pid: number, ownGroup: boolean): void {
   }
 }
 
+/** Where `setpriv` (util-linux) is, when this is Linux and it is installed. */
+let setprivPath: string | null | undefined;
+
+/**
+ * The `setpriv` the browser is launched through so that the kernel kills it (SIGKILL, its
+ * parent-death signal) the moment this process ends, however it ends: a browser leads its
+ * own process group, so it would otherwise outlive an owner killed with SIGKILL until the
+ * next owner reaped it (see `browser_records.ts`, still the second line). Its zygote and
+ * renderers exit when their browser does. Undefined off Linux or without util-linux.
+ */
+function setpriv(): string | undefined {
+  if (setprivPath === undefined) {
+    setprivPath = null;
+    if (process.platform === "linux") {
+      for (const dir of ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]) {
+        try {
+          if (statSync(join(dir, "setpriv")).isFile()) {
+            setprivPath = join(dir, "setpriv");
+            break;
+          }
+        } catch {
+          // not there
+        }
+      }
+    }
+  }
+  return setprivPath ?? undefined;
+}
+
 /** Browsers of this process still running: their pid, profile and whether they lead a group. */
 const LIVE_BROWSERS: Set<{ pid: number; profile: string; ownGroup: boolean }> = new Set();
 let exitHookInstalled = false;
@@ -502,11 +531,16 @@ async function launchOnce(
   }
   // setpriv execs the browser in place: the pid, the process group and the command line
   // (which the reaper matches) are the browser's; this process, root, can still kill it.
+  // It also sets the browser's parent-death signal (after the uid change, which would clear
+  // it), so the browser dies with this process even when this process is SIGKILLed.
+  const wrapper = setpriv();
+  const dieWithOwner = wrapper ? ["--pdeathsig=KILL"] : [];
   const child = user
-    ? spawn("setpriv", [
+    ? spawn(wrapper ?? "setpriv", [
       `--reuid=${user.uid}`,
       `--regid=${user.gid}`,
       "--clear-groups",
+      ...dieWithOwner,
       "--",
       executable,
       ...args,
@@ -514,6 +548,12 @@ async function launchOnce(
       stdio: ["ignore", "ignore", "pipe"],
       detached: ownGroup,
       env: renderUserEnv(profile, scratch),
+    })
+    : wrapper
+    ? spawn(wrapper, [...dieWithOwner, "--", executable, ...args], {
+      stdio: ["ignore", "ignore", "pipe"],
+      detached: ownGroup,
+      env: { ...process.env, TMPDIR: scratch },
     })
     : spawn(executable, args, {
       stdio: ["ignore", "ignore", "pipe"],

@@ -1,7 +1,10 @@
 /**
  * Browsers that outlived their owner. A capture browser runs in its own process group (so
- * closing it takes its zygote, GPU and renderer processes along), which also means it
- * survives an owner killed with SIGKILL. Every browser launched while records are on (see
+ * closing it takes its zygote, GPU and renderer processes along), which also means it would
+ * survive an owner killed with SIGKILL; on Linux its parent-death signal (see `launchOnce` in
+ * `browser.ts`) kills it with its owner, and this is the second line: where that is missing
+ * (no util-linux, another OS) or a browser escaped it, and for the records and profiles a
+ * killed owner leaves in any case. Every browser launched while records are on (see
  * `recordBrowsersIn` in `browser.ts`) is recorded as `browser-<pid>.json` (`{ pid, owner,
  * profile }`, the pid being its process group) and the record is removed when it exits.
  * {@linkcode reapOrphanBrowsers}, run when the next owner starts, kills the group of every

@@ -45,7 +45,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import { ffmpegRate, type FrameRate, parseFrameRate } from "../composition/frame_rate.ts";
+import { ffmpegRate, type FrameRate, frameRateValue } from "../composition/frame_rate.ts";
 
 // The format and preset tables belong to the render request (src/request/formats.ts).
 import {
@@ -224,7 +224,8 @@ export function codecArgs(format: OutputFormat, quality: Quality, hdr = false): 
 export interface EncoderOptions {
   ffmpeg: string;
   output: string;
-  fps: number;
+  /** The exact rate, parsed once where the request came in (ffmpeg is told `-r num/den`). */
+  frameRate: FrameRate;
   format: RenderFormat;
   quality: Quality;
   width: number;
@@ -244,9 +245,9 @@ export interface EncoderOptions {
    */
   outputSize?: { width: number; height: number };
   /**
-   * Frames per encoder run (one GOP grid cell, `gopFrames(fps)`): every run of this many
-   * frames, from the first frame written, is encoded by a fresh ffmpeg and the runs are
-   * joined into `output`. The first frame written must be on the grid. @default one run
+   * Frames per encoder run (one GOP grid cell, `gopFrames` of the rate's value): every run of
+   * this many frames, from the first frame written, is encoded by a fresh ffmpeg and the runs
+   * are joined into `output`. The first frame written must be on the grid. @default one run
    */
   cellFrames?: number;
   /** Frames that will be written: the next encoder run then starts ahead of its first frame. */
@@ -372,7 +373,7 @@ export function killLiveEncoders(): number {
 
 /** One ffmpeg process encoding the frames written to it into `output`. */
 function startRun(options: EncoderOptions, output: string): Encoder {
-  const rate = parseFrameRate(options.fps);
+  const rate = options.frameRate;
   const sequence = isImageSequence(options.format);
   // An image sequence is numbered PNG frames (RGBA for png, opaque for the gif palette
   // pass); a video is one closed-GOP segment.
@@ -479,9 +480,9 @@ function startRun(options: EncoderOptions, output: string): Encoder {
  * @example
  * ```ts no_run
  * const jpegBytes = await Deno.readFile("frame-00000.jpg");
- * const encoder = startEncoder({ ffmpeg: "ffmpeg", output: "chunk.mp4", fps: 30,
- *   format: "mp4", quality: "standard", width: 320, height: 180, frameFormat: "jpeg",
- *   cellFrames: 60 });
+ * const encoder = startEncoder({ ffmpeg: "ffmpeg", output: "chunk.mp4",
+ *   frameRate: { num: 30, den: 1 }, format: "mp4", quality: "standard", width: 320,
+ *   height: 180, frameFormat: "jpeg", cellFrames: 60 });
  * await encoder.write(jpegBytes);
  * await encoder.finish();
  * ```
@@ -554,7 +555,7 @@ export function startEncoder(options: EncoderOptions): Encoder {
             join(dir, `.${name}.cells.txt`),
             options.output,
             options.format as OutputFormat,
-            { fps: options.fps, frames: cells.map((c) => c.frames) },
+            { fps: frameRateValue(options.frameRate), frames: cells.map((c) => c.frames) },
           );
           await rm(join(dir, `.${name}.cells.txt`), { force: true });
         }

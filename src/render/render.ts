@@ -467,7 +467,7 @@ export async function renderComposition<V extends object = Variables>(
   try {
     session = await openRenderSession({
       prepared,
-      fps: plan.fps,
+      frameRate: plan.frameRate,
       format: plan.format,
       capture: options.capture,
       seed: options.seed,

@@ -8,7 +8,7 @@
  */
 
 import type { Variables } from "../composition/declarations.ts";
-import { parseFrameRate } from "../composition/frame_rate.ts";
+import { type FrameRate, frameRateValue } from "../composition/frame_rate.ts";
 import {
   type PageErrorRecord,
   RUNTIME_SOURCE_URL,
@@ -35,7 +35,11 @@ export interface PageSpec {
   url: string;
   width: number;
   height: number;
-  fps: number;
+  /**
+   * The exact rate, parsed once where the request came in; the page runtime, the capturer
+   * and the encoder take it as it is.
+   */
+  frameRate: FrameRate;
   /** Decides the capture image format: PNG with alpha for webm/mov/png, JPEG for mp4/gif. */
   format: RenderFormat;
   /** Merged variables for `window.__vid.getVariables()`. */
@@ -221,8 +225,8 @@ export async function openComposition(
         variables: spec.variables,
         seed: spec.seed,
         epochMs: spec.epochMs,
-        fps: spec.fps,
-        frameRate: parseFrameRate(spec.fps),
+        fps: frameRateValue(spec.frameRate),
+        frameRate: spec.frameRate,
         readyTimeoutMs: spec.readyTimeoutMs ?? 30000,
         videoProxies: spec.videoProxies,
         ...(spec.skipMissingSubCompositions && { skipMissingSubCompositions: true }),
@@ -260,7 +264,7 @@ export async function openComposition(
     capturer: createCapturer(loaded, {
       mode: browser.mode,
       format: alpha ? "png" : "jpeg",
-      fps: spec.fps,
+      fps: frameRateValue(spec.frameRate),
     }),
     frame: -1,
     close: () => closePage(loaded),
@@ -276,7 +280,7 @@ export function startChunkEncoder(spec: PageSpec, out: ChunkOutput): Encoder {
   return startEncoder({
     ffmpeg: out.ffmpeg,
     output: out.output,
-    fps: spec.fps,
+    frameRate: spec.frameRate,
     format: spec.format,
     quality: out.quality,
     width: Math.round(spec.width * (spec.scale ?? 1)),
@@ -287,7 +291,7 @@ export function startChunkEncoder(spec: PageSpec, out: ChunkOutput): Encoder {
     outputSize: spec.outputSize,
     // One encoder run per GOP grid cell: chunks start on the grid (see chunk_plan.ts); a
     // target below a second plans a finer one.
-    cellFrames: out.chunk.cellFrames ?? gopFrames(spec.fps),
+    cellFrames: out.chunk.cellFrames ?? gopFrames(frameRateValue(spec.frameRate)),
     frames: out.chunk.frames,
   });
 }

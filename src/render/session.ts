@@ -13,6 +13,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { DroppedDeclaration, Variables } from "../composition/declarations.ts";
+import type { FrameRate } from "../composition/frame_rate.ts";
 import { unresolvedFontMessage, unresolvedFonts } from "../composition/fonts.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
@@ -138,7 +139,8 @@ function checkMissingAssets(server: ProjectServer, file: string): void {
 /** Options of {@linkcode openRenderSession}. */
 export interface SessionOptions {
   prepared: PreparedComposition;
-  fps: number;
+  /** The render's exact rate, parsed once where the request came in. */
+  frameRate: FrameRate;
   format: RenderFormat;
   /** @default "auto" */
   capture?: CapturePreference;
@@ -366,7 +368,11 @@ function captureScale(composition: Composition, size?: { width: number; height: 
  * @example
  * ```ts no_run
  * const prepared = await prepareComposition({ target: "examples/hello" });
- * await using session = await openRenderSession({ prepared, fps: 30, format: "mp4" });
+ * await using session = await openRenderSession({
+ *   prepared,
+ *   frameRate: { num: 30, den: 1 },
+ *   format: "mp4",
+ * });
  * // render chunks with session.browser and session.spec; closed when the scope ends
  * ```
  */
@@ -418,7 +424,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       url: projectServer.url + encodeURI(composition.entry),
       width: composition.width,
       height: composition.height,
-      fps: options.fps,
+      frameRate: options.frameRate,
       format: options.format,
       variables: values,
       seed: options.seed ?? 1,

@@ -174,7 +174,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
   const imageFormat = imageFormatOf(output);
   const session = await openRenderSession({
     prepared,
-    fps,
+    frameRate: rate,
     // A PNG is captured from a transparent page (as a PNG sequence is); a JPEG from an
     // opaque one, on white.
     format: imageFormat === "png" ? "png" : "mp4",

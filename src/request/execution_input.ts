@@ -1,13 +1,15 @@
 /**
  * The input of a distributed render's workflow execution and its `config`: the request's
  * shape as `renderToLambda` sends it, the worker and the state machine read it, and the
- * local batch derives its resumable render ids from it (src/batch/). Types only; the checks
- * are `validateConfig`'s (src/lambda/config.ts), from the option declarations beside this.
+ * local batch derives its resumable render ids from it (src/batch/). Types, and the one
+ * reading of `config.fps` ({@linkcode configFrameRate}); the checks are `validateConfig`'s
+ * (src/lambda/config.ts), from the option declarations beside this.
  *
  * @module
  */
 
-import type { OutputFormat, Quality } from "./formats.ts";
+import { type FrameRate, parseFrameRate } from "../composition/frame_rate.ts";
+import { DEFAULT_FPS, type OutputFormat, type Quality } from "./formats.ts";
 
 /** Signed notification sent when the render terminates. */
 export interface WebhookConfig {
@@ -98,4 +100,23 @@ export interface ExecutionInput {
   outputKey: string;
   /** The render configuration. */
   config: RenderConfig;
+}
+
+/**
+ * The rate of a distributed render: its `config.fps` (`30`, `29.97` = 30000/1001 or
+ * `"30000/1001"`), else 30, parsed once where the config comes in (the client's checks, the
+ * plan step, each chunk worker) and carried on as a fraction. Throws `FrameRateError` naming
+ * `config.fps`.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(configFrameRate({ fps: 29.97 }), { num: 30000, den: 1001 });
+ * assert.deepEqual(configFrameRate({}), { num: 30, den: 1 });
+ * assert.throws(() => configFrameRate({ fps: "0" }), /config\.fps: must be a rate from 1 to 240/);
+ * ```
+ */
+export function configFrameRate(config: { fps?: number | string | null }): FrameRate {
+  return parseFrameRate(config.fps ?? DEFAULT_FPS, "config.fps");
 }

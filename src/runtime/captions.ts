@@ -1,7 +1,7 @@
 /**
- * Caption files (WebVTT and SRT), parsed by one self-contained function that runs in two
- * places: in the page (the runtime is handed its source, as it is the video painter's, and
- * shows the active cue in each `data-captions` element) and in the renderer (which refuses a
+ * Caption files (WebVTT and SRT), parsed by one function that runs in two places: in the
+ * page (bundled into the runtime, which shows the active cue in each `data-captions` element:
+ * `caption_display.ts`) and in the renderer (which refuses a
  * file that does not parse before the first frame, and writes `--captions-out` sidecars).
  * One parser, so the page never shows what the renderer would have refused.
  *
@@ -38,8 +38,8 @@ export interface CaptionTrack {
 
 /**
  * Parses a WebVTT (`WEBVTT` first) or SRT file. Throws an `Error` whose message starts
- * `<name>:<line>:` and names what was expected, for a file that does not parse. Must stay
- * self-contained (no reference outside its body): the page runtime runs its source.
+ * `<name>:<line>:` and names what was expected, for a file that does not parse. It runs in
+ * the page too, so it uses web standards only.
  *
  * @param text The file's text.
  * @param name The file as messages name it.

@@ -21,8 +21,8 @@
  * Each composition's variables are bound as HyperFrames binds them: a `--<id>` CSS property of
  * its root, `data-var-text` and `data-var-src`.
  *
- * Runs in the page: {@linkcode createHyperframesModel}'s source is injected with the runtime
- * (`runtimeCall`), so its body uses nothing from outside it.
+ * Runs in the page: the runtime (`install.ts`) creates the model, and is bundled with it by
+ * `scripts/build_page_code.ts`.
  *
  * @module
  */

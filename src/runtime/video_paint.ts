@@ -16,8 +16,8 @@
  * only its content moves to the background, fitted as `object-fit` and placed as
  * `object-position` say, clipped to the content box, above the element's own backgrounds.
  *
- * Runs in the page: {@linkcode createVideoFramePainter}'s source is injected with the
- * runtime (`runtimeScript`), so its body uses nothing from outside it.
+ * Runs in the page: the runtime (`install.ts`) creates the painter on first use, and is
+ * bundled with it by `scripts/build_page_code.ts`.
  *
  * @module
  */

@@ -61,7 +61,7 @@ import {
 } from "./render_backend.ts";
 import { cancelRender } from "../lambda/renders.ts";
 import { isRenderNotFound } from "../lambda/stack_error.ts";
-import { S3Storage } from "./storage.ts";
+import { S3Storage } from "./storage_s3.ts";
 import { sleep } from "../util/async.ts";
 import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";

@@ -4,14 +4,10 @@
  * and receives the code on a loopback redirect URI (RFC 8252); refresh token rotation; and
  * token revocation (RFC 7009) for `vid auth logout`.
  *
- * Credentials: codes `vid_ac_…` (single use, 60 s), access tokens `vid_at_…` (3600 s, or
- * `VID_ACCESS_TOKEN_SECONDS`), refresh tokens `vid_rt_…` (30 days). Only their SHA-256
- * hashes are stored, in the `tokens` table.
- *
- * Each exchanged code starts a token family. Refreshing rotates the pair: the presented
- * refresh token is spent and a new access + refresh token of the same family is issued.
- * Presenting a spent refresh token (or a spent code) again means a copy of it leaked, so
- * the whole family is revoked and the client has to sign in again.
+ * This module is the endpoints: it reads and checks the requests, the sign-in form's CSRF
+ * token and the password, and answers in each endpoint's format. The credentials themselves
+ * (lifetimes, single use, token families, the `tokens` table) are the token store's,
+ * oauth_tokens.ts, and the pages' HTML is oauth_page.ts.
  *
  * @module
  */
@@ -19,29 +15,35 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { ServerContext } from "./context.ts";
-import type { Queries, Row } from "./db.ts";
 import { clientAddress, DatabaseThrottleStore, newThrottles, type Throttles } from "./throttle.ts";
+import type { Row } from "./db.ts";
 import {
   hashPassword,
   hmacHex,
   needsRehash,
   randomId,
   safeEqual,
-  sha256Hex,
   verifyPassword,
 } from "./secrets.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import { errorPage, signInPage } from "./oauth_page.ts";
+import {
+  accessTokenSecondsFrom,
+  type GrantData,
+  issueCode,
+  nowSeconds,
+  purgeExpired,
+  redeemCode,
+  revokeToken,
+  rotateRefreshToken,
+  spendCode,
+  type TokenResponse,
+} from "./oauth_tokens.ts";
 
 /** The client id of the vid command-line tool, the one client of this server. */
 export const OAUTH_CLIENT_ID = "vid-cli";
 /** The one scope: render with the account (and read its balance). */
 export const OAUTH_SCOPE = "render";
-/** Lifetime of an authorization code. */
-export const CODE_SECONDS = 60;
-/** Default lifetime of an access token; `VID_ACCESS_TOKEN_SECONDS` overrides it. */
-export const DEFAULT_ACCESS_TOKEN_SECONDS = 3600;
-/** Lifetime of a refresh token (each rotation issues a new one with a fresh lifetime). */
-export const REFRESH_TOKEN_SECONDS = 30 * 24 * 3600;
 /** How long a sign-in form stays valid. */
 export const SIGN_IN_FORM_SECONDS = 600;
 
@@ -50,8 +52,6 @@ const MAX_STATE_LENGTH = 1024;
 const MAX_REDIRECT_URI_LENGTH = 2048;
 const CSRF_COOKIE = "vid_oauth_csrf";
 const LOOPBACK_HOSTS = new Set(["127.0.0.1", "[::1]", "localhost"]);
-// Expired rows are kept a day so that an expired access token still answers "expired".
-const PURGE_AFTER_SECONDS = 24 * 3600;
 
 /** Options of {@linkcode oauthRoutes}. */
 export interface OAuthOptions {
@@ -65,16 +65,6 @@ export interface OAuthOptions {
    * @default fresh ones
    */
   throttles?: Throttles;
-}
-
-/** The OAuth configuration is unusable (e.g. a bad `VID_ACCESS_TOKEN_SECONDS`). */
-export class OAuthConfigError extends VidError {
-  override name = "OAuthConfigError";
-
-  /** Creates the error; the CLI exits 1. */
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, { exitCode: EXIT_FAILED, cause: options?.cause });
-  }
 }
 
 /** An RFC 6749 error of the token and revocation endpoints. */
@@ -108,51 +98,6 @@ interface AuthorizationRequest {
   scope: string;
 }
 
-/** What a code or token row keeps in its `data` column. */
-interface GrantData {
-  client_id: string;
-  scope: string;
-  /** Token family; set on a code once it is exchanged. */
-  family?: string;
-  redirect_uri?: string;
-  code_challenge?: string;
-}
-
-/** A token response of `POST /oauth/token`. */
-export interface TokenResponse {
-  access_token: string;
-  token_type: "Bearer";
-  expires_in: number;
-  refresh_token: string;
-  scope: string;
-}
-
-/**
- * Reads the access token lifetime from the value of `VID_ACCESS_TOKEN_SECONDS`.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- *
- * assert.equal(accessTokenSecondsFrom("60"), 60);
- * assert.equal(accessTokenSecondsFrom(undefined), 3600);
- * ```
- */
-export function accessTokenSecondsFrom(value: string | undefined): number {
-  if (value === undefined || value === "") return DEFAULT_ACCESS_TOKEN_SECONDS;
-  const seconds = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(seconds) || seconds < 1) {
-    throw new OAuthConfigError(
-      `VID_ACCESS_TOKEN_SECONDS must be a whole number of seconds >= 1, got "${value}"`,
-    );
-  }
-  return seconds;
-}
-
-function nowSeconds(): number {
-  return Math.floor(Date.now() / 1000);
-}
-
 function base64Url(bytes: ArrayBuffer): string {
   return btoa(String.fromCharCode(...new Uint8Array(bytes)))
     .replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
@@ -161,11 +106,6 @@ function base64Url(bytes: ArrayBuffer): string {
 /** The S256 code challenge of a PKCE code verifier (RFC 7636 section 4.2). */
 async function s256(verifier: string): Promise<string> {
   return base64Url(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier)));
-}
-
-function escapeHtml(text: string): string {
-  return text.replaceAll("&", "&amp;").replaceAll("<", "&lt;").replaceAll(">", "&gt;")
-    .replaceAll('"', "&quot;").replaceAll("'", "&#39;");
 }
 
 /** Reads an `application/x-www-form-urlencoded` body of at most 16 KiB. */
@@ -311,134 +251,6 @@ async function csrfValid(
   return safeEqual(await csrfToken(secret, nonce, request, expires), token);
 }
 
-const STYLE = `
-body { font: 16px/1.5 system-ui, sans-serif; background: #f4f4f5; color: #18181b; margin: 0; }
-main { max-width: 26rem; margin: 4rem auto; background: #fff; padding: 2rem;
-  border-radius: 12px; box-shadow: 0 1px 4px rgb(0 0 0 / 0.1); }
-h1 { font-size: 1.4rem; margin-top: 0; }
-label { display: block; margin: 1rem 0 0.25rem; font-weight: 600; }
-input { width: 100%; box-sizing: border-box; padding: 0.5rem; font: inherit;
-  border: 1px solid #a1a1aa; border-radius: 6px; }
-button { margin-top: 1.5rem; width: 100%; padding: 0.6rem; font: inherit; font-weight: 600;
-  color: #fff; background: #2563eb; border: 0; border-radius: 6px; cursor: pointer; }
-.error { background: #fef2f2; color: #991b1b; padding: 0.75rem; border-radius: 6px; }
-.note { color: #52525b; font-size: 0.9rem; }
-code { background: #f4f4f5; padding: 0 0.25rem; border-radius: 4px; }
-`;
-
-function htmlPage(
-  c: Context,
-  status: 200 | 400 | 401 | 403 | 429,
-  title: string,
-  body: string,
-) {
-  return c.html(
-    `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)} · vid</title>
-<style>${STYLE}</style>
-</head>
-<body><main>
-${body}
-</main></body>
-</html>
-`,
-    status,
-    {
-      "cache-control": "no-store",
-      "content-security-policy":
-        "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
-      "x-frame-options": "DENY",
-      "x-content-type-options": "nosniff",
-      "referrer-policy": "no-referrer",
-    },
-  );
-}
-
-function errorPage(c: Context, message: string) {
-  return htmlPage(
-    c,
-    400,
-    "Sign-in request not valid",
-    `<h1>This sign-in request is not valid</h1>
-<p class="error" role="alert">${escapeHtml(message)}</p>
-<p>Nothing was sent back to the application. Start again with <code>vid auth login</code>.</p>`,
-  );
-}
-
-/** The tokens of one family, with their hashes, made before the transaction stores them. */
-async function newTokenPair(): Promise<
-  { access: string; accessHash: string; refresh: string; refreshHash: string }
-> {
-  const access = randomId("vid_at", 32);
-  const refresh = randomId("vid_rt", 32);
-  return {
-    access,
-    accessHash: await sha256Hex(access),
-    refresh,
-    refreshHash: await sha256Hex(refresh),
-  };
-}
-
-type Pair = Awaited<ReturnType<typeof newTokenPair>>;
-
-async function storePair(
-  db: Queries,
-  pair: Pair,
-  accountId: string,
-  grant: GrantData,
-  accessSeconds: number,
-): Promise<TokenResponse> {
-  const data = JSON.stringify({
-    client_id: grant.client_id,
-    scope: grant.scope,
-    family: grant.family,
-  });
-  const insert =
-    "insert into tokens (token_hash, kind, account_id, expires_at, data, family) values (?, ?, ?, ?, ?, ?)";
-  const now = nowSeconds();
-  await db.run(
-    insert,
-    pair.accessHash,
-    "access",
-    accountId,
-    now + accessSeconds,
-    data,
-    grant.family ?? null,
-  );
-  await db.run(
-    insert,
-    pair.refreshHash,
-    "refresh",
-    accountId,
-    now + REFRESH_TOKEN_SECONDS,
-    data,
-    grant.family ?? null,
-  );
-  return {
-    access_token: pair.access,
-    token_type: "Bearer",
-    expires_in: accessSeconds,
-    refresh_token: pair.refresh,
-    scope: grant.scope,
-  };
-}
-
-/** Deletes every access and refresh token of a family. */
-async function revokeFamily(db: Queries, family: string): Promise<void> {
-  await db.run(
-    "delete from tokens where kind in ('access', 'refresh') and family = ?",
-    family,
-  );
-}
-
-async function purgeExpired(db: Queries): Promise<void> {
-  await db.run("delete from tokens where expires_at < ?", nowSeconds() - PURGE_AFTER_SECONDS);
-}
-
 /** What the OAuth endpoints share: the server, the token lifetime, and the sign-in throttles. */
 interface OAuthState {
   ctx: ServerContext;
@@ -461,7 +273,7 @@ function oauthError(error: Error, c: Context): Response {
 }
 
 /** The sign-in and approve page, with a fresh CSRF cookie and token for its form. */
-async function signInPage(
+async function freshSignInPage(
   state: OAuthState,
   c: Context,
   request: AuthorizationRequest,
@@ -489,32 +301,13 @@ async function signInPage(
     ["scope", request.scope],
     ["csrf_token", token],
   ];
-  const fields = hidden.filter(([, value]) => value !== undefined)
-    .map(([name, value]) =>
-      `<input type="hidden" name="${name}" value="${escapeHtml(value as string)}">`
-    ).join("\n");
-  const target = new URL(request.redirectUri);
-  return htmlPage(
-    c,
-    status,
-    "Sign in",
-    `<h1>Sign in to approve vid</h1>
-<p>The <strong>vid command-line tool</strong> asks to render videos with your account
-(scope <code>${escapeHtml(request.scope)}</code>). Approving sends a one-time code to
-<code>${escapeHtml(target.origin)}</code>.</p>
-${error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : ""}
-<form method="post" action="authorize">
-${fields}
-<label for="email">Email</label>
-<input id="email" type="email" name="email" autocomplete="username" required autofocus value="${
-      escapeHtml(email)
-    }">
-<label for="password">Password</label>
-<input id="password" type="password" name="password" autocomplete="current-password" required>
-<button type="submit">Approve</button>
-</form>
-<p class="note">Only approve if you just ran <code>vid auth login</code> yourself.</p>`,
-  );
+  return signInPage(c, status, {
+    scope: request.scope,
+    redirectUri: request.redirectUri,
+    hidden,
+    error,
+    email,
+  });
 }
 
 /** `GET /authorize`: validates the authorization request and shows the sign-in page. */
@@ -526,7 +319,7 @@ async function showAuthorize(state: OAuthState, c: Context): Promise<Response> {
     if (error instanceof RequestError) return errorPage(c, error.message);
     throw error;
   }
-  return await signInPage(state, c, request, 200);
+  return await freshSignInPage(state, c, request, 200);
 }
 
 /** `POST /authorize`: checks the form and the password, then redirects with a code. */
@@ -544,7 +337,7 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
   const email = (form.get("email") ?? "").trim();
   const nonce = cookieValue(c.req.header("cookie"), CSRF_COOKIE);
   if (!(await csrfValid(ctx.secret, nonce, request, form.get("csrf_token") ?? undefined))) {
-    return await signInPage(
+    return await freshSignInPage(
       state,
       c,
       request,
@@ -563,7 +356,7 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
   );
   if (wait > 0) {
     c.header("retry-after", String(wait));
-    return await signInPage(
+    return await freshSignInPage(
       state,
       c,
       request,
@@ -581,7 +374,7 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
   if (!row || !passwordOk) {
     await state.throttles.signInPerAccount.fail(account);
     await state.throttles.signInPerAddress.fail(address);
-    return await signInPage(state, c, request, 401, "Wrong email or password.", email);
+    return await freshSignInPage(state, c, request, 401, "Wrong email or password.", email);
   }
   await state.throttles.signInPerAccount.clear(account);
   if (needsRehash(stored)) {
@@ -593,20 +386,13 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
       stored,
     );
   }
-  const code = randomId("vid_ac", 32);
   const grant: GrantData = {
     client_id: request.clientId,
     scope: request.scope,
     redirect_uri: request.redirectUri,
     code_challenge: request.codeChallenge,
   };
-  await ctx.db.run(
-    "insert into tokens (token_hash, kind, account_id, expires_at, data) values (?, 'code', ?, ?, ?)",
-    await sha256Hex(code),
-    String(row.id),
-    nowSeconds() + CODE_SECONDS,
-    JSON.stringify(grant),
-  );
+  const code = await issueCode(ctx.db, String(row.id), grant);
   const target = new URL(request.redirectUri);
   target.searchParams.append("code", code);
   if (request.state !== undefined) target.searchParams.append("state", request.state);
@@ -650,7 +436,6 @@ function checkClient(clientId: string | undefined): void {
 async function exchangeCode(state: OAuthState, form: URLSearchParams): Promise<TokenResponse> {
   const { ctx } = state;
   const code = tokenParam(form, "code", true)!;
-  const codeHash = await sha256Hex(code);
   // The code is spent by any exchange that presents it, even one whose other parameters
   // are missing or malformed: a code is tried once, never probed.
   let redirectUri: string, clientId: string, verifier: string;
@@ -666,49 +451,16 @@ async function exchangeCode(state: OAuthState, form: URLSearchParams): Promise<T
       );
     }
   } catch (error) {
-    await ctx.db.run(
-      "update tokens set used_at = ? where token_hash = ? and kind = 'code' and used_at is null",
-      nowSeconds(),
-      codeHash,
-    );
+    await spendCode(ctx.db, code);
     throw error;
   }
-  const [challenge, pair] = await Promise.all([s256(verifier), newTokenPair()]);
-  const result = await ctx.db.transaction(async (tx): Promise<TokenResponse | string> => {
-    const row = await tx.get(
-      "select account_id, expires_at, data, used_at from tokens where token_hash = ? and kind = 'code'",
-      codeHash,
-    ) as Row | undefined;
-    if (!row) return "unknown authorization code";
-    const grant = JSON.parse(String(row.data)) as GrantData;
-    if (row.used_at !== null) {
-      // RFC 6749 section 4.1.2: a code used twice revokes what it was exchanged for.
-      if (grant.family) await revokeFamily(tx, grant.family);
-      return "the authorization code was already used; tokens issued for it are revoked";
-    }
-    await tx.run("update tokens set used_at = ? where token_hash = ?", nowSeconds(), codeHash);
-    if (Number(row.expires_at) <= nowSeconds()) return "the authorization code expired";
-    if (grant.client_id !== clientId) return "the code was issued to another client_id";
-    if (grant.redirect_uri !== redirectUri) {
-      return "redirect_uri does not match the one of the authorization request";
-    }
-    if (!safeEqual(challenge, grant.code_challenge ?? "")) {
-      return "code_verifier does not match the code_challenge";
-    }
-    const family = randomId("fam", 12);
-    await tx.run(
-      "update tokens set data = ? where token_hash = ?",
-      JSON.stringify({ ...grant, family }),
-      codeHash,
-    );
-    return await storePair(
-      tx,
-      pair,
-      String(row.account_id),
-      { ...grant, family },
-      state.accessSeconds,
-    );
-  });
+  const challenge = await s256(verifier);
+  const result = await redeemCode(
+    ctx.db,
+    code,
+    { clientId, redirectUri, challenge },
+    state.accessSeconds,
+  );
   if (typeof result === "string") throw new TokenEndpointError("invalid_grant", result);
   return result;
 }
@@ -723,29 +475,7 @@ async function refresh(state: OAuthState, form: URLSearchParams): Promise<TokenR
   if (scope !== undefined && scope !== OAUTH_SCOPE) {
     throw new TokenEndpointError("invalid_scope", `scope must be "${OAUTH_SCOPE}"`);
   }
-  const [hash, pair] = await Promise.all([sha256Hex(refreshToken), newTokenPair()]);
-  const result = await ctx.db.transaction(async (tx): Promise<TokenResponse | string> => {
-    const row = await tx.get(
-      "select account_id, expires_at, data, used_at from tokens where token_hash = ? and kind = 'refresh'",
-      hash,
-    ) as Row | undefined;
-    if (!row) return "unknown or revoked refresh token; sign in again with vid auth login";
-    const grant = JSON.parse(String(row.data)) as GrantData;
-    if (row.used_at !== null) {
-      // A rotated-out token came back: someone holds a copy. End the whole sign-in.
-      if (grant.family) await revokeFamily(tx, grant.family);
-      return "the refresh token was already used; every token of this sign-in is revoked, " +
-        "sign in again with vid auth login";
-    }
-    if (Number(row.expires_at) <= nowSeconds()) {
-      return "the refresh token expired; sign in again with vid auth login";
-    }
-    if (clientId !== undefined && grant.client_id !== clientId) {
-      return "the refresh token was issued to another client_id";
-    }
-    await tx.run("update tokens set used_at = ? where token_hash = ?", nowSeconds(), hash);
-    return await storePair(tx, pair, String(row.account_id), grant, state.accessSeconds);
-  });
+  const result = await rotateRefreshToken(ctx.db, refreshToken, clientId, state.accessSeconds);
   if (typeof result === "string") throw new TokenEndpointError("invalid_grant", result);
   return result;
 }
@@ -774,17 +504,7 @@ async function revokeEndpoint(state: OAuthState, c: Context): Promise<Response> 
   const form = await tokenForm(c);
   const token = tokenParam(form, "token", true)!;
   checkClient(tokenParam(form, "client_id"));
-  const hash = await sha256Hex(token);
-  await ctx.db.transaction(async (tx) => {
-    const row = await tx.get(
-      "select data from tokens where token_hash = ? and kind in ('access', 'refresh')",
-      hash,
-    ) as Row | undefined;
-    if (!row) return;
-    const family = (JSON.parse(String(row.data)) as GrantData).family;
-    if (family) await revokeFamily(tx, family);
-    else await tx.run("delete from tokens where token_hash = ?", hash);
-  });
+  await revokeToken(ctx.db, token);
   // RFC 7009 section 2.2: 200 whether or not the token existed.
   return c.body(null, 200, { "cache-control": "no-store" });
 }

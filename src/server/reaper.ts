@@ -1,6 +1,7 @@
 /**
  * Cleans up after a render server that died without stopping (SIGKILL, power loss): its
- * browsers live in their own process groups and survive it, and its work folders stay.
+ * work folders, browser records and profiles stay, and its browsers, in their own process
+ * groups, survive it where their parent-death signal could not be set (see `browser.ts`).
  *
  * Layout under the data folder's `work/`: each server run works in `run-<pid>/`, and every
  * browser the server process launches is recorded in `browsers/browser-<pid>.json` with

@@ -33,7 +33,9 @@ import { opsApp } from "./ops_routes.ts";
 import { killLiveBrowsers, recordBrowsersIn } from "../render/browser.ts";
 import { killLiveEncoders } from "../render/encode.ts";
 import { configureServerSandbox } from "../render/sandbox.ts";
-import { FsStorage, type Storage, storageFromUrl } from "./storage.ts";
+import type { Storage } from "./storage.ts";
+import { FsStorage } from "./storage_file.ts";
+import { storageFromUrl } from "./storage_url.ts";
 import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
 
 /** What an instance does: serve the API, render, or both. */

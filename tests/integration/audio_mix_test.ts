@@ -16,50 +16,10 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { compositionHtml, lavfi, makeProject, runVid } from "../helpers.ts";
-
-async function ffmpegLog(args: string[]): Promise<string> {
-  const out = await new Deno.Command("ffmpeg", {
-    args: ["-hide_banner", "-nostdin", ...args],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const stderr = new TextDecoder().decode(out.stderr);
-  if (out.code !== 0) throw new Error(`ffmpeg ${args.join(" ")} failed:\n${stderr}`);
-  return stderr;
-}
+import { integratedLufs, rmsDb } from "../audio_levels.ts";
 
 /** Keeps the 220 Hz music, drops the 2 kHz voice (two 500 Hz low-passes: -40 dB at 2 kHz). */
 const MUSIC_BAND = "lowpass=f=500,lowpass=f=500,";
-
-/** RMS level in dB of the audio between `from` and `to` seconds, after `filter`. */
-async function levelDb(file: string, from: number, to: number, filter = ""): Promise<number> {
-  const log = await ffmpegLog([
-    "-ss",
-    String(from),
-    "-t",
-    String(+(to - from).toFixed(6)),
-    "-i",
-    file,
-    "-vn",
-    "-af",
-    `${filter}astats=measure_overall=RMS_level:measure_perchannel=none`,
-    "-f",
-    "null",
-    "-",
-  ]);
-  const match = log.match(/RMS level dB: (-?inf|-?[\d.]+)/);
-  assert.ok(match, `no RMS level in:\n${log}`);
-  return match[1].endsWith("inf") ? -Infinity : Number(match[1]);
-}
-
-/** Integrated loudness (LUFS) of a file by ffmpeg's `ebur128`. */
-async function integratedLufs(file: string): Promise<number> {
-  const log = await ffmpegLog(["-i", file, "-vn", "-af", "ebur128", "-f", "null", "-"]);
-  const summary = log.slice(log.lastIndexOf("Integrated loudness:"));
-  const match = summary.match(/I:\s+(-?[\d.]+) LUFS/);
-  assert.ok(match, `no integrated loudness in:\n${log.slice(-2000)}`);
-  return Number(match[1]);
-}
 
 const db = (gain: number): number => 20 * Math.log10(gain);
 
@@ -107,7 +67,7 @@ before(async () => {
     lavfi("sine=frequency=220:duration=3:sample_rate=48000", `${project}/music3.wav`),
     lavfi("sine=frequency=2000:duration=1:sample_rate=48000", `${project}/voice.wav`),
   ]);
-  musicDb = await levelDb(`${project}/music.wav`, 0.2, 1.8);
+  musicDb = await rmsDb(`${project}/music.wav`, 0.2, 1.8);
 });
 
 after(async () => {
@@ -135,14 +95,14 @@ describe("soundtrack automation", () => {
   it("data-fade-in/out: the first and last 150 ms are 10+ dB under the middle", async () => {
     const output = `${scratch}/fades.mp4`;
     await render("index.html", output);
-    const middle = await levelDb(output, 0.6, 1.4);
+    const middle = await rmsDb(output, 0.6, 1.4);
     assert.ok(Math.abs(middle - musicDb) <= 0.5, `middle ${middle} dB, source ${musicDb} dB`);
-    const first = await levelDb(output, 0, 0.15);
-    const last = await levelDb(output, 1.85, 2);
+    const first = await rmsDb(output, 0, 0.15);
+    const last = await rmsDb(output, 1.85, 2);
     assert.ok(first <= middle - 10, `first 150 ms ${first} dB vs middle ${middle} dB`);
     assert.ok(last <= middle - 10, `last 150 ms ${last} dB vs middle ${middle} dB`);
     // Halfway through the fade-in the gain is 0.5 (the curve is linear in gain).
-    const half = await levelDb(output, 0.24, 0.26);
+    const half = await rmsDb(output, 0.24, 0.26);
     assert.ok(Math.abs(half - (middle + db(0.5))) <= 1, `0.25 s: ${half} dB`);
   });
 
@@ -150,9 +110,9 @@ describe("soundtrack automation", () => {
     // Frames 10-19 at 10 fps: timeline 1.0-2.0 s; the fade-out is its last 0.5 s.
     const output = `${scratch}/fades-part.mp4`;
     await render("index.html", output, ["--frames", "10-19"]);
-    const full = await levelDb(output, 0.05, 0.45);
+    const full = await rmsDb(output, 0.05, 0.45);
     assert.ok(Math.abs(full - musicDb) <= 0.5, `0.05-0.45 s: ${full} dB, want ${musicDb}`);
-    const last = await levelDb(output, 0.85, 1);
+    const last = await rmsDb(output, 0.85, 1);
     assert.ok(last <= full - 10, `last 150 ms ${last} dB vs ${full} dB`);
   });
 
@@ -166,7 +126,7 @@ describe("soundtrack automation", () => {
       [1.55, 1.95, 0.5],
     ];
     for (const [from, to, gain] of checks) {
-      const level = await levelDb(output, from, to);
+      const level = await rmsDb(output, from, to);
       const want = musicDb + db(gain);
       assert.ok(Math.abs(level - want) <= 1, `${from}-${to} s: ${level} dB, want ${want}`);
     }
@@ -175,9 +135,9 @@ describe("soundtrack automation", () => {
   it("data-duck lowers the music 12 dB under a data-voice element, then releases it", async () => {
     const output = `${scratch}/duck.mp4`;
     await render("duck.html", output);
-    const open = await levelDb(output, 0.2, 0.8, MUSIC_BAND);
-    const ducked = await levelDb(output, 1.05, 1.95, MUSIC_BAND);
-    const released = await levelDb(output, 2.35, 2.9, MUSIC_BAND);
+    const open = await rmsDb(output, 0.2, 0.8, MUSIC_BAND);
+    const ducked = await rmsDb(output, 1.05, 1.95, MUSIC_BAND);
+    const released = await rmsDb(output, 2.35, 2.9, MUSIC_BAND);
     assert.ok(
       Math.abs(ducked - (open + db(0.25))) <= 2,
       `under the voice ${ducked} dB, before ${open} dB: want ${db(0.25).toFixed(1)} dB lower`,
@@ -191,8 +151,8 @@ describe("soundtrack automation", () => {
     const lufs = await integratedLufs(output);
     assert.ok(Math.abs(lufs - -20) <= 1, `integrated ${lufs} LUFS, want -20`);
     // One gain for the whole mix: the duck is still 12 dB deep.
-    const open = await levelDb(output, 0.2, 0.8, MUSIC_BAND);
-    const ducked = await levelDb(output, 1.05, 1.95, MUSIC_BAND);
+    const open = await rmsDb(output, 0.2, 0.8, MUSIC_BAND);
+    const ducked = await rmsDb(output, 1.05, 1.95, MUSIC_BAND);
     assert.ok(Math.abs(ducked - (open + db(0.25))) <= 2, `ducked ${ducked} vs ${open} dB`);
   });
 

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { createBrowserPool } from "../../src/render/capture_mode.ts";
 import { renderComposition } from "../../src/render/render.ts";
-import { compositionHtml, makeProject, pixelSeries } from "../helpers.ts";
+import { compositionHtml, makeProject, pixelSeries, waitFor } from "../helpers.ts";
 
 let project: string;
 let twoChunks: string;
@@ -154,8 +154,7 @@ describe("warm browser pool", () => {
     const pid = second.process.pid!;
     assert.ok(running(pid));
     await pool.close();
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(running(pid), false, "close() left the kept browser running");
+    await waitFor("close() to end the kept browser", () => !running(pid), { timeoutMs: 5000 });
   });
 });
 
@@ -165,8 +164,11 @@ describe("a browser per worker", () => {
     const { seen, frames } = await renderWithTwoWorkers(output);
     assert.equal(frames, 10);
     assert.equal(seen.size, 2, `browsers seen during the render: ${[...seen]}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.deepEqual([...seen].filter(running), [], "a worker's browser outlived the render");
+    await waitFor(
+      "the workers' browsers to exit after the render",
+      () => [...seen].filter(running).length === 0,
+      { timeoutMs: 5000 },
+    );
     const series = await pixelSeries(output, 160, 90);
     assert.equal(series.length, 10);
     for (const frame of [0, 5, 9]) {
@@ -186,7 +188,11 @@ describe("a browser per worker", () => {
       });
       assert.ok(seen.has(pid), "the first worker did not use the warm browser");
       assert.equal(seen.size, 2);
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await waitFor(
+        "the second worker's browser to exit",
+        () => [...seen].filter(running).length === 1,
+        { timeoutMs: 5000 },
+      );
       assert.deepEqual([...seen].filter(running), [pid], "only the warm browser may stay");
     } finally {
       await pool.close();

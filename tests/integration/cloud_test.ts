@@ -855,6 +855,7 @@ describe("vid cloud", () => {
       });
       await arrived.promise;
       early.child.kill("SIGINT");
+      // Deliberate: the signal lands while the upload is held (the CLI shows nothing to poll).
       await new Promise((r) => setTimeout(r, 200));
       release.resolve();
       const stopped = await early.done;

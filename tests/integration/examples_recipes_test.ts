@@ -11,6 +11,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { frameHashes, near, pixelSeries, probeVideo, rgb, ROOT, runVid } from "../helpers.ts";
+import { rmsDb } from "../audio_levels.ts";
 
 let scratch: string;
 
@@ -214,27 +215,6 @@ async function ffmpegOk(args: string[]): Promise<string> {
   const log = new TextDecoder().decode(out.stderr);
   assert.equal(out.code, 0, log);
   return log;
-}
-
-/** RMS level (dB) of the audio between `from` and `to`, after `filter`. */
-async function rmsDb(file: string, from: number, to: number, filter = ""): Promise<number> {
-  const log = await ffmpegOk([
-    "-ss",
-    String(from),
-    "-t",
-    String(+(to - from).toFixed(6)),
-    "-i",
-    file,
-    "-vn",
-    "-af",
-    `${filter}astats=measure_overall=RMS_level:measure_perchannel=none`,
-    "-f",
-    "null",
-    "-",
-  ]);
-  const match = log.match(/RMS level dB: (-?inf|-?[\d.]+)/);
-  assert.ok(match, log);
-  return match[1].endsWith("inf") ? -Infinity : Number(match[1]);
 }
 
 /** RGB of frame `n` of a 640x360 video, as bytes. */

@@ -65,6 +65,7 @@ describe("floor benchmark", () => {
       reader.releaseLock();
       const fromStart = sampleTree(busy.pid);
       const fromNow = sampleTree(busy.pid, true);
+      // Deliberate: 300 ms of the loop sleeping, which must cost it no CPU.
       await new Promise((resolve) => setTimeout(resolve, 300));
       const total = (cpu: Record<string, number>) => Object.values(cpu).reduce((a, b) => a + b, 0);
       const before = total(fromStart.stop());

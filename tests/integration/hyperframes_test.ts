@@ -32,6 +32,7 @@ import {
   ROOT,
   runVid,
 } from "../helpers.ts";
+import { rmsDb } from "../audio_levels.ts";
 
 const FIXTURES = join(ROOT, "tests", "fixtures", "hyperframes");
 const GSAP = join(ROOT, "node_modules", "gsap", "dist", "gsap.min.js");
@@ -69,32 +70,6 @@ function named(c: readonly number[]): string {
   };
   for (const [name, value] of Object.entries(names)) if (near(c, value, 40)) return name;
   return rgb(c);
-}
-
-/** RMS level in dB of a file's sound between two times. */
-async function levelDb(file: string, from: number, to: number): Promise<number> {
-  const out = await new Deno.Command("ffmpeg", {
-    args: [
-      "-ss",
-      String(from),
-      "-t",
-      String(to - from),
-      "-i",
-      file,
-      "-vn",
-      "-af",
-      "astats=measure_overall=RMS_level:measure_perchannel=none",
-      "-f",
-      "null",
-      "-",
-    ],
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const log = new TextDecoder().decode(out.stderr);
-  const match = log.match(/RMS level dB: (-?inf|-?[\d.]+)/);
-  assert.ok(match, `no RMS level in:\n${log}`);
-  return match[1].endsWith("inf") ? -Infinity : Number(match[1]);
 }
 
 /** Every frame of a video scaled to 320x180 (the server renders at its own resolution). */
@@ -491,7 +466,7 @@ describe("media in clips and sub-compositions", () => {
       );
       const levels = await Promise.all(
         [[0.05, 0.25], [0.35, 0.65], [0.75, 1.25], [1.35, 1.65], [1.75, 1.95]].map(([a, b]) =>
-          levelDb(output, a, b)
+          rmsDb(output, a, b)
         ),
       );
       const loud = levels.map((db) => db > -30);

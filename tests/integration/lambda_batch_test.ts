@@ -34,14 +34,10 @@ import {
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import {
-  type BatchManifestRow,
-  getBatchProgress,
-  largeBatchGuidance,
-  renderBatch,
-} from "../../src/lambda/batch.ts";
+import { largeBatchGuidance, renderBatch } from "../../src/lambda/batch.ts";
+import { getBatchProgress } from "../../src/lambda/batch_progress.ts";
 import type { ExecutionInput } from "../../src/lambda/config.ts";
-import { RENDER_ID_METADATA } from "../../src/batch/manifest.ts";
+import { type BatchManifestRow, RENDER_ID_METADATA } from "../../src/batch/manifest.ts";
 import { startLocalStepFunctions } from "../../src/lambda/local/local_sfn.ts";
 import {
   LOCAL_BUCKET,

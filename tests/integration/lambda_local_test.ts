@@ -38,7 +38,15 @@ import {
   startLocalStack,
 } from "../../src/lambda/local/local_stack.ts";
 import { startWarmWorkers, type WarmWorkersOptions } from "../../src/lambda/local/warm_workers.ts";
-import { compositionHtml, frameHashes, makeProject, probeVideo, ROOT, runVid } from "../helpers.ts";
+import {
+  compositionHtml,
+  frameHashes,
+  makeProject,
+  probeVideo,
+  ROOT,
+  runVid,
+  waitFor,
+} from "../helpers.ts";
 
 /** A 3 s, 320x180 composition (30 frames at 10 fps): a box sliding and changing colour. */
 const HTML = compositionHtml(`<div id="box"></div>`, {
@@ -421,6 +429,8 @@ import { writeFileSync } from "node:fs";
 export async function handler(event) {
   calls++;
   if (event.exitHookFile) process.on("exit", () => writeFileSync(event.exitHookFile, "exit"));
+  // Tells the test the invocation is in the handler (its hooks are set), so it can stop it.
+  if (event.startedFile) writeFileSync(event.startedFile, "started");
   if (event.sleepMs) await new Promise((resolve) => setTimeout(resolve, event.sleepMs));
   if (event.throw) {
     const error = new Error(event.throw.message);
@@ -523,8 +533,11 @@ describe("warm worker processes (stub handler)", () => {
     const workers = startWarmWorkers({ ...base, concurrency: 2 });
     try {
       const pending = Array.from({ length: 5 }, () => workers.invoke({ sleepMs: 300 }));
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      assert.equal(workers.stats().waiting, 3);
+      // Two run (each for 300 ms), three wait.
+      await waitFor("three invocations to wait", () => workers.stats().waiting === 3, {
+        timeoutMs: 5000,
+        intervalMs: 10,
+      });
       const replies = await Promise.all(pending) as Reply[];
       assert.equal(replies.length, 5);
       const stats = workers.stats();
@@ -639,8 +652,9 @@ describe("warm worker processes (stub handler)", () => {
   it("close() stops a busy process with SIGTERM first, so its exit hooks run (stub handler)", async () => {
     const marker = join(dir, "exit-hook-ran");
     const workers = startWarmWorkers(base);
-    const pending = workers.invoke({ exitHookFile: marker, sleepMs: 20_000 });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    const started = join(dir, "exit-hook-set");
+    const pending = workers.invoke({ exitHookFile: marker, startedFile: started, sleepMs: 20_000 });
+    await waitFor("the handler to set its exit hook", () => Deno.stat(started).catch(() => false));
     await workers.close();
     await assert.rejects(pending, (error: Error) => error.name === "Lambda.Unknown");
     assert.equal(await Deno.readTextFile(marker), "exit");
@@ -649,8 +663,9 @@ describe("warm worker processes (stub handler)", () => {
   it("close() ends busy processes: their invocations fail (stub handler)", async () => {
     const workers = startWarmWorkers(base);
     const { pid } = await workers.invoke({}) as Reply;
-    const pending = workers.invoke({ sleepMs: 20_000 });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    const started = join(dir, "busy-started");
+    const pending = workers.invoke({ startedFile: started, sleepMs: 20_000 });
+    await waitFor("the invocation to be busy", () => Deno.stat(started).catch(() => false));
     await workers.close();
     await assert.rejects(pending, (error: Error) => error.name === "Lambda.Unknown");
     assert.equal(await running(pid), false);

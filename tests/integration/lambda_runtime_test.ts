@@ -11,7 +11,12 @@
  *   selected (`AWS_LAMBDA_FUNCTION_NAME` set, no `VID_*` binaries, `HOME`/`TMPDIR` in a
  *   scratch folder), plans, renders two chunks with the packaged Chromium (inflated into
  *   that `TMPDIR`) and the packaged 2018 static ffmpeg, and assembles a 320x180 video with
- *   a soundtrack (probed by the packaged ffprobe) whose frames show the animation.
+ *   a soundtrack (probed by the packaged ffprobe) whose frames show the animation;
+ * - one ffmpeg everywhere: with `VID_FFMPEG` / `VID_FFPROBE` at the packaged binaries,
+ *   `vid render` encodes each chunk into the bytes the worker uploaded, and the whole file
+ *   is byte-identical to the Lambda render's; with the system ffmpeg (Debian 12: 5.1, x264
+ *   core 164, against the packaged 4.1's core 157) every video packet differs; and
+ *   `deno task setup` prints the ffmpeg's version, with a note when it is not that build.
  *
  * The packaged Chromium is built for Amazon Linux 2023; it also runs on this Debian
  * machine, so the render is real. Which capture mode it used is recorded per chunk: the
@@ -31,9 +36,14 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { ARTIFACT_MANIFEST, type ArtifactManifest } from "../../worker/artifact_manifest.ts";
-import { PACKAGED_BINARIES, resolveRuntime } from "../../worker/lambda_runtime.ts";
+import {
+  PACKAGED_BINARIES,
+  PACKAGED_FFMPEG_VERSION,
+  resolveRuntime,
+} from "../../worker/lambda_runtime.ts";
 import type { ExecutionInput } from "../../src/lambda/config.ts";
 import { node22 } from "../../src/lambda/local/local_stack.ts";
+import { findHeadlessShell } from "../../src/render/system.ts";
 import {
   compositionHtml,
   makeProject,
@@ -42,6 +52,7 @@ import {
   probeVideo,
   rgb,
   ROOT,
+  runVid,
 } from "../helpers.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 
@@ -114,6 +125,35 @@ process.stdout.write(JSON.stringify({ plan, chunks, assembled, env: {
 process.exit(0);
 `;
 
+/** framemd5 lines of `file`'s packets as stored (`-c copy`), read by the system ffmpeg. */
+async function packets(file: string, stream: "v" | "a"): Promise<string[]> {
+  const { stdout } = await run("ffmpeg", [
+    "-v",
+    "error",
+    "-i",
+    file,
+    "-map",
+    `0:${stream}:0`,
+    "-c",
+    "copy",
+    "-f",
+    "framemd5",
+    "-",
+  ]);
+  return stdout.split("\n").filter((line) => line !== "" && !line.startsWith("#"));
+}
+
+/** A packet's size and MD5 (a framemd5 line's last two fields): its bytes, not its timestamps. */
+function packetBytes(line: string): string {
+  return line.split(",").slice(-2).map((field) => field.trim()).join(" ");
+}
+
+/** The x264 build that encoded `file`, from the version string x264 writes into the stream. */
+async function x264Core(file: string): Promise<string | undefined> {
+  const text = new TextDecoder("latin1").decode(await Deno.readFile(file));
+  return /x264 - core (\d+)/.exec(text)?.[1];
+}
+
 describe("Lambda runtime packaging", () => {
   let scratch: string;
   let artifact: string;
@@ -154,8 +194,29 @@ describe("Lambda runtime packaging", () => {
     for (const codec of ["libx264", "libvpx-vp9", "prores_ks", "aac", "libopus"]) {
       assert.match(encoders, new RegExp(` ${codec} `), codec);
     }
+    // deno task setup compares the local ffmpeg with this version (a new pin must update it).
+    const version = (await run(ffmpeg, ["-version"])).stdout;
+    assert.match(version, new RegExp(`^ffmpeg version ${PACKAGED_FFMPEG_VERSION} `));
     const probe = await run(join(artifact, PACKAGED_BINARIES.ffprobe), ["-version"]);
     assert.match(probe.stdout, /^ffprobe version/);
+  });
+
+  it("deno task setup names the ffmpeg in use and notes when it is not the build the worker ships", async () => {
+    const setup = async (env: Record<string, string>): Promise<string> =>
+      (await run(Deno.execPath(), ["run", "-A", "scripts/setup.ts"], { cwd: ROOT, env })).stdout;
+    const packaged = join(artifact, PACKAGED_BINARIES.ffmpeg);
+    const same = await setup({ VID_FFMPEG: packaged });
+    assert.match(
+      same,
+      new RegExp(`ok +ffmpeg +${packaged} \\(ffmpeg version ${PACKAGED_FFMPEG_VERSION}\\)`),
+    );
+    assert.doesNotMatch(same, /^note:/m);
+    const system = await setup({ VID_FFMPEG: "" });
+    assert.match(system, /^ok +ffmpeg +\S+ \(ffmpeg version \S+\)$/m);
+    assert.match(
+      system,
+      /^note: ffmpeg \S+ is not the build the Lambda worker ships .*not byte-identical to Lambda's.* VID_FFMPEG=\$PWD\/dist\/worker\/node_modules\/@ffmpeg-installer\/linux-x64\/ffmpeg VID_FFPROBE=/m,
+    );
   });
 
   it("the manifest's size and file count are those of the files on disk", async () => {
@@ -344,7 +405,15 @@ describe("Lambda runtime packaging", () => {
       }
       const video = join(scratch, `${renderId}.mp4`);
       await Deno.writeFile(video, await get(input.outputKey));
-      return { result: JSON.parse(stdout), stderr, captures, video, tmp };
+      const result = JSON.parse(stdout);
+      // The chunk segments as the worker uploaded them, before assemble joined them.
+      const chunkFiles: string[] = [];
+      for (const chunk of result.chunks as { index: number; key: string }[]) {
+        const file = join(scratch, `${renderId}-chunk-${chunk.index}.mp4`);
+        await Deno.writeFile(file, await get(chunk.key));
+        chunkFiles.push(file);
+      }
+      return { result, stderr, captures, video, chunkFiles, tmp };
     }
 
     /** The video has 15 frames of 320x180, a soundtrack, and the animation's pixels. */
@@ -378,6 +447,94 @@ describe("Lambda runtime packaging", () => {
       assert.ok(captures.every((c) => c === "beginframe" || c === "screenshot"), `${captures}`);
       console.log(`packaged Chromium capture mode per chunk: ${captures.join(", ")}`);
       await checkVideo(video);
+    });
+
+    /*
+     * One ffmpeg everywhere (issue 25): the packaged ffmpeg is a 2018 static build (4.1, x264
+     * core 157) and no npm package carries a newer one vid can ship, so a local render with
+     * the system's ffmpeg (Debian 12: 5.1, core 164) cannot equal a chunk made on Lambda.
+     * Pointed at the same binaries with VID_FFMPEG / VID_FFPROBE, `vid render` encodes the
+     * very bytes the worker does. Both sides use the system's headless shell here, so that
+     * only ffmpeg varies (the packaged Chromium is another build than the system's).
+     */
+    it("one ffmpeg everywhere: `vid render` with VID_FFMPEG/VID_FFPROBE at the packaged binaries makes each Lambda chunk's video bytes and a byte-identical file; with the system ffmpeg (another x264 build) the video packets differ", async () => {
+      const shell = await findHeadlessShell();
+      assert.ok(shell, "the system's chromium-headless-shell");
+      const lambda = await renderOnLambdaPath("r-one-ffmpeg", { VID_HEADLESS_SHELL: shell });
+      assert.equal(lambda.result.env.VID_FFMPEG, join(artifact, PACKAGED_BINARIES.ffmpeg));
+      assert.equal(lambda.result.env.VID_FFPROBE, join(artifact, PACKAGED_BINARIES.ffprobe));
+
+      const local = async (
+        name: string,
+        env: Record<string, string>,
+        args: string[] = [],
+      ): Promise<string> => {
+        const output = join(scratch, name);
+        const result = await runVid(
+          ["render", project, "-o", output, "--fps", "5", "--workers", "1", ...args],
+          { env },
+        );
+        assert.equal(result.code, 0, result.stderr);
+        return output;
+      };
+      // PATH leads nowhere: the packaged binaries are the only ffmpeg and ffprobe it can use.
+      const packagedEnv = {
+        PATH: "/nonexistent",
+        VID_FFMPEG: join(artifact, PACKAGED_BINARIES.ffmpeg),
+        VID_FFPROBE: join(artifact, PACKAGED_BINARIES.ffprobe),
+      };
+      const same = await local("one-ffmpeg-packaged.mp4", packagedEnv);
+      const system = await local("one-ffmpeg-system.mp4", { VID_FFMPEG: "", VID_FFPROBE: "" });
+
+      // Chunk 0 (frames 0-9) as the worker uploaded it: the local render's first packets.
+      const [first, second] = lambda.chunkFiles;
+      const { from, to } = lambda.result.plan.chunks[1];
+      assert.deepEqual([from, to], [10, 14]);
+      const localVideo = await packets(same, "v");
+      assert.equal(localVideo.length, 15);
+      assert.deepEqual(
+        (await packets(first, "v")).map(packetBytes),
+        localVideo.slice(0, 10).map(packetBytes),
+        "chunk 0: packet bytes",
+      );
+      // Chunk 1 (frames 10-14, one grid cell) against `vid render --frames 10-14`: a file
+      // joined from several cells repeats the SPS and PPS in each keyframe packet (39 bytes
+      // more here), a file of one cell keeps them in its header only.
+      const alone = await local("one-ffmpeg-frames.mp4", packagedEnv, [
+        "--frames",
+        `${from}-${to}`,
+      ]);
+      assert.deepEqual(
+        (await packets(second, "v")).map(packetBytes),
+        (await packets(alone, "v")).map(packetBytes),
+        "chunk 1: packet bytes",
+      );
+      // Joined, with the soundtrack: the same packets, timestamps and audio.
+      assert.deepEqual(await packets(lambda.video, "v"), localVideo);
+      assert.deepEqual(await packets(lambda.video, "a"), await packets(same, "a"));
+      // And the files themselves, byte for byte.
+      const [x, y] = await Promise.all([Deno.readFile(lambda.video), Deno.readFile(same)]);
+      assert.equal(x.length, y.length, "file sizes");
+      assert.ok(x.every((byte, i) => byte === y[i]), "the Lambda render's file is vid render's");
+
+      // The contrast: the system ffmpeg's x264 encodes the same frames into other bytes.
+      const cores = {
+        lambda: await x264Core(lambda.video),
+        same: await x264Core(same),
+        system: await x264Core(system),
+      };
+      console.log(
+        `x264 core: Lambda ${cores.lambda}, local with VID_FFMPEG ${cores.same}, ` +
+          `local with the system ffmpeg ${cores.system}`,
+      );
+      assert.equal(cores.lambda, "157");
+      assert.equal(cores.same, cores.lambda);
+      assert.notEqual(cores.system, cores.lambda, "the system ffmpeg is another x264 build");
+      const systemVideo = await packets(system, "v");
+      assert.equal(systemVideo.length, 15);
+      const differing =
+        systemVideo.filter((line, i) => packetBytes(line) !== packetBytes(localVideo[i])).length;
+      assert.ok(differing > 0, "the system ffmpeg's packets differ from Lambda's (15 of 15 here)");
     });
 
     it("the screenshot capture path works with the packaged Chromium too", async () => {

@@ -27,6 +27,7 @@ import {
   probeVideo,
   runVid,
 } from "../helpers.ts";
+import { rmsDb } from "../audio_levels.ts";
 
 /** A full-frame element style. */
 const FULL = "position:absolute;left:0;top:0;width:320px;height:180px;object-fit:fill";
@@ -66,27 +67,6 @@ function mismatches(
       ? []
       : [`frame ${n}: grey ${grey}, want source frame ${k} (grey ${source[k]})`];
   });
-}
-
-/** RMS level in dB of the audio between `from` and `to` seconds (-Infinity for silence). */
-async function levelDb(file: string, from: number, to: number): Promise<number> {
-  const log = await ffmpeg([
-    "-ss",
-    String(from),
-    "-t",
-    String(to - from),
-    "-i",
-    file,
-    "-vn",
-    "-af",
-    "astats=measure_overall=RMS_level:measure_perchannel=none",
-    "-f",
-    "null",
-    "-",
-  ]);
-  const match = log.match(/RMS level dB: (-?inf|-?[\d.]+)/);
-  assert.ok(match, `no RMS level in:\n${log}`);
-  return match[1].endsWith("inf") ? -Infinity : Number(match[1]);
 }
 
 /** Power sum of two uncorrelated levels in dB. */
@@ -206,9 +186,9 @@ before(async () => {
   [clip30, clip25, musicDb, voiceDb, avDb] = await Promise.all([
     greys(`${project}/clip.mp4`, 160, 90),
     greys(`${project}/clip25.mp4`, 160, 90),
-    levelDb(`${project}/music.wav`, 0.2, 1.8),
-    levelDb(`${project}/voice.wav`, 0.05, 0.45),
-    levelDb(`${project}/av.mp4`, 0.2, 1.8),
+    rmsDb(`${project}/music.wav`, 0.2, 1.8),
+    rmsDb(`${project}/voice.wav`, 0.05, 0.45),
+    rmsDb(`${project}/av.mp4`, 0.2, 1.8),
   ]);
   assert.deepEqual([clip30.length, clip25.length], [60, 50]);
   for (const clip of [clip30, clip25]) {
@@ -375,15 +355,15 @@ describe("soundtrack", () => {
     const music = musicDb + 20 * Math.log10(0.5);
     // Before 1.5 s: the music alone at half gain (the muted voice at 0.5 s adds nothing).
     for (const [from, to] of [[0.1, 0.45], [0.55, 0.95], [1.05, 1.45]]) {
-      const level = await levelDb(output, from, to);
+      const level = await rmsDb(output, from, to);
       assert.ok(Math.abs(level - music) <= 0.5, `${from}-${to} s: ${level} dB, want ${music}`);
     }
     // The voice from 1.5 s to 2.0 s adds to the music.
-    const both = await levelDb(output, 1.55, 1.95);
+    const both = await rmsDb(output, 1.55, 1.95);
     const want = sumDb(music, voiceDb);
     assert.ok(Math.abs(both - want) <= 1, `1.55-1.95 s: ${both} dB, want ${want}`);
     // The music is 2 s long: silence after, up to the end of the video.
-    const tail = await levelDb(output, 2.1, 2.95);
+    const tail = await rmsDb(output, 2.1, 2.95);
     assert.ok(tail < -60, `2.1-2.95 s: ${tail} dB, want silence`);
   });
 
@@ -406,12 +386,12 @@ describe("soundtrack", () => {
     const audio = (await streams(output)).find((s) => s.codec_type === "audio");
     assert.ok(Math.abs(Number(audio?.duration) - 2) <= 0.03, `audio ${audio?.duration} s`);
     const music = musicDb + 20 * Math.log10(0.5);
-    const before = await levelDb(output, 0.05, 0.45);
+    const before = await rmsDb(output, 0.05, 0.45);
     assert.ok(Math.abs(before - music) <= 0.5, `0.05-0.45 s: ${before} dB, want ${music}`);
-    const both = await levelDb(output, 0.55, 0.95);
+    const both = await rmsDb(output, 0.55, 0.95);
     const want = sumDb(music, voiceDb);
     assert.ok(Math.abs(both - want) <= 1, `0.55-0.95 s: ${both} dB, want ${want}`);
-    const tail = await levelDb(output, 1.1, 1.95);
+    const tail = await rmsDb(output, 1.1, 1.95);
     assert.ok(tail < -60, `1.1-1.95 s: ${tail} dB, want silence`);
   });
 
@@ -453,9 +433,9 @@ describe("soundtrack", () => {
       assert.deepEqual(all.map((s) => s.codec_type).sort(), ["audio", "video"]);
       assert.equal(all.find((s) => s.codec_type === "audio")?.codec_name, codec);
       // The voice plays from 0.2 s to 0.7 s.
-      const gap = await levelDb(output, 0.02, 0.15);
+      const gap = await rmsDb(output, 0.02, 0.15);
       assert.ok(gap < -60, `0.02-0.15 s: ${gap} dB, want silence`);
-      const voice = await levelDb(output, 0.3, 0.6);
+      const voice = await rmsDb(output, 0.3, 0.6);
       assert.ok(Math.abs(voice - voiceDb) <= 1, `0.3-0.6 s: ${voice} dB, want ${voiceDb}`);
     });
   }
@@ -466,10 +446,10 @@ describe("soundtrack", () => {
     assert.equal(result.code, 0, result.stderr);
     const audio = (await streams(output)).find((s) => s.codec_type === "audio");
     assert.equal(audio?.codec_name, "aac");
-    const before = await levelDb(output, 0.1, 0.9);
+    const before = await rmsDb(output, 0.1, 0.9);
     assert.ok(before < -60, `0.1-0.9 s: ${before} dB, want silence before data-start`);
     for (const [from, to] of [[1.1, 1.9], [2.1, 2.9]]) {
-      const level = await levelDb(output, from, to);
+      const level = await rmsDb(output, from, to);
       assert.ok(Math.abs(level - avDb) <= 1, `${from}-${to} s: ${level} dB, want ${avDb}`);
     }
   });

@@ -225,6 +225,7 @@ describe("vid preview studio", () => {
     await page.keyboard.press("Space");
     assert.equal(await page.$eval("#play", (el) => el.textContent), "Play");
     const stopped = (await stageState(page)).frame;
+    // Deliberate: lets time pass (nothing to wait for) to show that nothing moves.
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal((await stageState(page)).frame, stopped, "paused: the frame stays put");
   });
@@ -344,6 +345,7 @@ describe("vid preview studio", () => {
     // The edited corner (yellow) is in the render too: it used the project as it is now.
     const corner = pixel(await videoFrame(`${project}/renders/${name}`, 10), 300, 170);
     assert.ok(near(corner, [255, 255, 0], 24), `rendered corner is yellow, got ${corner}`);
+    // Deliberate: lets the watcher's debounce pass, to show that it does nothing.
     await new Promise((resolve) => setTimeout(resolve, 400));
     assert.equal((await stageState(page)).generation, before, "writing renders/ reloads nothing");
   });

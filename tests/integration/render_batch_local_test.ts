@@ -20,6 +20,7 @@ import {
   rgb,
   ROOT,
   runVid,
+  waitFor,
 } from "../helpers.ts";
 
 /** The page's background is the `color` variable; `boom` makes the page throw. */
@@ -446,8 +447,7 @@ describe("vid render-batch: Ctrl-C", () => {
     ]);
     const left = await Array.fromAsync(Deno.readDir(`${dir}/renders`));
     assert.deepEqual(left.map((e) => e.name), ["vid-batch-manifest.json"], "no partial outputs");
-    await new Promise((r) => setTimeout(r, 500));
-    assert.ok(!alive(browsers[0]), "the browser is gone");
+    await waitFor("the batch's browser to exit", () => !alive(browsers[0]), { timeoutMs: 5000 });
     await Deno.remove(dir, { recursive: true });
   });
 });

@@ -268,7 +268,7 @@ describe("vid render under interference", () => {
     const encoder = startEncoder({
       ffmpeg: "ffmpeg",
       output: join(dir, "chunk.mp4"),
-      fps: 10,
+      frameRate: { num: 10, den: 1 },
       format: "mp4",
       quality: "draft",
       width: 320,

@@ -39,7 +39,15 @@ import {
   S3_CREDENTIALS,
   startLocalStack,
 } from "../../src/lambda/local/local_stack.ts";
-import { compositionHtml, near, pixelSeries, probeVideo, rgb, runVid } from "../helpers.ts";
+import {
+  compositionHtml,
+  near,
+  pixelSeries,
+  probeVideo,
+  rgb,
+  runVid,
+  waitFor as poll,
+} from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
 import { verifyWebhook } from "../../src/webhooks/webhooks.ts";
 
@@ -153,11 +161,7 @@ async function waitFor(
 }
 
 async function eventually(check: () => boolean, what: string, timeoutMs = 10000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await poll(what, check, { timeoutMs, intervalMs: 50 });
 }
 
 const finished = (render: Json) => render.status === "completed" || render.status === "failed";

@@ -11,6 +11,7 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
+import postgresClient from "postgres";
 import {
   createAccount,
   serverDatabaseRow,
@@ -154,7 +155,96 @@ describe("vid server while PostgreSQL is away", () => {
       }
       assert.equal(back.status, 200, JSON.stringify(back.body));
       assert.equal(back.body.email, "away@example.com");
+    } catch (error) {
+      // Whatever failed, the server's own account of it says why (a crash prints its error).
+      const status = await server.stop();
+      throw new Error(
+        `${error}\nvid server exited ${status.code}; it printed:\n${server.output()}${server.errors()}`,
+        { cause: error },
+      );
     } finally {
+      await server.stop();
+      await Deno.remove(dataDir, { recursive: true });
+    }
+  });
+  it("carries on when its connections are terminated while they start up (57P01 before the first query)", async () => {
+    // Deterministic form of a crash seen under load: PostgreSQL shutting down just as the
+    // server opened a connection. A lock on pg_type holds each new connection of the server
+    // in its set-up (a fresh backend reads pg_type), where it is terminated as a shutdown
+    // terminates it. The client once fetched array types there, in a promise nobody awaited:
+    // its rejection ended the process.
+    const dataDir = await serverDataDir("vid-database-setup-");
+    const key = await createAccount(dataDir, "setup@example.com");
+    const server = await startServerProcess(dataDir);
+    // Ours fetch no types, and their statements are planned before the lock is taken.
+    const admin = postgresClient(serverDatabaseUrl(dataDir), {
+      max: 1,
+      fetch_types: false,
+      onnotice: () => {},
+    });
+    const locker = postgresClient(serverDatabaseUrl(dataDir), {
+      max: 1,
+      fetch_types: false,
+      onnotice: () => {},
+    });
+    const waiting =
+      "select pid from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'";
+    // Every client connection to the database but ours and the lock's.
+    const terminate = (spare: number) =>
+      admin.unsafe(
+        "select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and backend_type = 'client backend' and pid <> pg_backend_pid() and pid <> $1",
+        [spare],
+      );
+    const release = Promise.withResolvers<void>();
+    let holding: Promise<unknown> | undefined;
+    const me = async (): Promise<number> => {
+      const response = await fetch(`${server.url}/v3/me`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      await response.body?.cancel();
+      return response.status;
+    };
+    try {
+      assert.equal(await me(), 200);
+      const [{ pid: lockPid }] = await locker.unsafe("select pg_backend_pid() as pid");
+      await admin.unsafe(waiting);
+      await terminate(lockPid);
+      const locked = Promise.withResolvers<void>();
+      holding = locker.begin(async (tx) => {
+        await tx.unsafe("lock table pg_catalog.pg_type in access exclusive mode");
+        locked.resolve();
+        await release.promise;
+      });
+      await locked.promise;
+      // The server's connections end: its next queries need new ones, which stop in set-up.
+      await terminate(lockPid);
+      const asked = me().catch((error) => `${error}`);
+      const deadline = Date.now() + 30_000;
+      while ((await admin.unsafe(waiting)).length === 0) {
+        if (Date.now() > deadline) throw new Error("no connection of the server waited on pg_type");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await terminate(lockPid);
+      release.resolve();
+      await holding;
+      const answered = await asked;
+      assert.ok(answered === 200 || answered === 503, `GET /v3/me: ${answered}`);
+      let status = await me();
+      while (status !== 200 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        status = await me();
+      }
+      assert.equal(status, 200);
+    } catch (error) {
+      release.resolve();
+      await holding?.catch(() => {});
+      const status = await server.stop();
+      throw new Error(
+        `${error}\nvid server exited ${status.code}; it printed:\n${server.output()}${server.errors()}`,
+        { cause: error },
+      );
+    } finally {
+      await Promise.all([admin.end(), locker.end()]);
       await server.stop();
       await Deno.remove(dataDir, { recursive: true });
     }

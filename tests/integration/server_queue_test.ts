@@ -15,7 +15,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { zipSync } from "fflate";
-import { compositionHtml, runVid } from "../helpers.ts";
+import { compositionHtml, runVid, waitFor } from "../helpers.ts";
 import {
   createAccount,
   serverDatabaseRow,
@@ -39,11 +39,7 @@ function page(duration: number, id: string): string {
 }
 
 async function until(what: string, check: () => Promise<boolean> | boolean, ms = 90000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await waitFor(what, check, { timeoutMs: ms });
 }
 
 /** Whether the server process is still running. */

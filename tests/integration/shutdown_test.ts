@@ -99,6 +99,7 @@ describe("long-running commands: stop signals and hung pages", () => {
       const held = await start(args, /"url"/);
       const url = JSON.parse(held.stdout().split("\n")[0]).url;
       const request = holdRequest(`${url}__preview/variables`);
+      // A grace period: the server taking the request in cannot be seen from outside.
       await new Promise((resolve) => setTimeout(resolve, 500));
       const cut = await stopWith(held, ["SIGTERM"]);
       assert.equal(cut.code, 1, held.stderr());
@@ -109,6 +110,7 @@ describe("long-running commands: stop signals and hung pages", () => {
       const twice = await start(args, /"url"/);
       const url2 = JSON.parse(twice.stdout().split("\n")[0]).url;
       const request2 = holdRequest(`${url2}__preview/variables`);
+      // A grace period: the server taking the request in cannot be seen from outside.
       await new Promise((resolve) => setTimeout(resolve, 500));
       const again = await stopWith(twice, ["SIGTERM", "SIGTERM"]);
       assert.equal(again.code, 1, twice.stderr());
@@ -141,6 +143,7 @@ describe("long-running commands: stop signals and hung pages", () => {
       const bucket = held.stdout().match(/export VID_LAMBDA_BUCKET=(\S+)/)![1];
       // An object upload that never finishes.
       const request = holdRequest(`${endpoint}/${bucket}/held-open.bin`, "PUT");
+      // A grace period: the server taking the request in cannot be seen from outside.
       await new Promise((resolve) => setTimeout(resolve, 500));
       const cut = await stopWith(held, ["SIGTERM"]);
       assert.ok(cut.seconds < 10, `exited ${cut.seconds.toFixed(1)} s after SIGTERM`);

@@ -17,13 +17,10 @@ import {
   ListObjectsV2Command,
   S3Client,
 } from "@aws-sdk/client-s3";
-import {
-  FsStorage,
-  S3Storage,
-  type Storage,
-  StorageError,
-  storageFromUrl,
-} from "../../src/server/storage.ts";
+import { type Storage, StorageError } from "../../src/server/storage.ts";
+import { FsStorage } from "../../src/server/storage_file.ts";
+import { S3Storage } from "../../src/server/storage_s3.ts";
+import { storageFromUrl } from "../../src/server/storage_url.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 
 const encoder = new TextEncoder();

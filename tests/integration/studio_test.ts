@@ -436,6 +436,7 @@ describe("the vid preview studio for template authors", () => {
       await studio.$eval("#timecode-input", (el) => el.getAttribute("aria-invalid")),
       "true",
     );
+    // Deliberate: lets time pass (nothing to wait for) to show the stage does not move.
     await new Promise((resolve) => setTimeout(resolve, 200));
     assert.equal((await stageData(studio)).frame, "15", "the stage stayed at frame 15");
     await studio.click("#play");

@@ -64,7 +64,7 @@ async function seekAndCapture(
   const prepared = await prepareComposition({ target: project, composition });
   const session = await openRenderSession({
     prepared,
-    fps: 30,
+    frameRate: { num: 30, den: 1 },
     format: "mp4",
     capture: "beginframe",
   });

@@ -17,7 +17,7 @@ import { now, openDatabase } from "../../src/server/db.ts";
 import { startQueue } from "../../src/server/queue.ts";
 import type { RenderBackend } from "../../src/server/render_backend.ts";
 import { transitionRender } from "../../src/server/renders.ts";
-import { FsStorage } from "../../src/server/storage.ts";
+import { FsStorage } from "../../src/server/storage_file.ts";
 import {
   meteredBackend,
   METRIC_NAMES,

@@ -19,7 +19,7 @@ import {
   RenderBackendConfigError,
   resolveRenderBackend,
 } from "../../src/server/render_backend.ts";
-import { FsStorage } from "../../src/server/storage.ts";
+import { FsStorage } from "../../src/server/storage_file.ts";
 
 async function eventually(
   check: () => boolean | Promise<boolean>,

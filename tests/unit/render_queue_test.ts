@@ -14,7 +14,7 @@ import { type ServerContext, serverLimits } from "../../src/server/context.ts";
 import { now, openDatabase } from "../../src/server/db.ts";
 import { startQueue } from "../../src/server/queue.ts";
 import type { RenderBackend } from "../../src/server/render_backend.ts";
-import { FsStorage } from "../../src/server/storage.ts";
+import { FsStorage } from "../../src/server/storage_file.ts";
 
 async function eventually(
   check: () => boolean | Promise<boolean>,

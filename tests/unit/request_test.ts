@@ -2,7 +2,8 @@
  * The render request's declarations (`src/request/`): every option's command-line text
  * parses to the SDK value, its default is the one documented, a bad value is refused
  * naming both the SDK field and the flag, the cross-field rules hold, the declared value
- * types agree with the SDK's option types (a compile error otherwise), and every declared
+ * types agree with the SDK's option types (a compile error otherwise), the frame rate reaches
+ * the render session, its page and the encoder parsed (a compile error otherwise), and every declared
  * flag is in the `--help` of each command that takes it (the live tree's, built in this
  * process; tests/integration/help_test.ts runs `vid render --help` as a subprocess).
  *
@@ -18,6 +19,11 @@ import type { RenderConfig } from "../../src/lambda/config.ts";
 import type { CloudRenderOptions } from "../../src/cloud/render.ts";
 import type { RenderOptions } from "../../src/render/render.ts";
 import type { StillOptions } from "../../src/render/still.ts";
+import type { SessionOptions } from "../../src/render/session.ts";
+import type { PageSpec } from "../../src/render/render_chunk.ts";
+import type { EncoderOptions } from "../../src/render/encode.ts";
+import { type FrameRate, FrameRateError } from "../../src/composition/frame_rate.ts";
+import { configFrameRate } from "../../src/request/execution_input.ts";
 import {
   ALL_OPTIONS,
   checkApiField,
@@ -318,6 +324,36 @@ const agreement: {
 describe("request: the SDK's option types agree with the declarations", () => {
   it("checked at compile time (see `agreement`)", () => {
     assert.ok(Object.values(agreement).every((ok) => ok));
+  });
+});
+
+/** True when `T` takes the parsed rate and no `fps` it would have to parse again. */
+type TakesParsedRate<T extends { frameRate: unknown }> = "fps" extends keyof T ? false
+  : Assignable<T["frameRate"], FrameRate>;
+/**
+ * Compile-time proof that the frame rate is parsed once, where the request comes in: the
+ * render session, its page and the encoder take a `FrameRate`, never a number or text.
+ */
+const parsedOnce: {
+  session: TakesParsedRate<SessionOptions>;
+  page: TakesParsedRate<PageSpec>;
+  encoder: TakesParsedRate<EncoderOptions>;
+} = { session: true, page: true, encoder: true };
+
+describe("request: the frame rate is parsed once", () => {
+  it("the inner layers take a parsed FrameRate (checked at compile time, see `parsedOnce`)", () => {
+    assert.ok(Object.values(parsedOnce).every((ok) => ok));
+  });
+
+  it("a distributed render's config.fps is read once, with config.fps's words", () => {
+    assert.deepEqual(configFrameRate({ fps: "30000/1001" }), { num: 30000, den: 1001 });
+    assert.deepEqual(configFrameRate({ fps: null }), { num: 30, den: 1 });
+    assert.throws(
+      () => configFrameRate({ fps: 500 }),
+      (error: unknown) =>
+        error instanceof FrameRateError && error.field === "config.fps" &&
+        /must be a rate from 1 to 240, got 500/.test(error.message),
+    );
   });
 });
 

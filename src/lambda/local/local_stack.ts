@@ -20,7 +20,8 @@ import { CreateBucketCommand } from "@aws-sdk/client-s3";
 import { s3ClientFor } from "../../aws/clients.ts";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type InvokeContext, startLocalStepFunctions } from "./local_sfn.ts";
+import { startLocalStepFunctions } from "./local_sfn.ts";
+import type { InvokeContext } from "./local_sfn_execution.ts";
 import { stateMachineDefinition } from "../state_machine.ts";
 import { startWarmWorkers, type WarmWorkersStats } from "./warm_workers.ts";
 

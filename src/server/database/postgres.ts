@@ -31,6 +31,8 @@ const RETRYABLE = new Set(["40001", "40P01"]);
 const AWAY = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
+  // A write to a connection PostgreSQL already closed (it shut down between two statements).
+  "EPIPE",
   "ENOTFOUND",
   "EHOSTUNREACH",
   "ETIMEDOUT",
@@ -163,6 +165,11 @@ export async function openPostgres(url: string): Promise<Database> {
     max: POOL_SIZE,
     connect_timeout: CONNECT_TIMEOUT_SECONDS,
     onnotice: () => {},
+    // The client's default reads PostgreSQL's array types on every new connection, in a
+    // promise nothing awaits: a connection ended during that read (a shutdown, a restart, a
+    // terminated backend) rejected it unhandled, which ended the whole server. Statements here
+    // bind only strings, numbers and nulls, so the array types are never needed.
+    fetch_types: false,
     // Counts and bigint columns (timestamps in ms) come back as numbers, as SQLite gives them.
     types: {
       int8: {

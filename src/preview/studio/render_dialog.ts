@@ -1,0 +1,330 @@
+/**
+ * The studio's render dialog: the Render button opens it filled from the composition (its
+ * formats, qualities, scales, frame rate and range; a still at the playhead's frame), "start"
+ * posts the render, Cancel cancels it, and the render's progress and result show beneath.
+ * The body of the request (`POST /__preview/render`), the range at another frame rate and
+ * how sizes read are pure functions, unit-tested.
+ *
+ * @module
+ */
+
+import type { StudioElements } from "./dom.ts";
+import type { Info, RenderStatus } from "./types.ts";
+
+/** What the dialog shows for a choice whose value is not self-explaining. */
+export const OPTION_LABELS: Readonly<Record<string, string>> = {
+  png: "PNG sequence",
+  still: "Still (PNG)",
+};
+
+/**
+ * A file size as the dialog shows it: MB with one decimal from 1 MiB, else whole KB (at
+ * least 1).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(formatBytes(3 * 1048576 + 200000), "3.2 MB");
+ * assert.equal(formatBytes(10), "1 KB");
+ * ```
+ */
+export function formatBytes(n: number): string {
+  return n >= 1048576
+    ? `${(n / 1048576).toFixed(1)} MB`
+    : `${Math.max(1, Math.round(n / 1024))} KB`;
+}
+
+/**
+ * The last frame of a `duration`-second composition rendered at `fps` (at least frame 0).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(lastFrameAt(2, 30), 59);
+ * assert.equal(lastFrameAt(0.01, 24), 0);
+ * ```
+ */
+export function lastFrameAt(duration: number, fps: number): number {
+  return Math.max(1, Math.round(duration * fps + 1e-9)) - 1;
+}
+
+/** The dialog's fields, as typed. */
+export interface RenderDialogFields {
+  /** The changed variable values. */
+  values: Record<string, unknown>;
+  /** The composition's entry file. */
+  entry: string;
+  /** `mp4`, `png`, `still`, … */
+  format: string;
+  /** The quality preset. */
+  quality: string;
+  /** The scale, `"1"` for none. */
+  scale: string;
+  /** The frame rate field. */
+  fps: string;
+  /** The first frame field. */
+  from: string;
+  /** The last frame field. */
+  to: string;
+  /** The last frame of the whole composition at the chosen rate (the "to" field's max). */
+  toMax: string;
+  /** The output name, "" for the default. */
+  name: string;
+}
+
+/**
+ * The render request's body: only what differs from the composition's own (scale 1, its
+ * frame rate `compositionFps`, the whole range) is sent; a still renders the one frame in
+ * "from".
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const fields = { values: {}, entry: "index.html", format: "mp4", quality: "standard",
+ *   scale: "1", fps: "30", from: "0", to: "59", toMax: "59", name: " " };
+ * assert.deepEqual(renderRequestBody(fields, 30), {
+ *   values: {}, entry: "index.html", format: "mp4", quality: "standard",
+ * });
+ * assert.deepEqual(renderRequestBody({ ...fields, format: "still", from: "12" }, 30), {
+ *   values: {}, entry: "index.html", format: "still", quality: "standard", from: 12, to: 12,
+ * });
+ * ```
+ */
+export function renderRequestBody(
+  fields: RenderDialogFields,
+  compositionFps: number,
+): Record<string, unknown> {
+  const from = Number(fields.from);
+  const to = Number(fields.to);
+  return {
+    values: fields.values,
+    entry: fields.entry,
+    format: fields.format,
+    quality: fields.quality,
+    ...(fields.scale !== "1" ? { scale: Number(fields.scale) } : {}),
+    ...(fields.fps !== String(+compositionFps.toFixed(3)) ? { fps: Number(fields.fps) } : {}),
+    ...(fields.format === "still"
+      ? { from, to: from }
+      : from !== 0 || to !== Number(fields.toMax)
+      ? { from, to }
+      : {}),
+    ...(fields.name.trim() ? { name: fields.name.trim() } : {}),
+  };
+}
+
+/** The render dialog's elements (`studio_page.ts`). */
+export type RenderDialogElements = Pick<
+  StudioElements,
+  | "renderButton"
+  | "renderCancel"
+  | "renderProgress"
+  | "renderStatus"
+  | "renderMessage"
+  | "renderDialog"
+  | "renderFormat"
+  | "renderQuality"
+  | "renderScale"
+  | "renderFps"
+  | "renderFrom"
+  | "renderTo"
+  | "renderName"
+>;
+
+/** What the render dialog reads from the studio when it opens and starts a render. */
+export interface RenderDialogHost {
+  /** The composition on stage; undefined until it is read. */
+  info(): Info | undefined;
+  /** The variable values on stage. */
+  values(): Record<string, unknown>;
+  /** The composition's entry file. */
+  entry(): string;
+  /** The frame under the playhead (a still's default). */
+  playheadFrame(): number;
+  /** The composition's last frame. */
+  lastFrame(): number;
+}
+
+/**
+ * Wires the render dialog: the Render button opens it filled from the composition, closing
+ * it with "start" posts the render, Cancel cancels one under way; returns how a render's
+ * status (from the server's events) is shown.
+ *
+ * @example
+ * ```ts no_run
+ * import { studioElements } from "./dom.ts";
+ *
+ * const { showRender } = wireRenderDialog(studioElements(), {
+ *   info: () => undefined,
+ *   values: () => ({}),
+ *   entry: () => "index.html",
+ *   playheadFrame: () => 0,
+ *   lastFrame: () => 0,
+ * });
+ * showRender({ state: "idle", id: 0 });
+ * ```
+ */
+export function wireRenderDialog(
+  elements: RenderDialogElements,
+  host: RenderDialogHost,
+): { showRender(status: RenderStatus): void } {
+  const {
+    renderButton,
+    renderCancel,
+    renderProgress,
+    renderStatus,
+    renderMessage,
+    renderDialog,
+    renderFormat,
+    renderQuality,
+    renderScale,
+    renderFps,
+    renderFrom,
+    renderTo,
+    renderName,
+  } = elements;
+
+  const showRender = (status: RenderStatus): void => {
+    renderStatus.dataset.state = status.state;
+    renderProgress.hidden = status.state === "idle";
+    renderCancel.hidden = status.state !== "rendering";
+    const p = status.progress;
+    renderProgress.max = p?.framesTotal || 1;
+    renderProgress.value = status.state === "done" ? renderProgress.max : p?.framesDone ?? 0;
+    renderStatus.replaceChildren();
+    if (status.state === "rendering") {
+      const eta = p?.etaSeconds !== undefined && Number.isFinite(p.etaSeconds)
+        ? `, about ${Math.max(0, Math.ceil(p.etaSeconds))} s left`
+        : "";
+      renderStatus.textContent = p && p.stage === "rendering"
+        ? `Rendering: ${p.framesDone} / ${p.framesTotal} frames (${p.fps.toFixed(1)} fps${eta})`
+        : `Rendering: ${p?.stage ?? "starting"}`;
+      renderStatus.dataset.eta = p?.etaSeconds === undefined ? "" : String(p.etaSeconds);
+    } else if (status.state === "done" && status.file) {
+      // A PNG sequence is a folder: the link opens its first frame, the text names the folder.
+      const file = status.file;
+      const link = document.createElement("a");
+      link.id = "render-link";
+      link.href = `/__preview/renders/${file.split("/").map(encodeURIComponent).join("/")}`;
+      link.download = file.split("/").pop()!;
+      link.textContent = `renders/${file}`;
+      renderStatus.append(
+        status.folder ? `Done: renders/${status.folder} (first frame: ` : "Done: ",
+        link,
+        status.folder ? ")" : "",
+        ` (${status.frames} frames, ${formatBytes(status.bytes ?? 0)}, ${
+          ((status.elapsedMs ?? 0) / 1000).toFixed(1)
+        } s)`,
+      );
+    } else if (status.state === "cancelled") {
+      renderStatus.textContent = "Render cancelled; no file was written.";
+    } else if (status.state === "failed") {
+      renderStatus.textContent = `Render failed: ${status.error?.message ?? "unknown error"}`;
+    }
+  };
+
+  const fillOptions = (select: HTMLSelectElement, options: string[], chosen: string): void => {
+    const keep = select.value || chosen;
+    select.replaceChildren(...options.map((value) => {
+      const option = document.createElement("option");
+      option.value = value;
+      option.textContent = OPTION_LABELS[value] ?? value;
+      return option;
+    }));
+    select.value = options.includes(keep) ? keep : chosen;
+  };
+
+  // At another frame rate the whole composition is other frame numbers: a range left whole
+  // stays whole (the server counts its frames), an edited one is kept as typed.
+  renderFps.addEventListener("input", () => {
+    const fps = Number(renderFps.value);
+    const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
+    const info = host.info();
+    if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
+    const last = String(lastFrameAt(info.duration, fps));
+    renderFrom.max = renderTo.max = last;
+    renderTo.value = last;
+  });
+
+  // A still is one frame: the playhead's, which "from" then holds (and the user may change).
+  renderFormat.addEventListener("change", () => {
+    if (renderFormat.value === "still") {
+      renderFrom.value = String(host.playheadFrame());
+    }
+    renderTo.disabled = renderFormat.value === "still";
+  });
+
+  renderButton.addEventListener("click", () => {
+    const info = host.info();
+    if (!info) return;
+    fillOptions(renderFormat, info.render.formats, "mp4");
+    fillOptions(renderQuality, info.render.qualities, "standard");
+    fillOptions(renderScale, info.render.scales, "1");
+    renderFps.value = String(+info.fps.toFixed(3));
+    renderFrom.max = renderTo.max = String(host.lastFrame());
+    renderTo.disabled = renderFormat.value === "still";
+    renderFrom.value = renderFormat.value === "still" ? String(host.playheadFrame()) : "0";
+    renderTo.value = String(host.lastFrame());
+    renderName.placeholder = `${info.id}-<date>-<time>`;
+    renderDialog.showModal();
+  });
+
+  const startRender = async (): Promise<void> => {
+    renderMessage.textContent = "";
+    renderMessage.dataset.kind = "";
+    try {
+      const response = await fetch("/__preview/render", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(renderRequestBody({
+          values: host.values(),
+          entry: host.entry(),
+          format: renderFormat.value,
+          quality: renderQuality.value,
+          scale: renderScale.value,
+          fps: renderFps.value,
+          from: renderFrom.value,
+          to: renderTo.value,
+          toMax: renderTo.max,
+          name: renderName.value,
+        }, host.info()?.fps ?? 0)),
+      });
+      const body = await response.json() as {
+        ok: boolean;
+        status?: RenderStatus;
+        error?: { message: string };
+      };
+      if (body.ok && body.status) {
+        showRender(body.status);
+        return;
+      }
+      renderMessage.textContent = body.error?.message ?? `render refused (${response.status})`;
+      renderMessage.dataset.kind = response.status === 409 ? "busy" : "error";
+    } catch (error) {
+      renderMessage.textContent = `cannot reach vid preview: ${(error as Error).message}`;
+      renderMessage.dataset.kind = "error";
+    }
+  };
+
+  renderDialog.addEventListener("close", () => {
+    if (renderDialog.returnValue === "start") void startRender();
+    renderDialog.returnValue = "";
+  });
+
+  renderCancel.addEventListener("click", async () => {
+    renderCancel.disabled = true;
+    try {
+      await fetch("/__preview/render/cancel", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}",
+      });
+    } finally {
+      renderCancel.disabled = false;
+    }
+  });
+
+  return { showRender };
+}

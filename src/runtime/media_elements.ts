@@ -1,0 +1,281 @@
+/**
+ * `<video>` and `<audio>` in the page: they never play on their own. Each is described to the
+ * renderer (its window on the timeline and its audio attributes, for the mix) and each video
+ * is seeked frame-exactly on every frame, to the middle of the source frame that covers the
+ * frame's time, through the renderer's intra-coded proxy when there is one.
+ *
+ * Under BeginFrame control a video's frame reaches the compositor on its own thread, so
+ * `seeked` alone does not mean the next BeginFrame shows it: the renderer draws again until
+ * `requestVideoFrameCallback` has confirmed every seeked video, and seeks a video again when
+ * its frame is slow to show ({@linkcode MediaSeeker.reseekVideos}).
+ *
+ * Runs in the page (bundled into the runtime by `scripts/build_page_code.ts`).
+ *
+ * @module
+ */
+
+import type { RealTime } from "./clock.ts";
+import type { HyperframesModel } from "./hyperframes.ts";
+import type { MediaAudioAttributes, MediaDescriptor, RuntimeConfig } from "./page_runtime.ts";
+
+/**
+ * Where in its source a video is seeked to at composition time `t`: its window
+ * (`start`, `mediaStart`, `duration`, `playbackRate`) and `loop` applied, clamped to the
+ * source's `length` (seconds, when known); with the source's frame rate `fps` (> 0), the
+ * middle of the source frame that covers that time, so rounding in the decoder's
+ * timestamps can never pick its neighbour.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const clip = { start: 1, mediaStart: 0, duration: null, playbackRate: 1, loop: false };
+ * assert.equal(videoSeekTarget(clip, 0.5, 10, 0), 0); // before its start: its first frame
+ * assert.equal(videoSeekTarget(clip, 1.51, 10, 25), 0.5); // the middle of source frame 12
+ * const looped = { ...clip, start: 0, loop: true };
+ * assert.equal(videoSeekTarget(looped, 2.5, 2, 0), 0.5);
+ * ```
+ */
+export function videoSeekTarget(
+  d: Pick<MediaDescriptor, "start" | "mediaStart" | "duration" | "playbackRate" | "loop">,
+  t: number,
+  length: number,
+  fps: number,
+): number {
+  const local = Math.max(0, t - d.start);
+  const played = d.duration === null ? local : Math.min(local, d.duration);
+  let mediaTime = d.mediaStart + played * d.playbackRate;
+  if (Number.isFinite(length) && length > 0) {
+    if (d.loop && mediaTime >= length) {
+      const span = length - d.mediaStart;
+      mediaTime = span > 0 ? d.mediaStart + ((mediaTime - d.mediaStart) % span) : 0;
+    }
+    mediaTime = Math.min(mediaTime, length);
+  }
+  let target = mediaTime;
+  if (fps > 0) {
+    const last = Number.isFinite(length)
+      ? Math.max(0, Math.ceil(length * fps - 1e-6) - 1)
+      : Infinity;
+    const index = Math.min(Math.floor(mediaTime * fps + 1e-6), last);
+    target = (index + 0.5) / fps;
+  }
+  return target;
+}
+
+/**
+ * A numeric attribute of `el`, or `fallback` when it is absent, blank or not a finite number.
+ *
+ * @example
+ * ```ts no_run
+ * const start = numberAttribute(document.querySelector("video")!, "data-start", 0);
+ * ```
+ */
+export function numberAttribute(el: Element, name: string, fallback: number): number {
+  const raw = el.getAttribute(name);
+  const value = raw === null || raw.trim() === "" ? Number.NaN : Number(raw);
+  return Number.isFinite(value) ? value : fallback;
+}
+
+// Audio automation travels as written: the renderer parses it (and names a bad one), so
+// the page never guesses at what a malformed attribute meant.
+function audioAttributes(el: HTMLMediaElement): Pick<MediaDescriptor, "element" | "audio"> {
+  const tag = el.localName;
+  const name = el.id
+    ? `<${tag} id="${el.id}">`
+    : `<${tag} src="${
+      el.getAttribute("src") ?? el.querySelector("source")?.getAttribute("src") ?? ""
+    }">`;
+  const audio: MediaAudioAttributes = {};
+  const read = (key: "volume" | "fadeIn" | "fadeOut" | "duck", attribute: string): void => {
+    const text = el.getAttribute(attribute);
+    if (text !== null && text.trim() !== "") audio[key] = text;
+  };
+  read("volume", "data-volume");
+  read("fadeIn", "data-fade-in");
+  read("fadeOut", "data-fade-out");
+  read("duck", "data-duck");
+  if (el.hasAttribute("data-voice")) audio.voice = true;
+  return { element: name, audio };
+}
+
+/** The page's media elements as the runtime drives them. */
+export interface MediaSeeker {
+  /** The page's `<video>` and `<audio>` elements, in document order. */
+  elements(): HTMLMediaElement[];
+  /** How the renderer sees `el`: its source, window on the timeline and audio attributes. */
+  describe(el: HTMLMediaElement): MediaDescriptor;
+  /** Pauses and mutes every element and seeks each shown video to its frame at `t`. */
+  seekVideos(t: number): Promise<void>;
+  /** How many videos seeked for the current frame wait for their frame to be presented. */
+  pending(): number;
+  /** Seeks again each waiting video whose re-seek is due; returns how many were. */
+  reseekVideos(): number;
+  /** Resolves once no seeked video waits, or after `maxMs`; resolves to how many still wait. */
+  untilVideosPresented(maxMs?: number): Promise<number>;
+}
+
+/**
+ * Creates the media side of the runtime for one page.
+ *
+ * @example
+ * ```ts no_run
+ * import { captureRealTime } from "./clock.ts";
+ *
+ * const config = { variables: {}, seed: 1, epochMs: 0, fps: 30, readyTimeoutMs: 30000 };
+ * const media = createMediaSeeker(config, captureRealTime(), undefined);
+ * await media.seekVideos(1.5);
+ * await media.untilVideosPresented();
+ * ```
+ */
+export function createMediaSeeker(
+  config: RuntimeConfig,
+  real: RealTime,
+  hyperframes: HyperframesModel | undefined,
+): MediaSeeker {
+  const RealDate = real.Date;
+  const originalSource = new WeakMap<HTMLMediaElement, string>();
+  const sourceOf = (el: HTMLMediaElement): string => {
+    const known = originalSource.get(el);
+    if (known) return known;
+    const src = el.currentSrc || el.src || el.querySelector("source")?.src || "";
+    if (src) originalSource.set(el, src);
+    return src;
+  };
+  const describe = (el: HTMLMediaElement): MediaDescriptor => {
+    const duration = numberAttribute(el, "data-duration", Number.NaN);
+    const playbackRate = numberAttribute(el, "data-playback-rate", 1) || 1;
+    const own = {
+      start: numberAttribute(el, "data-start", 0),
+      mediaStart: numberAttribute(el, "data-media-start", 0),
+      duration: Number.isFinite(duration) && duration > 0 ? duration : null,
+    };
+    // Inside a sub-composition or a timed clip, its window moves and ends with theirs.
+    const timing = hyperframes ? hyperframes.mediaWindow(el, own, playbackRate) : own;
+    return {
+      kind: el instanceof HTMLVideoElement ? "video" : "audio",
+      src: sourceOf(el),
+      ...timing,
+      volume: Math.max(0, numberAttribute(el, "data-volume", 1)),
+      muted: el.hasAttribute("muted") || el.muted,
+      loop: el.loop,
+      playbackRate,
+      ...audioAttributes(el),
+    };
+  };
+  const mediaElements = (): HTMLMediaElement[] =>
+    Array.from(document.querySelectorAll<HTMLMediaElement>("video, audio"));
+  const untilEvent = (el: EventTarget, name: string, what: string): Promise<void> =>
+    new Promise<void>((resolve, reject) => {
+      const timer = real.setTimeout(
+        () => reject(new Error(`${what} timed out after ${config.readyTimeoutMs} ms`)),
+        config.readyTimeoutMs,
+      );
+      el.addEventListener(name, () => {
+        real.clearTimeout(timer);
+        resolve();
+      }, { once: true });
+      el.addEventListener("error", () => {
+        real.clearTimeout(timer);
+        reject(new Error(`${what} failed: cannot load ${sourceOf(el as HTMLMediaElement)}`));
+      }, { once: true });
+    });
+  // Videos seeked for the current frame whose new frame the compositor has not presented
+  // yet. A video still unpresented when the next frame seeks is one the compositor does not
+  // draw (display: none, no box): it is not waited for again.
+  const unpresented = new Map<
+    HTMLVideoElement,
+    { target: number; fps: number; since: number; nudges: number }
+  >();
+  const neverPresented = new WeakSet<HTMLVideoElement>();
+  let seekGeneration = 0;
+  // Only the sought frame counts: a video that has just loaded may present its first frame
+  // after the seek began, and that callback must not pass for the seek's.
+  const awaitPresentation = (el: HTMLVideoElement, target: number, fps: number): void => {
+    if (typeof el.requestVideoFrameCallback !== "function" || neverPresented.has(el)) return;
+    const generation = seekGeneration;
+    unpresented.set(el, { target, fps, since: RealDate.now(), nudges: 0 });
+    const onFrame = (_now: number, frame: VideoFrameCallbackMetadata): void => {
+      if (generation !== seekGeneration) return;
+      // The frame's timestamp is its start, index / fps; the target is that frame's middle.
+      if (fps > 0 && Math.round(frame.mediaTime * fps) !== Math.floor(target * fps)) {
+        el.requestVideoFrameCallback(onFrame);
+        return;
+      }
+      unpresented.delete(el);
+    };
+    el.requestVideoFrameCallback(onFrame);
+  };
+  // A video still waiting this long (ms) after its seek is seeked again, once per mark: seen
+  // on a fresh page under load, a paused video's seeked frame showed only after the next seek.
+  const RESEEK_AFTER_MS = [200, 700, 1300, 1900];
+  // Seeking to the very time a paused video is at may skip the decode, so every other
+  // re-seek aims a tenth of a source frame later: the same source frame, a real seek.
+  const nudged = new WeakMap<HTMLVideoElement, number>();
+  const reseekVideos = (): number => {
+    const now = RealDate.now();
+    let reseeked = 0;
+    for (const [el, wait] of unpresented) {
+      const due = RESEEK_AFTER_MS[wait.nudges];
+      if (due === undefined || now - wait.since < due) continue;
+      wait.nudges++;
+      nudged.set(el, wait.target);
+      el.currentTime = wait.target + (wait.fps > 0 && wait.nudges % 2 === 1 ? 0.1 / wait.fps : 0);
+      reseeked++;
+    }
+    return reseeked;
+  };
+  const untilVideosPresented = async (maxMs = 2000): Promise<number> => {
+    const deadline = RealDate.now() + maxMs;
+    while (unpresented.size > 0 && RealDate.now() < deadline) {
+      reseekVideos();
+      await real.sleep(8);
+    }
+    return unpresented.size;
+  };
+  const seekVideos = async (t: number): Promise<void> => {
+    seekGeneration++;
+    for (const el of unpresented.keys()) neverPresented.add(el);
+    unpresented.clear();
+    for (const el of mediaElements()) {
+      el.autoplay = false;
+      if (!el.paused) el.pause();
+      el.muted = true;
+      if (!(el instanceof HTMLVideoElement)) continue;
+      // A clip outside its window is not drawn, so its frame would never be presented: it is
+      // seeked (and waited for) once it shows.
+      if (hyperframes?.hiddenByClip(el)) continue;
+      const d = describe(el);
+      if (!d.src) continue;
+      const proxy = config.videoProxies?.[d.src];
+      if (proxy && el.src !== proxy.url) {
+        const loaded = untilEvent(el, "loadeddata", `video ${d.src}`);
+        el.src = proxy.url;
+        el.load();
+        await loaded;
+      } else if (el.readyState < 2) {
+        await untilEvent(el, "loadeddata", `video ${d.src}`);
+      }
+      const fps = proxy?.fps ?? 0;
+      const target = videoSeekTarget(d, t, el.duration, fps);
+      // There already; or a re-seek left it a tenth of a frame past this target.
+      const there = Math.abs(el.currentTime - target) <= 1e-6 ||
+        (nudged.get(el) === target && Math.abs(el.currentTime - target) < 0.2 / fps);
+      if (!there) {
+        nudged.delete(el);
+        const seeked = untilEvent(el, "seeked", `video ${d.src} seek`);
+        awaitPresentation(el, target, fps);
+        el.currentTime = target;
+        await seeked;
+      }
+    }
+  };
+  return {
+    elements: mediaElements,
+    describe,
+    seekVideos,
+    pending: () => unpresented.size,
+    reseekVideos,
+    untilVideosPresented,
+  };
+}
