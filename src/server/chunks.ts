@@ -170,7 +170,7 @@ export async function renderStoredChunk(
     });
     await using session = await openRenderSession({
       prepared,
-      fps: frameRateValue(rate),
+      frameRate: rate,
       format: request.format,
       epochMs: job.epochMs,
       outputSize: { width: job.width, height: job.height },

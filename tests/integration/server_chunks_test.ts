@@ -20,7 +20,7 @@ import { zipSync } from "fflate";
 import { type ServerContext, serverLimits } from "../../src/server/context.ts";
 import { openDatabase } from "../../src/server/db.ts";
 import type { Database } from "../../src/server/database/mod.ts";
-import { FsStorage } from "../../src/server/storage.ts";
+import { FsStorage } from "../../src/server/storage_file.ts";
 import { localBackend } from "../../src/server/local_backend.ts";
 import type { RenderJob, RenderRequest } from "../../src/server/render_backend.ts";
 import {

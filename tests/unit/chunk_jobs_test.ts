@@ -12,7 +12,7 @@ import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type ServerContext, serverLimits } from "../../src/server/context.ts";
 import { openDatabase } from "../../src/server/db.ts";
-import { FsStorage } from "../../src/server/storage.ts";
+import { FsStorage } from "../../src/server/storage_file.ts";
 import { claimChunk, writeChunkRows } from "../../src/server/chunk_jobs.ts";
 import { serverChunkPlan } from "../../src/server/chunks.ts";
 import type { RenderJob } from "../../src/server/render_backend.ts";
