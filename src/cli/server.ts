@@ -96,6 +96,12 @@ export function registerServer(program: Command): void {
         `${BUDGET_SECONDS_PER_FRAME} per frame, frames = duration x fps)`,
       positiveInteger("--max-render-seconds"),
     )
+    .addOption(cliOption(OPTIONS.chunkSize, {
+      help: "spread a render of more frames than this over the workers of every instance " +
+        "sharing the database, in chunks of about this many frames (local backend; whole GOP " +
+        "seconds, so the video is the same bytes)",
+      defaultText: "each render renders whole on one worker",
+    }))
     .addOption(shutdownTimeoutOption("stop accepting, re-queue in-flight renders"))
     .option(
       "--max-duration <seconds>",
@@ -229,6 +235,7 @@ interface ServerFlags extends RenderBackendFlags {
   leaseSeconds: number;
   frameTimeout?: number;
   maxRenderSeconds?: number;
+  chunkSize?: number;
   shutdownTimeout: number;
   publicUrl?: string;
   storage?: string;
@@ -290,6 +297,7 @@ async function runServer(options: ServerFlags): Promise<void> {
       allowPrivateUrls: options.allowPrivateUrls,
       frameTimeoutMs: options.frameTimeout,
       maxRenderSeconds: options.maxRenderSeconds,
+      chunkSize: options.chunkSize,
       renderUser: options.renderUser,
       allowNoSandbox: options.allowNoSandbox,
       limits: {

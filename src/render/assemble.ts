@@ -6,7 +6,10 @@
  *
  * Chunks never carry audio (so seams cannot click); the soundtrack is mixed from the media
  * the page declared. The caller owns where the result goes: it passes a temp `output` path
- * and renames it into place.
+ * and renames it into place. {@linkcode mixSoundtrack} is the mix alone, for a caller whose
+ * join runs elsewhere: `vid server`'s chunk fan-out mixes it on the worker that has the page
+ * and its media, and the assembler, which has neither, muxes that file
+ * ({@linkcode AssembleVideoOptions.soundtrack}).
  *
  * @module
  */
@@ -17,18 +20,12 @@ import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { concatChunks, type ConcatTiming, type OutputFormat } from "./encode.ts";
 import { mixAudio, muxAudio, normalizeLoudness } from "./media.ts";
 
-/** What {@linkcode assembleVideo} joins and mixes. */
-export interface AssembleVideoOptions {
+/** What {@linkcode mixSoundtrack} mixes: the page's media over the output's time span. */
+export interface SoundtrackOptions {
   /** Path of ffmpeg. */
   ffmpeg: string;
   /** Path of ffprobe (to probe the media of the soundtrack). */
   ffprobe: string;
-  /** The encoded chunks, in timeline order. */
-  chunkFiles: readonly string[];
-  /** Frame rate and frames of each chunk, for exact timestamps at the joins. */
-  timing: ConcatTiming;
-  /** The container of the chunks and the result. */
-  format: OutputFormat;
   /** The page's `<video>`/`<audio>` elements; none means a silent video. */
   media: readonly MediaDescriptor[];
   /** Seconds of the output. */
@@ -43,10 +40,61 @@ export interface AssembleVideoOptions {
   input?: (src: string) => string;
   /** Options before each media input (a guarded render's `-protocol_whitelist file`). */
   inputArgs?: readonly string[];
+}
+
+/** What {@linkcode assembleVideo} joins and mixes. */
+export interface AssembleVideoOptions extends SoundtrackOptions {
+  /** The encoded chunks, in timeline order. */
+  chunkFiles: readonly string[];
+  /** Frame rate and frames of each chunk, for exact timestamps at the joins. */
+  timing: ConcatTiming;
+  /** The container of the chunks and the result. */
+  format: OutputFormat;
+  /**
+   * A soundtrack {@linkcode mixSoundtrack} already wrote for this output (elsewhere, from the
+   * same media and span): muxed as it is, and `media` is not mixed again. `null` when that
+   * mix found nothing audible. @default mixed here from `media`
+   */
+  soundtrack?: string | null;
   /** A scratch folder for the concat list, the joined video and the soundtrack. */
   workDir: string;
   /** Where the finished video is written. */
   output: string;
+}
+
+/**
+ * Mixes the soundtrack of `media` for the output's span into `output` (a WAV file),
+ * normalised to `loudness` when one is set.
+ *
+ * @returns Whether anything was audible (else no file is written).
+ *
+ * @example
+ * ```ts no_run
+ * import type { MediaDescriptor } from "../runtime/page_runtime.ts";
+ *
+ * async function soundtrackOf(media: MediaDescriptor[]): Promise<boolean> {
+ *   return await mixSoundtrack(
+ *     { ffmpeg: "ffmpeg", ffprobe: "ffprobe", media, duration: 3 },
+ *     "/tmp/soundtrack.wav",
+ *   );
+ * }
+ * ```
+ */
+export async function mixSoundtrack(options: SoundtrackOptions, output: string): Promise<boolean> {
+  const audio = options.media.length > 0 && await mixAudio(options.media, {
+    ffmpeg: options.ffmpeg,
+    ffprobe: options.ffprobe,
+    duration: options.duration,
+    startAt: options.startAt,
+    timelineEnd: options.timelineEnd,
+    output,
+    input: options.input,
+    inputArgs: options.inputArgs,
+  });
+  if (audio && options.loudness !== undefined) {
+    await normalizeLoudness(options.ffmpeg, output, options.loudness);
+  }
+  return audio;
 }
 
 /** What {@linkcode assembleVideo} made. */
@@ -83,19 +131,12 @@ export interface AssembleVideoResult {
  */
 export async function assembleVideo(options: AssembleVideoOptions): Promise<AssembleVideoResult> {
   const { ffmpeg, format, workDir } = options;
-  const soundtrack = join(workDir, "soundtrack.wav");
-  const audio = options.media.length > 0 && await mixAudio(options.media, {
-    ffmpeg,
-    ffprobe: options.ffprobe,
-    duration: options.duration,
-    startAt: options.startAt,
-    timelineEnd: options.timelineEnd,
-    output: soundtrack,
-    input: options.input,
-    inputArgs: options.inputArgs,
-  });
-  if (audio && options.loudness !== undefined) {
-    await normalizeLoudness(ffmpeg, soundtrack, options.loudness);
+  let soundtrack = join(workDir, "soundtrack.wav");
+  let audio: boolean;
+  if (options.soundtrack === undefined) audio = await mixSoundtrack(options, soundtrack);
+  else {
+    audio = options.soundtrack !== null;
+    if (options.soundtrack !== null) soundtrack = options.soundtrack;
   }
   const joined = audio ? join(workDir, `joined.${format}`) : options.output;
   const files = [...options.chunkFiles];

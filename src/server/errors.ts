@@ -162,7 +162,8 @@ function escapeRegExp(text: string): string {
 
 /**
  * A message for a tenant (a render's `error`), with the server's file system paths taken
- * out: paths inside the render's project become project-relative (`index.html`); the
+ * out: paths inside the render's project (unpacked for the render, or for one of its chunks)
+ * become project-relative (`index.html`); the
  * server's folders (`roots`: data, temp, working and home folders), `file://` URLs and
  * absolute paths under system folders (`/usr`, `/tmp`, `/home`, …) become `<server path>`.
  * A project URL such as `/clips/a.mp4` is kept. Errors returned to tenants never contain
@@ -180,7 +181,7 @@ function escapeRegExp(text: string): string {
  */
 export function tenantMessage(message: string, roots: readonly string[]): string {
   let text = message.replace(
-    /(?:file:\/\/)?\/[^\s"'`]*?\/(?:render|lambda|upload)-[^/\s]+\/project\//g,
+    /(?:file:\/\/)?\/[^\s"'`]*?\/(?:render|chunk|lambda|upload)-[^/\s]+\/project\//g,
     "",
   );
   text = text.replace(/file:\/\/\/[^\s"'`),;]*/g, SERVER_PATH);

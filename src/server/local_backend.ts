@@ -17,6 +17,13 @@ import type { RenderBackend, RenderJob } from "./render_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 import { extractProjectZip } from "./zip_check.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import {
+  type ChunkFanOutOptions,
+  chunkWorkers,
+  fanOut,
+  spreads,
+  workOnChunk,
+} from "./chunk_jobs.ts";
 
 /** Seconds of a render's default budget before its frames are counted. */
 export const BUDGET_BASE_SECONDS = 120;
@@ -76,6 +83,12 @@ export interface LocalBackendLimits {
   frameTimeoutMs?: number;
   /** Wall-clock budget of one render, seconds. @default see {@linkcode renderBudgetSeconds} */
   maxRenderSeconds?: number;
+  /**
+   * Spread a render longer than `chunks.chunkSize` frames over the workers of every instance
+   * sharing the database, in chunks (`vid server --chunk-size`, see chunk_jobs.ts).
+   * @default each render renders whole on the worker that claimed it
+   */
+  chunks?: ChunkFanOutOptions;
 }
 
 /**
@@ -96,23 +109,46 @@ export async function unpackProject(
   return project;
 }
 
-async function renderLocally(
-  ctx: ServerContext,
+/**
+ * Runs a render's `work` under its wall-clock budget, counted from the claim's start of
+ * work, set-up and media included.
+ */
+async function underBudget(
   job: RenderJob,
   queueSignal: AbortSignal,
   limits: LocalBackendLimits,
-  browsers?: BrowserPool,
-) {
-  const { request } = job;
-  const dir = await mkdtemp(join(ctx.workDir, `render-${job.id}-`));
-  // The budget counts from the claim's start of work, set-up and media included.
-  const seconds = renderBudgetSeconds(job.durationSeconds, request.fps, limits.maxRenderSeconds);
+  work: (signal: AbortSignal) => Promise<void>,
+): Promise<void> {
+  const seconds = renderBudgetSeconds(
+    job.durationSeconds,
+    job.request.fps,
+    limits.maxRenderSeconds,
+  );
   const budget = new AbortController();
   const timer = setTimeout(
     () => budget.abort(new RenderBudgetError(seconds, limits.maxRenderSeconds !== undefined)),
     seconds * 1000,
   );
-  const signal = AbortSignal.any([queueSignal, budget.signal]);
+  try {
+    await work(AbortSignal.any([queueSignal, budget.signal]));
+  } catch (error) {
+    // Over budget, the render failed (and is refunded); a delete or a stop is the queue's.
+    if (budget.signal.aborted && !queueSignal.aborted) throw budget.signal.reason;
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function renderLocally(
+  ctx: ServerContext,
+  job: RenderJob,
+  signal: AbortSignal,
+  limits: LocalBackendLimits,
+  browsers?: BrowserPool,
+) {
+  const { request } = job;
+  const dir = await mkdtemp(join(ctx.workDir, `render-${job.id}-`));
   try {
     const project = await unpackProject(ctx, job, dir);
     const video = join(dir, `video.${request.format}`);
@@ -126,6 +162,7 @@ async function renderLocally(
       values: request.variables,
       strictVariables: request.strict_variables,
       loudness: request.loudness,
+      epochMs: job.epochMs,
       outputSize: { width: job.width, height: job.height },
       // Tenants' compositions never reach the server's own network.
       blockPrivateNetwork: !ctx.allowPrivateUrls,
@@ -138,12 +175,7 @@ async function renderLocally(
     await thumbnailFromVideo(video, job.durationSeconds, thumbnail, job.request.fps);
     await ctx.storage.putFile(`renders/${job.id}/video.${request.format}`, video);
     await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
-  } catch (error) {
-    // Over budget, the render failed (and is refunded); a delete or a stop is the queue's.
-    if (budget.signal.aborted && !queueSignal.aborted) throw budget.signal.reason;
-    throw error;
   } finally {
-    clearTimeout(timer);
     await rm(dir, { recursive: true, force: true });
   }
 }
@@ -165,10 +197,22 @@ async function renderLocally(
 export function localBackend(workers: number, limits: LocalBackendLimits = {}): RenderBackend {
   // Browsers stay warm between renders: a render skips the browser launch and probe.
   const browsers = createBrowserPool();
+  const chunked = limits.chunks &&
+    chunkWorkers(limits.chunks, { browsers, frameTimeoutMs: limits.frameTimeoutMs });
   return {
     kind: "local",
     slots: workers,
-    render: (ctx, job, signal) => renderLocally(ctx, job, signal, limits, browsers),
+    render: (ctx, job, queueSignal) =>
+      underBudget(
+        job,
+        queueSignal,
+        limits,
+        (signal) =>
+          chunked && spreads(job, chunked.options)
+            ? fanOut(ctx, chunked, job, signal)
+            : renderLocally(ctx, job, signal, limits, browsers),
+      ),
+    ...(chunked && { work: (ctx, signal) => workOnChunk(ctx, chunked, signal) }),
     close: () => void browsers.close(),
   };
 }

@@ -305,6 +305,8 @@ export function meteredBackend(backend: RenderBackend, metrics: ServerMetrics): 
         metrics.busy--;
       }
     },
+    // A chunk of a render another worker claimed: counted with that render, by its worker.
+    ...(backend.work && { work: backend.work.bind(backend) }),
     close: () => backend.close(),
   };
 }

@@ -171,11 +171,20 @@ function serverRoots(ctx: ServerContext): string[] {
   return roots.filter((root) => root.length > 1).sort((a, b) => b.length - a.length);
 }
 
+/**
+ * The page clock's start of a render: its creation time in whole seconds (the time of the
+ * claim when a row has none), as `vid render` takes its start time in whole seconds.
+ */
+function renderEpochMs(createdAt: unknown): number {
+  const created = Date.parse(String(createdAt ?? ""));
+  return Math.floor((Number.isFinite(created) ? created : Date.now()) / 1000) * 1000;
+}
+
 /** Progress is written at most this often per render. */
 const PROGRESS_WRITE_MS = 500;
 
-/** The job a backend gets for a claimed row. */
-function jobOf(ctx: ServerContext, row: Row): RenderJob {
+/** The job a backend gets for a claimed row (also a chunk worker's, of its render's row). */
+export function jobOf(ctx: ServerContext, row: Row): RenderJob {
   const id = String(row.id);
   let lastWrite = 0;
   return {
@@ -185,6 +194,7 @@ function jobOf(ctx: ServerContext, row: Row): RenderJob {
     width: Number(row.width),
     height: Number(row.height),
     durationSeconds: Number(row.duration_seconds ?? 0),
+    epochMs: renderEpochMs(row.created_at),
     executionArn: (row.execution_arn as string | null | undefined) ?? null,
     setProgress(fraction: number): void {
       const t = Date.now();
@@ -261,6 +271,7 @@ export function startQueue(
   };
   /** Claims and runs one render; false when nothing was waiting. */
   const step = async (): Promise<boolean> => {
+    if (backend.work && await backend.work(ctx, controller.signal)) return true;
     const claimed = await claim(ctx, owner, leaseMs, maxAttempts);
     if (!claimed) return false;
     if (claimed.kind === "gave-up") {

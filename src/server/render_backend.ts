@@ -42,6 +42,11 @@ export interface RenderJob {
   height: number;
   /** Length of the output, seconds. */
   durationSeconds: number;
+  /**
+   * `Date.now()` at the page's time 0: the render's creation, whole seconds, so every chunk
+   * of it, on any worker and in any attempt, sees one clock.
+   */
+  epochMs: number;
   /** Workflow execution started for this render by an earlier run (lambda backend). */
   executionArn: string | null;
   /** Records progress, 0 to 1 (the queue throttles writes and keeps it below 1). */
@@ -61,6 +66,14 @@ export interface RenderBackend {
   readonly slots: number;
   /** Renders one job. */
   render(ctx: ServerContext, job: RenderJob, signal: AbortSignal): Promise<void>;
+  /**
+   * Does one unit of a render already under way, when one waits (the local backend: a chunk
+   * of a render spread over workers, see `chunk_jobs.ts`); the queue asks before it claims
+   * a new render, so started renders finish first.
+   *
+   * @returns Whether there was work (false: claim a render).
+   */
+  work?(ctx: ServerContext, signal: AbortSignal): Promise<boolean>;
   /** Releases clients and sockets. */
   close(): void;
 }

@@ -105,6 +105,12 @@ export interface ServerOptions {
    */
   maxRenderSeconds?: number;
   /**
+   * Frames per chunk of a render spread over the workers of every instance sharing the
+   * database (local backend, `--chunk-size`; see `chunk_jobs.ts`). @default a render renders
+   * whole on the worker that claimed it
+   */
+  chunkSize?: number;
+  /**
    * Account the render browsers run as when the server runs as root. @default "vid-render",
    * else "nobody" (see `src/render/sandbox.ts`)
    */
@@ -246,6 +252,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const processes = await listProcesses();
   const alive = new Set([...(processes ?? []).map((p) => p.pid), Deno.pid]);
   const requeued = processes ? await expireLeasesOfDeadRuns(db, "renders", instance, alive) : 0;
+  if (processes) await expireLeasesOfDeadRuns(db, "render_chunks", instance, alive);
   if (processes) await releaseKeysOfDeadRuns(db, instance, alive);
   await db.run("update assets set upload_started_at = null where status = 'pending_upload'");
   const metrics = new ServerMetrics(() => queueDepth(db));
@@ -258,7 +265,16 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     ? meteredBackend(
       config.kind === "lambda"
         ? lambdaBackend(config, limits)
-        : localBackend(options.workers ?? 1, limits),
+        : localBackend(options.workers ?? 1, {
+          ...limits,
+          ...(options.chunkSize !== undefined && {
+            chunks: {
+              chunkSize: options.chunkSize,
+              leaseMs: (options.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000,
+              owner,
+            },
+          }),
+        }),
       metrics,
     )
     : undefined;

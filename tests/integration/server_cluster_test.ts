@@ -380,4 +380,76 @@ describe("vid server --role on one PostgreSQL", () => {
     const done = await finished(apiServer.url, key, id);
     assert.equal(done.status, "completed", String(done.error));
   });
+
+  it("--chunk-size: a render's chunks run on both worker processes; kill -9 of one mid-chunk, its chunk is taken over, and the video is the single-process render's bytes", async () => {
+    // 4 s at 10 fps in chunks of 20 frames: two chunks, long enough to be killed inside.
+    const slow = FADE.replaceAll("3s", "4s").replace('data-duration="3"', 'data-duration="4"');
+    const upload = async (base: string, apiKey: string): Promise<string> => {
+      const zip = new Uint8Array(zipSync({ "index.html": new TextEncoder().encode(slow) }));
+      const asset = await api(base, apiKey, "/v3/assets", {
+        method: "POST",
+        body: JSON.stringify({ size_bytes: zip.length }),
+      });
+      await fetch(String(asset.body.upload_url), { method: "PUT", body: zip })
+        .then((r) => r.body?.cancel());
+      const render = await api(base, apiKey, "/v3/vid/renders", {
+        method: "POST",
+        body: JSON.stringify({ asset_id: asset.body.asset_id, fps: 10, aspect_ratio: "1:1" }),
+      });
+      assert.equal(render.status, 201, JSON.stringify(render.body));
+      return String(render.body.render_id);
+    };
+    const bytesOf = async (render: Json): Promise<Uint8Array> => {
+      const video = await fetch(String(render.video_url));
+      assert.equal(video.status, 200);
+      return new Uint8Array(await video.arrayBuffer());
+    };
+    // The single-process server's render of the same request (SQLite, one process, whole).
+    const alone = await Deno.makeTempDir({ prefix: "vid-cluster-alone-" });
+    folders.push(alone);
+    const aloneKey = await createAccount(alone, "alone@example.com");
+    const single = await startServerProcess(alone);
+    running.push(single);
+    const reference = await finished(single.url, aloneKey, await upload(single.url, aloneKey));
+    assert.equal(reference.status, "completed", String(reference.error));
+    const expected = await bytesOf(reference);
+    await single.stop();
+
+    const apiServer = await instance("api");
+    const chunked = ["--chunk-size", "20"];
+    const workers = [await instance("worker", chunked), await instance("worker", chunked)];
+    const before = Number((await api(apiServer.url, key, "/v3/me")).body.credits);
+    const id = await upload(apiServer.url, key);
+    // The second chunk under way (on the worker that did not take the render, unless it
+    // was the first to be free), then its worker is killed inside it.
+    const victimRow = await until("the second chunk under way", async () => {
+      const row = await serverDatabaseRow(
+        home,
+        "select worker from render_chunks where id = ? and status = 'running' and frames_done > 0",
+        `${id}:1`,
+      );
+      return row ? String(row.worker) : undefined;
+    }).catch((error) => {
+      for (const worker of workers) console.error(worker.output(), worker.errors());
+      throw error;
+    });
+    const pid = Number(victimRow.split(":")[1]);
+    const victim = workers.find((worker) => worker.child.pid === pid);
+    assert.ok(victim, `the chunk row names a worker: ${victimRow}`);
+    await victim.stop("SIGKILL");
+
+    const done = await finished(apiServer.url, key, id);
+    assert.equal(done.status, "completed", String(done.error));
+    const taken = await serverDatabaseRow(
+      home,
+      "select status, attempts, worker from render_chunks where id = ?",
+      `${id}:1`,
+    );
+    assert.equal(taken?.status, "done");
+    assert.equal(taken?.attempts, 2, "the killed worker's chunk was taken over once");
+    assert.notEqual(taken?.worker, victimRow, "by another worker");
+    const after = Number((await api(apiServer.url, key, "/v3/me")).body.credits);
+    assert.equal(before - after, Number(done.credits), "charged once");
+    assert.deepEqual(await bytesOf(done), expected, "the single-process render's bytes");
+  });
 });

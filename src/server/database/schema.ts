@@ -19,7 +19,7 @@ import { RENDER_STATUSES } from "../renders.ts";
 import { forSqlite, leaseColumnsSql } from "../leases.ts";
 
 /** The schema version this vid writes; bump it with each migration added below. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** The database was migrated by a newer vid than this one. */
 export class SchemaTooNewError extends VidError {
@@ -163,6 +163,29 @@ const V3 = leaseColumnsSql("renders") +
 alter table idempotency add column if not exists owner text;
 `;
 
+/**
+ * Version 4, both engines: the chunks of a render spread over workers (`chunk_jobs.ts`), one
+ * leased row each, `id` = `<render id>:<index>`; `worker` names who rendered it.
+ */
+const V4 = `
+create table if not exists render_chunks (
+  id text primary key,
+  render_id text not null,
+  idx integer not null,
+  from_frame integer not null,
+  to_frame integer not null,
+  frames integer not null,
+  status text not null check (status in ('pending', 'running', 'done', 'failed')),
+  frames_done integer not null default 0,
+  worker text,
+  error text,
+  created_at text not null,
+  completed_at text
+);
+create index if not exists render_chunks_by_render on render_chunks (render_id, idx);
+create index if not exists render_chunks_by_status on render_chunks (status, created_at);
+` + leaseColumnsSql("render_chunks");
+
 /** SQLite's migrations, by the version each brings the database to. */
 const SQLITE_MIGRATIONS: Readonly<Record<number, (raw: DatabaseSync) => void>> = {
   1: (raw) => {
@@ -185,6 +208,7 @@ const SQLITE_MIGRATIONS: Readonly<Record<number, (raw: DatabaseSync) => void>> =
     raw.exec("update tokens set family = json_extract(data, '$.family')");
   },
   3: (raw) => raw.exec(forSqlite(V3)),
+  4: (raw) => raw.exec(forSqlite(V4)),
 };
 
 /**
@@ -208,6 +232,7 @@ const POSTGRES_MIGRATIONS: Readonly<Record<number, string>> = {
   1: POSTGRES_V1,
   2: V2_TABLES + "alter table tokens add column if not exists family text;",
   3: V3,
+  4: V4,
 };
 
 /** Key of the advisory lock instances migrate under (any fixed number; "vid" in ASCII). */
