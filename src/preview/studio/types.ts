@@ -5,38 +5,20 @@
  * @module
  */
 
+import type { PreviewComposition } from "../server.ts";
+import type { EnumOption, VariableDeclaration } from "../../composition/declarations.ts";
+import type {
+  MediaDescriptor,
+  PageErrorRecord,
+  PageStackFrame,
+} from "../../runtime/page_runtime.ts";
+
 /** One choice of an `enum` variable. */
-export interface EnumOption {
-  value: string;
-  label: string;
-}
+export type { EnumOption };
 /** A declared variable, as `/__preview/composition` lists it. */
-export interface Declaration {
-  id: string;
-  type: "string" | "number" | "color" | "boolean" | "enum" | "image";
-  label: string;
-  default?: string | number | boolean;
-  options?: EnumOption[];
-  /** For editors: what the variable is for. */
-  description?: string;
-  /** For editors: the group it is shown in. */
-  group?: string;
-}
+export type Declaration = VariableDeclaration;
 /** The composition on stage, as `/__preview/composition` describes it. */
-export interface Info {
-  id: string;
-  entry: string;
-  width: number;
-  height: number;
-  duration: number;
-  aspectRatio: string | null;
-  fps: number;
-  frames: number;
-  declarations: Declaration[];
-  dropped: { index: number; id?: string; reason: string }[];
-  defaults: Record<string, unknown>;
-  render: { formats: string[]; qualities: string[]; scales: string[] };
-}
+export type Info = PreviewComposition;
 /** A variable's problem, as `/__preview/variables` names it. */
 export interface Problem {
   key: string;
@@ -61,34 +43,11 @@ export interface RenderStatus {
   error?: { message: string };
 }
 /** A `<video>` or `<audio>` of the stage page (`__vid.media()`). */
-export interface MediaClip {
-  kind: "video" | "audio";
-  src: string;
-  start: number;
-  mediaStart: number;
-  duration: number | null;
-  volume: number;
-  muted: boolean;
-  loop: boolean;
-  playbackRate: number;
-}
+export type MediaClip = MediaDescriptor;
 /** One of the page's own stack frames (`__vid.errors()`). */
-export interface StackFrame {
-  functionName: string;
-  url: string;
-  line: number;
-  column: number;
-}
+export type StackFrame = PageStackFrame;
 /** An error the stage page threw (`__vid.errors()`). */
-export interface ErrorRecord {
-  message: string;
-  phase: "load" | "frame";
-  frame?: number;
-  stack: StackFrame[];
-  url?: string;
-  line?: number;
-  column?: number;
-}
+export type ErrorRecord = PageErrorRecord;
 /** The part of the stage page's `window.__vid` the studio uses. */
 export interface VidApi {
   seek(frame: number): Promise<void>;
