@@ -18,7 +18,7 @@ import { DatabaseSync } from "node:sqlite";
 import { constants, crc32, deflateRawSync } from "node:zlib";
 import { zipSync } from "fflate";
 import process from "node:process";
-import { compositionHtml, near, pixelSeries, runVid } from "../helpers.ts";
+import { compositionHtml, near, pixelSeries, runVid, waitFor } from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
 
 type Json = Record<string, unknown>;
@@ -133,12 +133,12 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-async function until(what: string, check: () => Promise<boolean> | boolean, ms = 60000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+async function until(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  ms = 60000,
+): Promise<void> {
+  await waitFor(what, check, { timeoutMs: ms });
 }
 
 /** A Chromium process: its command line, real uid and seccomp mode (`/proc/<pid>/status`). */
@@ -978,7 +978,8 @@ async function untilHung(api: Api, id: string): Promise<void> {
     `render ${id} to start`,
     async () => (await api(`/v3/vid/renders/${id}`)).body.status === "rendering",
   );
-  // Frame 3 is a fraction of a second into the capture; then the page spins.
+  // Frame 3 is a fraction of a second into the capture; then the page spins. Nothing
+  // outside the page shows the spin has begun, so this lets the time pass on purpose.
   await new Promise((resolve) => setTimeout(resolve, 2000));
 }
 
