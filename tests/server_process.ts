@@ -75,12 +75,20 @@ export async function serverDatabaseRow(
   query: string,
   ...params: (string | number)[]
 ): Promise<Record<string, unknown> | undefined> {
+  return (await serverDatabaseRows(dataDir, query, ...params))[0];
+}
+
+/** Every row `query` selects, as {@linkcode serverDatabaseRow} reads the first. */
+export async function serverDatabaseRows(
+  dataDir: string,
+  query: string,
+  ...params: (string | number)[]
+): Promise<Record<string, unknown>[]> {
   const url = SERVER_DATABASES.get(dataDir);
   if (url === undefined) {
     const db = new DatabaseSync(`${dataDir}/vid.db`, { readOnly: true });
     try {
-      const row = db.prepare(query).get(...params);
-      return row === undefined ? undefined : { ...row };
+      return db.prepare(query).all(...params).map((row) => ({ ...row }));
     } finally {
       db.close();
     }
@@ -101,7 +109,7 @@ export async function serverDatabaseRow(
   try {
     let n = 0;
     const rows = await sql.unsafe(query.replace(/\?/g, () => `$${++n}`), params);
-    return rows[0] === undefined ? undefined : { ...rows[0] };
+    return rows.map((row) => ({ ...row }));
   } finally {
     await sql.end();
   }

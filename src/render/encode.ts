@@ -648,7 +648,11 @@ export async function concatChunks(
     listFile,
     "-c",
     "copy",
-    ...(format === "mp4" || format === "mov" ? ["-movflags", "+faststart"] : []),
+    // The copied stream would carry the first chunk's bit rate, which the MP4 muxer writes
+    // as the maximum in `btrt` when it exceeds the whole video's average: the same frames
+    // cut into other chunks (a server's --chunk-size, another machine's core count) would
+    // differ in that one field. Without it the muxer writes the video's own average.
+    ...(format === "mp4" || format === "mov" ? ["-b:v", "0", "-movflags", "+faststart"] : []),
     output,
   ], output);
 }

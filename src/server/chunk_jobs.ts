@@ -39,6 +39,7 @@ import {
 } from "./leases.ts";
 import { jobOf, MAX_LEASE_ATTEMPTS } from "./queue.ts";
 import type { RenderJob } from "./render_backend.ts";
+import type { RenderOutcome } from "./metrics.ts";
 import {
   assembleStoredRender,
   renderStoredChunk,
@@ -288,6 +289,9 @@ async function runClaimed(
       console.error(`${describe(job.id, chunk)}: lease not renewed: ${errorText(error)}`),
   });
   const started = performance.now();
+  // Into `vid_chunk_duration_seconds`, by how the chunk ended for this worker.
+  const finished = (outcome: RenderOutcome): void =>
+    ctx.metrics?.chunkFinished(outcome, (performance.now() - started) / 1000);
   let framesDone = 0;
   let lastWrite = 0;
   // An outcome is recorded only while the lease is still this worker's.
@@ -324,9 +328,12 @@ async function runClaimed(
       );
       await releaseLease(tx, lease);
     });
+    finished("completed");
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     console.log(`${describe(job.id, chunk)} rendered by ${lease.owner} in ${seconds} s`);
   } catch (error) {
+    if (holder.signal.aborted || stop.aborted) finished("cancelled");
+    else finished("failed");
     if (holder.signal.aborted) {
       console.error(`${describe(job.id, chunk)}: ${errorText(holder.signal.reason)}; dropped`);
       return;
@@ -387,7 +394,14 @@ export function workOnChunk(
       await releaseLease(ctx.db, claimed.lease, { handBack: true });
       return true;
     }
-    await runClaimed(ctx, workers, claimed, jobOf(ctx, row), stop);
+    // A worker helping another worker's render is busy (`vid_workers_busy`) while it holds
+    // the chunk; the coordinator's own chunks are counted with its render.
+    if (ctx.metrics) ctx.metrics.busy++;
+    try {
+      await runClaimed(ctx, workers, claimed, jobOf(ctx, row), stop);
+    } finally {
+      if (ctx.metrics) ctx.metrics.busy--;
+    }
     // Deleted or failed meanwhile: what this chunk stored is nobody's.
     const status = await ctx.db.get<{ status: string }>(
       "select status from renders where id = ?",

@@ -1,12 +1,12 @@
 /**
  * What `vid server` tells Prometheus at `GET /metrics`: queue depth by state, renders by the
- * status they ended in, render durations as a histogram, frames rendered and busy workers, in
- * the Prometheus text exposition format (version 0.0.4).
+ * status they ended in, render and chunk durations as histograms, frames rendered and busy
+ * workers, in the Prometheus text exposition format (version 0.0.4).
  *
  * Collection is kept off the render path: the backend wrapper ({@linkcode meteredBackend})
  * bumps a few numbers in memory per render, and the queue's depth is one indexed count read
  * from the database when a scrape asks for it, so it is right after a restart and the same on
- * every instance that shares the database. Counters and the histogram count what this
+ * every instance that shares the database. Counters and the histograms count what this
  * process did since it started (Prometheus' `rate()` and `sum()` handle restarts and
  * instances).
  *
@@ -39,6 +39,24 @@ export const RENDER_DURATION_BUCKETS: readonly number[] = [
   3600,
 ];
 
+/**
+ * Upper bounds of the chunk duration histogram, in seconds: a chunk is a few seconds of
+ * output (`--chunk-size` frames), so the buckets start below a second and stop at the
+ * longest a chunk of a render the server accepts could take.
+ */
+export const CHUNK_DURATION_BUCKETS: readonly number[] = [
+  0.5,
+  1,
+  2.5,
+  5,
+  10,
+  30,
+  60,
+  120,
+  300,
+  600,
+];
+
 /** How a render handed to the backend ended, as `vid_renders_total` labels it. */
 export type RenderOutcome = "completed" | "failed" | "cancelled";
 
@@ -50,6 +68,7 @@ export const METRIC_NAMES = {
   queueDepth: "vid_queue_depth",
   rendersTotal: "vid_renders_total",
   renderDuration: "vid_render_duration_seconds",
+  chunkDuration: "vid_chunk_duration_seconds",
   framesRendered: "vid_frames_rendered_total",
   workersBusy: "vid_workers_busy",
   workers: "vid_workers",
@@ -153,12 +172,16 @@ export async function queueDepth(db: Queries): Promise<QueueDepth> {
 export class ServerMetrics {
   /** Render slots of the backend (`vid_workers`). */
   workers = 0;
-  /** Renders the backend is running now (`vid_workers_busy`). */
+  /**
+   * Renders the backend is running now, and chunks of other workers' renders its idle
+   * workers are rendering (`vid_workers_busy`).
+   */
   busy = 0;
   /** Frames of the renders that completed (`vid_frames_rendered_total`). */
   frames = 0;
   readonly #renders = new Map<RenderOutcome, number>();
   readonly #durations = new Map<RenderOutcome, HistogramSeries>();
+  readonly #chunkDurations = new Map<RenderOutcome, HistogramSeries>();
   /** Where the queue's depth is read at each scrape; none reports zeros. */
   readonly #depth: () => Promise<QueueDepth> | QueueDepth;
 
@@ -171,6 +194,7 @@ export class ServerMetrics {
     for (const outcome of ["completed", "failed", "cancelled"] as const) {
       this.#renders.set(outcome, 0);
       this.#durations.set(outcome, new HistogramSeries(RENDER_DURATION_BUCKETS));
+      this.#chunkDurations.set(outcome, new HistogramSeries(CHUNK_DURATION_BUCKETS));
     }
   }
 
@@ -195,6 +219,26 @@ export class ServerMetrics {
   }
 
   /**
+   * Records a chunk (`--chunk-size`) one of this process's workers held: how it ended
+   * (`cancelled`: handed back at shutdown, or its lease lost to another worker) and how long
+   * the worker had it. Its frames count with its render, once, where the render completes.
+   *
+   * @example
+   * ```ts
+   * import assert from "node:assert/strict";
+   *
+   * const metrics = new ServerMetrics();
+   * metrics.chunkFinished("completed", 0.8);
+   * const text = await metrics.text();
+   * assert.match(text, /^vid_chunk_duration_seconds_bucket\{status="completed",le="1"\} 1$/m);
+   * assert.match(text, /^vid_chunk_duration_seconds_count\{status="completed"\} 1$/m);
+   * ```
+   */
+  chunkFinished(outcome: RenderOutcome, seconds: number): void {
+    this.#chunkDurations.get(outcome)?.observe(seconds);
+  }
+
+  /**
    * Every metric in the Prometheus text format. Throws what the queue's depth read throws (a
    * database that is away), so a scrape fails rather than reporting an empty queue.
    *
@@ -209,19 +253,6 @@ export class ServerMetrics {
    */
   async text(): Promise<string> {
     const depth = await this.#depth();
-    const histogram: Family["samples"] = [];
-    for (const [status, series] of this.#durations) {
-      series.bounds.forEach((bound, i) =>
-        histogram.push({
-          suffix: "_bucket",
-          labels: { status, le: sampleValue(bound) },
-          value: series.counts[i],
-        })
-      );
-      histogram.push({ suffix: "_bucket", labels: { status, le: "+Inf" }, value: series.count });
-      histogram.push({ suffix: "_sum", labels: { status }, value: series.sum });
-      histogram.push({ suffix: "_count", labels: { status }, value: series.count });
-    }
     return exposition([
       {
         name: METRIC_NAMES.queueDepth,
@@ -240,7 +271,14 @@ export class ServerMetrics {
         name: METRIC_NAMES.renderDuration,
         help: "Wall time of the renders this process ran, from start to stored video.",
         type: "histogram",
-        samples: histogram,
+        samples: histogramSamples(this.#durations),
+      },
+      {
+        name: METRIC_NAMES.chunkDuration,
+        help: "Wall time of the chunks (--chunk-size) this process's workers held, " +
+          "from claim to stored chunk.",
+        type: "histogram",
+        samples: histogramSamples(this.#chunkDurations),
       },
       {
         name: METRIC_NAMES.framesRendered,
@@ -250,7 +288,7 @@ export class ServerMetrics {
       },
       {
         name: METRIC_NAMES.workersBusy,
-        help: "Render workers of this process running a render now.",
+        help: "Render workers of this process running a render or a chunk of one now.",
         type: "gauge",
         samples: [{ value: this.busy }],
       },
@@ -262,6 +300,24 @@ export class ServerMetrics {
       },
     ]);
   }
+}
+
+/** The `_bucket`, `_sum` and `_count` samples of one histogram, a series per status. */
+function histogramSamples(series: Map<RenderOutcome, HistogramSeries>): Family["samples"] {
+  const samples: Family["samples"] = [];
+  for (const [status, { bounds, counts, sum, count }] of series) {
+    bounds.forEach((bound, i) =>
+      samples.push({
+        suffix: "_bucket",
+        labels: { status, le: sampleValue(bound) },
+        value: counts[i],
+      })
+    );
+    samples.push({ suffix: "_bucket", labels: { status, le: "+Inf" }, value: count });
+    samples.push({ suffix: "_sum", labels: { status }, value: sum });
+    samples.push({ suffix: "_count", labels: { status }, value: count });
+  }
+  return samples;
 }
 
 /** Frames of a job's video: its duration at its frame rate. */
@@ -305,7 +361,8 @@ export function meteredBackend(backend: RenderBackend, metrics: ServerMetrics): 
         metrics.busy--;
       }
     },
-    // A chunk of a render another worker claimed: counted with that render, by its worker.
+    // A chunk of a render another worker claimed: busy and its duration are counted where it
+    // is run (`chunk_jobs.ts`, through the context's metrics), its frames with its render.
     ...(backend.work && { work: backend.work.bind(backend) }),
     close: () => backend.close(),
   };

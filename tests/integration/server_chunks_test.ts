@@ -4,6 +4,9 @@
  * rendered one by one into the server's storage, each on its own page and browser session
  * as separate workers would, then joined by the assembler from storage alone.
  *
+ * Through a real server process with two workers, the chunks run on both, and `/metrics`
+ * counts the helping worker busy and each chunk's duration.
+ *
  * Real Chromium, ffmpeg and file storage, no HTTP server: the render job is built as the
  * queue builds it. Fixture: 320x180 at 10 fps, 23 frames (two 10-frame GOP grid cells and a
  * 3-frame one), a box sliding and changing colour so every frame differs, a tone, and the
@@ -32,6 +35,7 @@ import {
 import { MissingAssetError } from "../../src/render/session.ts";
 import { jobOf } from "../../src/server/queue.ts";
 import type { Row } from "../../src/server/db.ts";
+import { parsePrometheusText, sampleValue } from "../prometheus_text.ts";
 import { compositionHtml, frameHashes, lavfi, probeVideo } from "../helpers.ts";
 import {
   createAccount,
@@ -268,6 +272,13 @@ describe("vid server --chunk-size: one render's chunks across the workers", () =
     return render;
   }
 
+  /** This server's `/metrics`, parsed as Prometheus would. */
+  async function scrape(): Promise<ReturnType<typeof parsePrometheusText>> {
+    const response = await fetch(`${server.url}/metrics`);
+    assert.equal(response.status, 200);
+    return parsePrometheusText(await response.text());
+  }
+
   const credits = async (): Promise<number> => Number((await api("/v3/me")).body.credits);
 
   it("renders the chunks on both workers, joins them once, charges once, and writes the single-process render's bytes", async () => {
@@ -278,9 +289,33 @@ describe("vid server --chunk-size: one render's chunks across the workers", () =
     });
     assert.equal(submitted.status, 201, JSON.stringify(submitted.body));
     const id = String(submitted.body.render_id);
+    // While it renders, the worker helping with a chunk of the other's render counts as busy.
+    let busy = 0;
+    await until("both workers busy in /metrics", async () => {
+      const m = await scrape();
+      busy = Math.max(busy, sampleValue(m, "vid_workers_busy"));
+      assert.equal(sampleValue(m, "vid_renders_total", { status: "completed" }), 0, "missed it");
+      return busy === 2;
+    }, 60_000);
     const render = await finished(id);
     assert.equal(render.status, "completed", String(render.error));
     assert.equal(render.progress, 1);
+    const m = await scrape();
+    assert.equal(sampleValue(m, "vid_workers_busy"), 0);
+    assert.equal(sampleValue(m, "vid_renders_total", { status: "completed" }), 1);
+    assert.equal(sampleValue(m, "vid_frames_rendered_total"), FRAMES, "frames counted once");
+    assert.equal(
+      sampleValue(m, "vid_chunk_duration_seconds_count", { status: "completed" }),
+      3,
+      "one duration per chunk",
+    );
+    assert.equal(sampleValue(m, "vid_chunk_duration_seconds_count", { status: "failed" }), 0);
+    const chunkSeconds = sampleValue(m, "vid_chunk_duration_seconds_sum", { status: "completed" });
+    assert.ok(chunkSeconds > 0 && chunkSeconds < 120, `chunks took ${chunkSeconds} s`);
+    assert.equal(
+      sampleValue(m, "vid_chunk_duration_seconds_bucket", { status: "completed", le: "+Inf" }),
+      3,
+    );
     const charged = before - await credits();
     assert.ok(charged > 0, "the render is charged");
 
