@@ -225,7 +225,11 @@ export function wireRenderDialog(
     }
   };
 
-  const fillOptions = (select: HTMLSelectElement, options: readonly string[], chosen: string): void => {
+  const fillOptions = (
+    select: HTMLSelectElement,
+    options: readonly string[],
+    chosen: string,
+  ): void => {
     const keep = select.value || chosen;
     select.replaceChildren(...options.map((value) => {
       const option = document.createElement("option");
