@@ -36,6 +36,7 @@ import { enqueueDelivery } from "./webhook_outbox.ts";
 import { tenantMessage } from "./errors.ts";
 import { setRenderProgress, transitionRender } from "./renders.ts";
 import { backoffDelay, sleep } from "../util/async.ts";
+import { logMemory } from "./memory_log.ts";
 
 /** A running queue. */
 export interface RenderQueue {
@@ -342,6 +343,7 @@ export function startQueue(
     } finally {
       inFlight.delete(id);
       await holder.stop();
+      logMemory(`render ${id}`);
     }
     if (outcome === "lost") {
       const row = await ctx.db.get<{ deleted_at: string | null }>(
