@@ -24,6 +24,7 @@
  * deno task bench:cluster                 # 100 renders per server, a 20 s long render
  * deno task bench:cluster --renders 20    # a quicker look
  * deno task bench:cluster --renders 300 --memory-only   # 1 API + 1 worker only: does it level off?
+ * deno task bench:cluster --memory-only --no-gc         # … with V8 collecting when it sees fit
  * ```
  *
  * @module
@@ -48,6 +49,11 @@ function numberArg(name: string, fallback: number): number {
 const RENDERS = numberArg("--renders", 100);
 /** Only the 1 API + 1 worker batch and its memory: the long look at flatness. */
 const MEMORY_ONLY = Deno.args.includes("--memory-only");
+/**
+ * No forced GC before each memory line: the resident set as a worker runs normally, V8
+ * collecting when it sees fit (the heap figures then include garbage).
+ */
+const NO_GC = Deno.args.includes("--no-gc");
 const LONG_SECONDS = numberArg("--long", 20);
 const FPS = 10;
 
@@ -98,7 +104,7 @@ async function startInstance(flags: string[], dataDir?: string): Promise<Instanc
     args: [
       "run",
       "-A",
-      "--v8-flags=--expose-gc",
+      ...(NO_GC ? [] : ["--v8-flags=--expose-gc"]),
       `${ROOT}cli.ts`,
       "server",
       "--port",
@@ -377,8 +383,10 @@ const WORKER = ["--chunk-size", "240"];
 /** Each rendering process's memory over the batch, resident set and heap side by side. */
 function reportMemory(runs: Batch[]): void {
   console.log(
-    `\nMemory of each rendering process over its renders (MB; heap = V8 heap used after a ` +
-      `forced full GC; trend = slope over the last half, MB per 100 renders):`,
+    `\nMemory of each rendering process over its renders (MB; heap = V8 heap used ` +
+      `${
+        NO_GC ? "as V8 left it (--no-gc)" : "after a forced full GC"
+      }; trend = slope over the last half, MB per 100 renders):`,
   );
   for (const run of runs) {
     run.rss.forEach((rss, i) => {
