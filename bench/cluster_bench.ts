@@ -13,12 +13,18 @@
  *    (the worker logs each), then scheduled greedily over 1, 2, 4 and 8 workers plus the
  *    measured join: what that many machines would give. This 2-core machine cannot show it
  *    by running more workers, which would only share its two cores.
- * 3. Memory over the batch: each rendering process's resident set after each render, first
- *    ten against last ten (flat means no leak), and its peak (VmHWM).
+ * 3. Memory over the batch: each rendering process logs its memory after each render
+ *    (`VID_DEBUG_MEMORY=1`, after a full collection forced through `--v8-flags=--expose-gc`):
+ *    the resident set and V8's heap, first ten against last ten, the trend over the last half
+ *    of the batch as MB per 100 renders (flat: under the thresholds in docs/cluster.md), and
+ *    the peak resident set (VmHWM). A rising resident set with a flat heap is V8 and the
+ *    allocator growing into their working size; a rising heap is a leak.
  *
  * ```sh
  * deno task bench:cluster                 # 100 renders per server, a 20 s long render
  * deno task bench:cluster --renders 20    # a quicker look
+ * deno task bench:cluster --renders 300 --memory-only   # 1 API + 1 worker only: does it level off?
+ * deno task bench:cluster --memory-only --no-gc         # … with V8 collecting when it sees fit
  * ```
  *
  * @module
@@ -41,6 +47,13 @@ function numberArg(name: string, fallback: number): number {
 }
 
 const RENDERS = numberArg("--renders", 100);
+/** Only the 1 API + 1 worker batch and its memory: the long look at flatness. */
+const MEMORY_ONLY = Deno.args.includes("--memory-only");
+/**
+ * No forced GC before each memory line: the resident set as a worker runs normally, V8
+ * collecting when it sees fit (the heap figures then include garbage).
+ */
+const NO_GC = Deno.args.includes("--no-gc");
 const LONG_SECONDS = numberArg("--long", 20);
 const FPS = 10;
 
@@ -86,9 +99,12 @@ async function startInstance(flags: string[], dataDir?: string): Promise<Instanc
   const own = dataDir === undefined;
   const folder = dataDir ?? await Deno.makeTempDir({ prefix: "vid-cluster-bench-" });
   const child = new Deno.Command(Deno.execPath(), {
+    // Each render's memory in the log, after a forced full collection (src/server/memory_log.ts).
+    env: { VID_DEBUG_MEMORY: "1" },
     args: [
       "run",
       "-A",
+      ...(NO_GC ? [] : ["--v8-flags=--expose-gc"]),
       `${ROOT}cli.ts`,
       "server",
       "--port",
@@ -254,12 +270,34 @@ async function completion(server: Server, id: string): Promise<void> {
   throw new Error(`render ${id} did not finish within an hour`);
 }
 
+/** The `memory after render …` lines of one process's output (src/server/memory_log.ts). */
+function memoryLog(output: string): { rss: number[]; heap: number[] } {
+  const lines = [
+    ...output.matchAll(/memory after render \S+: rss ([\d.]+) MB, heap_used ([\d.]+) MB/g),
+  ];
+  return { rss: lines.map((m) => Number(m[1])), heap: lines.map((m) => Number(m[2])) };
+}
+
+/** Least-squares slope of `series` over its last half, per 100 entries (MB per 100 renders). */
+function trend(series: number[]): number {
+  const tail = series.slice(Math.floor(series.length / 2));
+  if (tail.length < 2) return 0;
+  const xs = tail.map((_, i) => i);
+  const mx = mean(xs);
+  const my = mean(tail);
+  const num = xs.reduce((sum, x, i) => sum + (x - mx) * (tail[i] - my), 0);
+  const den = xs.reduce((sum, x) => sum + (x - mx) ** 2, 0);
+  return num / den * 100;
+}
+
 interface Batch {
   label: string;
   seconds: number;
   perMinute: number;
-  /** Resident set of each rendering process after each render, MB, in order of completion. */
+  /** Resident set of each rendering process after each of its renders, MB. */
   rss: number[][];
+  /** V8 heap used by each rendering process after each of its renders (after a full GC), MB. */
+  heap: number[][];
   /** Peak resident set of each rendering process (VmHWM), MB. */
   peakMb: number[];
 }
@@ -276,17 +314,16 @@ async function batch(label: string, workers: number, flags: string[] = []): Prom
     const started = performance.now();
     const ids: string[] = [];
     for (let i = 0; i < RENDERS; i++) ids.push(await submit(server, asset));
-    const rss: number[][] = server.workers.map(() => []);
-    for (const id of ids) {
-      await completion(server, id);
-      server.workers.forEach((w, i) => rss[i].push(statusKb(w.pid, "VmRSS") / 1024));
-    }
+    for (const id of ids) await completion(server, id);
     const seconds = (performance.now() - started) / 1000;
+    // The warm-up renders' lines included: a process's series starts at its first render.
+    const logged = server.workers.map((w) => memoryLog(w.output()));
     return {
       label,
       seconds,
       perMinute: RENDERS / seconds * 60,
-      rss,
+      rss: logged.map((l) => l.rss),
+      heap: logged.map((l) => l.heap),
       peakMb: server.workers.map((w) => statusKb(w.pid, "VmHWM") / 1024),
     };
   } finally {
@@ -334,10 +371,54 @@ function makespan(times: number[], workers: number): number {
   return Math.max(...free);
 }
 
+/** Thresholds of a flat worker, MB per 100 renders (docs/cluster.md "measured"). */
+const HEAP_FLAT_MB = 1;
+const RSS_FLAT_MB = 5;
+
 const mean = (values: number[]): number => values.reduce((a, b) => a + b, 0) / values.length;
 
 // Workers as docs/cluster.md sets them up: one render each, renders spread past 240 frames.
 const WORKER = ["--chunk-size", "240"];
+
+/** Each rendering process's memory over the batch, resident set and heap side by side. */
+function reportMemory(runs: Batch[]): void {
+  console.log(
+    `\nMemory of each rendering process over its renders (MB; heap = V8 heap used ` +
+      `${
+        NO_GC ? "as V8 left it (--no-gc)" : "after a forced full GC"
+      }; trend = slope over the last half, MB per 100 renders):`,
+  );
+  for (const run of runs) {
+    run.rss.forEach((rss, i) => {
+      const heap = run.heap[i];
+      const figures = (series: number[]): string =>
+        `${mean(series.slice(0, 10)).toFixed(1)} -> ${mean(series.slice(-10)).toFixed(1)}, ` +
+        `trend ${trend(series) >= 0 ? "+" : ""}${trend(series).toFixed(2)}`;
+      console.log(
+        `  ${run.label.padEnd(18)} #${i + 1} (${rss.length} renders): rss ${figures(rss)}; ` +
+          `heap ${figures(heap)}; peak rss ${run.peakMb[i].toFixed(0)}`,
+      );
+    });
+  }
+  console.log(
+    `  flat: heap trend under ${HEAP_FLAT_MB} MB and rss trend under ${RSS_FLAT_MB} MB per 100 ` +
+      `renders (docs/cluster.md)`,
+  );
+  if (Deno.env.get("VID_BENCH_SERIES") === "1") {
+    for (const run of runs) {
+      run.rss.forEach((rss, i) =>
+        console.log(
+          `  series ${run.label} #${i + 1}: rss ${rss.join(" ")} | heap ${run.heap[i].join(" ")}`,
+        )
+      );
+    }
+  }
+}
+
+if (MEMORY_ONLY) {
+  reportMemory([await batch("1 API + 1 worker", 1, WORKER)]);
+  Deno.exit(0);
+}
 const single = await batch("1 server", 0);
 const one = await batch("1 API + 1 worker", 1, WORKER);
 const two = await batch("1 API + 2 workers", 2, WORKER);
@@ -374,15 +455,4 @@ for (const workers of [1, 2, 4, 8]) {
   );
 }
 
-console.log(`\nMemory of each rendering process over ${RENDERS} renders (resident set, MB):`);
-for (const run of [single, one, two]) {
-  run.rss.forEach((series, i) => {
-    const first = mean(series.slice(0, 10));
-    const last = mean(series.slice(-10));
-    console.log(
-      `  ${run.label.padEnd(18)} #${i + 1}: first 10 ${first.toFixed(0)}, last 10 ` +
-        `${last.toFixed(0)} (${((last / first - 1) * 100).toFixed(1)}%), peak ` +
-        `${run.peakMb[i].toFixed(0)}`,
-    );
-  });
-}
+reportMemory([single, one, two]);

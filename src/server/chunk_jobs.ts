@@ -24,7 +24,7 @@
 
 import type { BrowserPool } from "../render/capture_mode.ts";
 import type { Chunk } from "../render/chunk_plan.ts";
-import { sleep } from "../util/async.ts";
+import { linkSignals, sleep } from "../util/async.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 import type { ServerContext } from "./context.ts";
 import { now, type Queries, type Row } from "./db.ts";
@@ -299,9 +299,12 @@ async function runClaimed(
     ctx.db.transaction(async (tx) => {
       if (await holdsLease(tx, lease)) await write(tx);
     });
+  // Not AbortSignal.any: `stop` lives as long as the process and would keep each chunk's
+  // listeners (and what they hold) reachable (see linkSignals).
+  const linked = linkSignals(holder.signal, stop);
   try {
     await renderStoredChunk(ctx, job, chunk, {
-      signal: AbortSignal.any([holder.signal, stop]),
+      signal: linked.signal,
       browsers: workers.browsers,
       frameTimeoutMs: workers.frameTimeoutMs,
       onFrame: () => {
@@ -361,6 +364,7 @@ async function runClaimed(
       await releaseLease(tx, lease);
     });
   } finally {
+    linked.dispose();
     await holder.stop();
   }
 }

@@ -62,7 +62,7 @@ import {
 import { cancelRender } from "../lambda/renders.ts";
 import { isRenderNotFound } from "../lambda/stack_error.ts";
 import { S3Storage } from "./storage_s3.ts";
-import { sleep } from "../util/async.ts";
+import { linkSignals, sleep } from "../util/async.ts";
 import { s3ClientFor, sfnClientFor } from "../aws/clients.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 
@@ -321,7 +321,8 @@ export function lambdaBackend(
         () => budget.abort(new RenderBudgetError(seconds, limits.maxRenderSeconds !== undefined)),
         seconds * 1000,
       );
-      const signal = AbortSignal.any([queueSignal, budget.signal]);
+      const linked = linkSignals(queueSignal, budget.signal);
+      const signal = linked.signal;
       try {
         let executionArn = job.executionArn ?? await startedEarlier(backend, job);
         if (!executionArn) {
@@ -358,6 +359,7 @@ export function lambdaBackend(
         }
         await deliver(backend, ctx, job, progress, dir);
       } finally {
+        linked.dispose();
         clearTimeout(timer);
         await rm(dir, { recursive: true, force: true });
       }

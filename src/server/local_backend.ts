@@ -17,6 +17,7 @@ import type { RenderBackend, RenderJob } from "./render_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 import { extractProjectZip } from "./zip_check.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import { linkSignals } from "../util/async.ts";
 import {
   type ChunkFanOutOptions,
   chunkWorkers,
@@ -129,13 +130,15 @@ async function underBudget(
     () => budget.abort(new RenderBudgetError(seconds, limits.maxRenderSeconds !== undefined)),
     seconds * 1000,
   );
+  const linked = linkSignals(queueSignal, budget.signal);
   try {
-    await work(AbortSignal.any([queueSignal, budget.signal]));
+    await work(linked.signal);
   } catch (error) {
     // Over budget, the render failed (and is refunded); a delete or a stop is the queue's.
     if (budget.signal.aborted && !queueSignal.aborted) throw budget.signal.reason;
     throw error;
   } finally {
+    linked.dispose();
     clearTimeout(timer);
   }
 }

@@ -35,7 +35,8 @@ import {
 import { enqueueDelivery } from "./webhook_outbox.ts";
 import { tenantMessage } from "./errors.ts";
 import { setRenderProgress, transitionRender } from "./renders.ts";
-import { backoffDelay, sleep } from "../util/async.ts";
+import { backoffDelay, linkSignals, sleep } from "../util/async.ts";
+import { logMemory } from "./memory_log.ts";
 
 /** A running queue. */
 export interface RenderQueue {
@@ -291,7 +292,10 @@ export function startQueue(
       onError: (error) => console.error(`render ${id}: lease not renewed: ${errorText(error)}`),
       wanted: "deleted_at is null",
     });
-    const signal = AbortSignal.any([controller.signal, own.signal, holder.signal]);
+    // Not AbortSignal.any: under the queue's lifelong signal it would keep every render's
+    // listeners (and what they hold) for the life of the process (see linkSignals).
+    const linked = linkSignals(controller.signal, own.signal, holder.signal);
+    const signal = linked.signal;
     /** What became of it: recorded, deleted meanwhile, or no longer this worker's. */
     let outcome: "recorded" | "deleted" | "lost" | undefined;
     try {
@@ -340,8 +344,10 @@ export function startQueue(
           }));
       }
     } finally {
+      linked.dispose();
       inFlight.delete(id);
       await holder.stop();
+      logMemory(`render ${id}`);
     }
     if (outcome === "lost") {
       const row = await ctx.db.get<{ deleted_at: string | null }>(

@@ -9,7 +9,7 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { backoffDelay, pool, retry, sleep } from "../../src/util/async.ts";
+import { backoffDelay, linkSignals, pool, retry, sleep } from "../../src/util/async.ts";
 
 describe("sleep", () => {
   it("resolves after the wait", async () => {
@@ -190,5 +190,80 @@ describe("retry", () => {
     await assert.rejects(outcome, /cancelled/);
     assert.equal(calls, 1);
     assert.ok(performance.now() - started < 10_000);
+  });
+});
+
+/** A lifelong signal that counts the abort listeners hooked on it, as a queue's is. */
+function countedSignal(): { controller: AbortController; listeners: () => number } {
+  const controller = new AbortController();
+  const live = new Set<unknown>();
+  const signal = controller.signal;
+  const add = signal.addEventListener.bind(signal);
+  const remove = signal.removeEventListener.bind(signal);
+  signal.addEventListener = (
+    type: string,
+    listener: EventListenerOrEventListenerObject,
+    options?: boolean | AddEventListenerOptions,
+  ) => {
+    live.add(listener);
+    add(type, listener, options);
+  };
+  signal.removeEventListener = (
+    type: string,
+    listener: EventListenerOrEventListenerObject,
+    options?: boolean | EventListenerOptions,
+  ) => {
+    live.delete(listener);
+    remove(type, listener, options);
+  };
+  return { controller, listeners: () => live.size };
+}
+
+describe("linkSignals", () => {
+  it("aborts with the reason of the first source that aborts", () => {
+    const a = new AbortController();
+    const b = new AbortController();
+    const linked = linkSignals(a.signal, b.signal);
+    assert.equal(linked.signal.aborted, false);
+    b.abort(new Error("deleted"));
+    assert.equal(linked.signal.aborted, true);
+    assert.equal((linked.signal.reason as Error).message, "deleted");
+    a.abort(new Error("later"));
+    assert.equal((linked.signal.reason as Error).message, "deleted");
+  });
+
+  it("is aborted at once when a source already is", () => {
+    const linked = linkSignals(new AbortController().signal, AbortSignal.abort("gone"));
+    assert.equal(linked.signal.aborted, true);
+    assert.equal(linked.signal.reason, "gone");
+  });
+
+  it("leaves a lifelong source without listeners after 100 renders disposed it", () => {
+    // The leak it replaces: AbortSignal.any([lifelong, …]) with a listener under it stays
+    // reachable from the lifelong signal for the life of the process.
+    const queue = countedSignal();
+    for (let render = 0; render < 100; render++) {
+      const own = new AbortController();
+      const linked = linkSignals(queue.controller.signal, own.signal);
+      linked.signal.addEventListener("abort", () => {});
+      assert.equal(queue.listeners(), 1);
+      linked.dispose();
+    }
+    assert.equal(queue.listeners(), 0);
+    // Disposed: the lifelong signal's abort no longer reaches it.
+    const linked = linkSignals(queue.controller.signal);
+    linked.dispose();
+    queue.controller.abort();
+    assert.equal(linked.signal.aborted, false);
+  });
+
+  it("lets go of every source once one aborted", () => {
+    const queue = countedSignal();
+    const own = new AbortController();
+    const linked = linkSignals(queue.controller.signal, own.signal);
+    own.abort();
+    assert.equal(queue.listeners(), 0);
+    linked.dispose(); // idempotent
+    assert.equal(linked.signal.aborted, true);
   });
 });

@@ -101,6 +101,34 @@ describe("render queue order", () => {
     }
   });
 
+  it("lets go of each finished render's signal: stopping the queue reaches none of them", async () => {
+    // With AbortSignal.any under the queue's lifelong signal, each render's signal (and every
+    // listener under it) stayed reachable from the queue for the life of the process; this
+    // abort reaching it was that leak's visible side (issue 26).
+    const { context, close } = await queueOf(["a", "a", "a"]);
+    const signals: AbortSignal[] = [];
+    const backend: RenderBackend = {
+      kind: "local",
+      slots: 1,
+      render: (_ctx, _job, signal) => {
+        signal.addEventListener("abort", () => {});
+        signals.push(signal);
+        return Promise.resolve();
+      },
+      close: () => {},
+    };
+    const queue = startQueue(context(1), backend);
+    try {
+      await eventually(() => signals.length === 3, "three renders started");
+    } finally {
+      await queue.stop();
+      await close();
+    }
+    // The first two had ended before the third began (one slot); the third may still be
+    // recording its outcome when the queue stops.
+    assert.deepEqual(signals.slice(0, 2).map((s) => s.aborted), [false, false]);
+  });
+
   it("runs one account on at most maxRendersPerAccount workers; another takes the free one", async () => {
     const { context, statuses, close } = await queueOf(["a", "a", "a", "b"]);
     let release: () => void = () => {};
