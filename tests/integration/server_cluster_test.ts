@@ -1,6 +1,7 @@
 /**
  * `vid server` as a cluster: several instances on one real PostgreSQL (the OS package, from
- * `tests/postgres_server.ts`) and one shared `file://` storage, each with a role.
+ * `tests/postgres_server.ts`) and one shared S3 storage (a real s3rver on loopback, as the
+ * machines of a cluster would share a bucket), each with a role.
  *
  * Issue 26's acceptance scenario is one test: two API instances and two `--chunk-size`
  * workers; a 20 s render (1080x1080, the server's smallest output, at 5 fps: 100 frames in
@@ -20,7 +21,9 @@ import { after, afterEach, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import process from "node:process";
 import { zipSync } from "fflate";
+import { CreateBucketCommand, S3Client } from "@aws-sdk/client-s3";
 import { compositionHtml, probeVideo, ROOT } from "../helpers.ts";
+import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 import {
   createAccount,
   serverDatabaseRow,
@@ -142,6 +145,8 @@ describe("vid server --role on one PostgreSQL", () => {
   /** The first instance's data folder: it owns the database the others are pointed at. */
   let home = "";
   let env: Record<string, string> = {};
+  /** The shared bucket every instance stores projects, chunks and videos in. */
+  let s3: S3Server | undefined;
   let storage = "";
   const folders: string[] = [];
   const running: ServerProcess[] = [];
@@ -157,7 +162,7 @@ describe("vid server --role on one PostgreSQL", () => {
       "--role",
       role,
       "--storage",
-      `file://${storage}`,
+      storage,
       "--allow-http-callbacks",
       ...LEASE,
       ...extra,
@@ -188,9 +193,21 @@ describe("vid server --role on one PostgreSQL", () => {
   before(async () => {
     home = await serverDataDir("vid-cluster-home-");
     folders.push(home);
-    env = { VID_DATABASE_URL: serverDatabaseUrl(home) };
-    storage = await Deno.makeTempDir({ prefix: "vid-cluster-storage-" });
-    folders.push(storage);
+    s3 = await startS3Server();
+    const client = new S3Client({
+      region: "us-east-1",
+      endpoint: s3.endpoint,
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+    });
+    await client.send(new CreateBucketCommand({ Bucket: "cluster" }));
+    client.destroy();
+    storage = `s3://cluster/vid?endpoint=${s3.endpoint}&path_style=1`;
+    env = {
+      VID_DATABASE_URL: serverDatabaseUrl(home),
+      AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+    };
     key = await createAccount(home, "cluster@example.com", {
       password: "correct horse",
       credits: 100,
@@ -204,6 +221,7 @@ describe("vid server --role on one PostgreSQL", () => {
   });
 
   after(async () => {
+    await s3?.close();
     for (const dir of folders) await Deno.remove(dir, { recursive: true }).catch(() => {});
   });
 
