@@ -68,6 +68,22 @@ html, body { margin: 0; width: 320px; height: 180px; background: #000; overflow:
 data-height="180" data-duration="${seconds}"><div id="box"></div></div></body></html>`;
 }
 
+/** Adds the bench's account where `where` points (`--data-dir …` or `--database …`); its key. */
+async function benchAccount(where: string[]): Promise<string> {
+  await vid([
+    "server",
+    "users",
+    "add",
+    "bench@example.com",
+    "--password",
+    "a long enough password",
+    "--credits",
+    "1000000",
+    ...where,
+  ]);
+  return await vid(["server", "keys", "create", "bench@example.com", ...where]);
+}
+
 async function vid(args: string[]): Promise<string> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", `${ROOT}cli.ts`, ...args],
@@ -170,19 +186,7 @@ async function deploy(workers: number, workerFlags: string[] = []): Promise<Serv
   if (workers === 0) {
     const dataDir = await Deno.makeTempDir({ prefix: "vid-cluster-bench-single-" });
     cleanups.push(() => Deno.remove(dataDir, { recursive: true }));
-    await vid([
-      "server",
-      "users",
-      "add",
-      "bench@example.com",
-      "--password",
-      "a long enough password",
-      "--credits",
-      "1000000",
-      "--data-dir",
-      dataDir,
-    ]);
-    key = await vid(["server", "keys", "create", "bench@example.com", "--data-dir", dataDir]);
+    key = await benchAccount(["--data-dir", dataDir]);
     api = await startInstance(["--workers", "1", ...workerFlags], dataDir);
     instances.push(api);
     renderers = [api];
@@ -192,18 +196,7 @@ async function deploy(workers: number, workerFlags: string[] = []): Promise<Serv
     const storage = await Deno.makeTempDir({ prefix: "vid-cluster-bench-storage-" });
     cleanups.push(() => Deno.remove(storage, { recursive: true }));
     const shared = ["--database", postgres.url, "--storage", `file://${storage}`];
-    await vid([
-      "server",
-      "users",
-      "add",
-      "bench@example.com",
-      "--password",
-      "a long enough password",
-      "--credits",
-      "1000000",
-      ...shared.slice(0, 2),
-    ]);
-    key = await vid(["server", "keys", "create", "bench@example.com", ...shared.slice(0, 2)]);
+    key = await benchAccount(shared.slice(0, 2));
     api = await startInstance(["--role", "api", ...shared]);
     instances.push(api);
     renderers = [];

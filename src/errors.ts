@@ -93,3 +93,20 @@ export class VidError extends Error {
     return `${this.flag}: ${this.detail}`;
   }
 }
+
+/**
+ * The message of anything thrown, for a log line: an `Error`'s message, else the value as
+ * text (a rejected promise may carry anything).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import { errorText } from "./errors.ts";
+ *
+ * assert.equal(errorText(new Error("database is locked")), "database is locked");
+ * assert.equal(errorText("ECONNRESET"), "ECONNRESET");
+ * ```
+ */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

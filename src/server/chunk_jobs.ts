@@ -25,7 +25,7 @@
 import type { BrowserPool } from "../render/capture_mode.ts";
 import type { Chunk } from "../render/chunk_plan.ts";
 import { linkSignals, sleep } from "../util/async.ts";
-import { EXIT_FAILED, VidError } from "../errors.ts";
+import { errorText, EXIT_FAILED, VidError } from "../errors.ts";
 import type { ServerContext } from "./context.ts";
 import { now, type Queries, type Row } from "./db.ts";
 import {
@@ -107,10 +107,6 @@ function chunkOf(row: Row): Chunk {
 
 function describe(renderId: string, chunk: Chunk): string {
   return `render ${renderId}: chunk ${chunk.index} (frames ${chunk.from}-${chunk.to})`;
-}
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }
 
 /**

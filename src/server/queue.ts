@@ -34,6 +34,7 @@ import {
 } from "./render_backend.ts";
 import { enqueueDelivery } from "./webhook_outbox.ts";
 import { tenantMessage } from "./errors.ts";
+import { errorText } from "../errors.ts";
 import { setRenderProgress, transitionRender } from "./renders.ts";
 import { backoffDelay, linkSignals, sleep } from "../util/async.ts";
 import { logMemory } from "./memory_log.ts";
@@ -436,7 +437,3 @@ export function handBackRenders(db: Queries, owner: string): Promise<number> {
 
 /** Backoff of a worker whose database or disk keeps failing: 0.5 s doubling to 30 s. */
 const LOOP_BACKOFF = { baseMs: 500, maxMs: 30_000, jitter: 0.2 };
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
