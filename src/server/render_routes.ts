@@ -244,8 +244,10 @@ export function renderRoutes(app: Hono, ctx: ServerContext, deps: RenderRouteDep
       checkLimits(ctx.limits, facts);
       return await chargeAndRecord(ctx, who, String(asset.id), request, facts, complete);
     });
-    if (!made.replayed) ctx.wake();
+    // Read before waking the workers: a new render is answered in state `queued` (the spec's
+    // submit row), not in whatever state a fast worker has already moved it to.
     const row = await ctx.db.get("select * from renders where id = ?", made.id) as Row;
+    if (!made.replayed) ctx.wake();
     return c.json(await deps.renderJson(row), made.replayed ? 200 : 201);
   });
 }
