@@ -15,7 +15,8 @@
  * @module
  */
 
-import { afterEach, beforeEach, describe, it } from "node:test";
+import { after, afterEach, before, beforeEach, describe, it } from "node:test";
+import { existsSync } from "node:fs";
 import assert from "node:assert/strict";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createNetServer, type Server as NetServer } from "node:net";
@@ -23,7 +24,14 @@ import { createSocket, type Socket as UdpSocket } from "node:dgram";
 import { BlockedAddressError } from "../../src/net/address_policy.ts";
 import { DownloadTooLargeError, guardedGet } from "../../src/net/guarded_fetch.ts";
 import { guardLaunchFlags, startGuardProxy } from "../../src/net/guard_proxy.ts";
-import { closePage, launchBrowser, navigate, openPage } from "../../src/render/browser.ts";
+import {
+  closePage,
+  launchBrowser,
+  navigate,
+  openPage,
+  recordBrowsersIn,
+} from "../../src/render/browser.ts";
+import { killLiveEncoders } from "../../src/render/encode.ts";
 import { renderStill } from "../../src/render/still.ts";
 import { renderComposition } from "../../src/render/render.ts";
 import { RemoteMediaError } from "../../src/render/remote.ts";
@@ -180,17 +188,60 @@ Promise.all(tries.map(settle)).then(() => fetch("ok.json")).then((r) => r.json()
 </script>`,
 });
 
-/** Child processes of this test process still running (browsers, ffmpeg), after a grace period. */
-async function leftoverChildren(): Promise<string[]> {
-  let pids: string[] = [];
+/** Folders of this file's projects: an ffmpeg or ffprobe naming one is this file's. */
+const projects = new Set<string>();
+
+/** `makeProject`, remembering the folder for {@linkcode leftovers}. */
+async function project(html: string, files: Record<string, string> = {}): Promise<string> {
+  const dir = await makeProject(html, files);
+  projects.add(dir);
+  return dir;
+}
+
+/**
+ * What this file started that still runs (browsers, ffmpeg), after a grace period: the
+ * browsers it launched (the launcher's records, see `recordBrowsersIn` in the describe's
+ * set-up), the ffmpeg and ffprobe children of this process whose command line names one of
+ * its projects, and its encoders (`killLiveEncoders` counts those of this file's renders
+ * still running, and ends them). This file's, not every child of the test process: the
+ * files running alongside share the process, with browsers and ffmpeg of their own.
+ */
+async function leftovers(records: string): Promise<string[]> {
+  let left: string[] = [];
   for (let i = 0; i < 30; i++) {
-    const out = await new Deno.Command("pgrep", { args: ["-P", String(Deno.pid)], stdout: "piped" })
-      .output();
-    pids = new TextDecoder().decode(out.stdout).split("\n").filter(Boolean);
-    if (pids.length === 0) return [];
+    left = ownProcesses(records);
+    if (left.length === 0) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  return pids;
+  const encoders = killLiveEncoders();
+  if (encoders > 0) left.push(`${encoders} ffmpeg encoder(s)`);
+  return left;
+}
+
+/** This file's browsers and ffmpeg processes that exist now (zombies included). */
+function ownProcesses(records: string): string[] {
+  const left: string[] = [];
+  for (const entry of Deno.readDirSync(records)) {
+    const pid = /^browser-(\d+)\.json$/.exec(entry.name)?.[1];
+    if (pid && existsSync(`/proc/${pid}`)) left.push(`browser ${pid}`);
+  }
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    try {
+      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+      const close = stat.lastIndexOf(")");
+      const comm = stat.slice(stat.indexOf("(") + 1, close);
+      const ppid = Number(stat.slice(close + 2).split(" ")[1]);
+      if (ppid !== Deno.pid || !/^ff(mpeg|probe)$/.test(comm)) continue;
+      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`).replaceAll("\0", " ");
+      if ([...projects].some((dir) => cmdline.includes(dir))) {
+        left.push(`${comm} ${entry.name}: ${cmdline}`);
+      }
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return left;
 }
 
 async function pixelOf(file: string): Promise<number[]> {
@@ -207,13 +258,23 @@ describe("network guard of server-side renders (real Chromium)", () => {
   let udp: Awaited<ReturnType<typeof listenUdp>>;
   let quic: Awaited<ReturnType<typeof listenUdp>>;
   let dir: string;
+  let records: string;
+
+  before(() => {
+    records = Deno.makeTempDirSync({ prefix: "vid-guard-browsers-" });
+    recordBrowsersIn(records);
+  });
+  after(() => {
+    recordBrowsersIn(undefined);
+    Deno.removeSync(records, { recursive: true });
+  });
 
   beforeEach(async () => {
     v4 = await listen("127.0.0.1");
     v6 = (await ipv6Available()) ? await listen("::1") : undefined;
     udp = await listenUdp();
     quic = await listenUdp();
-    dir = await makeProject(ATTACK_PAGE, { "ok.json": '{"ok":true}' });
+    dir = await project(ATTACK_PAGE, { "ok.json": '{"ok":true}' });
   });
   afterEach(async () => {
     await v4.close();
@@ -221,7 +282,7 @@ describe("network guard of server-side renders (real Chromium)", () => {
     udp.close();
     quic.close();
     await Deno.remove(dir, { recursive: true });
-    assert.deepEqual(await leftoverChildren(), [], "browser or ffmpeg processes left running");
+    assert.deepEqual(await leftovers(records), [], "browser or ffmpeg processes left running");
   });
 
   const targets = (): string =>
@@ -268,12 +329,12 @@ describe("network guard of server-side renders (real Chromium)", () => {
         host,
       );
     }
-    const video = await makeProject(
+    const video = await project(
       compositionHtml(`<video src="http://0x7f.1:${v4.port}/clip.mp4"></video>`),
     );
-    const file = await makeProject(compositionHtml(`<video src="file:///etc/hostname"></video>`));
+    const file = await project(compositionHtml(`<video src="file:///etc/hostname"></video>`));
     // An HLS playlist dressed as an mp4: ffmpeg would fetch its segment from loopback.
-    const playlist = await makeProject(compositionHtml(`<video src="clip.mp4"></video>`), {
+    const playlist = await project(compositionHtml(`<video src="clip.mp4"></video>`), {
       "clip.mp4": `#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n` +
         `http://127.0.0.1:${v4.port}/segment.ts\n#EXT-X-ENDLIST\n`,
     });
@@ -301,7 +362,7 @@ describe("network guard of server-side renders (real Chromium)", () => {
   });
 
   it("project video and audio still render under the guard (ffmpeg reads local files only)", async () => {
-    const media = await makeProject(
+    const media = await project(
       compositionHtml(
         `<video src="clip.mp4" style="position:absolute;inset:0;width:320px;height:180px"></video>
          <audio src="tone.wav"></audio>`,
