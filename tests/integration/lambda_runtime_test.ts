@@ -285,7 +285,7 @@ describe("Lambda runtime packaging", () => {
     assert.equal(env.VID_CHROMIUM_FLAGS, "--single-process --no-zygote");
   });
 
-  it("a packaged binary without its executable bit is run from an executable copy in TMPDIR", async () => {
+  it("a packaged binary without its executable bit is run from an executable copy in the temporary folder (tmpDir, TMPDIR by default)", async () => {
     const root = join(scratch, "modeless");
     const target = join(root, PACKAGED_BINARIES.ffmpeg);
     await Deno.mkdir(join(target, ".."), { recursive: true });
