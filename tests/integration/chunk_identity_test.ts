@@ -37,6 +37,7 @@ import { compositionHtml, imageDifference, makeProject, rgbFrames, ROOT } from "
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 
 const BUCKET = "vid-identity-test";
+/** The worker keeps downloaded sites by id in `<tmpdir>/vid-sites`: its TMPDIR is fresh per run. */
 const SITE_ID = "site-identity-0123";
 const EPOCH_MS = 1_700_000_000_000;
 const FPS = 5;
