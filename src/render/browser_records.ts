@@ -56,6 +56,11 @@ export async function listProcesses(): Promise<ProcessInfo[] | undefined> {
   }
 }
 
+/** The pids of `processes`, and this process's (which a `ps` run just before may miss). */
+function livePids(processes: readonly ProcessInfo[]): Set<number> {
+  return new Set([...processes.map((p) => p.pid), Deno.pid]);
+}
+
 /**
  * Kills every browser recorded in `dir` whose owner process is gone; returns how many
  * process groups it killed. `running` is the process list when the caller has one.
@@ -75,8 +80,7 @@ export async function reapOrphanBrowsers(
   if (names.length === 0) return 0;
   const processes = running ?? await listProcesses();
   if (!processes) return 0;
-  const alive = new Set(processes.map((p) => p.pid));
-  alive.add(Deno.pid);
+  const alive = livePids(processes);
   let killed = 0;
   for (const name of names) {
     const file = join(dir, name);
@@ -146,8 +150,7 @@ export async function reapOrphanWorkFolders(
   if (owned.length === 0) return 0;
   const processes = running ?? await listProcesses();
   if (!processes) return 0;
-  const alive = new Set(processes.map((p) => p.pid));
-  alive.add(Deno.pid);
+  const alive = livePids(processes);
   let removed = 0;
   for (const { name, owner } of owned) {
     if (alive.has(owner)) continue;
