@@ -632,7 +632,9 @@ function ffmpegLog(ffmpeg: string, args: string[]): Promise<string> {
     let log = "";
     child.stderr.setEncoding("utf8").on("data", (text: string) => log = (log + text).slice(-20000));
     child.on("error", (error) => reject(new Error(`cannot run ffmpeg: ${error.message}`)));
-    child.on("exit", (code) => {
+    // "close", not "exit": the measurement is the last of stderr, which may still be unread
+    // when the process exits (see probeMedia).
+    child.on("close", (code) => {
       if (code === 0) resolve(log);
       else reject(new Error(`ffmpeg failed measuring loudness: ${log.trim().slice(-4000)}`));
     });
