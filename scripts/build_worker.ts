@@ -145,7 +145,11 @@ async function run(command: string, args: string[], cwd: string): Promise<void> 
   }
 }
 
-/** Bundles `worker/handler.ts` into `<outdir>/index.mjs`. */
+/**
+ * Bundles `worker/handler.ts` into `<outdir>/index.mjs`, written whole under another name and
+ * renamed into place: test files running in parallel each start a local stack, which rebuilds
+ * a stale `dist/worker/index.mjs`, and one must never load a bundle another is still writing.
+ */
 async function bundle(outdir: string): Promise<string> {
   await run(Deno.execPath(), ["install"], ROOT);
   const config = JSON.parse(await Deno.readTextFile(join(ROOT, "deno.json")));
@@ -153,10 +157,11 @@ async function bundle(outdir: string): Promise<string> {
     Object.keys(config.imports ?? {}).map((key) => packageName(key.replace(/\/$/, ""))),
   );
   const outfile = join(outdir, "index.mjs");
+  const partial = join(outdir, `.index.mjs.${Deno.pid}.partial`);
   try {
     await esbuild.build({
       entryPoints: [join(ROOT, "worker", "handler.ts")],
-      outfile,
+      outfile: partial,
       bundle: true,
       platform: "node",
       format: "esm",
@@ -173,8 +178,10 @@ async function bundle(outdir: string): Promise<string> {
       legalComments: "none",
       logLevel: "warning",
     });
+    await Deno.rename(partial, outfile);
   } finally {
     await esbuild.stop();
+    await Deno.remove(partial).catch(() => {});
   }
   return outfile;
 }

@@ -91,13 +91,6 @@ const INTEGRATION_TESTS = "tests/integration/";
  * folders (a temp dir) and processes (checks by its own pids, not the machine's).
  */
 export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
-  // Process-wide state: the environment and children of the one test process.
-  "storage_test.ts": "sets AWS_* in the test process's environment",
-  "chunk_identity_test.ts": "sets VID_S3_* and AWS_* in the environment for the in-process worker",
-  "lambda_runtime_test.ts": "points the test process's TMPDIR elsewhere",
-  "security_network_test.ts": "expects no child of the test process left (pgrep -P)",
-  "browser_pool_test.ts": "counts the capture browsers among the test process's children",
-  "lambda_local_test.ts": "finds browsers among the test process's descendants; kill -9 mid-chunk",
   // Deadlines and durations asserted, or time that must pass while a render runs.
   "render_interrupt_test.ts": "SIGINT and --frame-timeout deadlines",
   "shutdown_test.ts": "SIGTERM against --shutdown-timeout 2",
@@ -119,12 +112,6 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
  * measure the machine, so no other file may run beside them.
  */
 export const ALONE_INTEGRATION: ReadonlySet<string> = new Set([
-  "storage_test.ts",
-  "chunk_identity_test.ts",
-  "lambda_runtime_test.ts",
-  "security_network_test.ts",
-  "browser_pool_test.ts",
-  "lambda_local_test.ts",
   "startup_test.ts",
   "floor_bench_test.ts",
   "video_presentation_test.ts",

@@ -101,6 +101,12 @@ export interface ResolveRuntimeOptions {
   root?: string;
   /** Loads `@sparticuz/chromium`. @default a dynamic import resolved from `root` */
   loadChromium?: () => Promise<LambdaChromium>;
+  /**
+   * Writable folder for the executable copies of binaries that lost their mode (in
+   * `<tmpDir>/vid-bin/`). Given by a caller that must not depend on the process's `TMPDIR`.
+   * @default os.tmpdir() (Lambda's `/tmp`, its only writable folder)
+   */
+  tmpDir?: string;
 }
 
 /** Whether `env` is a Lambda execution environment. */
@@ -132,12 +138,21 @@ async function exists(path: string): Promise<boolean> {
 }
 
 /**
- * `path` if it may be executed, else an executable copy of it under `<tmpdir>/vid-bin/`
+ * `path` if it may be executed, else an executable copy of it under `<tmpDir>/vid-bin/`
  * (made once; the copy is written under a temporary name and renamed).
+ *
+ * @example
+ * ```ts no_run
+ * const ffmpeg = await executableCopy("/var/task/node_modules/.bin/ffmpeg", "ffmpeg");
+ * ```
  */
-export async function executableCopy(path: string, name: string): Promise<string> {
+export async function executableCopy(
+  path: string,
+  name: string,
+  tmpDir: string = tmpdir(),
+): Promise<string> {
   if (await isExecutable(path)) return path;
-  const dir = join(tmpdir(), "vid-bin");
+  const dir = join(tmpDir, "vid-bin");
   const copy = join(dir, name);
   if (await isExecutable(copy)) return copy;
   await mkdir(dir, { recursive: true });
@@ -209,7 +224,7 @@ export async function resolveRuntime(
     if (!onLambda) continue;
     const packaged = join(root, PACKAGED_BINARIES[name]);
     if (!(await exists(packaged))) continue;
-    result[name] = env[variable] = await executableCopy(packaged, name);
+    result[name] = env[variable] = await executableCopy(packaged, name, options.tmpDir);
     result.sources[name] = "lambda";
   }
 

@@ -123,8 +123,12 @@ export function cliBrowserRecords(): string | undefined {
   }
 }
 
-/** The name a render's work folder starts with: `vid-render-<pid of this process>-`. */
-export function workFolderPrefix(pid: number = Deno.pid): string {
+/**
+ * The name a render's work folder starts with: `vid-render-<pid of this process>-`. Node's
+ * `process.pid`, not `Deno.pid`: every render opens a session that calls this, the Lambda
+ * worker's under Node 22 too, where there is no `Deno`.
+ */
+export function workFolderPrefix(pid: number = process.pid): string {
   return `vid-render-${pid}-`;
 }
 

@@ -81,12 +81,14 @@ export function probeMedia(
       "error",
       (error) => reject(new MediaError(`cannot run ffprobe: ${error.message}`, src)),
     );
-    child.on("exit", (code) => {
+    // "close", not "exit": the process can exit before its output is read, and a loaded
+    // machine showed it (an empty `out`, and a JSON error that ended `vid render`).
+    child.on("close", (code) => {
       if (code !== 0) {
         reject(new MediaError(`cannot read media ${src}: ${err.trim() || `exit ${code}`}`, src));
         return;
       }
-      const json = JSON.parse(out) as {
+      let json: {
         streams?: {
           codec_type: string;
           avg_frame_rate?: string;
@@ -95,6 +97,12 @@ export function probeMedia(
         }[];
         format?: { duration?: string };
       };
+      try {
+        json = JSON.parse(out);
+      } catch {
+        reject(new MediaError(`cannot read media ${src}: ffprobe printed no JSON`, src));
+        return;
+      }
       const streams = json.streams ?? [];
       const video = streams.find((s) => s.codec_type === "video");
       const audio = streams.find((s) => s.codec_type === "audio");
@@ -624,7 +632,9 @@ function ffmpegLog(ffmpeg: string, args: string[]): Promise<string> {
     let log = "";
     child.stderr.setEncoding("utf8").on("data", (text: string) => log = (log + text).slice(-20000));
     child.on("error", (error) => reject(new Error(`cannot run ffmpeg: ${error.message}`)));
-    child.on("exit", (code) => {
+    // "close", not "exit": the measurement is the last of stderr, which may still be unread
+    // when the process exits (see probeMedia).
+    child.on("close", (code) => {
       if (code === 0) resolve(log);
       else reject(new Error(`ffmpeg failed measuring loudness: ${log.trim().slice(-4000)}`));
     });

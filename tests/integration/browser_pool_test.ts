@@ -12,6 +12,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { recordBrowsersIn } from "../../src/render/browser.ts";
 import { createBrowserPool } from "../../src/render/capture_mode.ts";
 import { renderComposition } from "../../src/render/render.ts";
 import { compositionHtml, makeProject, pixelSeries, waitFor } from "../helpers.ts";
@@ -19,8 +20,11 @@ import { compositionHtml, makeProject, pixelSeries, waitFor } from "../helpers.t
 let project: string;
 let twoChunks: string;
 let scratch: string;
+let records: string;
 
 before(async () => {
+  records = await Deno.makeTempDir({ prefix: "vid-pool-browsers-" });
+  recordBrowsersIn(records);
   project = await makeProject(
     compositionHtml(
       `<div style="position:absolute;inset:0;background:#2080ff"></div>`,
@@ -41,25 +45,24 @@ before(async () => {
 });
 
 after(async () => {
+  recordBrowsersIn(undefined);
+  await Deno.remove(records, { recursive: true });
   await Deno.remove(project, { recursive: true });
   await Deno.remove(twoChunks, { recursive: true });
   await Deno.remove(scratch, { recursive: true });
 });
 
-/** Pids of this process's capture browsers (its children started with a DevTools port). */
+/**
+ * Pids of the capture browsers this file launched that still run, from the records the
+ * browser launcher keeps (`recordBrowsersIn`, what `vid server` reaps after a crash): one
+ * `browser-<pid>.json` per browser while it runs. Module state, so only this file's
+ * browsers: the test process's children also hold the browsers of files running alongside.
+ */
 function capturingBrowsers(): number[] {
   const pids: number[] = [];
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (ppid !== Deno.pid) continue;
-      const cmdline = Deno.readTextFileSync(`/proc/${entry.name}/cmdline`);
-      if (cmdline.includes("--remote-debugging-port")) pids.push(Number(entry.name));
-    } catch {
-      // exited meanwhile
-    }
+  for (const entry of Deno.readDirSync(records)) {
+    const pid = Number(/^browser-(\d+)\.json$/.exec(entry.name)?.[1]);
+    if (pid && running(pid)) pids.push(pid);
   }
   return pids;
 }

@@ -4,10 +4,12 @@
  * run per grid cell (encode.ts) make every cell's bytes independent of the chunk it falls
  * in, and the joins carry exact timestamps.
  *
- * The distributed renders run the Lambda worker's code in this process (worker/handler.ts:
- * plan, renderChunk per chunk, assemble) against a real S3 server (s3rver) holding the
- * site, with chunk plans of 1, 2, 3 and 5 chunks; the local render is `renderComposition`
- * (what `vid render` runs). Fixture: 320x180 at 5 fps for 4.6 s, 23 frames = four 5-frame
+ * The distributed renders run the Lambda worker's code (worker/handler.ts: plan,
+ * renderChunk per chunk, assemble) in a child process whose environment holds the S3
+ * endpoint and keys, as a function's does (this process's environment is shared with the
+ * test files running alongside), against a real S3 server (s3rver) holding the site, with
+ * chunk plans of 1, 2, 3 and 5 chunks; the local render is `renderComposition` (what
+ * `vid render` runs). Fixture: 320x180 at 5 fps for 4.6 s, 23 frames = four 5-frame
  * grid cells (1 s) and a 3-frame one, a box sliding and changing colour (so every frame differs)
  * and a tone. Compared: `ffmpeg -f framemd5` of the decoded frames, and of the video and
  * audio packets as stored (`-c copy`: bytes and timestamps in the stream's own time base,
@@ -20,7 +22,6 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   CreateBucketCommand,
@@ -31,13 +32,13 @@ import {
 import { renderComposition } from "../../src/render/render.ts";
 import type { OutputFormat } from "../../src/render/encode.ts";
 import type { ExecutionInput, RenderConfig } from "../../src/lambda/config.ts";
-import type { ChunkResult, PlanResult } from "../../src/lambda/state_machine.ts";
-import { compositionHtml, imageDifference, makeProject, rgbFrames } from "../helpers.ts";
+import type { PlanResult } from "../../src/lambda/state_machine.ts";
+import { compositionHtml, imageDifference, makeProject, rgbFrames, ROOT } from "../helpers.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 
 const BUCKET = "vid-identity-test";
-/** Fresh per run: the worker keeps downloaded sites by id in `<tmpdir>/vid-sites`. */
-const SITE_ID = `site-identity-${crypto.randomUUID().slice(0, 8)}`;
+/** The worker keeps downloaded sites by id in `<tmpdir>/vid-sites`: its TMPDIR is fresh per run. */
+const SITE_ID = "site-identity-0123";
 const EPOCH_MS = 1_700_000_000_000;
 const FPS = 5;
 const FRAMES = 23;
@@ -62,6 +63,33 @@ async function run(cmd: string, args: string[]): Promise<string> {
   }
   return new TextDecoder().decode(out.stdout);
 }
+
+/** Marks the driver's result line, so output of the worker cannot be mistaken for it. */
+const RESULT_MARK = "@@identity-plans@@";
+
+/**
+ * Runs in a child `deno` process: calls the worker's handler as the state machine would
+ * (plan, each chunk, assemble) for each execution input, one after the other, and prints
+ * the plans.
+ */
+const DRIVER = `
+const { handler } = await import(Deno.args[0]);
+const plans = [];
+for (const input of JSON.parse(Deno.args[1])) {
+  const executionStartTime = new Date().toISOString();
+  const plan = await handler({ task: "plan", input, executionStartTime });
+  const chunks = [];
+  for (const chunk of plan.chunks) {
+    chunks.push(await handler({
+      task: "renderChunk", input, chunk, totalFrames: plan.totalFrames, executionStartTime,
+    }));
+  }
+  await handler({ task: "assemble", input, totalFrames: plan.totalFrames, chunks, executionStartTime });
+  plans.push(plan);
+}
+console.log("${RESULT_MARK}" + JSON.stringify(plans));
+Deno.exit(0);
+`;
 
 /** framemd5 lines (timestamps, size, hash), headers dropped. */
 async function framemd5(file: string, args: string[]): Promise<string[]> {
@@ -118,7 +146,8 @@ describe("distributed render = local render, for any chunk plan", () => {
   let client: S3Client;
   let project: string;
   let scratch: string;
-  const saved: Record<string, string | undefined> = {};
+  /** The local mp4 render of the default plan, made once for the tests that compare with it. */
+  let localMp4: Promise<string> | undefined;
 
   before(async () => {
     s3 = await startS3Server();
@@ -149,42 +178,25 @@ describe("distributed render = local render, for any chunk plan", () => {
         }),
       );
     }
-    // The worker's S3 client reads its endpoint and keys from the environment.
-    const env = {
-      VID_S3_ENDPOINT: s3.endpoint,
-      VID_S3_FORCE_PATH_STYLE: "1",
-      AWS_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
-      VID_CHUNK_PREFIX: "chunks/",
-    };
-    for (const [name, value] of Object.entries(env)) {
-      saved[name] = Deno.env.get(name);
-      Deno.env.set(name, value);
-    }
   });
 
   after(async () => {
-    for (const [name, value] of Object.entries(saved)) {
-      if (value === undefined) Deno.env.delete(name);
-      else Deno.env.set(name, value);
-    }
     client?.destroy();
     await s3?.close();
     if (project) await Deno.remove(project, { recursive: true });
     if (scratch) await Deno.remove(scratch, { recursive: true });
-    const sites = join(tmpdir(), "vid-sites");
-    await Deno.remove(join(sites, SITE_ID), { recursive: true }).catch(() => {});
-    await Deno.remove(join(sites, `${SITE_ID}.complete`)).catch(() => {});
   });
 
-  /** Renders through the worker's three tasks, as the state machine calls them. */
-  async function distributed(chunking: number | RenderConfig, renderId: string): Promise<{
-    plan: PlanResult;
-    file: string;
-  }> {
-    const { handler } = await import("../../worker/handler.ts");
-    const input: ExecutionInput = {
+  /**
+   * Renders through the worker's three tasks, as the state machine calls them, in one child
+   * process for all of `renders` (one after the other): its environment gives the worker's
+   * S3 client its endpoint and keys, and its TMPDIR (the worker keeps downloaded sites in
+   * `<tmpdir>/vid-sites`) is in the scratch folder.
+   */
+  async function distributed(
+    renders: { chunking: number | RenderConfig; renderId: string }[],
+  ): Promise<{ plan: PlanResult; file: string }[]> {
+    const inputs: ExecutionInput[] = renders.map(({ chunking, renderId }) => ({
       renderId,
       bucketName: BUCKET,
       siteId: SITE_ID,
@@ -197,34 +209,45 @@ describe("distributed render = local render, for any chunk plan", () => {
         ...(typeof chunking === "number" ? { chunkSize: chunking } : chunking),
         epochMs: EPOCH_MS,
       },
-    };
-    const executionStartTime = new Date().toISOString();
-    const plan = await handler({ task: "plan", input, executionStartTime });
-    const chunks: ChunkResult[] = [];
-    for (const chunk of plan.chunks) {
-      chunks.push(
-        await handler({
-          task: "renderChunk",
-          input,
-          chunk,
-          totalFrames: plan.totalFrames,
-          executionStartTime,
-        }),
-      );
-    }
-    await handler({
-      task: "assemble",
-      input,
-      totalFrames: plan.totalFrames,
-      chunks,
-      executionStartTime,
-    });
-    const object = await client.send(
-      new GetObjectCommand({ Bucket: BUCKET, Key: input.outputKey }),
+    }));
+    const tmp = join(scratch, "worker-tmp");
+    await Deno.mkdir(tmp, { recursive: true });
+    const child = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "eval",
+        DRIVER,
+        new URL("../../worker/handler.ts", import.meta.url).href,
+        JSON.stringify(inputs),
+      ],
+      cwd: ROOT,
+      env: {
+        VID_S3_ENDPOINT: s3.endpoint,
+        VID_S3_FORCE_PATH_STYLE: "1",
+        AWS_REGION: "us-east-1",
+        AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+        AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+        VID_CHUNK_PREFIX: "chunks/",
+        TMPDIR: tmp,
+      },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(child.stdout);
+    const result = stdout.split("\n").find((line) => line.startsWith(RESULT_MARK));
+    assert.ok(
+      child.success && result,
+      `the worker failed (${child.code}):\n${new TextDecoder().decode(child.stderr)}\n${stdout}`,
     );
-    const file = join(scratch, `${renderId}.mp4`);
-    await Deno.writeFile(file, await object.Body!.transformToByteArray());
-    return { plan, file };
+    const plans: PlanResult[] = JSON.parse(result.slice(RESULT_MARK.length));
+    return await Promise.all(inputs.map(async (input, i) => {
+      const object = await client.send(
+        new GetObjectCommand({ Bucket: BUCKET, Key: input.outputKey }),
+      );
+      const file = join(scratch, `${input.renderId}.mp4`);
+      await Deno.writeFile(file, await object.Body!.transformToByteArray());
+      return { plan: plans[i], file };
+    }));
   }
 
   async function local(format: OutputFormat, chunkSize?: number): Promise<string> {
@@ -241,7 +264,7 @@ describe("distributed render = local render, for any chunk plan", () => {
   }
 
   it("mp4: chunk plans of 1, 2, 3 and 5 chunks give the local render's frames and audio", async () => {
-    const reference = await fingerprint(await local("mp4"));
+    const reference = await fingerprint(await (localMp4 ??= local("mp4")));
     assert.ok(reference.audioPackets.length > 0, "the fixture has audio");
     // Grid cells of 1 s = 5 frames; chunk sizes are whole cells, the last chunk ends at 22.
     const plans: [number, number[][]][] = [
@@ -250,19 +273,25 @@ describe("distributed render = local render, for any chunk plan", () => {
       [8, [[0, 9], [10, 19], [20, 22]]],
       [5, [[0, 4], [5, 9], [10, 14], [15, 19], [20, 22]]],
     ];
-    for (const [chunkSize, ranges] of plans) {
-      const { plan, file } = await distributed(chunkSize, `r-identity-${chunkSize}`);
+    const renders = await distributed(
+      plans.map(([chunkSize]) => ({ chunking: chunkSize, renderId: `r-identity-${chunkSize}` })),
+    );
+    for (const [i, [, ranges]] of plans.entries()) {
+      const { plan, file } = renders[i];
       assert.deepEqual(plan.chunks.map((c) => [c.from, c.to]), ranges);
       assertSame(await fingerprint(file), reference, `${ranges.length} chunk(s)`);
     }
   });
 
   it("--target-chunk-frames is a ceiling: above a cell, whole cells and the same bytes; below a second, cells of the target (its frames, a keyframe every target frames)", async () => {
-    const localFile = await local("mp4");
+    const localFile = await (localMp4 ??= local("mp4"));
     const reference = await fingerprint(localFile);
+    const [over, under] = await distributed([
+      { chunking: { targetChunkFrames: 7 }, renderId: "r-identity-t7" },
+      { chunking: { targetChunkFrames: 3 }, renderId: "r-identity-t3" },
+    ]);
     // 23 frames, target 7 over 5-frame cells: one cell per chunk (the count alone, 4, would
     // have made the first chunk 10 frames).
-    const over = await distributed({ targetChunkFrames: 7 }, "r-identity-t7");
     assert.deepEqual(over.plan.chunks.map((c) => [c.from, c.to]), [
       [0, 4],
       [5, 9],
@@ -273,7 +302,6 @@ describe("distributed render = local render, for any chunk plan", () => {
     assertSame(await fingerprint(over.file), reference, "target 7");
 
     // Target 3, below the 1-second cell: cells of 3 frames, each its own encoder run.
-    const under = await distributed({ targetChunkFrames: 3 }, "r-identity-t3");
     assert.ok(under.plan.chunks.every((c) => c.frames <= 3 && c.cellFrames === 3));
     assert.equal(under.plan.chunks.length, 8);
     const keyframes = (await run("ffprobe", [

@@ -673,31 +673,23 @@ describe("warm worker processes (stub handler)", () => {
   });
 });
 
-/** Pids of this process's descendants whose command name matches `name`. */
-async function descendants(name: RegExp): Promise<number[]> {
-  const parents = new Map<number, number>();
-  const names = new Map<number, string>();
-  for await (const entry of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    try {
-      const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
-      // pid (comm) state ppid …; comm may hold spaces and parentheses.
-      const close = stat.lastIndexOf(")");
-      const comm = stat.slice(stat.indexOf("(") + 1, close);
-      const ppid = Number(stat.slice(close + 2).split(" ")[1]);
-      parents.set(Number(entry.name), ppid);
-      names.set(Number(entry.name), comm);
-    } catch {
-      // exited meanwhile
-    }
+/**
+ * Pids of the descendants of `stack`'s worker processes whose command name matches `name`.
+ * The stack's workers, not this process's children: files running alongside share this
+ * process and have browsers of their own.
+ */
+async function descendants(stack: LocalStack, name: RegExp): Promise<number[]> {
+  const table = await processTable();
+  return below(table, stack.workerPids()).filter((pid) => name.test(table.get(pid)?.comm ?? ""));
+}
+
+/** `roots`' descendants (not the roots themselves) in `table`. */
+function below(table: Map<number, { ppid: number }>, roots: number[]): number[] {
+  const found = [...roots];
+  for (let i = 0; i < found.length; i++) {
+    for (const [child, row] of table) if (row.ppid === found[i]) found.push(child);
   }
-  const ours = (pid: number): boolean => {
-    for (let at = parents.get(pid); at !== undefined && at > 1; at = parents.get(at)) {
-      if (at === Deno.pid) return true;
-    }
-    return false;
-  };
-  return [...names].filter(([pid, comm]) => name.test(comm) && ours(pid)).map(([pid]) => pid);
+  return found.slice(roots.length);
 }
 
 describe("local stack concurrency and clean shutdown (real worker)", () => {
@@ -737,7 +729,7 @@ describe("local stack concurrency and clean shutdown (real worker)", () => {
     assert.equal(started.code, 0, started.stderr);
     let browsers: number[] = [];
     for (const deadline = Date.now() + 60_000; Date.now() < deadline;) {
-      browsers = await descendants(/chrom|headless/i);
+      browsers = await descendants(stack, /chrom|headless/i);
       if (browsers.length > 0) break;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
@@ -807,20 +799,16 @@ describe("a worker SIGKILLed mid-chunk (real worker)", () => {
       "--wait",
     ], { env: stack.env });
 
-    // The worker rendering the chunk: a node child of this process with a browser below it.
+    // The worker rendering the chunk: one of the stack's workers with a browser below it.
     let worker: number | undefined;
     let tree: number[] = [];
     for (const deadline = Date.now() + 60_000; !worker && Date.now() < deadline;) {
       const table = await processTable();
-      for (const [pid, { ppid, comm }] of table) {
-        if (ppid !== Deno.pid || !/node/.test(comm)) continue;
-        const below = [pid];
-        for (let i = 0; i < below.length; i++) {
-          for (const [child, row] of table) if (row.ppid === below[i]) below.push(child);
-        }
-        if (below.some((p) => /chrom|headless/i.test(table.get(p)?.comm ?? ""))) {
+      for (const pid of stack.workerPids()) {
+        const descendants = below(table, [pid]);
+        if (descendants.some((p) => /chrom|headless/i.test(table.get(p)?.comm ?? ""))) {
           worker = pid;
-          tree = below;
+          tree = [pid, ...descendants];
         }
       }
       if (!worker) await new Promise((resolve) => setTimeout(resolve, 100));

@@ -22,6 +22,7 @@ import { FsStorage } from "../../src/server/storage_file.ts";
 import { S3Storage } from "../../src/server/storage_s3.ts";
 import { storageFromUrl } from "../../src/server/storage_url.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
+import { ROOT } from "../helpers.ts";
 
 const encoder = new TextEncoder();
 
@@ -405,27 +406,36 @@ describe("storageFromUrl", () => {
     }
   });
 
-  it("gives a working S3Storage with credentials from the environment", async () => {
+  it("gives a working S3Storage with credentials from the environment (in a child process: the test process's environment is shared)", async () => {
     const server = await startS3Server();
-    const saved = [Deno.env.get("AWS_ACCESS_KEY_ID"), Deno.env.get("AWS_SECRET_ACCESS_KEY")];
-    Deno.env.set("AWS_ACCESS_KEY_ID", S3_CREDENTIALS.accessKeyId);
-    Deno.env.set("AWS_SECRET_ACCESS_KEY", S3_CREDENTIALS.secretAccessKey);
     const raw = rawClient(server.endpoint);
-    let storage: Storage | undefined;
     try {
       await createBucket(server.endpoint, "from-url");
-      storage = storageFromUrl(`s3://from-url/pre/fix?endpoint=${server.endpoint}&path_style=true`);
-      await storage.putBytes("a/b.txt", encoder.encode("via url"));
+      // The credentials reach the child only through its environment, as an operator's would.
+      const child = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "eval",
+          `const { storageFromUrl } = await import(Deno.args[0]);
+           const storage = storageFromUrl(Deno.args[1]);
+           await storage.putBytes("a/b.txt", new TextEncoder().encode("via url"));
+           storage.close();`,
+          new URL("../../src/server/storage_url.ts", import.meta.url).href,
+          `s3://from-url/pre/fix?endpoint=${server.endpoint}&path_style=true`,
+        ],
+        cwd: ROOT,
+        env: {
+          AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+        },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(child.code, 0, new TextDecoder().decode(child.stderr));
       const listed = await raw.send(new ListObjectsV2Command({ Bucket: "from-url" }));
       assert.deepEqual((listed.Contents ?? []).map((o) => o.Key), ["pre/fix/a/b.txt"]);
     } finally {
-      if (storage instanceof S3Storage) storage.close();
       raw.destroy();
-      for (const [i, name] of ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"].entries()) {
-        const value = saved[i];
-        if (value === undefined) Deno.env.delete(name);
-        else Deno.env.set(name, value);
-      }
       await server.close();
     }
   });

@@ -266,6 +266,12 @@ export interface LocalStack {
   env: Record<string, string>;
   /** Counters of the worker processes (started, invocations, reused, idle, busy). */
   workerStats(): WarmWorkersStats;
+  /**
+   * Pids of the worker processes now, busy and idle; each leads the process group of its
+   * browsers and ffmpeg: a test watches its own stack's workers by these, not by every
+   * child of its process.
+   */
+  workerPids(): number[];
   /** Stops everything. */
   close(): Promise<void>;
 }
@@ -375,6 +381,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
         VID_LAMBDA_RESERVED_CONCURRENCY: String(concurrency),
       },
       workerStats: () => workers.stats(),
+      workerPids: () => workers.pids(),
       close,
     };
   } catch (error) {

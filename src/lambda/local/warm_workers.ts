@@ -126,6 +126,12 @@ export interface WarmWorkers {
   invoke(payload: unknown, onStart?: () => void): Promise<unknown>;
   /** Counters, for tests and measurements. */
   stats(): WarmWorkersStats;
+  /**
+   * Pids of the processes now, busy and idle. Each leads its own process group, which holds
+   * its browsers and ffmpeg: what a test or an operator watches for one pool's processes
+   * when other work shares the machine.
+   */
+  pids(): number[];
   /** Ends every process, busy ones included; later invocations fail. */
   close(): Promise<void>;
 }
@@ -467,6 +473,7 @@ export function startWarmWorkers(options: WarmWorkersOptions): WarmWorkers {
   return {
     invoke,
     stats: () => ({ ...counts, idle: idle.length, busy: busy.size, waiting: queue.length }),
+    pids: () => [...busy, ...idle].map((worker) => worker.pid),
     async close(): Promise<void> {
       closed = true;
       // Waiters wake up, see the pool closed and fail.
