@@ -102,14 +102,12 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   "lambda_sdk_test.ts": "bounds a run time between two figures",
   "video_presentation_test.ts": "the first capture within 1 s",
   "server_cluster_test.ts": "3 s leases renewed every second; kill -9 of workers mid-render",
-  // Big: a 1080p render of 150 frames.
-  "example_hello_test.ts": "renders 150 frames at 1920x1080",
 };
 
 /**
- * Files of {@linkcode SERIAL_INTEGRATION} that run one at a time, each in its own `deno test`
- * process, after the others: they change or inspect state the whole test process shares, or
- * measure the machine, so no other file may run beside them.
+ * Files of {@linkcode SERIAL_INTEGRATION} that run one at a time (`deno test` without
+ * `--parallel`), after the others: they measure the machine (or, should one ever need to,
+ * change or inspect state the whole test process shares), so no other file may run beside them.
  */
 export const ALONE_INTEGRATION: ReadonlySet<string> = new Set([
   "startup_test.ts",
