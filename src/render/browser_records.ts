@@ -16,7 +16,7 @@
  * under `<cache>/browsers` ({@linkcode cliBrowserRecords}).
  *
  * A render's work folder in the temp folder carries its owner's pid in its name
- * ({@linkcode workFolderPrefix}); {@linkcode reapOrphanWorkFolders} removes those whose owner
+ * (`workFolderPrefix` in `work_folder.ts`); {@linkcode reapOrphanWorkFolders} removes those whose owner
  * is gone (a SIGKILLed `vid render` cannot remove its own). `vid server` removes its work
  * folders by itself (`src/server/reaper.ts`).
  *
@@ -121,15 +121,6 @@ export function cliBrowserRecords(): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/**
- * The name a render's work folder starts with: `vid-render-<pid of this process>-`. Node's
- * `process.pid`, not `Deno.pid`: every render opens a session that calls this, the Lambda
- * worker's under Node 22 too, where there is no `Deno`.
- */
-export function workFolderPrefix(pid: number = process.pid): string {
-  return `vid-render-${pid}-`;
 }
 
 /**

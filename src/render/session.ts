@@ -19,7 +19,7 @@ import { StrictVariablesError, type VariableProblem } from "../composition/error
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
-import { workFolderPrefix } from "./browser_records.ts";
+import { workFolderPrefix } from "./work_folder.ts";
 import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import { prepareEncoder, type RenderFormat } from "./encode.ts";
 import type { CaptionTrack } from "../runtime/captions.ts";
