@@ -4,7 +4,7 @@
  * them, and when a client holds a request open (the orderly stop waits on it) they exit
  * once the deadline passes, or at once on a second signal. The studio's render of a page
  * that busy-loops fails within `--frame-timeout`, leaving no browser or ffmpeg behind.
- * `vid server`'s stop with a hung render is in security_server_test.ts.
+ * `vid server`'s stop with a hung render is in security_server_deadlines_test.ts.
  *
  * @module
  */
