@@ -252,26 +252,38 @@ describe("vid server --role on one PostgreSQL", () => {
 
   it("the acceptance scenario: 2 API + 2 --chunk-size workers; kill -9 of the API that took a 20 s render and of a worker inside a chunk; through the other API it completes once, charged once, one webhook id across a retry, the single-process render's bytes, its chunks on both workers", async () => {
     // The single-process server's render of the same request: SQLite, one process, whole.
-    const alone = await Deno.makeTempDir({ prefix: "vid-cluster-alone-" });
-    folders.push(alone);
-    const aloneKey = await createAccount(alone, "alone@example.com");
-    const single = await startServerProcess(alone);
-    running.push(single);
-    const reference = await finished(
-      single.url,
-      aloneKey,
-      await submit(single.url, aloneKey, { fps: LONG_FPS }, LONG),
-    );
-    assert.equal(reference.status, "completed", String(reference.error));
-    const expected = await videoOf(reference);
-    await single.stop();
+    const reference = async (): Promise<Uint8Array> => {
+      const alone = await Deno.makeTempDir({ prefix: "vid-cluster-alone-" });
+      folders.push(alone);
+      const aloneKey = await createAccount(alone, "alone@example.com");
+      const single = await startServerProcess(alone);
+      running.push(single);
+      const rendered = await finished(
+        single.url,
+        aloneKey,
+        await submit(single.url, aloneKey, { fps: LONG_FPS }, LONG),
+      );
+      assert.equal(rendered.status, "completed", String(rendered.error));
+      const bytes = await videoOf(rendered);
+      await single.stop();
+      return bytes;
+    };
 
     // The receiver answers the first delivery 503, so the outbox retries it.
     const hooks = receiver(1);
     try {
-      const [api1, api2] = [await instance("api"), await instance("api")];
+      // The cluster's instances start while the reference renders (they share nothing with
+      // it); the scenario begins once both are done.
       const chunked = ["--chunk-size", String(CHUNK_FRAMES)];
-      const workers = [await instance("worker", chunked), await instance("worker", chunked)];
+      const [expected, [api1, api2, ...workers]] = await Promise.all([
+        reference(),
+        Promise.all([
+          instance("api"),
+          instance("api"),
+          instance("worker", chunked),
+          instance("worker", chunked),
+        ]),
+      ]);
       assert.match(api1.output(), /role: api/);
       assert.match(workers[0].output(), /role: worker/);
       // A worker serves the probes and metrics only; an API instance renders nothing.
@@ -397,7 +409,7 @@ describe("vid server --role on one PostgreSQL", () => {
   });
 
   it("failed sign-ins spread over two API instances lock the account at the documented 5", async () => {
-    const apis = [await instance("api"), await instance("api")];
+    const apis = await Promise.all([instance("api"), instance("api")]);
     const signIn = async (server: ServerProcess, password: string) => {
       const params = new URLSearchParams({
         response_type: "code",
@@ -435,8 +447,7 @@ describe("vid server --role on one PostgreSQL", () => {
   });
 
   it("a worker stopped with SIGTERM hands its render back at once; another worker finishes it", async () => {
-    const apiServer = await instance("api");
-    const leaving = await instance("worker");
+    const [apiServer, leaving] = await Promise.all([instance("api"), instance("worker")]);
     const id = await submit(apiServer.url, key);
     await until("the render to be under way", async () => {
       const row = await serverDatabaseRow(home, "select lease_owner from renders where id = ?", id);
@@ -462,8 +473,7 @@ describe("vid server --role on one PostgreSQL", () => {
 
   it("PostgreSQL restarted mid-render: every instance reconnects and the render completes", async () => {
     const pg = serverPostgres()!;
-    const apiServer = await instance("api");
-    const worker = await instance("worker");
+    const [apiServer, worker] = await Promise.all([instance("api"), instance("worker")]);
     const id = await submit(apiServer.url, key);
     await until("the render to be under way", async () => {
       const { body } = await api(apiServer.url, key, `/v3/vid/renders/${id}`);
