@@ -94,8 +94,6 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   "browser_pool_test.ts": "counts the capture browsers among the test process's children",
   "lambda_local_test.ts": "finds browsers among the test process's descendants; kill -9 mid-chunk",
   // Deadlines and durations asserted, or time that must pass while a render runs.
-  "render_interrupt_test.ts": "SIGINT and --frame-timeout deadlines",
-  "shutdown_test.ts": "SIGTERM against --shutdown-timeout 2",
   "security_server_deadlines_test.ts":
     "GET latency while zips are checked; frame, budget and SIGTERM deadlines",
   "server_queue_test.ts": "holds SQLite's write lock past its 5 s busy timeout mid-render",
