@@ -276,6 +276,12 @@ describe("vid server --role on one PostgreSQL", () => {
         instance("worker", chunked),
         instance("worker", chunked),
       ]);
+      // Each prints its role on the line after the one its start waited for.
+      await until("the role lines", () =>
+        Promise.resolve(
+          /role: api/.test(api1.output()) && /role: worker/.test(workers[0].output()) ||
+            undefined,
+        ));
       assert.match(api1.output(), /role: api/);
       assert.match(workers[0].output(), /role: worker/);
       // A worker serves the probes and metrics only; an API instance renders nothing.
