@@ -9,9 +9,11 @@
  * ```ts
  * import { startServer } from "@vid/cli/server";
  *
- * const server = await startServer({ dataDir: await Deno.makeTempDir(), port: 0 });
+ * const dataDir = await Deno.makeTempDir({ prefix: "vid-server-" });
+ * const server = await startServer({ dataDir, port: 0 });
  * console.log(`listening at ${server.url}`);
  * await server.close();
+ * await Deno.remove(dataDir, { recursive: true });
  * ```
  *
  * @module

@@ -1,7 +1,8 @@
 /**
  * Builds the code vid runs inside pages from ordinary modules: the page runtime
- * (`src/runtime/install.ts` and its imports) and the preview studio's client
- * (`src/preview/studio/main.ts` and its imports), each bundled by esbuild into one script and
+ * (`src/runtime/install.ts` and its imports), the preview studio's client
+ * (`src/preview/studio/main.ts` and its imports) and the probes a render and `vid check` call
+ * in the page (`src/runtime/font_probe.ts`, `src/runtime/text_probe.ts`), each bundled by esbuild into one script and
  * written, as a string constant, to a checked-in module the renderer and the studio inject
  * (`src/runtime/page_bundle.ts`, `src/preview/studio_bundle.ts`).
  *
@@ -68,6 +69,26 @@ export const PAGE_BUNDLES: PageBundle[] = [
     constant: "STUDIO_CLIENT_BUNDLE",
     shape: "run",
     doc: "The preview studio's script (`src/preview/studio/`): runs once on the studio page.",
+  },
+  {
+    name: "font probe",
+    entry: "src/runtime/font_probe.ts",
+    output: "src/runtime/font_probe_bundle.ts",
+    constant: "FONT_PROBE_BUNDLE",
+    shape: "function",
+    exported: "pageFontFailures",
+    doc:
+      "The font probe: an expression whose value is the function `pageFontFailures` (`src/runtime/font_probe.ts`).",
+  },
+  {
+    name: "text probe",
+    entry: "src/runtime/text_probe.ts",
+    output: "src/runtime/text_probe_bundle.ts",
+    constant: "TEXT_PROBE_BUNDLE",
+    shape: "function",
+    exported: "pageTextFindings",
+    doc:
+      "vid check's text probe: an expression whose value is the function `pageTextFindings` (`src/runtime/text_probe.ts`), called with the canvas's width and height.",
   },
 ];
 

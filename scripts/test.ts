@@ -8,14 +8,16 @@
  * After the checks, still alongside Pulumi, the runnable `@example` blocks of the library
  * (`deno test --doc`, below) and, alongside them, `deno test --deny-run --parallel
  * tests/unit/` (its output printed after theirs); then, alone on the
- * machine, the integration tests: first the files of `SERIAL_INTEGRATION` (below: they
- * assert deadlines, or touch state the whole test process shares) one at a time, with any
- * test file still directly in `tests/`, then the others with `deno test --parallel` (one
- * file per core, `DENO_JOBS` to change it). No test is type-checked twice when `deno check`
+ * machine, the integration tests in three groups: the files of `SERIAL_INTEGRATION` (below:
+ * they assert deadlines) two at a time, then those of `ALONE_INTEGRATION` (they touch state
+ * the whole test process shares, or measure the machine) one at a time, with any test file
+ * still directly in `tests/`, then the others with `deno test --parallel` (one file per core,
+ * `DENO_JOBS` to change it). Each group starts its `LONGEST_FIRST` files first, so no long
+ * file starts last and runs on alone. No test is type-checked twice when `deno check`
  * passed. Every `deno test` and `node --test` run writes a JUnit report that is parsed for
  * the counts: `.test-results/junit.xml` holds the parallel integration tests (and any run
- * given a path), `serial-junit.xml` the serial ones, `unit-junit.xml`, `doc-junit.xml` and
- * `pulumi-junit.xml` the others.
+ * given a path), `serial-junit.xml` and `alone-junit.xml` the other two groups,
+ * `unit-junit.xml`, `doc-junit.xml` and `pulumi-junit.xml` the others.
  *
  * `--unit` runs only the fast inner loop: `tests/unit/` (no browser, ffmpeg, subprocess or
  * server process; `deno test --deny-run` enforces the subprocess part) and the runnable
@@ -71,6 +73,7 @@ const PULUMI_JUNIT_PATH = ".test-results/pulumi-junit.xml";
 const DOC_JUNIT_PATH = ".test-results/doc-junit.xml";
 const UNIT_JUNIT_PATH = ".test-results/unit-junit.xml";
 const SERIAL_JUNIT_PATH = ".test-results/serial-junit.xml";
+const ALONE_JUNIT_PATH = ".test-results/alone-junit.xml";
 
 /** Fast tests of pure logic: no browser, ffmpeg, subprocess or server process. */
 const UNIT_TESTS = "tests/unit/";
@@ -78,12 +81,14 @@ const UNIT_TESTS = "tests/unit/";
 const INTEGRATION_TESTS = "tests/integration/";
 
 /**
- * Integration files that run one at a time, alone, after the others (which run in parallel,
- * `deno test --parallel`: one worker per core, or `DENO_JOBS`). Parallel files share this
- * process (its pid, environment, working folder) and the machine's two cores, so a file goes
- * here when it changes or inspects process-wide state, when it asserts a deadline or a
- * duration, or when it would starve the others. Every other file must hold its own ports
- * (port 0), folders (a temp dir) and processes (checks by its own pids, not the machine's).
+ * Integration files kept out of the parallel group (`deno test --parallel`: one worker per
+ * core, or `DENO_JOBS`), which keeps both cores busy: a file goes here when it asserts a
+ * deadline or a duration that a saturated machine would stretch. These files mostly wait
+ * (on a deadline, a lease, a server), so they run two at a time in a group of their own
+ * (`DENO_JOBS=2`, workers of one process): one that changes or inspects process-wide state
+ * (the environment, its children, the working folder), or measures the machine, must also
+ * be in {@linkcode ALONE_INTEGRATION}. Every other file must hold its own ports (port 0),
+ * folders (a temp dir) and processes (checks by its own pids, not the machine's).
  */
 export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   // Process-wide state: the environment and children of the one test process.
@@ -106,6 +111,67 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   // Big: a 1080p render of 150 frames.
   "example_hello_test.ts": "renders 150 frames at 1920x1080",
 };
+
+/**
+ * Files of {@linkcode SERIAL_INTEGRATION} that run one at a time, each in its own `deno test`
+ * process, after the others: they change or inspect state the whole test process shares, or
+ * measure the machine, so no other file may run beside them.
+ */
+export const ALONE_INTEGRATION: ReadonlySet<string> = new Set([
+  "storage_test.ts",
+  "chunk_identity_test.ts",
+  "lambda_runtime_test.ts",
+  "security_network_test.ts",
+  "browser_pool_test.ts",
+  "lambda_local_test.ts",
+  "startup_test.ts",
+  "floor_bench_test.ts",
+  "video_presentation_test.ts",
+  "lambda_timecap_test.ts",
+]);
+
+/**
+ * The slowest integration files, slowest first (seconds measured on the idle 2-core machine).
+ * Each group starts these before its other files (alphabetical): a long file started last
+ * would run on with one core idle. An order, not a rule: a stale name is only ignored.
+ */
+export const LONGEST_FIRST: readonly string[] = [
+  "lambda_batch_test.ts", // 79
+  "security_server_test.ts", // 54
+  "server_postgres_test.ts", // 47
+  "chunk_identity_test.ts", // 37
+  "npm_package_test.ts", // 34
+  "server_lambda_test.ts", // 34
+  "server_cluster_test.ts", // 33
+  "media_test.ts", // 32
+  "readme_test.ts", // 31
+  "preview_test.ts", // 30
+  "lambda_local_test.ts", // 29
+  "cloud_test.ts", // 28
+  "hyperframes_test.ts", // 28
+  "runtime_test.ts", // 28
+  "server_queue_test.ts", // 19
+  "studio_test.ts", // 19
+  "lambda_runtime_test.ts", // 18
+  "examples_recipes_test.ts", // 17
+  "security_network_test.ts", // 17
+  "types_test.ts", // 17
+  "server_chunks_test.ts", // 16
+  "server_test.ts", // 16
+  "audio_mix_test.ts", // 15
+  "oauth_test.ts", // 15
+  "example_hello_test.ts", // 14
+  "render_cli_test.ts", // 13
+];
+
+/** `paths` with the files of {@linkcode LONGEST_FIRST} first, in its order, then the rest sorted. */
+export function longestFirst(paths: readonly string[]): string[] {
+  const rank = (path: string): number => {
+    const index = LONGEST_FIRST.indexOf(path.slice(path.lastIndexOf("/") + 1));
+    return index === -1 ? LONGEST_FIRST.length : index;
+  };
+  return [...paths].sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0));
+}
 
 /** The library whose `@example` blocks `deno test --doc` runs (the `no_run` ones aside). */
 const DOC_TESTED: string[] = [
@@ -300,6 +366,7 @@ async function runTests(
   flags: string[] = [],
   junitPath: string = JUNIT_PATH,
   log?: Log,
+  env: Record<string, string> = {},
 ): Promise<Tally> {
   const tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
   await Deno.mkdir(`${ROOT}.test-results`, { recursive: true });
@@ -310,10 +377,12 @@ async function runTests(
     args.splice(separator === -1 ? args.length : separator, 0, ...defaultPaths);
   }
   const shown = args.map((arg) => arg.length > 120 ? `${arg.slice(0, 40)}…` : arg);
-  (log ?? console.log)(`\n$ deno ${shown.join(" ")}`);
+  const assignments = Object.entries(env).map(([name, value]) => `${name}=${value} `).join("");
+  (log ?? console.log)(`\n$ ${assignments}deno ${shown.join(" ")}`);
   const output = log ? "piped" : "inherit";
   const result = await new Deno.Command(Deno.execPath(), {
     args,
+    env,
     cwd: ROOT,
     stdin: "null",
     stdout: output,
@@ -544,39 +613,61 @@ function add(a: Tally, b: Tally): Tally {
 }
 
 /**
- * The integration tests: the files of {@linkcode SERIAL_INTEGRATION} one at a time (a stray
- * file too: nobody has decided it may share the process yet), then all the others in
- * parallel. Each run writes its own JUnit report; the tally is their sum. With paths in
- * `args`, those run as given, serially.
+ * The integration tests in three groups, each with its own JUnit report (the tally is their
+ * sum): the files of {@linkcode SERIAL_INTEGRATION} two at a time, then those of
+ * {@linkcode ALONE_INTEGRATION} one at a time (a stray file too: nobody has decided it may
+ * share the process yet), then all the others in parallel. With paths in `args`, those run
+ * as given, one at a time.
  */
 async function runIntegration(args: string[], flags: string[] = []): Promise<Tally> {
   if (hasPath(args)) return await runTests(args, [INTEGRATION_TESTS], flags);
   const stray = await strayTestFiles();
   const serial: string[] = [];
+  const alone: string[] = [];
   const parallel: string[] = [];
   for await (const entry of Deno.readDir(`${ROOT}${INTEGRATION_TESTS}`)) {
     if (!entry.isFile || !entry.name.endsWith("_test.ts")) continue;
     const path = `${INTEGRATION_TESTS}${entry.name}`;
-    (entry.name in SERIAL_INTEGRATION ? serial : parallel).push(path);
+    if (ALONE_INTEGRATION.has(entry.name)) alone.push(path);
+    else if (entry.name in SERIAL_INTEGRATION) serial.push(path);
+    else parallel.push(path);
   }
   let tally: Tally = { passed: 0, failed: 0, skipped: 0, failures: [] };
-  for (const name of Object.keys(SERIAL_INTEGRATION)) {
-    if (serial.includes(`${INTEGRATION_TESTS}${name}`)) continue;
-    // A renamed file would otherwise join the parallel run unnoticed.
+  const stale = (reason: string): void => {
     tally.failed++;
-    tally.failures.push(
-      `SERIAL_INTEGRATION (scripts/test.ts) names ${name}: not in tests/integration/`,
+    tally.failures.push(reason);
+  };
+  for (const name of Object.keys(SERIAL_INTEGRATION)) {
+    // A renamed file would otherwise join the parallel run unnoticed.
+    const path = `${INTEGRATION_TESTS}${name}`;
+    if (serial.includes(path) || alone.includes(path)) continue;
+    stale(`SERIAL_INTEGRATION (scripts/test.ts) names ${name}: not in tests/integration/`);
+  }
+  for (const name of ALONE_INTEGRATION) {
+    if (!(name in SERIAL_INTEGRATION)) {
+      stale(`ALONE_INTEGRATION (scripts/test.ts) names ${name}: not in SERIAL_INTEGRATION`);
+    }
+  }
+  alone.push(...stray);
+  console.log(
+    `\n(integration: ${serial.length} files two at a time, ${alone.length} one at a time, ` +
+      `then ${parallel.length} in parallel)`,
+  );
+  if (serial.length > 0) {
+    // Two at a time: each mostly waits, and two leave the deadlines they assert untouched.
+    const paired = [...flags, "--parallel"];
+    tally = add(
+      tally,
+      await runTests(args, longestFirst(serial), paired, SERIAL_JUNIT_PATH, undefined, {
+        DENO_JOBS: "2",
+      }),
     );
   }
-  serial.push(...stray);
-  if (serial.length > 0) {
-    console.log(
-      `\n(${serial.length} integration files one at a time, then the others in parallel)`,
-    );
-    tally = await runTests(args, serial.sort(), flags, SERIAL_JUNIT_PATH);
+  if (alone.length > 0) {
+    tally = add(tally, await runTests(args, longestFirst(alone), flags, ALONE_JUNIT_PATH));
   }
   if (parallel.length > 0) {
-    tally = add(tally, await runTests(args, parallel.sort(), [...flags, "--parallel"]));
+    tally = add(tally, await runTests(args, longestFirst(parallel), [...flags, "--parallel"]));
   }
   return tally;
 }

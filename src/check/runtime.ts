@@ -27,6 +27,8 @@ import {
   type RenderSession,
 } from "../render/session.ts";
 import type { CheckProblem } from "./problems.ts";
+import { TEXT_PROBE_BUNDLE } from "../runtime/text_probe_bundle.ts";
+import type { TextFinding } from "../runtime/text_checks.ts";
 
 /** Input of {@linkcode runtimeCheck}. */
 export interface RuntimeInput {
@@ -68,47 +70,6 @@ export function sampleFrames(
     if (end !== null) frames.add(at(end) - 1);
   }
   return [...frames].filter((f) => f >= 0 && f < total).sort((a, b) => a - b);
-}
-
-/** What the page reports of one frame's text (runs in the page). */
-function pageTextFindings(
-  width: number,
-  height: number,
-): { kind: "bad-text" | "text-overflow"; element: string; text: string; detail: string }[] {
-  const found: {
-    kind: "bad-text" | "text-overflow";
-    element: string;
-    text: string;
-    detail: string;
-  }[] = [];
-  const describe = (el: Element): string =>
-    el.tagName.toLowerCase() + (el.id ? `#${el.id}` : "") +
-    Array.from(el.classList).slice(0, 2).map((c) => `.${c}`).join("");
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-    const text = (node.textContent ?? "").trim();
-    const el = node.parentElement;
-    if (text === "" || !el || el.closest("script, style, template, noscript")) continue;
-    if (!el.checkVisibility({ checkOpacity: true, checkVisibilityCSS: true })) continue;
-    const range = document.createRange();
-    range.selectNodeContents(node);
-    const r = range.getBoundingClientRect();
-    if (r.width === 0 || r.height === 0) continue;
-    // Wholly off the canvas: placed there on purpose (waiting to slide in), not shown.
-    if (r.right <= 0 || r.bottom <= 0 || r.left >= width || r.top >= height) continue;
-    const bad = /\bNaN\b|\bundefined\b|\[object Object\]/.exec(text);
-    if (bad) found.push({ kind: "bad-text", element: describe(el), text, detail: bad[0] });
-    const over = [
-      r.left < -0.5 ? `${Math.round(-r.left)} px past the left edge` : "",
-      r.right > width + 0.5 ? `${Math.round(r.right - width)} px past the right edge` : "",
-      r.top < -0.5 ? `${Math.round(-r.top)} px past the top edge` : "",
-      r.bottom > height + 0.5 ? `${Math.round(r.bottom - height)} px past the bottom edge` : "",
-    ].filter((s) => s !== "");
-    if (over.length > 0) {
-      found.push({ kind: "text-overflow", element: describe(el), text, detail: over.join(", ") });
-    }
-  }
-  return found;
 }
 
 function short(text: string): string {
@@ -264,8 +225,8 @@ export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]>
       }
       const findings = await evaluate(
         page.page,
-        `(${pageTextFindings.toString()})(${composition.width}, ${composition.height})`,
-      ) as ReturnType<typeof pageTextFindings>;
+        `(${TEXT_PROBE_BUNDLE})(${composition.width}, ${composition.height})`,
+      ) as TextFinding[];
       for (const f of findings) {
         const key = `${f.kind}|${f.element}|${f.kind === "bad-text" ? f.detail : ""}`;
         if (seen.has(key)) continue;

@@ -181,16 +181,25 @@ const BROWSER_COMMANDS: ReadonlySet<string> = new Set([
 /**
  * Records the browsers this command launches under `<cache>/browsers` and, meanwhile,
  * kills those an earlier command left behind when it was killed (SIGKILL leaves a browser's
- * own process group running). Resolves to that clean-up (`done`), which runs beside the
+ * own process group running) and removes the render work folders it left. Resolves to that clean-up (`done`), which runs beside the
  * command.
  */
 async function trackBrowsers(): Promise<{ done: Promise<number> } | undefined> {
-  const { cliBrowserRecords, reapOrphanBrowsers } = await import(
-    "../render/browser_records.ts"
-  );
+  const { cliBrowserRecords, listProcesses, reapOrphanBrowsers, reapOrphanWorkFolders } =
+    await import("../render/browser_records.ts");
   const { recordBrowsersIn } = await import("../render/browser.ts");
   const dir = cliBrowserRecords();
   if (!dir) return undefined;
   recordBrowsersIn(dir);
-  return { done: reapOrphanBrowsers(dir) };
+  const reap = async (): Promise<number> => {
+    const running = await listProcesses();
+    if (!running) return 0;
+    // The work folders of a killed render too: it could not remove them itself.
+    const [browsers] = await Promise.all([
+      reapOrphanBrowsers(dir, running),
+      reapOrphanWorkFolders(undefined, running),
+    ]);
+    return browsers;
+  };
+  return { done: reap() };
 }

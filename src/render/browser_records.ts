@@ -15,11 +15,17 @@
  * browsers (`vid render`, `still`, `preview`, `render-batch`, `validate`) keep theirs
  * under `<cache>/browsers` ({@linkcode cliBrowserRecords}).
  *
+ * A render's work folder in the temp folder carries its owner's pid in its name
+ * ({@linkcode workFolderPrefix}); {@linkcode reapOrphanWorkFolders} removes those whose owner
+ * is gone (a SIGKILLed `vid render` cannot remove its own). `vid server` removes its work
+ * folders by itself (`src/server/reaper.ts`).
+ *
  * @module
  */
 
 import { mkdirSync } from "node:fs";
 import { readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import type { BrowserRecord } from "./browser.ts";
@@ -50,6 +56,11 @@ export async function listProcesses(): Promise<ProcessInfo[] | undefined> {
   }
 }
 
+/** The pids of `processes`, and this process's (which a `ps` run just before may miss). */
+function livePids(processes: readonly ProcessInfo[]): Set<number> {
+  return new Set([...processes.map((p) => p.pid), Deno.pid]);
+}
+
 /**
  * Kills every browser recorded in `dir` whose owner process is gone; returns how many
  * process groups it killed. `running` is the process list when the caller has one.
@@ -69,8 +80,7 @@ export async function reapOrphanBrowsers(
   if (names.length === 0) return 0;
   const processes = running ?? await listProcesses();
   if (!processes) return 0;
-  const alive = new Set(processes.map((p) => p.pid));
-  alive.add(Deno.pid);
+  const alive = livePids(processes);
   let killed = 0;
   for (const name of names) {
     const file = join(dir, name);
@@ -111,4 +121,45 @@ export function cliBrowserRecords(): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The name a render's work folder starts with: `vid-render-<pid of this process>-`. */
+export function workFolderPrefix(pid: number = Deno.pid): string {
+  return `vid-render-${pid}-`;
+}
+
+/**
+ * Removes the render work folders in `parent` (the temp folder) whose owner process is gone;
+ * returns how many. A folder of a live process, of another user or of an unknown shape is
+ * left alone. `running` is the process list when the caller has one.
+ *
+ * @example
+ * ```ts no_run
+ * const removed = await reapOrphanWorkFolders();
+ * console.log(`${removed} work folder(s) left by a killed render`);
+ * ```
+ */
+export async function reapOrphanWorkFolders(
+  parent: string = tmpdir(),
+  running?: readonly ProcessInfo[],
+): Promise<number> {
+  const owned = (await readdir(parent).catch(() => [] as string[])).flatMap((name) => {
+    const match = /^vid-render-(\d+)-[A-Za-z0-9]{6}$/.exec(name);
+    return match ? [{ name, owner: Number(match[1]) }] : [];
+  });
+  if (owned.length === 0) return 0;
+  const processes = running ?? await listProcesses();
+  if (!processes) return 0;
+  const alive = livePids(processes);
+  let removed = 0;
+  for (const { name, owner } of owned) {
+    if (alive.has(owner)) continue;
+    try {
+      await rm(join(parent, name), { recursive: true });
+      removed++;
+    } catch {
+      // another user's, or removed meanwhile
+    }
+  }
+  return removed;
 }

@@ -10,6 +10,7 @@
 import type { CdpSession } from "./cdp.ts";
 import { evaluate } from "./capture.ts";
 import { projectFile } from "./page_error.ts";
+import { FONT_PROBE_BUNDLE } from "../runtime/font_probe_bundle.ts";
 
 /** How long {@linkcode failedFonts} waits for the page's fonts to settle. */
 const FONT_WAIT_MS = 5000;
@@ -22,49 +23,6 @@ export interface FontFailure {
   variant: string;
   /** The file(s) its `src` names, relative to the project when they are in it. */
   files: string[];
-}
-
-/**
- * Runs in the page: loads every font face and returns the failed ones with the URLs of
- * their rules' `src` (a face made by `new FontFace` has no rule: no URL).
- */
-function pageFontFailures(): Promise<{ family: string; variant: string; urls: string[] }[]> {
-  const clean = (family: string): string => family.replace(/^["']|["']$/g, "").trim();
-  const urlsOf = new Map<string, string[]>();
-  for (const sheet of Array.from(document.styleSheets)) {
-    let rules: CSSRuleList;
-    try {
-      rules = sheet.cssRules;
-    } catch {
-      continue; // another origin's stylesheet
-    }
-    for (const rule of Array.from(rules)) {
-      if (!(rule instanceof CSSFontFaceRule)) continue;
-      const family = clean(rule.style.getPropertyValue("font-family"));
-      const key = `${family}|${rule.style.getPropertyValue("font-weight") || "normal"}|${
-        rule.style.getPropertyValue("font-style") || "normal"
-      }`;
-      const base = sheet.href ?? location.href;
-      const urls = Array.from(
-        rule.style.getPropertyValue("src").matchAll(/url\(\s*["']?([^"')]+)["']?\s*\)/g),
-        (m) => new URL(m[1], base).href,
-      );
-      urlsOf.set(key, [...(urlsOf.get(key) ?? []), ...urls]);
-    }
-  }
-  const faces = Array.from(document.fonts as unknown as Iterable<FontFace>);
-  return Promise.allSettled(faces.map((face) => face.load())).then(() =>
-    faces.filter((face) => face.status === "error").map((face) => {
-      const family = clean(face.family);
-      const weight = face.weight === "400" ? "normal" : face.weight;
-      return {
-        family,
-        variant: `${face.weight} ${face.style}`,
-        urls: urlsOf.get(`${family}|${weight}|${face.style}`) ??
-          urlsOf.get(`${family}|${face.weight}|${face.style}`) ?? [],
-      };
-    })
-  );
 }
 
 /**
@@ -90,7 +48,7 @@ export async function failedFonts(
   const result = await Promise.race([
     evaluate(
       page,
-      `(${pageFontFailures.toString()})().then((r) => ({ r, href: location.href }))`,
+      `(${FONT_PROBE_BUNDLE})().then((r) => ({ r, href: location.href }))`,
     ) as Promise<{ r: { family: string; variant: string; urls: string[] }[]; href: string }>,
     new Promise<undefined>((resolve) => timer = setTimeout(resolve, timeoutMs)),
   ]).finally(() => clearTimeout(timer));

@@ -19,6 +19,7 @@ import { StrictVariablesError, type VariableProblem } from "../composition/error
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
+import { workFolderPrefix } from "./browser_records.ts";
 import { type BrowserPool, type CapturePreference, launchForCapture } from "./capture_mode.ts";
 import { prepareEncoder, type RenderFormat } from "./encode.ts";
 import type { CaptionTrack } from "../runtime/captions.ts";
@@ -404,7 +405,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
         await prepareEncoder(path);
         return path;
       }),
-      mkdtemp(join(tmpdir(), "vid-render-")).then((dir) => workDir = dir),
+      mkdtemp(join(tmpdir(), workFolderPrefix())).then((dir) => workDir = dir),
       serveProject(composition.projectDir).then((started) => server = started),
     ]);
     const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");

@@ -3,7 +3,7 @@
  * SIGKILL: it is started with a parent-death signal (`setpriv --pdeathsig`), and ffmpeg ends
  * with its input. Here a real `vid render` is SIGKILLed mid-render and its Chromium and ffmpeg
  * are gone within seconds with no other process started; the next `vid render` (same cache
- * folder) then removes the record and profile the killed one left. The second line, the
+ * folder) then removes the record, profile and work folder the killed one left. The second line, the
  * reaping of a recorded browser still running whose owner is gone, is shown on a stand-in
  * (a shell in its own process group carrying the recorded profile in its command line): a
  * real browser no longer survives its owner.
@@ -87,9 +87,12 @@ function ffmpegChildren(parent: number): number[] {
 }
 
 describe("browsers of a SIGKILLed vid render", () => {
-  it("die with it, its ffmpeg too, and the next vid render removes what it left", async () => {
+  it("die with it, its ffmpeg too, and the next vid render removes what it left (browser records, profiles, work folders)", async () => {
     const records = join(cache, "browsers");
-    const env = { VID_CACHE_DIR: cache };
+    // Its own temp folder, to find the render's work folder in.
+    const temp = join(cache, "tmp");
+    await Deno.mkdir(temp, { recursive: true });
+    const env = { VID_CACHE_DIR: cache, TMPDIR: temp };
     const child = new Deno.Command(Deno.execPath(), {
       args: ["run", "-A", `${ROOT}cli.ts`, "render", project, "-o", join(project, "long.mp4")],
       env,
@@ -132,6 +135,12 @@ describe("browsers of a SIGKILLed vid render", () => {
       10000,
     );
 
+    const left = [...Deno.readDirSync(temp)].map((e) => e.name);
+    assert.ok(
+      left.some((name) => name.startsWith(`vid-render-${child.pid}-`)),
+      `the killed render's work folder, named after its pid, is left: ${left}`,
+    );
+
     const next = await runVid(
       ["render", project, "-c", "short.html", "-o", join(project, "s.mp4")],
       { env },
@@ -139,6 +148,11 @@ describe("browsers of a SIGKILLed vid render", () => {
     assert.equal(next.code, 0, next.stderr);
     assert.deepEqual([...Deno.readDirSync(records)].map((e) => e.name), []);
     await assert.rejects(Deno.stat(record.profile), Deno.errors.NotFound);
+    assert.deepEqual(
+      [...Deno.readDirSync(temp)].map((e) => e.name),
+      [],
+      "the next render removed the killed one's work folder, and its own",
+    );
   });
 
   it("one still running whose owner is gone is killed by the next vid render (stand-in browser)", async () => {
