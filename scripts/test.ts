@@ -92,9 +92,8 @@ const INTEGRATION_TESTS = "tests/integration/";
  */
 export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   // Deadlines and durations asserted, or time that must pass while a render runs.
-  "render_interrupt_test.ts": "SIGINT and --frame-timeout deadlines",
-  "shutdown_test.ts": "SIGTERM against --shutdown-timeout 2",
-  "security_server_test.ts": "GET latency while zips are checked; SIGTERM deadlines",
+  "security_server_deadlines_test.ts":
+    "GET latency while zips are checked; frame, budget and SIGTERM deadlines",
   "server_queue_test.ts": "holds SQLite's write lock past its 5 s busy timeout mid-render",
   "startup_test.ts": "compares start-up times",
   "floor_bench_test.ts": "samples the CPU time of a process tree",

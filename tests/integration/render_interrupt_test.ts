@@ -4,7 +4,10 @@
  * stops the browser and ffmpeg and leaves no output or temp files; a page that busy-loops
  * fails the render within the host's frame deadline (--frame-timeout), and Ctrl-C during
  * that hang still stops it at once; an encoder aborted mid-chunk has ended its ffmpeg runs
- * and removed their cell files when its abort resolves.
+ * and removed their cell files when its abort resolves. Its time bounds are far from what
+ * they bound (a 3 s frame deadline checked within 30 s, a stop within 10 s, 320x180 frames
+ * of milliseconds), and it looks only at the processes it starts, so it runs in parallel
+ * with other files.
  *
  * @module
  */

@@ -269,9 +269,19 @@ describe("vid server --role on one PostgreSQL", () => {
     // The receiver answers the first delivery 503, so the outbox retries it.
     const hooks = receiver(1);
     try {
-      const [api1, api2] = [await instance("api"), await instance("api")];
       const chunked = ["--chunk-size", String(CHUNK_FRAMES)];
-      const workers = [await instance("worker", chunked), await instance("worker", chunked)];
+      const [api1, api2, ...workers] = await Promise.all([
+        instance("api"),
+        instance("api"),
+        instance("worker", chunked),
+        instance("worker", chunked),
+      ]);
+      // Each prints its role on the line after the one its start waited for.
+      await until("the role lines", () =>
+        Promise.resolve(
+          /role: api/.test(api1.output()) && /role: worker/.test(workers[0].output()) ||
+            undefined,
+        ));
       assert.match(api1.output(), /role: api/);
       assert.match(workers[0].output(), /role: worker/);
       // A worker serves the probes and metrics only; an API instance renders nothing.
@@ -397,7 +407,7 @@ describe("vid server --role on one PostgreSQL", () => {
   });
 
   it("failed sign-ins spread over two API instances lock the account at the documented 5", async () => {
-    const apis = [await instance("api"), await instance("api")];
+    const apis = await Promise.all([instance("api"), instance("api")]);
     const signIn = async (server: ServerProcess, password: string) => {
       const params = new URLSearchParams({
         response_type: "code",
@@ -435,8 +445,7 @@ describe("vid server --role on one PostgreSQL", () => {
   });
 
   it("a worker stopped with SIGTERM hands its render back at once; another worker finishes it", async () => {
-    const apiServer = await instance("api");
-    const leaving = await instance("worker");
+    const [apiServer, leaving] = await Promise.all([instance("api"), instance("worker")]);
     const id = await submit(apiServer.url, key);
     await until("the render to be under way", async () => {
       const row = await serverDatabaseRow(home, "select lease_owner from renders where id = ?", id);
@@ -462,8 +471,7 @@ describe("vid server --role on one PostgreSQL", () => {
 
   it("PostgreSQL restarted mid-render: every instance reconnects and the render completes", async () => {
     const pg = serverPostgres()!;
-    const apiServer = await instance("api");
-    const worker = await instance("worker");
+    const [apiServer, worker] = await Promise.all([instance("api"), instance("worker")]);
     const id = await submit(apiServer.url, key);
     await until("the render to be under way", async () => {
       const { body } = await api(apiServer.url, key, `/v3/vid/renders/${id}`);

@@ -196,11 +196,17 @@ describe("vid server queue: fairness and limits", () => {
       const id = String(started.body.render_id);
       await until("the render to start", async () => (await ana.get(id)).status === "rendering");
       // The server waits 5 s for a lock (busy_timeout), then its write fails with SQLITE_BUSY:
-      // its progress writes, and its outcome if the render ends meanwhile.
+      // its progress writes, and its outcome if the render ends meanwhile. The lock is held
+      // that long, then until the server has said a write failed so.
       const lock = new DatabaseSync(`${dataDir}/vid.db`);
       try {
         lock.exec("begin immediate");
-        await new Promise((resolve) => setTimeout(resolve, 7000));
+        await new Promise((resolve) => setTimeout(resolve, 5000));
+        await until(
+          "a write of the server to fail on the lock",
+          () => /database is locked/.test(server.errors()),
+          30000,
+        );
         lock.exec("commit");
       } finally {
         lock.close();

@@ -2,7 +2,7 @@
  * Server hardening without a server process: a database from before `deleted` is migrated
  * and its stranded renders refunded, idempotent bodies compare as canonical JSON, and
  * server paths are taken out of tenant messages. The attacks on a real server are in
- * tests/integration/security_server_test.ts.
+ * tests/integration/security_server_test.ts (and, timed, security_server_deadlines_test.ts).
  *
  * @module
  */
