@@ -1,12 +1,14 @@
 /**
  * `vid lambda local` and `vid lambda deploy`: the stack, on this machine or in AWS.
  *
+ * Both import what they run only when they run: every `vid lambda` command registers these
+ * two, and loading the emulators (s3rver, the ASL interpreter) and the deployer would cost
+ * each `vid lambda progress` or `render-batch` a third of its start-up.
+ *
  * @module
  */
 
 import type { Command } from "@commander-js/extra-typings";
-import { deployStack } from "../lambda/deploy/deploy.ts";
-import { startLocalStack } from "../lambda/local/local_stack.ts";
 import { fail } from "./lambda_connection.ts";
 import { integerIn, positiveInteger } from "./shared.ts";
 import { listenForStop, runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
@@ -56,6 +58,7 @@ function registerLambdaStackLocal(lambda: Command): void {
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (options) => {
       try {
+        const { startLocalStack } = await import("../lambda/local/local_stack.ts");
         const stack = await startLocalStack({
           port: options.port,
           dataDir: options.dataDir,
@@ -127,6 +130,7 @@ function registerLambdaStackDeploy(lambda: Command): void {
     .option("--json", "print machine-readable JSON on stdout")
     .action(async (options) => {
       try {
+        const { deployStack } = await import("../lambda/deploy/deploy.ts");
         const { region, ...outputs } = await deployStack({
           stack: options.stack,
           region: options.region,

@@ -2,7 +2,8 @@
  * `vid server`: run the hosted render API on this host, and its admin commands
  * (`vid server users add`, `vid server keys create|list|revoke`). The admin commands
  * address the server's data folder with the same `--data-dir` as `vid server` (SQLite
- * allows them while the server runs), and never print a key after `keys create`.
+ * allows them while the server runs), and never print a key after `keys create`. They load
+ * the database alone; the server itself is imported when `vid server` starts it.
  *
  * @module
  */
@@ -15,7 +16,8 @@ import {
   listApiKeys,
   revokeApiKey,
 } from "../server/accounts.ts";
-import { openDataDir, SERVER_ROLES, type ServerRole, startServer } from "../server/server.ts";
+import { openDataDir } from "../server/db.ts";
+import type { startServer } from "../server/server.ts";
 import { DEFAULT_LEASE_SECONDS } from "../server/leases.ts";
 import { DATABASE_ENV, redactUrl } from "../server/database/mod.ts";
 import {
@@ -27,14 +29,17 @@ import {
   resolveRenderBackend,
 } from "../server/render_backend.ts";
 import {
+  BUDGET_BASE_SECONDS,
+  BUDGET_SECONDS_PER_FRAME,
   DEFAULT_MAX_DURATION_SECONDS,
   DEFAULT_MAX_FRAMES,
   DEFAULT_MAX_QUEUED_PER_ACCOUNT,
+  SERVER_ROLES,
+  type ServerRole,
 } from "../server/context.ts";
 import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
 import { cliOption } from "./request_flags.ts";
 import { OPTIONS } from "../request/options.ts";
-import { BUDGET_BASE_SECONDS, BUDGET_SECONDS_PER_FRAME } from "../server/local_backend.ts";
 import { listenForStop, runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
@@ -281,6 +286,9 @@ async function runServer(options: ServerFlags): Promise<void> {
     return;
   }
   try {
+    // Only here: the admin commands need the database, not the whole server (a third of
+    // their start-up).
+    const { startServer } = await import("../server/server.ts");
     const running = await startServer({
       metricsToken,
       renderBackend,

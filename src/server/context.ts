@@ -40,6 +40,17 @@ export const DEFAULT_MAX_DURATION_SECONDS = 600;
 export const DEFAULT_MAX_FRAMES = 36_000;
 /** Renders one account may have waiting by default (`--max-queued-per-account`). */
 export const DEFAULT_MAX_QUEUED_PER_ACCOUNT = 100;
+/** Seconds of a render's default budget before its frames are counted. */
+export const BUDGET_BASE_SECONDS = 120;
+/** Seconds of a render's default budget per frame. */
+export const BUDGET_SECONDS_PER_FRAME = 1;
+
+/** What an instance does: serve the API, render, or both. */
+export type ServerRole = "api" | "worker" | "all";
+
+/** The roles `--role` takes, in the order the help lists them. */
+export const SERVER_ROLES: readonly ServerRole[] = ["api", "worker", "all"];
+
 /** `Retry-After` of a 429 `vid_too_many_renders`: about one short render's time. */
 export const QUEUE_FULL_RETRY_SECONDS = 10;
 

@@ -7,6 +7,10 @@
  * @module
  */
 
+import { chmod, mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { type Database, openDatabase } from "./database/mod.ts";
+
 export {
   type Database,
   DatabaseUnavailableError,
@@ -16,3 +20,17 @@ export {
   type SqlValue,
 } from "./database/mod.ts";
 export { openDatabase } from "./database/mod.ts";
+
+/**
+ * Opens the server's database: PostgreSQL at `database` when given, else the SQLite file in
+ * the data folder. The server and its admin commands open it so; the commands import it
+ * from here, without the whole server.
+ */
+export async function openDataDir(dataDir: string, database?: string): Promise<Database> {
+  if (database !== undefined) return await openDatabase(database);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  // A folder made by hand (or by an older vid) may be 0755: the data folder holds every
+  // tenant's projects and videos, so it is private whoever created it.
+  await chmod(dataDir, 0o700);
+  return openDatabase(join(dataDir, "vid.db"));
+}

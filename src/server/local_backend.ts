@@ -12,7 +12,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type BrowserPool, createBrowserPool } from "../render/capture_mode.ts";
 import { renderComposition } from "../render/render.ts";
-import type { ServerContext } from "./context.ts";
+import { BUDGET_BASE_SECONDS, BUDGET_SECONDS_PER_FRAME, type ServerContext } from "./context.ts";
 import type { RenderBackend, RenderJob } from "./render_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 import { extractProjectZip } from "./zip_check.ts";
@@ -26,10 +26,7 @@ import {
   workOnChunk,
 } from "./chunk_jobs.ts";
 
-/** Seconds of a render's default budget before its frames are counted. */
-export const BUDGET_BASE_SECONDS = 120;
-/** Seconds of a render's default budget per frame. */
-export const BUDGET_SECONDS_PER_FRAME = 1;
+export { BUDGET_BASE_SECONDS, BUDGET_SECONDS_PER_FRAME };
 
 /**
  * The wall-clock budget of a server render, seconds: `maxRenderSeconds` when the operator

@@ -16,8 +16,8 @@ import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { createApp } from "./app.ts";
-import { type ServerContext, type ServerLimits, serverLimits } from "./context.ts";
-import { type Database, openDatabase } from "./db.ts";
+import { type ServerContext, type ServerLimits, serverLimits, type ServerRole } from "./context.ts";
+import { type Database, openDataDir } from "./db.ts";
 import { startQueue } from "./queue.ts";
 import { startWebhookSender } from "./webhook_outbox.ts";
 import { lambdaBackend } from "./lambda_backend.ts";
@@ -38,11 +38,8 @@ import { FsStorage } from "./storage_file.ts";
 import { storageFromUrl } from "./storage_url.ts";
 import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
 
-/** What an instance does: serve the API, render, or both. */
-export type ServerRole = "api" | "worker" | "all";
-
-/** The roles `--role` takes, in the order the help lists them. */
-export const SERVER_ROLES: readonly ServerRole[] = ["api", "worker", "all"];
+export { SERVER_ROLES, type ServerRole } from "./context.ts";
+export { openDataDir } from "./db.ts";
 
 /** How a stopping server waits for webhook deliveries in flight. */
 const WEBHOOK_DRAIN_MS = 10_000;
@@ -156,19 +153,6 @@ export interface RunningServer {
 
 /** How long a forced stop waits for the database to take the re-queue of in-flight renders. */
 export const KILL_DATABASE_MS = 2000;
-
-/**
- * Opens the server's database: PostgreSQL at `database` when given, else the SQLite file in
- * the data folder (for the server and its admin commands).
- */
-export async function openDataDir(dataDir: string, database?: string): Promise<Database> {
-  if (database !== undefined) return await openDatabase(database);
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
-  // A folder made by hand (or by an older vid) may be 0755: the data folder holds every
-  // tenant's projects and videos, so it is private whoever created it.
-  await chmod(dataDir, 0o700);
-  return openDatabase(join(dataDir, "vid.db"));
-}
 
 /**
  * The signing secret every instance on the database shares: the first to start writes one

@@ -70,6 +70,7 @@ import {
   rgb,
   ROOT,
   runVid,
+  waitFor,
 } from "../helpers.ts";
 
 const REGION = "us-east-1";
@@ -788,9 +789,18 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     assert.equal(started.code, 0, started.stderr);
     const firstManifest = join(scratch, "hold.first.manifest.json");
     await Deno.copyFile(manifest, firstManifest);
-    for (let i = 0; i < 100 && held.length < 3; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    // The held row's chunk waits in `held` (the stand-in plans 3 frames: one chunk) and the
+    // fast row has succeeded, as cancel expects. (Waiting for 3 held chunks ran out its 5 s.)
+    const sfnOptions = { endpoint: sfn.endpoint, region: REGION, credentials: S3_CREDENTIALS };
+    const startedRows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+    await waitFor(
+      "the held row's chunk to be held and the fast row to succeed",
+      async () =>
+        held.length > 0 &&
+        (await getBatchProgress({ rows: startedRows, sfn: sfnOptions, s3: false })).rows[0]
+            .status === "succeeded",
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
     const running = await vid(["progress", "--manifest", manifest, "--json"]);
     assert.equal(running.code, 3, running.stderr);
     assert.equal(JSON.parse(running.stdout).outcome, "running");

@@ -243,12 +243,12 @@ describe("the npm package in a fresh Node project", () => {
     consumer = join(scratch, "consumer");
     await Deno.mkdir(consumer);
     await ok("npm", ["init", "-y"], consumer);
-    await ok("npm", ["install", "--no-audit", "--no-fund", tarball], consumer);
+    // One install for the package and the type-check's tools: npm resolves and links once.
     await ok("npm", [
       "install",
-      "--save-dev",
       "--no-audit",
       "--no-fund",
+      tarball,
       `typescript@${TYPESCRIPT_VERSION}`,
       `@types/node@${TYPES_NODE_VERSION}`,
     ], consumer);
@@ -380,22 +380,28 @@ describe("the npm package in a fresh Node project", () => {
     };
     await Deno.writeTextFile(join(consumer, "good.mts"), GOOD_CONSUMER);
     await Deno.writeTextFile(join(consumer, "bad.mts"), BAD_CONSUMER);
+    // One program for both consumers (one tsc start, the .d.ts files read and checked once):
+    // the good one passes when every error is the bad one's.
     await Deno.writeTextFile(
       join(consumer, "tsconfig.json"),
-      JSON.stringify({ compilerOptions: options, files: ["good.mts"] }),
-    );
-    await Deno.writeTextFile(
-      join(consumer, "tsconfig.bad.json"),
-      // Only the consumer's own error matters here; the good consumer checked the .d.ts files.
-      JSON.stringify({ compilerOptions: { ...options, skipLibCheck: true }, files: ["bad.mts"] }),
+      JSON.stringify({ compilerOptions: options, files: ["good.mts", "bad.mts"] }),
     );
     const tsc = join(consumer, "node_modules", ".bin", "tsc");
-    const good = await run(tsc, ["--noEmit", "-p", "tsconfig.json"], consumer);
-    assert.equal(good.code, 0, good.stdout + good.stderr);
-    const bad = await run(tsc, ["--noEmit", "-p", "tsconfig.bad.json"], consumer);
-    assert.notEqual(bad.code, 0, "a string chunkSize must not type-check");
+    const checked = await run(
+      tsc,
+      ["--noEmit", "--pretty", "false", "-p", "tsconfig.json"],
+      consumer,
+    );
+    assert.notEqual(checked.code, 0, "a string chunkSize must not type-check");
+    const errors = checked.stdout.split("\n").filter((line) => /(^|: )error TS\d+:/.test(line));
+    assert.deepEqual(
+      errors.filter((line) => !line.startsWith("bad.mts(")),
+      [],
+      "the good consumer and the package's .d.ts files type-check:\n" + checked.stdout +
+        checked.stderr,
+    );
     assert.match(
-      bad.stdout,
+      checked.stdout,
       /bad\.mts\(9,\d+\): error TS2322: Type 'string' is not assignable to type 'number'/,
     );
   });
