@@ -121,13 +121,12 @@ export const ALONE_INTEGRATION: ReadonlySet<string> = new Set([
  * would run on with one core idle. An order, not a rule: a stale name is only ignored.
  */
 export const LONGEST_FIRST: readonly string[] = [
-  "lambda_batch_test.ts", // 79
-  "security_server_test.ts", // 54
+  "lambda_batch_test.ts", // 50
   "server_postgres_test.ts", // 47
+  "server_cluster_test.ts", // 39
   "chunk_identity_test.ts", // 37
   "npm_package_test.ts", // 34
   "server_lambda_test.ts", // 34
-  "server_cluster_test.ts", // 33
   "media_test.ts", // 32
   "readme_test.ts", // 31
   "preview_test.ts", // 30
@@ -135,16 +134,17 @@ export const LONGEST_FIRST: readonly string[] = [
   "cloud_test.ts", // 28
   "hyperframes_test.ts", // 28
   "runtime_test.ts", // 28
+  "security_server_deadlines_test.ts", // 21
   "server_queue_test.ts", // 19
   "studio_test.ts", // 19
   "lambda_runtime_test.ts", // 18
   "examples_recipes_test.ts", // 17
   "security_network_test.ts", // 17
-  "types_test.ts", // 17
   "server_chunks_test.ts", // 16
   "server_test.ts", // 16
   "audio_mix_test.ts", // 15
   "oauth_test.ts", // 15
+  "security_server_test.ts", // 15
   "example_hello_test.ts", // 14
   "render_cli_test.ts", // 13
 ];
