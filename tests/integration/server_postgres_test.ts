@@ -31,6 +31,46 @@ const stop = await useServerPostgres();
 await import("./server_test.ts");
 await import("./server_queue_test.ts");
 
+describe("the postgres client's write-after-close crash (thrown by hand: the race cannot be made on demand)", () => {
+  const run = async (dataDir: string, which: string) => {
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: [
+        "run",
+        "-A",
+        `${ROOT}tests/fixtures/postgres/client_crash.ts`,
+        serverDatabaseUrl(dataDir),
+        which,
+      ],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+    return { code: out.code, stdout: text(out.stdout), stderr: text(out.stderr) };
+  };
+
+  it("keeps the process alive, fails the statement the old pool held as 'away' at once, and serves the next from a fresh pool", async () => {
+    const dataDir = await serverDataDir("vid-database-crash-");
+    try {
+      const result = await run(dataDir, "client");
+      assert.equal(result.code, 0, result.stderr);
+      const held = /held statement: (.*) after (\d+) ms/.exec(result.stdout);
+      assert.ok(held, result.stdout);
+      assert.match(held[1], /^failed: DatabaseUnavailableError: /, result.stdout);
+      assert.ok(Number(held[2]) < 10000, `failed within the 20 s sleep: ${held[2]} ms`);
+      assert.match(result.stdout, /next statement: 2/);
+      assert.match(result.stderr, /a connection closed while the postgres client was writing/);
+      // Any other uncaught error still ends the process.
+      const other = await run(dataDir, "other");
+      assert.equal(other.code, 1, other.stdout);
+      assert.match(other.stderr, /Uncaught TypeError: Cannot read properties of null/);
+      assert.doesNotMatch(other.stdout, /next statement/);
+    } finally {
+      await Deno.remove(dataDir, { recursive: true });
+    }
+  });
+});
+
 describe("vid server --database", () => {
   it("refuses a URL that is not postgres:// with exit 2, and an unreachable one with exit 1, never printing the password", async () => {
     const dataDir = await serverDataDir("vid-database-url-");

@@ -11,6 +11,7 @@
 
 import postgres from "postgres";
 import type { Database, Queries, Row, SqlValue } from "./mod.ts";
+import { guardClientCrash } from "./client_crash.ts";
 import { migratePostgres } from "./schema.ts";
 import { TransactionOverError } from "./sqlite.ts";
 import { checkPostgresUrl, DatabaseUnavailableError, DatabaseUnreachableError } from "./url.ts";
@@ -108,10 +109,23 @@ class PostgresQueries implements Queries {
 }
 
 class PostgresDatabase extends PostgresQueries implements Database {
-  readonly #sql: Sql;
-  constructor(sql: Sql) {
-    super(() => sql);
-    this.#sql = sql;
+  #sql: Sql;
+  readonly #connect: () => Sql;
+  readonly #unguard: () => void;
+  constructor(connect: () => Sql) {
+    const first = connect();
+    let current = first;
+    super(() => current);
+    this.#sql = first;
+    this.#connect = connect;
+    this.#unguard = guardClientCrash(() => {
+      // The client lost track of a connection: a fresh pool for the next statements; the old
+      // one is ended at once, so what it still holds fails (CONNECTION_DESTROYED: away)
+      // rather than waiting forever.
+      const old = this.#sql;
+      current = this.#sql = this.#connect();
+      old.end({ timeout: 0 }).catch(() => {});
+    });
   }
 
   async transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T> {
@@ -139,7 +153,14 @@ class PostgresDatabase extends PostgresQueries implements Database {
     }
   }
 
+  /** Ends the pool within `seconds` (failed opens: nothing to wait for). */
+  async end(seconds: number): Promise<void> {
+    this.#unguard();
+    await this.#sql.end({ timeout: seconds }).catch(() => {});
+  }
+
   async close(): Promise<void> {
+    this.#unguard();
     await this.#sql.end({ timeout: 5 });
   }
 }
@@ -161,30 +182,31 @@ class PostgresDatabase extends PostgresQueries implements Database {
  */
 export async function openPostgres(url: string): Promise<Database> {
   checkPostgresUrl(url);
-  const sql = postgres(url, {
-    max: POOL_SIZE,
-    connect_timeout: CONNECT_TIMEOUT_SECONDS,
-    onnotice: () => {},
-    // The client's default reads PostgreSQL's array types on every new connection, in a
-    // promise nothing awaits: a connection ended during that read (a shutdown, a restart, a
-    // terminated backend) rejected it unhandled, which ended the whole server. Statements here
-    // bind only strings, numbers and nulls, so the array types are never needed.
-    fetch_types: false,
-    // Counts and bigint columns (timestamps in ms) come back as numbers, as SQLite gives them.
-    types: {
-      int8: {
-        to: 20,
-        from: [20],
-        serialize: (value: number) => String(value),
-        parse: (value: string) => Number(value),
+  const connect = (): Sql =>
+    postgres(url, {
+      max: POOL_SIZE,
+      connect_timeout: CONNECT_TIMEOUT_SECONDS,
+      onnotice: () => {},
+      // The client's default reads PostgreSQL's array types on every new connection, in a
+      // promise nothing awaits: a connection ended during that read (a shutdown, a restart, a
+      // terminated backend) rejected it unhandled, which ended the whole server. Statements here
+      // bind only strings, numbers and nulls, so the array types are never needed.
+      fetch_types: false,
+      // Counts and bigint columns (timestamps in ms) come back as numbers, as SQLite gives them.
+      types: {
+        int8: {
+          to: 20,
+          from: [20],
+          serialize: (value: number) => String(value),
+          parse: (value: string) => Number(value),
+        },
       },
-    },
-  }) as unknown as Sql;
-  const db = new PostgresDatabase(sql);
+    }) as unknown as Sql;
+  const db = new PostgresDatabase(connect);
   try {
     await migratePostgres(db);
   } catch (error) {
-    await sql.end({ timeout: 1 }).catch(() => {});
+    await db.end(1);
     if (error instanceof Error && error.name === "SchemaTooNewError") throw error;
     const message = error instanceof Error ? error.message : String(error);
     throw new DatabaseUnreachableError(url, message, { cause: error });
