@@ -12,7 +12,7 @@
 import process from "node:process";
 import { crc32 } from "node:zlib";
 import { zipSync } from "fflate";
-import { compositionHtml } from "./helpers.ts";
+import { compositionHtml, waitFor } from "./helpers.ts";
 
 const encoder = new TextEncoder();
 
@@ -100,4 +100,13 @@ export function groupAlive(pgid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Waits until `check` holds, for `ms` at most (both security files' polling). */
+export async function until(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  ms = 60000,
+): Promise<void> {
+  await waitFor(what, check, { timeoutMs: ms });
 }

@@ -9,6 +9,7 @@ import { DatabaseSync } from "node:sqlite";
 import postgresClient from "postgres";
 import { ROOT, runVid, SERVER_DATABASES } from "./helpers.ts";
 import { type PostgresServer, startPostgres } from "./postgres_server.ts";
+import { INT8_AS_NUMBER } from "../src/server/database/postgres.ts";
 
 /** The PostgreSQL the server tests run against, when a `*_postgres_test.ts` started one. */
 let postgres: PostgresServer | undefined;
@@ -97,14 +98,7 @@ export async function serverDatabaseRows(
     max: 1,
     onnotice: () => {},
     // bigint columns as numbers, as the server reads them and SQLite gives them.
-    types: {
-      int8: {
-        to: 20,
-        from: [20],
-        serialize: (value: number) => String(value),
-        parse: (value: string) => Number(value),
-      },
-    },
+    types: { int8: INT8_AS_NUMBER },
   });
   try {
     let n = 0;

@@ -34,7 +34,7 @@ import type { OutputFormat } from "../../src/render/encode.ts";
 import type { ExecutionInput, RenderConfig } from "../../src/lambda/config.ts";
 import type { PlanResult } from "../../src/lambda/state_machine.ts";
 import { compositionHtml, imageDifference, makeProject, rgbFrames, ROOT } from "../helpers.ts";
-import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
+import { S3_CREDENTIALS, type S3Server, startS3Server, workerEnv } from "../s3_server.ts";
 
 const BUCKET = "vid-identity-test";
 /** The worker keeps downloaded sites by id in `<tmpdir>/vid-sites`: its TMPDIR is fresh per run. */
@@ -221,13 +221,7 @@ describe("distributed render = local render, for any chunk plan", () => {
       ],
       cwd: ROOT,
       env: {
-        VID_S3_ENDPOINT: s3.endpoint,
-        VID_S3_FORCE_PATH_STYLE: "1",
-        AWS_REGION: "us-east-1",
-        AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
-        VID_CHUNK_PREFIX: "chunks/",
-        TMPDIR: tmp,
+        ...workerEnv(s3.endpoint, tmp),
       },
       stdin: "null",
       stdout: "piped",

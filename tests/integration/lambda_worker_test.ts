@@ -39,7 +39,7 @@ import { verifyWebhook } from "../../src/webhooks/webhooks.ts";
 import type { ExecutionInput } from "../../src/lambda/config.ts";
 import { compositionHtml, frameHashes, makeProject, probeVideo, ROOT } from "../helpers.ts";
 import { integratedLufs, rmsDb } from "../audio_levels.ts";
-import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
+import { S3_CREDENTIALS, type S3Server, startS3Server, workerEnv } from "../s3_server.ts";
 import { node22 } from "../../src/lambda/local/local_stack.ts";
 
 const BUCKET = "vid-worker-test";
@@ -218,13 +218,7 @@ describe("Lambda worker bundle under Node 22", () => {
       },
     };
     const env = {
-      VID_S3_ENDPOINT: s3.endpoint,
-      VID_S3_FORCE_PATH_STYLE: "1",
-      AWS_REGION: "us-east-1",
-      AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
-      VID_CHUNK_PREFIX: "chunks/",
-      TMPDIR: workerTmp,
+      ...workerEnv(s3.endpoint, workerTmp),
       // The webhook receiver is on loopback, which the worker's network guard refuses.
       VID_ALLOW_PRIVATE_URLS: "1",
     };
@@ -353,13 +347,7 @@ describe("Lambda worker bundle under Node 22", () => {
     const child = new Deno.Command(node, {
       args: [join(scratch, "driver.mjs"), join(bundleDir, "index.mjs"), JSON.stringify(input)],
       env: {
-        VID_S3_ENDPOINT: s3.endpoint,
-        VID_S3_FORCE_PATH_STYLE: "1",
-        AWS_REGION: "us-east-1",
-        AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
-        AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
-        VID_CHUNK_PREFIX: "chunks/",
-        TMPDIR: workerTmp,
+        ...workerEnv(s3.endpoint, workerTmp),
         VID_ALLOW_PRIVATE_URLS: "1",
       },
       stdin: "null",

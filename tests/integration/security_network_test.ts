@@ -52,7 +52,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from "@aws-sdk/client-s3";
-import { S3_CREDENTIALS, startS3Server } from "../s3_server.ts";
+import { S3_CREDENTIALS, startS3Server, workerEnv } from "../s3_server.ts";
 import { node22 } from "../../src/lambda/local/local_stack.ts";
 import { createAccount, startServerProcess } from "../server_process.ts";
 
@@ -762,13 +762,7 @@ describe("Lambda worker bundle (Node 22, s3rver): pages under the guard by defau
       const out = await new Deno.Command(await node22(), {
         args: [join(scratch, "driver.mjs"), join(bundle, "index.mjs"), JSON.stringify(input)],
         env: {
-          VID_S3_ENDPOINT: s3.endpoint,
-          VID_S3_FORCE_PATH_STYLE: "1",
-          AWS_REGION: "us-east-1",
-          AWS_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
-          AWS_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
-          VID_CHUNK_PREFIX: "chunks/",
-          TMPDIR: join(scratch, "tmp"),
+          ...workerEnv(s3.endpoint, join(scratch, "tmp")),
         },
         stdin: "null",
         stdout: "piped",

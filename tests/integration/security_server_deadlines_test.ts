@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
 import { constants, crc32, deflateRawSync } from "node:zlib";
 import process from "node:process";
-import { compositionHtml, waitFor } from "../helpers.ts";
+import { compositionHtml } from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
 import {
   groupAlive,
@@ -27,6 +27,7 @@ import {
   type RawEntry,
   rawZip,
   storedEntry,
+  until,
 } from "../security_fixtures.ts";
 
 type Json = Record<string, unknown>;
@@ -54,14 +55,6 @@ function zeros(name: string, mib: number): RawEntry {
 async function peakRss(pid: number): Promise<number> {
   const status = await Deno.readTextFile(`/proc/${pid}/status`);
   return Number(status.match(/VmHWM:\s+(\d+) kB/)![1]) * 1024;
-}
-
-async function until(
-  what: string,
-  check: () => Promise<boolean> | boolean,
-  ms = 60000,
-): Promise<void> {
-  await waitFor(what, check, { timeoutMs: ms });
 }
 
 /** A composition whose script busy-loops from 0.3 s of virtual time on (frame 3 at 10 fps). */

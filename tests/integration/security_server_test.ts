@@ -17,22 +17,14 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { near, pixelSeries, runVid, waitFor } from "../helpers.ts";
+import { near, pixelSeries, runVid } from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
-import { groupAlive, page, projectZip, rawZip, storedEntry } from "../security_fixtures.ts";
+import { groupAlive, page, projectZip, rawZip, storedEntry, until } from "../security_fixtures.ts";
 
 type Json = Record<string, unknown>;
 
 const encoder = new TextEncoder();
 const MiB = 1024 * 1024;
-
-async function until(
-  what: string,
-  check: () => Promise<boolean> | boolean,
-  ms = 60000,
-): Promise<void> {
-  await waitFor(what, check, { timeoutMs: ms });
-}
 
 /** A Chromium process: its command line, real uid and seccomp mode (`/proc/<pid>/status`). */
 interface BrowserProcess {

@@ -16,6 +16,17 @@ import { migratePostgres } from "./schema.ts";
 import { TransactionOverError } from "./sqlite.ts";
 import { checkPostgresUrl, DatabaseUnavailableError, DatabaseUnreachableError } from "./url.ts";
 
+/**
+ * The client's type for PostgreSQL's `int8`: counts and bigint columns (timestamps in ms) come
+ * back as numbers, as SQLite gives them.
+ */
+export const INT8_AS_NUMBER = {
+  to: 20,
+  from: [20],
+  serialize: (value: number): string => String(value),
+  parse: (value: string): number => Number(value),
+};
+
 /** Seconds a connection attempt may take before the database counts as unreachable. */
 export const CONNECT_TIMEOUT_SECONDS = 10;
 /** Connections one instance keeps to PostgreSQL at most. */
@@ -192,15 +203,7 @@ export async function openPostgres(url: string): Promise<Database> {
       // terminated backend) rejected it unhandled, which ended the whole server. Statements here
       // bind only strings, numbers and nulls, so the array types are never needed.
       fetch_types: false,
-      // Counts and bigint columns (timestamps in ms) come back as numbers, as SQLite gives them.
-      types: {
-        int8: {
-          to: 20,
-          from: [20],
-          serialize: (value: number) => String(value),
-          parse: (value: string) => Number(value),
-        },
-      },
+      types: { int8: INT8_AS_NUMBER },
     }) as unknown as Sql;
   const db = new PostgresDatabase(connect);
   try {
