@@ -43,6 +43,7 @@ import { serveProject } from "../src/render/serve.ts";
 import { requireFfmpeg } from "../src/render/system.ts";
 import { runtimeScript } from "../src/runtime/page_runtime.ts";
 import { type CpuByRole, sampleTree, timedRun } from "./proc_cpu.ts";
+import { describeHost, hostLine } from "./host.ts";
 
 /** CPU milliseconds per frame of each part, and the two floors built from them. */
 export interface FloorFigures {
@@ -248,5 +249,10 @@ if (import.meta.main) {
     throw new Error("--quality must be draft, standard or high");
   }
   const floor = await measureFloor(dir, quality, Number(values.seconds));
-  console.log(values.json ? JSON.stringify(floor) : floorText(dir, floor));
+  const host = await describeHost();
+  console.log(
+    values.json
+      ? JSON.stringify({ ...floor, host })
+      : `${floorText(dir, floor)}\n${hostLine(host)}`,
+  );
 }

@@ -51,6 +51,7 @@ import { cacheDir } from "../src/render/media.ts";
 import { node22 } from "../src/lambda/local/local_stack.ts";
 import { type FloorFigures, floorText, measureFloor } from "./floor_bench.ts";
 import { type CpuByRole, timedRun } from "./proc_cpu.ts";
+import { describeHost, hostLine } from "./host.ts";
 
 /** The HyperFrames CLI version benchmarked (pinned: a new release is a new baseline). */
 export const HYPERFRAMES_VERSION = "0.8.170";
@@ -331,13 +332,15 @@ async function main(): Promise<void> {
     await rm(work, { recursive: true, force: true });
   }
   const summaries = summarize(runs);
+  const host = await describeHost();
   if (options.json) {
     console.log(
-      JSON.stringify({ options, hyperframes: HYPERFRAMES_VERSION, runs, summaries, floors }),
+      JSON.stringify({ options, hyperframes: HYPERFRAMES_VERSION, host, runs, summaries, floors }),
     );
     return;
   }
   printReport(options, runs, summaries, floors);
+  console.log(`\n${hostLine(host)}`);
 }
 
 /** The human report: the table, the ratios and, with --floor, the floor beside them. */

@@ -36,7 +36,7 @@
  */
 
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { availableParallelism, cpus, tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
@@ -51,6 +51,7 @@ import { codecArgs, startEncoder } from "../src/render/encode.ts";
 import { serveProject } from "../src/render/serve.ts";
 import { requireFfmpeg, requireFfprobe } from "../src/render/system.ts";
 import { runtimeScript } from "../src/runtime/page_runtime.ts";
+import { describeHost, type HostInfo, hostLine } from "./host.ts";
 
 const FIXTURE_DIR = fileURLToPath(new URL("./fixtures/bench10s/", import.meta.url));
 const FORMAT = "mp4";
@@ -201,7 +202,7 @@ interface BenchReport {
   composition: { id: string; width: number; height: number; seconds: number; fps: number };
   frames: number;
   /** Capture path of each stage; they differ when BeginFrame failed its probe in some. */
-  machine: { cores: number; cpu: string; captureModes: Record<string, string> };
+  machine: HostInfo & { captureModes: Record<string, string> };
   encoder: { format: string; quality: string; args: string[]; frameFormat: string };
   /** Times every stage ran (`--repeat`); each stage below is its median round by fps. */
   rounds: number;
@@ -919,7 +920,7 @@ function printReport(report: BenchReport): void {
   lines.push(
     `vid render benchmark: ${comp.id} ${comp.width}x${comp.height}, ${comp.seconds} s at ` +
       `${comp.fps} fps = ${report.frames} frames`,
-    `machine: ${report.machine.cores} cores (${report.machine.cpu}); capture mode ` +
+    `${hostLine(report.machine)}; capture mode ` +
       `${modes.join("/")}, JPEG q${JPEG_QUALITY}; encoder ${report.encoder.format}/` +
       `${report.encoder.quality} (${report.encoder.args.join(" ")})`,
   );
@@ -1215,11 +1216,7 @@ async function main(): Promise<void> {
         fps: options.fps,
       },
       frames,
-      machine: {
-        cores,
-        cpu: cpus()[0]?.model ?? "unknown",
-        captureModes,
-      },
+      machine: { ...await describeHost(), captureModes },
       encoder: {
         format: FORMAT,
         quality: QUALITY,

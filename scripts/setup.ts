@@ -12,9 +12,11 @@
  * @module
  */
 
+import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { PACKAGED_BINARIES, PACKAGED_FFMPEG_VERSION } from "../worker/lambda_runtime.ts";
 import {
+  chromiumVersion,
   DEFAULT_RENDER_USERS,
   findChromium,
   findFfmpeg,
@@ -205,6 +207,11 @@ async function ffmpegVersion(ffmpeg: string): Promise<{ version: string; note?: 
   };
 }
 
+/** The CPU model the kernel reports, for the host line beside the versions. */
+function hostCpu(): string {
+  return cpus()[0]?.model.trim() || "unknown CPU";
+}
+
 async function main(): Promise<number> {
   let requirements = await checkAll();
   let missing = missingPackages(requirements);
@@ -222,10 +229,17 @@ async function main(): Promise<number> {
   }
   const width = Math.max(...requirements.map((r) => r.name.length));
   const ffmpeg = await ffmpegVersion(requirements.find((r) => r.name === "ffmpeg")!.found!);
+  // Speed figures depend on the Chromium version and the host (bench/README.md): say both.
+  const versions: Record<string, string> = { ffmpeg: `ffmpeg version ${ffmpeg.version}` };
+  for (const name of ["chromium-headless-shell", "chromium"]) {
+    const found = requirements.find((r) => r.name === name)?.found;
+    if (found) versions[name] = `Chromium ${await chromiumVersion(found)}`;
+  }
   for (const { name, found } of requirements) {
-    const version = name === "ffmpeg" ? ` (ffmpeg version ${ffmpeg.version})` : "";
+    const version = versions[name] ? ` (${versions[name]})` : "";
     console.log(`ok  ${name.padEnd(width)}  ${found}${version}`);
   }
+  console.log(`ok  ${"host".padEnd(width)}  ${hostCpu()}, ${navigator.hardwareConcurrency} cores`);
   const renderUser = await ensureRenderUser();
   if (renderUser) console.log(`ok  ${"render user".padEnd(width)}  ${renderUser}`);
   if (ffmpeg.note) console.log(ffmpeg.note);

@@ -100,6 +100,26 @@ export async function findChromium(): Promise<string | undefined> {
 }
 
 /**
+ * The version a Chromium binary reports (`Chromium 156.0.8078.114`), or `"unknown"` when it
+ * does not answer within 10 s. Figures of speed depend on it and on the host, so setup and
+ * every benchmark print it beside them (bench/README.md).
+ *
+ * @example
+ * ```ts no_run
+ * const shell = await findHeadlessShell();
+ * if (shell) console.log(await chromiumVersion(shell)); // "156.0.8078.114"
+ * ```
+ */
+export function chromiumVersion(binary: string): Promise<string> {
+  return new Promise((resolve) => {
+    execFile(binary, ["--version"], { timeout: 10_000 }, (error, stdout) => {
+      const version = /(\d+\.\d+\.\d+\.\d+)/.exec(String(stdout))?.[1];
+      resolve(error || !version ? "unknown" : version);
+    });
+  });
+}
+
+/**
  * The folder of PostgreSQL's server programs (`initdb`, `postgres`) and its major version:
  * the newest `/usr/lib/postgresql/<n>/bin` Debian's `postgresql` package installed, which
  * keeps them off PATH. `VID_POSTGRES_BIN` overrides (its version is then `"?"`).

@@ -201,7 +201,7 @@ describe("Lambda runtime packaging", () => {
     assert.match(probe.stdout, /^ffprobe version/);
   });
 
-  it("deno task setup names the ffmpeg in use and notes when it is not the build the worker ships", async () => {
+  it("deno task setup names the ffmpeg in use, the Chromium versions and the host, and notes when it is not the build the worker ships", async () => {
     const setup = async (env: Record<string, string>): Promise<string> =>
       (await run(Deno.execPath(), ["run", "-A", "scripts/setup.ts"], { cwd: ROOT, env })).stdout;
     const packaged = join(artifact, PACKAGED_BINARIES.ffmpeg);
@@ -213,6 +213,10 @@ describe("Lambda runtime packaging", () => {
     assert.doesNotMatch(same, /^note:/m);
     const system = await setup({ VID_FFMPEG: "" });
     assert.match(system, /^ok +ffmpeg +\S+ \(ffmpeg version \S+\)$/m);
+    // Speed figures are read beside the Chromium version and the host (issue 36).
+    assert.match(system, /^ok +chromium-headless-shell +\S+ \(Chromium \d+\.\d+\.\d+\.\d+\)$/m);
+    assert.match(system, /^ok +chromium +\S+ \(Chromium \d+\.\d+\.\d+\.\d+\)$/m);
+    assert.match(system, /^ok +host +.+, \d+ cores$/m);
     assert.match(
       system,
       /^note: ffmpeg \S+ is not the build the Lambda worker ships .*not byte-identical to Lambda's.* VID_FFMPEG=\$PWD\/dist\/worker\/node_modules\/@ffmpeg-installer\/linux-x64\/ffmpeg VID_FFPROBE=/m,
