@@ -101,6 +101,7 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   "lambda_sdk_test.ts": "bounds a run time between two figures",
   "video_presentation_test.ts": "the first capture within 1 s",
   "server_cluster_test.ts": "3 s leases renewed every second; kill -9 of workers mid-render",
+  "security_ffmpeg_test.ts": "a deleted render's proxy conversion ends within 10 s",
 };
 
 /**
@@ -135,6 +136,7 @@ export const LONGEST_FIRST: readonly string[] = [
   "hyperframes_test.ts", // 28
   "runtime_test.ts", // 28
   "security_server_deadlines_test.ts", // 21
+  "security_ffmpeg_test.ts", // 20 (76 with the machine shared)
   "server_queue_test.ts", // 19
   "studio_test.ts", // 19
   "lambda_runtime_test.ts", // 18

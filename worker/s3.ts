@@ -28,6 +28,7 @@ import {
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { defaultRegion, objectUrlFor, s3ClientFor, s3OptionsFromEnv } from "../src/aws/clients.ts";
+import { retry } from "../src/util/async.ts";
 
 let client: S3Client | undefined;
 
@@ -60,7 +61,42 @@ export async function downloadFile(bucket: string, key: string, file: string): P
   await pipeline(response.Body as Readable, createWriteStream(file));
 }
 
-/** Streams a local file to an object. */
+/** Attempts of one upload, the first included (see {@linkcode uploadFile}). */
+export const UPLOAD_ATTEMPTS = 4;
+
+/**
+ * Whether a failed upload is worth another attempt: the connection dropped or timed out
+ * (the SDK says so as "an error was encountered in a non-retryable streaming request", the
+ * network error its cause), or S3 answered with a throttle or a server error. A refusal
+ * (403, 404) is not.
+ */
+function retryableUpload(error: unknown): boolean {
+  for (let at = error, depth = 0; at && depth < 4; depth++) {
+    const e = at as {
+      name?: string;
+      code?: string;
+      message?: string;
+      cause?: unknown;
+      $metadata?: { httpStatusCode?: number };
+    };
+    const status = e.$metadata?.httpStatusCode;
+    if (status !== undefined && (status >= 500 || status === 429)) return true;
+    const text = `${e.name ?? ""} ${e.code ?? ""} ${e.message ?? ""}`;
+    if (
+      /ECONNRESET|EPIPE|ETIMEDOUT|ECONNREFUSED|socket hang up|TimeoutError|timed out|non-retryable streaming request/i
+        .test(text)
+    ) return true;
+    at = e.cause;
+  }
+  return false;
+}
+
+/**
+ * Streams a local file to an object. The SDK cannot retry a stream body (it is spent by the
+ * failed attempt), so one reset connection failed the chunk and Step Functions rendered the
+ * whole chunk again: each attempt here opens the file afresh, up to
+ * {@linkcode UPLOAD_ATTEMPTS}, with a jittered backoff.
+ */
 export async function uploadFile(
   bucket: string,
   key: string,
@@ -69,16 +105,24 @@ export async function uploadFile(
   metadata?: Record<string, string>,
 ): Promise<void> {
   const { size } = await stat(file);
-  await s3Client().send(
-    new PutObjectCommand({
-      Bucket: bucket,
-      Key: key,
-      Body: createReadStream(file),
-      ContentLength: size,
-      ContentType: contentType,
-      ...(metadata ? { Metadata: metadata } : {}),
-    }),
-  );
+  await retry(async () => {
+    await s3Client().send(
+      new PutObjectCommand({
+        Bucket: bucket,
+        Key: key,
+        Body: createReadStream(file),
+        ContentLength: size,
+        ContentType: contentType,
+        ...(metadata ? { Metadata: metadata } : {}),
+      }),
+    );
+  }, {
+    attempts: UPLOAD_ATTEMPTS,
+    baseMs: 200,
+    maxMs: 2000,
+    jitter: "full",
+    retryable: retryableUpload,
+  });
 }
 
 /** Writes a small JSON object. */

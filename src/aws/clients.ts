@@ -13,7 +13,8 @@
  * S3-compatible services (s3rver in the tests and the local stack, MinIO) are reached with
  * `VID_S3_ENDPOINT`; buckets are then addressed by path unless `VID_S3_FORCE_PATH_STYLE` is
  * `0`/`false`. Step Functions-compatible services with `VID_SFN_ENDPOINT`. Credentials are
- * the SDK's default chain unless given.
+ * the SDK's default chain unless given. A client made without connection options reads
+ * these variables, so the SDK (`deploySite`, `renderToLambda`, …) goes where the CLI goes.
  *
  * Web standards, `node:process` and the AWS SDK only: the worker bundle runs this under
  * Node 22.
@@ -121,14 +122,14 @@ export function sfnOptionsFromEnv(region?: string): SfnOptions {
  * where required: S3-compatible services (s3rver, older MinIO) reject the checksum trailers
  * the SDK otherwise adds to streamed uploads; AWS accepts either.
  *
- * @param options Region, endpoint, addressing and credentials.
+ * @param options Region, endpoint, addressing and credentials. @default s3OptionsFromEnv()
  * @param region The region when `options` has none (e.g. an execution ARN's), before the
  *   environment's.
  * @param tuning Attempts per call.
  * @returns A new client; the caller destroys it.
  */
 export function s3ClientFor(
-  options: S3Options = {},
+  options: S3Options = s3OptionsFromEnv(),
   region?: string,
   tuning: ClientTuning = {},
 ): S3Client {
@@ -147,13 +148,13 @@ export function s3ClientFor(
 /**
  * A Step Functions client for the connection options, in the ARN's region by default.
  *
- * @param options Region, endpoint and credentials.
+ * @param options Region, endpoint and credentials. @default sfnOptionsFromEnv()
  * @param arn A state machine or execution ARN whose region applies when `options` has none.
  * @param tuning Attempts per call.
  * @returns A new client; the caller destroys it.
  */
 export function sfnClientFor(
-  options: SfnOptions = {},
+  options: SfnOptions = sfnOptionsFromEnv(),
   arn?: string,
   tuning: ClientTuning = {},
 ): SFNClient {

@@ -11,7 +11,7 @@ import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
 import { integerIn, reportError } from "./shared.ts";
 import { listenForStop, runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 import { killLiveBrowsers } from "../render/browser.ts";
-import { killLiveEncoders } from "../render/encode.ts";
+import { killLiveProcesses } from "../render/process_runner.ts";
 
 /** Tries `xdg-open url`; returns what to tell the user when it could not. */
 async function openBrowser(url: string): Promise<string | undefined> {
@@ -102,7 +102,7 @@ export function registerPreview(program: Command): void {
           log,
           close: () => preview.close(),
           kill: () =>
-            `killed ${killLiveBrowsers()} browser(s) and ${killLiveEncoders()} ffmpeg process(es)`,
+            `killed ${killLiveBrowsers()} browser(s) and ${killLiveProcesses()} ffmpeg process(es)`,
         });
         log("stopped");
       } catch (error) {

@@ -34,6 +34,7 @@ import {
   objectUrlFor as serveUrlFor,
   s3ClientFor,
   type S3Options,
+  s3OptionsFromEnv,
 } from "../aws/clients.ts";
 import { explainStackError, StackError } from "./stack_error.ts";
 import { OPTIONS } from "../request/options.ts";
@@ -165,7 +166,8 @@ export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle
   try {
     const location = options.s3 instanceof S3Client
       ? await clientLocation(options.s3)
-      : { region: defaultRegion(), ...options.s3 };
+      // The environment's endpoint when no options are given, as the client itself reads it.
+      : { region: defaultRegion(), ...(options.s3 ?? s3OptionsFromEnv()) };
     const prefix = `sites/${pkg.siteId}/`;
     const handle: SiteHandle = {
       siteId: pkg.siteId,
@@ -424,7 +426,8 @@ export async function loadSite(
     const parsed = parseComposition(html, `sites/${siteId}/${composition}`);
     const location = options.s3 instanceof S3Client
       ? await clientLocation(options.s3)
-      : { region: defaultRegion(), ...options.s3 };
+      // The environment's endpoint when no options are given, as the client itself reads it.
+      : { region: defaultRegion(), ...(options.s3 ?? s3OptionsFromEnv()) };
     return {
       siteId,
       bucketName,

@@ -40,6 +40,8 @@ export interface SoundtrackOptions {
   input?: (src: string) => string;
   /** Options before each media input (a guarded render's `-protocol_whitelist file`). */
   inputArgs?: readonly string[];
+  /** Ends the ffmpeg or ffprobe run in progress (killed) when it aborts. */
+  signal?: AbortSignal;
 }
 
 /** What {@linkcode assembleVideo} joins and mixes. */
@@ -90,9 +92,10 @@ export async function mixSoundtrack(options: SoundtrackOptions, output: string):
     output,
     input: options.input,
     inputArgs: options.inputArgs,
+    signal: options.signal,
   });
   if (audio && options.loudness !== undefined) {
-    await normalizeLoudness(options.ffmpeg, output, options.loudness);
+    await normalizeLoudness(options.ffmpeg, output, options.loudness, options.signal);
   }
   return audio;
 }
@@ -130,7 +133,7 @@ export interface AssembleVideoResult {
  * ```
  */
 export async function assembleVideo(options: AssembleVideoOptions): Promise<AssembleVideoResult> {
-  const { ffmpeg, format, workDir } = options;
+  const { ffmpeg, format, workDir, signal } = options;
   let soundtrack = join(workDir, "soundtrack.wav");
   let audio: boolean;
   if (options.soundtrack === undefined) audio = await mixSoundtrack(options, soundtrack);
@@ -143,11 +146,11 @@ export async function assembleVideo(options: AssembleVideoOptions): Promise<Asse
   const list = join(workDir, "chunks.txt");
   if (files.length === 1) {
     await rename(files[0], joined).catch(async () => {
-      await concatChunks(ffmpeg, files, list, joined, format, options.timing);
+      await concatChunks(ffmpeg, files, list, joined, format, options.timing, signal);
     });
   } else {
-    await concatChunks(ffmpeg, files, list, joined, format, options.timing);
+    await concatChunks(ffmpeg, files, list, joined, format, options.timing, signal);
   }
-  if (audio) await muxAudio(ffmpeg, joined, soundtrack, options.output, format);
+  if (audio) await muxAudio(ffmpeg, joined, soundtrack, options.output, format, signal);
   return { audio };
 }

@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { CdpConnection, CdpSession } from "./cdp.ts";
+import { findUtility } from "./process_runner.ts";
 import {
   findChromium,
   findHeadlessShell,
@@ -194,7 +195,7 @@ function profileParent(user: RenderUser): string {
   for (const candidate of [tmpdir(), "/tmp"]) {
     if (traversableBy(candidate, user)) return candidate;
   }
-  throw new Error(
+  throw new BrowserLaunchError(
     `${user.name} cannot reach ${tmpdir()} or /tmp, where its browser profile would go; ` +
       "point TMPDIR at a folder every user may pass through (mode 0711 or wider)",
   );
@@ -322,9 +323,6 @@ function killBrowser(pid: number, ownGroup: boolean): void {
   }
 }
 
-/** Where `setpriv` (util-linux) is, when this is Linux and it is installed. */
-let setprivPath: string | null | undefined;
-
 /**
  * The `setpriv` the browser is launched through so that the kernel kills it (SIGKILL, its
  * parent-death signal) the moment this process ends, however it ends: a browser leads its
@@ -333,22 +331,7 @@ let setprivPath: string | null | undefined;
  * renderers exit when their browser does. Undefined off Linux or without util-linux.
  */
 function setpriv(): string | undefined {
-  if (setprivPath === undefined) {
-    setprivPath = null;
-    if (process.platform === "linux") {
-      for (const dir of ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]) {
-        try {
-          if (statSync(join(dir, "setpriv")).isFile()) {
-            setprivPath = join(dir, "setpriv");
-            break;
-          }
-        } catch {
-          // not there
-        }
-      }
-    }
-  }
-  return setprivPath ?? undefined;
+  return findUtility("setpriv");
 }
 
 /** Browsers of this process still running: their pid, profile and whether they lead a group. */
@@ -477,6 +460,25 @@ async function launchSandboxed(executable: string, options: LaunchOptions): Prom
   }
 }
 
+/** A browser could not be started (missing, a bad flag, no answer in time). */
+export class BrowserLaunchError extends VidError {
+  override name = "BrowserLaunchError";
+  constructor(message: string, cause?: unknown) {
+    super(message, { exitCode: EXIT_FAILED, cause });
+  }
+}
+
+/** A page did not load: the browser's own error, or no load event in time. */
+export class PageLoadError extends VidError {
+  override name = "PageLoadError";
+  /** The URL that did not load. */
+  override readonly field: string;
+  constructor(url: string, message: string) {
+    super(message, { exitCode: EXIT_FAILED });
+    this.field = url;
+  }
+}
+
 /**
  * The browser process died by a signal during start-up, before it was reachable.
  * {@linkcode launchBrowser} retries once on this error.
@@ -578,7 +580,9 @@ async function launchOnce(
     const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill("SIGKILL");
-        reject(new Error(`${executable} did not start within ${timeoutMs} ms:\n${stderr}`));
+        reject(
+          new BrowserLaunchError(`${executable} did not start within ${timeoutMs} ms:\n${stderr}`),
+        );
       }, timeoutMs);
       child.stderr!.setEncoding("utf8");
       child.stderr!.on("data", (chunk: string) => {
@@ -591,14 +595,16 @@ async function launchOnce(
       });
       child.on("error", (error) => {
         clearTimeout(timer);
-        reject(new Error(`cannot start ${executable}: ${error.message}`));
+        reject(new BrowserLaunchError(`cannot start ${executable}: ${error.message}`, error));
       });
       child.on("exit", (code, signal) => {
         clearTimeout(timer);
         reject(
           signal
             ? new BrowserStartupCrashError(executable, signal, stderr)
-            : new Error(`${executable} exited with code ${code} during start-up:\n${stderr}`),
+            : new BrowserLaunchError(
+              `${executable} exited with code ${code} during start-up:\n${stderr}`,
+            ),
         );
       });
     });
@@ -686,13 +692,16 @@ export async function openPage(browser: Browser, options: PageOptions): Promise<
 export async function navigate(page: CdpSession, url: string, timeoutMs = 60000): Promise<void> {
   const loaded = page.once("Page.loadEventFired");
   const result = await page.send<{ errorText?: string }>("Page.navigate", { url });
-  if (result.errorText) throw new Error(`cannot load ${url}: ${result.errorText}`);
+  if (result.errorText) {
+    throw new PageLoadError(url, `cannot load ${url}: ${result.errorText}`);
+  }
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([
     loaded,
     new Promise((_, reject) => {
       timer = setTimeout(
-        () => reject(new Error(`${url} did not finish loading within ${timeoutMs} ms`)),
+        () =>
+          reject(new PageLoadError(url, `${url} did not finish loading within ${timeoutMs} ms`)),
         timeoutMs,
       );
     }),

@@ -42,7 +42,7 @@
  * @module
  */
 
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
 import { ffmpegRate, type FrameRate, frameRateValue } from "../composition/frame_rate.ts";
@@ -58,6 +58,13 @@ import {
   type RenderFormat,
 } from "../request/formats.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import { RenderOptionError } from "../request/errors.ts";
+import {
+  type ProcessResult,
+  type RunningProcess,
+  runProcess,
+  startProcess,
+} from "./process_runner.ts";
 export {
   GIF_MAX_FPS,
   OUTPUT_FORMATS,
@@ -115,9 +122,10 @@ export class EncodeError extends VidError {
    *
    * @param message What failed, with the tail of ffmpeg's log.
    * @param output The output file ffmpeg was writing.
+   * @param cause The error behind it (ffmpeg could not start), when there is one.
    */
-  constructor(message: string, output: string) {
-    super(message, { exitCode: EXIT_FAILED });
+  constructor(message: string, output: string, cause?: unknown) {
+    super(message, { exitCode: EXIT_FAILED, cause });
     this.field = output;
   }
 }
@@ -131,7 +139,9 @@ const ENCODER_THREADS = "4";
 /** Video codec arguments for a format and quality. */
 export function codecArgs(format: OutputFormat, quality: Quality, hdr = false): string[] {
   if (hdr) {
-    if (format !== "mp4") throw new Error(`HDR output is mp4 only, not ${format}`);
+    if (format !== "mp4") {
+      throw new RenderOptionError("hdr", `HDR output is mp4 only, not ${format}; render mp4`);
+    }
     const preset = { draft: "ultrafast", standard: "veryfast", high: "medium" }[quality];
     const crf = { draft: "28", standard: "22", high: "18" }[quality];
     return [
@@ -310,6 +320,9 @@ function movieTimescale(format: OutputFormat, rate: FrameRate): string[] {
     : [];
 }
 
+/** How long `ffmpeg -version` may take when probed for its timestamp option. */
+const VERSION_PROBE_MS = 10_000;
+
 /** Per ffmpeg binary: the option that keeps the input timestamps, probed once. */
 const passthroughOption = new Map<string, string>();
 
@@ -321,7 +334,10 @@ function timestampPassthrough(ffmpeg: string): string[] {
   let option = passthroughOption.get(ffmpeg);
   if (option === undefined) {
     const args = ["-loglevel", "quiet", "-fps_mode", "passthrough", "-version"];
-    const probe = spawnSync(ffmpeg, args, { stdio: "ignore" });
+    // Synchronous (the encoder starts synchronously) and outside the process runner: it
+    // reads no input, only asks the binary which spelling it takes, under a deadline.
+    // `prepareEncoder` makes it the exception: a render session probes ahead through it.
+    const probe = spawnSync(ffmpeg, args, { stdio: "ignore", timeout: VERSION_PROBE_MS });
     // Only a refusal (exit 1) switches; a missing binary is reported by the real run.
     option = probe.status === 1 ? "-vsync" : "-fps_mode";
     passthroughOption.set(ffmpeg, option);
@@ -334,41 +350,17 @@ function timestampPassthrough(ffmpeg: string): string[] {
  * `ffmpeg` takes (see `timestampPassthrough`): the probe starts ffmpeg once (100-200 ms),
  * which a render session runs while its browser starts instead of on the first frame.
  */
-export function prepareEncoder(ffmpeg: string): Promise<void> {
-  if (passthroughOption.has(ffmpeg)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const probe = spawn(ffmpeg, ["-loglevel", "quiet", "-fps_mode", "passthrough", "-version"], {
-      stdio: "ignore",
-    });
-    probe.on("error", () => resolve());
-    probe.on("exit", (code) => {
-      // Only a refusal (exit 1) switches; a missing binary is reported by the real run.
-      if (!passthroughOption.has(ffmpeg)) {
-        passthroughOption.set(ffmpeg, code === 1 ? "-vsync" : "-fps_mode");
-      }
-      resolve();
-    });
-  });
-}
-
-/** Encoder processes of this process still running. */
-const LIVE_ENCODERS = new Set<ChildProcess>();
-
-/**
- * SIGKILLs every ffmpeg encoder run of this process that still runs, for a process that
- * must end now (`vid server` past its shutdown deadline): an encoder shares its owner's
- * process group and would otherwise finish its file after the owner is gone. Returns how
- * many were killed.
- *
- * @example
- * ```ts no_run
- * console.error(`killed ${killLiveEncoders()} ffmpeg process(es)`);
- * ```
- */
-export function killLiveEncoders(): number {
-  const running = [...LIVE_ENCODERS];
-  for (const child of running) child.kill("SIGKILL");
-  return running.length;
+export async function prepareEncoder(ffmpeg: string): Promise<void> {
+  if (passthroughOption.has(ffmpeg)) return;
+  const code = await runProcess(
+    ffmpeg,
+    ["-loglevel", "quiet", "-fps_mode", "passthrough", "-version"],
+    { ignoreStdout: true, timeoutMs: VERSION_PROBE_MS },
+  ).then((result) => result.code, () => undefined);
+  // Only a refusal (exit 1) switches; a missing binary is reported by the real run.
+  if (code !== undefined && !passthroughOption.has(ffmpeg)) {
+    passthroughOption.set(ffmpeg, code === 1 ? "-vsync" : "-fps_mode");
+  }
 }
 
 /** One ffmpeg process encoding the frames written to it into `output`. */
@@ -419,52 +411,49 @@ function startRun(options: EncoderOptions, output: string): Encoder {
     ...outputArgs,
     output,
   ];
-  const child = spawn(options.ffmpeg, args, { stdio: ["pipe", "ignore", "pipe"] });
-  LIVE_ENCODERS.add(child);
-  child.once("exit", () => LIVE_ENCODERS.delete(child));
-  child.once("error", () => LIVE_ENCODERS.delete(child));
-  let log = "";
-  child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (text: string) => {
-    log = (log + text).slice(-4000);
-  });
   let failure: Error | undefined;
-  const exited = new Promise<void>((resolve) => {
-    child.on("error", (error) => {
-      failure = new EncodeError(`cannot run ffmpeg: ${error.message}`, output);
-      resolve();
-    });
-    child.on("exit", (code, signal) => {
-      if (code !== 0) {
+  let run: RunningProcess;
+  try {
+    run = startProcess(options.ffmpeg, args, { stdin: true, ignoreStdout: true });
+  } catch (error) {
+    run = { pid: undefined, stdin: null, done: Promise.reject(error), kill: () => {} };
+  }
+  const exited = run.done.then(
+    (result) => {
+      if (result.code !== 0) {
         failure ??= new EncodeError(
-          `ffmpeg failed writing ${output} (${signal ?? `exit ${code}`}): ${log.trim()}`,
+          `ffmpeg failed writing ${output} (${result.signal ?? `exit ${result.code}`}): ` +
+            result.stderr.trim(),
           output,
         );
       }
-      resolve();
-    });
-  });
-  child.stdin.on("error", () => {/* reported through the exit status */});
+    },
+    (error) => {
+      failure = new EncodeError((error as Error).message, output, error);
+    },
+  );
+  const stdin = run.stdin;
   let aborted: Promise<void> | undefined;
   return {
     write(frame: Uint8Array): Promise<void> {
       if (failure) return Promise.reject(failure);
+      if (!stdin) return exited.then(() => Promise.reject(failure));
       return new Promise((resolve, reject) => {
-        const ok = child.stdin.write(frame, (error) => {
+        const ok = stdin.write(frame, (error) => {
           if (error) reject(failure ?? error);
         });
         if (ok) resolve();
-        else child.stdin.once("drain", resolve);
+        else stdin.once("drain", resolve);
       });
     },
     async finish(): Promise<void> {
-      child.stdin.end();
+      stdin?.end();
       await exited;
       if (failure) throw failure;
     },
     abort(): Promise<void> {
       aborted ??= (() => {
-        child.kill("SIGKILL");
+        run.kill();
         return exited;
       })();
       return aborted;
@@ -575,26 +564,39 @@ export function startEncoder(options: EncoderOptions): Encoder {
   };
 }
 
-/** Runs ffmpeg with `args` to completion; rejects with its log on failure. */
-export function runFfmpeg(ffmpeg: string, args: string[], output: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", ...args], {
-      stdio: ["ignore", "ignore", "pipe"],
+/**
+ * Runs ffmpeg with `args` to completion (through the process runner: tracked, as the
+ * process policy's user and limits); rejects with its log on failure, and with the
+ * signal's reason (ffmpeg killed) when `signal` aborts.
+ *
+ * @example
+ * ```ts no_run
+ * await runFfmpeg("ffmpeg", ["-i", "in.mp4", "-frames:v", "1", "still.jpg"], "still.jpg");
+ * ```
+ */
+export async function runFfmpeg(
+  ffmpeg: string,
+  args: string[],
+  output: string,
+  options: { signal?: AbortSignal } = {},
+): Promise<void> {
+  let result: ProcessResult;
+  try {
+    result = await runProcess(ffmpeg, ["-hide_banner", "-loglevel", "error", "-y", ...args], {
+      signal: options.signal,
+      ignoreStdout: true,
     });
-    let log = "";
-    child.stderr.setEncoding("utf8");
-    child.stderr.on("data", (text: string) => {
-      log = (log + text).slice(-4000);
-    });
-    child.on(
-      "error",
-      (error) => reject(new EncodeError(`cannot run ffmpeg: ${error.message}`, output)),
+  } catch (error) {
+    if (options.signal?.aborted) throw error;
+    throw new EncodeError((error as Error).message, output, error);
+  }
+  if (result.code !== 0) {
+    throw new EncodeError(
+      `ffmpeg failed writing ${output} (${result.signal ?? `exit ${result.code}`}): ` +
+        result.stderr.trim(),
+      output,
     );
-    child.on("exit", (code) => {
-      if (code === 0) resolve();
-      else reject(new EncodeError(`ffmpeg failed writing ${output}: ${log.trim()}`, output));
-    });
-  });
+  }
 }
 
 /** Frame counts of the files joined by {@linkcode concatChunks}, for exact timestamps. */
@@ -637,24 +639,30 @@ export async function concatChunks(
   output: string,
   format: OutputFormat,
   timing?: ConcatTiming,
+  signal?: AbortSignal,
 ): Promise<void> {
   await writeFile(listFile, concatList(chunkFiles, timing));
-  await runFfmpeg(ffmpeg, [
-    "-f",
-    "concat",
-    "-safe",
-    "0",
-    "-i",
-    listFile,
-    "-c",
-    "copy",
-    // The copied stream would carry the first chunk's bit rate, which the MP4 muxer writes
-    // as the maximum in `btrt` when it exceeds the whole video's average: the same frames
-    // cut into other chunks (a server's --chunk-size, another machine's core count) would
-    // differ in that one field. Without it the muxer writes the video's own average.
-    ...(format === "mp4" || format === "mov" ? ["-b:v", "0", "-movflags", "+faststart"] : []),
+  await runFfmpeg(
+    ffmpeg,
+    [
+      "-f",
+      "concat",
+      "-safe",
+      "0",
+      "-i",
+      listFile,
+      "-c",
+      "copy",
+      // The copied stream would carry the first chunk's bit rate, which the MP4 muxer writes
+      // as the maximum in `btrt` when it exceeds the whole video's average: the same frames
+      // cut into other chunks (a server's --chunk-size, another machine's core count) would
+      // differ in that one field. Without it the muxer writes the video's own average.
+      ...(format === "mp4" || format === "mov" ? ["-b:v", "0", "-movflags", "+faststart"] : []),
+      output,
+    ],
     output,
-  ], output);
+    { signal },
+  );
 }
 
 /**
@@ -670,21 +678,33 @@ export async function concatChunks(
  */
 export async function encodeGif(
   ffmpeg: string,
-  options: { pattern: string; startNumber: number; rate: string; output: string },
+  options: {
+    pattern: string;
+    startNumber: number;
+    rate: string;
+    output: string;
+    /** Ends the run (ffmpeg killed) when it aborts. */
+    signal?: AbortSignal;
+  },
 ): Promise<void> {
-  await runFfmpeg(ffmpeg, [
-    "-framerate",
-    options.rate,
-    "-start_number",
-    String(options.startNumber),
-    "-i",
-    options.pattern,
-    "-filter_complex",
-    "[0:v]split[a][b];[a]palettegen=stats_mode=full[p];[b][p]paletteuse=dither=sierra2_4a",
-    "-loop",
-    "0",
-    "-f",
-    "gif",
+  await runFfmpeg(
+    ffmpeg,
+    [
+      "-framerate",
+      options.rate,
+      "-start_number",
+      String(options.startNumber),
+      "-i",
+      options.pattern,
+      "-filter_complex",
+      "[0:v]split[a][b];[a]palettegen=stats_mode=full[p];[b][p]paletteuse=dither=sierra2_4a",
+      "-loop",
+      "0",
+      "-f",
+      "gif",
+      options.output,
+    ],
     options.output,
-  ], options.output);
+    { signal: options.signal },
+  );
 }

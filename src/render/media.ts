@@ -7,10 +7,9 @@
  * @module
  */
 
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import process from "node:process";
@@ -29,17 +28,24 @@ import { evaluate } from "./capture.ts";
 import { type OutputFormat, runFfmpeg } from "./encode.ts";
 import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import { processPolicy, type ProcessResult, runProcess } from "./process_runner.ts";
 
 /** A media source could not be read or converted. */
 export class MediaError extends VidError {
   override name = "MediaError";
   /** The source URL at fault. */
   override readonly field: string;
-  constructor(message: string, src: string) {
-    super(message, { exitCode: EXIT_FAILED });
+  constructor(message: string, src: string, cause?: unknown) {
+    super(message, { exitCode: EXIT_FAILED, cause });
     this.field = src;
   }
 }
+
+/**
+ * How long one ffprobe may take: it reads headers, not the whole file, so a probe past this
+ * is a source that stalls (a remote stream that never sends) or a crafted file.
+ */
+export const PROBE_TIMEOUT_MS = 60_000;
 
 /** What ffprobe says of a media source. */
 export interface MediaProbe {
@@ -55,15 +61,24 @@ export interface MediaProbe {
 
 /**
  * Runs ffprobe on a file or URL. `inputArgs` go before the input (a guarded render's
- * `-protocol_whitelist file`).
+ * `-protocol_whitelist file`). Ends with the signal's reason when `signal` aborts, and
+ * with a {@linkcode MediaError} after {@linkcode PROBE_TIMEOUT_MS}.
+ *
+ * @example
+ * ```ts no_run
+ * const probe = await probeMedia("ffprobe", "clip.mp4");
+ * console.log(probe.fps, probe.duration, probe.hasAudio);
+ * ```
  */
-export function probeMedia(
+export async function probeMedia(
   ffprobe: string,
   src: string,
   inputArgs: readonly string[] = [],
+  options: { signal?: AbortSignal } = {},
 ): Promise<MediaProbe> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(ffprobe, [
+  let result: ProcessResult;
+  try {
+    result = await runProcess(ffprobe, [
       "-v",
       "error",
       ...inputArgs,
@@ -72,53 +87,45 @@ export function probeMedia(
       "-of",
       "json",
       src,
-    ], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (t: string) => out += t);
-    child.stderr.setEncoding("utf8").on("data", (t: string) => err += t);
-    child.on(
-      "error",
-      (error) => reject(new MediaError(`cannot run ffprobe: ${error.message}`, src)),
+    ], { signal: options.signal, timeoutMs: PROBE_TIMEOUT_MS });
+  } catch (error) {
+    if (options.signal?.aborted) throw error;
+    throw new MediaError(`cannot read media ${src}: ${(error as Error).message}`, src, error);
+  }
+  if (result.code !== 0) {
+    throw new MediaError(
+      `cannot read media ${src}: ${result.stderr.trim() || `exit ${result.code ?? result.signal}`}`,
+      src,
     );
-    // "close", not "exit": the process can exit before its output is read, and a loaded
-    // machine showed it (an empty `out`, and a JSON error that ended `vid render`).
-    child.on("close", (code) => {
-      if (code !== 0) {
-        reject(new MediaError(`cannot read media ${src}: ${err.trim() || `exit ${code}`}`, src));
-        return;
-      }
-      let json: {
-        streams?: {
-          codec_type: string;
-          avg_frame_rate?: string;
-          r_frame_rate?: string;
-          channels?: number;
-        }[];
-        format?: { duration?: string };
-      };
-      try {
-        json = JSON.parse(out);
-      } catch {
-        reject(new MediaError(`cannot read media ${src}: ffprobe printed no JSON`, src));
-        return;
-      }
-      const streams = json.streams ?? [];
-      const video = streams.find((s) => s.codec_type === "video");
-      const audio = streams.find((s) => s.codec_type === "audio");
-      const rate = (text?: string) => {
-        const [n, d] = (text ?? "0/1").split("/").map(Number);
-        return d > 0 && Number.isFinite(n / d) ? n / d : 0;
-      };
-      resolve({
-        fps: video ? rate(video.avg_frame_rate) || rate(video.r_frame_rate) : 0,
-        duration: Number(json.format?.duration ?? 0) || 0,
-        hasVideo: video !== undefined,
-        hasAudio: audio !== undefined,
-        audioChannels: audio ? Number(audio.channels) || 0 : 0,
-      });
-    });
-  });
+  }
+  let json: {
+    streams?: {
+      codec_type: string;
+      avg_frame_rate?: string;
+      r_frame_rate?: string;
+      channels?: number;
+    }[];
+    format?: { duration?: string };
+  };
+  try {
+    json = JSON.parse(result.stdout);
+  } catch (error) {
+    throw new MediaError(`cannot read media ${src}: ffprobe printed no JSON`, src, error);
+  }
+  const streams = json.streams ?? [];
+  const video = streams.find((s) => s.codec_type === "video");
+  const audio = streams.find((s) => s.codec_type === "audio");
+  const rate = (text?: string) => {
+    const [n, d] = (text ?? "0/1").split("/").map(Number);
+    return d > 0 && Number.isFinite(n / d) ? n / d : 0;
+  };
+  return {
+    fps: video ? rate(video.avg_frame_rate) || rate(video.r_frame_rate) : 0,
+    duration: Number(json.format?.duration ?? 0) || 0,
+    hasVideo: video !== undefined,
+    hasAudio: audio !== undefined,
+    audioChannels: audio ? Number(audio.channels) || 0 : 0,
+  };
 }
 
 /**
@@ -268,28 +275,27 @@ async function writeAtomic(file: string, text: string): Promise<void> {
  * Runs one proxy conversion, reporting the fraction of `duration` written so far (from
  * ffmpeg's `-progress` lines).
  */
-function convertProxy(
+async function convertProxy(
   ffmpeg: string,
   args: string[],
   output: string,
   duration: number,
   onFraction: (fraction: number) => void,
+  signal?: AbortSignal,
 ): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(ffmpeg, [
-      "-hide_banner",
-      "-loglevel",
-      "error",
-      "-nostats",
-      "-progress",
-      "pipe:1",
-      "-y",
-      ...args,
-    ], { stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    let pending = "";
-    child.stderr.setEncoding("utf8").on("data", (text: string) => log = (log + text).slice(-4000));
-    child.stdout.setEncoding("utf8").on("data", (text: string) => {
+  let pending = "";
+  const result = await runProcess(ffmpeg, [
+    "-hide_banner",
+    "-loglevel",
+    "error",
+    "-nostats",
+    "-progress",
+    "pipe:1",
+    "-y",
+    ...args,
+  ], {
+    signal,
+    onStdout: (text) => {
       pending += text;
       const lines = pending.split("\n");
       pending = lines.pop() ?? "";
@@ -297,13 +303,15 @@ function convertProxy(
         const match = line.match(/^out_time_us=(\d+)/);
         if (match && duration > 0) onFraction(Math.min(1, Number(match[1]) / 1e6 / duration));
       }
-    });
-    child.on("error", (error) => reject(new Error(`cannot run ffmpeg: ${error.message}`)));
-    child.on("exit", (code) => {
-      if (code === 0) resolve();
-      else reject(new Error(`ffmpeg failed writing ${output}: ${log.trim()}`));
-    });
+    },
   });
+  if (result.code !== 0) {
+    throw new MediaError(
+      `ffmpeg failed writing ${output} (${result.signal ?? `exit ${result.code}`}): ` +
+        result.stderr.trim(),
+      output,
+    );
+  }
 }
 
 /**
@@ -337,8 +345,11 @@ export async function prepareVideoProxies(
     cacheDir?: string;
     /** Told as each source starts, advances and finishes. */
     onProgress?: (progress: MediaProgress) => void;
+    /** Ends a probe or conversion that runs (the process killed) when it aborts. */
+    signal?: AbortSignal;
   },
 ): Promise<Record<string, VideoProxy>> {
+  const signal = options.signal;
   const inputArgs = options.inputArgs ?? [];
   const proxies: Record<string, VideoProxy> = {};
   const sources = [...new Set(media.filter((m) => m.kind === "video").map((m) => m.src))];
@@ -364,26 +375,43 @@ export async function prepareVideoProxies(
       continue;
     }
     report(0, false);
-    const probe = await probeMedia(options.ffprobe, input, inputArgs);
+    const probe = await probeMedia(options.ffprobe, input, inputArgs, { signal });
     if (!probe.hasVideo || probe.fps <= 0) {
       throw new MediaError(`${src} has no video stream`, src);
     }
     const temp = local ? `${output}.${process.pid}-${crypto.randomUUID()}.tmp.webm` : output;
+    // ffmpeg running as the policy's user (vid server's --render-user) cannot write to this
+    // process's cache: it writes into the work folder, handed to that user, and the file is
+    // copied into the cache from there.
+    const staged = local && processPolicy().user
+      ? join(options.workDir, `video-${index}.staged.webm`)
+      : temp;
     try {
       await convertProxy(
         options.ffmpeg,
-        [...inputArgs, "-i", input, ...PROXY_ARGS, "-r", String(probe.fps), temp],
-        temp,
+        [...inputArgs, "-i", input, ...PROXY_ARGS, "-r", String(probe.fps), staged],
+        staged,
         probe.duration,
         (fraction) => report(fraction, false),
+        signal,
       );
+      if (staged !== temp) {
+        await copyFile(staged, temp);
+        await rm(staged, { force: true });
+      }
       if (local) {
         await rename(temp, output);
         await writeAtomic(metaFile, JSON.stringify({ fps: probe.fps } satisfies ProxyMeta));
       }
     } catch (error) {
       if (local) await rm(temp, { force: true });
-      throw new MediaError(`cannot prepare video ${src}: ${(error as Error).message}`, src);
+      if (staged !== temp) await rm(staged, { force: true });
+      if (signal?.aborted) throw signal.reason;
+      throw new MediaError(
+        `cannot prepare video ${src}: ${(error as Error).message}`,
+        src,
+        error,
+      );
     }
     report(1, false);
     proxies[src] = { url: options.serve(`video-${index}.webm`, output), fps: probe.fps };
@@ -425,15 +453,20 @@ export async function mixAudio(
      * fade-out ends there). @default startAt + duration
      */
     timelineEnd?: number;
+    /** Ends a probe or the mix that runs (the process killed) when it aborts. */
+    signal?: AbortSignal;
   },
 ): Promise<boolean> {
+  const signal = options.signal;
   const inputArgs = options.inputArgs ?? [];
   const startAt = options.startAt ?? 0;
   const end = startAt + options.duration;
   const probes = new Map<string, Promise<MediaProbe>>();
   const probeOf = (src: string): Promise<MediaProbe> => {
     const input = options.input?.(src) ?? src;
-    if (!probes.has(input)) probes.set(input, probeMedia(options.ffprobe, input, inputArgs));
+    if (!probes.has(input)) {
+      probes.set(input, probeMedia(options.ffprobe, input, inputArgs, { signal }));
+    }
     return probes.get(input)!;
   };
   const automations = await mediaAutomation(media, probeOf, options.timelineEnd ?? end);
@@ -490,18 +523,23 @@ export async function mixAudio(
     ? `${labels}amix=inputs=${count}:normalize=0:dropout_transition=0[mixed]`
     : `${labels}anull[mixed]`;
   filters.push(mix, `[mixed]apad,atrim=duration=${options.duration.toFixed(6)}[out]`);
-  await runFfmpeg(options.ffmpeg, [
-    ...inputs,
-    "-filter_complex",
-    filters.join(";"),
-    "-map",
-    "[out]",
-    "-c:a",
-    "pcm_s16le",
-    "-ar",
-    "48000",
+  await runFfmpeg(
+    options.ffmpeg,
+    [
+      ...inputs,
+      "-filter_complex",
+      filters.join(";"),
+      "-map",
+      "[out]",
+      "-c:a",
+      "pcm_s16le",
+      "-ar",
+      "48000",
+      options.output,
+    ],
     options.output,
-  ], options.output);
+    { signal },
+  );
   return true;
 }
 
@@ -568,11 +606,16 @@ export async function checkMediaAudio(
     timelineEnd: number;
     input?: (src: string) => string;
     inputArgs?: readonly string[];
+    /** Ends a probe that runs (ffprobe killed) when it aborts. */
+    signal?: AbortSignal;
   },
 ): Promise<void> {
   await mediaAutomation(
     media,
-    (src) => probeMedia(options.ffprobe, options.input?.(src) ?? src, options.inputArgs ?? []),
+    (src) =>
+      probeMedia(options.ffprobe, options.input?.(src) ?? src, options.inputArgs ?? [], {
+        signal: options.signal,
+      }),
     options.timelineEnd,
   );
 }
@@ -624,21 +667,20 @@ const LOUDNESS_TRUE_PEAK = -1;
 const LOUDNESS_RANGE = 11;
 
 /** Runs ffmpeg and returns its stderr (where `loudnorm` prints its measurement). */
-function ffmpegLog(ffmpeg: string, args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(ffmpeg, ["-hide_banner", "-nostats", "-y", ...args], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let log = "";
-    child.stderr.setEncoding("utf8").on("data", (text: string) => log = (log + text).slice(-20000));
-    child.on("error", (error) => reject(new Error(`cannot run ffmpeg: ${error.message}`)));
-    // "close", not "exit": the measurement is the last of stderr, which may still be unread
-    // when the process exits (see probeMedia).
-    child.on("close", (code) => {
-      if (code === 0) resolve(log);
-      else reject(new Error(`ffmpeg failed measuring loudness: ${log.trim().slice(-4000)}`));
-    });
+async function ffmpegLog(ffmpeg: string, args: string[], signal?: AbortSignal): Promise<string> {
+  const result = await runProcess(ffmpeg, ["-hide_banner", "-nostats", "-y", ...args], {
+    signal,
+    ignoreStdout: true,
+    stderrTail: 20000,
   });
+  if (result.code !== 0) {
+    throw new MediaError(
+      `ffmpeg failed measuring loudness (${result.signal ?? `exit ${result.code}`}): ` +
+        result.stderr.trim().slice(-4000),
+      args[args.indexOf("-i") + 1],
+    );
+  }
+  return result.stderr;
 }
 
 /**
@@ -652,11 +694,14 @@ function ffmpegLog(ffmpeg: string, args: string[]): Promise<string> {
  * ```ts no_run
  * await normalizeLoudness("ffmpeg", "/tmp/soundtrack.wav", -14);
  * ```
+ *
+ * @param signal Ends the ffmpeg run in progress (killed) when it aborts.
  */
 export async function normalizeLoudness(
   ffmpeg: string,
   wav: string,
   target: number,
+  signal?: AbortSignal,
 ): Promise<void> {
   const settings = `I=${target}:TP=${LOUDNESS_TRUE_PEAK}:LRA=${LOUDNESS_RANGE}`;
   const log = await ffmpegLog(ffmpeg, [
@@ -667,60 +712,83 @@ export async function normalizeLoudness(
     "-f",
     "null",
     "-",
-  ]);
+  ], signal);
   const json = log.slice(log.lastIndexOf("{"), log.lastIndexOf("}") + 1);
   let measured: LoudnessMeasure;
   try {
     measured = JSON.parse(json) as LoudnessMeasure;
-  } catch {
-    throw new Error(`ffmpeg's loudnorm printed no measurement: ${log.trim().slice(-2000)}`);
+  } catch (error) {
+    throw new MediaError(
+      `ffmpeg's loudnorm printed no measurement: ${log.trim().slice(-2000)}`,
+      wav,
+      error,
+    );
   }
   // Silence measures -inf (or below the gate): there is nothing to bring up.
   if (!(Number(measured.input_i) > -70)) return;
   const normalized = `${wav}.loudnorm.wav`;
   try {
-    await runFfmpeg(ffmpeg, [
-      "-i",
-      wav,
-      "-af",
-      `loudnorm=${settings}:measured_I=${measured.input_i}:measured_TP=${measured.input_tp}` +
-      `:measured_LRA=${measured.input_lra}:measured_thresh=${measured.input_thresh}` +
-      `:offset=${measured.target_offset}:linear=true,aresample=48000,` +
-      // A stereo WAV read back has no layout recorded; the encoder needs one.
-      "aformat=channel_layouts=stereo",
-      "-c:a",
-      "pcm_s16le",
-      "-ar",
-      "48000",
+    await runFfmpeg(
+      ffmpeg,
+      [
+        "-i",
+        wav,
+        "-af",
+        `loudnorm=${settings}:measured_I=${measured.input_i}:measured_TP=${measured.input_tp}` +
+        `:measured_LRA=${measured.input_lra}:measured_thresh=${measured.input_thresh}` +
+        `:offset=${measured.target_offset}:linear=true,aresample=48000,` +
+        // A stereo WAV read back has no layout recorded; the encoder needs one.
+        "aformat=channel_layouts=stereo",
+        "-c:a",
+        "pcm_s16le",
+        "-ar",
+        "48000",
+        normalized,
+      ],
       normalized,
-    ], normalized);
+      { signal },
+    );
     await rename(normalized, wav);
   } finally {
     await rm(normalized, { force: true });
   }
 }
 
-/** Muxes a mixed soundtrack into a finished video without re-encoding the picture. */
+/**
+ * Muxes a mixed soundtrack into a finished video without re-encoding the picture; `signal`
+ * ends the run (ffmpeg killed).
+ *
+ * @example
+ * ```ts no_run
+ * await muxAudio("ffmpeg", "joined.mp4", "soundtrack.wav", "video.mp4", "mp4");
+ * ```
+ */
 export async function muxAudio(
   ffmpeg: string,
   video: string,
   audio: string,
   output: string,
   format: OutputFormat,
+  signal?: AbortSignal,
 ): Promise<void> {
-  await runFfmpeg(ffmpeg, [
-    "-i",
-    video,
-    "-i",
-    audio,
-    "-map",
-    "0:v:0",
-    "-map",
-    "1:a:0",
-    "-c:v",
-    "copy",
-    ...audioCodecArgs(format),
-    ...(format === "webm" ? [] : ["-movflags", "+faststart"]),
+  await runFfmpeg(
+    ffmpeg,
+    [
+      "-i",
+      video,
+      "-i",
+      audio,
+      "-map",
+      "0:v:0",
+      "-map",
+      "1:a:0",
+      "-c:v",
+      "copy",
+      ...audioCodecArgs(format),
+      ...(format === "webm" ? [] : ["-movflags", "+faststart"]),
+      output,
+    ],
     output,
-  ], output);
+    { signal },
+  );
 }

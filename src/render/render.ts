@@ -46,6 +46,7 @@ import {
   type RenderSession,
 } from "./session.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import { grantToProcessUser } from "./process_runner.ts";
 
 // The options' error and the worker default are declared with the render request.
 export { defaultWorkers, RenderOptionError };
@@ -496,7 +497,10 @@ export async function renderComposition<V extends object = Variables>(
       framesDir,
       plan.format === "png" ? basename(plan.output) : "%06d.png",
     );
-    if (isImageSequence(plan.format)) await mkdir(framesDir, { recursive: true });
+    if (isImageSequence(plan.format)) {
+      await mkdir(framesDir, { recursive: true });
+      await grantToProcessUser(framesDir);
+    }
     const chunkFiles = plan.chunks.map((c) =>
       isImageSequence(plan.format)
         ? framePattern
@@ -524,7 +528,7 @@ export async function renderComposition<V extends object = Variables>(
     const browsersClosed = live.closeBrowsers();
     live.checkMissingAssets();
     progress.stage("joining");
-    await joinOutput(live, plan, { chunkFiles, framePattern, sequenceDir });
+    await joinOutput(live, plan, { chunkFiles, framePattern, sequenceDir }, signal);
     if (options.captionsOut !== undefined) {
       await writeCaptionsSidecar(options.captionsOut, live.captions[0].cues, plan);
     }
@@ -707,6 +711,7 @@ async function joinOutput(
   session: RenderSession,
   plan: RenderPlan,
   parts: { chunkFiles: string[]; framePattern: string; sequenceDir?: string },
+  signal?: AbortSignal,
 ): Promise<void> {
   const { output, format } = plan;
   if (format === "png") {
@@ -722,6 +727,7 @@ async function joinOutput(
         startNumber: plan.range.from,
         rate: ffmpegRate(plan.frameRate),
         output: partial,
+        signal,
       });
     } else {
       // The video formats: chunks join with the concat demuxer, audio muxed once.
@@ -740,6 +746,7 @@ async function joinOutput(
         inputArgs: session.inputArgs,
         workDir: session.workDir,
         output: partial,
+        signal,
       });
     }
     await rename(partial, output);

@@ -23,6 +23,7 @@ import {
   setSandboxPolicy,
 } from "./browser.ts";
 import { DEFAULT_RENDER_USERS, findHeadlessShell, lookupUser } from "./system.ts";
+import { SERVER_PROCESS_LIMITS, setProcessPolicy } from "./process_runner.ts";
 
 /** `--render-user` names no usable account, or the server cannot switch to it. */
 export class RenderUserError extends VidError {
@@ -54,7 +55,8 @@ export interface ServerSandboxOptions {
 
 /**
  * Sets the process's browser sandbox for `vid server` and returns it: `required`, as the
- * render user when this process is root; `preferred` with `allowNoSandbox`.
+ * render user when this process is root; `preferred` with `allowNoSandbox`. Its ffmpeg and
+ * ffprobe runs get the same user and `SERVER_PROCESS_LIMITS` (see `process_runner.ts`).
  *
  * @throws {RenderUserError} The render user is missing, is root, or is named while this
  * process is not root (only root can start a process as another account).
@@ -113,6 +115,8 @@ export async function configureServerSandbox(
       ),
   };
   setSandboxPolicy(policy);
+  // ffmpeg and ffprobe read tenants' media: as the same account, under limits.
+  setProcessPolicy({ user, limits: SERVER_PROCESS_LIMITS });
   if (options.probe && !options.allowNoSandbox) {
     try {
       const mode = await findHeadlessShell() ? "beginframe" : "screenshot";

@@ -25,6 +25,7 @@ import { prepareEncoder, type RenderFormat } from "./encode.ts";
 import type { CaptionTrack } from "../runtime/captions.ts";
 import { listCaptionSources, loadCaptionTracks } from "./captions.ts";
 import { checkMediaAudio, listMedia, type MediaProgress, prepareVideoProxies } from "./media.ts";
+import { grantToProcessUser } from "./process_runner.ts";
 import { failedFonts, fontFailureMessage } from "./fonts.ts";
 import { fetchRemoteMedia } from "./remote.ts";
 import { GUARDED_INPUT_ARGS, guardedMediaInputs } from "./guarded_media.ts";
@@ -112,6 +113,14 @@ function droppedMessage(d: DroppedDeclaration, values: Variables): string {
     ? "undefined"
     : `the override ${JSON.stringify(values[d.id])}, unchecked`;
   return `${head}; the page reads getVariables().${d.id} as ${read}`;
+}
+
+/** A render session was used before its browser started or after it closed (a bug). */
+export class RenderSessionStateError extends VidError {
+  override name = "RenderSessionStateError";
+  constructor(message: string) {
+    super(message, { exitCode: EXIT_FAILED });
+  }
 }
 
 /** The page asked for project files that do not exist. */
@@ -298,7 +307,7 @@ function sessionBrowsers(
   launching?.then((launched) => main = launched, () => undefined);
   return {
     get main(): Browser {
-      if (!main) throw new Error("the session's browser is not started");
+      if (!main) throw new RenderSessionStateError("the session's browser is not started");
       return main;
     },
     async start(flags: string[] = []): Promise<Browser> {
@@ -309,7 +318,9 @@ function sessionBrowsers(
       return main;
     },
     async add(): Promise<Browser> {
-      if (closed || !main) throw new Error("the render session's browsers are closed");
+      if (closed || !main) {
+        throw new RenderSessionStateError("the render session's browsers are closed");
+      }
       // The mode is known from the first browser: no second BeginFrame probe.
       const added = await launchBrowser({ mode: main.mode, scale, networkFlags });
       extra.add(added);
@@ -405,7 +416,12 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
         await prepareEncoder(path);
         return path;
       }),
-      mkdtemp(join(tmpdir(), workFolderPrefix())).then((dir) => workDir = dir),
+      // Handed to the process policy's user (vid server's --render-user), whose ffmpeg
+      // writes its chunks, proxies and soundtrack here.
+      mkdtemp(join(tmpdir(), workFolderPrefix())).then(async (dir) => {
+        workDir = dir;
+        await grantToProcessUser(dir);
+      }),
       serveProject(composition.projectDir).then((started) => server = started),
     ]);
     const failed = started.find((r): r is PromiseRejectedResult => r.status === "rejected");
@@ -488,6 +504,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
         timelineEnd: composition.duration,
         input,
         inputArgs,
+        signal,
       });
     }
     spec.videoProxies = await prepareVideoProxies(media, {
@@ -502,6 +519,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       inputArgs,
       serve: (name, file) => projectServer.mount(name, file),
       onProgress: (progress) => options.onStage?.("preparing media", progress),
+      signal,
     });
     if (Object.keys(spec.videoProxies).length > 0) {
       await discovery.close();

@@ -47,6 +47,7 @@ import type { ServerContext } from "./context.ts";
 import { unpackProject } from "./local_backend.ts";
 import type { RenderJob } from "./render_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
+import { grantToProcessUser } from "../render/process_runner.ts";
 
 /** How a render is cut into chunks. */
 export interface ServerChunkOptions {
@@ -161,6 +162,8 @@ export async function renderStoredChunk(
   const rate = parseFrameRate(request.fps);
   const dir = await mkdtemp(join(ctx.workDir, `chunk-${job.id}-${chunk.index}-`));
   try {
+    // The render user's ffmpeg reads the project and writes the chunk and soundtrack here.
+    await grantToProcessUser(dir);
     const project = await unpackProject(ctx, job, dir);
     const prepared = await prepareComposition({
       target: project,
@@ -215,6 +218,7 @@ export async function renderStoredChunk(
         loudness: request.loudness,
         input: session.input,
         inputArgs: session.inputArgs,
+        signal: options.signal,
       }, mixed);
       if (soundtrack) await ctx.storage.putFile(soundtrackKey(job.id), mixed, "audio/wav");
     }
@@ -316,6 +320,8 @@ export async function assembleStoredRender(
   const rate = parseFrameRate(fps);
   const dir = await mkdtemp(join(ctx.workDir, `assemble-${job.id}-`));
   try {
+    // The render user's ffmpeg joins the downloaded chunks here.
+    await grantToProcessUser(dir);
     // Every manifest read, the first chunk missing in plan order named.
     const read = await Promise.allSettled(plan.map((chunk) => storedChunk(ctx, job, chunk)));
     const missing = read.find((r): r is PromiseRejectedResult => r.status === "rejected");
@@ -325,12 +331,14 @@ export async function assembleStoredRender(
     const files = await Promise.all(plan.map(async (chunk) => {
       const file = join(dir, `chunk-${chunk.index}.${format}`);
       await ctx.storage.download(chunkKey(job.id, chunk.index, format), file);
+      await grantToProcessUser(file);
       return file;
     }));
     let soundtrack: string | null = null;
     if (stored[0]?.soundtrack) {
       soundtrack = join(dir, "soundtrack.wav");
       await ctx.storage.download(soundtrackKey(job.id), soundtrack);
+      await grantToProcessUser(soundtrack);
     }
     options.signal?.throwIfAborted();
     const frames = plan.reduce((sum, chunk) => sum + chunk.frames, 0);
@@ -348,9 +356,10 @@ export async function assembleStoredRender(
       duration: frameTime(frames, rate),
       workDir: dir,
       output: video,
+      signal: options.signal,
     });
     const thumbnail = join(dir, "thumbnail.jpg");
-    await thumbnailFromVideo(video, job.durationSeconds, thumbnail, fps);
+    await thumbnailFromVideo(video, job.durationSeconds, thumbnail, fps, options.signal);
     await ctx.storage.putFile(`renders/${job.id}/video.${format}`, video);
     await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
   } finally {

@@ -7,7 +7,7 @@
  * @module
  */
 
-import { chmod, mkdir } from "node:fs/promises";
+import { chmod, mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type Database, openDatabase } from "./database/mod.ts";
 
@@ -30,7 +30,10 @@ export async function openDataDir(dataDir: string, database?: string): Promise<D
   if (database !== undefined) return await openDatabase(database);
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   // A folder made by hand (or by an older vid) may be 0755: the data folder holds every
-  // tenant's projects and videos, so it is private whoever created it.
-  await chmod(dataDir, 0o700);
+  // tenant's projects and videos, so it is private whoever created it. A server run as root
+  // lets its render user's group pass through (0710, `openPathToProcessUser`): an admin
+  // command run meanwhile keeps that, or the renders would fail.
+  const mode = (await stat(dataDir)).mode & 0o777;
+  await chmod(dataDir, mode === 0o710 ? 0o710 : 0o700);
   return openDatabase(join(dataDir, "vid.db"));
 }

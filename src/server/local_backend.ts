@@ -15,6 +15,8 @@ import { renderComposition } from "../render/render.ts";
 import { BUDGET_BASE_SECONDS, BUDGET_SECONDS_PER_FRAME, type ServerContext } from "./context.ts";
 import type { RenderBackend, RenderJob } from "./render_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
+import { StorageError } from "./storage.ts";
+import { grantToProcessUser } from "../render/process_runner.ts";
 import { extractProjectZip } from "./zip_check.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 import { linkSignals } from "../util/async.ts";
@@ -100,10 +102,17 @@ export async function unpackProject(
   dir: string,
 ): Promise<string> {
   const zip = await ctx.storage.get(`assets/${job.assetId}/project.zip`);
-  if (!zip) throw new Error(`the project of asset ${job.assetId} is missing from storage`);
+  if (!zip) {
+    throw new StorageError(
+      `the project of asset ${job.assetId} is missing from storage`,
+      `assets/${job.assetId}/project.zip`,
+    );
+  }
   const bytes = new Uint8Array(await new Response(zip.body).arrayBuffer());
   const project = join(dir, "project");
   await extractProjectZip(bytes, project, { composition: job.request.composition });
+  // Extracted into a private (0700) folder; its files and subfolders are 0644 and 0755.
+  await grantToProcessUser(project);
   return project;
 }
 
@@ -150,6 +159,8 @@ async function renderLocally(
   const { request } = job;
   const dir = await mkdtemp(join(ctx.workDir, `render-${job.id}-`));
   try {
+    // The render user's ffmpeg reads the project and writes the video here.
+    await grantToProcessUser(dir);
     const project = await unpackProject(ctx, job, dir);
     const video = join(dir, `video.${request.format}`);
     await renderComposition({
@@ -172,7 +183,7 @@ async function renderLocally(
       onProgress: (p) => job.setProgress(p.framesTotal > 0 ? p.framesDone / p.framesTotal : 0),
     });
     const thumbnail = join(dir, "thumbnail.jpg");
-    await thumbnailFromVideo(video, job.durationSeconds, thumbnail, job.request.fps);
+    await thumbnailFromVideo(video, job.durationSeconds, thumbnail, job.request.fps, signal);
     await ctx.storage.putFile(`renders/${job.id}/video.${request.format}`, video);
     await ctx.storage.putFile(`renders/${job.id}/thumbnail.jpg`, thumbnail, "image/jpeg");
   } finally {

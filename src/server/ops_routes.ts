@@ -14,8 +14,21 @@ import { ApiError } from "./errors.ts";
 import { METRICS_CONTENT_TYPE, ServerMetrics } from "./metrics.ts";
 import { safeEqual } from "./secrets.ts";
 
-/** How long `/readyz` waits for one dependency before calling it unreachable. */
+/** How long `/readyz` waits for the storage before calling it unreachable. */
 export const READY_CHECK_MS = 2000;
+
+/**
+ * How long `/readyz` waits for its database read: a liveness or readiness probe with a 1 s
+ * timeout must get an answer, also while the read waits behind statements that wait for
+ * another process's lock.
+ */
+export const READY_DATABASE_MS = 900;
+
+/**
+ * How long another process may hold the database's write lock while statements wait
+ * before `/readyz` says not ready (they fail at `BUSY_WAIT_MS` of `database/sqlite.ts`).
+ */
+export const READY_LOCKED_MS = 1000;
 
 /** `Retry-After` of a 503 from `/readyz`, in seconds: about one probe period. */
 const UNREADY_RETRY_SECONDS = 5;
@@ -50,9 +63,10 @@ async function within(check: () => Promise<void> | void, ms: number): Promise<st
 }
 
 /**
- * Checks what a request needs: a read of the database and the storage's own check (the
- * folder is there and writable, or the bucket answers), each within
- * {@linkcode READY_CHECK_MS}.
+ * Checks what a request needs: a read of the database within {@linkcode READY_DATABASE_MS}
+ * (not ready at once while another process has held its lock past
+ * {@linkcode READY_LOCKED_MS}) and the storage's own check (the folder is there and
+ * writable, or the bucket answers) within {@linkcode READY_CHECK_MS}.
  *
  * @example
  * ```ts no_run
@@ -65,8 +79,16 @@ async function within(check: () => Promise<void> | void, ms: number): Promise<st
  * ```
  */
 export async function readiness(ctx: ServerContext): Promise<Readiness> {
+  const locked = ctx.db.lockedForMs?.() ?? 0;
   const [database, storage] = await Promise.all([
-    within(async () => void await ctx.db.get("select seq from renders limit 1"), READY_CHECK_MS),
+    locked > READY_LOCKED_MS
+      ? `locked by another process: statements have waited ${
+        Math.round(locked)
+      } ms for its write lock`
+      : within(
+        async () => void await ctx.db.get("select seq from renders limit 1"),
+        READY_DATABASE_MS,
+      ),
     within(() => ctx.storage.ready(), READY_CHECK_MS),
   ]);
   return { ready: database === "ok" && storage === "ok", checks: { database, storage } };

@@ -31,9 +31,10 @@ import { handBackRenders } from "./queue.ts";
 import { listProcesses } from "../render/browser_records.ts";
 import { opsApp } from "./ops_routes.ts";
 import { killLiveBrowsers, recordBrowsersIn } from "../render/browser.ts";
-import { killLiveEncoders } from "../render/encode.ts";
+import { killLiveProcesses, openPathToProcessUser } from "../render/process_runner.ts";
 import { configureServerSandbox } from "../render/sandbox.ts";
 import type { Storage } from "./storage.ts";
+import { DatabaseUnavailableError } from "./database/url.ts";
 import { FsStorage } from "./storage_file.ts";
 import { storageFromUrl } from "./storage_url.ts";
 import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
@@ -169,7 +170,9 @@ async function loadSecret(db: Database, dataDir: string): Promise<string> {
     existing || randomId("sec", 32),
   );
   const row = await db.get<{ value: string }>("select value from settings where name = 'secret'");
-  if (row === undefined) throw new Error("the signing secret could not be stored");
+  if (row === undefined) {
+    throw new DatabaseUnavailableError("the signing secret could not be stored or read back");
+  }
   if (row.value !== existing) {
     await mkdir(dataDir, { recursive: true, mode: 0o700 });
     await writeFile(file, row.value + "\n", { mode: 0o600 });
@@ -228,6 +231,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await rm(workDir, { recursive: true, force: true });
   await mkdir(join(workRoot, "browsers"), { recursive: true, mode: 0o700 });
   await mkdir(workDir, { recursive: true, mode: 0o700 });
+  // The render user's ffmpeg reaches its render folders through these, and nothing else.
+  await openPathToProcessUser([dataDir, workRoot, workDir]);
   recordBrowsersIn(join(workRoot, "browsers"));
   const instance = await loadInstance(dataDir);
   const owner = leaseOwner(instance);
@@ -320,7 +325,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       await rm(workDir, { recursive: true, force: true });
     },
     async kill(): Promise<{ browsers: number; encoders: number }> {
-      const killed = { browsers: killLiveBrowsers(), encoders: killLiveEncoders() };
+      const killed = { browsers: killLiveBrowsers(), encoders: killLiveProcesses() };
       let timer: ReturnType<typeof setTimeout> | undefined;
       try {
         await Promise.race([

@@ -6,7 +6,9 @@
  * @module
  */
 
+import { dirname } from "node:path";
 import { runFfmpeg } from "../render/encode.ts";
+import { grantToProcessUser } from "../render/process_runner.ts";
 import { requireFfmpeg } from "../render/system.ts";
 
 /**
@@ -31,32 +33,42 @@ export function thumbnailTime(durationSeconds: number, fps?: number): number {
  * ```
  *
  * @param fps The video's frame rate, so the frame is one the video has.
+ * @param signal Ends the run (ffmpeg killed) when it aborts.
  */
 export async function thumbnailFromVideo(
   video: string,
   durationSeconds: number,
   output: string,
   fps?: number,
+  signal?: AbortSignal,
 ): Promise<void> {
   const alpha = /\.(webm|mov)$/i.test(video);
-  await runFfmpeg(await requireFfmpeg(), [
-    // libvpx decodes VP9's alpha channel; ffmpeg's own VP9 decoder drops it.
-    ...(/\.webm$/i.test(video) ? ["-c:v", "libvpx-vp9"] : []),
-    "-ss",
-    String(thumbnailTime(durationSeconds, fps)),
-    "-i",
-    video,
-    ...(alpha
-      ? [
-        "-filter_complex",
-        "[0:v]format=rgba[v];[v]split[a][b];[a]drawbox=c=white:t=fill[bg];" +
-        "[bg][b]overlay=format=auto,format=yuvj420p",
-      ]
-      : []),
-    "-frames:v",
-    "1",
-    "-q:v",
-    "3",
+  // ffmpeg runs as the render user on a server run as root: it reads the video and writes
+  // the thumbnail beside it.
+  await grantToProcessUser(video, dirname(output));
+  await runFfmpeg(
+    await requireFfmpeg(),
+    [
+      // libvpx decodes VP9's alpha channel; ffmpeg's own VP9 decoder drops it.
+      ...(/\.webm$/i.test(video) ? ["-c:v", "libvpx-vp9"] : []),
+      "-ss",
+      String(thumbnailTime(durationSeconds, fps)),
+      "-i",
+      video,
+      ...(alpha
+        ? [
+          "-filter_complex",
+          "[0:v]format=rgba[v];[v]split[a][b];[a]drawbox=c=white:t=fill[bg];" +
+          "[bg][b]overlay=format=auto,format=yuvj420p",
+        ]
+        : []),
+      "-frames:v",
+      "1",
+      "-q:v",
+      "3",
+      output,
+    ],
     output,
-  ], output);
+    { signal },
+  );
 }

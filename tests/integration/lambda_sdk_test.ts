@@ -155,6 +155,31 @@ describe("lambda SDK against s3rver and local Step Functions (worker stubbed)", 
     }
   }
 
+  it("deploySite without s3 goes where VID_S3_ENDPOINT points, as the CLI does", async () => {
+    const dir = await Deno.makeTempDir({ prefix: "vid-sdk-env-project-" });
+    const names = ["VID_S3_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"];
+    const saved = names.map((name) => Deno.env.get(name));
+    try {
+      await Deno.writeTextFile(join(dir, "index.html"), "<html><body>env</body></html>\n");
+      Deno.env.set("VID_S3_ENDPOINT", server.endpoint);
+      Deno.env.set("AWS_ACCESS_KEY_ID", "S3RVER");
+      Deno.env.set("AWS_SECRET_ACCESS_KEY", "S3RVER");
+      Deno.env.set("AWS_REGION", "us-east-1");
+      // Before, a client without options went to amazonaws.com whatever the environment said.
+      const site = await deploySite({ projectDir: dir, bucketName: BUCKET });
+      assert.equal(site.serveUrl, `${server.endpoint}/${BUCKET}/sites/${site.siteId}/`);
+      assert.deepEqual(await keysUnder(site.prefix), [
+        `${site.prefix}index.html`,
+        `${site.prefix}site.json`,
+      ]);
+    } finally {
+      names.forEach((name, i) =>
+        saved[i] === undefined ? Deno.env.delete(name) : Deno.env.set(name, saved[i]!)
+      );
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+
   it("deploySite uploads the files under sites/<siteId>/; the same tree again uploads nothing", async () => {
     puts.length = 0;
     const site = await deploySite({ projectDir, bucketName: BUCKET, s3 });

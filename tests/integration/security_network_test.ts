@@ -31,7 +31,7 @@ import {
   openPage,
   recordBrowsersIn,
 } from "../../src/render/browser.ts";
-import { killLiveEncoders } from "../../src/render/encode.ts";
+import { killLiveProcesses } from "../../src/render/process_runner.ts";
 import { renderStill } from "../../src/render/still.ts";
 import { renderComposition } from "../../src/render/render.ts";
 import { RemoteMediaError } from "../../src/render/remote.ts";
@@ -202,7 +202,7 @@ async function project(html: string, files: Record<string, string> = {}): Promis
  * What this file started that still runs (browsers, ffmpeg), after a grace period: the
  * browsers it launched (the launcher's records, see `recordBrowsersIn` in the describe's
  * set-up), the ffmpeg and ffprobe children of this process whose command line names one of
- * its projects, and its encoders (`killLiveEncoders` counts those of this file's renders
+ * its projects, and its encoders (`killLiveProcesses` counts those of this file's renders
  * still running, and ends them). This file's, not every child of the test process: the
  * files running alongside share the process, with browsers and ffmpeg of their own.
  */
@@ -213,7 +213,7 @@ async function leftovers(records: string): Promise<string[]> {
     if (left.length === 0) break;
     await new Promise((r) => setTimeout(r, 100));
   }
-  const encoders = killLiveEncoders();
+  const encoders = killLiveProcesses();
   if (encoders > 0) left.push(`${encoders} ffmpeg encoder(s)`);
   return left;
 }

@@ -12,6 +12,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import postgresClient from "postgres";
+import { zipSync } from "fflate";
 import {
   createAccount,
   serverDatabaseRow,
@@ -123,6 +124,56 @@ describe("vid server --database", () => {
       assert.deepEqual(
         await serverDatabaseRow(first, "select value from settings where name = 'secret'"),
         { value: a },
+      );
+    } finally {
+      await Promise.all(servers.map((server) => server.stop()));
+      await Deno.remove(first, { recursive: true });
+      await Deno.remove(second, { recursive: true });
+    }
+  });
+
+  it("a burst of 100 submissions over two API instances: every one a 201, none a 500", async () => {
+    const first = await serverDataDir("vid-database-burst-");
+    const second = await Deno.makeTempDir({ prefix: "vid-database-burst-" });
+    const url = serverDatabaseUrl(first);
+    const key = await createAccount(first, "ana@example.com", { credits: 1000 });
+    // API instances only: the submissions conflict on the account's credits and queue, and
+    // nothing renders meanwhile.
+    const flags = ["--role", "api", "--max-queued-per-account", "1000"];
+    const servers = await Promise.all([
+      startServerProcess(first, flags),
+      startServerProcess(second, flags, { VID_DATABASE_URL: url }),
+    ]);
+    try {
+      const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+      const zip = new Uint8Array(zipSync({
+        "index.html": new TextEncoder().encode(
+          '<div id="root" data-composition-id="b" data-width="320" data-height="180" ' +
+            'data-duration="1"></div>',
+        ),
+      }));
+      const asset = await (await fetch(`${servers[0].url}/v3/assets`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ size_bytes: zip.length }),
+      })).json();
+      const put = await fetch(asset.upload_url, { method: "PUT", body: zip });
+      assert.equal(put.status, 200, await put.text());
+      const statuses = await Promise.all(
+        Array.from({ length: 100 }, async (_, i) => {
+          const response = await fetch(`${servers[i % 2].url}/v3/vid/renders`, {
+            method: "POST",
+            headers,
+            body: JSON.stringify({ asset_id: asset.asset_id, fps: 1 }),
+          });
+          const text = await response.text();
+          return response.status === 201 ? 201 : `${response.status} ${text}`;
+        }),
+      );
+      assert.deepEqual(statuses.filter((s) => s !== 201), []);
+      assert.deepEqual(
+        await serverDatabaseRow(first, "select count(*) as n from renders"),
+        { n: 100 },
       );
     } finally {
       await Promise.all(servers.map((server) => server.stop()));

@@ -4,8 +4,9 @@
  * queued does not hold another's back), the per-account queue limit (429
  * `vid_too_many_renders` with `Retry-After`), the duration and frame limits (422 before any
  * charge), a render state move the table forbids (refused and logged), a database locked
- * by another connection past the busy timeout (the server logs, carries on and finishes the
- * render), and webhooks that survive a `kill -9` during their retry backoff (sent again
+ * by another connection past the busy timeout (/healthz answers at once and /readyz says
+ * not ready within a second meanwhile, a write answers 503; the server logs, carries on and
+ * finishes the render), and webhooks that survive a `kill -9` during their retry backoff (sent again
  * after the restart, with one delivery id).
  *
  * @module
@@ -195,13 +196,40 @@ describe("vid server queue: fairness and limits", () => {
       assert.equal(started.status, 201, JSON.stringify(started.body));
       const id = String(started.body.render_id);
       await until("the render to start", async () => (await ana.get(id)).status === "rendering");
-      // The server waits 5 s for a lock (busy_timeout), then its write fails with SQLITE_BUSY:
-      // its progress writes, and its outcome if the render ends meanwhile. The lock is held
-      // that long, then until the server has said a write failed so.
+      // The server's statements wait 5 s for the lock (BUSY_WAIT_MS, asynchronously), then
+      // fail: its progress writes, and its outcome if the render ends meanwhile. The lock is
+      // held that long, then until the server has said a write failed so.
       const lock = new DatabaseSync(`${dataDir}/vid.db`);
+      /** A probe's status and how long it took, ms. */
+      const probe = async (path: string): Promise<{ status: number; ms: number }> => {
+        const started = performance.now();
+        const response = await fetch(`${server.url}${path}`);
+        await response.body?.cancel();
+        return { status: response.status, ms: performance.now() - started };
+      };
       try {
         lock.exec("begin immediate");
-        await new Promise((resolve) => setTimeout(resolve, 5000));
+        // A request that writes waits for the lock, and nothing else waits with it: the
+        // wait was SQLite's busy timeout, asleep inside the call, and /healthz took 5 s.
+        const writing = ana.api("/v3/assets", {
+          method: "POST",
+          body: JSON.stringify({ size_bytes: 100 }),
+        });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const health = await probe("/healthz");
+        assert.equal(health.status, 200);
+        assert.ok(health.ms < 2000, `/healthz took ${Math.round(health.ms)} ms under the lock`);
+        // Past READY_LOCKED_MS of waiting the database is not ready, and /readyz says so at
+        // once rather than after the wait.
+        await new Promise((resolve) => setTimeout(resolve, 1200));
+        const ready = await probe("/readyz");
+        assert.equal(ready.status, 503);
+        assert.ok(ready.ms < 2000, `/readyz took ${Math.round(ready.ms)} ms under the lock`);
+        // The write gives up after BUSY_WAIT_MS: a 503 with Retry-After, never a 500.
+        const written = await writing;
+        assert.equal(written.status, 503, JSON.stringify(written.body));
+        assert.ok(Number(written.headers.get("retry-after")) > 0);
+        await new Promise((resolve) => setTimeout(resolve, 3500));
         await until(
           "a write of the server to fail on the lock",
           () => /database is locked/.test(server.errors()),

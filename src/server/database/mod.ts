@@ -47,6 +47,12 @@ export interface Database extends Queries {
    * once the transaction is over.
    */
   transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T>;
+  /**
+   * Milliseconds the oldest statement waiting now has waited for another process's lock on
+   * the database (SQLite's write lock); 0 when none waits. `/readyz` is not ready past a
+   * bound. Engines that wait on the network instead (PostgreSQL) leave it out.
+   */
+  lockedForMs?(): number;
   /** Closes the connection(s); statements after it fail. */
   close(): Promise<void>;
 }

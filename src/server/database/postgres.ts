@@ -15,6 +15,7 @@ import { guardClientCrash } from "./client_crash.ts";
 import { migratePostgres } from "./schema.ts";
 import { TransactionOverError } from "./sqlite.ts";
 import { checkPostgresUrl, DatabaseUnavailableError, DatabaseUnreachableError } from "./url.ts";
+import { backoffDelay, sleep } from "../../util/async.ts";
 
 /**
  * The client's type for PostgreSQL's `int8`: counts and bigint columns (timestamps in ms) come
@@ -31,8 +32,18 @@ export const INT8_AS_NUMBER = {
 export const CONNECT_TIMEOUT_SECONDS = 10;
 /** Connections one instance keeps to PostgreSQL at most. */
 export const POOL_SIZE = 10;
-/** Times a transaction that lost a serialization conflict is run again before it fails. */
-const CONFLICT_RETRIES = 8;
+/**
+ * Runs of a transaction that keeps losing serialization conflicts (40001, deadlocks) before
+ * it fails. A burst of 50 submissions over two API instances lost 8 after 8 runs spread over
+ * a few ms: the runs now back off exponentially with full jitter (10 ms doubling, at most
+ * 1 s apart, on average under 15 s in all), so the losers of one round do not meet again in
+ * the next. Measured: 100 at once over two instances on a shared 2-core host, 16 runs up to
+ * 500 ms apart left one a 503.
+ */
+const CONFLICT_RETRIES = 30;
+
+/** The backoff between runs of a conflicting transaction, see {@linkcode CONFLICT_RETRIES}. */
+const CONFLICT_BACKOFF = { baseMs: 10, maxMs: 1000, jitter: "full" } as const;
 /** SQLSTATEs of a transaction that lost to a concurrent one and may simply run again. */
 const RETRYABLE = new Set(["40001", "40P01"]);
 
@@ -157,9 +168,15 @@ class PostgresDatabase extends PostgresQueries implements Database {
         }) as T;
       } catch (error) {
         const code = (error as { code?: unknown }).code;
-        if (attempt >= CONFLICT_RETRIES || !RETRYABLE.has(String(code))) throw away(error);
-        // Both sides of a conflict retrying at once would likely collide again.
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+        if (!RETRYABLE.has(String(code))) throw away(error);
+        if (attempt >= CONFLICT_RETRIES) {
+          // Never a 500: the request may simply be sent again (503 with Retry-After).
+          throw new DatabaseUnavailableError(
+            `a transaction kept conflicting with concurrent ones (${code}) ${attempt} times`,
+            { cause: error },
+          );
+        }
+        await sleep(backoffDelay(attempt, CONFLICT_BACKOFF));
       }
     }
   }
