@@ -21,12 +21,50 @@ export type CheckKind =
   | "unknown-attribute"
   | "dropped-declaration"
   | "variable"
+  | "undeclared-read"
+  | "override"
   | "unrendered"
   | "media"
   | "font"
+  | "font-unresolved"
   | "page-error"
   | "bad-text"
-  | "text-overflow";
+  | "text-overflow"
+  | "paused-animation"
+  | "wall-clock"
+  | "checker";
+
+/**
+ * The one severity table: how bad each kind of problem is, the same in `vid check`,
+ * `vid validate`, the check every render runs first, the studio's Check panel and the
+ * server. An error is what a render would get wrong (every paying command refuses it
+ * unless `--no-check`); a warning is a likely mistake (`vid check --strict` fails on it).
+ * docs/check.md lists this table.
+ */
+export const SEVERITY: Readonly<Record<CheckKind, "error" | "warning">> = {
+  "syntax": "error",
+  "missing-file": "error",
+  "unknown-attribute": "error",
+  // The spec drops a malformed declaration with a warning; what then reads it is an error.
+  "dropped-declaration": "warning",
+  "variable": "error",
+  "undeclared-read": "error",
+  // An override the declarations do not take: the render's own warning
+  // (`--strict-variables` makes it an error there).
+  "override": "warning",
+  "unrendered": "error",
+  "media": "error",
+  "font": "error",
+  "font-unresolved": "warning",
+  "page-error": "error",
+  "bad-text": "error",
+  "text-overflow": "warning",
+  // Each has a right use (resumed from a script; a clock shown on purpose): likely mistakes.
+  "paused-animation": "warning",
+  "wall-clock": "warning",
+  // The checker itself could not run a part (esbuild unavailable): the render still reports.
+  "checker": "warning",
+};
 
 /** One finding of `vid check`. */
 export interface CheckProblem {

@@ -82,7 +82,10 @@ export function registerRenderBatch(program: Command): void {
       let lastPrint = 0;
       let lastShape = "";
       try {
-        await checkBeforeSpending(target, options.composition, options.check);
+        await checkBeforeSpending(target, options.composition, {
+          enabled: options.check,
+          warn,
+        });
         const result = await renderBatchLocal({
           target,
           composition: options.composition,
