@@ -32,6 +32,7 @@ export type CheckKind =
   | "text-overflow"
   | "paused-animation"
   | "wall-clock"
+  | "batch-row"
   | "checker";
 
 /**
@@ -64,6 +65,8 @@ export const SEVERITY: Readonly<Record<CheckKind, "error" | "warning">> = {
   "wall-clock": "warning",
   // The checker itself could not run a part (esbuild unavailable): the render still reports.
   "checker": "warning",
+  // A batch row `render-batch` would not start (`vid check --batch`).
+  "batch-row": "error",
 };
 
 /** One finding of `vid check`. */
