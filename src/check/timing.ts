@@ -5,6 +5,7 @@
  * and a script reading the wall clock (`Date.now()`, `new Date()`), which in a render is the
  * virtual clock: the render's start plus t, the same instant in preview and render only by
  * accident, and never "today". Both are warnings (SEVERITY): each has uses that are right.
+ * A vendored library's scripts (`*.min.js`, `lib/`, `vendor/`) are the library's business.
  *
  * @module
  */
@@ -73,6 +74,8 @@ export function timingProblems(
     }
   }
   for (const script of scripts) {
+    // A library the project vendors (`vid add` puts it in lib/) keeps its clock for itself.
+    if (/\.min\.js$|(^|\/)(lib|vendor|node_modules)\//.test(script.file)) continue;
     const text = script.text.replace(
       /\/\*[\s\S]*?\*\/|(?<![:"'\\])\/\/[^\n]*/g,
       (c) => c.replace(/[^\n]/g, " "),
