@@ -1,9 +1,10 @@
 /**
  * What `vid check` reports: one {@linkcode CheckProblem} per finding, each with the part
  * of the check that found it, where it is (file, line, column, the source line, a frame)
- * and how bad it is. Errors are what a render would get wrong; warnings are likely
- * mistakes (`--strict` fails on them too). The batch commands and the server refuse a
- * project whose static or media part found errors with {@linkcode CheckFailedError}.
+ * and how bad it is, by the one table {@linkcode SEVERITY}. Errors are what a render would
+ * get wrong; warnings are likely mistakes (`--strict` fails on them too). Every command that
+ * renders refuses a project whose static or media part found errors with
+ * {@linkcode CheckFailedError}.
  *
  * @module
  */
@@ -136,9 +137,9 @@ export function formatProblem(problem: CheckProblem): string {
 }
 
 /**
- * A project failed the check a command runs before spending anything (`vid render-batch`,
- * `vid lambda render-batch`, `vid cloud render`, the server's render request): nothing was
- * rendered or uploaded. `--no-check` skips that check.
+ * A project failed the check every command that renders runs first (`vid render`,
+ * `vid still`, `vid render-batch`, `vid cloud render`, `vid lambda render` and
+ * `render-batch`): nothing was rendered or uploaded. `--no-check` skips that check.
  */
 export class CheckFailedError extends VidError {
   /** Always `"CheckFailedError"`. */

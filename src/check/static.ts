@@ -2,10 +2,13 @@
  * The static part of `vid check`: what can be known from the project's files alone, with
  * no browser and no ffmpeg, so it is cheap enough for `vid validate`, the batch commands
  * and the server's request path. It finds script syntax errors, files the page names that
- * the project lacks (letter case included), near misses of the `data-*` attributes vid
- * reads (with a did-you-mean from the one edit-distance checker), dropped declarations,
- * variables that do not resolve, and what vid would leave unrendered: a sub-composition
- * file that is missing, a `<template>` nothing instantiates, a clip starting after the end.
+ * the project lacks (letter case included) and font files that are not fonts, near misses
+ * of the `data-*` attributes vid reads on any element (with a did-you-mean from the one
+ * edit-distance checker), dropped declarations, variables read but not declared
+ * (`variable_reads.ts`), variables that do not resolve, paused CSS animations and wall-clock
+ * reads (`timing.ts`), and what vid would leave unrendered: a sub-composition file that is
+ * missing, a `<template>` nothing instantiates, a clip starting after the end. Each
+ * problem's severity is the one table's (`SEVERITY`).
  *
  * @module
  */
@@ -23,9 +26,10 @@ import { type PlacedText, variableReadProblems } from "./variable_reads.ts";
 
 /**
  * The `data-*` attributes vid reads (or will read, as the HyperFrames and media work
- * lands): root attributes, clip timing, media mixing. An attribute on a timed element a
- * short edit away from one of these is reported as a likely typo; any other `data-*`
- * attribute is the page's own and is left alone.
+ * lands): root attributes, clip timing, media mixing, and the text probe's opt-out. An
+ * attribute on any element a short edit away from one of these is reported as a typo (a clip
+ * whose every timing attribute is misspelt is no clip at all); any other `data-*` attribute
+ * is the page's own and is left alone.
  */
 export const KNOWN_ATTRIBUTES: readonly string[] = [
   "data-composition-id",

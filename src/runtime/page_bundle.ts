@@ -1204,20 +1204,18 @@ function undeclaredReadMessage(id, declared) {
 function trackedVariables(values, record) {
   const declared = Object.keys(values);
   const reported = /* @__PURE__ */ new Set();
-  return () => {
-    const snapshot = Object.freeze(structuredClone(values));
-    return new Proxy(snapshot, {
-      get(target, key, receiver) {
-        if (typeof key === "string" && !(key in target) && !isProbe(key) && !reported.has(key)) {
-          reported.add(key);
-          const error = new Error(undeclaredReadMessage(key, declared));
-          error.name = UNDECLARED_READ;
-          record(error);
-        }
-        return Reflect.get(target, key, receiver);
+  const lookout = new Proxy(Object.prototype, {
+    get(target, key, receiver) {
+      if (typeof key === "string" && !isProbe(key) && !reported.has(key)) {
+        reported.add(key);
+        const error = new Error(undeclaredReadMessage(key, declared));
+        error.name = UNDECLARED_READ;
+        record(error);
       }
-    });
-  };
+      return Reflect.get(target, key, receiver);
+    }
+  });
+  return () => Object.freeze(Object.assign(Object.create(lookout), structuredClone(values)));
 }
 
 // src/runtime/video_paint.ts

@@ -1,7 +1,9 @@
 /**
  * What `getVariables()` hands the page (vid's `__vid.getVariables()` and
- * `window.__hyperframes.getVariables()`): the values, frozen, behind a proxy that notices a
- * read of an id the values lack. Such a read yields `undefined`, which reaches the screen as
+ * `window.__hyperframes.getVariables()`): the values, frozen, as a plain object whose
+ * prototype is a proxy of `Object.prototype`, so a read of an id the values lack (which falls
+ * through to the prototype) is noticed, while the object itself still clones
+ * (`structuredClone`, `postMessage`) and serializes as before. Such a read yields `undefined`, which reaches the screen as
  * "Welcome undefined" or `NaN`; so it is recorded as a page error, created inside the read so
  * its stack names the reading script's file and line, and the render (and `vid check`) fails
  * with the id, the declared ids and a did-you-mean. Each id is recorded once.
@@ -56,6 +58,7 @@ export function undeclaredReadMessage(id: string, declared: readonly string[]): 
  * const getVariables = trackedVariables({ title: "Hi" }, (e) => seen.push(e.message));
  * assert.equal(getVariables().title, "Hi");
  * assert.equal(getVariables().titel, undefined);
+ * assert.deepEqual(structuredClone(getVariables()), { title: "Hi" });
  * assert.deepEqual(seen, ["`titel` is read but not declared; did you mean `title`? declared: title"]);
  * ```
  */
@@ -65,18 +68,16 @@ export function trackedVariables(
 ): () => Readonly<Record<string, unknown>> {
   const declared = Object.keys(values);
   const reported = new Set<string>();
-  return () => {
-    const snapshot = Object.freeze(structuredClone(values));
-    return new Proxy(snapshot, {
-      get(target, key, receiver) {
-        if (typeof key === "string" && !(key in target) && !isProbe(key) && !reported.has(key)) {
-          reported.add(key);
-          const error = new Error(undeclaredReadMessage(key, declared));
-          error.name = UNDECLARED_READ;
-          record(error);
-        }
-        return Reflect.get(target, key, receiver);
-      },
-    });
-  };
+  const lookout = new Proxy(Object.prototype, {
+    get(target, key, receiver) {
+      if (typeof key === "string" && !isProbe(key) && !reported.has(key)) {
+        reported.add(key);
+        const error = new Error(undeclaredReadMessage(key, declared));
+        error.name = UNDECLARED_READ;
+        record(error);
+      }
+      return Reflect.get(target, key, receiver);
+    },
+  });
+  return () => Object.freeze(Object.assign(Object.create(lookout), structuredClone(values)));
 }

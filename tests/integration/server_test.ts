@@ -388,14 +388,14 @@ describe("vid server", () => {
         `${p.kind} ${p.field} ${p.line}:${p.column}`
       ),
       [
-        "unknown-attribute data-strat 2:50",
+        "unknown-attribute data-strat 2:51",
+        "undeclared-read titel 3:47",
         "undeclared-read subtitle 2:4",
-        "undeclared-read titel 3:50",
       ],
     );
     assert.match(
       reads.message,
-      /index\.html:3:50: `titel` is read at index\.html:3:50 but not declared; did you mean `title`\?/,
+      /index\.html:3:47: `titel` is read at index\.html:3:47 but not declared; did you mean `title`\?/,
     );
     const good = projectZip();
     const asset = await api("/v3/assets", {
