@@ -370,7 +370,7 @@ describe("fonts HyperFrames embeds", () => {
       const fontFindings = async (): Promise<string[]> => {
         const check = await runVid(["check", dir, "--json"]);
         const { problems } = JSON.parse(check.stdout);
-        return problems.filter((p: { kind: string }) => p.kind === "font")
+        return problems.filter((p: { kind: string }) => p.kind.startsWith("font"))
           .map((p: { severity: string; field: string; message: string }) =>
             `${p.severity} ${p.field}: ${p.message.split("; ").at(-1)}`
           );
