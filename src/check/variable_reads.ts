@@ -204,6 +204,8 @@ export function variableReadProblems(input: ReadsInput): CheckProblem[] {
   const known = input.declared.join(", ") || "none";
   for (const read of reads) {
     if (declared.has(read.id)) continue;
+    // `v.hasOwnProperty(…)`, `v.toString()`: the object's methods, not variables.
+    if (read.how === "script" && (read.id in Object.prototype || read.id === "toJSON")) continue;
     const key = `${read.id}|${read.file}:${read.line}:${read.column}`;
     if (seen.has(key)) continue;
     seen.add(key);
