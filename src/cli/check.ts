@@ -21,11 +21,14 @@ export function registerCheck(program: Command): void {
     .summary("Find what a render would get wrong, without rendering.")
     .description(
       "Find what a render would get wrong, without rendering: script syntax errors, files " +
-        "missing from the project (letter case included), misspelt data-* attributes, dropped " +
-        "declarations, image variables that do not resolve, undecodable media, fonts that " +
-        "fail to load, and, loading the page once and seeking it to sampled frames (every " +
-        "second, the first and last, each clip's start and end), what the page throws and " +
-        "text that reads NaN, undefined or [object Object] or runs off the canvas.\n" +
+        "missing from the project (letter case included), misspelt data-* attributes on any " +
+        "element, variables read but not declared (scripts, data-var-text, data-var-src, " +
+        "var(--id)), dropped declarations, image variables that do not resolve, undecodable " +
+        "media, fonts that are not fonts or fail to load, and, loading the page once and " +
+        "seeking it to sampled frames (every second, the first and last, each clip's start " +
+        "and end), what the page throws and text that reads NaN, undefined, null or " +
+        "[object Object] (data-text-ok allows it) or runs off the canvas. Every render runs " +
+        "the static and media parts first (--no-browser here).\n" +
         "Exit status: 0 no errors (warnings allowed unless --strict), 1 errors, 2 usage error.",
     )
     .argument("[target]", "project directory or HTML file", ".")
