@@ -19,6 +19,7 @@ import { createReadStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
+import type { VariableProblem } from "../composition/errors.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { isPlainObject } from "../util/json_shape.ts";
 import { flagOf, OPTIONS } from "../request/options.ts";
@@ -51,7 +52,14 @@ export type ParsedBatchLine =
   /**
    * An entry. `warning` (starting with `line N:`) lists variable problems when not strict.
    */
-  | { kind: "entry"; outputKey: string; variables: Variables; warning?: string };
+  | {
+    kind: "entry";
+    outputKey: string;
+    variables: Variables;
+    warning?: string;
+    /** The variable problems the warning lists, one each (for the manifest). */
+    problems?: VariableProblem[];
+  };
 
 /**
  * Checks one decoded batch entry (`{"outputKey": ..., "variables": {...}}`) against the
@@ -126,6 +134,7 @@ export function checkBatchEntry(
       outputKey,
       variables: variables as Variables,
       warning: `line ${line}: ${detail}`,
+      problems,
     };
   }
   return { kind: "entry", outputKey, variables: variables as Variables };

@@ -77,6 +77,11 @@ export interface LocalBatchManifestRow extends Omit<BatchManifestRow, "status"> 
   frames?: number;
   /** Wall time of the row's render, ms; set by a render of this run. */
   elapsedMs?: number;
+  /**
+   * What the row's variables got wrong that did not stop it (undeclared keys with a
+   * did-you-mean, values of another type), one message each; absent when none.
+   */
+  warnings?: string[];
 }
 
 /** Progress of a whole local batch. */
@@ -146,8 +151,11 @@ export interface LocalBatchResult {
   interrupted: boolean;
 }
 
-/** Counts of a local manifest's rows by status. */
-export type LocalBatchSummary = Record<LocalBatchRowStatus, number> & { rows: number };
+/** Counts of a local manifest's rows by status, and of rows with warnings (`warned`). */
+export type LocalBatchSummary = Record<LocalBatchRowStatus, number> & {
+  rows: number;
+  warned: number;
+};
 
 /**
  * Counts a local manifest's rows by status.
@@ -160,11 +168,13 @@ export type LocalBatchSummary = Record<LocalBatchRowStatus, number> & { rows: nu
  * const s = summarizeLocalBatch([]);
  * assert.equal(s.rows, 0);
  * assert.equal(s.rendered, 0);
+ * assert.equal(s.warned, 0);
  * ```
  */
 export function summarizeLocalBatch(rows: readonly LocalBatchManifestRow[]): LocalBatchSummary {
   const summary: LocalBatchSummary = {
     rows: rows.length,
+    warned: rows.filter((row) => (row.warnings?.length ?? 0) > 0).length,
     rendered: 0,
     "already-rendered": 0,
     failed: 0,
@@ -348,6 +358,9 @@ async function planLocalRows(
     }
     const { outputKey, variables } = parsed;
     if (parsed.warning) warn(parsed.warning);
+    const warned = parsed.problems && parsed.problems.length > 0
+      ? { warnings: parsed.problems.map((p) => p.message) }
+      : {};
     const fail = (error: string) =>
       rows.push({ ...base, outputKey, status: "failed-to-start", error: `line ${line}: ${error}` });
     let output: string;
@@ -389,6 +402,7 @@ async function planLocalRows(
       renderId,
       output,
       status: "would-invoke",
+      ...warned,
     };
     if (options.dryRun) {
       rows.push(row);

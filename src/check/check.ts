@@ -18,7 +18,7 @@ import { loadOverrides } from "../composition/variables.ts";
 import { renderFrameRate } from "../render/render.ts";
 import { prepareComposition } from "../render/session.ts";
 import { mediaCheck } from "./media.ts";
-import { CheckFailedError, type CheckProblem, countProblems } from "./problems.ts";
+import { CheckFailedError, type CheckProblem, countProblems, SEVERITY } from "./problems.ts";
 import { runtimeCheck } from "./runtime.ts";
 import { staticCheck } from "./static.ts";
 
@@ -71,9 +71,9 @@ export async function checkProject(options: CheckOptions = {}): Promise<CheckRep
   // The same finding the render warns about, with the same command to resolve it.
   for (const font of await unresolvedFonts(composition.file, composition.projectDir)) {
     problems.push({
-      severity: "warning",
+      severity: SEVERITY["font-unresolved"],
       part: "fonts",
-      kind: "font",
+      kind: "font-unresolved",
       message: unresolvedFontMessage(font),
       file: relative(composition.projectDir, composition.file),
       field: font.family,
@@ -95,9 +95,19 @@ export async function checkProject(options: CheckOptions = {}): Promise<CheckRep
       snapshots: options.snapshots,
       onWarning: options.onWarning,
     });
-    // An undecodable video stops the session too: the media part said so already.
+    // An undecodable video stops the session too: the media part said so already; a read
+    // the static part named, the page's read tracking sees again.
     const media = problems.some((p) => p.kind === "media");
-    problems.push(...found.filter((p) => !(media && p.kind === "media")));
+    const reads = new Set(problems.filter((p) => p.kind === "undeclared-read").map((p) => p.field));
+    const fonts = new Set(
+      problems.filter((p) => p.kind === "font" || p.kind === "missing-file").map((p) => p.field),
+    );
+    problems.push(
+      ...found.filter((p) =>
+        !(media && p.kind === "media") && !(p.kind === "undeclared-read" && reads.has(p.field)) &&
+        !(p.kind === "font" && p.file !== undefined && fonts.has(p.file))
+      ),
+    );
   }
   return {
     composition: summary(composition),

@@ -13,7 +13,7 @@ import { runFfmpeg } from "../render/encode.ts";
 import { probeMedia } from "../render/media.ts";
 import { requireFfmpeg, requireFfprobe } from "../render/system.ts";
 import { fileFinder, projectPath } from "./files.ts";
-import type { CheckProblem } from "./problems.ts";
+import { type CheckProblem, SEVERITY } from "./problems.ts";
 import type { References } from "./references.ts";
 
 /** Formats ffmpeg does not read, left to the browser (which decodes them at load). */
@@ -59,7 +59,7 @@ export async function mediaCheck(
   const probeOne = async ([relative, ref]: (typeof entries)[number]): Promise<void> => {
     const file = `${composition.projectDir}/${relative}`;
     const base = {
-      severity: "error" as const,
+      severity: SEVERITY.media,
       part: "media" as const,
       kind: "media" as const,
       file: composition.entry,

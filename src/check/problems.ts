@@ -1,9 +1,10 @@
 /**
  * What `vid check` reports: one {@linkcode CheckProblem} per finding, each with the part
  * of the check that found it, where it is (file, line, column, the source line, a frame)
- * and how bad it is. Errors are what a render would get wrong; warnings are likely
- * mistakes (`--strict` fails on them too). The batch commands and the server refuse a
- * project whose static or media part found errors with {@linkcode CheckFailedError}.
+ * and how bad it is, by the one table {@linkcode SEVERITY}. Errors are what a render would
+ * get wrong; warnings are likely mistakes (`--strict` fails on them too). Every command that
+ * renders refuses a project whose static or media part found errors with
+ * {@linkcode CheckFailedError}.
  *
  * @module
  */
@@ -21,12 +22,53 @@ export type CheckKind =
   | "unknown-attribute"
   | "dropped-declaration"
   | "variable"
+  | "undeclared-read"
+  | "override"
   | "unrendered"
   | "media"
   | "font"
+  | "font-unresolved"
   | "page-error"
   | "bad-text"
-  | "text-overflow";
+  | "text-overflow"
+  | "paused-animation"
+  | "wall-clock"
+  | "batch-row"
+  | "checker";
+
+/**
+ * The one severity table: how bad each kind of problem is, the same in `vid check`,
+ * `vid validate`, the check every render runs first, the studio's Check panel and the
+ * server. An error is what a render would get wrong (every paying command refuses it
+ * unless `--no-check`); a warning is a likely mistake (`vid check --strict` fails on it).
+ * docs/check.md lists this table.
+ */
+export const SEVERITY: Readonly<Record<CheckKind, "error" | "warning">> = {
+  "syntax": "error",
+  "missing-file": "error",
+  "unknown-attribute": "error",
+  // The spec drops a malformed declaration with a warning; what then reads it is an error.
+  "dropped-declaration": "warning",
+  "variable": "error",
+  "undeclared-read": "error",
+  // An override the declarations do not take: the render's own warning
+  // (`--strict-variables` makes it an error there).
+  "override": "warning",
+  "unrendered": "error",
+  "media": "error",
+  "font": "error",
+  "font-unresolved": "warning",
+  "page-error": "error",
+  "bad-text": "error",
+  "text-overflow": "warning",
+  // Each has a right use (resumed from a script; a clock shown on purpose): likely mistakes.
+  "paused-animation": "warning",
+  "wall-clock": "warning",
+  // The checker itself could not run a part (esbuild unavailable): the render still reports.
+  "checker": "warning",
+  // A batch row `render-batch` would not start (`vid check --batch`).
+  "batch-row": "error",
+};
 
 /** One finding of `vid check`. */
 export interface CheckProblem {
@@ -95,9 +137,9 @@ export function formatProblem(problem: CheckProblem): string {
 }
 
 /**
- * A project failed the check a command runs before spending anything (`vid render-batch`,
- * `vid lambda render-batch`, `vid cloud render`, the server's render request): nothing was
- * rendered or uploaded. `--no-check` skips that check.
+ * A project failed the check every command that renders runs first (`vid render`,
+ * `vid still`, `vid render-batch`, `vid cloud render`, `vid lambda render` and
+ * `render-batch`): nothing was rendered or uploaded. `--no-check` skips that check.
  */
 export class CheckFailedError extends VidError {
   /** Always `"CheckFailedError"`. */

@@ -55,6 +55,13 @@ export interface TimedElement extends Place {
   attributes: { name: string; value: string; place: Place }[];
 }
 
+/** Any element with `data-*` attributes: misspelt ones are looked for on every element. */
+export interface DataElement extends Place {
+  tag: string;
+  /** Its `data-*` attributes with their places. */
+  attributes: { name: string; value: string; place: Place }[];
+}
+
 /** One `<template>` element. */
 export interface TemplateRef extends Place {
   id?: string;
@@ -65,9 +72,13 @@ export interface References {
   scripts: ScriptRef[];
   files: FileRef[];
   timed: TimedElement[];
+  /** Every element carrying a `data-*` attribute, the timed ones included. */
+  data: DataElement[];
   templates: TemplateRef[];
   /** The text of inline `<style>` elements, with where each starts. */
   styles: { text: string; start: Place }[];
+  /** The text of `style` attributes, with where each value starts. */
+  styleAttributes: { text: string; start: Place }[];
 }
 
 /** Attributes whose presence makes an element a clip vid (or HyperFrames) times. */
@@ -93,6 +104,14 @@ function placeOf(location: Token.Location | undefined | null): Place {
 function attrPlace(element: Element, name: string): Place {
   const location = element.sourceCodeLocation as Token.ElementLocation | undefined;
   return placeOf(location?.attrs?.[name] ?? location);
+}
+
+/** Where an attribute's value starts (after `name="`), for places inside it. */
+function attrValuePlace(element: Element, name: string): Place {
+  const at = attrPlace(element, name);
+  const raw = element.sourceCodeLocation?.attrs?.[name];
+  const quoted = raw && raw.endOffset - raw.startOffset > name.length + 1 ? 2 : 1;
+  return { line: at.line, column: at.column + name.length + quoted };
 }
 
 /** The `url(...)` references of CSS text, with their places relative to `start`. */
@@ -125,7 +144,15 @@ export function cssUrls(text: string, start: Place): { url: string; place: Place
  * ```
  */
 export function readReferences(html: string): References {
-  const refs: References = { scripts: [], files: [], timed: [], templates: [], styles: [] };
+  const refs: References = {
+    scripts: [],
+    files: [],
+    timed: [],
+    data: [],
+    templates: [],
+    styles: [],
+    styleAttributes: [],
+  };
   let rootSeen = false;
   const file = (element: Element, name: string, kind: RefKind, tag?: string): void => {
     const url = attr(element, name);
@@ -192,6 +219,7 @@ export function readReferences(html: string): References {
       }
       const style = attr(node, "style");
       if (style !== undefined) {
+        refs.styleAttributes.push({ text: style, start: attrValuePlace(node, "style") });
         for (const { url, place: at } of cssUrls(style, attrPlace(node, "style"))) {
           refs.files.push({ url, what: `url() in a style attribute`, kind: "css", ...at });
         }
@@ -205,16 +233,11 @@ export function readReferences(html: string): References {
         : CLIP_ATTRIBUTES.some((a) => attr(node, a) !== undefined)
         ? "clip"
         : undefined;
-      if (role) {
-        refs.timed.push({
-          tag,
-          role,
-          ...place,
-          attributes: node.attrs
-            .filter((a) => a.name.startsWith("data-"))
-            .map((a) => ({ name: a.name, value: a.value, place: attrPlace(node, a.name) })),
-        });
-      }
+      const attributes = node.attrs
+        .filter((a) => a.name.startsWith("data-"))
+        .map((a) => ({ name: a.name, value: a.value, place: attrPlace(node, a.name) }));
+      if (attributes.length > 0) refs.data.push({ tag, ...place, attributes });
+      if (role) refs.timed.push({ tag, role, ...place, attributes });
     }
     for (const child of "childNodes" in node ? node.childNodes : []) visit(child);
     if (isElement(node) && node.tagName === "template" && "content" in node) {

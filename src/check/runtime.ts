@@ -26,9 +26,10 @@ import {
   type PreparedComposition,
   type RenderSession,
 } from "../render/session.ts";
-import type { CheckProblem } from "./problems.ts";
+import { type CheckProblem, SEVERITY } from "./problems.ts";
 import { TEXT_PROBE_BUNDLE } from "../runtime/text_probe_bundle.ts";
-import type { TextFinding } from "../runtime/text_checks.ts";
+import { badTextMessage, type TextFinding } from "../runtime/text_checks.ts";
+import { UNDECLARED_READ } from "../runtime/variable_reads.ts";
 
 /** Input of {@linkcode runtimeCheck}. */
 export interface RuntimeInput {
@@ -82,7 +83,7 @@ function sessionProblem(error: unknown): CheckProblem | undefined {
   if (error instanceof PageError) return pageProblem(error);
   if (error instanceof MissingAssetError) {
     return {
-      severity: "error",
+      severity: SEVERITY["missing-file"],
       part: "runtime",
       kind: "missing-file",
       message: error.message,
@@ -92,7 +93,7 @@ function sessionProblem(error: unknown): CheckProblem | undefined {
   // Audio automation and caption files are checked as the session opens, as for a render.
   if (error instanceof AudioAttributeError || error instanceof MediaError) {
     return {
-      severity: "error",
+      severity: SEVERITY.media,
       part: "media",
       kind: "media",
       message: error.message,
@@ -101,7 +102,7 @@ function sessionProblem(error: unknown): CheckProblem | undefined {
   }
   if (error instanceof CaptionError) {
     return {
-      severity: "error",
+      severity: SEVERITY.syntax,
       part: "media",
       kind: "syntax",
       message: error.message,
@@ -113,8 +114,27 @@ function sessionProblem(error: unknown): CheckProblem | undefined {
 }
 
 function pageProblem(error: PageError): CheckProblem {
+  // A read of an undeclared id (the runtime's read tracking): named as the static part names it.
+  const read = new RegExp(
+    `${UNDECLARED_READ}: \`([^\`]+)\` is read (but not declared;(?: did you mean \`[^\`]+\`\\?)? ` +
+      "declared: [^\\s,]+(?:, [^\\s,]+)*)",
+  ).exec(error.message);
+  if (read && error.location) {
+    const where = `${error.location.file}:${error.location.line}:${error.location.column}`;
+    return {
+      severity: SEVERITY["undeclared-read"],
+      part: "runtime",
+      kind: "undeclared-read",
+      message: `\`${read[1]}\` is read at ${where} ${read[2]}`,
+      file: error.location.file,
+      line: error.location.line,
+      column: error.location.column,
+      ...(error.frame !== null && { frame: error.frame }),
+      field: read[1],
+    };
+  }
   return {
-    severity: "error",
+    severity: SEVERITY["page-error"],
     part: "runtime",
     kind: "page-error",
     message: error.message,
@@ -170,7 +190,7 @@ export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]>
     }
     for (const failure of await failedFonts(page.page)) {
       problems.push({
-        severity: "error",
+        severity: SEVERITY.font,
         part: "fonts",
         kind: "font",
         message: fontFailureMessage(failure),
@@ -232,14 +252,13 @@ export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]>
         if (seen.has(key)) continue;
         seen.add(key);
         problems.push({
-          severity: f.kind === "bad-text" ? "error" : "warning",
+          severity: SEVERITY[f.kind],
           part: "runtime",
           kind: f.kind,
           frame,
           field: f.element,
           message: f.kind === "bad-text"
-            ? `<${f.element}> shows "${short(f.text)}": ${f.detail} reached the screen ` +
-              "(a variable the page reads is missing or of another type?)"
+            ? badTextMessage(f)
             : `<${f.element}> text "${short(f.text)}" runs off the canvas: ${f.detail}`,
         });
       }

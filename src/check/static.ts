@@ -2,10 +2,13 @@
  * The static part of `vid check`: what can be known from the project's files alone, with
  * no browser and no ffmpeg, so it is cheap enough for `vid validate`, the batch commands
  * and the server's request path. It finds script syntax errors, files the page names that
- * the project lacks (letter case included), near misses of the `data-*` attributes vid
- * reads (with a did-you-mean from the one edit-distance checker), dropped declarations,
- * variables that do not resolve, and what vid would leave unrendered: a sub-composition
- * file that is missing, a `<template>` nothing instantiates, a clip starting after the end.
+ * the project lacks (letter case included) and font files that are not fonts, near misses
+ * of the `data-*` attributes vid reads on any element (with a did-you-mean from the one
+ * edit-distance checker), dropped declarations, variables read but not declared
+ * (`variable_reads.ts`), variables that do not resolve, paused CSS animations and wall-clock
+ * reads (`timing.ts`), and what vid would leave unrendered: a sub-composition file that is
+ * missing, a `<template>` nothing instantiates, a clip starting after the end. Each
+ * problem's severity is the one table's (`SEVERITY`).
  *
  * @module
  */
@@ -15,15 +18,18 @@ import type { Composition } from "../composition/composition.ts";
 import type { Variables } from "../composition/declarations.ts";
 import { checkOverrides, editDistance } from "../composition/variables.ts";
 import { fileFinder, projectPath } from "./files.ts";
-import type { CheckProblem } from "./problems.ts";
+import { type CheckProblem, SEVERITY } from "./problems.ts";
 import { cssUrls, type FileRef, readReferences, type References } from "./references.ts";
 import { type ScriptSource, syntaxErrors } from "./syntax.ts";
+import { timingProblems } from "./timing.ts";
+import { type PlacedText, variableReadProblems } from "./variable_reads.ts";
 
 /**
  * The `data-*` attributes vid reads (or will read, as the HyperFrames and media work
- * lands): root attributes, clip timing, media mixing. An attribute on a timed element a
- * short edit away from one of these is reported as a likely typo; any other `data-*`
- * attribute is the page's own and is left alone.
+ * lands): root attributes, clip timing, media mixing, and the text probe's opt-out. An
+ * attribute on any element a short edit away from one of these is reported as a typo (a clip
+ * whose every timing attribute is misspelt is no clip at all); any other `data-*` attribute
+ * is the page's own and is left alone.
  */
 export const KNOWN_ATTRIBUTES: readonly string[] = [
   "data-composition-id",
@@ -48,6 +54,7 @@ export const KNOWN_ATTRIBUTES: readonly string[] = [
   "data-duck",
   "data-voice",
   "data-captions",
+  "data-text-ok",
 ];
 
 /**
@@ -81,6 +88,22 @@ export function attributeTypo(name: string): string | undefined {
     }
   }
   return best;
+}
+
+/** The first bytes of each font format a browser loads. */
+const FONT_SIGNATURES: readonly string[] = ["wOF2", "wOFF", "\0\x01\0\0", "OTTO", "true"];
+
+/**
+ * Why a file named like a font (`.woff2`, `.woff`, `.ttf`, `.otf`) is not one, judged by its
+ * first four bytes, or undefined when it is one (or is not named like one).
+ */
+async function notAFont(path: string): Promise<string | undefined> {
+  if (!/\.(woff2?|ttf|otf)$/i.test(path)) return undefined;
+  const head = await readFile(path).then((b) => b.subarray(0, 4), () => undefined);
+  if (head === undefined) return undefined;
+  const magic = String.fromCharCode(...head);
+  if (FONT_SIGNATURES.includes(magic)) return undefined;
+  return head.length < 4 ? "the file is nearly empty" : `it starts with ${JSON.stringify(magic)}`;
 }
 
 /** Input of {@linkcode staticCheck}. */
@@ -123,10 +146,11 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
     const path = projectPath(ref.url, fromFile, composition.projectDir);
     if (path.kind === "remote") return false;
     const unrendered = ref.kind === "composition";
+    const kind = unrendered ? "unrendered" as const : "missing-file" as const;
     const base = {
-      severity: "error" as const,
+      severity: SEVERITY[kind],
       part: "static" as const,
-      kind: unrendered ? "unrendered" as const : "missing-file" as const,
+      kind,
       file: fromName,
       line: ref.line,
       column: ref.column,
@@ -147,7 +171,19 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       return false;
     }
     const missing = await exists(path.relative);
-    if (missing === null) return true;
+    if (missing === null) {
+      const font = ref.kind === "css" ? await notAFont(path.path) : undefined;
+      if (font !== undefined) {
+        problems.push({
+          ...base,
+          severity: SEVERITY.font,
+          kind: "font",
+          message: `${ref.what} "${ref.url}" is not a font (${font}); the text would fall ` +
+            "back to another font: use a woff2, woff, ttf or otf file",
+        });
+      }
+      return true;
+    }
     problems.push({
       ...base,
       message: missing.reason === "case"
@@ -158,12 +194,18 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
     return false;
   };
   const scripts: ScriptSource[] = [];
+  const stylesheets: PlacedText[] = [];
+  const css: PlacedText[] = [
+    ...refs.styles.map((style) => ({ file: entry, ...style })),
+    ...refs.styleAttributes.map((style) => ({ file: entry, ...style })),
+  ];
   for (const ref of refs.files) {
     const found = await checkRef(ref, composition.file, entry);
     if (found && ref.kind === "stylesheet") {
       const path = projectPath(ref.url, composition.file, composition.projectDir);
       if (path.kind !== "local") continue;
       const css = await readFile(path.path, "utf8").catch(() => "");
+      stylesheets.push({ file: path.relative, text: css, start: { line: 1, column: 1 } });
       for (const { url, place } of cssUrls(css, { line: 1, column: 1 })) {
         await checkRef(
           { url, what: "url()", kind: "css", ...place },
@@ -199,13 +241,16 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
   }
   if (input.syntax !== false) problems.push(...await syntaxErrors(scripts));
 
-  // Attributes vid reads, misspelt.
-  for (const element of refs.timed) {
+  css.push(...stylesheets);
+
+  // Attributes vid reads, misspelt, on any element: a clip whose every timing attribute is
+  // misspelt is not timed at all, and would show for the whole video.
+  for (const element of refs.data) {
     for (const attribute of element.attributes) {
       const meant = attributeTypo(attribute.name);
       if (meant === undefined) continue;
       problems.push({
-        severity: "error",
+        severity: SEVERITY["unknown-attribute"],
         part: "static",
         kind: "unknown-attribute",
         message: `<${element.tag}> has ${attribute.name}, which vid does not read; ` +
@@ -225,7 +270,7 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
     const value = start ? Number(start.value) : NaN;
     if (start && Number.isFinite(value) && value >= composition.duration) {
       problems.push({
-        severity: "error",
+        severity: SEVERITY.unrendered,
         part: "static",
         kind: "unrendered",
         message: `<${element.tag}> starts at data-start="${start.value}", at or after the ` +
@@ -246,7 +291,7 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       : /template/i.test(allScripts);
     if (used) continue;
     problems.push({
-      severity: "error",
+      severity: SEVERITY.unrendered,
       part: "static",
       kind: "unrendered",
       message: `<template${template.id ? ` id="${template.id}"` : ""}> is never instantiated: ` +
@@ -260,9 +305,10 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
   }
 
   // Declarations and variables.
+  // Dropped with a warning, as the spec says; a read of it is the error below.
   for (const d of composition.dropped) {
     problems.push({
-      severity: "error",
+      severity: SEVERITY["dropped-declaration"],
       part: "static",
       kind: "dropped-declaration",
       message: `declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} is dropped: ${d.reason}; ` +
@@ -279,14 +325,34 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
   ) {
     // An image that does not resolve is a broken render; other override problems are the
     // warnings a render prints (errors under --strict).
-    const image = p.expected === "a file in the project";
+    const kind = p.expected === "a file in the project" ? "variable" : "override";
     problems.push({
-      severity: image ? "error" : "warning",
+      severity: SEVERITY[kind],
       part: "static",
-      kind: "variable",
+      kind,
       message: p.message,
       field: p.key,
     });
   }
+  problems.push(...timingProblems(scripts, css, htmlLines, entry));
+  problems.push(...variableReadProblems({
+    declared: composition.declarations.map((d) => d.id),
+    supplied: Object.keys(overrides),
+    dropped: composition.dropped,
+    scripts,
+    bindings: refs.data.flatMap((element) =>
+      element.attributes
+        .filter((a) => a.name === "data-var-text" || a.name === "data-var-src")
+        .map((a) => ({
+          id: a.value.trim(),
+          file: entry,
+          how: a.name as "data-var-text" | "data-var-src",
+          ...a.place,
+        }))
+    ),
+    css,
+    htmlLines,
+    entry,
+  }));
   return { problems, references: refs };
 }

@@ -7,7 +7,7 @@
  * @module
  */
 
-import type { CheckProblem } from "./problems.ts";
+import { type CheckProblem, SEVERITY } from "./problems.ts";
 
 /** One script to parse. */
 export interface ScriptSource {
@@ -76,7 +76,7 @@ export async function syntaxErrors(scripts: readonly ScriptSource[]): Promise<Ch
           ? (at.line === 1 ? script.start.column + at.column : at.column + 1)
           : script.start.column;
         problems.push({
-          severity: "error",
+          severity: SEVERITY.syntax,
           part: "static",
           kind: "syntax",
           message: `syntax error: ${first.text}; the page would throw while loading`,
@@ -105,9 +105,9 @@ let inFlight = 0;
 
 function unavailable(error: unknown): CheckProblem {
   return {
-    severity: "warning",
+    severity: SEVERITY.checker,
     part: "static",
-    kind: "syntax",
+    kind: "checker",
     message: `scripts were not parsed (esbuild is unavailable: ${(error as Error).message}); ` +
       "the page load still reports a syntax error",
   };

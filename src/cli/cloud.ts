@@ -117,7 +117,12 @@ function registerCloudRender(cloud: Command): void {
       try {
         // A project from this disk is checked before it is zipped, uploaded and paid for.
         if (options.assetId === undefined && options.url === undefined) {
-          await checkBeforeSpending(dir, options.composition, options.check);
+          await checkBeforeSpending(dir, options.composition, {
+            enabled: options.check,
+            variables: options.variables,
+            variablesFile: options.variablesFile,
+            warn,
+          });
         }
         const result = await cloudRender(
           {

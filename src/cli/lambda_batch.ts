@@ -273,7 +273,10 @@ async function runLambdaBatch(
       );
     }
     if (projectDir !== undefined && !options.siteId) {
-      await checkBeforeSpending(projectDir, options.composition, options.check);
+      await checkBeforeSpending(projectDir, options.composition, {
+        enabled: options.check,
+        warn,
+      });
     }
     const baseConfig = renderConfigFrom(options);
     const siteOptions = { composition: options.composition, s3: conn.s3 };

@@ -36,6 +36,7 @@ import {
   timeoutFromEnv,
 } from "./lambda_connection.ts";
 import { progressJson, progressLine } from "./lambda_progress.ts";
+import { checkBeforeSpending, noCheckOption } from "./preflight.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { EXIT, integerIn, positiveInteger, warn } from "./shared.ts";
 import { sleep } from "../util/async.ts";
@@ -95,6 +96,7 @@ export function registerLambdaRender(lambda: Command): void {
     )
     .option("--bucket <name>", "render bucket (env VID_LAMBDA_BUCKET)")
     .option("--region <region>", "AWS region (env AWS_REGION)")
+    .addOption(noCheckOption())
     .option("--json", "print machine-readable JSON on stdout")
     .action((projectDir, options) => runLambdaRender(projectDir, options));
 }
@@ -111,6 +113,8 @@ interface LambdaRenderFlags extends ConnectionFlags, RenderConfigFlags {
   memory?: number;
   wait?: true;
   pollInterval: number;
+  /** False with `--no-check`. */
+  check: boolean;
   json?: true;
 }
 
@@ -124,6 +128,15 @@ async function runLambdaRender(
       throw new LambdaUsageError(
         "pass the project directory, or --site-id <id> to render a site uploaded earlier",
       );
+    }
+    // A project from this disk is checked first, before it is uploaded and its chunks paid for.
+    if (projectDir !== undefined && !options.siteId) {
+      await checkBeforeSpending(projectDir, options.composition, {
+        enabled: options.check,
+        variables: options.variables,
+        variablesFile: options.variablesFile,
+        warn,
+      });
     }
     const conn = connection(options);
     const bucketName = conn.bucket();

@@ -1,8 +1,11 @@
 /**
- * The check the paying commands run before spending anything: `vid render-batch`,
- * `vid lambda render-batch` and `vid cloud render` run the static and media parts of
- * `vid check` on the project (no browser: a second or so) and stop, naming each error,
- * before one row renders, a site is uploaded or a render is bought. `--no-check` skips it.
+ * The check every command that renders runs first: `vid render`, `vid still`,
+ * `vid render-batch`, `vid cloud render`, `vid lambda render` and `vid lambda render-batch`
+ * run the static and media parts of `vid check` on the project (no browser: milliseconds
+ * to a second) and stop, naming each error with its file:line:column and the fix, before
+ * the first frame renders, a site is uploaded or a render is bought. What is an error is
+ * the one severity table (`SEVERITY` in `src/check/problems.ts`). `--no-check` skips it,
+ * and says so.
  *
  * @module
  */
@@ -13,67 +16,49 @@ import { Option } from "@commander-js/extra-typings";
 export function noCheckOption(): Option<"--no-check"> {
   return new Option(
     "--no-check",
-    "skip the static and media parts of vid check run before anything is rendered or uploaded",
+    "render without first running the static and media parts of vid check (errors and all)",
   );
 }
 
-/**
- * Warns, before a render, about what it would leave out without failing: elements vid
- * does not render (a missing sub-composition file, a template nothing instantiates, a
- * clip after the end) and misspelt attributes vid does not read. The static part of the
- * check without the script parse: no process is started. Never throws (the render
- * reports a composition it cannot read).
- *
- * @example
- * ```ts no_run
- * await warnUnrendered("examples/hello", "index.html", (m) => console.error(m));
- * ```
- */
-export async function warnUnrendered(
-  target: string,
-  entry: string | undefined,
-  warn: (message: string) => void,
-): Promise<void> {
-  try {
-    const [{ readComposition }, { staticCheck }, { formatProblem }] = await Promise.all([
-      import("../composition/composition.ts"),
-      import("../check/static.ts"),
-      import("../check/problems.ts"),
-    ]);
-    const composition = await readComposition(target, entry);
-    const { problems } = await staticCheck({ composition, syntax: false });
-    for (const p of problems) {
-      if (p.kind !== "unrendered" && p.kind !== "unknown-attribute") continue;
-      warn(
-        formatProblem({ ...p, severity: "warning" }).split("\n")[0].replace(
-          /^(\S+: )?warning: /,
-          "$1",
-        ),
-      );
-    }
-  } catch {
-    // the render itself says what is wrong with the composition
-  }
+/** What {@linkcode checkBeforeSpending} checks besides the project. */
+export interface SpendingCheck {
+  /** False with `--no-check`: only the notice is printed. @default true */
+  enabled?: boolean;
+  /** Inline JSON overrides (`--variables`). */
+  variables?: string;
+  /** JSON/JSONC overrides file (`--variables-file`). */
+  variablesFile?: string;
+  /** Told that the check was skipped, and of a part the checker could not run. */
+  warn?: (message: string) => void;
 }
 
 /**
- * Runs the static and media check on a local project unless `enabled` is false; throws
- * `CheckFailedError` (exit 1) listing the errors.
+ * Runs the static and media check on a local project, with the overrides the render
+ * gets; throws `CheckFailedError` (exit 1) listing the errors. With `enabled: false` it
+ * only says, through `warn`, that the render goes unchecked.
  *
  * @example
  * ```ts no_run
- * await checkBeforeSpending("examples/hello", "index.html", true);
+ * await checkBeforeSpending("examples/hello", "index.html", { variables: '{"title":"Hi"}' });
  * ```
  */
 export async function checkBeforeSpending(
   target: string,
   entry: string | undefined,
-  enabled: boolean,
+  check: SpendingCheck = {},
 ): Promise<void> {
-  if (!enabled) return;
-  const [{ readComposition }, { preflight }] = await Promise.all([
+  if (check.enabled === false) {
+    check.warn?.("--no-check: rendering without vid check; its errors are not looked for");
+    return;
+  }
+  const [{ readComposition }, { preflight }, { loadOverrides }] = await Promise.all([
     import("../composition/composition.ts"),
     import("../check/check.ts"),
+    import("../composition/variables.ts"),
   ]);
-  await preflight(await readComposition(target, entry));
+  const overrides = await loadOverrides(check);
+  const warnings = await preflight(await readComposition(target, entry), overrides);
+  // The render prints its own warnings about declarations and overrides; what only the
+  // check knows is that it could not run a part.
+  for (const p of warnings) if (p.kind === "checker") check.warn?.(p.message);
 }

@@ -9,7 +9,7 @@ import type { Command } from "@commander-js/extra-typings";
 import { formatFrameRate } from "../composition/frame_rate.ts";
 import { RenderCancelledError, renderComposition } from "../render/render.ts";
 import { OPTIONS } from "../request/options.ts";
-import { warnUnrendered } from "./preflight.ts";
+import { checkBeforeSpending, noCheckOption } from "./preflight.ts";
 import { progressReporter } from "./progress.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { EXIT, reportError, warn, warnIfRoot } from "./shared.ts";
@@ -22,7 +22,11 @@ export function registerRender(program: Command): void {
     .description(
       "Render a composition to a video file on this machine (headless Chromium + ffmpeg).\n" +
         "Frame n shows the page at t = n / fps; the file appears only when complete.\n" +
-        "The frame rate is --fps, else the composition's data-fps, else 30.",
+        "The frame rate is --fps, else the composition's data-fps, else 30.\n" +
+        "First runs the static and media parts of vid check (milliseconds): an error stops " +
+        "the render before its first frame, naming file:line:column and the fix " +
+        "(--no-check renders anyway). Frame 0's text is looked at too: undefined, NaN, null " +
+        "or [object Object] on screen fails the render (data-text-ok on an element allows it).",
     )
     .argument("[target]", "project directory or HTML file", ".")
     .addOption(cliOptionWithDefault(OPTIONS.composition))
@@ -45,6 +49,7 @@ export function registerRender(program: Command): void {
     .addOption(cliOption(OPTIONS.loudness))
     .addOption(cliOptionWithDefault(OPTIONS.scale))
     .addOption(cliOption(OPTIONS.captionsOut))
+    .addOption(noCheckOption())
     .option("--json", "print a machine-readable summary on stdout")
     .option("-v, --verbose", "print the capture path, workers and chunk plan")
     .action(async (target, options) => {
@@ -54,7 +59,12 @@ export function registerRender(program: Command): void {
       Deno.addSignalListener("SIGINT", stop);
       Deno.addSignalListener("SIGTERM", stop);
       try {
-        await warnUnrendered(target, options.composition, warn);
+        await checkBeforeSpending(target, options.composition, {
+          enabled: options.check,
+          variables: options.variables,
+          variablesFile: options.variablesFile,
+          warn,
+        });
         const result = await renderComposition({
           target,
           composition: options.composition,

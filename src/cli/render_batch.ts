@@ -43,7 +43,12 @@ function progressLine(p: LocalBatchProgress): string {
 function rowLine(row: LocalBatchManifestRow): string {
   const where = row.output ? relative(Deno.cwd(), row.output) : "-";
   const time = row.elapsedMs === undefined ? "" : ` (${(row.elapsedMs / 1000).toFixed(1)} s)`;
-  return `${row.line} ${row.outputKey ?? "-"} ${row.status} ${where}${time}`;
+  const warned = row.warnings?.length
+    ? ` [${row.warnings.length} warning${row.warnings.length === 1 ? "" : "s"}: ${
+      row.warnings.join("; ")
+    }]`
+    : "";
+  return `${row.line} ${row.outputKey ?? "-"} ${row.status} ${where}${time}${warned}`;
 }
 
 /** Registers `vid render-batch`. */
@@ -82,7 +87,10 @@ export function registerRenderBatch(program: Command): void {
       let lastPrint = 0;
       let lastShape = "";
       try {
-        await checkBeforeSpending(target, options.composition, options.check);
+        await checkBeforeSpending(target, options.composition, {
+          enabled: options.check,
+          warn,
+        });
         const result = await renderBatchLocal({
           target,
           composition: options.composition,
@@ -121,6 +129,7 @@ export function registerRenderBatch(program: Command): void {
           ];
           parts.push(`${s["failed-to-start"]} failed to start`, `${s.skipped} skipped`);
           if (s["not-started"] > 0) parts.push(`${s["not-started"]} not started (interrupted)`);
+          if (s.warned > 0) parts.push(`${s.warned} with warnings (see the manifest's "warnings")`);
           console.log(parts.join(", "));
           for (const row of result.rows) {
             console.log(rowLine(row));

@@ -7,6 +7,7 @@
 import type { Command } from "@commander-js/extra-typings";
 import { renderStill } from "../render/still.ts";
 import { OPTIONS } from "../request/options.ts";
+import { checkBeforeSpending, noCheckOption } from "./preflight.ts";
 import { cliOption, cliOptionWithDefault, cliSwitch } from "./request_flags.ts";
 import { reportError, warn, warnIfRoot } from "./shared.ts";
 
@@ -18,7 +19,9 @@ export function registerStill(program: Command): void {
     .description(
       "Render one frame of a composition as an image (.png or .jpg), exactly as it appears " +
         "in the video. Pick it with --frame or --time (default: frame 0). A PNG keeps the " +
-        "page's transparency (--background <color> flattens it); a JPEG is flattened on white.",
+        "page's transparency (--background <color> flattens it); a JPEG is flattened on white.\n" +
+        "First runs the static and media parts of vid check, as vid render does (--no-check " +
+        "skips it).",
     )
     .argument("[target]", "project directory or HTML file", ".")
     .addOption(cliOptionWithDefault(OPTIONS.composition))
@@ -36,10 +39,17 @@ export function registerStill(program: Command): void {
     .addOption(cliSwitch(OPTIONS.strictVariables))
     .addOption(cliOptionWithDefault(OPTIONS.capture))
     .addOption(cliOption(OPTIONS.frameTimeoutMs))
+    .addOption(noCheckOption())
     .option("--json", "print a machine-readable summary on stdout")
     .action(async (target, options) => {
       warnIfRoot();
       try {
+        await checkBeforeSpending(target, options.composition, {
+          enabled: options.check,
+          variables: options.variables,
+          variablesFile: options.variablesFile,
+          warn,
+        });
         const result = await renderStill({
           target,
           composition: options.composition,

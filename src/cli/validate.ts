@@ -91,7 +91,7 @@ export function registerValidate(program: Command): void {
         // The static part of vid check: a page whose scripts do not parse or whose files
         // are missing is not valid. Declarations and overrides are reported below.
         const files = (await staticCheck({ composition: c, overrides })).problems
-          .filter((p) => p.kind !== "dropped-declaration" && p.kind !== "variable");
+          .filter((p) => !["dropped-declaration", "variable", "override"].includes(p.kind));
         const fileErrors = files.filter((p) => p.severity === "error");
         const verdict = validationVerdict(c.dropped, problems, strict, fileErrors.length);
         const values = mergeVariables(c.declarations, overrides);

@@ -479,6 +479,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       renderTo.value = String(host.lastFrame());
       renderName.placeholder = \`\${info.id}-<date>-<time>\`;
       renderDialog.showModal();
+      held = gateOnCheck(renderDialog, host.entry());
     });
     const startRender = async () => {
       renderMessage.textContent = "";
@@ -512,9 +513,13 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         renderMessage.dataset.kind = "error";
       }
     };
-    renderDialog.addEventListener("close", () => {
-      if (renderDialog.returnValue === "start") void startRender();
+    let held = Promise.resolve(() => false);
+    renderDialog.addEventListener("close", async () => {
+      const start = renderDialog.returnValue === "start";
       renderDialog.returnValue = "";
+      if (!start) return;
+      if ((await held)()) renderDialog.showModal();
+      else void startRender();
     });
     renderCancel.addEventListener("click", async () => {
       renderCancel.disabled = true;
@@ -529,6 +534,46 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       }
     });
     return { showRender };
+  }
+  async function gateOnCheck(dialog, entry) {
+    const free = () => false;
+    const start = dialog.querySelector("#render-start");
+    const actions = dialog.querySelector(".actions");
+    if (!start || !actions) return free;
+    let gate = dialog.querySelector("#render-check");
+    if (!gate) {
+      gate = document.createElement("div");
+      gate.id = "render-check";
+      gate.className = "row";
+      actions.before(gate);
+    }
+    gate.hidden = true;
+    gate.replaceChildren();
+    start.disabled = false;
+    let errors = 0;
+    try {
+      const body = await (await fetch(
+        \`/__preview/check\${entry ? \`?entry=\${encodeURIComponent(entry)}\` : ""}\`
+      )).json();
+      errors = (body.problems ?? []).filter((p) => p.severity === "error").length;
+    } catch {
+    }
+    if (errors === 0) return free;
+    start.disabled = true;
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.id = "render-anyway";
+    box.addEventListener("change", () => start.disabled = !box.checked);
+    const label = document.createElement("label");
+    label.htmlFor = box.id;
+    label.textContent = "render anyway";
+    gate.append(
+      \`The Check panel lists \${errors} error\${errors === 1 ? "" : "s"}: the render would get them wrong. \`,
+      box,
+      label
+    );
+    gate.hidden = false;
+    return () => !box.checked;
   }
 
   // src/preview/studio/variables_form.ts

@@ -17,6 +17,7 @@ import {
 import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
 import { type Capturer, createCapturer, evaluate, seekFrame } from "./capture.ts";
+import { assertTextShown } from "./text_check.ts";
 import { pageErrorFrom } from "./page_error.ts";
 import { type Chunk, gopFrames } from "./chunk_plan.ts";
 import { type RemoteAssets, serveRemoteAssets } from "./remote.ts";
@@ -327,6 +328,15 @@ export async function renderRange(
       const image = await frameUnderDeadline(composition, frame, async () => {
         const pendingVideos = await seekFrame(composition.page, frame);
         composition.frame = frame;
+        // Frame 0 is in every video: bad text there is in every frame that follows too.
+        if (frame === 0) {
+          await assertTextShown(
+            composition.page,
+            composition.spec.width,
+            composition.spec.height,
+            frame,
+          );
+        }
         return await composition.capturer.capture(pendingVideos);
       }, signal);
       await writing;

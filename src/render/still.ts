@@ -13,6 +13,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import type { CaptureMode } from "./browser.ts";
 import { createCapturer, evaluate, seekFrame } from "./capture.ts";
+import { assertTextShown } from "./text_check.ts";
 import type { CdpSession } from "./cdp.ts";
 import type { CapturePreference } from "./capture_mode.ts";
 import {
@@ -193,6 +194,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
       image = await frameUnderDeadline(page, frame, async () => {
         if (background !== undefined) await paintBehindPage(page.page, background);
         const pendingVideos = await seekFrame(page.page, frame);
+        await assertTextShown(page.page, session.spec.width, session.spec.height, frame);
         return await createCapturer(page.page, {
           mode: session.browser.mode,
           format: imageFormat,

@@ -22,6 +22,7 @@ import { listenForPageErrors } from "./page_errors.ts";
 import type { RuntimeConfig, VidPageApi } from "./page_runtime.ts";
 import { installSeededRandom } from "./random.ts";
 import { createReadinessGate } from "./readiness.ts";
+import { trackedVariables } from "./variable_reads.ts";
 import { createVideoFramePainter, type VideoFramePainter } from "./video_paint.ts";
 
 /**
@@ -49,10 +50,12 @@ export function installVidRuntime(config: RuntimeConfig): void {
   });
   const errors = listenForPageErrors();
   const pageErrors = errors.records;
+  // One tracker for both getVariables: an undeclared id read through either is recorded once.
+  const getVariables = trackedVariables(config.variables, (error) => errors.record(error));
 
   // HyperFrames' model: window.__hyperframes, clips, sub-compositions (hyperframes.ts).
   const hyperframes = createHyperframesModel({
-    getVariables: () => Object.freeze(structuredClone(config.variables)),
+    getVariables,
     report: errors.record,
     skipMissing: config.skipMissingSubCompositions === true,
   });
@@ -75,7 +78,7 @@ export function installVidRuntime(config: RuntimeConfig): void {
     get captions() {
       return structuredClone(captions.tracks);
     },
-    getVariables: () => Object.freeze(structuredClone(config.variables)),
+    getVariables,
     onSeek(fn) {
       seekHooks.add(fn);
       return () => seekHooks.delete(fn);

@@ -1156,6 +1156,68 @@ function createReadinessGate(timeoutMs, real) {
   };
 }
 
+// src/composition/names.ts
+function editDistance(a, b) {
+  const rows = a.length + 1;
+  const cols = b.length + 1;
+  const d = Array.from({ length: rows }, (_, i) => {
+    const row = new Array(cols).fill(0);
+    row[0] = i;
+    return row;
+  });
+  for (let j = 0; j < cols; j++) d[0][j] = j;
+  for (let i = 1; i < rows; i++) {
+    for (let j = 1; j < cols; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[rows - 1][cols - 1];
+}
+function nearestName(key, names) {
+  const wanted = key.toLowerCase();
+  const limit = Math.min(wanted.length - 1, wanted.length <= 3 ? 1 : wanted.length <= 6 ? 2 : 3);
+  let best;
+  let bestDistance = Infinity;
+  for (const name of names) {
+    const distance = editDistance(wanted, name.toLowerCase());
+    if (distance <= limit && distance < bestDistance) {
+      best = name;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+// src/runtime/variable_reads.ts
+var UNDECLARED_READ = "UndeclaredVariableError";
+function isProbe(key) {
+  return key in Object.prototype || key === "toJSON" || key === "then" || key.startsWith("__") || key.startsWith("@@") || key.startsWith("$$");
+}
+function undeclaredReadMessage(id, declared) {
+  const near = nearestName(id, declared);
+  return \`\\\`\${id}\\\` is read but not declared;\${near ? \` did you mean \\\`\${near}\\\`?\` : ""} declared: \${declared.join(", ") || "none"}\`;
+}
+function trackedVariables(values, record) {
+  const declared = Object.keys(values);
+  const reported = /* @__PURE__ */ new Set();
+  const lookout = new Proxy(Object.prototype, {
+    get(target, key, receiver) {
+      if (typeof key === "string" && !isProbe(key) && !reported.has(key)) {
+        reported.add(key);
+        const error = new Error(undeclaredReadMessage(key, declared));
+        error.name = UNDECLARED_READ;
+        record(error);
+      }
+      return Reflect.get(target, key, receiver);
+    }
+  });
+  return () => Object.freeze(Object.assign(Object.create(lookout), structuredClone(values)));
+}
+
 // src/runtime/video_paint.ts
 function createVideoFramePainter(sleep) {
   const ATTRIBUTE = "data-vid-painted";
@@ -1319,8 +1381,9 @@ function installVidRuntime(config) {
   });
   const errors = listenForPageErrors();
   const pageErrors = errors.records;
+  const getVariables = trackedVariables(config.variables, (error) => errors.record(error));
   const hyperframes = createHyperframesModel({
-    getVariables: () => Object.freeze(structuredClone(config.variables)),
+    getVariables,
     report: errors.record,
     skipMissing: config.skipMissingSubCompositions === true
   });
@@ -1339,7 +1402,7 @@ function installVidRuntime(config) {
     get captions() {
       return structuredClone(captions.tracks);
     },
-    getVariables: () => Object.freeze(structuredClone(config.variables)),
+    getVariables,
     onSeek(fn) {
       seekHooks.add(fn);
       return () => seekHooks.delete(fn);

@@ -11,8 +11,20 @@
 /** vid check's text probe: an expression whose value is the function `pageTextFindings` (`src/runtime/text_probe.ts`), called with the canvas's width and height. */
 export const TEXT_PROBE_BUNDLE: string = `(() => {
 // src/runtime/text_checks.ts
+var TEXT_OK_ATTRIBUTE = "data-text-ok";
 function badToken(text) {
-  return /\\bNaN\\b|\\bundefined\\b|\\[object Object\\]/.exec(text)?.[0];
+  return /\\bNaN\\b|\\bundefined\\b|\\bnull\\b|\\[object Object\\]/.exec(text)?.[0];
+}
+function textSuspects(token, values, dropped, bound, mistyped = []) {
+  const found = new Set(bound !== void 0 ? [bound] : []);
+  for (const [id, value] of Object.entries(values)) {
+    if (value === null || typeof value === "object" ? String(value) === token : false) {
+      found.add(id);
+    }
+  }
+  for (const id of mistyped) found.add(id);
+  for (const id of dropped) found.add(\`dropped:\${id}\`);
+  return [...found];
 }
 function overflowEdges(r, width, height) {
   return [
@@ -24,8 +36,33 @@ function overflowEdges(r, width, height) {
 }
 
 // src/runtime/text_probe.ts
+var JS_TYPE = {
+  string: "string",
+  number: "number",
+  boolean: "boolean",
+  color: "string",
+  enum: "string",
+  image: "string"
+};
+function pageVariables() {
+  const vid = globalThis.__vid;
+  const values = { ...vid?.getVariables() ?? {} };
+  const raw = document.querySelector("[data-composition-id]")?.getAttribute("data-composition-variables");
+  let declared = [];
+  try {
+    declared = raw ? JSON.parse(raw) : [];
+  } catch {
+  }
+  const entries = Array.isArray(declared) ? declared : [];
+  const ids = entries.map((d) => d?.id).filter((id) => typeof id === "string");
+  const mistyped = entries.filter(
+    (d) => typeof d?.id === "string" && d.id in values && typeof d.type === "string" && JS_TYPE[d.type] !== void 0 && typeof values[d.id] !== JS_TYPE[d.type]
+  ).map((d) => d.id);
+  return { values, dropped: ids.filter((id) => !(id in values)), mistyped };
+}
 function pageTextFindings(width, height) {
   const found = [];
+  let variables;
   const describe = (el) => el.tagName.toLowerCase() + (el.id ? \`#\${el.id}\` : "") + Array.from(el.classList).slice(0, 2).map((c) => \`.\${c}\`).join("");
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let node = walker.nextNode(); node; node = walker.nextNode()) {
@@ -38,8 +75,24 @@ function pageTextFindings(width, height) {
     const r = range.getBoundingClientRect();
     if (r.width === 0 || r.height === 0) continue;
     if (r.right <= 0 || r.bottom <= 0 || r.left >= width || r.top >= height) continue;
-    const bad = badToken(text);
-    if (bad) found.push({ kind: "bad-text", element: describe(el), text, detail: bad });
+    const bad = el.closest(\`[\${TEXT_OK_ATTRIBUTE}]\`) ? void 0 : badToken(text);
+    if (bad) {
+      variables ??= pageVariables();
+      const bound = el.closest("[data-var-text]")?.getAttribute("data-var-text") ?? void 0;
+      found.push({
+        kind: "bad-text",
+        element: describe(el),
+        text,
+        detail: bad,
+        suspects: textSuspects(
+          bad,
+          variables.values,
+          variables.dropped,
+          bound,
+          variables.mistyped
+        )
+      });
+    }
     const over = overflowEdges(r, width, height);
     if (over.length > 0) {
       found.push({ kind: "text-overflow", element: describe(el), text, detail: over.join(", ") });

@@ -66,18 +66,20 @@ describe("vid check", () => {
     assert.equal(broken.report.ok, false);
 
     const kase = finding("missing-file", "images/Logo.png");
-    assert.deepEqual([kase.file, kase.line, kase.column], ["index.html", 15, 8]);
+    assert.deepEqual([kase.file, kase.line, kase.column], ["index.html", 16, 8]);
     assert.match(kase.message, /the project has "images\/logo\.png" \(letter case differs/);
     assert.match(finding("missing-file", "js/missing.js").message, /does not exist in the project/);
 
     const strat = finding("unknown-attribute", "data-strat");
     assert.match(strat.message, /did you mean data-start\?/);
-    assert.deepEqual([strat.line, strat.column], [16, 24]);
+    assert.deepEqual([strat.line, strat.column], [17, 24]);
     assert.match(finding("unknown-attribute", "data-duraton").message, /data-duration\?/);
 
+    const dropped = finding("dropped-declaration", "tax");
+    assert.equal(dropped.severity, "warning");
     assert.match(
-      finding("dropped-declaration", "price").message,
-      /declaration 0 \("price"\) is dropped: .*reads getVariables\(\)\.price as undefined/,
+      dropped.message,
+      /declaration 2 \("tax"\) is dropped: .*reads getVariables\(\)\.tax as undefined/,
     );
     assert.equal(finding("variable", "logo").severity, "error");
 
@@ -89,8 +91,10 @@ describe("vid check", () => {
     assert.equal(media.part, "media");
     assert.match(media.message, /cannot be decoded: \S/);
 
-    const font = finding("font", "Brand");
-    assert.equal(font.file, "fonts/Brand.woff2");
+    // Seen in the file's first bytes, so the check a render runs first refuses it too.
+    const font = finding("font", "fonts/Brand.woff2");
+    assert.deepEqual([font.part, font.file, font.line], ["static", "index.html", 3]);
+    assert.match(font.message, /is not a font \(it starts with "not "\)/);
 
     const nan = finding("bad-text", "div#price");
     assert.equal(nan.frame, 0);
@@ -103,11 +107,11 @@ describe("vid check", () => {
     const thrown = broken.report.problems.filter((p) => p.kind === "page-error");
     assert.equal(thrown.length, 1, JSON.stringify(thrown));
     assert.equal(thrown[0].frame, 30);
-    assert.deepEqual([thrown[0].file, thrown[0].line, thrown[0].column], ["index.html", 27, 21]);
+    assert.deepEqual([thrown[0].file, thrown[0].line, thrown[0].column], ["index.html", 28, 21]);
     assert.equal(thrown[0].stack?.[0].functionName, "failAt");
 
-    assert.equal(broken.report.warnings, 1);
-    assert.equal(broken.report.errors, broken.report.problems.length - 1);
+    assert.equal(broken.report.warnings, 2);
+    assert.equal(broken.report.errors, broken.report.problems.length - 2);
   });
 
   it("--snapshots writes the sampled frames as PNG named by frame", async () => {
@@ -205,7 +209,7 @@ describe("vid check", () => {
     assert.match(missing.stderr, /no such file or directory/);
   });
 
-  it("vid render warns about what it leaves unrendered and attributes it does not read, then fails on the missing sub-composition", async () => {
+  it("vid render refuses, before its first frame, what it would leave unrendered and attributes it does not read; --no-check renders anyway and says so", async () => {
     const dir = await makeProject(compositionHtml(
       '<div data-start="2" data-duration="1">late</div><video data-strat="0"></video>' +
         '<template id="card"><p>never</p></template>' +
@@ -213,43 +217,68 @@ describe("vid check", () => {
       { duration: 1 },
     ));
     const result = await runVid(["render", dir, "--frames", "0-0", "-o", `${dir}/one.mp4`]);
-    // The missing sub-composition then fails the render (docs/hyperframes.md); the rest of
-    // what it would leave out was said before it started.
     assert.equal(result.code, 1, result.stderr);
-    assert.match(result.stderr, /^error: .*missing from the project: \/scenes\/intro\.html/m);
+    assert.match(
+      result.stderr,
+      /^error: the project fails vid check \(4 errors\); nothing was rendered/m,
+    );
     for (
-      const warning of [
-        /^warning: index\.html:\d+:\d+: <div data-composition-src> "scenes\/intro\.html" does not exist in the project; the sub-composition it hosts would not be rendered$/m,
-        /^warning: index\.html:\d+:\d+: <video> has data-strat, which vid does not read; did you mean data-start\?$/m,
-        /^warning: index\.html:\d+:\d+: <div> starts at data-start="2", at or after the composition's end/m,
-        /^warning: index\.html:\d+:\d+: <template id="card"> is never instantiated/m,
+      const error of [
+        /^ {2}- index\.html:\d+:\d+: error: <div data-composition-src> "scenes\/intro\.html" does not exist in the project; the sub-composition it hosts would not be rendered$/m,
+        /^ {2}- index\.html:\d+:\d+: error: <video> has data-strat, which vid does not read; did you mean data-start\?$/m,
+        /^ {2}- index\.html:\d+:\d+: error: <div> starts at data-start="2", at or after the composition's end/m,
+        /^ {2}- index\.html:\d+:\d+: error: <template id="card"> is never instantiated/m,
       ]
-    ) assert.match(result.stderr, warning);
+    ) assert.match(result.stderr, error);
+    // No frame was captured: the progress line never started.
+    assert.doesNotMatch(result.stderr, /frames .* fps/);
+    await assert.rejects(Deno.stat(`${dir}/one.mp4`));
+
+    const unchecked = await runVid([
+      "render",
+      dir,
+      "--frames",
+      "0-0",
+      "-o",
+      `${dir}/one.mp4`,
+      "--no-check",
+    ]);
+    assert.match(unchecked.stderr, /^warning: --no-check: rendering without vid check/m);
+    // The missing sub-composition then fails the render itself (docs/hyperframes.md).
+    assert.equal(unchecked.code, 1, unchecked.stderr);
+    assert.match(unchecked.stderr, /^error: .*missing from the project: \/scenes\/intro\.html/m);
     await Deno.remove(dir, { recursive: true });
   });
 
-  it("vid render warns about a font that fails to load and what a dropped declaration leaves", async () => {
-    const dir = await makeProject(
+  it("vid render refuses a font file that is not a font, and renders past a dropped declaration nothing reads, with a warning", async () => {
+    const font = await makeProject(
       compositionHtml('<p style="font-family: Brand">$0</p>', {
         head: '<style>@font-face { font-family: "Brand"; src: url("fonts/Brand.woff2"); }</style>',
-        variables: [{ id: "price", type: "number", label: "Price", default: "129" }],
       }),
       { "fonts/Brand.woff2": "not a font" },
     );
-    const result = await runVid(["render", dir, "--frames", "0-0", "-o", `${dir}/one.mp4`]);
-    assert.equal(result.code, 0, result.stderr);
+    const refused = await runVid(["render", font, "--frames", "0-0", "-o", `${font}/one.mp4`]);
+    assert.equal(refused.code, 1, refused.stderr);
     assert.match(
-      result.stderr,
-      /^warning: font "Brand" \(normal normal\) failed to load from fonts\/Brand\.woff2: the text falls back/m,
+      refused.stderr,
+      /^ {2}- index\.html:\d+:\d+: error: url\(\) in a <style> "fonts\/Brand\.woff2" is not a font/m,
     );
+    const dropped = await makeProject(
+      compositionHtml("<p>$0</p>", {
+        variables: [{ id: "price", type: "number", label: "Price", default: "129" }],
+      }),
+    );
+    const result = await runVid(["render", dropped, "--frames", "0-0", "-o", `${dropped}/one.mp4`]);
+    assert.equal(result.code, 0, result.stderr);
     assert.match(
       result.stderr,
       /^warning: declaration 0 \("price"\) dropped: .*; the page reads getVariables\(\)\.price as undefined$/m,
     );
-    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(font, { recursive: true });
+    await Deno.remove(dropped, { recursive: true });
   });
 
-  it("vid lambda render-batch and vid cloud render stop on the check before uploading; --no-check skips", async () => {
+  it("vid lambda render-batch, vid lambda render, vid cloud render and vid still stop on the check before uploading or rendering; --no-check skips", async () => {
     const dir = await Deno.makeTempDir({ prefix: "vid-check-rows-" });
     const rows = `${dir}/rows.jsonl`;
     await Deno.writeTextFile(rows, '{"outputKey":"a.mp4"}\n');
@@ -261,6 +290,12 @@ describe("vid check", () => {
       /^error: the project fails vid check \(2 errors\); nothing was rendered/m,
     );
     assert.match(lambda.stderr, /^ {2}- index\.html:9:27: error: syntax error/m);
+    const one = await runVid(["lambda", "render", syntax]);
+    assert.equal(one.code, 1, one.stdout);
+    assert.match(one.stderr, /^ {2}- index\.html:9:27: error: syntax error/m);
+    const still = await runVid(["still", syntax, "-o", `${dir}/still.png`]);
+    assert.equal(still.code, 1, still.stdout);
+    assert.match(still.stderr, /^ {2}- index\.html:9:27: error: syntax error/m);
     const cloud = await runVid(["cloud", "render", syntax, "--dry-run"]);
     assert.equal(cloud.code, 1, cloud.stdout);
     assert.match(cloud.stderr, /^error: the project fails vid check \(2 errors\)/m);

@@ -364,6 +364,39 @@ describe("vid server", () => {
       ["missing-file index.html:1", "syntax index.html:2"],
     );
     assert.match(checked.message, /the project has "logo\.png" \(letter case differs/);
+    // Undeclared reads and a clip whose timing is all misspelt are refused by name and place.
+    const unread = new Uint8Array(zipSync({
+      "index.html": new TextEncoder().encode(
+        '<div data-composition-id="u" data-width="320" data-height="180" data-duration="1" ' +
+          `data-composition-variables='[{"id":"title","type":"string","default":"Hi"}]'>\n` +
+          '<p data-var-text="subtitle"></p><div class="clip" data-strat="0.5">x</div></div>\n' +
+          "<script>document.title = __vid.getVariables().titel;</script>",
+      ),
+    }));
+    const unreadAsset = await api("/v3/assets", {
+      method: "POST",
+      body: JSON.stringify({ size_bytes: unread.length }),
+    });
+    const unreadRefused = await fetch(String(unreadAsset.body.upload_url), {
+      method: "PUT",
+      body: unread,
+    });
+    assert.equal(unreadRefused.status, 422);
+    const reads = (await unreadRefused.json()).error;
+    assert.deepEqual(
+      reads.problems.map((p: { kind: string; field: string; line: number; column: number }) =>
+        `${p.kind} ${p.field} ${p.line}:${p.column}`
+      ),
+      [
+        "unknown-attribute data-strat 2:51",
+        "undeclared-read titel 3:47",
+        "undeclared-read subtitle 2:4",
+      ],
+    );
+    assert.match(
+      reads.message,
+      /index\.html:3:47: `titel` is read at index\.html:3:47 but not declared; did you mean `title`\?/,
+    );
     const good = projectZip();
     const asset = await api("/v3/assets", {
       method: "POST",

@@ -898,6 +898,13 @@ describe("the vid preview studio for template authors", () => {
     await studio.waitForSelector("#render-dialog[open]");
     await studio.select("#render-format", "mp4");
     await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "long-one");
+    // long.html has a misspelt attribute: the check holds the render until "render anyway".
+    await studio.waitForSelector("#render-start:disabled", { timeout: 20000 });
+    assert.match(
+      await studio.$eval("#render-check", (el) => el.textContent!),
+      /^The Check panel lists 1 error: the render would get them wrong\. render anyway$/,
+    );
+    await studio.click("#render-anyway");
     await studio.click("#render-start");
     await studio.waitForFunction(
       () => /about \d+ s left/.test(document.getElementById("render-status")!.textContent!),

@@ -273,6 +273,7 @@ export function wireRenderDialog(
     renderTo.value = String(host.lastFrame());
     renderName.placeholder = `${info.id}-<date>-<time>`;
     renderDialog.showModal();
+    held = gateOnCheck(renderDialog, host.entry());
   });
 
   const startRender = async (): Promise<void> => {
@@ -312,9 +313,16 @@ export function wireRenderDialog(
     }
   };
 
-  renderDialog.addEventListener("close", () => {
-    if (renderDialog.returnValue === "start") void startRender();
+  // Whether the check holds the render (an error listed and "render anyway" not ticked).
+  let held: Promise<() => boolean> = Promise.resolve(() => false);
+  renderDialog.addEventListener("close", async () => {
+    const start = renderDialog.returnValue === "start";
     renderDialog.returnValue = "";
+    if (!start) return;
+    // Started before the check answered: the answer decides, and a held render reopens
+    // the dialog with the errors named instead of starting.
+    if ((await held)()) renderDialog.showModal();
+    else void startRender();
   });
 
   renderCancel.addEventListener("click", async () => {
@@ -331,4 +339,55 @@ export function wireRenderDialog(
   });
 
   return { showRender };
+}
+
+/**
+ * Holds the dialog's Render button while the Check panel's check (`/__preview/check`, the
+ * static and media parts every render runs first) lists an error: the dialog names how many
+ * and offers an explicit "render anyway" box, as `--no-check` does on the command line.
+ * The question is asked again each time the dialog opens, so the answer is the project's
+ * as it is now; a check that cannot be asked does not hold the render. Resolves to a
+ * question for the moment the render is started: is it held?
+ */
+async function gateOnCheck(dialog: HTMLDialogElement, entry: string): Promise<() => boolean> {
+  const free = (): boolean => false;
+  const start = dialog.querySelector<HTMLButtonElement>("#render-start");
+  const actions = dialog.querySelector(".actions");
+  if (!start || !actions) return free;
+  let gate = dialog.querySelector<HTMLDivElement>("#render-check");
+  if (!gate) {
+    gate = document.createElement("div");
+    gate.id = "render-check";
+    gate.className = "row";
+    actions.before(gate);
+  }
+  gate.hidden = true;
+  gate.replaceChildren();
+  start.disabled = false;
+  let errors = 0;
+  try {
+    const body = await (await fetch(
+      `/__preview/check${entry ? `?entry=${encodeURIComponent(entry)}` : ""}`,
+    )).json() as { problems?: { severity: string }[] };
+    errors = (body.problems ?? []).filter((p) => p.severity === "error").length;
+  } catch {
+    // the render itself still fails on what it cannot draw
+  }
+  if (errors === 0) return free;
+  start.disabled = true;
+  const box = document.createElement("input");
+  box.type = "checkbox";
+  box.id = "render-anyway";
+  box.addEventListener("change", () => start.disabled = !box.checked);
+  const label = document.createElement("label");
+  label.htmlFor = box.id;
+  label.textContent = "render anyway";
+  gate.append(
+    `The Check panel lists ${errors} error${errors === 1 ? "" : "s"}: the render would ` +
+      "get them wrong. ",
+    box,
+    label,
+  );
+  gate.hidden = false;
+  return () => !box.checked;
 }
