@@ -128,6 +128,10 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     getVariables: () => host.getVariables(),
   });
   Object.defineProperty(w, "__hyperframes", { value: base, configurable: true });
+  // HyperFrames' runtime makes the registry before any page script, and its starters end with
+  // a top-level `window.__timelines["main"] = tl;` that relies on it. A page may still replace
+  // it (`window.__timelines = [tl]`, `= window.__timelines || {}`): the seek reads it each frame.
+  w.__timelines ??= {};
 
   // --- timing: HyperFrames' start resolver ---
   const parseSeconds = (raw: string | null): number | null => {

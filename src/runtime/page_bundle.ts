@@ -39,14 +39,34 @@ function createAnimationDriver(nowMs, hyperframes) {
     }
   };
 }
+var CALLBACKS = ["onStart", "onUpdate", "onComplete", "onReverseComplete", "onRepeat"];
+function hasInstantCallback(timeline) {
+  if (typeof timeline.getChildren !== "function") return false;
+  for (const child of timeline.getChildren(true, true, true)) {
+    const tween = child;
+    if (!CALLBACKS.some((name) => typeof tween.vars?.[name] === "function")) continue;
+    if (typeof tween.totalDuration === "function" && tween.totalDuration() <= 1e-6) return true;
+  }
+  return false;
+}
+function seekTimeline(timeline, t) {
+  timeline.pause?.();
+  if (typeof timeline.totalTime !== "function") {
+    timeline.seek?.(t, false);
+    return;
+  }
+  timeline.totalTime(t, false);
+  if (hasInstantCallback(timeline)) return;
+  timeline.totalTime(t + 1e-3, true);
+  timeline.totalTime(t, true);
+}
 function seekTimelines(registry, t, hyperframes) {
   if (!registry || typeof registry !== "object") return;
   const entries = Array.isArray(registry) ? registry.map((timeline) => [null, timeline]) : Object.entries(registry);
   for (const [id, timeline] of entries) {
     const tl = timeline;
     if (typeof tl?.seek !== "function") continue;
-    tl.pause?.();
-    tl.seek(id !== null && hyperframes ? hyperframes.timelineTime(id, t) : t, false);
+    seekTimeline(tl, id !== null && hyperframes ? hyperframes.timelineTime(id, t) : t);
   }
 }
 
@@ -355,6 +375,7 @@ function createHyperframesModel(host) {
     getVariables: () => host.getVariables()
   });
   Object.defineProperty(w, "__hyperframes", { value: base, configurable: true });
+  w.__timelines ??= {};
   const parseSeconds = (raw) => {
     if (raw === null || raw.trim() === "") return null;
     const value = Number(raw.trim());
@@ -1025,6 +1046,35 @@ function createMediaSeeker(config, real, hyperframes) {
   };
 }
 
+// src/runtime/resource_errors.ts
+var VENDORED_LIBRARIES = [
+  { name: "gsap", pattern: /(^|[/@])gsap([@/.]|$)/i, file: "lib/gsap.min.js" },
+  {
+    name: "lottie",
+    pattern: /(^|[/@])(lottie-web|lottie)([@/.]|$)/i,
+    file: "lib/lottie.min.js"
+  },
+  { name: "three", pattern: /(^|[/@])three([@/.]|$)/i, file: "lib/three.module.js" }
+];
+var FONT_SERVICES = /^fonts\\.(googleapis|gstatic)\\.com$/i;
+function resourceFailure(target) {
+  if (target instanceof HTMLScriptElement && target.src) {
+    const library = VENDORED_LIBRARIES.find((l) => l.pattern.test(new URL(target.src).pathname));
+    const fix = library ? \`run \\\`vid add \${library.name}\\\` in the project and point the <script> at \${library.file}\` : \`copy the file into the project folder and point the <script> at it\`;
+    return {
+      url: target.src,
+      message: \`<script src="\${target.src}"> did not load (unreachable, or it answered an error); \${fix}, so the project carries its own copy\`
+    };
+  }
+  if (target instanceof HTMLLinkElement && /(^|\\s)stylesheet(\\s|$)/i.test(target.rel) && target.href && !FONT_SERVICES.test(new URL(target.href).hostname)) {
+    return {
+      url: target.href,
+      message: \`<link rel="stylesheet" href="\${target.href}"> did not load (unreachable, or it answered an error); copy the file into the project folder and point the <link> at it, so the project carries its own copy\`
+    };
+  }
+  return null;
+}
+
 // src/runtime/page_errors.ts
 var RUNTIME_URL_SUFFIX = "vid-runtime.js";
 function parseStack(stack) {
@@ -1067,6 +1117,18 @@ function listenForPageErrors() {
     if (!(event instanceof ErrorEvent)) return;
     log.record(event.error ?? event.message, event);
   });
+  globalThis.addEventListener("error", (event) => {
+    const failure = resourceFailure(event.target);
+    if (!failure) return;
+    const frame = log.seekingFrame;
+    log.records.push({
+      message: failure.message,
+      phase: frame === null ? "load" : "frame",
+      ...frame === null ? {} : { frame },
+      stack: [],
+      resource: failure.url
+    });
+  }, true);
   globalThis.addEventListener("unhandledrejection", (event) => {
     log.record(event.reason);
   });

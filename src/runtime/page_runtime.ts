@@ -129,6 +129,8 @@ export interface PageErrorRecord {
   line?: number;
   /** Column of that line, from 1. */
   column?: number;
+  /** The URL of the script or stylesheet that did not load, when that is the error. */
+  resource?: string;
 }
 
 /** The name the runtime's own code carries in stacks, so its frames can be left out. */

@@ -12,7 +12,13 @@
  *   `vid render`, `vid still` and `vid server`;
  * - a sound inside a clip heard only in the clip's window, and inside a sub-composition only
  *   from its host's start;
- * - a host whose file is missing fails the render naming it.
+ * - a host whose file is missing fails the render naming it;
+ * - HyperFrames' `blank` and `from-file` starters (their shape, tests/fixtures/hyperframes/blank
+ *   and from-file), whose top-level script registers on `window.__timelines`, render;
+ * - a script or stylesheet that does not load fails the render before frame 0, by its URL and
+ *   the fix (`vid add gsap` for GSAP from a CDN);
+ * - frame 0 shows the timelines' state at t = 0 (`set()` and `from()` start states), as
+ *   HyperFrames seeks, in `vid render` and `vid still`.
  *
  * @module
  */
@@ -164,6 +170,123 @@ describe("variables declared on <html>", () => {
       json.variables.map((d: { id: string; default: unknown }) => [d.id, d.default]),
       [["accent", "#ff0000"], ["title", "Hi"], ["badge", "#00ff00"]],
     );
+  });
+});
+
+describe("HyperFrames' starters, as hyperframes init writes them", () => {
+  // Both end with a top-level `window.__timelines["main"] = tl;`: before the registry was
+  // made ahead of the page's scripts, both failed with "Cannot set properties of undefined".
+  it("blank renders, its timeline moving the box from the left to the right", async () => {
+    const dir = join(work, "blank");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    const output = join(work, "blank.mp4");
+    await render(dir, output);
+    const [left, right] = await Promise.all([
+      pixelSeries(output, 20, 90),
+      pixelSeries(output, 270, 90),
+    ]);
+    assert.equal(left.length, 30);
+    assert.equal(named(left[0]), "red", `frame 0 at the left: ${rgb(left[0])}`);
+    assert.ok(near(right[0], [10, 10, 10], 12), `frame 0 not yet right: ${rgb(right[0])}`);
+    assert.equal(named(right[29]), "red", `last frame near x=240: ${rgb(right[29])}`);
+    assert.ok(near(left[29], [10, 10, 10], 12), `last frame left behind: ${rgb(left[29])}`);
+  });
+
+  it("from-file (init --video) renders its video clip and sound", async () => {
+    const dir = join(work, "from-file");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    // The user's video: red for 0.5 s, then blue, with a tone.
+    await lavfi(
+      "color=red:s=320x180:r=30:d=0.5[a];color=blue:s=320x180:r=30:d=0.5[b];[a][b]concat",
+      join(dir, "clip.mp4"),
+      ["-f", "lavfi", "-i", "sine=f=440:d=1", "-c:v", "libx264", "-pix_fmt", "yuv420p"]
+        .concat(["-c:a", "aac", "-shortest"]),
+    );
+    const output = join(work, "from-file.mp4");
+    await render(dir, output);
+    const series = (await pixelSeries(output, 160, 90)).map(named);
+    assert.deepEqual(series, Array.from({ length: 30 }, (_, n) => n < 15 ? "red" : "blue"));
+    assert.ok(await rmsDb(output, 0.2, 0.8) > -30, "the clip's sound is in the mix");
+  });
+});
+
+describe("a script or stylesheet that does not load", () => {
+  // Port 9 (discard) on loopback: nothing listens, as a CDN host the render host cannot reach.
+  const CDN = "http://127.0.0.1:9/npm/gsap@3.14.2/dist/gsap.min.js";
+
+  it("fails the render before frame 0 naming the URL and vid add gsap, where it was 'gsap is not defined'", async () => {
+    const html = (await Deno.readTextFile(join(FIXTURES, "blank", "index.html")))
+      .replace('<script src="gsap.min.js"></script>', `<script src="${CDN}"></script>`);
+    assert.ok(html.includes(CDN));
+    const dir = await makeProject(html);
+    try {
+      const output = join(dir, "out.mp4");
+      const result = await runVid(["render", dir, "-o", output]);
+      assert.equal(result.code, 1, result.stderr);
+      const line = result.stderr.split("\n").find((l) => l.startsWith("error: ")) ?? "";
+      assert.equal(
+        line,
+        `error: <script src="${CDN}"> did not load (unreachable, or it answered an error); ` +
+          "run `vid add gsap` in the project and point the <script> at lib/gsap.min.js, so the " +
+          "project carries its own copy",
+      );
+      assert.equal(await Deno.stat(output).then(() => true, () => false), false, "no output");
+      const check = await runVid(["check", dir, "--json"]);
+      assert.notEqual(check.code, 0);
+      assert.ok(check.stdout.includes(`did not load`) && check.stdout.includes("vid add gsap"));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+
+  it("a stylesheet from a host that does not answer is named too", async () => {
+    // (A missing file of the project itself is named before the page opens, as before.)
+    const dir = await makeProject(
+      `<!doctype html><html><head><link rel="stylesheet" href="http://127.0.0.1:9/a.css">` +
+        `</head><body><div id="root" data-composition-id="m" data-width="320" ` +
+        `data-height="180" data-duration="1"></div></body></html>`,
+    );
+    try {
+      const result = await runVid(["render", dir, "-o", join(dir, "out.mp4")]);
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(
+        result.stderr,
+        /error: <link rel="stylesheet" href="http:\/\/127\.0\.0\.1:9\/a\.css"> did not load .*copy the file into the project folder and point the <link> at it/,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+});
+
+describe("frame 0", () => {
+  // Before: GSAP renders nothing when a fresh paused timeline is seeked to where it already is,
+  // so the root's set() at 0 and the from() start showed from frame 1 only.
+  const expectAt0 = async (frame0: (x: number, y: number) => Promise<number[]>) => {
+    for (const [y, colour] of [[30, "red"], [90, "green"], [150, "blue"]] as const) {
+      assert.equal(named(await frame0(260, y)), colour, `${colour} box at x=240 on frame 0`);
+      assert.equal(named(await frame0(20, y)), "black", `${colour} box not at its CSS place`);
+    }
+  };
+
+  it("vid render draws the timelines' set() and from() start states at t = 0, root and sub-composition", async () => {
+    const dir = join(work, "first-frame");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    const output = join(work, "first-frame.mp4");
+    await render(dir, output, ["--workers", "2"]);
+    await expectAt0(async (x, y) => (await pixelSeries(output, x, y))[0]);
+    // The from() reaches its CSS place at 1 s: mid-way at 0.5 s.
+    const middle = await pixelSeries(output, 140, 90);
+    assert.equal(named(middle[15]), "green");
+  });
+
+  it("vid still --time 0 draws the same", async () => {
+    const dir = join(work, "first-frame");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    const output = join(work, "first-frame.png");
+    const result = await runVid(["still", dir, "--time", "0", "-o", output]);
+    assert.equal(result.code, 0, result.stderr);
+    await expectAt0(async (x, y) => (await pixelSeries(output, x, y))[0]);
   });
 });
 
