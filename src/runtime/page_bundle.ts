@@ -364,6 +364,21 @@ function installVirtualClock(epochMs, real, hooks) {
 }
 
 // src/runtime/hyperframes.ts
+function embedFonts(host) {
+  for (const face of host.fonts ?? []) {
+    const font = new FontFace(face.family, \`url(\${face.url})\`, {
+      weight: face.weight,
+      style: "normal",
+      display: "block"
+    });
+    document.fonts.add(font);
+    font.load().catch(
+      (error) => host.report(
+        new Error(\`the embedded font "\${face.family}" \${face.weight} does not load: \${error}\`)
+      )
+    );
+  }
+}
 function createHyperframesModel(host) {
   const w = globalThis;
   const EPSILON = 1e-6;
@@ -376,6 +391,7 @@ function createHyperframesModel(host) {
   });
   Object.defineProperty(w, "__hyperframes", { value: base, configurable: true });
   w.__timelines ??= {};
+  embedFonts(host);
   const parseSeconds = (raw) => {
     if (raw === null || raw.trim() === "") return null;
     const value = Number(raw.trim());
@@ -1384,7 +1400,8 @@ function installVidRuntime(config) {
   const hyperframes = createHyperframesModel({
     getVariables: () => Object.freeze(structuredClone(config.variables)),
     report: errors.record,
-    skipMissing: config.skipMissingSubCompositions === true
+    skipMissing: config.skipMissingSubCompositions === true,
+    fonts: config.fonts
   });
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", () => hyperframes.mount(), { once: true });

@@ -39,6 +39,8 @@ import {
   runVid,
 } from "../helpers.ts";
 import { rmsDb } from "../audio_levels.ts";
+import { unzipSync } from "fflate";
+import { packageProject } from "../../src/project/package.ts";
 
 const FIXTURES = join(ROOT, "tests", "fixtures", "hyperframes");
 const GSAP = join(ROOT, "node_modules", "gsap", "dist", "gsap.min.js");
@@ -453,21 +455,42 @@ describe("sub-compositions", () => {
 });
 
 describe("fonts HyperFrames embeds", () => {
-  // The registry is asked once per machine: vid add keeps the verified tarball in its cache.
-  it("are named with the command that resolves them, and after vid add montserrat inter the render draws both, as explicit @font-face rules do", async () => {
-    const body = `<body><div id="root" data-composition-id="fonts" data-width="320" ` +
-      `data-height="180" data-duration="1"><h1>Wg</h1><div data-composition-src="compositions/title.html" ` +
-      `data-start="0" data-duration="1"></div></div></body></html>`;
-    const style = `html, body { margin: 0; background: #fff; } ` +
-      `h1 { font: 700 64px "Montserrat", serif; margin: 0; color: #000; }`;
-    const title = `<template><div data-composition-id="title">` +
-      `<p style="font: 400 40px Inter, serif; margin: 0">Wg</p></div></template>`;
-    const dir = await makeProject(
-      `<!doctype html><html><head><style>${style}</style></head>${body}`,
-      {
-        "compositions/title.html": title,
-      },
-    );
+  const body = `<body><div id="root" data-composition-id="fonts" data-width="320" ` +
+    `data-height="180" data-duration="1"><h1>Wg</h1><div data-composition-src="compositions/title.html" ` +
+    `data-start="0" data-duration="1"></div></div></body></html>`;
+  const style = `html, body { margin: 0; background: #fff; } ` +
+    `h1 { font: 700 64px "Montserrat", serif; margin: 0; color: #000; }`;
+  const title = `<template><div data-composition-id="title">` +
+    `<p style="font: 400 40px Inter, serif; margin: 0">Wg</p></div></template>`;
+  /** The page as HyperFrames writes it: the families named, no @font-face. */
+  const undeclared = () =>
+    makeProject(`<!doctype html><html><head><style>${style}</style></head>${body}`, {
+      "compositions/title.html": title,
+    });
+  /** Frame 0 of a render, and its stderr. */
+  const frame = async (
+    project: string,
+    name: string,
+    env?: Record<string, string>,
+  ): Promise<[Uint8Array, string]> => {
+    const out = join(project, name);
+    const result = await runVid(["render", project, "-o", out, "--frames", "0-0"], { env });
+    assert.equal(result.code, 0, result.stderr);
+    return [(await rgbFrames(out, 320, 180))[0], result.stderr];
+  };
+  const fontFindings = async (dir: string, env?: Record<string, string>): Promise<string[]> => {
+    const check = await runVid(["check", dir, "--json"], { env });
+    const { problems } = JSON.parse(check.stdout);
+    return problems.filter((p: { kind: string }) => p.kind === "font")
+      .map((p: { severity: string; field: string; message: string }) =>
+        `${p.severity} ${p.field}: ${p.message.split("; ").at(-1)}`
+      );
+  };
+
+  // The registry is asked once per machine: the verified tarball and the faces stay in vid's
+  // cache. Before, the render warned and drew a fallback font until `vid add`.
+  it("are embedded with no command: the render draws what a page declaring the same files draws", async () => {
+    const dir = await undeclared();
     const declared = await makeProject(
       `<!doctype html><html><head><style>${style}
 @font-face { font-family: Montserrat; font-weight: 700; src: url(fonts/montserrat-latin-700-normal.woff2); }
@@ -475,34 +498,25 @@ describe("fonts HyperFrames embeds", () => {
 </style></head>${body}`,
       { "compositions/title.html": title },
     );
-    const frame = async (project: string, name: string): Promise<[Uint8Array, string]> => {
-      const out = join(project, name);
-      const result = await runVid(["render", project, "-o", out, "--frames", "0-0"]);
-      assert.equal(result.code, 0, result.stderr);
-      return [(await rgbFrames(out, 320, 180))[0], result.stderr];
-    };
     try {
-      const [fallback, warned] = await frame(dir, "before.mp4");
+      const [embedded, quiet] = await frame(dir, "embedded.mp4");
+      assert.doesNotMatch(quiet, /font "/);
+      assert.deepEqual(await fontFindings(dir), []);
+
+      const [fallback, warned] = await frame(dir, "off.mp4", { VID_HYPERFRAMES_FONTS: "0" });
       assert.match(
         warned,
-        /warning: font "Montserrat" has no @font-face in the project: HyperFrames embeds it from @fontsource\/montserrat, vid draws a fallback font instead; run `vid add montserrat` in the project/,
+        /warning: font "Montserrat" has no @font-face in the project: HyperFrames embeds it from @fontsource\/montserrat; vid cannot embed it here \(VID_HYPERFRAMES_FONTS turns embedding off\) and draws a fallback font instead; run `vid add montserrat` in the project/,
       );
       assert.match(warned, /font "Inter" .*run `vid add inter`/);
+      const changed = imageDifference(fallback, embedded);
+      assert.ok(
+        changed.share > 0.01,
+        `Montserrat and Inter differ from the fallback: ${JSON.stringify(changed)}`,
+      );
 
-      const fontFindings = async (): Promise<string[]> => {
-        const check = await runVid(["check", dir, "--json"]);
-        const { problems } = JSON.parse(check.stdout);
-        return problems.filter((p: { kind: string }) => p.kind === "font")
-          .map((p: { severity: string; field: string; message: string }) =>
-            `${p.severity} ${p.field}: ${p.message.split("; ").at(-1)}`
-          );
-      };
-      assert.deepEqual(await fontFindings(), [
-        "warning Montserrat: run `vid add montserrat` in the project to copy its files into fonts/ and link fonts/montserrat.css from index.html",
-        "warning Inter: run `vid add inter` in the project to copy its files into fonts/ and link fonts/inter.css from index.html",
-      ]);
-
-      const add = await runVid(["add", "montserrat", "inter", "--dir", dir, "--json"]);
+      // vid add still copies the files into a project that wants them in its own tree.
+      const add = await runVid(["add", "montserrat", "inter", "--dir", declared, "--json"]);
       assert.equal(add.code, 0, add.stderr);
       const added = JSON.parse(add.stdout).libraries;
       assert.deepEqual(added.map((l: { package: string }) => l.package), [
@@ -510,28 +524,61 @@ describe("fonts HyperFrames embeds", () => {
         "@fontsource/inter",
       ]);
       assert.equal(added[0].version, "5.3.0");
-      const index = await Deno.readTextFile(join(dir, "index.html"));
-      assert.match(index, /<link rel="stylesheet" href="fonts\/montserrat.css">/);
-      assert.match(index, /<link rel="stylesheet" href="fonts\/inter.css">/);
-      for (const file of ["montserrat-LICENSE.txt", "montserrat-latin-700-normal.woff2"]) {
-        assert.ok((await Deno.stat(join(dir, "fonts", file))).isFile, file);
-      }
-      await copyTree(join(dir, "fonts"), join(declared, "fonts"));
-
-      const [resolved, quiet] = await frame(dir, "after.mp4");
-      assert.doesNotMatch(quiet, /font "/);
-      assert.deepEqual(await fontFindings(), []);
       const [explicit] = await frame(declared, "declared.mp4");
-      const changed = imageDifference(fallback, resolved);
-      assert.ok(
-        changed.share > 0.01,
-        `Montserrat and Inter differ from the fallback: ${JSON.stringify(changed)}`,
-      );
-      const same = imageDifference(explicit, resolved);
+      const same = imageDifference(explicit, embedded);
       assert.ok(same.mean < 0.5, `equal to the explicit @font-face page: ${JSON.stringify(same)}`);
     } finally {
       await Deno.remove(dir, { recursive: true });
       await Deno.remove(declared, { recursive: true });
+    }
+  });
+
+  it("travel in the project's zip, so a render with no registry and no cache draws them", async () => {
+    const dir = await undeclared();
+    const remote = await Deno.makeTempDir({ prefix: "vid-test-remote-" });
+    const cache = await Deno.makeTempDir({ prefix: "vid-test-cache-" });
+    try {
+      const [local] = await frame(dir, "local.mp4");
+      const pkg = await packageProject(dir, { exclude: [join(dir, "local.mp4")] });
+      const paths = pkg.files.map((f) => f.path);
+      for (const weight of ["400", "700", "900"]) {
+        assert.ok(paths.includes(`.vid/fonts/montserrat-latin-${weight}-normal.woff2`), weight);
+        assert.ok(paths.includes(`.vid/fonts/inter-latin-${weight}-normal.woff2`), weight);
+      }
+      for (const [path, bytes] of Object.entries(unzipSync(pkg.zip))) {
+        await Deno.mkdir(join(remote, path, ".."), { recursive: true });
+        await Deno.writeFile(join(remote, path), bytes);
+      }
+      // As on a render host: an empty cache and no registry (port 9 on loopback refuses).
+      const offline = { VID_CACHE_DIR: cache, NPM_CONFIG_REGISTRY: "http://127.0.0.1:9" };
+      const [there, stderr] = await frame(remote, "remote.mp4", offline);
+      assert.doesNotMatch(stderr, /font "/);
+      const same = imageDifference(there, local);
+      assert.ok(same.mean < 0.5, `the remote render draws the same: ${JSON.stringify(same)}`);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+      await Deno.remove(remote, { recursive: true });
+      await Deno.remove(cache, { recursive: true });
+    }
+  });
+
+  it("one that cannot be had (no cache, no registry) is named with vid add; Inter, vid's own, is drawn", async () => {
+    const dir = await undeclared();
+    const cache = await Deno.makeTempDir({ prefix: "vid-test-cache-" });
+    try {
+      const offline = { VID_CACHE_DIR: cache, NPM_CONFIG_REGISTRY: "http://127.0.0.1:9" };
+      const [, warned] = await frame(dir, "offline.mp4", offline);
+      assert.match(
+        warned,
+        /warning: font "Montserrat" has no @font-face in the project: HyperFrames embeds it from @fontsource\/montserrat; vid cannot embed it here \(http:\/\/127\.0\.0\.1:9\/@fontsource%2fmontserrat\/5\.3\.0 did not answer .*\) and draws a fallback font instead; run `vid add montserrat`/,
+      );
+      assert.doesNotMatch(warned, /font "Inter"/);
+      assert.deepEqual(await fontFindings(dir, offline), [
+        "warning Montserrat: run `vid add montserrat` in the project to copy its files into fonts/ and link fonts/montserrat.css from index.html",
+      ]);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+      await Deno.remove(cache, { recursive: true });
     }
   });
 
