@@ -1072,9 +1072,12 @@ var VENDORED_LIBRARIES = [
   },
   { name: "three", pattern: /(^|[/@])three([@/.]|$)/i, file: "lib/three.module.js" }
 ];
+function ownFile(url) {
+  return new URL(url, location.href).origin === location.origin;
+}
 var FONT_SERVICES = /^fonts\\.(googleapis|gstatic)\\.com$/i;
 function resourceFailure(target) {
-  if (target instanceof HTMLScriptElement && target.src) {
+  if (target instanceof HTMLScriptElement && target.src && !ownFile(target.src)) {
     const library = VENDORED_LIBRARIES.find((l) => l.pattern.test(new URL(target.src).pathname));
     const fix = library ? \`run \\\`vid add \${library.name}\\\` in the project and point the <script> at \${library.file}\` : \`copy the file into the project folder and point the <script> at it\`;
     return {
@@ -1082,7 +1085,7 @@ function resourceFailure(target) {
       message: \`<script src="\${target.src}"> did not load (unreachable, or it answered an error); \${fix}, so the project carries its own copy\`
     };
   }
-  if (target instanceof HTMLLinkElement && /(^|\\s)stylesheet(\\s|$)/i.test(target.rel) && target.href && !FONT_SERVICES.test(new URL(target.href).hostname)) {
+  if (target instanceof HTMLLinkElement && /(^|\\s)stylesheet(\\s|$)/i.test(target.rel) && target.href && !ownFile(target.href) && !FONT_SERVICES.test(new URL(target.href).hostname)) {
     return {
       url: target.href,
       message: \`<link rel="stylesheet" href="\${target.href}"> did not load (unreachable, or it answered an error); copy the file into the project folder and point the <link> at it, so the project carries its own copy\`

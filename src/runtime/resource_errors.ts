@@ -6,7 +6,9 @@
  * CDN, which a render host without internet (or a sandboxed one) cannot reach; vid serves a
  * composition from its project folder, so the fix is a copy in the project (`vid add gsap`).
  *
- * A stylesheet of a web-font service (Google Fonts) is not one of them: HyperFrames renders on
+ * A file of the project itself is not one of them: the renderer names a missing one by its
+ * path before any frame (see {@linkcode resourceFailure}). A stylesheet of a web-font service
+ * (Google Fonts) is not one either: HyperFrames renders on
  * without it too, the page's text falls back to the fonts the page or vid provides
  * (docs/hyperframes.md, Fonts).
  *
@@ -46,6 +48,15 @@ export interface ResourceFailure {
   message: string;
 }
 
+/**
+ * Whether a URL is a file of the project (served from the page's own origin): a missing one is
+ * named by the renderer's own check of the files the page asked for (`MissingAssetError`, and
+ * `vid check`'s static part), which says which file and how its name differs.
+ */
+function ownFile(url: string): boolean {
+  return new URL(url, location.href).origin === location.origin;
+}
+
 /** Hosts whose stylesheets only declare web fonts: their absence is not an error. */
 const FONT_SERVICES = /^fonts\.(googleapis|gstatic)\.com$/i;
 
@@ -62,7 +73,7 @@ const FONT_SERVICES = /^fonts\.(googleapis|gstatic)\.com$/i;
  * ```
  */
 export function resourceFailure(target: EventTarget | null): ResourceFailure | null {
-  if (target instanceof HTMLScriptElement && target.src) {
+  if (target instanceof HTMLScriptElement && target.src && !ownFile(target.src)) {
     const library = VENDORED_LIBRARIES.find((l) => l.pattern.test(new URL(target.src).pathname));
     const fix = library
       ? `run \`vid add ${library.name}\` in the project and point the <script> at ${library.file}`
@@ -75,7 +86,7 @@ export function resourceFailure(target: EventTarget | null): ResourceFailure | n
   }
   if (
     target instanceof HTMLLinkElement && /(^|\s)stylesheet(\s|$)/i.test(target.rel) &&
-    target.href && !FONT_SERVICES.test(new URL(target.href).hostname)
+    target.href && !ownFile(target.href) && !FONT_SERVICES.test(new URL(target.href).hostname)
   ) {
     return {
       url: target.href,
