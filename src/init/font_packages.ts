@@ -22,11 +22,12 @@
  */
 
 import { createHash } from "node:crypto";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 import { cacheDir } from "../render/media.ts";
+import { libraryFolder } from "./vendor.ts";
 
 /** The npm registry `vid add` asks when `NPM_CONFIG_REGISTRY` names none. */
 export const DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org";
@@ -94,6 +95,8 @@ export interface FetchFontOptions {
   registry?: string;
   /** Where verified tarballs are kept. @default `<cacheDir()>/npm` */
   cacheDir?: string;
+  /** Deadline of one registry request, in milliseconds. @default 120000 */
+  timeoutMs?: number;
 }
 
 /** `sha512-<base64>` of some bytes, as npm writes `dist.integrity`. */
@@ -101,10 +104,14 @@ function integrityOf(bytes: Uint8Array): string {
   return `sha512-${createHash("sha512").update(bytes).digest("base64")}`;
 }
 
-async function getWithDeadline(slug: string, url: string): Promise<Response> {
+async function getWithDeadline(
+  slug: string,
+  url: string,
+  timeoutMs = FETCH_TIMEOUT_MS,
+): Promise<Response> {
   let response: Response;
   try {
-    response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+    response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     throw new FontPackageError(
       slug,
@@ -147,7 +154,7 @@ export async function fetchFontPackage(
     if (bytes && integrityOf(bytes) === known.trim()) return new Uint8Array(bytes);
   }
   const metaUrl = `${registry}/@fontsource%2f${slug}/${pkg.version}`;
-  const meta = await (await getWithDeadline(slug, metaUrl)).json() as {
+  const meta = await (await getWithDeadline(slug, metaUrl, options.timeoutMs)).json() as {
     dist?: { tarball?: string; integrity?: string };
   };
   const tarball = meta.dist?.tarball;
@@ -155,7 +162,9 @@ export async function fetchFontPackage(
   if (!tarball || !integrity?.startsWith("sha512-")) {
     throw new FontPackageError(slug, `${metaUrl} gave no tarball with a sha512 integrity`);
   }
-  const bytes = new Uint8Array(await (await getWithDeadline(slug, tarball)).arrayBuffer());
+  const bytes = new Uint8Array(
+    await (await getWithDeadline(slug, tarball, options.timeoutMs)).arrayBuffer(),
+  );
   const actual = integrityOf(bytes);
   if (actual !== integrity) {
     throw new FontPackageError(
@@ -305,4 +314,109 @@ export function linkStylesheet(html: string, href: string): string {
   const doctype = /^\s*<!doctype[^>]*>\s*/i.exec(html);
   const at = doctype ? doctype[0].length : 0;
   return html.slice(0, at) + tag + html.slice(at);
+}
+
+/**
+ * The faces HyperFrames' renderer embeds for each family it knows, by slug: the weights of its
+ * `CANONICAL_FONTS` table (`packages/producer/src/services/deterministicFonts.ts` in
+ * HyperFrames' repository), each the normal style of the latin subset
+ * (`files/<slug>-latin-<weight>-normal.woff2`), so vid draws the glyphs HyperFrames draws.
+ */
+export const HYPERFRAMES_FONT_WEIGHTS: Readonly<Record<string, readonly string[]>> = {
+  "inter": ["400", "700", "900"],
+  "montserrat": ["400", "700", "900"],
+  "outfit": ["400", "700", "900"],
+  "nunito": ["400", "700", "900"],
+  "oswald": ["400", "700"],
+  "league-gothic": ["400"],
+  "archivo-black": ["400"],
+  "space-mono": ["400", "700"],
+  "ibm-plex-mono": ["400", "700"],
+  "jetbrains-mono": ["400", "700"],
+  "eb-garamond": ["400", "700"],
+  "playfair-display": ["400", "700", "900"],
+  "source-code-pro": ["400", "700"],
+  "noto-sans-jp": ["400", "700"],
+  "roboto": ["400", "700", "900"],
+  "open-sans": ["400", "700"],
+  "lato": ["400", "700", "900"],
+  "poppins": ["400", "700", "900"],
+};
+
+/** The file of one embedded face: `<slug>-latin-<weight>-normal.woff2`. */
+export function embeddedFaceFile(slug: string, weight: string): string {
+  return `${slug}-latin-${weight}-normal.woff2`;
+}
+
+/** Whether a package's file is the latin face of `weight`, as HyperFrames picks it. */
+function latinFace(file: string, weight: string): boolean {
+  return file.endsWith(`-${weight}-normal.woff2`) && file.includes("-latin-");
+}
+
+/**
+ * The files of a family's embedded faces ({@linkcode HYPERFRAMES_FONT_WEIGHTS}), by weight, as
+ * absolute paths: Inter from vid's own npm dependency; any other family from vid's cache
+ * folder (`<cacheDir()>/fonts/fontsource-<slug>-<version>/`), filled once from the verified
+ * tarball of {@linkcode fetchFontPackage}, so a later render reads no network.
+ *
+ * @example
+ * ```ts no_run
+ * const files = await embeddedFaceFiles("montserrat");
+ * // { "400": ".../montserrat-latin-400-normal.woff2", "700": ..., "900": ... }
+ * ```
+ */
+export async function embeddedFaceFiles(
+  slug: string,
+  options: FetchFontOptions = {},
+): Promise<Record<string, string>> {
+  const weights = HYPERFRAMES_FONT_WEIGHTS[slug];
+  if (!weights) throw new FontPackageError(slug, "not a family HyperFrames embeds");
+  const pick = (folder: string, files: readonly string[]): Record<string, string> | null => {
+    const found: Record<string, string> = {};
+    for (const weight of weights) {
+      const exact = embeddedFaceFile(slug, weight);
+      const file = files.includes(exact) ? exact : files.find((f) => latinFace(f, weight));
+      if (!file) return null;
+      found[weight] = join(folder, file);
+    }
+    return found;
+  };
+  if (slug === "inter") {
+    let root: string;
+    try {
+      root = libraryFolder("inter");
+    } catch (error) {
+      // A bundle (the Lambda worker) has no node_modules: the site's packaged copy serves there.
+      throw new FontPackageError(slug, (error as Error).message);
+    }
+    const folder = join(root, "files");
+    const found = pick(folder, await readdir(folder));
+    if (!found) throw new FontPackageError(slug, `${folder} lacks a latin face of ${weights}`);
+    return found;
+  }
+  const pkg = FONT_PACKAGES[slug];
+  const folder = join(cacheDir(), "fonts", `fontsource-${slug}-${pkg.version}`);
+  const cached = pick(folder, await readdir(folder).catch(() => []));
+  if (cached) return cached;
+  const tgz = await fetchFontPackage(slug, options);
+  const files = await untarFiles(
+    tgz,
+    (p) => weights.some((w) => latinFace(p.slice(p.lastIndexOf("/") + 1), w)),
+  );
+  const names = [...files.keys()].map((p) => p.slice(p.lastIndexOf("/") + 1));
+  const found = pick(folder, names);
+  if (!found) {
+    throw new FontPackageError(slug, `the package lacks a latin face of weight ${weights}`);
+  }
+  // Written beside, then renamed, so a render running at the same time never reads half a
+  // folder: the first rename wins, and the other's copy is the same bytes.
+  const partial = `${folder}.${process.pid}.part`;
+  await mkdir(partial, { recursive: true });
+  const chosen = new Set(Object.values(found).map((f) => f.slice(f.lastIndexOf("/") + 1)));
+  for (const [path, bytes] of files) {
+    const name = path.slice(path.lastIndexOf("/") + 1);
+    if (chosen.has(name)) await writeFile(join(partial, name), bytes);
+  }
+  await rename(partial, folder).catch(() => rm(partial, { recursive: true, force: true }));
+  return found;
 }

@@ -33,6 +33,7 @@
 import { readdir, readFile, realpath, stat } from "node:fs/promises";
 import { basename, extname, join, resolve } from "node:path";
 import { type Composition, readComposition } from "../composition/composition.ts";
+import { hyperframesFonts, runtimeFontFaces } from "../composition/fonts.ts";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables } from "../composition/variables.ts";
@@ -470,6 +471,14 @@ async function stageHtml(
       // The same frame-exact stand-ins a render uses, as far as they are prepared: the
       // studio reports the page's videos and reloads it when this set was behind.
       videoProxies: ctx.videos?.config(originOf(request)),
+      // The faces a render embeds for HyperFrames' fonts, so the stage draws the same glyphs
+      // (a composition mid-edit that cannot be read for them still loads, with the render's
+      // warning to come).
+      fonts: await runtimeFontFaces(
+        (await hyperframesFonts(join(ctx.projectDir, entry), ctx.projectDir).catch(() => ({
+          faces: [],
+        }))).faces,
+      ),
     },
     { "vid-proxies": String(ctx.videos?.version ?? 0) },
     RUNTIME_LOADER_PATH,

@@ -12,6 +12,9 @@
  * already compressed (video, audio, images, fonts, archives) are stored, everything else
  * is deflated at level 6.
  *
+ * The faces vid embeds for fonts HyperFrames embeds (`src/composition/fonts.ts`) are added
+ * under `.vid/fonts/`, from vid's cache, so the remote render draws them offline.
+ *
  * Symlinks are never followed out of the project. One that resolves to a file inside the
  * project, which the upload rules include, is stored under the link's path with the
  * file's content; one that points outside, is broken, points to an excluded file or to a
@@ -25,6 +28,7 @@ import { createHash } from "node:crypto";
 import { readdir, readFile, realpath, stat } from "node:fs/promises";
 import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { DEFAULT_ENTRY } from "../composition/composition.ts";
+import { hyperframesFonts, PACKAGED_FONTS_DIR } from "../composition/fonts.ts";
 import { type ProjectRules, projectRules } from "./ignore_rules.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 
@@ -372,6 +376,13 @@ export async function packageProject(
       "composition",
     );
   }
+  // The faces vid embeds for HyperFrames' fonts travel with the project, so a render on the
+  // server or Lambda draws the glyphs a local one does without asking a registry there.
+  for (const face of (await hyperframesFonts(join(root, entry), root)).faces) {
+    const path = `${PACKAGED_FONTS_DIR}/${face.name}`;
+    if (!found.some((file) => file.path === path)) found.push({ path, source: face.file });
+  }
+  found.sort((a, b) => compareCodeUnits(a.path, b.path));
 
   const chunks: Uint8Array[] = [];
   let zipError: Error | undefined;

@@ -155,6 +155,13 @@ export function pageErrorFrom(
       functionName: "",
     });
   }
+  // A script or stylesheet that did not load says so itself: the page threw nothing.
+  if (record.resource !== undefined) {
+    return new PageError(
+      record.phase === "load" ? null : record.frame ?? seekFrame ?? 0,
+      record.message,
+    );
+  }
   if (record.phase === "load") {
     return new PageError(null, `the page threw while loading: ${record.message}`, stack);
   }

@@ -12,6 +12,7 @@ import { type FrameRate, frameRateValue } from "../composition/frame_rate.ts";
 import {
   type PageErrorRecord,
   RUNTIME_SOURCE_URL,
+  type RuntimeFontFace,
   runtimeScript,
 } from "../runtime/page_runtime.ts";
 import { type Browser, closePage, navigate, openPage } from "./browser.ts";
@@ -60,6 +61,8 @@ export interface PageSpec {
   videoProxies?: Record<string, { url: string; fps: number }>;
   /** vid check's page: a missing sub-composition file is no page error. @default false */
   skipMissingSubCompositions?: boolean;
+  /** Faces HyperFrames would embed for undeclared families (see `hyperframesFonts`). */
+  fonts?: RuntimeFontFace[];
   /** Remote URLs from variables, answered from local copies (see `fetchRemoteMedia`). */
   remote?: RemoteAssets;
   /** Device pixels per CSS pixel: frames are captured at width x scale. @default 1 */
@@ -231,6 +234,7 @@ export async function openComposition(
         readyTimeoutMs: spec.readyTimeoutMs ?? 30000,
         videoProxies: spec.videoProxies,
         ...(spec.skipMissingSubCompositions && { skipMissingSubCompositions: true }),
+        ...(spec.fonts?.length && { fonts: spec.fonts }),
       }),
     });
     const opened = page;

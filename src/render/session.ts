@@ -14,7 +14,12 @@ import process from "node:process";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import type { DroppedDeclaration, Variables } from "../composition/declarations.ts";
 import type { FrameRate } from "../composition/frame_rate.ts";
-import { unresolvedFontMessage, unresolvedFonts } from "../composition/fonts.ts";
+import {
+  type EmbeddedFontFace,
+  hyperframesFonts,
+  runtimeFontFaces,
+  unresolvedFontMessage,
+} from "../composition/fonts.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
@@ -65,6 +70,8 @@ export interface PreparedComposition {
   values: Variables;
   /** Variable problems (warnings; strict mode throws instead). */
   problems: VariableProblem[];
+  /** Faces vid embeds for fonts HyperFrames embeds that the project does not declare. */
+  fonts?: EmbeddedFontFace[];
 }
 
 /**
@@ -77,11 +84,8 @@ export interface PreparedComposition {
  */
 export async function prepareComposition(source: CompositionSource): Promise<PreparedComposition> {
   const composition = await readComposition(source.target ?? ".", source.composition);
-  if (source.onWarning) {
-    for (const font of await unresolvedFonts(composition.file, composition.projectDir)) {
-      source.onWarning(unresolvedFontMessage(font));
-    }
-  }
+  const fonts = await hyperframesFonts(composition.file, composition.projectDir);
+  for (const font of fonts.unresolved) source.onWarning?.(unresolvedFontMessage(font));
   const resolved = await resolveVariables(composition.declarations, {
     variables: source.variables,
     variablesFile: source.variablesFile,
@@ -99,7 +103,7 @@ export async function prepareComposition(source: CompositionSource): Promise<Pre
   }
   for (const d of composition.dropped) source.onWarning?.(droppedMessage(d, values));
   for (const problem of problems) source.onWarning?.(problem.message);
-  return { composition, values, problems };
+  return { composition, values, problems, fonts: fonts.faces };
 }
 
 /**
@@ -450,6 +454,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       frameTimeoutMs,
       ...(size ? { outputSize: size, scale } : {}),
       ...(options.checking && { skipMissingSubCompositions: true }),
+      fonts: await runtimeFontFaces(options.prepared.fonts ?? []),
     };
     options.onStage?.("preparing media");
     spec.remote = await fetchRemoteMedia(values, work, {

@@ -69,6 +69,50 @@ export function createAnimationDriver(
   };
 }
 
+/** The GSAP timeline methods a seek uses; a registry entry without `seek` is left alone. */
+interface SeekableTimeline {
+  pause?: () => void;
+  seek?: (t: number, suppressEvents: boolean) => void;
+  totalTime?: (t: number, suppressEvents: boolean) => void;
+  getChildren?: (nested: boolean, tweens: boolean, timelines: boolean) => unknown[];
+}
+
+/** GSAP's callbacks; a zero-length child with one of them is a `call()` or a `set()` that calls. */
+const CALLBACKS = ["onStart", "onUpdate", "onComplete", "onReverseComplete", "onRepeat"];
+
+/**
+ * Whether `timeline` holds a zero-length child with a callback: the refresh of
+ * {@linkcode seekTimeline} is left out for it, as HyperFrames leaves it out, since moving the
+ * playhead back onto such a child re-arms it.
+ */
+function hasInstantCallback(timeline: SeekableTimeline): boolean {
+  if (typeof timeline.getChildren !== "function") return false;
+  for (const child of timeline.getChildren(true, true, true)) {
+    const tween = child as { vars?: Record<string, unknown>; totalDuration?: () => number };
+    if (!CALLBACKS.some((name) => typeof tween.vars?.[name] === "function")) continue;
+    if (typeof tween.totalDuration === "function" && tween.totalDuration() <= 1e-6) return true;
+  }
+  return false;
+}
+
+/**
+ * Seeks one paused timeline to `t` as HyperFrames' renderer does: one seek that fires the
+ * callbacks it passes, then a silent step 1 ms on and back. GSAP renders nothing when the
+ * playhead is already at the time asked (a fresh timeline at 0), so without the step the
+ * `set()` calls and `from()` start states at 0 would not be drawn on frame 0.
+ */
+function seekTimeline(timeline: SeekableTimeline, t: number): void {
+  timeline.pause?.();
+  if (typeof timeline.totalTime !== "function") {
+    timeline.seek?.(t, false);
+    return;
+  }
+  timeline.totalTime(t, false);
+  if (hasInstantCallback(timeline)) return;
+  timeline.totalTime(t + 0.001, true);
+  timeline.totalTime(t, true);
+}
+
 /**
  * Pauses every timeline of `registry` (`window.__timelines`: an array, or an object keyed by
  * composition id) and seeks it to `t`; a timeline keyed by a composition's id runs on that
@@ -89,9 +133,8 @@ export function seekTimelines(
     ? registry.map((timeline) => [null, timeline])
     : Object.entries(registry);
   for (const [id, timeline] of entries) {
-    const tl = timeline as { pause?: () => void; seek?: (t: number, s: boolean) => void };
+    const tl = timeline as SeekableTimeline | null;
     if (typeof tl?.seek !== "function") continue;
-    tl.pause?.();
-    tl.seek(id !== null && hyperframes ? hyperframes.timelineTime(id, t) : t, false);
+    seekTimeline(tl, id !== null && hyperframes ? hyperframes.timelineTime(id, t) : t);
   }
 }

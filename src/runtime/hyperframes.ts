@@ -27,6 +27,8 @@
  * @module
  */
 
+import type { RuntimeFontFace } from "./page_runtime.ts";
+
 /** What the page runtime gives the model. */
 export interface HyperframesHost {
   /** The top-level variables (`__vid.getVariables()`). */
@@ -39,6 +41,8 @@ export interface HyperframesHost {
    * @default false
    */
   skipMissing?: boolean;
+  /** The faces HyperFrames would embed for families the page does not declare. */
+  fonts?: readonly RuntimeFontFace[];
 }
 
 /** A media element's window on the composition timeline, in seconds. */
@@ -92,6 +96,29 @@ export interface TimedWindow {
 }
 
 /**
+ * Adds the faces HyperFrames' renderer would inject to `document.fonts` (no DOM needed, so
+ * before any page script) and starts loading them: the readiness gate waits for
+ * `document.fonts.ready`, so frame 0 is drawn in them. A face that cannot be decoded is a
+ * page error, as a broken font file of the project would be a warning: the family's files
+ * came from vid's verified cache, so it means the cache is damaged.
+ */
+function embedFonts(host: HyperframesHost): void {
+  for (const face of host.fonts ?? []) {
+    const font = new FontFace(face.family, `url(${face.url})`, {
+      weight: face.weight,
+      style: "normal",
+      display: "block",
+    });
+    document.fonts.add(font);
+    font.load().catch((error) =>
+      host.report(
+        new Error(`the embedded font "${face.family}" ${face.weight} does not load: ${error}`),
+      )
+    );
+  }
+}
+
+/**
  * Creates the model of one page and installs `window.__hyperframes`.
  *
  * @example
@@ -128,6 +155,11 @@ export function createHyperframesModel(host: HyperframesHost): HyperframesModel 
     getVariables: () => host.getVariables(),
   });
   Object.defineProperty(w, "__hyperframes", { value: base, configurable: true });
+  // HyperFrames' runtime makes the registry before any page script, and its starters end with
+  // a top-level `window.__timelines["main"] = tl;` that relies on it. A page may still replace
+  // it (`window.__timelines = [tl]`, `= window.__timelines || {}`): the seek reads it each frame.
+  w.__timelines ??= {};
+  embedFonts(host);
 
   // --- timing: HyperFrames' start resolver ---
   const parseSeconds = (raw: string | null): number | null => {

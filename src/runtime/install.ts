@@ -58,6 +58,7 @@ export function installVidRuntime(config: RuntimeConfig): void {
     getVariables,
     report: errors.record,
     skipMissing: config.skipMissingSubCompositions === true,
+    fonts: config.fonts,
   });
   // Mounted once the document is parsed, before `load`: the renderer's first look at the
   // page (its media list) and the first seek see the sub-compositions.

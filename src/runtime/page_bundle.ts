@@ -39,14 +39,34 @@ function createAnimationDriver(nowMs, hyperframes) {
     }
   };
 }
+var CALLBACKS = ["onStart", "onUpdate", "onComplete", "onReverseComplete", "onRepeat"];
+function hasInstantCallback(timeline) {
+  if (typeof timeline.getChildren !== "function") return false;
+  for (const child of timeline.getChildren(true, true, true)) {
+    const tween = child;
+    if (!CALLBACKS.some((name) => typeof tween.vars?.[name] === "function")) continue;
+    if (typeof tween.totalDuration === "function" && tween.totalDuration() <= 1e-6) return true;
+  }
+  return false;
+}
+function seekTimeline(timeline, t) {
+  timeline.pause?.();
+  if (typeof timeline.totalTime !== "function") {
+    timeline.seek?.(t, false);
+    return;
+  }
+  timeline.totalTime(t, false);
+  if (hasInstantCallback(timeline)) return;
+  timeline.totalTime(t + 1e-3, true);
+  timeline.totalTime(t, true);
+}
 function seekTimelines(registry, t, hyperframes) {
   if (!registry || typeof registry !== "object") return;
   const entries = Array.isArray(registry) ? registry.map((timeline) => [null, timeline]) : Object.entries(registry);
   for (const [id, timeline] of entries) {
     const tl = timeline;
     if (typeof tl?.seek !== "function") continue;
-    tl.pause?.();
-    tl.seek(id !== null && hyperframes ? hyperframes.timelineTime(id, t) : t, false);
+    seekTimeline(tl, id !== null && hyperframes ? hyperframes.timelineTime(id, t) : t);
   }
 }
 
@@ -344,6 +364,21 @@ function installVirtualClock(epochMs, real, hooks) {
 }
 
 // src/runtime/hyperframes.ts
+function embedFonts(host) {
+  for (const face of host.fonts ?? []) {
+    const font = new FontFace(face.family, \`url(\${face.url})\`, {
+      weight: face.weight,
+      style: "normal",
+      display: "block"
+    });
+    document.fonts.add(font);
+    font.load().catch(
+      (error) => host.report(
+        new Error(\`the embedded font "\${face.family}" \${face.weight} does not load: \${error}\`)
+      )
+    );
+  }
+}
 function createHyperframesModel(host) {
   const w = globalThis;
   const EPSILON = 1e-6;
@@ -355,6 +390,8 @@ function createHyperframesModel(host) {
     getVariables: () => host.getVariables()
   });
   Object.defineProperty(w, "__hyperframes", { value: base, configurable: true });
+  w.__timelines ??= {};
+  embedFonts(host);
   const parseSeconds = (raw) => {
     if (raw === null || raw.trim() === "") return null;
     const value = Number(raw.trim());
@@ -1025,6 +1062,38 @@ function createMediaSeeker(config, real, hyperframes) {
   };
 }
 
+// src/runtime/resource_errors.ts
+var VENDORED_LIBRARIES = [
+  { name: "gsap", pattern: /(^|[/@])gsap([@/.]|$)/i, file: "lib/gsap.min.js" },
+  {
+    name: "lottie",
+    pattern: /(^|[/@])(lottie-web|lottie)([@/.]|$)/i,
+    file: "lib/lottie.min.js"
+  },
+  { name: "three", pattern: /(^|[/@])three([@/.]|$)/i, file: "lib/three.module.js" }
+];
+function ownFile(url) {
+  return new URL(url, location.href).origin === location.origin;
+}
+var FONT_SERVICES = /^fonts\\.(googleapis|gstatic)\\.com$/i;
+function resourceFailure(target) {
+  if (target instanceof HTMLScriptElement && target.src && !ownFile(target.src)) {
+    const library = VENDORED_LIBRARIES.find((l) => l.pattern.test(new URL(target.src).pathname));
+    const fix = library ? \`run \\\`vid add \${library.name}\\\` in the project and point the <script> at \${library.file}\` : \`copy the file into the project folder and point the <script> at it\`;
+    return {
+      url: target.src,
+      message: \`<script src="\${target.src}"> did not load (unreachable, or it answered an error); \${fix}, so the project carries its own copy\`
+    };
+  }
+  if (target instanceof HTMLLinkElement && /(^|\\s)stylesheet(\\s|$)/i.test(target.rel) && target.href && !ownFile(target.href) && !FONT_SERVICES.test(new URL(target.href).hostname)) {
+    return {
+      url: target.href,
+      message: \`<link rel="stylesheet" href="\${target.href}"> did not load (unreachable, or it answered an error); copy the file into the project folder and point the <link> at it, so the project carries its own copy\`
+    };
+  }
+  return null;
+}
+
 // src/runtime/page_errors.ts
 var RUNTIME_URL_SUFFIX = "vid-runtime.js";
 function parseStack(stack) {
@@ -1067,6 +1136,18 @@ function listenForPageErrors() {
     if (!(event instanceof ErrorEvent)) return;
     log.record(event.error ?? event.message, event);
   });
+  globalThis.addEventListener("error", (event) => {
+    const failure = resourceFailure(event.target);
+    if (!failure) return;
+    const frame = log.seekingFrame;
+    log.records.push({
+      message: failure.message,
+      phase: frame === null ? "load" : "frame",
+      ...frame === null ? {} : { frame },
+      stack: [],
+      resource: failure.url
+    });
+  }, true);
   globalThis.addEventListener("unhandledrejection", (event) => {
     log.record(event.reason);
   });
@@ -1385,7 +1466,8 @@ function installVidRuntime(config) {
   const hyperframes = createHyperframesModel({
     getVariables,
     report: errors.record,
-    skipMissing: config.skipMissingSubCompositions === true
+    skipMissing: config.skipMissingSubCompositions === true,
+    fonts: config.fonts
   });
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", () => hyperframes.mount(), { once: true });

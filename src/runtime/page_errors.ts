@@ -10,6 +10,7 @@
  */
 
 import type { PageErrorRecord, PageStackFrame } from "./page_runtime.ts";
+import { resourceFailure } from "./resource_errors.ts";
 
 /** The name the runtime's own code carries in stacks (its `//# sourceURL`). */
 const RUNTIME_URL_SUFFIX = "vid-runtime.js";
@@ -97,6 +98,21 @@ export function listenForPageErrors(): PageErrorLog {
     if (!(event instanceof ErrorEvent)) return;
     log.record(event.error ?? event.message, event);
   });
+  // A script or stylesheet that did not load: its element's "error" does not bubble, so it is
+  // caught on the way down. Recorded like a throw, it fails the render before frame 0 by its
+  // URL, not later by what the next script misses.
+  globalThis.addEventListener("error", (event) => {
+    const failure = resourceFailure(event.target);
+    if (!failure) return;
+    const frame = log.seekingFrame;
+    log.records.push({
+      message: failure.message,
+      phase: frame === null ? "load" : "frame",
+      ...(frame === null ? {} : { frame }),
+      stack: [],
+      resource: failure.url,
+    });
+  }, true);
   globalThis.addEventListener("unhandledrejection", (event) => {
     log.record(event.reason);
   });

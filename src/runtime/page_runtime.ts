@@ -50,6 +50,21 @@ export interface RuntimeConfig {
    * error (the check's static part names it). @default false
    */
   skipMissingSubCompositions?: boolean;
+  /**
+   * Faces HyperFrames embeds for families the page uses without an `@font-face`
+   * (`src/composition/fonts.ts`), added to `document.fonts` before any page script.
+   */
+  fonts?: RuntimeFontFace[];
+}
+
+/** A font face the runtime adds to the page, as HyperFrames' renderer injects it. */
+export interface RuntimeFontFace {
+  /** `font-family`. */
+  family: string;
+  /** `font-weight`. */
+  weight: string;
+  /** The woff2 file as a URL (a `data:` URL, so it travels with the config). */
+  url: string;
 }
 
 /**
@@ -129,6 +144,8 @@ export interface PageErrorRecord {
   line?: number;
   /** Column of that line, from 1. */
   column?: number;
+  /** The URL of the script or stylesheet that did not load, when that is the error. */
+  resource?: string;
 }
 
 /** The name the runtime's own code carries in stacks, so its frames can be left out. */

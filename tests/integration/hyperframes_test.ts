@@ -12,7 +12,13 @@
  *   `vid render`, `vid still` and `vid server`;
  * - a sound inside a clip heard only in the clip's window, and inside a sub-composition only
  *   from its host's start;
- * - a host whose file is missing fails the render naming it.
+ * - a host whose file is missing fails the render naming it;
+ * - HyperFrames' `blank` and `from-file` starters (their shape, tests/fixtures/hyperframes/blank
+ *   and from-file), whose top-level script registers on `window.__timelines`, render;
+ * - a script or stylesheet that does not load fails the render before frame 0, by its URL and
+ *   the fix (`vid add gsap` for GSAP from a CDN);
+ * - frame 0 shows the timelines' state at t = 0 (`set()` and `from()` start states), as
+ *   HyperFrames seeks, in `vid render` and `vid still`.
  *
  * @module
  */
@@ -33,6 +39,8 @@ import {
   runVid,
 } from "../helpers.ts";
 import { rmsDb } from "../audio_levels.ts";
+import { unzipSync } from "fflate";
+import { packageProject } from "../../src/project/package.ts";
 
 const FIXTURES = join(ROOT, "tests", "fixtures", "hyperframes");
 const GSAP = join(ROOT, "node_modules", "gsap", "dist", "gsap.min.js");
@@ -164,6 +172,123 @@ describe("variables declared on <html>", () => {
       json.variables.map((d: { id: string; default: unknown }) => [d.id, d.default]),
       [["accent", "#ff0000"], ["title", "Hi"], ["badge", "#00ff00"]],
     );
+  });
+});
+
+describe("HyperFrames' starters, as hyperframes init writes them", () => {
+  // Both end with a top-level `window.__timelines["main"] = tl;`: before the registry was
+  // made ahead of the page's scripts, both failed with "Cannot set properties of undefined".
+  it("blank renders, its timeline moving the box from the left to the right", async () => {
+    const dir = join(work, "blank");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    const output = join(work, "blank.mp4");
+    await render(dir, output);
+    const [left, right] = await Promise.all([
+      pixelSeries(output, 20, 90),
+      pixelSeries(output, 270, 90),
+    ]);
+    assert.equal(left.length, 30);
+    assert.equal(named(left[0]), "red", `frame 0 at the left: ${rgb(left[0])}`);
+    assert.ok(near(right[0], [10, 10, 10], 12), `frame 0 not yet right: ${rgb(right[0])}`);
+    assert.equal(named(right[29]), "red", `last frame near x=240: ${rgb(right[29])}`);
+    assert.ok(near(left[29], [10, 10, 10], 12), `last frame left behind: ${rgb(left[29])}`);
+  });
+
+  it("from-file (init --video) renders its video clip and sound", async () => {
+    const dir = join(work, "from-file");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    // The user's video: red for 0.5 s, then blue, with a tone.
+    await lavfi(
+      "color=red:s=320x180:r=30:d=0.5[a];color=blue:s=320x180:r=30:d=0.5[b];[a][b]concat",
+      join(dir, "clip.mp4"),
+      ["-f", "lavfi", "-i", "sine=f=440:d=1", "-c:v", "libx264", "-pix_fmt", "yuv420p"]
+        .concat(["-c:a", "aac", "-shortest"]),
+    );
+    const output = join(work, "from-file.mp4");
+    await render(dir, output);
+    const series = (await pixelSeries(output, 160, 90)).map(named);
+    assert.deepEqual(series, Array.from({ length: 30 }, (_, n) => n < 15 ? "red" : "blue"));
+    assert.ok(await rmsDb(output, 0.2, 0.8) > -30, "the clip's sound is in the mix");
+  });
+});
+
+describe("a script or stylesheet that does not load", () => {
+  // Port 9 (discard) on loopback: nothing listens, as a CDN host the render host cannot reach.
+  const CDN = "http://127.0.0.1:9/npm/gsap@3.14.2/dist/gsap.min.js";
+
+  it("fails the render before frame 0 naming the URL and vid add gsap, where it was 'gsap is not defined'", async () => {
+    const html = (await Deno.readTextFile(join(FIXTURES, "blank", "index.html")))
+      .replace('<script src="gsap.min.js"></script>', `<script src="${CDN}"></script>`);
+    assert.ok(html.includes(CDN));
+    const dir = await makeProject(html);
+    try {
+      const output = join(dir, "out.mp4");
+      const result = await runVid(["render", dir, "-o", output]);
+      assert.equal(result.code, 1, result.stderr);
+      const line = result.stderr.split("\n").find((l) => l.startsWith("error: ")) ?? "";
+      assert.equal(
+        line,
+        `error: <script src="${CDN}"> did not load (unreachable, or it answered an error); ` +
+          "run `vid add gsap` in the project and point the <script> at lib/gsap.min.js, so the " +
+          "project carries its own copy",
+      );
+      assert.equal(await Deno.stat(output).then(() => true, () => false), false, "no output");
+      const check = await runVid(["check", dir, "--json"]);
+      assert.notEqual(check.code, 0);
+      assert.ok(check.stdout.includes(`did not load`) && check.stdout.includes("vid add gsap"));
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+
+  it("a stylesheet from a host that does not answer is named too", async () => {
+    // (A missing file of the project itself is named before the page opens, as before.)
+    const dir = await makeProject(
+      `<!doctype html><html><head><link rel="stylesheet" href="http://127.0.0.1:9/a.css">` +
+        `</head><body><div id="root" data-composition-id="m" data-width="320" ` +
+        `data-height="180" data-duration="1"></div></body></html>`,
+    );
+    try {
+      const result = await runVid(["render", dir, "-o", join(dir, "out.mp4")]);
+      assert.equal(result.code, 1, result.stderr);
+      assert.match(
+        result.stderr,
+        /error: <link rel="stylesheet" href="http:\/\/127\.0\.0\.1:9\/a\.css"> did not load .*copy the file into the project folder and point the <link> at it/,
+      );
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+});
+
+describe("frame 0", () => {
+  // Before: GSAP renders nothing when a fresh paused timeline is seeked to where it already is,
+  // so the root's set() at 0 and the from() start showed from frame 1 only.
+  const expectAt0 = async (frame0: (x: number, y: number) => Promise<number[]>) => {
+    for (const [y, colour] of [[30, "red"], [90, "green"], [150, "blue"]] as const) {
+      assert.equal(named(await frame0(260, y)), colour, `${colour} box at x=240 on frame 0`);
+      assert.equal(named(await frame0(20, y)), "black", `${colour} box not at its CSS place`);
+    }
+  };
+
+  it("vid render draws the timelines' set() and from() start states at t = 0, root and sub-composition", async () => {
+    const dir = join(work, "first-frame");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    const output = join(work, "first-frame.mp4");
+    await render(dir, output, ["--workers", "2"]);
+    await expectAt0(async (x, y) => (await pixelSeries(output, x, y))[0]);
+    // The from() reaches its CSS place at 1 s: mid-way at 0.5 s.
+    const middle = await pixelSeries(output, 140, 90);
+    assert.equal(named(middle[15]), "green");
+  });
+
+  it("vid still --time 0 draws the same", async () => {
+    const dir = join(work, "first-frame");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    const output = join(work, "first-frame.png");
+    const result = await runVid(["still", dir, "--time", "0", "-o", output]);
+    assert.equal(result.code, 0, result.stderr);
+    await expectAt0(async (x, y) => (await pixelSeries(output, x, y))[0]);
   });
 });
 
@@ -331,21 +456,42 @@ describe("sub-compositions", () => {
 });
 
 describe("fonts HyperFrames embeds", () => {
-  // The registry is asked once per machine: vid add keeps the verified tarball in its cache.
-  it("are named with the command that resolves them, and after vid add montserrat inter the render draws both, as explicit @font-face rules do", async () => {
-    const body = `<body><div id="root" data-composition-id="fonts" data-width="320" ` +
-      `data-height="180" data-duration="1"><h1>Wg</h1><div data-composition-src="compositions/title.html" ` +
-      `data-start="0" data-duration="1"></div></div></body></html>`;
-    const style = `html, body { margin: 0; background: #fff; } ` +
-      `h1 { font: 700 64px "Montserrat", serif; margin: 0; color: #000; }`;
-    const title = `<template><div data-composition-id="title">` +
-      `<p style="font: 400 40px Inter, serif; margin: 0">Wg</p></div></template>`;
-    const dir = await makeProject(
-      `<!doctype html><html><head><style>${style}</style></head>${body}`,
-      {
-        "compositions/title.html": title,
-      },
-    );
+  const body = `<body><div id="root" data-composition-id="fonts" data-width="320" ` +
+    `data-height="180" data-duration="1"><h1>Wg</h1><div data-composition-src="compositions/title.html" ` +
+    `data-start="0" data-duration="1"></div></div></body></html>`;
+  const style = `html, body { margin: 0; background: #fff; } ` +
+    `h1 { font: 700 64px "Montserrat", serif; margin: 0; color: #000; }`;
+  const title = `<template><div data-composition-id="title">` +
+    `<p style="font: 400 40px Inter, serif; margin: 0">Wg</p></div></template>`;
+  /** The page as HyperFrames writes it: the families named, no @font-face. */
+  const undeclared = () =>
+    makeProject(`<!doctype html><html><head><style>${style}</style></head>${body}`, {
+      "compositions/title.html": title,
+    });
+  /** Frame 0 of a render, and its stderr. */
+  const frame = async (
+    project: string,
+    name: string,
+    env?: Record<string, string>,
+  ): Promise<[Uint8Array, string]> => {
+    const out = join(project, name);
+    const result = await runVid(["render", project, "-o", out, "--frames", "0-0"], { env });
+    assert.equal(result.code, 0, result.stderr);
+    return [(await rgbFrames(out, 320, 180))[0], result.stderr];
+  };
+  const fontFindings = async (dir: string, env?: Record<string, string>): Promise<string[]> => {
+    const check = await runVid(["check", dir, "--json"], { env });
+    const { problems } = JSON.parse(check.stdout);
+    return problems.filter((p: { kind: string }) => p.kind.startsWith("font"))
+      .map((p: { severity: string; field: string; message: string }) =>
+        `${p.severity} ${p.field}: ${p.message.split("; ").at(-1)}`
+      );
+  };
+
+  // The registry is asked once per machine: the verified tarball and the faces stay in vid's
+  // cache. Before, the render warned and drew a fallback font until `vid add`.
+  it("are embedded with no command: the render draws what a page declaring the same files draws", async () => {
+    const dir = await undeclared();
     const declared = await makeProject(
       `<!doctype html><html><head><style>${style}
 @font-face { font-family: Montserrat; font-weight: 700; src: url(fonts/montserrat-latin-700-normal.woff2); }
@@ -353,34 +499,25 @@ describe("fonts HyperFrames embeds", () => {
 </style></head>${body}`,
       { "compositions/title.html": title },
     );
-    const frame = async (project: string, name: string): Promise<[Uint8Array, string]> => {
-      const out = join(project, name);
-      const result = await runVid(["render", project, "-o", out, "--frames", "0-0"]);
-      assert.equal(result.code, 0, result.stderr);
-      return [(await rgbFrames(out, 320, 180))[0], result.stderr];
-    };
     try {
-      const [fallback, warned] = await frame(dir, "before.mp4");
+      const [embedded, quiet] = await frame(dir, "embedded.mp4");
+      assert.doesNotMatch(quiet, /font "/);
+      assert.deepEqual(await fontFindings(dir), []);
+
+      const [fallback, warned] = await frame(dir, "off.mp4", { VID_HYPERFRAMES_FONTS: "0" });
       assert.match(
         warned,
-        /warning: font "Montserrat" has no @font-face in the project: HyperFrames embeds it from @fontsource\/montserrat, vid draws a fallback font instead; run `vid add montserrat` in the project/,
+        /warning: font "Montserrat" has no @font-face in the project: HyperFrames embeds it from @fontsource\/montserrat; vid cannot embed it here \(VID_HYPERFRAMES_FONTS turns embedding off\) and draws a fallback font instead; run `vid add montserrat` in the project/,
       );
       assert.match(warned, /font "Inter" .*run `vid add inter`/);
+      const changed = imageDifference(fallback, embedded);
+      assert.ok(
+        changed.share > 0.01,
+        `Montserrat and Inter differ from the fallback: ${JSON.stringify(changed)}`,
+      );
 
-      const fontFindings = async (): Promise<string[]> => {
-        const check = await runVid(["check", dir, "--json"]);
-        const { problems } = JSON.parse(check.stdout);
-        return problems.filter((p: { kind: string }) => p.kind.startsWith("font"))
-          .map((p: { severity: string; field: string; message: string }) =>
-            `${p.severity} ${p.field}: ${p.message.split("; ").at(-1)}`
-          );
-      };
-      assert.deepEqual(await fontFindings(), [
-        "warning Montserrat: run `vid add montserrat` in the project to copy its files into fonts/ and link fonts/montserrat.css from index.html",
-        "warning Inter: run `vid add inter` in the project to copy its files into fonts/ and link fonts/inter.css from index.html",
-      ]);
-
-      const add = await runVid(["add", "montserrat", "inter", "--dir", dir, "--json"]);
+      // vid add still copies the files into a project that wants them in its own tree.
+      const add = await runVid(["add", "montserrat", "inter", "--dir", declared, "--json"]);
       assert.equal(add.code, 0, add.stderr);
       const added = JSON.parse(add.stdout).libraries;
       assert.deepEqual(added.map((l: { package: string }) => l.package), [
@@ -388,28 +525,61 @@ describe("fonts HyperFrames embeds", () => {
         "@fontsource/inter",
       ]);
       assert.equal(added[0].version, "5.3.0");
-      const index = await Deno.readTextFile(join(dir, "index.html"));
-      assert.match(index, /<link rel="stylesheet" href="fonts\/montserrat.css">/);
-      assert.match(index, /<link rel="stylesheet" href="fonts\/inter.css">/);
-      for (const file of ["montserrat-LICENSE.txt", "montserrat-latin-700-normal.woff2"]) {
-        assert.ok((await Deno.stat(join(dir, "fonts", file))).isFile, file);
-      }
-      await copyTree(join(dir, "fonts"), join(declared, "fonts"));
-
-      const [resolved, quiet] = await frame(dir, "after.mp4");
-      assert.doesNotMatch(quiet, /font "/);
-      assert.deepEqual(await fontFindings(), []);
       const [explicit] = await frame(declared, "declared.mp4");
-      const changed = imageDifference(fallback, resolved);
-      assert.ok(
-        changed.share > 0.01,
-        `Montserrat and Inter differ from the fallback: ${JSON.stringify(changed)}`,
-      );
-      const same = imageDifference(explicit, resolved);
+      const same = imageDifference(explicit, embedded);
       assert.ok(same.mean < 0.5, `equal to the explicit @font-face page: ${JSON.stringify(same)}`);
     } finally {
       await Deno.remove(dir, { recursive: true });
       await Deno.remove(declared, { recursive: true });
+    }
+  });
+
+  it("travel in the project's zip, so a render with no registry and no cache draws them", async () => {
+    const dir = await undeclared();
+    const remote = await Deno.makeTempDir({ prefix: "vid-test-remote-" });
+    const cache = await Deno.makeTempDir({ prefix: "vid-test-cache-" });
+    try {
+      const [local] = await frame(dir, "local.mp4");
+      const pkg = await packageProject(dir, { exclude: [join(dir, "local.mp4")] });
+      const paths = pkg.files.map((f) => f.path);
+      for (const weight of ["400", "700", "900"]) {
+        assert.ok(paths.includes(`.vid/fonts/montserrat-latin-${weight}-normal.woff2`), weight);
+        assert.ok(paths.includes(`.vid/fonts/inter-latin-${weight}-normal.woff2`), weight);
+      }
+      for (const [path, bytes] of Object.entries(unzipSync(pkg.zip))) {
+        await Deno.mkdir(join(remote, path, ".."), { recursive: true });
+        await Deno.writeFile(join(remote, path), bytes);
+      }
+      // As on a render host: an empty cache and no registry (port 9 on loopback refuses).
+      const offline = { VID_CACHE_DIR: cache, NPM_CONFIG_REGISTRY: "http://127.0.0.1:9" };
+      const [there, stderr] = await frame(remote, "remote.mp4", offline);
+      assert.doesNotMatch(stderr, /font "/);
+      const same = imageDifference(there, local);
+      assert.ok(same.mean < 0.5, `the remote render draws the same: ${JSON.stringify(same)}`);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+      await Deno.remove(remote, { recursive: true });
+      await Deno.remove(cache, { recursive: true });
+    }
+  });
+
+  it("one that cannot be had (no cache, no registry) is named with vid add; Inter, vid's own, is drawn", async () => {
+    const dir = await undeclared();
+    const cache = await Deno.makeTempDir({ prefix: "vid-test-cache-" });
+    try {
+      const offline = { VID_CACHE_DIR: cache, NPM_CONFIG_REGISTRY: "http://127.0.0.1:9" };
+      const [, warned] = await frame(dir, "offline.mp4", offline);
+      assert.match(
+        warned,
+        /warning: font "Montserrat" has no @font-face in the project: HyperFrames embeds it from @fontsource\/montserrat; vid cannot embed it here \(http:\/\/127\.0\.0\.1:9\/@fontsource%2fmontserrat\/5\.3\.0 did not answer .*\) and draws a fallback font instead; run `vid add montserrat`/,
+      );
+      assert.doesNotMatch(warned, /font "Inter"/);
+      assert.deepEqual(await fontFindings(dir, offline), [
+        "warning Montserrat: run `vid add montserrat` in the project to copy its files into fonts/ and link fonts/montserrat.css from index.html",
+      ]);
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+      await Deno.remove(cache, { recursive: true });
     }
   });
 
