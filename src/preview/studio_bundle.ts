@@ -289,10 +289,9 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
   function playerVolume(clipVolume, studioVolume) {
     return Math.max(0, Math.min(1, clipVolume * studioVolume));
   }
-  function createStudioSound(elements, box, host, initial) {
-    const { muteButton, volumeInput } = elements;
-    let muted = initial.muted;
-    let volume = initial.volume;
+  function createSoundPlayers(box, host) {
+    let muted = false;
+    let volume = 1;
     let sounds = [];
     let soundKey = "";
     const applyVolume = () => {
@@ -300,9 +299,6 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         el.muted = muted;
         el.volume = playerVolume(clip.volume, volume);
       }
-      muteButton.textContent = muted ? "Muted" : "Sound on";
-      muteButton.setAttribute("aria-pressed", String(muted));
-      volumeInput.value = String(volume);
     };
     const sync = (force = false) => {
       const t = host.playheadSeconds();
@@ -320,26 +316,50 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         });
       }
     };
-    const update = (media) => {
-      const clips = soundingClips(media);
-      const key = JSON.stringify(clips);
-      if (key === soundKey) return;
-      soundKey = key;
-      for (const sound of sounds) {
-        sound.el.pause();
-        sound.el.remove();
-      }
-      sounds = clips.map((clip) => {
-        const el = document.createElement("audio");
-        el.preload = "auto";
-        el.src = clip.src;
-        el.loop = clip.loop;
-        el.dataset.clip = clip.src;
-        box.append(el);
-        return { clip, el };
-      });
-      applyVolume();
-      if (host.playing()) sync(true);
+    return {
+      update(media) {
+        const clips = soundingClips(media);
+        const key = JSON.stringify(clips);
+        if (key === soundKey) return;
+        soundKey = key;
+        for (const sound of sounds) {
+          sound.el.pause();
+          sound.el.remove();
+        }
+        sounds = clips.map((clip) => {
+          const el = document.createElement("audio");
+          el.preload = "auto";
+          el.src = clip.src;
+          el.loop = clip.loop;
+          el.dataset.clip = clip.src;
+          box.append(el);
+          return { clip, el };
+        });
+        applyVolume();
+        if (host.playing()) sync(true);
+      },
+      setVolume(on, level) {
+        muted = on;
+        volume = level;
+        applyVolume();
+      },
+      sync,
+      pause: () => {
+        for (const { el } of sounds) if (!el.paused) el.pause();
+      },
+      sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration
+    };
+  }
+  function createStudioSound(elements, box, host, initial) {
+    const { muteButton, volumeInput } = elements;
+    const players = createSoundPlayers(box, host);
+    let muted = initial.muted;
+    let volume = initial.volume;
+    const applyVolume = () => {
+      players.setVolume(muted, volume);
+      muteButton.textContent = muted ? "Muted" : "Sound on";
+      muteButton.setAttribute("aria-pressed", String(muted));
+      volumeInput.value = String(volume);
     };
     muteButton.addEventListener("click", () => {
       muted = !muted;
@@ -359,13 +379,11 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       get volume() {
         return volume;
       },
-      update,
+      update: players.update,
       applyVolume,
-      sync,
-      pause: () => {
-        for (const { el } of sounds) if (!el.paused) el.pause();
-      },
-      sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration
+      sync: players.sync,
+      pause: players.pause,
+      sourceDuration: players.sourceDuration
     };
   }
 
@@ -864,19 +882,19 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
   }
 
   // src/preview/studio/transport.ts
-  function keyCommand(key, shift, wanted, lastFrame) {
+  function keyCommand(key, shift, wanted, lastFrame2) {
     const step = shift ? 10 : 1;
     if (key === " ") return { kind: "toggle-play" };
     if (key === "m") return { kind: "mute" };
     if (key === "ArrowRight") return { kind: "go", frame: wanted + step };
     if (key === "ArrowLeft") return { kind: "go", frame: wanted - step };
     if (key === "Home") return { kind: "go", frame: 0 };
-    if (key === "End") return { kind: "go", frame: lastFrame };
+    if (key === "End") return { kind: "go", frame: lastFrame2 };
     return void 0;
   }
-  function parseFrameField(text, lastFrame) {
+  function parseFrameField(text, lastFrame2) {
     const n = Number(text);
-    return text.trim() !== "" && Number.isInteger(n) && n >= 0 && n <= lastFrame ? n : void 0;
+    return text.trim() !== "" && Number.isInteger(n) && n >= 0 && n <= lastFrame2 ? n : void 0;
   }
   var typingIn = (target) => target instanceof HTMLInputElement && target.type !== "range" || target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement;
   function wireTransport(elements, host) {
@@ -923,6 +941,67 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     });
   }
 
+  // src/preview/studio/playback.ts
+  function clampFrame(frame, frames) {
+    return Math.max(0, Math.min(Math.max(0, frames - 1), Math.round(frame)));
+  }
+  function clockFrame(clock, nowMs, fps) {
+    return clock.fromFrame + Math.floor((nowMs - clock.startMs) * fps / 1e3);
+  }
+  function clockSeconds(clock, nowMs, fps) {
+    return clock.fromFrame / fps + (nowMs - clock.startMs) / 1e3;
+  }
+  function startClock(wanted, frames, nowMs) {
+    const from = clampFrame(wanted, frames);
+    return { fromFrame: from >= frames - 1 ? 0 : from, startMs: nowMs };
+  }
+  function framePlan(live, key, target) {
+    if (!live || live.key !== key || live.frame > target) return "fresh";
+    return live.frame === target ? "none" : "seek";
+  }
+
+  // src/runtime/frame_drawing.ts
+  async function settleFrame(api, paint) {
+    await api.untilVideosPresented();
+    if (paint) await api.paintVideoFrames();
+    else api.clearVideoFrames();
+  }
+
+  // src/preview/studio/studio_state.ts
+  function createStudioState(fromUrl) {
+    return {
+      entry: fromUrl.entry,
+      defaultEntry: "",
+      urlValues: fromUrl.values,
+      info: void 0,
+      values: {},
+      reloads: 0,
+      generation: 0,
+      live: void 0,
+      standby: void 0,
+      standbyLoading: void 0,
+      standbyLoadingKey: "",
+      wanted: fromUrl.frame,
+      shown: -1,
+      busy: false,
+      pumpAgain: false,
+      playing: false,
+      clock: { fromFrame: 0, startMs: 0 },
+      checkSeq: 0,
+      changeTimer: void 0,
+      urlTimer: void 0
+    };
+  }
+  function lastFrame(state) {
+    return state.info ? state.info.frames - 1 : 0;
+  }
+  function studioFrame(state, frame) {
+    return clampFrame(frame, state.info?.frames ?? 1);
+  }
+  function stageKey(state) {
+    return JSON.stringify([state.entry, state.reloads, state.info?.fps, state.values]);
+  }
+
   // src/preview/studio/client.ts
   function studioClient() {
     const elements = studioElements();
@@ -951,48 +1030,28 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       copyStatus
     } = elements;
     const fromUrl = readUrlState(location.search);
-    let entry = fromUrl.entry;
-    let defaultEntry = "";
-    let urlValues = fromUrl.values;
-    let info;
-    let values = {};
-    let reloads = 0;
-    let generation = 0;
-    let live;
-    let standby;
-    let standbyLoading;
-    let standbyLoadingKey = "";
-    let wanted = fromUrl.frame;
-    let shown = -1;
-    let busy = false;
-    let pumpAgain = false;
-    let playing = false;
-    let playFrom = 0;
-    let playStart = 0;
-    let checkSeq = 0;
-    let changeTimer;
-    let urlTimer;
-    const lastFrame = () => info ? info.frames - 1 : 0;
-    const clampFrame = (f) => Math.max(0, Math.min(lastFrame(), Math.round(f)));
-    const stageKey = () => JSON.stringify([entry, reloads, info?.fps, values]);
+    const state = createStudioState(fromUrl);
+    const lastFrame2 = () => lastFrame(state);
+    const clampFrame2 = (f) => studioFrame(state, f);
+    const stageKey2 = () => stageKey(state);
     const saveUrl = () => {
-      if (urlTimer !== void 0) clearTimeout(urlTimer);
-      urlTimer = setTimeout(() => {
-        urlTimer = void 0;
-        if (!info) return;
+      if (state.urlTimer !== void 0) clearTimeout(state.urlTimer);
+      state.urlTimer = setTimeout(() => {
+        state.urlTimer = void 0;
+        if (!state.info) return;
         const search = urlSearch({
-          entry,
-          frame: shown >= 0 ? shown : clampFrame(wanted),
-          values: changedValues(values, info.defaults),
+          entry: state.entry,
+          frame: state.shown >= 0 ? state.shown : clampFrame2(state.wanted),
+          values: changedValues(state.values, state.info.defaults),
           muted: sound.muted,
           volume: sound.volume
-        }, defaultEntry);
+        }, state.defaultEntry);
         if (search !== location.search) history.replaceState(null, "", search);
       }, 250);
     };
-    const timecodeOf = (frame) => formatTimecode(frame, info?.fps ?? 30);
-    const parseTime = (text) => parseTimecode(text, info?.fps ?? 30);
-    const projectFileOf = (url) => projectFile(url, location.href, info?.entry ?? "");
+    const timecodeOf = (frame) => formatTimecode(frame, state.info?.fps ?? 30);
+    const parseTime = (text) => parseTimecode(text, state.info?.fps ?? 30);
+    const projectFileOf = (url) => projectFile(url, location.href, state.info?.entry ?? "");
     const showStageError = (message) => {
       stageErrorText.textContent = message;
       stageExcerpt.textContent = "";
@@ -1016,7 +1075,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       }
     };
     const loadPage = (url, hidden) => {
-      const current = info;
+      const current = state.info;
       return new Promise((resolve, reject) => {
         const iframe = document.createElement("iframe");
         iframe.className = hidden ? "composition standby" : "composition";
@@ -1045,8 +1104,8 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       });
     };
     const loadFrame = async (key, hidden) => {
-      const current = info;
-      const url = \`/\${encodeURI(current.entry)}?fps=\${current.fps}&r=\${reloads}&vars=\${encodeURIComponent(JSON.stringify(values))}\`;
+      const current = state.info;
+      const url = \`/\${encodeURI(current.entry)}?fps=\${current.fps}&r=\${state.reloads}&vars=\${encodeURIComponent(JSON.stringify(state.values))}\`;
       for (let attempt = 0; ; attempt++) {
         const iframe = await loadPage(url, hidden);
         const win = iframe.contentWindow;
@@ -1086,20 +1145,20 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       }
     };
     const prepareStandby = () => {
-      if (!info || standbyLoading) return;
-      const key = stageKey();
-      if (standby?.key === key) return;
-      standby?.iframe.remove();
-      standby = void 0;
-      standbyLoadingKey = key;
-      standbyLoading = (async () => {
+      if (!state.info || state.standbyLoading) return;
+      const key = stageKey2();
+      if (state.standby?.key === key) return;
+      state.standby?.iframe.remove();
+      state.standby = void 0;
+      state.standbyLoadingKey = key;
+      state.standbyLoading = (async () => {
         try {
           const page = await loadFrame(key, true);
-          if (stageKey() === key && !standby) standby = page;
+          if (stageKey2() === key && !state.standby) state.standby = page;
           else page.iframe.remove();
         } catch {
         } finally {
-          standbyLoading = void 0;
+          state.standbyLoading = void 0;
         }
       })();
     };
@@ -1115,25 +1174,24 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     };
     const paintVideos = async (target) => {
       const win = target.iframe.contentWindow;
-      if (playing) win?.__vid.clearVideoFrames();
-      else await win?.__vid.paintVideoFrames();
+      if (win) await settleFrame(win.__vid, !state.playing);
     };
     const swap = (next) => {
-      const previous = live;
-      live = next;
+      const previous = state.live;
+      state.live = next;
       next.iframe.classList.remove("standby");
       next.iframe.setAttribute("aria-hidden", "false");
       next.iframe.style.zIndex = "1";
       previous?.iframe.remove();
-      generation++;
-      stage.dataset.generation = String(generation);
+      state.generation++;
+      stage.dataset.generation = String(state.generation);
       sound.update(next.media);
     };
     const showReadouts = () => {
-      if (!info) return;
-      const f = Math.max(0, shown);
-      frameReadout.textContent = \`frame \${f} / \${lastFrame()}\`;
-      timeReadout.textContent = \`\${(f / info.fps).toFixed(3)} s / \${info.duration.toFixed(3)} s\`;
+      if (!state.info) return;
+      const f = Math.max(0, state.shown);
+      frameReadout.textContent = \`frame \${f} / \${lastFrame2()}\`;
+      timeReadout.textContent = \`\${(f / state.info.fps).toFixed(3)} s / \${state.info.duration.toFixed(3)} s\`;
       if (document.activeElement !== frameInput) {
         frameInput.value = String(f);
         frameInput.removeAttribute("aria-invalid");
@@ -1145,34 +1203,37 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       movePlayhead(f);
     };
     const showFrame = (frame) => {
-      shown = frame;
+      state.shown = frame;
       stage.dataset.frame = String(frame);
       if (document.activeElement !== scrubber) scrubber.value = String(frame);
       showReadouts();
-      if (!playing) saveUrl();
+      if (!state.playing) saveUrl();
     };
     const pump = async () => {
-      if (busy) {
-        pumpAgain = true;
+      if (state.busy) {
+        state.pumpAgain = true;
         return;
       }
-      if (!info) return;
-      busy = true;
+      if (!state.info) return;
+      state.busy = true;
       let current;
       try {
-        while (info) {
-          const key = stageKey();
-          const target = clampFrame(wanted);
-          if (live && live.key === key && live.frame === target) break;
+        while (state.info) {
+          const key = stageKey2();
+          const target = clampFrame2(state.wanted);
+          const plan = framePlan(state.live, key, target);
+          if (plan === "none") break;
           const began = performance.now();
           stage.dataset.state = "seeking";
-          if (!live || live.key !== key || live.frame > target) {
-            if (standbyLoading && standbyLoadingKey === key && !standby) await standbyLoading;
+          if (plan === "fresh" || !state.live) {
+            if (state.standbyLoading && state.standbyLoadingKey === key && !state.standby) {
+              await state.standbyLoading;
+            }
             let next;
             let path;
-            if (standby && standby.key === key) {
-              next = standby;
-              standby = void 0;
+            if (state.standby && state.standby.key === key) {
+              next = state.standby;
+              state.standby = void 0;
               path = "standby";
             } else {
               next = await loadFrame(key, false);
@@ -1186,76 +1247,79 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
             }
             stage.dataset.path = path;
           } else {
-            current = live;
-            await seekIn(live, target);
+            current = state.live;
+            await seekIn(state.live, target);
             stage.dataset.path = "seek";
           }
           await presented(current);
           stage.dataset.stepMs = String(Math.round(performance.now() - began));
           showFrame(target);
         }
-        if (live) await paintVideos(live);
+        if (state.live) await paintVideos(state.live);
         showStageError("");
         stage.dataset.state = "ready";
-        if (!playing) {
+        if (!state.playing) {
           prepareStandby();
           drawTimeline();
         }
       } catch (error) {
-        if (live) live.key = "failed";
+        if (state.live) state.live.key = "failed";
         stage.dataset.state = "error";
         const win = current?.iframe.contentWindow;
         const record = win?.__vid?.errors?.()[0];
-        if (record) void showPageError(record, clampFrame(wanted));
+        if (record) void showPageError(record, clampFrame2(state.wanted));
         else showStageError(error.message.replace(/^Error: /, ""));
         setPlaying(false, false);
       } finally {
-        busy = false;
-        if (pumpAgain) {
-          pumpAgain = false;
+        state.busy = false;
+        if (state.pumpAgain) {
+          state.pumpAgain = false;
           void pump();
         }
       }
     };
     const go = (frame) => {
-      wanted = clampFrame(frame);
+      state.wanted = clampFrame2(frame);
       void pump();
     };
     const layout = () => {
-      if (!info) return;
+      if (!state.info) return;
       const area = stageArea.getBoundingClientRect();
-      const fit = Math.min((area.width - 32) / info.width, (area.height - 32) / info.height);
+      const fit = Math.min(
+        (area.width - 32) / state.info.width,
+        (area.height - 32) / state.info.height
+      );
       const scale = zoomSelect.value === "fit" ? Math.max(0.01, fit) : Number(zoomSelect.value);
-      stage.style.width = \`\${info.width}px\`;
-      stage.style.height = \`\${info.height}px\`;
+      stage.style.width = \`\${state.info.width}px\`;
+      stage.style.height = \`\${state.info.height}px\`;
       stage.style.transform = \`scale(\${scale})\`;
-      stageBox.style.width = \`\${info.width * scale}px\`;
-      stageBox.style.height = \`\${info.height * scale}px\`;
+      stageBox.style.width = \`\${state.info.width * scale}px\`;
+      stageBox.style.height = \`\${state.info.height * scale}px\`;
       stage.dataset.scale = String(scale);
     };
-    const playheadSeconds = () => info ? playFrom / info.fps + (performance.now() - playStart) / 1e3 : 0;
+    const playheadSeconds = () => state.info ? clockSeconds(state.clock, performance.now(), state.info.fps) : 0;
     const sound = createStudioSound(elements, byId("sounds"), {
-      playing: () => playing,
+      playing: () => state.playing,
       playheadSeconds,
       changed: saveUrl
     }, fromUrl);
     const liveTimelineItems = () => {
-      const win = live?.iframe.contentWindow;
-      const doc = live?.iframe.contentDocument;
-      if (!info || !win?.__vid || !doc) return [];
+      const win = state.live?.iframe.contentWindow;
+      const doc = state.live?.iframe.contentDocument;
+      if (!state.info || !win?.__vid || !doc) return [];
       return timelineItems({
         win,
         doc,
-        duration: info.duration,
-        fps: info.fps,
-        shown,
-        media: live?.media ?? [],
+        duration: state.info.duration,
+        fps: state.info.fps,
+        shown: state.shown,
+        media: state.live?.media ?? [],
         sourceDuration: sound.sourceDuration
       });
     };
     const drawTimeline = () => {
-      if (!info) return;
-      const span = info.duration || 1;
+      if (!state.info) return;
+      const span = state.info.duration || 1;
       const rows = timelineTracks(liveTimelineItems(), span);
       const playhead = document.createElement("div");
       playhead.id = "playhead";
@@ -1264,51 +1328,50 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         ...rows,
         ...rows.length > 0 ? [playhead] : []
       );
-      movePlayhead(Math.max(0, shown));
+      movePlayhead(Math.max(0, state.shown));
     };
     const movePlayhead = (frame) => {
       const playhead = document.getElementById("playhead");
       const track = timeline.querySelector(".track");
-      if (!playhead || !track || !info) return;
-      playhead.style.left = \`\${track.offsetLeft - 120 + track.clientWidth * frame / info.frames}px\`;
+      if (!playhead || !track || !state.info) return;
+      playhead.style.left = \`\${track.offsetLeft - 120 + track.clientWidth * frame / state.info.frames}px\`;
     };
     timeline.addEventListener("click", (event) => {
       const track = event.target.closest(".track, #ruler");
-      if (!track || !info) return;
+      if (!track || !state.info) return;
       const box = track.getBoundingClientRect();
       setPlaying(false);
-      go(Math.floor((event.clientX - box.left) / box.width * info.frames));
+      go(Math.floor((event.clientX - box.left) / box.width * state.info.frames));
     });
     const tick = (now) => {
-      if (!playing || !info) return;
-      const f = clampFrame(playFrom + Math.floor((now - playStart) * info.fps / 1e3));
+      if (!state.playing || !state.info) return;
+      const f = clampFrame2(clockFrame(state.clock, now, state.info.fps));
       go(f);
       sound.sync();
-      if (f >= lastFrame()) {
+      if (f >= lastFrame2()) {
         setPlaying(false);
         return;
       }
       requestAnimationFrame(tick);
     };
     const setPlaying = (on, repaint = true) => {
-      if (on && !info) return;
-      const was = playing;
-      playing = on;
+      if (on && !state.info) return;
+      const was = state.playing;
+      state.playing = on;
       playButton.textContent = on ? "Pause" : "Play";
       playButton.setAttribute("aria-pressed", String(on));
       if (!on) {
         sound.pause();
-        if (info) saveUrl();
+        if (state.info) saveUrl();
         if (was && repaint) void pump();
         return;
       }
-      if (clampFrame(wanted) >= lastFrame()) go(0);
-      playFrom = clampFrame(wanted);
-      playStart = performance.now();
+      state.clock = startClock(state.wanted, state.info.frames, performance.now());
+      go(state.clock.fromFrame);
       sound.sync(true);
       requestAnimationFrame(tick);
     };
-    playButton.addEventListener("click", () => setPlaying(!playing));
+    playButton.addEventListener("click", () => setPlaying(!state.playing));
     scrubber.addEventListener("input", () => {
       setPlaying(false);
       go(Number(scrubber.value));
@@ -1316,32 +1379,32 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     zoomSelect.addEventListener("change", layout);
     new ResizeObserver(() => {
       layout();
-      movePlayhead(Math.max(0, shown));
+      movePlayhead(Math.max(0, state.shown));
     }).observe(stageArea);
     wireTransport(elements, {
-      lastFrame,
-      wanted: () => wanted,
+      lastFrame: lastFrame2,
+      wanted: () => state.wanted,
       setPlaying: (on) => setPlaying(on),
-      playing: () => playing,
+      playing: () => state.playing,
       go,
       parseTime,
       timecodeOf,
       showReadouts
     });
     const panel = createVariablesPanel(elements, {
-      values: () => values,
+      values: () => state.values,
       changed: () => changed()
     });
     const check = async () => {
-      const seq = ++checkSeq;
+      const seq = ++state.checkSeq;
       try {
         const response = await fetch("/__preview/variables", {
           method: "POST",
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({ values, entry })
+          body: JSON.stringify({ values: state.values, entry: state.entry })
         });
         const body = await response.json();
-        if (seq !== checkSeq) return;
+        if (seq !== state.checkSeq) return;
         if (!body.ok) {
           banner.textContent = body.error?.message ?? "cannot check the variables";
           banner.hidden = false;
@@ -1351,23 +1414,25 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         variablesJson.textContent = body.variablesJson ?? "{}";
         form.dataset.checked = String(seq);
       } catch (error) {
-        if (seq === checkSeq) copyStatus.textContent = \`check failed: \${error.message}\`;
+        if (seq === state.checkSeq) {
+          copyStatus.textContent = \`check failed: \${error.message}\`;
+        }
       }
     };
     const changed = () => {
       form.dataset.checked = "";
-      if (changeTimer !== void 0) clearTimeout(changeTimer);
-      changeTimer = setTimeout(() => {
-        changeTimer = void 0;
+      if (state.changeTimer !== void 0) clearTimeout(state.changeTimer);
+      state.changeTimer = setTimeout(() => {
+        state.changeTimer = void 0;
         void check();
         void pump();
         saveUrl();
       }, 150);
     };
     resetButton.addEventListener("click", () => {
-      if (!info) return;
-      values = structuredClone(info.defaults);
-      for (const d of info.declarations) panel.writeField(d, values[d.id]);
+      if (!state.info) return;
+      state.values = structuredClone(state.info.defaults);
+      for (const d of state.info.declarations) panel.writeField(d, state.values[d.id]);
       changed();
     });
     copyButton.addEventListener("click", async () => {
@@ -1384,18 +1449,18 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       }
     });
     const dropPages = () => {
-      live?.iframe.remove();
-      standby?.iframe.remove();
-      live = void 0;
-      standby = void 0;
-      shown = -1;
+      state.live?.iframe.remove();
+      state.standby?.iframe.remove();
+      state.live = void 0;
+      state.standby = void 0;
+      state.shown = -1;
     };
     const listCompositions = async () => {
       try {
         const body = await (await fetch("/__preview/compositions")).json();
         if (!body.ok) return;
-        defaultEntry = body.entry;
-        if (entry === "") entry = defaultEntry;
+        state.defaultEntry = body.entry;
+        if (state.entry === "") state.entry = state.defaultEntry;
         compositionSelect.replaceChildren(...body.compositions.map((c) => {
           const option = document.createElement("option");
           option.value = c.entry;
@@ -1403,26 +1468,26 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
           if (c.error) option.title = c.error;
           return option;
         }));
-        compositionSelect.value = entry;
+        compositionSelect.value = state.entry;
         compositionSelect.hidden = body.compositions.length < 2;
       } catch {
       }
     };
     compositionSelect.addEventListener("change", () => {
-      entry = compositionSelect.value;
+      state.entry = compositionSelect.value;
       setPlaying(false);
       dropPages();
-      info = void 0;
-      values = {};
-      wanted = 0;
-      reloads++;
+      state.info = void 0;
+      state.values = {};
+      state.wanted = 0;
+      state.reloads++;
       void refresh();
     });
     const refresh = async () => {
       let body;
       try {
         body = await (await fetch(
-          \`/__preview/composition\${entry ? \`?entry=\${encodeURIComponent(entry)}\` : ""}\`
+          \`/__preview/composition\${state.entry ? \`?entry=\${encodeURIComponent(state.entry)}\` : ""}\`
         )).json();
       } catch (error) {
         banner.textContent = \`cannot reach vid preview: \${error.message}\`;
@@ -1436,37 +1501,37 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       }
       banner.hidden = true;
       const next = body.composition;
-      const before = info;
+      const before = state.info;
       const sameDeclarations = before !== void 0 && JSON.stringify(before.declarations) === JSON.stringify(next.declarations) && JSON.stringify(before.dropped) === JSON.stringify(next.dropped);
       const kept = keptValues(
         next.declarations,
         next.defaults,
         before?.declarations,
-        values,
-        urlValues
+        state.values,
+        state.urlValues
       );
-      urlValues = void 0;
-      info = next;
-      values = kept;
+      state.urlValues = void 0;
+      state.info = next;
+      state.values = kept;
       document.title = \`\${next.id} · vid preview\`;
       title.textContent = \`\${next.id} · \${next.width}×\${next.height}\${next.aspectRatio ? \` (\${next.aspectRatio})\` : ""} · \${next.duration} s · \${Number(next.fps.toFixed(3))} fps · \${next.frames} frames\`;
       scrubber.max = String(next.frames - 1);
       frameInput.max = String(next.frames - 1);
       if (!sameDeclarations) panel.build(next);
-      if (before) reloads++;
+      if (before) state.reloads++;
       layout();
       showReadouts();
-      go(wanted);
+      go(state.wanted);
       void check();
       void checkPanel.refresh();
     };
-    const checkPanel = createCheckPanel(elements, () => entry);
+    const checkPanel = createCheckPanel(elements, () => state.entry);
     const { showRender } = wireRenderDialog(elements, {
-      info: () => info,
-      values: () => values,
-      entry: () => entry,
-      playheadFrame: () => clampFrame(Number(scrubber.value)),
-      lastFrame
+      info: () => state.info,
+      values: () => state.values,
+      entry: () => state.entry,
+      playheadFrame: () => clampFrame2(Number(scrubber.value)),
+      lastFrame: lastFrame2
     });
     listenForUpdates(elements, {
       changed: () => {
