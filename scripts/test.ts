@@ -101,6 +101,7 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   "lambda_sdk_test.ts": "bounds a run time between two figures",
   "video_presentation_test.ts": "the first capture within 1 s",
   "server_cluster_test.ts": "3 s leases renewed every second; kill -9 of workers mid-render",
+  "player_test.ts": "a second of play moves the player's currentTime about a second",
 };
 
 /**
@@ -131,6 +132,7 @@ export const LONGEST_FIRST: readonly string[] = [
   "readme_test.ts", // 31
   "preview_test.ts", // 30
   "lambda_local_test.ts", // 29
+  "player_test.ts", // 29
   "cloud_test.ts", // 28
   "hyperframes_test.ts", // 28
   "runtime_test.ts", // 28
