@@ -378,6 +378,7 @@ export class VidPlayer extends Base {
 
   /** The variables changed: the frame on screen, drawn with the new values. */
   #redraw(): void {
+    if (!this.getAttribute("src")) return;
     void this.#show(this.#playing ? this.#wanted : this.currentFrame, !this.#playing)
       .catch(() => {});
   }

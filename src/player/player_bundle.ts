@@ -505,6 +505,7 @@ export const PLAYER_BUNDLE: string = `(() => {
     }
     /** The variables changed: the frame on screen, drawn with the new values. */
     #redraw() {
+      if (!this.getAttribute("src")) return;
       void this.#show(this.#playing ? this.#wanted : this.currentFrame, !this.#playing).catch(() => {
       });
     }

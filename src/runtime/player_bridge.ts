@@ -112,7 +112,7 @@ async function answer(api: BridgedApi, request: PlayerRequest): Promise<PlayerAn
  * ```
  */
 export function listenForPlayer(api: BridgedApi): void {
-  if (globalThis.parent === globalThis) return;
+  if (globalThis.parent === (globalThis as unknown as Window)) return;
   addEventListener("message", (event: MessageEvent) => {
     const request = event.data as PlayerRequest | null;
     if (event.source !== globalThis.parent || request?.protocol !== PLAYER_PROTOCOL) return;

@@ -16,6 +16,7 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { findChromium } from "../../src/render/system.ts";
 import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "../preview_process.ts";
 import { ROOT, runVid } from "../helpers.ts";
+import { type ServerProcess, startServerProcess } from "../server_process.ts";
 
 const SHOTS = `${ROOT}.test-results/player`;
 
@@ -58,6 +59,19 @@ function setup() {
   return config.title;
 }
 setup();
+`;
+
+/** HyperFrames' clips: red for the first second, blue for the second. */
+const HYPERFRAMES = `<!doctype html>
+<html><head><meta charset="utf-8"><style>
+html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; background: #000; }
+.clip { position: absolute; inset: 0; }
+</style></head>
+<body><div id="root" data-composition-id="player-hf" data-width="320" data-height="180"
+  data-duration="2">
+<div class="clip" data-start="0" data-duration="1" data-track-index="0" style="background:#f00"></div>
+<div class="clip" data-start="1" data-duration="1" data-track-index="0" style="background:#00f"></div>
+</div></body></html>
 `;
 
 /** The host page: the player module from vid preview, one player of `src`. */
@@ -107,6 +121,8 @@ function rgbAt(rgb: Uint8Array, x: number, y: number): number[] {
 describe("<vid-player>", () => {
   let work = "";
   let preview: PreviewProcess | undefined;
+  let server: ServerProcess | undefined;
+  let serverData = "";
   let host: Deno.HttpServer<Deno.NetAddr> | undefined;
   let browser: Browser | undefined;
   let page: Page;
@@ -117,10 +133,13 @@ describe("<vid-player>", () => {
     await Deno.writeTextFile(`${work}/index.html`, MAIN);
     await Deno.writeTextFile(`${work}/boom.html`, BOOM);
     await Deno.writeTextFile(`${work}/scene.js`, SCENE_JS);
+    await Deno.writeTextFile(`${work}/hf.html`, HYPERFRAMES);
+    serverData = await Deno.makeTempDir({ prefix: "vid-player-server-" });
     const executablePath = await findChromium();
     assert.ok(executablePath, "chromium is installed");
-    [preview, browser] = await Promise.all([
+    [preview, server, browser] = await Promise.all([
       startPreviewProcess(work),
+      startServerProcess(serverData),
       puppeteer.launch({
         executablePath,
         headless: true,
@@ -130,6 +149,7 @@ describe("<vid-player>", () => {
     const pages: Record<string, string> = {
       "/main.html": hostPage(preview.url, `${preview.url}index.html`),
       "/boom.html": hostPage(preview.url, `${preview.url}boom.html`),
+      "/server.html": hostPage(`${server.url}/`, `${preview.url}index.html`),
     };
     host = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (request) => {
       const body = pages[new URL(request.url).pathname];
@@ -149,6 +169,7 @@ describe("<vid-player>", () => {
   after(async () => {
     await browser?.close();
     await host?.shutdown();
+    await server?.stop();
     try {
       preview?.child.kill("SIGINT");
     } catch {
@@ -156,6 +177,7 @@ describe("<vid-player>", () => {
     }
     await preview?.done;
     await Deno.remove(work, { recursive: true });
+    if (serverData) await Deno.remove(serverData, { recursive: true });
   });
 
   it("becomes ready with the composition's duration, from another origin than its own", async () => {
@@ -184,6 +206,27 @@ describe("<vid-player>", () => {
     assert.equal(script.headers.get("access-control-allow-origin"), "*");
     assert.match(script.headers.get("content-type") ?? "", /javascript/);
     await script.body?.cancel();
+  });
+
+  it("runs from vid server's /player.js as from vid preview's", async () => {
+    const served = await fetch(`${server!.url}/player.js`);
+    assert.equal(served.headers.get("access-control-allow-origin"), "*");
+    await served.body?.cancel();
+    const other = await browser!.newPage();
+    try {
+      await other.goto(`${hostUrl}/server.html`);
+      await other.waitForFunction(
+        () => document.getElementById("p")?.dataset.state === "ready",
+        { timeout: 30000 },
+      );
+      const duration = await other.$eval(
+        "#p",
+        (el) => (el as unknown as { duration: number }).duration,
+      );
+      assert.equal(duration, 3);
+    } finally {
+      await other.close();
+    }
   });
 
   it("seek(2) draws the frame vid still --time 2 writes", async () => {
@@ -295,6 +338,81 @@ describe("<vid-player>", () => {
     assert.match(detail ?? "", /variables do not match the composition's declarations/);
     assert.match(detail ?? "", /bg/);
     assert.equal(shown, detail, "the player shows the message");
+  });
+
+  it("steps with the keyboard and plays from labelled controls", async () => {
+    await page.$eval("#p", (el) => {
+      (el as unknown as { variables: Record<string, unknown> }).variables = {};
+      el.setAttribute("controls", "");
+    });
+    await page.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(1));
+    await page.focus("#p");
+    await page.keyboard.press("ArrowRight");
+    await page.waitForFunction(() => document.getElementById("p")!.dataset.frame === "11");
+    await page.keyboard.down("Shift");
+    await page.keyboard.press("ArrowLeft");
+    await page.keyboard.up("Shift");
+    await page.waitForFunction(() => document.getElementById("p")!.dataset.frame === "1");
+    await page.keyboard.press("End");
+    await page.waitForFunction(() => document.getElementById("p")!.dataset.frame === "29");
+    const labels = await page.$eval(
+      "#p",
+      (el) =>
+        [...el.shadowRoot!.querySelectorAll("[part=controls] [aria-label]")].map((c) =>
+          c.getAttribute("aria-label")
+        ),
+    );
+    assert.deepEqual(labels, ["Play", "Seek", "Mute"]);
+    await page.keyboard.press("Home");
+    await page.waitForFunction(() => document.getElementById("p")!.dataset.frame === "0");
+    await page.keyboard.press(" ");
+    await page.waitForFunction(() =>
+      !(document.getElementById("p") as unknown as { paused: boolean }).paused
+    );
+    const button = await page.$eval(
+      "#p",
+      (el) => el.shadowRoot!.querySelector("[part=play]")!.getAttribute("aria-label"),
+    );
+    assert.equal(button, "Pause");
+    await page.keyboard.press(" ");
+    await page.waitForFunction(() =>
+      (document.getElementById("p") as unknown as { paused: boolean }).paused
+    );
+  });
+
+  it("shows a poster until the first frame, and HyperFrames clips in their windows", async () => {
+    const hfUrl = `${preview!.url}hf.html`;
+    const posterShown = await page.evaluate(() => {
+      const hf = document.createElement("vid-player");
+      hf.id = "hf";
+      hf.style.cssText = "display:block;width:320px;height:180px";
+      hf.setAttribute("poster", "data:image/gif;base64,R0lGODlhAQABAAAAACw=");
+      document.body.append(hf);
+      return !hf.shadowRoot!.querySelector<HTMLElement>("[part=poster]")!.hidden;
+    });
+    assert.ok(posterShown, "the poster shows before any frame");
+    await page.$eval("#hf", (el, src) => el.setAttribute("src", src as string), hfUrl);
+    await page.waitForFunction(() => document.getElementById("hf")?.dataset.state === "ready", {
+      timeout: 30000,
+    });
+    const colours: number[][] = [];
+    for (const t of [0.5, 1.5]) {
+      await page.$eval(
+        "#hf",
+        (el, s) => (el as unknown as { seek(s: number): Promise<void> }).seek(s as number),
+        t,
+      );
+      const png = await (await page.$("#hf"))!.screenshot({ type: "png" });
+      colours.push(rgbAt(await toRgb(png), 160, 90));
+    }
+    const hidden = await page.$eval(
+      "#hf",
+      (el) => el.shadowRoot!.querySelector<HTMLElement>("[part=poster]")!.hidden,
+    );
+    assert.ok(hidden, "the poster is gone once a frame is drawn");
+    assert.ok(colours[0][0] > 200 && colours[0][2] < 40, `red at 0.5 s, got ${colours[0]}`);
+    assert.ok(colours[1][2] > 200 && colours[1][0] < 40, `blue at 1.5 s, got ${colours[1]}`);
+    await page.$eval("#hf", (el) => el.remove());
   });
 
   it("fires error with file:line when the composition throws, and shows it", async () => {

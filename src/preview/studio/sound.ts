@@ -10,7 +10,13 @@
  */
 
 import type { StudioElements } from "./dom.ts";
-import type { MediaClip, Sound } from "./types.ts";
+import type { MediaDescriptor as MediaClip } from "../../runtime/page_runtime.ts";
+
+/** A host-side player of one of the live page's sounding clips. */
+interface Sound {
+  clip: MediaClip;
+  el: HTMLAudioElement;
+}
 
 /**
  * Where in its source `clip` plays at composition time `t` (seconds), or null when it is
