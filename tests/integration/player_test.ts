@@ -415,6 +415,45 @@ describe("<vid-player>", () => {
     await page.$eval("#hf", (el) => el.remove());
   });
 
+  it("examples/player binds its form to the template's variables", async () => {
+    const example = await startPreviewProcess(`${ROOT}examples/player`, [
+      "--composition",
+      "card.html",
+    ]);
+    const demo = await browser!.newPage();
+    try {
+      await demo.goto(`${example.url}index.html`);
+      await demo.waitForFunction(
+        () => document.getElementById("player")?.dataset.state === "ready",
+        { timeout: 30000 },
+      );
+      await demo.click("input[name=name]", { count: 3 });
+      await demo.keyboard.type("Grace");
+      await demo.waitForFunction(
+        () => {
+          const p = document.getElementById("player") as unknown as {
+            variables: { name?: string };
+            readyState: string;
+          };
+          return p.variables.name === "Grace" && p.readyState === "ready" &&
+            (document.getElementById("player")!.shadowRoot!.querySelectorAll("iframe").length ===
+              1);
+        },
+        { timeout: 30000 },
+      );
+      const status = await demo.$eval("#status", (el) => el.textContent);
+      assert.equal(status, "", "no error shown");
+    } finally {
+      await demo.close();
+      try {
+        example.child.kill("SIGINT");
+      } catch {
+        // already gone
+      }
+      await example.done;
+    }
+  });
+
   it("fires error with file:line when the composition throws, and shows it", async () => {
     const boom = await browser!.newPage();
     try {
