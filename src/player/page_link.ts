@@ -13,12 +13,16 @@ import {
   type PlayerRequest,
 } from "../runtime/player_bridge.ts";
 import type { PageErrorRecord } from "../runtime/page_runtime.ts";
+import { VidError } from "../errors.ts";
 
 /** How long a page may take to answer a request. */
 export const PAGE_ANSWER_MS = 30000;
 
-/** A request the page refused or did not answer; `record` is what the page threw, if it did. */
-export class PlayerPageError extends Error {
+/**
+ * A request the page refused or did not answer; `record` is what the page threw, if it did.
+ * `field` is `src`: the composition the element names is at fault.
+ */
+export class PlayerPageError extends VidError {
   /** Always `"PlayerPageError"`. */
   override name = "PlayerPageError";
   /** What the page threw first, with where. */
@@ -26,7 +30,7 @@ export class PlayerPageError extends Error {
 
   /** Creates the error with the page's message and record. */
   constructor(message: string, record: PageErrorRecord | null = null) {
-    super(message);
+    super(message, { field: "src" });
     this.record = record;
   }
 }

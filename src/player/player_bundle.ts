@@ -154,16 +154,55 @@ export const PLAYER_BUNDLE: string = `(() => {
   // src/runtime/player_bridge.ts
   var PLAYER_PROTOCOL = "vid-player/1";
 
+  // src/errors.ts
+  var EXIT_USAGE = 2;
+  var VidError = class extends Error {
+    /** The class name; subclasses set their own. */
+    name = "VidError";
+    /** Exit code of the CLI: 2 for bad input on the command line, 1 otherwise. */
+    exitCode;
+    /** SDK path of the value at fault, when there is one. */
+    field;
+    /** Command-line flag of the value at fault, when it has one. */
+    flag;
+    /** What is wrong, without the name of the value (when the message is built from it). */
+    detail;
+    /** Stable machine-readable code, e.g. the API's \`vid_not_found\`, when there is one. */
+    code;
+    /** HTTP status an API answers (or answered) with this error, when there is one. */
+    status;
+    /**
+     * Creates the error.
+     *
+     * @param message The whole message.
+     * @param options Field, flag, detail, exit code and cause.
+     */
+    constructor(message, options = {}) {
+      super(message, options.cause === void 0 ? void 0 : { cause: options.cause });
+      this.exitCode = options.exitCode ?? EXIT_USAGE;
+      if (options.field !== void 0) this.field = options.field;
+      if (options.flag !== void 0) this.flag = options.flag;
+      if (options.detail !== void 0) this.detail = options.detail;
+      if (options.code !== void 0) this.code = options.code;
+      if (options.status !== void 0) this.status = options.status;
+    }
+    /** The message in the command line's words: the flag named where the SDK names the field. */
+    cliMessage() {
+      if (this.flag === void 0 || this.detail === void 0) return this.message;
+      return \`\${this.flag}: \${this.detail}\`;
+    }
+  };
+
   // src/player/page_link.ts
   var PAGE_ANSWER_MS = 3e4;
-  var PlayerPageError = class extends Error {
+  var PlayerPageError = class extends VidError {
     /** Always \`"PlayerPageError"\`. */
     name = "PlayerPageError";
     /** What the page threw first, with where. */
     record;
     /** Creates the error with the page's message and record. */
     constructor(message, record = null) {
-      super(message);
+      super(message, { field: "src" });
       this.record = record;
     }
   };
