@@ -29,7 +29,7 @@ import { createSoundPlayers, type SoundPlayers } from "../preview/studio/sound.t
 import { pageErrorMessage, projectFile } from "../preview/studio/page_error.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import type { PlayerComposition } from "../runtime/player_bridge.ts";
-import { linkPage, type PageLink, PlayerPageError } from "./page_link.ts";
+import { linkPage, PAGE_ANSWER_MS, type PageLink, PlayerPageError } from "./page_link.ts";
 import { PLAYER_SHADOW_HTML } from "./shadow.ts";
 
 /** The player's state: loading its first frame, showing frames, or failed. */
@@ -422,9 +422,14 @@ export class VidPlayer extends Base {
       iframe.width = String(this.#info.width);
       iframe.height = String(this.#info.height);
     }
-    const loaded = new Promise<void>((resolve) =>
-      iframe.addEventListener("load", () => resolve(), { once: true })
-    );
+    let loadTimer: ReturnType<typeof setTimeout> | undefined;
+    const loaded = new Promise<void>((resolve, reject) => {
+      iframe.addEventListener("load", () => resolve(), { once: true });
+      loadTimer = setTimeout(
+        () => reject(new PlayerPageError(`${url} did not load within ${PAGE_ANSWER_MS / 1000} s`)),
+        PAGE_ANSWER_MS,
+      );
+    }).finally(() => clearTimeout(loadTimer));
     iframe.src = url;
     this.#part<HTMLElement>("stage").append(iframe);
     const link = linkPage(iframe, new URL(url).origin);

@@ -583,9 +583,14 @@ export const PLAYER_BUNDLE: string = `(() => {
         iframe.width = String(this.#info.width);
         iframe.height = String(this.#info.height);
       }
-      const loaded = new Promise(
-        (resolve) => iframe.addEventListener("load", () => resolve(), { once: true })
-      );
+      let loadTimer;
+      const loaded = new Promise((resolve, reject) => {
+        iframe.addEventListener("load", () => resolve(), { once: true });
+        loadTimer = setTimeout(
+          () => reject(new PlayerPageError(\`\${url} did not load within \${PAGE_ANSWER_MS / 1e3} s\`)),
+          PAGE_ANSWER_MS
+        );
+      }).finally(() => clearTimeout(loadTimer));
       iframe.src = url;
       this.#part("stage").append(iframe);
       const link = linkPage(iframe, new URL(url).origin);

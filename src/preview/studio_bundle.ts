@@ -112,161 +112,6 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     return excerpt.join("\\n");
   }
 
-  // src/preview/studio/timeline.ts
-  var MAX_TIMELINE_ROWS = 40;
-  function sourceName(src) {
-    try {
-      return decodeURIComponent(new URL(src).pathname.split("/").pop() ?? src);
-    } catch {
-      return src;
-    }
-  }
-  function selectorOf(el) {
-    if (el.id) return \`#\${el.id}\`;
-    const tag = el.tagName.toLowerCase();
-    const first = el.classList?.[0];
-    return first ? \`\${tag}.\${first}\` : tag;
-  }
-  function mediaClipWindow(clip, sourceDuration, end) {
-    const length = clip.duration ?? Math.max(0, (sourceDuration ?? Infinity) - clip.mediaStart) / clip.playbackRate;
-    return {
-      start: clip.start,
-      end: Math.min(end, clip.start + (Number.isFinite(length) ? length : end))
-    };
-  }
-  function animationWindow(timing, end) {
-    const birth = timing.nowMs - timing.currentTime / timing.rate;
-    return {
-      start: Math.max(0, (birth + timing.delay / timing.rate) / 1e3),
-      end: Math.min(
-        end,
-        Number.isFinite(timing.endTime) ? (birth + timing.endTime / timing.rate) / 1e3 : end
-      )
-    };
-  }
-  function rulerStep(span) {
-    return [0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60].find((s) => span / s <= 8) ?? Math.ceil(span / 8 / 60) * 60;
-  }
-  function rulerTicks(span) {
-    const step = rulerStep(span);
-    const ticks = [];
-    for (let n = 0; n * step <= span + 1e-9; n++) {
-      const t = +(n * step).toFixed(3);
-      ticks.push({
-        time: t,
-        label: t >= 60 ? \`\${Math.floor(t / 60)}:\${String(t % 60).padStart(2, "0")}\` : \`\${t}s\`
-      });
-    }
-    return ticks;
-  }
-  function timelineItems(source) {
-    const { win, doc } = source;
-    if (!win.__vid) return [];
-    const end = source.duration;
-    const items = [];
-    const timed = win.__vid.timedWindows();
-    for (const timedWindow of timed.windows) {
-      items.push({
-        kind: timedWindow.kind,
-        label: timedWindow.label,
-        start: timedWindow.start,
-        end: Math.min(end, timedWindow.end ?? end)
-      });
-    }
-    for (const clip of source.media) {
-      items.push({
-        kind: clip.kind,
-        label: sourceName(clip.src),
-        ...mediaClipWindow(clip, source.sourceDuration(clip.src), end)
-      });
-    }
-    const nowMs = Math.max(0, source.shown) / source.fps * 1e3;
-    for (const animation of doc.getAnimations?.() ?? []) {
-      const timing = animation.effect?.getComputedTiming();
-      if (!timing) continue;
-      const target = animation.effect?.target;
-      const who = target ? selectorOf(target) : "";
-      const name = "animationName" in animation ? String(animation.animationName) : "transitionProperty" in animation ? String(animation.transitionProperty) : animation.id || "animation";
-      items.push({
-        kind: "animation",
-        label: \`\${name} \${who}\`.trim(),
-        ...animationWindow({
-          nowMs,
-          currentTime: Number(animation.currentTime ?? 0),
-          rate: animation.playbackRate || 1,
-          delay: Number(timing.delay ?? 0),
-          endTime: Number(timing.endTime ?? 0)
-        }, end)
-      });
-    }
-    const registry = win.__timelines;
-    if (registry && typeof registry === "object") {
-      const entries = Array.isArray(registry) ? registry.map((tl, i) => [String(i), tl]) : Object.entries(registry);
-      for (const [key, value] of entries) {
-        const tl = value;
-        if (typeof tl?.duration !== "function") continue;
-        const name = Array.isArray(registry) ? \`timeline \${Number(key) + 1}\` : key;
-        const offset = timed.timelineStarts[key] ?? 0;
-        items.push({
-          kind: "timeline",
-          label: \`GSAP \${name}\`,
-          start: offset,
-          end: Math.min(end, offset + tl.duration())
-        });
-        for (const child of tl.getChildren?.(false, true, true) ?? []) {
-          const start = offset + (child.startTime?.() ?? 0);
-          const target = child.targets?.()[0];
-          const who = typeof target?.tagName === "string" ? selectorOf(target) : "tween";
-          items.push({
-            kind: "timeline",
-            label: who,
-            parent: name,
-            start,
-            end: Math.min(end, start + (child.duration?.() ?? 0))
-          });
-        }
-      }
-    }
-    return items.slice(0, MAX_TIMELINE_ROWS);
-  }
-  function timeRuler(span) {
-    const ruler = document.createElement("div");
-    ruler.id = "ruler";
-    for (const { time, label } of rulerTicks(span)) {
-      const tick = document.createElement("span");
-      tick.className = "tick";
-      tick.dataset.time = String(time);
-      tick.style.left = \`\${time / span * 100}%\`;
-      tick.textContent = label;
-      ruler.append(tick);
-    }
-    return ruler;
-  }
-  function timelineTracks(items, span) {
-    return items.map((item) => {
-      const track = document.createElement("div");
-      track.className = "track";
-      track.dataset.kind = item.kind;
-      const name = document.createElement("span");
-      name.className = "name";
-      name.textContent = item.label;
-      const whose = item.parent === void 0 ? item.label : \`\${item.parent} › \${item.label}\`;
-      name.title = \`\${whose}: \${item.start.toFixed(3)} s – \${item.end.toFixed(3)} s\`;
-      if (item.parent !== void 0) track.dataset.parent = item.parent;
-      const clip = document.createElement("div");
-      clip.className = "clip";
-      clip.dataset.kind = item.kind;
-      clip.dataset.label = item.label;
-      clip.dataset.start = item.start.toFixed(3);
-      clip.dataset.end = item.end.toFixed(3);
-      clip.style.left = \`\${item.start / span * 100}%\`;
-      clip.style.width = \`\${Math.max(0, item.end - item.start) / span * 100}%\`;
-      clip.title = name.title;
-      track.append(name, clip);
-      return track;
-    });
-  }
-
   // src/preview/studio/sound.ts
   function soundPosition(clip, t, length, playing) {
     const local = t - clip.start;
@@ -967,6 +812,270 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     else api.clearVideoFrames();
   }
 
+  // src/preview/studio/stage_pages.ts
+  function stagePageUrl(info, reloads, values) {
+    return \`/\${encodeURI(info.entry)}?fps=\${info.fps}&r=\${reloads}&vars=\${encodeURIComponent(JSON.stringify(values))}\`;
+  }
+  function loadPage(stage, current, url, hidden) {
+    return new Promise((resolve, reject) => {
+      const iframe = document.createElement("iframe");
+      iframe.className = hidden ? "composition standby" : "composition";
+      iframe.title = \`composition \${current.id}\`;
+      iframe.setAttribute("scrolling", "no");
+      iframe.setAttribute("aria-hidden", String(hidden));
+      iframe.width = String(current.width);
+      iframe.height = String(current.height);
+      iframe.style.zIndex = "0";
+      const timer = setTimeout(() => {
+        iframe.remove();
+        reject(new Error(\`the composition did not load within 30 s (\${url})\`));
+      }, 3e4);
+      iframe.addEventListener("load", () => {
+        clearTimeout(timer);
+        const win = iframe.contentWindow;
+        if (!win?.__vid) {
+          iframe.remove();
+          reject(new Error("the composition page has no window.__vid (did it load?)"));
+          return;
+        }
+        resolve(iframe);
+      }, { once: true });
+      iframe.src = url;
+      stage.append(iframe);
+    });
+  }
+  async function loadStagePage(stage, state, key, hidden) {
+    const current = state.info;
+    const url = stagePageUrl(current, state.reloads, state.values);
+    for (let attempt = 0; ; attempt++) {
+      const iframe = await loadPage(stage, current, url, hidden);
+      const win = iframe.contentWindow;
+      const all = win.__vid.media();
+      for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
+        const media2 = el;
+        media2.autoplay = false;
+        media2.muted = true;
+        media2.pause();
+      }
+      const media = all.filter((m) => m.kind === "video");
+      if (media.length === 0) return { iframe, key, frame: -1, media: all };
+      const served = iframe.contentDocument?.querySelector(
+        "script[data-vid-runtime]"
+      )?.dataset.vidProxies;
+      if (!hidden) stage.dataset.state = "preparing";
+      let body;
+      try {
+        body = await (await fetch("/__preview/media", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ media })
+        })).json();
+      } catch (error) {
+        iframe.remove();
+        throw new Error(\`cannot reach vid preview: \${error.message}\`);
+      }
+      if (!hidden) stage.dataset.state = "seeking";
+      if (!body.ok) {
+        iframe.remove();
+        throw new Error(body.error?.message ?? "the videos cannot be prepared");
+      }
+      if (String(body.version) === served || attempt >= 2) {
+        return { iframe, key, frame: -1, media: all };
+      }
+      iframe.remove();
+    }
+  }
+
+  // src/preview/studio/timeline.ts
+  var MAX_TIMELINE_ROWS = 40;
+  function sourceName(src) {
+    try {
+      return decodeURIComponent(new URL(src).pathname.split("/").pop() ?? src);
+    } catch {
+      return src;
+    }
+  }
+  function selectorOf(el) {
+    if (el.id) return \`#\${el.id}\`;
+    const tag = el.tagName.toLowerCase();
+    const first = el.classList?.[0];
+    return first ? \`\${tag}.\${first}\` : tag;
+  }
+  function mediaClipWindow(clip, sourceDuration, end) {
+    const length = clip.duration ?? Math.max(0, (sourceDuration ?? Infinity) - clip.mediaStart) / clip.playbackRate;
+    return {
+      start: clip.start,
+      end: Math.min(end, clip.start + (Number.isFinite(length) ? length : end))
+    };
+  }
+  function animationWindow(timing, end) {
+    const birth = timing.nowMs - timing.currentTime / timing.rate;
+    return {
+      start: Math.max(0, (birth + timing.delay / timing.rate) / 1e3),
+      end: Math.min(
+        end,
+        Number.isFinite(timing.endTime) ? (birth + timing.endTime / timing.rate) / 1e3 : end
+      )
+    };
+  }
+  function rulerStep(span) {
+    return [0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60].find((s) => span / s <= 8) ?? Math.ceil(span / 8 / 60) * 60;
+  }
+  function rulerTicks(span) {
+    const step = rulerStep(span);
+    const ticks = [];
+    for (let n = 0; n * step <= span + 1e-9; n++) {
+      const t = +(n * step).toFixed(3);
+      ticks.push({
+        time: t,
+        label: t >= 60 ? \`\${Math.floor(t / 60)}:\${String(t % 60).padStart(2, "0")}\` : \`\${t}s\`
+      });
+    }
+    return ticks;
+  }
+  function timelineItems(source) {
+    const { win, doc } = source;
+    if (!win.__vid) return [];
+    const end = source.duration;
+    const items = [];
+    const timed = win.__vid.timedWindows();
+    for (const timedWindow of timed.windows) {
+      items.push({
+        kind: timedWindow.kind,
+        label: timedWindow.label,
+        start: timedWindow.start,
+        end: Math.min(end, timedWindow.end ?? end)
+      });
+    }
+    for (const clip of source.media) {
+      items.push({
+        kind: clip.kind,
+        label: sourceName(clip.src),
+        ...mediaClipWindow(clip, source.sourceDuration(clip.src), end)
+      });
+    }
+    const nowMs = Math.max(0, source.shown) / source.fps * 1e3;
+    for (const animation of doc.getAnimations?.() ?? []) {
+      const timing = animation.effect?.getComputedTiming();
+      if (!timing) continue;
+      const target = animation.effect?.target;
+      const who = target ? selectorOf(target) : "";
+      const name = "animationName" in animation ? String(animation.animationName) : "transitionProperty" in animation ? String(animation.transitionProperty) : animation.id || "animation";
+      items.push({
+        kind: "animation",
+        label: \`\${name} \${who}\`.trim(),
+        ...animationWindow({
+          nowMs,
+          currentTime: Number(animation.currentTime ?? 0),
+          rate: animation.playbackRate || 1,
+          delay: Number(timing.delay ?? 0),
+          endTime: Number(timing.endTime ?? 0)
+        }, end)
+      });
+    }
+    const registry = win.__timelines;
+    if (registry && typeof registry === "object") {
+      const entries = Array.isArray(registry) ? registry.map((tl, i) => [String(i), tl]) : Object.entries(registry);
+      for (const [key, value] of entries) {
+        const tl = value;
+        if (typeof tl?.duration !== "function") continue;
+        const name = Array.isArray(registry) ? \`timeline \${Number(key) + 1}\` : key;
+        const offset = timed.timelineStarts[key] ?? 0;
+        items.push({
+          kind: "timeline",
+          label: \`GSAP \${name}\`,
+          start: offset,
+          end: Math.min(end, offset + tl.duration())
+        });
+        for (const child of tl.getChildren?.(false, true, true) ?? []) {
+          const start = offset + (child.startTime?.() ?? 0);
+          const target = child.targets?.()[0];
+          const who = typeof target?.tagName === "string" ? selectorOf(target) : "tween";
+          items.push({
+            kind: "timeline",
+            label: who,
+            parent: name,
+            start,
+            end: Math.min(end, start + (child.duration?.() ?? 0))
+          });
+        }
+      }
+    }
+    return items.slice(0, MAX_TIMELINE_ROWS);
+  }
+  function timeRuler(span) {
+    const ruler = document.createElement("div");
+    ruler.id = "ruler";
+    for (const { time, label } of rulerTicks(span)) {
+      const tick = document.createElement("span");
+      tick.className = "tick";
+      tick.dataset.time = String(time);
+      tick.style.left = \`\${time / span * 100}%\`;
+      tick.textContent = label;
+      ruler.append(tick);
+    }
+    return ruler;
+  }
+  function timelineTracks(items, span) {
+    return items.map((item) => {
+      const track = document.createElement("div");
+      track.className = "track";
+      track.dataset.kind = item.kind;
+      const name = document.createElement("span");
+      name.className = "name";
+      name.textContent = item.label;
+      const whose = item.parent === void 0 ? item.label : \`\${item.parent} › \${item.label}\`;
+      name.title = \`\${whose}: \${item.start.toFixed(3)} s – \${item.end.toFixed(3)} s\`;
+      if (item.parent !== void 0) track.dataset.parent = item.parent;
+      const clip = document.createElement("div");
+      clip.className = "clip";
+      clip.dataset.kind = item.kind;
+      clip.dataset.label = item.label;
+      clip.dataset.start = item.start.toFixed(3);
+      clip.dataset.end = item.end.toFixed(3);
+      clip.style.left = \`\${item.start / span * 100}%\`;
+      clip.style.width = \`\${Math.max(0, item.end - item.start) / span * 100}%\`;
+      clip.title = name.title;
+      track.append(name, clip);
+      return track;
+    });
+  }
+
+  // src/preview/studio/timeline_view.ts
+  function liveTimelineItems(state, sourceDuration) {
+    const win = state.live?.iframe.contentWindow;
+    const doc = state.live?.iframe.contentDocument;
+    if (!state.info || !win?.__vid || !doc) return [];
+    return timelineItems({
+      win,
+      doc,
+      duration: state.info.duration,
+      fps: state.info.fps,
+      shown: state.shown,
+      media: state.live?.media ?? [],
+      sourceDuration
+    });
+  }
+  function drawStudioTimeline(timeline, state, sourceDuration) {
+    if (!state.info) return;
+    const span = state.info.duration || 1;
+    const rows = timelineTracks(liveTimelineItems(state, sourceDuration), span);
+    const playhead = document.createElement("div");
+    playhead.id = "playhead";
+    timeline.replaceChildren(
+      ...rows.length > 0 ? [timeRuler(span)] : [],
+      ...rows,
+      ...rows.length > 0 ? [playhead] : []
+    );
+    moveStudioPlayhead(timeline, state.info, Math.max(0, state.shown));
+  }
+  function moveStudioPlayhead(timeline, info, frame) {
+    const playhead = document.getElementById("playhead");
+    const track = timeline.querySelector(".track");
+    if (!playhead || !track || !info) return;
+    playhead.style.left = \`\${track.offsetLeft - 120 + track.clientWidth * frame / info.frames}px\`;
+  }
+
   // src/preview/studio/studio_state.ts
   function createStudioState(fromUrl) {
     return {
@@ -1000,6 +1109,13 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
   }
   function stageKey(state) {
     return JSON.stringify([state.entry, state.reloads, state.info?.fps, state.values]);
+  }
+  function compositionTitle(info) {
+    return \`\${info.id} · \${info.width}×\${info.height}\${info.aspectRatio ? \` (\${info.aspectRatio})\` : ""} · \${info.duration} s · \${Number(info.fps.toFixed(3))} fps · \${info.frames} frames\`;
+  }
+  function stageScale(areaWidth, areaHeight, width, height, zoom) {
+    const fit = Math.min((areaWidth - 32) / width, (areaHeight - 32) / height);
+    return zoom === "fit" ? Math.max(0.01, fit) : Number(zoom);
   }
 
   // src/preview/studio/client.ts
@@ -1074,76 +1190,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       } catch {
       }
     };
-    const loadPage = (url, hidden) => {
-      const current = state.info;
-      return new Promise((resolve, reject) => {
-        const iframe = document.createElement("iframe");
-        iframe.className = hidden ? "composition standby" : "composition";
-        iframe.title = \`composition \${current.id}\`;
-        iframe.setAttribute("scrolling", "no");
-        iframe.setAttribute("aria-hidden", String(hidden));
-        iframe.width = String(current.width);
-        iframe.height = String(current.height);
-        iframe.style.zIndex = "0";
-        const timer = setTimeout(() => {
-          iframe.remove();
-          reject(new Error(\`the composition did not load within 30 s (\${url})\`));
-        }, 3e4);
-        iframe.addEventListener("load", () => {
-          clearTimeout(timer);
-          const win = iframe.contentWindow;
-          if (!win?.__vid) {
-            iframe.remove();
-            reject(new Error("the composition page has no window.__vid (did it load?)"));
-            return;
-          }
-          resolve(iframe);
-        }, { once: true });
-        iframe.src = url;
-        stage.append(iframe);
-      });
-    };
-    const loadFrame = async (key, hidden) => {
-      const current = state.info;
-      const url = \`/\${encodeURI(current.entry)}?fps=\${current.fps}&r=\${state.reloads}&vars=\${encodeURIComponent(JSON.stringify(state.values))}\`;
-      for (let attempt = 0; ; attempt++) {
-        const iframe = await loadPage(url, hidden);
-        const win = iframe.contentWindow;
-        const all = win.__vid.media();
-        for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
-          const media2 = el;
-          media2.autoplay = false;
-          media2.muted = true;
-          media2.pause();
-        }
-        const media = all.filter((m) => m.kind === "video");
-        if (media.length === 0) return { iframe, key, frame: -1, media: all };
-        const served = iframe.contentDocument?.querySelector(
-          "script[data-vid-runtime]"
-        )?.dataset.vidProxies;
-        if (!hidden) stage.dataset.state = "preparing";
-        let body;
-        try {
-          body = await (await fetch("/__preview/media", {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({ media })
-          })).json();
-        } catch (error) {
-          iframe.remove();
-          throw new Error(\`cannot reach vid preview: \${error.message}\`);
-        }
-        if (!hidden) stage.dataset.state = "seeking";
-        if (!body.ok) {
-          iframe.remove();
-          throw new Error(body.error?.message ?? "the videos cannot be prepared");
-        }
-        if (String(body.version) === served || attempt >= 2) {
-          return { iframe, key, frame: -1, media: all };
-        }
-        iframe.remove();
-      }
-    };
+    const loadFrame = (key, hidden) => loadStagePage(stage, state, key, hidden);
     const prepareStandby = () => {
       if (!state.info || state.standbyLoading) return;
       const key = stageKey2();
@@ -1285,11 +1332,8 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     const layout = () => {
       if (!state.info) return;
       const area = stageArea.getBoundingClientRect();
-      const fit = Math.min(
-        (area.width - 32) / state.info.width,
-        (area.height - 32) / state.info.height
-      );
-      const scale = zoomSelect.value === "fit" ? Math.max(0.01, fit) : Number(zoomSelect.value);
+      const { width, height } = state.info;
+      const scale = stageScale(area.width, area.height, width, height, zoomSelect.value);
       stage.style.width = \`\${state.info.width}px\`;
       stage.style.height = \`\${state.info.height}px\`;
       stage.style.transform = \`scale(\${scale})\`;
@@ -1303,39 +1347,8 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       playheadSeconds,
       changed: saveUrl
     }, fromUrl);
-    const liveTimelineItems = () => {
-      const win = state.live?.iframe.contentWindow;
-      const doc = state.live?.iframe.contentDocument;
-      if (!state.info || !win?.__vid || !doc) return [];
-      return timelineItems({
-        win,
-        doc,
-        duration: state.info.duration,
-        fps: state.info.fps,
-        shown: state.shown,
-        media: state.live?.media ?? [],
-        sourceDuration: sound.sourceDuration
-      });
-    };
-    const drawTimeline = () => {
-      if (!state.info) return;
-      const span = state.info.duration || 1;
-      const rows = timelineTracks(liveTimelineItems(), span);
-      const playhead = document.createElement("div");
-      playhead.id = "playhead";
-      timeline.replaceChildren(
-        ...rows.length > 0 ? [timeRuler(span)] : [],
-        ...rows,
-        ...rows.length > 0 ? [playhead] : []
-      );
-      movePlayhead(Math.max(0, state.shown));
-    };
-    const movePlayhead = (frame) => {
-      const playhead = document.getElementById("playhead");
-      const track = timeline.querySelector(".track");
-      if (!playhead || !track || !state.info) return;
-      playhead.style.left = \`\${track.offsetLeft - 120 + track.clientWidth * frame / state.info.frames}px\`;
-    };
+    const drawTimeline = () => drawStudioTimeline(timeline, state, sound.sourceDuration);
+    const movePlayhead = (frame) => moveStudioPlayhead(timeline, state.info, frame);
     timeline.addEventListener("click", (event) => {
       const track = event.target.closest(".track, #ruler");
       if (!track || !state.info) return;
@@ -1514,7 +1527,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       state.info = next;
       state.values = kept;
       document.title = \`\${next.id} · vid preview\`;
-      title.textContent = \`\${next.id} · \${next.width}×\${next.height}\${next.aspectRatio ? \` (\${next.aspectRatio})\` : ""} · \${next.duration} s · \${Number(next.fps.toFixed(3))} fps · \${next.frames} frames\`;
+      title.textContent = compositionTitle(next);
       scrubber.max = String(next.frames - 1);
       frameInput.max = String(next.frames - 1);
       if (!sameDeclarations) panel.build(next);

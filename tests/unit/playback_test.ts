@@ -18,11 +18,14 @@ import {
   startClock,
 } from "../../src/preview/studio/playback.ts";
 import {
+  compositionTitle,
   createStudioState,
   lastFrame,
   stageKey,
+  stageScale,
   studioFrame,
 } from "../../src/preview/studio/studio_state.ts";
+import { stagePageUrl } from "../../src/preview/studio/stage_pages.ts";
 import type { Info } from "../../src/preview/studio/types.ts";
 
 describe("shared playback", () => {
@@ -97,5 +100,39 @@ describe("studio state", () => {
     assert.notEqual(stageKey(base), stageKey({ ...base, reloads: 1 }));
     assert.notEqual(stageKey(base), stageKey({ ...base, info: { ...info, fps: 25 } }));
     assert.notEqual(stageKey(base), stageKey({ ...base, entry: "b.html" }));
+  });
+
+  it("titles the composition with its size, aspect ratio, duration, rate and frames", () => {
+    const described = {
+      id: "promo",
+      width: 1080,
+      height: 1920,
+      aspectRatio: "9:16",
+      duration: 1.5,
+      fps: 30000 / 1001,
+      frames: 45,
+    } as Info;
+    assert.equal(
+      compositionTitle(described),
+      "promo · 1080×1920 (9:16) · 1.5 s · 29.97 fps · 45 frames",
+    );
+  });
+
+  it("fits the stage in its area with a margin, or takes the zoom chosen", () => {
+    assert.equal(stageScale(352, 212, 320, 180, "fit"), 1);
+    assert.equal(stageScale(192, 500, 320, 180, "fit"), 0.5, "the narrower side wins");
+    assert.equal(stageScale(10, 10, 320, 180, "fit"), 0.01, "never below 0.01");
+    assert.equal(stageScale(10, 10, 320, 180, "2"), 2);
+  });
+
+  it("asks the preview server for a stage page with the values, rate and reload count", () => {
+    const url = new URL(
+      stagePageUrl({ entry: "scenes/intro.html", fps: 25 } as Info, 3, { title: "Hi & bye" }),
+      "http://127.0.0.1/",
+    );
+    assert.equal(url.pathname, "/scenes/intro.html");
+    assert.equal(url.searchParams.get("fps"), "25");
+    assert.equal(url.searchParams.get("r"), "3");
+    assert.deepEqual(JSON.parse(url.searchParams.get("vars")!), { title: "Hi & bye" });
   });
 });

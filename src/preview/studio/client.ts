@@ -36,19 +36,10 @@
  * @module
  */
 
-import type {
-  ErrorRecord,
-  Info,
-  Live,
-  Problem,
-  RenderStatus,
-  TimelineItem,
-  VidApi,
-} from "./types.ts";
+import type { ErrorRecord, Info, Live, Problem, RenderStatus, VidApi } from "./types.ts";
 import { formatTimecode, parseTimecode } from "./timecode.ts";
 import { changedValues, readUrlState, urlSearch } from "./url_state.ts";
 import { errorLocation, pageErrorMessage, projectFile, sourceExcerpt } from "./page_error.ts";
-import { timelineItems, timelineTracks, timeRuler } from "./timeline.ts";
 import { createStudioSound } from "./sound.ts";
 import { wireRenderDialog } from "./render_dialog.ts";
 import { createVariablesPanel, keptValues } from "./variables_form.ts";
@@ -58,10 +49,14 @@ import { listenForUpdates } from "./live_updates.ts";
 import { wireTransport } from "./transport.ts";
 import { clockFrame, clockSeconds, framePlan, startClock } from "./playback.ts";
 import { settleFrame } from "../../runtime/frame_drawing.ts";
+import { loadStagePage } from "./stage_pages.ts";
+import { drawStudioTimeline, moveStudioPlayhead } from "./timeline_view.ts";
 import {
+  compositionTitle,
   createStudioState,
   lastFrame as lastFrameOf,
   stageKey as stageKeyOf,
+  stageScale,
   studioFrame,
 } from "./studio_state.ts";
 
@@ -165,86 +160,8 @@ export function studioClient(): void {
     }
   };
 
-  const loadPage = (url: string, hidden: boolean): Promise<HTMLIFrameElement> => {
-    const current = state.info!;
-    return new Promise<HTMLIFrameElement>((resolve, reject) => {
-      const iframe = document.createElement("iframe");
-      iframe.className = hidden ? "composition standby" : "composition";
-      iframe.title = `composition ${current.id}`;
-      iframe.setAttribute("scrolling", "no");
-      iframe.setAttribute("aria-hidden", String(hidden));
-      iframe.width = String(current.width);
-      iframe.height = String(current.height);
-      iframe.style.zIndex = "0";
-      const timer = setTimeout(() => {
-        iframe.remove();
-        reject(new Error(`the composition did not load within 30 s (${url})`));
-      }, 30000);
-      iframe.addEventListener("load", () => {
-        clearTimeout(timer);
-        const win = iframe.contentWindow as (Window & { __vid?: VidApi }) | null;
-        if (!win?.__vid) {
-          iframe.remove();
-          reject(new Error("the composition page has no window.__vid (did it load?)"));
-          return;
-        }
-        resolve(iframe);
-      }, { once: true });
-      iframe.src = url;
-      stage.append(iframe);
-    });
-  };
-
-  /**
-   * Loads a stage page, then has the preview server prepare the frame-exact proxies of
-   * its videos (what a render does before capturing); when the page was served an older
-   * set of proxies than its videos need, it loads once more with the new set.
-   */
-  const loadFrame = async (key: string, hidden: boolean): Promise<Live> => {
-    const current = state.info!;
-    const url = `/${encodeURI(current.entry)}?fps=${current.fps}&r=${state.reloads}&vars=${
-      encodeURIComponent(JSON.stringify(state.values))
-    }`;
-    for (let attempt = 0;; attempt++) {
-      const iframe = await loadPage(url, hidden);
-      const win = iframe.contentWindow as Window & { __vid: VidApi };
-      const all = win.__vid.media();
-      // The studio plays the sound itself; a page's autoplay (a hidden standby page's
-      // above all) must stay silent until the runtime's first seek takes over.
-      for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
-        const media = el as HTMLMediaElement;
-        media.autoplay = false;
-        media.muted = true;
-        media.pause();
-      }
-      const media = all.filter((m) => m.kind === "video");
-      if (media.length === 0) return { iframe, key, frame: -1, media: all };
-      const served = iframe.contentDocument?.querySelector<HTMLScriptElement>(
-        "script[data-vid-runtime]",
-      )?.dataset.vidProxies;
-      if (!hidden) stage.dataset.state = "preparing";
-      let body: { ok: boolean; version?: number; error?: { message: string } };
-      try {
-        body = await (await fetch("/__preview/media", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ media }),
-        })).json();
-      } catch (error) {
-        iframe.remove();
-        throw new Error(`cannot reach vid preview: ${(error as Error).message}`);
-      }
-      if (!hidden) stage.dataset.state = "seeking";
-      if (!body.ok) {
-        iframe.remove();
-        throw new Error(body.error?.message ?? "the videos cannot be prepared");
-      }
-      if (String(body.version) === served || attempt >= 2) {
-        return { iframe, key, frame: -1, media: all };
-      }
-      iframe.remove();
-    }
-  };
+  const loadFrame = (key: string, hidden: boolean): Promise<Live> =>
+    loadStagePage(stage, state, key, hidden);
 
   /** Loads the next standby page in the background, unless one for these values exists. */
   const prepareStandby = (): void => {
@@ -413,11 +330,8 @@ export function studioClient(): void {
   const layout = (): void => {
     if (!state.info) return;
     const area = stageArea.getBoundingClientRect();
-    const fit = Math.min(
-      (area.width - 32) / state.info.width,
-      (area.height - 32) / state.info.height,
-    );
-    const scale = zoomSelect.value === "fit" ? Math.max(0.01, fit) : Number(zoomSelect.value);
+    const { width, height } = state.info;
+    const scale = stageScale(area.width, area.height, width, height, zoomSelect.value);
     stage.style.width = `${state.info.width}px`;
     stage.style.height = `${state.info.height}px`;
     stage.style.transform = `scale(${scale})`;
@@ -440,46 +354,8 @@ export function studioClient(): void {
 
   // --- timeline: media clips, CSS/WAAPI animations and GSAP timelines ---
 
-  /** What the live page knows of its timed elements, in composition seconds. */
-  const liveTimelineItems = (): TimelineItem[] => {
-    const win = state.live?.iframe.contentWindow as
-      | (Window & { __vid?: VidApi; __timelines?: unknown })
-      | null;
-    const doc = state.live?.iframe.contentDocument;
-    if (!state.info || !win?.__vid || !doc) return [];
-    return timelineItems({
-      win,
-      doc,
-      duration: state.info.duration,
-      fps: state.info.fps,
-      shown: state.shown,
-      media: state.live?.media ?? [],
-      sourceDuration: sound.sourceDuration,
-    });
-  };
-
-  const drawTimeline = (): void => {
-    if (!state.info) return;
-    const span = state.info.duration || 1;
-    const rows = timelineTracks(liveTimelineItems(), span);
-    const playhead = document.createElement("div");
-    playhead.id = "playhead";
-    timeline.replaceChildren(
-      ...(rows.length > 0 ? [timeRuler(span)] : []),
-      ...rows,
-      ...(rows.length > 0 ? [playhead] : []),
-    );
-    movePlayhead(Math.max(0, state.shown));
-  };
-
-  const movePlayhead = (frame: number): void => {
-    const playhead = document.getElementById("playhead");
-    const track = timeline.querySelector<HTMLElement>(".track");
-    if (!playhead || !track || !state.info) return;
-    playhead.style.left = `${
-      track.offsetLeft - 120 + (track.clientWidth * frame) / state.info.frames
-    }px`;
-  };
+  const drawTimeline = (): void => drawStudioTimeline(timeline, state, sound.sourceDuration);
+  const movePlayhead = (frame: number): void => moveStudioPlayhead(timeline, state.info, frame);
 
   timeline.addEventListener("click", (event) => {
     const track = (event.target as Element).closest<HTMLElement>(".track, #ruler");
@@ -695,9 +571,7 @@ export function studioClient(): void {
     state.info = next;
     state.values = kept;
     document.title = `${next.id} · vid preview`;
-    title.textContent = `${next.id} · ${next.width}×${next.height}${
-      next.aspectRatio ? ` (${next.aspectRatio})` : ""
-    } · ${next.duration} s · ${Number(next.fps.toFixed(3))} fps · ${next.frames} frames`;
+    title.textContent = compositionTitle(next);
     scrubber.max = String(next.frames - 1);
     frameInput.max = String(next.frames - 1);
     if (!sameDeclarations) panel.build(next);

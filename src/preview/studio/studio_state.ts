@@ -139,3 +139,45 @@ export function stageKey(
 ): string {
   return JSON.stringify([state.entry, state.reloads, state.info?.fps, state.values]);
 }
+
+/**
+ * The studio's title line for a composition: id, size, aspect ratio, duration, rate, frames.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ * import type { Info } from "./types.ts";
+ *
+ * const info = { id: "intro", width: 320, height: 180, duration: 2, fps: 29.97002997,
+ *   frames: 60 } as Info;
+ * assert.equal(compositionTitle(info), "intro · 320×180 · 2 s · 29.97 fps · 60 frames");
+ * ```
+ */
+export function compositionTitle(info: Info): string {
+  return `${info.id} · ${info.width}×${info.height}${
+    info.aspectRatio ? ` (${info.aspectRatio})` : ""
+  } · ${info.duration} s · ${Number(info.fps.toFixed(3))} fps · ${info.frames} frames`;
+}
+
+/**
+ * The stage's scale: the zoom chosen, or with `"fit"` the largest that fits the composition
+ * in an area of `areaWidth` x `areaHeight` with a 16 px margin (at least 0.01).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(stageScale(672, 392, 320, 180, "fit"), 2);
+ * assert.equal(stageScale(672, 392, 320, 180, "0.5"), 0.5);
+ * ```
+ */
+export function stageScale(
+  areaWidth: number,
+  areaHeight: number,
+  width: number,
+  height: number,
+  zoom: string,
+): number {
+  const fit = Math.min((areaWidth - 32) / width, (areaHeight - 32) / height);
+  return zoom === "fit" ? Math.max(0.01, fit) : Number(zoom);
+}
