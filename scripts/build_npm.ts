@@ -72,7 +72,7 @@ export const RUNTIME_DEPENDENCIES: readonly string[] = ["ws"];
  * The subpath entries of deno.json that the npm package has, each `vid-sdk/<name>`: the ones
  * that run under Node. `server.ts` (`@vid/cli/server`) is Deno-only and left out.
  */
-export const NPM_ENTRIES: readonly string[] = ["render.ts", "lambda.ts", "cloud.ts"];
+export const NPM_ENTRIES: readonly string[] = ["render.ts", "lambda.ts", "cloud.ts", "player.ts"];
 
 /**
  * The npm package's root module: mod.ts without the `export * from` lines of entries that
@@ -321,10 +321,17 @@ export function packageJson(
         import: "./esm/cloud.js",
         default: "./esm/cloud.js",
       },
+      // <vid-player>: importing it in a browser defines the element.
+      "./player": {
+        types: "./esm/player.d.ts",
+        import: "./esm/player.js",
+        default: "./esm/player.js",
+      },
       "./package.json": "./package.json",
     },
     files: ["esm/", "README.md", "LICENSE"],
-    sideEffects: false,
+    // Only the player's entry does something on import: it defines <vid-player>.
+    sideEffects: ["./esm/player.js"],
     keywords: ["video", "render", "html", "chromium", "ffmpeg", "lambda", "step-functions"],
     dependencies,
   };
@@ -470,8 +477,9 @@ npm install ${NPM_PACKAGE_NAME}
 
 \`${NPM_PACKAGE_NAME}\` exports everything; each part also has its own entry, which loads only
 what it needs: \`${NPM_PACKAGE_NAME}/render\` (this machine, no AWS SDK),
-\`${NPM_PACKAGE_NAME}/lambda\` (AWS Lambda + Step Functions) and \`${NPM_PACKAGE_NAME}/cloud\`
-(the client of a hosted render service: \`cloudRender\`, credentials, \`verifyWebhook\`).
+\`${NPM_PACKAGE_NAME}/lambda\` (AWS Lambda + Step Functions), \`${NPM_PACKAGE_NAME}/cloud\`
+(the client of a hosted render service: \`cloudRender\`, credentials, \`verifyWebhook\`) and
+\`${NPM_PACKAGE_NAME}/player\` (the \`<vid-player>\` element, for a browser bundle).
 
 ## Distributed rendering (AWS Lambda, or the local stack)
 

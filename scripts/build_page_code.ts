@@ -1,7 +1,8 @@
 /**
  * Builds the code vid runs inside pages from ordinary modules: the page runtime
  * (`src/runtime/install.ts` and its imports), the preview studio's client
- * (`src/preview/studio/main.ts` and its imports) and the probes a render and `vid check` call
+ * (`src/preview/studio/main.ts` and its imports), the `<vid-player>` element
+ * (`src/player/main.ts`, served at `/player.js`) and the probes a render and `vid check` call
  * in the page (`src/runtime/font_probe.ts`, `src/runtime/text_probe.ts`), each bundled by esbuild into one script and
  * written, as a string constant, to a checked-in module the renderer and the studio inject
  * (`src/runtime/page_bundle.ts`, `src/preview/studio_bundle.ts`).
@@ -69,6 +70,15 @@ export const PAGE_BUNDLES: PageBundle[] = [
     constant: "STUDIO_CLIENT_BUNDLE",
     shape: "run",
     doc: "The preview studio's script (`src/preview/studio/`): runs once on the studio page.",
+  },
+  {
+    name: "player",
+    entry: "src/player/main.ts",
+    output: "src/player/player_bundle.ts",
+    constant: "PLAYER_BUNDLE",
+    shape: "run",
+    doc:
+      "The `<vid-player>` module (`src/player/`), served at `/player.js`: defines the element in the page that loads it.",
   },
   {
     name: "font probe",

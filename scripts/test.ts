@@ -102,6 +102,7 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   "video_presentation_test.ts": "the first capture within 1 s",
   "server_cluster_test.ts": "3 s leases renewed every second; kill -9 of workers mid-render",
   "security_ffmpeg_test.ts": "a deleted render's proxy conversion ends within 10 s",
+  "player_test.ts": "a second of play moves the player's currentTime about a second",
 };
 
 /**
@@ -134,6 +135,7 @@ export const LONGEST_FIRST: readonly string[] = [
   "readme_test.ts", // 31
   "preview_test.ts", // 30
   "lambda_local_test.ts", // 29
+  "player_test.ts", // 29
   "cloud_test.ts", // 28
   "runtime_test.ts", // 28
   "security_server_deadlines_test.ts", // 21

@@ -7,6 +7,7 @@
  * Routes:
  *
  * - `GET /`: the studio.
+ * - `GET /player.js`: the `<vid-player>` module, loadable from any origin.
  * - `GET /__preview/compositions`: every `.html` file at the project root with a
  *   composition root (and the entry it started with), for the studio's switcher.
  * - `GET /__preview/composition?entry=<file>`: size, duration, fps, frames, declarations,
@@ -35,7 +36,7 @@ import { basename, extname, join, resolve } from "node:path";
 import { type Composition, readComposition } from "../composition/composition.ts";
 import { hyperframesFonts, runtimeFontFaces } from "../composition/fonts.ts";
 import type { VariableDeclaration, Variables } from "../composition/declarations.ts";
-import type { VariableProblem } from "../composition/errors.ts";
+import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables } from "../composition/variables.ts";
 import { DEFAULT_FRAME_RATE } from "../render/render.ts";
 import {
@@ -58,6 +59,7 @@ import {
 import { QUALITIES } from "../render/encode.ts";
 import { checkOption, MAX_SCALE, OPTIONS } from "../request/options.ts";
 import { studioPage } from "./studio_page.ts";
+import { PLAYER_PATH, playerScript } from "../player/serve.ts";
 import { createPreviewVideoProxies, type PreviewVideoProxies } from "./video_proxies.ts";
 import { type ProjectWatcher, watchProject } from "./watch.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
@@ -459,6 +461,21 @@ async function stageHtml(
   const current = await readEntry(ctx, entry).catch(() => undefined);
   const declarations = current?.declarations ?? [];
   const pageRate = fpsParam(url.searchParams.get("fps"), rateOf(ctx, current));
+  const marks: Record<string, string> = { "vid-proxies": String(ctx.videos?.version ?? 0) };
+  if (current) {
+    // What `<vid-player>` reads through its page bridge (src/runtime/player_bridge.ts):
+    // the composition as vid reads it, and a bad value in the words of --strict-variables.
+    marks["vid-composition"] = JSON.stringify({
+      id: current.id,
+      width: current.width,
+      height: current.height,
+      duration: current.duration,
+      fps: frameRateValue(pageRate),
+      frames: frameCountOf(current.duration, pageRate),
+    });
+    const problems = checkOverrides(declarations, values, { projectDir: ctx.projectDir });
+    if (problems.length > 0) marks["vid-problem"] = new StrictVariablesError(problems).message;
+  }
   const page = injectRuntime(
     html,
     {
@@ -480,7 +497,7 @@ async function stageHtml(
         }))).faces,
       ),
     },
-    { "vid-proxies": String(ctx.videos?.version ?? 0) },
+    marks,
     RUNTIME_LOADER_PATH,
   );
   return new Response(page, {
@@ -705,6 +722,7 @@ async function handle(ctx: PreviewContext, request: Request): Promise<Response> 
         headers: { "content-type": "text/html; charset=utf-8", ...NO_STORE },
       });
     }
+    if (url.pathname === PLAYER_PATH && request.method === "GET") return playerScript();
     if (url.pathname.startsWith(PREVIEW_PREFIX)) {
       return await api(ctx, request, url.pathname.slice(PREVIEW_PREFIX.length));
     }

@@ -112,161 +112,6 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     return excerpt.join("\\n");
   }
 
-  // src/preview/studio/timeline.ts
-  var MAX_TIMELINE_ROWS = 40;
-  function sourceName(src) {
-    try {
-      return decodeURIComponent(new URL(src).pathname.split("/").pop() ?? src);
-    } catch {
-      return src;
-    }
-  }
-  function selectorOf(el) {
-    if (el.id) return \`#\${el.id}\`;
-    const tag = el.tagName.toLowerCase();
-    const first = el.classList?.[0];
-    return first ? \`\${tag}.\${first}\` : tag;
-  }
-  function mediaClipWindow(clip, sourceDuration, end) {
-    const length = clip.duration ?? Math.max(0, (sourceDuration ?? Infinity) - clip.mediaStart) / clip.playbackRate;
-    return {
-      start: clip.start,
-      end: Math.min(end, clip.start + (Number.isFinite(length) ? length : end))
-    };
-  }
-  function animationWindow(timing, end) {
-    const birth = timing.nowMs - timing.currentTime / timing.rate;
-    return {
-      start: Math.max(0, (birth + timing.delay / timing.rate) / 1e3),
-      end: Math.min(
-        end,
-        Number.isFinite(timing.endTime) ? (birth + timing.endTime / timing.rate) / 1e3 : end
-      )
-    };
-  }
-  function rulerStep(span) {
-    return [0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60].find((s) => span / s <= 8) ?? Math.ceil(span / 8 / 60) * 60;
-  }
-  function rulerTicks(span) {
-    const step = rulerStep(span);
-    const ticks = [];
-    for (let n = 0; n * step <= span + 1e-9; n++) {
-      const t = +(n * step).toFixed(3);
-      ticks.push({
-        time: t,
-        label: t >= 60 ? \`\${Math.floor(t / 60)}:\${String(t % 60).padStart(2, "0")}\` : \`\${t}s\`
-      });
-    }
-    return ticks;
-  }
-  function timelineItems(source) {
-    const { win, doc } = source;
-    if (!win.__vid) return [];
-    const end = source.duration;
-    const items = [];
-    const timed = win.__vid.timedWindows();
-    for (const timedWindow of timed.windows) {
-      items.push({
-        kind: timedWindow.kind,
-        label: timedWindow.label,
-        start: timedWindow.start,
-        end: Math.min(end, timedWindow.end ?? end)
-      });
-    }
-    for (const clip of source.media) {
-      items.push({
-        kind: clip.kind,
-        label: sourceName(clip.src),
-        ...mediaClipWindow(clip, source.sourceDuration(clip.src), end)
-      });
-    }
-    const nowMs = Math.max(0, source.shown) / source.fps * 1e3;
-    for (const animation of doc.getAnimations?.() ?? []) {
-      const timing = animation.effect?.getComputedTiming();
-      if (!timing) continue;
-      const target = animation.effect?.target;
-      const who = target ? selectorOf(target) : "";
-      const name = "animationName" in animation ? String(animation.animationName) : "transitionProperty" in animation ? String(animation.transitionProperty) : animation.id || "animation";
-      items.push({
-        kind: "animation",
-        label: \`\${name} \${who}\`.trim(),
-        ...animationWindow({
-          nowMs,
-          currentTime: Number(animation.currentTime ?? 0),
-          rate: animation.playbackRate || 1,
-          delay: Number(timing.delay ?? 0),
-          endTime: Number(timing.endTime ?? 0)
-        }, end)
-      });
-    }
-    const registry = win.__timelines;
-    if (registry && typeof registry === "object") {
-      const entries = Array.isArray(registry) ? registry.map((tl, i) => [String(i), tl]) : Object.entries(registry);
-      for (const [key, value] of entries) {
-        const tl = value;
-        if (typeof tl?.duration !== "function") continue;
-        const name = Array.isArray(registry) ? \`timeline \${Number(key) + 1}\` : key;
-        const offset = timed.timelineStarts[key] ?? 0;
-        items.push({
-          kind: "timeline",
-          label: \`GSAP \${name}\`,
-          start: offset,
-          end: Math.min(end, offset + tl.duration())
-        });
-        for (const child of tl.getChildren?.(false, true, true) ?? []) {
-          const start = offset + (child.startTime?.() ?? 0);
-          const target = child.targets?.()[0];
-          const who = typeof target?.tagName === "string" ? selectorOf(target) : "tween";
-          items.push({
-            kind: "timeline",
-            label: who,
-            parent: name,
-            start,
-            end: Math.min(end, start + (child.duration?.() ?? 0))
-          });
-        }
-      }
-    }
-    return items.slice(0, MAX_TIMELINE_ROWS);
-  }
-  function timeRuler(span) {
-    const ruler = document.createElement("div");
-    ruler.id = "ruler";
-    for (const { time, label } of rulerTicks(span)) {
-      const tick = document.createElement("span");
-      tick.className = "tick";
-      tick.dataset.time = String(time);
-      tick.style.left = \`\${time / span * 100}%\`;
-      tick.textContent = label;
-      ruler.append(tick);
-    }
-    return ruler;
-  }
-  function timelineTracks(items, span) {
-    return items.map((item) => {
-      const track = document.createElement("div");
-      track.className = "track";
-      track.dataset.kind = item.kind;
-      const name = document.createElement("span");
-      name.className = "name";
-      name.textContent = item.label;
-      const whose = item.parent === void 0 ? item.label : \`\${item.parent} › \${item.label}\`;
-      name.title = \`\${whose}: \${item.start.toFixed(3)} s – \${item.end.toFixed(3)} s\`;
-      if (item.parent !== void 0) track.dataset.parent = item.parent;
-      const clip = document.createElement("div");
-      clip.className = "clip";
-      clip.dataset.kind = item.kind;
-      clip.dataset.label = item.label;
-      clip.dataset.start = item.start.toFixed(3);
-      clip.dataset.end = item.end.toFixed(3);
-      clip.style.left = \`\${item.start / span * 100}%\`;
-      clip.style.width = \`\${Math.max(0, item.end - item.start) / span * 100}%\`;
-      clip.title = name.title;
-      track.append(name, clip);
-      return track;
-    });
-  }
-
   // src/preview/studio/sound.ts
   function soundPosition(clip, t, length, playing) {
     const local = t - clip.start;
@@ -289,10 +134,9 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
   function playerVolume(clipVolume, studioVolume) {
     return Math.max(0, Math.min(1, clipVolume * studioVolume));
   }
-  function createStudioSound(elements, box, host, initial) {
-    const { muteButton, volumeInput } = elements;
-    let muted = initial.muted;
-    let volume = initial.volume;
+  function createSoundPlayers(box, host) {
+    let muted = false;
+    let volume = 1;
     let sounds = [];
     let soundKey = "";
     const applyVolume = () => {
@@ -300,9 +144,6 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         el.muted = muted;
         el.volume = playerVolume(clip.volume, volume);
       }
-      muteButton.textContent = muted ? "Muted" : "Sound on";
-      muteButton.setAttribute("aria-pressed", String(muted));
-      volumeInput.value = String(volume);
     };
     const sync = (force = false) => {
       const t = host.playheadSeconds();
@@ -320,26 +161,50 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         });
       }
     };
-    const update = (media) => {
-      const clips = soundingClips(media);
-      const key = JSON.stringify(clips);
-      if (key === soundKey) return;
-      soundKey = key;
-      for (const sound of sounds) {
-        sound.el.pause();
-        sound.el.remove();
-      }
-      sounds = clips.map((clip) => {
-        const el = document.createElement("audio");
-        el.preload = "auto";
-        el.src = clip.src;
-        el.loop = clip.loop;
-        el.dataset.clip = clip.src;
-        box.append(el);
-        return { clip, el };
-      });
-      applyVolume();
-      if (host.playing()) sync(true);
+    return {
+      update(media) {
+        const clips = soundingClips(media);
+        const key = JSON.stringify(clips);
+        if (key === soundKey) return;
+        soundKey = key;
+        for (const sound of sounds) {
+          sound.el.pause();
+          sound.el.remove();
+        }
+        sounds = clips.map((clip) => {
+          const el = document.createElement("audio");
+          el.preload = "auto";
+          el.src = clip.src;
+          el.loop = clip.loop;
+          el.dataset.clip = clip.src;
+          box.append(el);
+          return { clip, el };
+        });
+        applyVolume();
+        if (host.playing()) sync(true);
+      },
+      setVolume(on, level) {
+        muted = on;
+        volume = level;
+        applyVolume();
+      },
+      sync,
+      pause: () => {
+        for (const { el } of sounds) if (!el.paused) el.pause();
+      },
+      sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration
+    };
+  }
+  function createStudioSound(elements, box, host, initial) {
+    const { muteButton, volumeInput } = elements;
+    const players = createSoundPlayers(box, host);
+    let muted = initial.muted;
+    let volume = initial.volume;
+    const applyVolume = () => {
+      players.setVolume(muted, volume);
+      muteButton.textContent = muted ? "Muted" : "Sound on";
+      muteButton.setAttribute("aria-pressed", String(muted));
+      volumeInput.value = String(volume);
     };
     muteButton.addEventListener("click", () => {
       muted = !muted;
@@ -359,13 +224,11 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       get volume() {
         return volume;
       },
-      update,
+      update: players.update,
       applyVolume,
-      sync,
-      pause: () => {
-        for (const { el } of sounds) if (!el.paused) el.pause();
-      },
-      sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration
+      sync: players.sync,
+      pause: players.pause,
+      sourceDuration: players.sourceDuration
     };
   }
 
@@ -909,19 +772,19 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
   }
 
   // src/preview/studio/transport.ts
-  function keyCommand(key, shift, wanted, lastFrame) {
+  function keyCommand(key, shift, wanted, lastFrame2) {
     const step = shift ? 10 : 1;
     if (key === " ") return { kind: "toggle-play" };
     if (key === "m") return { kind: "mute" };
     if (key === "ArrowRight") return { kind: "go", frame: wanted + step };
     if (key === "ArrowLeft") return { kind: "go", frame: wanted - step };
     if (key === "Home") return { kind: "go", frame: 0 };
-    if (key === "End") return { kind: "go", frame: lastFrame };
+    if (key === "End") return { kind: "go", frame: lastFrame2 };
     return void 0;
   }
-  function parseFrameField(text, lastFrame) {
+  function parseFrameField(text, lastFrame2) {
     const n = Number(text);
-    return text.trim() !== "" && Number.isInteger(n) && n >= 0 && n <= lastFrame ? n : void 0;
+    return text.trim() !== "" && Number.isInteger(n) && n >= 0 && n <= lastFrame2 ? n : void 0;
   }
   var typingIn = (target) => target instanceof HTMLInputElement && target.type !== "range" || target instanceof HTMLSelectElement || target instanceof HTMLTextAreaElement;
   function wireTransport(elements, host) {
@@ -968,6 +831,338 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     });
   }
 
+  // src/preview/studio/playback.ts
+  function clampFrame(frame, frames) {
+    return Math.max(0, Math.min(Math.max(0, frames - 1), Math.round(frame)));
+  }
+  function clockFrame(clock, nowMs, fps) {
+    return clock.fromFrame + Math.floor((nowMs - clock.startMs) * fps / 1e3);
+  }
+  function clockSeconds(clock, nowMs, fps) {
+    return clock.fromFrame / fps + (nowMs - clock.startMs) / 1e3;
+  }
+  function startClock(wanted, frames, nowMs) {
+    const from = clampFrame(wanted, frames);
+    return { fromFrame: from >= frames - 1 ? 0 : from, startMs: nowMs };
+  }
+  function framePlan(live, key, target) {
+    if (!live || live.key !== key || live.frame > target) return "fresh";
+    return live.frame === target ? "none" : "seek";
+  }
+
+  // src/runtime/frame_drawing.ts
+  async function settleFrame(api, paint) {
+    await api.untilVideosPresented();
+    if (paint) await api.paintVideoFrames();
+    else api.clearVideoFrames();
+  }
+
+  // src/preview/studio/stage_pages.ts
+  function stagePageUrl(info, reloads, values) {
+    return \`/\${encodeURI(info.entry)}?fps=\${info.fps}&r=\${reloads}&vars=\${encodeURIComponent(JSON.stringify(values))}\`;
+  }
+  function loadPage(stage, current, url, hidden) {
+    return new Promise((resolve, reject) => {
+      const iframe = document.createElement("iframe");
+      iframe.className = hidden ? "composition standby" : "composition";
+      iframe.title = \`composition \${current.id}\`;
+      iframe.setAttribute("scrolling", "no");
+      iframe.setAttribute("aria-hidden", String(hidden));
+      iframe.width = String(current.width);
+      iframe.height = String(current.height);
+      iframe.style.zIndex = "0";
+      const timer = setTimeout(() => {
+        iframe.remove();
+        reject(new Error(\`the composition did not load within 30 s (\${url})\`));
+      }, 3e4);
+      iframe.addEventListener("load", () => {
+        clearTimeout(timer);
+        const win = iframe.contentWindow;
+        if (!win?.__vid) {
+          iframe.remove();
+          reject(new Error("the composition page has no window.__vid (did it load?)"));
+          return;
+        }
+        resolve(iframe);
+      }, { once: true });
+      iframe.src = url;
+      stage.append(iframe);
+    });
+  }
+  async function loadStagePage(stage, state, key, hidden) {
+    const current = state.info;
+    const url = stagePageUrl(current, state.reloads, state.values);
+    for (let attempt = 0; ; attempt++) {
+      const iframe = await loadPage(stage, current, url, hidden);
+      const win = iframe.contentWindow;
+      const all = win.__vid.media();
+      for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
+        const media2 = el;
+        media2.autoplay = false;
+        media2.muted = true;
+        media2.pause();
+      }
+      const media = all.filter((m) => m.kind === "video");
+      if (media.length === 0) return { iframe, key, frame: -1, media: all };
+      const served = iframe.contentDocument?.querySelector(
+        "script[data-vid-runtime]"
+      )?.dataset.vidProxies;
+      if (!hidden) stage.dataset.state = "preparing";
+      let body;
+      try {
+        body = await (await fetch("/__preview/media", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ media })
+        })).json();
+      } catch (error) {
+        iframe.remove();
+        throw new Error(\`cannot reach vid preview: \${error.message}\`);
+      }
+      if (!hidden) stage.dataset.state = "seeking";
+      if (!body.ok) {
+        iframe.remove();
+        throw new Error(body.error?.message ?? "the videos cannot be prepared");
+      }
+      if (String(body.version) === served || attempt >= 2) {
+        return { iframe, key, frame: -1, media: all };
+      }
+      iframe.remove();
+    }
+  }
+
+  // src/preview/studio/timeline.ts
+  var MAX_TIMELINE_ROWS = 40;
+  function sourceName(src) {
+    try {
+      return decodeURIComponent(new URL(src).pathname.split("/").pop() ?? src);
+    } catch {
+      return src;
+    }
+  }
+  function selectorOf(el) {
+    if (el.id) return \`#\${el.id}\`;
+    const tag = el.tagName.toLowerCase();
+    const first = el.classList?.[0];
+    return first ? \`\${tag}.\${first}\` : tag;
+  }
+  function mediaClipWindow(clip, sourceDuration, end) {
+    const length = clip.duration ?? Math.max(0, (sourceDuration ?? Infinity) - clip.mediaStart) / clip.playbackRate;
+    return {
+      start: clip.start,
+      end: Math.min(end, clip.start + (Number.isFinite(length) ? length : end))
+    };
+  }
+  function animationWindow(timing, end) {
+    const birth = timing.nowMs - timing.currentTime / timing.rate;
+    return {
+      start: Math.max(0, (birth + timing.delay / timing.rate) / 1e3),
+      end: Math.min(
+        end,
+        Number.isFinite(timing.endTime) ? (birth + timing.endTime / timing.rate) / 1e3 : end
+      )
+    };
+  }
+  function rulerStep(span) {
+    return [0.1, 0.25, 0.5, 1, 2, 5, 10, 15, 30, 60].find((s) => span / s <= 8) ?? Math.ceil(span / 8 / 60) * 60;
+  }
+  function rulerTicks(span) {
+    const step = rulerStep(span);
+    const ticks = [];
+    for (let n = 0; n * step <= span + 1e-9; n++) {
+      const t = +(n * step).toFixed(3);
+      ticks.push({
+        time: t,
+        label: t >= 60 ? \`\${Math.floor(t / 60)}:\${String(t % 60).padStart(2, "0")}\` : \`\${t}s\`
+      });
+    }
+    return ticks;
+  }
+  function timelineItems(source) {
+    const { win, doc } = source;
+    if (!win.__vid) return [];
+    const end = source.duration;
+    const items = [];
+    const timed = win.__vid.timedWindows();
+    for (const timedWindow of timed.windows) {
+      items.push({
+        kind: timedWindow.kind,
+        label: timedWindow.label,
+        start: timedWindow.start,
+        end: Math.min(end, timedWindow.end ?? end)
+      });
+    }
+    for (const clip of source.media) {
+      items.push({
+        kind: clip.kind,
+        label: sourceName(clip.src),
+        ...mediaClipWindow(clip, source.sourceDuration(clip.src), end)
+      });
+    }
+    const nowMs = Math.max(0, source.shown) / source.fps * 1e3;
+    for (const animation of doc.getAnimations?.() ?? []) {
+      const timing = animation.effect?.getComputedTiming();
+      if (!timing) continue;
+      const target = animation.effect?.target;
+      const who = target ? selectorOf(target) : "";
+      const name = "animationName" in animation ? String(animation.animationName) : "transitionProperty" in animation ? String(animation.transitionProperty) : animation.id || "animation";
+      items.push({
+        kind: "animation",
+        label: \`\${name} \${who}\`.trim(),
+        ...animationWindow({
+          nowMs,
+          currentTime: Number(animation.currentTime ?? 0),
+          rate: animation.playbackRate || 1,
+          delay: Number(timing.delay ?? 0),
+          endTime: Number(timing.endTime ?? 0)
+        }, end)
+      });
+    }
+    const registry = win.__timelines;
+    if (registry && typeof registry === "object") {
+      const entries = Array.isArray(registry) ? registry.map((tl, i) => [String(i), tl]) : Object.entries(registry);
+      for (const [key, value] of entries) {
+        const tl = value;
+        if (typeof tl?.duration !== "function") continue;
+        const name = Array.isArray(registry) ? \`timeline \${Number(key) + 1}\` : key;
+        const offset = timed.timelineStarts[key] ?? 0;
+        items.push({
+          kind: "timeline",
+          label: \`GSAP \${name}\`,
+          start: offset,
+          end: Math.min(end, offset + tl.duration())
+        });
+        for (const child of tl.getChildren?.(false, true, true) ?? []) {
+          const start = offset + (child.startTime?.() ?? 0);
+          const target = child.targets?.()[0];
+          const who = typeof target?.tagName === "string" ? selectorOf(target) : "tween";
+          items.push({
+            kind: "timeline",
+            label: who,
+            parent: name,
+            start,
+            end: Math.min(end, start + (child.duration?.() ?? 0))
+          });
+        }
+      }
+    }
+    return items.slice(0, MAX_TIMELINE_ROWS);
+  }
+  function timeRuler(span) {
+    const ruler = document.createElement("div");
+    ruler.id = "ruler";
+    for (const { time, label } of rulerTicks(span)) {
+      const tick = document.createElement("span");
+      tick.className = "tick";
+      tick.dataset.time = String(time);
+      tick.style.left = \`\${time / span * 100}%\`;
+      tick.textContent = label;
+      ruler.append(tick);
+    }
+    return ruler;
+  }
+  function timelineTracks(items, span) {
+    return items.map((item) => {
+      const track = document.createElement("div");
+      track.className = "track";
+      track.dataset.kind = item.kind;
+      const name = document.createElement("span");
+      name.className = "name";
+      name.textContent = item.label;
+      const whose = item.parent === void 0 ? item.label : \`\${item.parent} › \${item.label}\`;
+      name.title = \`\${whose}: \${item.start.toFixed(3)} s – \${item.end.toFixed(3)} s\`;
+      if (item.parent !== void 0) track.dataset.parent = item.parent;
+      const clip = document.createElement("div");
+      clip.className = "clip";
+      clip.dataset.kind = item.kind;
+      clip.dataset.label = item.label;
+      clip.dataset.start = item.start.toFixed(3);
+      clip.dataset.end = item.end.toFixed(3);
+      clip.style.left = \`\${item.start / span * 100}%\`;
+      clip.style.width = \`\${Math.max(0, item.end - item.start) / span * 100}%\`;
+      clip.title = name.title;
+      track.append(name, clip);
+      return track;
+    });
+  }
+
+  // src/preview/studio/timeline_view.ts
+  function liveTimelineItems(state, sourceDuration) {
+    const win = state.live?.iframe.contentWindow;
+    const doc = state.live?.iframe.contentDocument;
+    if (!state.info || !win?.__vid || !doc) return [];
+    return timelineItems({
+      win,
+      doc,
+      duration: state.info.duration,
+      fps: state.info.fps,
+      shown: state.shown,
+      media: state.live?.media ?? [],
+      sourceDuration
+    });
+  }
+  function drawStudioTimeline(timeline, state, sourceDuration) {
+    if (!state.info) return;
+    const span = state.info.duration || 1;
+    const rows = timelineTracks(liveTimelineItems(state, sourceDuration), span);
+    const playhead = document.createElement("div");
+    playhead.id = "playhead";
+    timeline.replaceChildren(
+      ...rows.length > 0 ? [timeRuler(span)] : [],
+      ...rows,
+      ...rows.length > 0 ? [playhead] : []
+    );
+    moveStudioPlayhead(timeline, state.info, Math.max(0, state.shown));
+  }
+  function moveStudioPlayhead(timeline, info, frame) {
+    const playhead = document.getElementById("playhead");
+    const track = timeline.querySelector(".track");
+    if (!playhead || !track || !info) return;
+    playhead.style.left = \`\${track.offsetLeft - 120 + track.clientWidth * frame / info.frames}px\`;
+  }
+
+  // src/preview/studio/studio_state.ts
+  function createStudioState(fromUrl) {
+    return {
+      entry: fromUrl.entry,
+      defaultEntry: "",
+      urlValues: fromUrl.values,
+      info: void 0,
+      values: {},
+      reloads: 0,
+      generation: 0,
+      live: void 0,
+      standby: void 0,
+      standbyLoading: void 0,
+      standbyLoadingKey: "",
+      wanted: fromUrl.frame,
+      shown: -1,
+      busy: false,
+      pumpAgain: false,
+      playing: false,
+      clock: { fromFrame: 0, startMs: 0 },
+      checkSeq: 0,
+      changeTimer: void 0,
+      urlTimer: void 0
+    };
+  }
+  function lastFrame(state) {
+    return state.info ? state.info.frames - 1 : 0;
+  }
+  function studioFrame(state, frame) {
+    return clampFrame(frame, state.info?.frames ?? 1);
+  }
+  function stageKey(state) {
+    return JSON.stringify([state.entry, state.reloads, state.info?.fps, state.values]);
+  }
+  function compositionTitle(info) {
+    return \`\${info.id} · \${info.width}×\${info.height}\${info.aspectRatio ? \` (\${info.aspectRatio})\` : ""} · \${info.duration} s · \${Number(info.fps.toFixed(3))} fps · \${info.frames} frames\`;
+  }
+  function stageScale(areaWidth, areaHeight, width, height, zoom) {
+    const fit = Math.min((areaWidth - 32) / width, (areaHeight - 32) / height);
+    return zoom === "fit" ? Math.max(0.01, fit) : Number(zoom);
+  }
+
   // src/preview/studio/client.ts
   function studioClient() {
     const elements = studioElements();
@@ -996,48 +1191,28 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       copyStatus
     } = elements;
     const fromUrl = readUrlState(location.search);
-    let entry = fromUrl.entry;
-    let defaultEntry = "";
-    let urlValues = fromUrl.values;
-    let info;
-    let values = {};
-    let reloads = 0;
-    let generation = 0;
-    let live;
-    let standby;
-    let standbyLoading;
-    let standbyLoadingKey = "";
-    let wanted = fromUrl.frame;
-    let shown = -1;
-    let busy = false;
-    let pumpAgain = false;
-    let playing = false;
-    let playFrom = 0;
-    let playStart = 0;
-    let checkSeq = 0;
-    let changeTimer;
-    let urlTimer;
-    const lastFrame = () => info ? info.frames - 1 : 0;
-    const clampFrame = (f) => Math.max(0, Math.min(lastFrame(), Math.round(f)));
-    const stageKey = () => JSON.stringify([entry, reloads, info?.fps, values]);
+    const state = createStudioState(fromUrl);
+    const lastFrame2 = () => lastFrame(state);
+    const clampFrame2 = (f) => studioFrame(state, f);
+    const stageKey2 = () => stageKey(state);
     const saveUrl = () => {
-      if (urlTimer !== void 0) clearTimeout(urlTimer);
-      urlTimer = setTimeout(() => {
-        urlTimer = void 0;
-        if (!info) return;
+      if (state.urlTimer !== void 0) clearTimeout(state.urlTimer);
+      state.urlTimer = setTimeout(() => {
+        state.urlTimer = void 0;
+        if (!state.info) return;
         const search = urlSearch({
-          entry,
-          frame: shown >= 0 ? shown : clampFrame(wanted),
-          values: changedValues(values, info.defaults),
+          entry: state.entry,
+          frame: state.shown >= 0 ? state.shown : clampFrame2(state.wanted),
+          values: changedValues(state.values, state.info.defaults),
           muted: sound.muted,
           volume: sound.volume
-        }, defaultEntry);
+        }, state.defaultEntry);
         if (search !== location.search) history.replaceState(null, "", search);
       }, 250);
     };
-    const timecodeOf = (frame) => formatTimecode(frame, info?.fps ?? 30);
-    const parseTime = (text) => parseTimecode(text, info?.fps ?? 30);
-    const projectFileOf = (url) => projectFile(url, location.href, info?.entry ?? "");
+    const timecodeOf = (frame) => formatTimecode(frame, state.info?.fps ?? 30);
+    const parseTime = (text) => parseTimecode(text, state.info?.fps ?? 30);
+    const projectFileOf = (url) => projectFile(url, location.href, state.info?.entry ?? "");
     const showStageError = (message) => {
       stageErrorText.textContent = message;
       stageExcerpt.textContent = "";
@@ -1060,91 +1235,22 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       } catch {
       }
     };
-    const loadPage = (url, hidden) => {
-      const current = info;
-      return new Promise((resolve, reject) => {
-        const iframe = document.createElement("iframe");
-        iframe.className = hidden ? "composition standby" : "composition";
-        iframe.title = \`composition \${current.id}\`;
-        iframe.setAttribute("scrolling", "no");
-        iframe.setAttribute("aria-hidden", String(hidden));
-        iframe.width = String(current.width);
-        iframe.height = String(current.height);
-        iframe.style.zIndex = "0";
-        const timer = setTimeout(() => {
-          iframe.remove();
-          reject(new Error(\`the composition did not load within 30 s (\${url})\`));
-        }, 3e4);
-        iframe.addEventListener("load", () => {
-          clearTimeout(timer);
-          const win = iframe.contentWindow;
-          if (!win?.__vid) {
-            iframe.remove();
-            reject(new Error("the composition page has no window.__vid (did it load?)"));
-            return;
-          }
-          resolve(iframe);
-        }, { once: true });
-        iframe.src = url;
-        stage.append(iframe);
-      });
-    };
-    const loadFrame = async (key, hidden) => {
-      const current = info;
-      const url = \`/\${encodeURI(current.entry)}?fps=\${current.fps}&r=\${reloads}&vars=\${encodeURIComponent(JSON.stringify(values))}\`;
-      for (let attempt = 0; ; attempt++) {
-        const iframe = await loadPage(url, hidden);
-        const win = iframe.contentWindow;
-        const all = win.__vid.media();
-        for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
-          const media2 = el;
-          media2.autoplay = false;
-          media2.muted = true;
-          media2.pause();
-        }
-        const media = all.filter((m) => m.kind === "video");
-        if (media.length === 0) return { iframe, key, frame: -1, media: all };
-        const served = iframe.contentDocument?.querySelector(
-          "script[data-vid-runtime]"
-        )?.dataset.vidProxies;
-        if (!hidden) stage.dataset.state = "preparing";
-        let body;
-        try {
-          body = await (await fetch("/__preview/media", {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({ media })
-          })).json();
-        } catch (error) {
-          iframe.remove();
-          throw new Error(\`cannot reach vid preview: \${error.message}\`);
-        }
-        if (!hidden) stage.dataset.state = "seeking";
-        if (!body.ok) {
-          iframe.remove();
-          throw new Error(body.error?.message ?? "the videos cannot be prepared");
-        }
-        if (String(body.version) === served || attempt >= 2) {
-          return { iframe, key, frame: -1, media: all };
-        }
-        iframe.remove();
-      }
-    };
+    const loadFrame = (key, hidden) => loadStagePage(stage, state, key, hidden);
     const prepareStandby = () => {
-      if (!info || standbyLoading) return;
-      const key = stageKey();
-      if (standby?.key === key) return;
-      standby?.iframe.remove();
-      standby = void 0;
-      standbyLoadingKey = key;
-      standbyLoading = (async () => {
+      if (!state.info || state.standbyLoading) return;
+      const key = stageKey2();
+      if (state.standby?.key === key) return;
+      state.standby?.iframe.remove();
+      state.standby = void 0;
+      state.standbyLoadingKey = key;
+      state.standbyLoading = (async () => {
         try {
           const page = await loadFrame(key, true);
-          if (stageKey() === key && !standby) standby = page;
+          if (stageKey2() === key && !state.standby) state.standby = page;
           else page.iframe.remove();
         } catch {
         } finally {
-          standbyLoading = void 0;
+          state.standbyLoading = void 0;
         }
       })();
     };
@@ -1160,25 +1266,24 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     };
     const paintVideos = async (target) => {
       const win = target.iframe.contentWindow;
-      if (playing) win?.__vid.clearVideoFrames();
-      else await win?.__vid.paintVideoFrames();
+      if (win) await settleFrame(win.__vid, !state.playing);
     };
     const swap = (next) => {
-      const previous = live;
-      live = next;
+      const previous = state.live;
+      state.live = next;
       next.iframe.classList.remove("standby");
       next.iframe.setAttribute("aria-hidden", "false");
       next.iframe.style.zIndex = "1";
       previous?.iframe.remove();
-      generation++;
-      stage.dataset.generation = String(generation);
+      state.generation++;
+      stage.dataset.generation = String(state.generation);
       sound.update(next.media);
     };
     const showReadouts = () => {
-      if (!info) return;
-      const f = Math.max(0, shown);
-      frameReadout.textContent = \`frame \${f} / \${lastFrame()}\`;
-      timeReadout.textContent = \`\${(f / info.fps).toFixed(3)} s / \${info.duration.toFixed(3)} s\`;
+      if (!state.info) return;
+      const f = Math.max(0, state.shown);
+      frameReadout.textContent = \`frame \${f} / \${lastFrame2()}\`;
+      timeReadout.textContent = \`\${(f / state.info.fps).toFixed(3)} s / \${state.info.duration.toFixed(3)} s\`;
       if (document.activeElement !== frameInput) {
         frameInput.value = String(f);
         frameInput.removeAttribute("aria-invalid");
@@ -1190,34 +1295,37 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       movePlayhead(f);
     };
     const showFrame = (frame) => {
-      shown = frame;
+      state.shown = frame;
       stage.dataset.frame = String(frame);
       if (document.activeElement !== scrubber) scrubber.value = String(frame);
       showReadouts();
-      if (!playing) saveUrl();
+      if (!state.playing) saveUrl();
     };
     const pump = async () => {
-      if (busy) {
-        pumpAgain = true;
+      if (state.busy) {
+        state.pumpAgain = true;
         return;
       }
-      if (!info) return;
-      busy = true;
+      if (!state.info) return;
+      state.busy = true;
       let current;
       try {
-        while (info) {
-          const key = stageKey();
-          const target = clampFrame(wanted);
-          if (live && live.key === key && live.frame === target) break;
+        while (state.info) {
+          const key = stageKey2();
+          const target = clampFrame2(state.wanted);
+          const plan = framePlan(state.live, key, target);
+          if (plan === "none") break;
           const began = performance.now();
           stage.dataset.state = "seeking";
-          if (!live || live.key !== key || live.frame > target) {
-            if (standbyLoading && standbyLoadingKey === key && !standby) await standbyLoading;
+          if (plan === "fresh" || !state.live) {
+            if (state.standbyLoading && state.standbyLoadingKey === key && !state.standby) {
+              await state.standbyLoading;
+            }
             let next;
             let path;
-            if (standby && standby.key === key) {
-              next = standby;
-              standby = void 0;
+            if (state.standby && state.standby.key === key) {
+              next = state.standby;
+              state.standby = void 0;
               path = "standby";
             } else {
               next = await loadFrame(key, false);
@@ -1231,129 +1339,97 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
             }
             stage.dataset.path = path;
           } else {
-            current = live;
-            await seekIn(live, target);
+            current = state.live;
+            await seekIn(state.live, target);
             stage.dataset.path = "seek";
           }
           await presented(current);
           stage.dataset.stepMs = String(Math.round(performance.now() - began));
           showFrame(target);
         }
-        if (live) await paintVideos(live);
+        if (state.live) await paintVideos(state.live);
         showStageError("");
         stage.dataset.state = "ready";
-        if (!playing) {
+        if (!state.playing) {
           prepareStandby();
           drawTimeline();
         }
       } catch (error) {
-        if (live) live.key = "failed";
+        if (state.live) state.live.key = "failed";
         stage.dataset.state = "error";
         const win = current?.iframe.contentWindow;
         const record = win?.__vid?.errors?.()[0];
-        if (record) void showPageError(record, clampFrame(wanted));
+        if (record) void showPageError(record, clampFrame2(state.wanted));
         else showStageError(error.message.replace(/^Error: /, ""));
         setPlaying(false, false);
       } finally {
-        busy = false;
-        if (pumpAgain) {
-          pumpAgain = false;
+        state.busy = false;
+        if (state.pumpAgain) {
+          state.pumpAgain = false;
           void pump();
         }
       }
     };
     const go = (frame) => {
-      wanted = clampFrame(frame);
+      state.wanted = clampFrame2(frame);
       void pump();
     };
     const layout = () => {
-      if (!info) return;
+      if (!state.info) return;
       const area = stageArea.getBoundingClientRect();
-      const fit = Math.min((area.width - 32) / info.width, (area.height - 32) / info.height);
-      const scale = zoomSelect.value === "fit" ? Math.max(0.01, fit) : Number(zoomSelect.value);
-      stage.style.width = \`\${info.width}px\`;
-      stage.style.height = \`\${info.height}px\`;
+      const { width, height } = state.info;
+      const scale = stageScale(area.width, area.height, width, height, zoomSelect.value);
+      stage.style.width = \`\${state.info.width}px\`;
+      stage.style.height = \`\${state.info.height}px\`;
       stage.style.transform = \`scale(\${scale})\`;
-      stageBox.style.width = \`\${info.width * scale}px\`;
-      stageBox.style.height = \`\${info.height * scale}px\`;
+      stageBox.style.width = \`\${state.info.width * scale}px\`;
+      stageBox.style.height = \`\${state.info.height * scale}px\`;
       stage.dataset.scale = String(scale);
     };
-    const playheadSeconds = () => info ? playFrom / info.fps + (performance.now() - playStart) / 1e3 : 0;
+    const playheadSeconds = () => state.info ? clockSeconds(state.clock, performance.now(), state.info.fps) : 0;
     const sound = createStudioSound(elements, byId("sounds"), {
-      playing: () => playing,
+      playing: () => state.playing,
       playheadSeconds,
       changed: saveUrl
     }, fromUrl);
-    const liveTimelineItems = () => {
-      const win = live?.iframe.contentWindow;
-      const doc = live?.iframe.contentDocument;
-      if (!info || !win?.__vid || !doc) return [];
-      return timelineItems({
-        win,
-        doc,
-        duration: info.duration,
-        fps: info.fps,
-        shown,
-        media: live?.media ?? [],
-        sourceDuration: sound.sourceDuration
-      });
-    };
-    const drawTimeline = () => {
-      if (!info) return;
-      const span = info.duration || 1;
-      const rows = timelineTracks(liveTimelineItems(), span);
-      const playhead = document.createElement("div");
-      playhead.id = "playhead";
-      timeline.replaceChildren(
-        ...rows.length > 0 ? [timeRuler(span)] : [],
-        ...rows,
-        ...rows.length > 0 ? [playhead] : []
-      );
-      movePlayhead(Math.max(0, shown));
-    };
-    const movePlayhead = (frame) => {
-      const playhead = document.getElementById("playhead");
-      const track = timeline.querySelector(".track");
-      if (!playhead || !track || !info) return;
-      playhead.style.left = \`\${track.offsetLeft - 120 + track.clientWidth * frame / info.frames}px\`;
-    };
+    const drawTimeline = () => drawStudioTimeline(timeline, state, sound.sourceDuration);
+    const movePlayhead = (frame) => moveStudioPlayhead(timeline, state.info, frame);
     timeline.addEventListener("click", (event) => {
       const track = event.target.closest(".track, #ruler");
-      if (!track || !info) return;
+      if (!track || !state.info) return;
       const box = track.getBoundingClientRect();
       setPlaying(false);
-      go(Math.floor((event.clientX - box.left) / box.width * info.frames));
+      go(Math.floor((event.clientX - box.left) / box.width * state.info.frames));
     });
     const tick = (now) => {
-      if (!playing || !info) return;
-      const f = clampFrame(playFrom + Math.floor((now - playStart) * info.fps / 1e3));
+      if (!state.playing || !state.info) return;
+      const f = clampFrame2(clockFrame(state.clock, now, state.info.fps));
       go(f);
       sound.sync();
-      if (f >= lastFrame()) {
+      if (f >= lastFrame2()) {
         setPlaying(false);
         return;
       }
       requestAnimationFrame(tick);
     };
     const setPlaying = (on, repaint = true) => {
-      if (on && !info) return;
-      const was = playing;
-      playing = on;
+      if (on && !state.info) return;
+      const was = state.playing;
+      state.playing = on;
       playButton.textContent = on ? "Pause" : "Play";
       playButton.setAttribute("aria-pressed", String(on));
       if (!on) {
         sound.pause();
-        if (info) saveUrl();
+        if (state.info) saveUrl();
         if (was && repaint) void pump();
         return;
       }
-      if (clampFrame(wanted) >= lastFrame()) go(0);
-      playFrom = clampFrame(wanted);
-      playStart = performance.now();
+      state.clock = startClock(state.wanted, state.info.frames, performance.now());
+      go(state.clock.fromFrame);
       sound.sync(true);
       requestAnimationFrame(tick);
     };
-    playButton.addEventListener("click", () => setPlaying(!playing));
+    playButton.addEventListener("click", () => setPlaying(!state.playing));
     scrubber.addEventListener("input", () => {
       setPlaying(false);
       go(Number(scrubber.value));
@@ -1361,32 +1437,32 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     zoomSelect.addEventListener("change", layout);
     new ResizeObserver(() => {
       layout();
-      movePlayhead(Math.max(0, shown));
+      movePlayhead(Math.max(0, state.shown));
     }).observe(stageArea);
     wireTransport(elements, {
-      lastFrame,
-      wanted: () => wanted,
+      lastFrame: lastFrame2,
+      wanted: () => state.wanted,
       setPlaying: (on) => setPlaying(on),
-      playing: () => playing,
+      playing: () => state.playing,
       go,
       parseTime,
       timecodeOf,
       showReadouts
     });
     const panel = createVariablesPanel(elements, {
-      values: () => values,
+      values: () => state.values,
       changed: () => changed()
     });
     const check = async () => {
-      const seq = ++checkSeq;
+      const seq = ++state.checkSeq;
       try {
         const response = await fetch("/__preview/variables", {
           method: "POST",
           headers: { "content-type": "application/json" },
-          body: JSON.stringify({ values, entry })
+          body: JSON.stringify({ values: state.values, entry: state.entry })
         });
         const body = await response.json();
-        if (seq !== checkSeq) return;
+        if (seq !== state.checkSeq) return;
         if (!body.ok) {
           banner.textContent = body.error?.message ?? "cannot check the variables";
           banner.hidden = false;
@@ -1396,23 +1472,25 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         variablesJson.textContent = body.variablesJson ?? "{}";
         form.dataset.checked = String(seq);
       } catch (error) {
-        if (seq === checkSeq) copyStatus.textContent = \`check failed: \${error.message}\`;
+        if (seq === state.checkSeq) {
+          copyStatus.textContent = \`check failed: \${error.message}\`;
+        }
       }
     };
     const changed = () => {
       form.dataset.checked = "";
-      if (changeTimer !== void 0) clearTimeout(changeTimer);
-      changeTimer = setTimeout(() => {
-        changeTimer = void 0;
+      if (state.changeTimer !== void 0) clearTimeout(state.changeTimer);
+      state.changeTimer = setTimeout(() => {
+        state.changeTimer = void 0;
         void check();
         void pump();
         saveUrl();
       }, 150);
     };
     resetButton.addEventListener("click", () => {
-      if (!info) return;
-      values = structuredClone(info.defaults);
-      for (const d of info.declarations) panel.writeField(d, values[d.id]);
+      if (!state.info) return;
+      state.values = structuredClone(state.info.defaults);
+      for (const d of state.info.declarations) panel.writeField(d, state.values[d.id]);
       changed();
     });
     copyButton.addEventListener("click", async () => {
@@ -1429,18 +1507,18 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       }
     });
     const dropPages = () => {
-      live?.iframe.remove();
-      standby?.iframe.remove();
-      live = void 0;
-      standby = void 0;
-      shown = -1;
+      state.live?.iframe.remove();
+      state.standby?.iframe.remove();
+      state.live = void 0;
+      state.standby = void 0;
+      state.shown = -1;
     };
     const listCompositions = async () => {
       try {
         const body = await (await fetch("/__preview/compositions")).json();
         if (!body.ok) return;
-        defaultEntry = body.entry;
-        if (entry === "") entry = defaultEntry;
+        state.defaultEntry = body.entry;
+        if (state.entry === "") state.entry = state.defaultEntry;
         compositionSelect.replaceChildren(...body.compositions.map((c) => {
           const option = document.createElement("option");
           option.value = c.entry;
@@ -1448,26 +1526,26 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
           if (c.error) option.title = c.error;
           return option;
         }));
-        compositionSelect.value = entry;
+        compositionSelect.value = state.entry;
         compositionSelect.hidden = body.compositions.length < 2;
       } catch {
       }
     };
     compositionSelect.addEventListener("change", () => {
-      entry = compositionSelect.value;
+      state.entry = compositionSelect.value;
       setPlaying(false);
       dropPages();
-      info = void 0;
-      values = {};
-      wanted = 0;
-      reloads++;
+      state.info = void 0;
+      state.values = {};
+      state.wanted = 0;
+      state.reloads++;
       void refresh();
     });
     const refresh = async () => {
       let body;
       try {
         body = await (await fetch(
-          \`/__preview/composition\${entry ? \`?entry=\${encodeURIComponent(entry)}\` : ""}\`
+          \`/__preview/composition\${state.entry ? \`?entry=\${encodeURIComponent(state.entry)}\` : ""}\`
         )).json();
       } catch (error) {
         banner.textContent = \`cannot reach vid preview: \${error.message}\`;
@@ -1481,37 +1559,37 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       }
       banner.hidden = true;
       const next = body.composition;
-      const before = info;
+      const before = state.info;
       const sameDeclarations = before !== void 0 && JSON.stringify(before.declarations) === JSON.stringify(next.declarations) && JSON.stringify(before.dropped) === JSON.stringify(next.dropped);
       const kept = keptValues(
         next.declarations,
         next.defaults,
         before?.declarations,
-        values,
-        urlValues
+        state.values,
+        state.urlValues
       );
-      urlValues = void 0;
-      info = next;
-      values = kept;
+      state.urlValues = void 0;
+      state.info = next;
+      state.values = kept;
       document.title = \`\${next.id} · vid preview\`;
-      title.textContent = \`\${next.id} · \${next.width}×\${next.height}\${next.aspectRatio ? \` (\${next.aspectRatio})\` : ""} · \${next.duration} s · \${Number(next.fps.toFixed(3))} fps · \${next.frames} frames\`;
+      title.textContent = compositionTitle(next);
       scrubber.max = String(next.frames - 1);
       frameInput.max = String(next.frames - 1);
       if (!sameDeclarations) panel.build(next);
-      if (before) reloads++;
+      if (before) state.reloads++;
       layout();
       showReadouts();
-      go(wanted);
+      go(state.wanted);
       void check();
       void checkPanel.refresh();
     };
-    const checkPanel = createCheckPanel(elements, () => entry);
+    const checkPanel = createCheckPanel(elements, () => state.entry);
     const { showRender } = wireRenderDialog(elements, {
-      info: () => info,
-      values: () => values,
-      entry: () => entry,
-      playheadFrame: () => clampFrame(Number(scrubber.value)),
-      lastFrame
+      info: () => state.info,
+      values: () => state.values,
+      entry: () => state.entry,
+      playheadFrame: () => clampFrame2(Number(scrubber.value)),
+      lastFrame: lastFrame2
     });
     listenForUpdates(elements, {
       changed: () => {

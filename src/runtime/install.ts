@@ -19,6 +19,7 @@ import { captureRealTime, frameTimeMs, frameTimeSeconds, installVirtualClock } f
 import { createHyperframesModel } from "./hyperframes.ts";
 import { createMediaSeeker } from "./media_elements.ts";
 import { listenForPageErrors } from "./page_errors.ts";
+import { listenForPlayer } from "./player_bridge.ts";
 import type { RuntimeConfig, VidPageApi } from "./page_runtime.ts";
 import { installSeededRandom } from "./random.ts";
 import { createReadinessGate } from "./readiness.ts";
@@ -193,4 +194,6 @@ export function installVidRuntime(config: RuntimeConfig): void {
     },
   };
   Object.defineProperty(w, "__vid", { value: Object.freeze(api), enumerable: false });
+  // In `<vid-player>`'s iframe, the player reaches this API over postMessage.
+  listenForPlayer(api);
 }

@@ -1154,6 +1154,68 @@ function listenForPageErrors() {
   return log;
 }
 
+// src/runtime/frame_drawing.ts
+async function settleFrame(api, paint) {
+  await api.untilVideosPresented();
+  if (paint) await api.paintVideoFrames();
+  else api.clearVideoFrames();
+}
+async function drawFrame(api, frame, paint) {
+  await api.seek(frame);
+  await settleFrame(api, paint);
+}
+
+// src/runtime/player_bridge.ts
+var PLAYER_PROTOCOL = "vid-player/1";
+function described() {
+  const element = document.querySelector("script[data-vid-runtime]");
+  let composition = null;
+  try {
+    const raw = element?.dataset.vidComposition;
+    if (raw) composition = JSON.parse(raw);
+  } catch {
+    composition = null;
+  }
+  return { composition, problem: element?.dataset.vidProblem ?? null };
+}
+async function answer(api, request) {
+  const base = { protocol: PLAYER_PROTOCOL, id: request.id };
+  try {
+    if (request.op === "hello") {
+      const media = api.media();
+      for (const el of Array.from(document.querySelectorAll("audio, video"))) {
+        const m = el;
+        m.autoplay = false;
+        m.muted = true;
+        m.pause();
+      }
+      return { ...base, ok: true, hello: { ...described(), media } };
+    }
+    await drawFrame(api, request.frame, request.paint);
+    return { ...base, ok: true };
+  } catch (error) {
+    return {
+      ...base,
+      ok: false,
+      message: error instanceof Error ? error.message : String(error),
+      record: api.errors()[0] ?? null
+    };
+  }
+}
+function listenForPlayer(api) {
+  if (globalThis.parent === globalThis) return;
+  addEventListener("message", (event) => {
+    const request = event.data;
+    if (event.source !== globalThis.parent || request?.protocol !== PLAYER_PROTOCOL) return;
+    const reply = (message) => globalThis.parent.postMessage(message, "*");
+    if (document.readyState !== "complete" && request.op === "hello") {
+      addEventListener("load", () => void answer(api, request).then(reply), { once: true });
+      return;
+    }
+    void answer(api, request).then(reply);
+  });
+}
+
 // src/runtime/random.ts
 function seededRandom(seed) {
   let state = seed >>> 0;
@@ -1589,6 +1651,7 @@ function installVidRuntime(config) {
     }
   };
   Object.defineProperty(w, "__vid", { value: Object.freeze(api), enumerable: false });
+  listenForPlayer(api);
 }
 return installVidRuntime;
 })()`;

@@ -38,6 +38,7 @@ import { zipSync } from "fflate";
 import { OPTIONS } from "../request/options.ts";
 import { renderRoutes } from "./render_routes.ts";
 import { opsRoutes } from "./ops_routes.ts";
+import { PLAYER_PATH, playerScript } from "../player/serve.ts";
 import { renderJson, transitionRender } from "./renders.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
 import { contentTypeOf } from "../util/mime.ts";
@@ -224,6 +225,8 @@ export function createApp(ctx: ServerContext): Hono {
   );
 
   app.get("/v3/openapi.json", (c) => c.json(openapi as Record<string, unknown>));
+  // <vid-player>, loadable as a module from any origin (docs/player.md).
+  app.get(PLAYER_PATH, () => playerScript());
 
   app.get("/v3/me", async (c) => {
     const who = await caller(c);

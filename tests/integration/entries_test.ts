@@ -47,7 +47,7 @@ async function moduleGraph(entry: string): Promise<string[]> {
 }
 
 describe("entry points", () => {
-  it("deno.json exports ., ./render, ./lambda, ./cloud, ./server and ./cli", async () => {
+  it("deno.json exports ., ./render, ./lambda, ./cloud, ./server, ./player and ./cli", async () => {
     const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`));
     assert.deepEqual(config.exports, {
       ".": "./mod.ts",
@@ -55,8 +55,21 @@ describe("entry points", () => {
       "./lambda": "./lambda.ts",
       "./cloud": "./cloud.ts",
       "./server": "./server.ts",
+      "./player": "./player.ts",
       "./cli": "./cli.ts",
     });
+  });
+
+  it("@vid/cli/player reaches only browser code: no npm module, no host-side vid", async () => {
+    assert.deepEqual(await npmModulesOf("player.ts"), []);
+    const modules = await localModulesOf("player.ts");
+    assert.ok(modules.includes("src/preview/studio/playback.ts"), modules.join(", "));
+    assert.deepEqual(
+      modules.filter((m) =>
+        !/^(player\.ts|src\/errors\.ts|src\/(player|runtime|preview\/studio)\/)/.test(m)
+      ),
+      [],
+    );
   });
 
   it("the Lambda worker reaches nothing of the server or the CLI (no arrow between surfaces)", async () => {

@@ -79,6 +79,10 @@ const mac = createHmac("sha256", "whsec").update(t + "." + body).digest("hex");
 out.cloudRender = typeof cloud.cloudRender;
 out.webhookVerified = await cloud.verifyWebhook("whsec", "t=" + t + ",v1=" + mac, body);
 out.forgedVerified = await cloud.verifyWebhook("whsec", "t=" + t + ",v1=" + "0".repeat(64), body);
+// The player's entry imports under Node (no custom elements there: it defines nothing) and
+// hands out the browser module's text for serving it.
+const player = await import("${NPM_PACKAGE_NAME}/player");
+out.player = [typeof player.definePlayer, typeof player.VidPlayer, player.PLAYER_BUNDLE.includes("vid-player")];
 if (process.argv[2] === "validate-only") {
   console.log(JSON.stringify(out));
   process.exit(0);
@@ -290,6 +294,7 @@ describe("the npm package in a fresh Node project", () => {
     assert.equal(manifest.exports["./render"].import, "./esm/render.js");
     assert.equal(manifest.exports["./lambda"].import, "./esm/lambda.js");
     assert.equal(manifest.exports["./cloud"].import, "./esm/cloud.js");
+    assert.equal(manifest.exports["./player"].import, "./esm/player.js");
     assert.equal(manifest.exports["./server"], undefined, "the server is Deno-only");
     assert.ok(!listing.includes("package/esm/src/server/"), "no server module is shipped");
     const deno = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
@@ -321,6 +326,7 @@ describe("the npm package in a fresh Node project", () => {
         ["function", true, false],
         `${node}: vid-sdk/cloud`,
       );
+      assert.deepEqual(result.player, ["function", "function", true], `${node}: vid-sdk/player`);
     }
   });
 

@@ -36,19 +36,10 @@
  * @module
  */
 
-import type {
-  ErrorRecord,
-  Info,
-  Live,
-  Problem,
-  RenderStatus,
-  TimelineItem,
-  VidApi,
-} from "./types.ts";
+import type { ErrorRecord, Info, Live, Problem, RenderStatus, VidApi } from "./types.ts";
 import { formatTimecode, parseTimecode } from "./timecode.ts";
 import { changedValues, readUrlState, urlSearch } from "./url_state.ts";
 import { errorLocation, pageErrorMessage, projectFile, sourceExcerpt } from "./page_error.ts";
-import { timelineItems, timelineTracks, timeRuler } from "./timeline.ts";
 import { createStudioSound } from "./sound.ts";
 import { wireRenderDialog } from "./render_dialog.ts";
 import { createVariablesPanel, keptValues } from "./variables_form.ts";
@@ -56,6 +47,18 @@ import { byId, studioElements } from "./dom.ts";
 import { createCheckPanel } from "./check_panel.ts";
 import { listenForUpdates } from "./live_updates.ts";
 import { wireTransport } from "./transport.ts";
+import { clockFrame, clockSeconds, framePlan, startClock } from "./playback.ts";
+import { settleFrame } from "../../runtime/frame_drawing.ts";
+import { loadStagePage } from "./stage_pages.ts";
+import { drawStudioTimeline, moveStudioPlayhead } from "./timeline_view.ts";
+import {
+  compositionTitle,
+  createStudioState,
+  lastFrame as lastFrameOf,
+  stageKey as stageKeyOf,
+  stageScale,
+  studioFrame,
+} from "./studio_state.ts";
 
 /**
  * Wires up the studio page. Runs in the browser, once (`main.ts`).
@@ -96,61 +99,40 @@ export function studioClient(): void {
   // --- state, first from the URL ---
 
   const fromUrl = readUrlState(location.search);
-  /** The composition's entry file; "" until the server said which one it started with. */
-  let entry = fromUrl.entry;
-  let defaultEntry = "";
-  /** Variables from the URL, applied once the declarations are known. */
-  let urlValues = fromUrl.values;
-  let info: Info | undefined;
-  let values: Record<string, unknown> = {};
-  let reloads = 0;
-  let generation = 0;
-  let live: Live | undefined;
-  let standby: Live | undefined;
-  let standbyLoading: Promise<void> | undefined;
-  /** The stage key the standby page being loaded is for. */
-  let standbyLoadingKey = "";
-  let wanted = fromUrl.frame;
-  let shown = -1;
-  let busy = false;
-  let pumpAgain = false;
-  let playing = false;
-  let playFrom = 0;
-  let playStart = 0;
-  let checkSeq = 0;
-  let changeTimer: ReturnType<typeof setTimeout> | undefined;
-  let urlTimer: ReturnType<typeof setTimeout> | undefined;
+  const state = createStudioState(fromUrl);
 
-  const lastFrame = (): number => (info ? info.frames - 1 : 0);
-  const clampFrame = (f: number): number => Math.max(0, Math.min(lastFrame(), Math.round(f)));
-  const stageKey = (): string => JSON.stringify([entry, reloads, info?.fps, values]);
+  const lastFrame = (): number => lastFrameOf(state);
+  const clampFrame = (f: number): number => studioFrame(state, f);
+  const stageKey = (): string => stageKeyOf(state);
 
   /** Writes the shareable state into the URL once things settle (not on every frame). */
   const saveUrl = (): void => {
-    if (urlTimer !== undefined) clearTimeout(urlTimer);
-    urlTimer = setTimeout(() => {
-      urlTimer = undefined;
-      if (!info) return;
+    if (state.urlTimer !== undefined) clearTimeout(state.urlTimer);
+    state.urlTimer = setTimeout(() => {
+      state.urlTimer = undefined;
+      if (!state.info) return;
       const search = urlSearch({
-        entry,
-        frame: shown >= 0 ? shown : clampFrame(wanted),
-        values: changedValues(values, info.defaults),
+        entry: state.entry,
+        frame: state.shown >= 0 ? state.shown : clampFrame(state.wanted),
+        values: changedValues(state.values, state.info.defaults),
         muted: sound.muted,
         volume: sound.volume,
-      }, defaultEntry);
+      }, state.defaultEntry);
       if (search !== location.search) history.replaceState(null, "", search);
     }, 250);
   };
 
   // --- timecode ---
 
-  const timecodeOf = (frame: number): string => formatTimecode(frame, info?.fps ?? 30);
-  const parseTime = (text: string): number | undefined => parseTimecode(text, info?.fps ?? 30);
+  const timecodeOf = (frame: number): string => formatTimecode(frame, state.info?.fps ?? 30);
+  const parseTime = (text: string): number | undefined =>
+    parseTimecode(text, state.info?.fps ?? 30);
 
   // --- stage ---
 
   /** A script URL as the project names it: relative to the composition's folder. */
-  const projectFileOf = (url: string): string => projectFile(url, location.href, info?.entry ?? "");
+  const projectFileOf = (url: string): string =>
+    projectFile(url, location.href, state.info?.entry ?? "");
 
   const showStageError = (message: string): void => {
     stageErrorText.textContent = message;
@@ -178,104 +160,26 @@ export function studioClient(): void {
     }
   };
 
-  const loadPage = (url: string, hidden: boolean): Promise<HTMLIFrameElement> => {
-    const current = info!;
-    return new Promise<HTMLIFrameElement>((resolve, reject) => {
-      const iframe = document.createElement("iframe");
-      iframe.className = hidden ? "composition standby" : "composition";
-      iframe.title = `composition ${current.id}`;
-      iframe.setAttribute("scrolling", "no");
-      iframe.setAttribute("aria-hidden", String(hidden));
-      iframe.width = String(current.width);
-      iframe.height = String(current.height);
-      iframe.style.zIndex = "0";
-      const timer = setTimeout(() => {
-        iframe.remove();
-        reject(new Error(`the composition did not load within 30 s (${url})`));
-      }, 30000);
-      iframe.addEventListener("load", () => {
-        clearTimeout(timer);
-        const win = iframe.contentWindow as (Window & { __vid?: VidApi }) | null;
-        if (!win?.__vid) {
-          iframe.remove();
-          reject(new Error("the composition page has no window.__vid (did it load?)"));
-          return;
-        }
-        resolve(iframe);
-      }, { once: true });
-      iframe.src = url;
-      stage.append(iframe);
-    });
-  };
-
-  /**
-   * Loads a stage page, then has the preview server prepare the frame-exact proxies of
-   * its videos (what a render does before capturing); when the page was served an older
-   * set of proxies than its videos need, it loads once more with the new set.
-   */
-  const loadFrame = async (key: string, hidden: boolean): Promise<Live> => {
-    const current = info!;
-    const url = `/${encodeURI(current.entry)}?fps=${current.fps}&r=${reloads}&vars=${
-      encodeURIComponent(JSON.stringify(values))
-    }`;
-    for (let attempt = 0;; attempt++) {
-      const iframe = await loadPage(url, hidden);
-      const win = iframe.contentWindow as Window & { __vid: VidApi };
-      const all = win.__vid.media();
-      // The studio plays the sound itself; a page's autoplay (a hidden standby page's
-      // above all) must stay silent until the runtime's first seek takes over.
-      for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
-        const media = el as HTMLMediaElement;
-        media.autoplay = false;
-        media.muted = true;
-        media.pause();
-      }
-      const media = all.filter((m) => m.kind === "video");
-      if (media.length === 0) return { iframe, key, frame: -1, media: all };
-      const served = iframe.contentDocument?.querySelector<HTMLScriptElement>(
-        "script[data-vid-runtime]",
-      )?.dataset.vidProxies;
-      if (!hidden) stage.dataset.state = "preparing";
-      let body: { ok: boolean; version?: number; error?: { message: string } };
-      try {
-        body = await (await fetch("/__preview/media", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ media }),
-        })).json();
-      } catch (error) {
-        iframe.remove();
-        throw new Error(`cannot reach vid preview: ${(error as Error).message}`);
-      }
-      if (!hidden) stage.dataset.state = "seeking";
-      if (!body.ok) {
-        iframe.remove();
-        throw new Error(body.error?.message ?? "the videos cannot be prepared");
-      }
-      if (String(body.version) === served || attempt >= 2) {
-        return { iframe, key, frame: -1, media: all };
-      }
-      iframe.remove();
-    }
-  };
+  const loadFrame = (key: string, hidden: boolean): Promise<Live> =>
+    loadStagePage(stage, state, key, hidden);
 
   /** Loads the next standby page in the background, unless one for these values exists. */
   const prepareStandby = (): void => {
-    if (!info || standbyLoading) return;
+    if (!state.info || state.standbyLoading) return;
     const key = stageKey();
-    if (standby?.key === key) return;
-    standby?.iframe.remove();
-    standby = undefined;
-    standbyLoadingKey = key;
-    standbyLoading = (async () => {
+    if (state.standby?.key === key) return;
+    state.standby?.iframe.remove();
+    state.standby = undefined;
+    state.standbyLoadingKey = key;
+    state.standbyLoading = (async () => {
       try {
         const page = await loadFrame(key, true);
-        if (stageKey() === key && !standby) standby = page;
+        if (stageKey() === key && !state.standby) state.standby = page;
         else page.iframe.remove();
       } catch {
         // The stage reports load failures when it loads a page itself.
       } finally {
-        standbyLoading = undefined;
+        state.standbyLoading = undefined;
       }
     })();
   };
@@ -294,32 +198,33 @@ export function studioClient(): void {
 
   /**
    * Paused, the stage shows each video's frame painted in the page, as screenshot renders
-   * do (video_paint.ts: a browser's own picture of a paused video can stay a seek behind).
-   * Playing, the videos show their own picture again.
+   * do; playing, the videos show their own picture again (`settleFrame`, shared with the
+   * player).
    */
   const paintVideos = async (target: Live): Promise<void> => {
     const win = target.iframe.contentWindow as (Window & { __vid: VidApi }) | null;
-    if (playing) win?.__vid.clearVideoFrames();
-    else await win?.__vid.paintVideoFrames();
+    if (win) await settleFrame(win.__vid, !state.playing);
   };
 
   const swap = (next: Live): void => {
-    const previous = live;
-    live = next;
+    const previous = state.live;
+    state.live = next;
     next.iframe.classList.remove("standby");
     next.iframe.setAttribute("aria-hidden", "false");
     next.iframe.style.zIndex = "1";
     previous?.iframe.remove();
-    generation++;
-    stage.dataset.generation = String(generation);
+    state.generation++;
+    stage.dataset.generation = String(state.generation);
     sound.update(next.media);
   };
 
   const showReadouts = (): void => {
-    if (!info) return;
-    const f = Math.max(0, shown);
+    if (!state.info) return;
+    const f = Math.max(0, state.shown);
     frameReadout.textContent = `frame ${f} / ${lastFrame()}`;
-    timeReadout.textContent = `${(f / info.fps).toFixed(3)} s / ${info.duration.toFixed(3)} s`;
+    timeReadout.textContent = `${(f / state.info.fps).toFixed(3)} s / ${
+      state.info.duration.toFixed(3)
+    } s`;
     if (document.activeElement !== frameInput) {
       frameInput.value = String(f);
       frameInput.removeAttribute("aria-invalid");
@@ -333,38 +238,41 @@ export function studioClient(): void {
 
   /** The frame now on stage: every readout says this one. */
   const showFrame = (frame: number): void => {
-    shown = frame;
+    state.shown = frame;
     stage.dataset.frame = String(frame);
     if (document.activeElement !== scrubber) scrubber.value = String(frame);
     showReadouts();
-    if (!playing) saveUrl();
+    if (!state.playing) saveUrl();
   };
 
   const pump = async (): Promise<void> => {
-    if (busy) {
+    if (state.busy) {
       // Asked while the stage is busy: the frame or values may have changed after the loop
       // below last looked (while painting the videos, say), so it runs again when done.
-      pumpAgain = true;
+      state.pumpAgain = true;
       return;
     }
-    if (!info) return;
-    busy = true;
+    if (!state.info) return;
+    state.busy = true;
     let current: Live | undefined;
     try {
-      while (info) {
+      while (state.info) {
         const key = stageKey();
-        const target = clampFrame(wanted);
-        if (live && live.key === key && live.frame === target) break;
+        const target = clampFrame(state.wanted);
+        const plan = framePlan(state.live, key, target);
+        if (plan === "none") break;
         const began = performance.now();
         stage.dataset.state = "seeking";
-        if (!live || live.key !== key || live.frame > target) {
+        if (plan === "fresh" || !state.live) {
           // A standby for these values on its way is sooner than a load from scratch.
-          if (standbyLoading && standbyLoadingKey === key && !standby) await standbyLoading;
+          if (state.standbyLoading && state.standbyLoadingKey === key && !state.standby) {
+            await state.standbyLoading;
+          }
           let next: Live;
           let path: string;
-          if (standby && standby.key === key) {
-            next = standby;
-            standby = undefined;
+          if (state.standby && state.standby.key === key) {
+            next = state.standby;
+            state.standby = undefined;
             path = "standby";
           } else {
             next = await loadFrame(key, false);
@@ -378,8 +286,8 @@ export function studioClient(): void {
           }
           stage.dataset.path = path;
         } else {
-          current = live;
-          await seekIn(live, target);
+          current = state.live;
+          await seekIn(state.live, target);
           stage.dataset.path = "seek";
         }
         // 'seeked' does not mean the compositor has the video's new frame: the stage is
@@ -388,47 +296,47 @@ export function studioClient(): void {
         stage.dataset.stepMs = String(Math.round(performance.now() - began));
         showFrame(target);
       }
-      if (live) await paintVideos(live);
+      if (state.live) await paintVideos(state.live);
       showStageError("");
       stage.dataset.state = "ready";
-      if (!playing) {
+      if (!state.playing) {
         prepareStandby();
         drawTimeline();
       }
     } catch (error) {
       // The page is left as it threw; any later change loads a fresh one.
-      if (live) live.key = "failed";
+      if (state.live) state.live.key = "failed";
       stage.dataset.state = "error";
       const win = current?.iframe.contentWindow as (Window & { __vid?: VidApi }) | null;
       const record = win?.__vid?.errors?.()[0];
-      if (record) void showPageError(record, clampFrame(wanted));
+      if (record) void showPageError(record, clampFrame(state.wanted));
       else showStageError((error as Error).message.replace(/^Error: /, ""));
       // No repaint: the page threw, and it is loaded again only on the next change.
       setPlaying(false, false);
     } finally {
-      busy = false;
-      if (pumpAgain) {
-        pumpAgain = false;
+      state.busy = false;
+      if (state.pumpAgain) {
+        state.pumpAgain = false;
         void pump();
       }
     }
   };
 
   const go = (frame: number): void => {
-    wanted = clampFrame(frame);
+    state.wanted = clampFrame(frame);
     void pump();
   };
 
   const layout = (): void => {
-    if (!info) return;
+    if (!state.info) return;
     const area = stageArea.getBoundingClientRect();
-    const fit = Math.min((area.width - 32) / info.width, (area.height - 32) / info.height);
-    const scale = zoomSelect.value === "fit" ? Math.max(0.01, fit) : Number(zoomSelect.value);
-    stage.style.width = `${info.width}px`;
-    stage.style.height = `${info.height}px`;
+    const { width, height } = state.info;
+    const scale = stageScale(area.width, area.height, width, height, zoomSelect.value);
+    stage.style.width = `${state.info.width}px`;
+    stage.style.height = `${state.info.height}px`;
     stage.style.transform = `scale(${scale})`;
-    stageBox.style.width = `${info.width * scale}px`;
-    stageBox.style.height = `${info.height * scale}px`;
+    stageBox.style.width = `${state.info.width * scale}px`;
+    stageBox.style.height = `${state.info.height * scale}px`;
     stage.dataset.scale = String(scale);
   };
 
@@ -436,68 +344,32 @@ export function studioClient(): void {
 
   /** Seconds on the composition timeline that the playhead is at right now. */
   const playheadSeconds = (): number =>
-    info ? playFrom / info.fps + (performance.now() - playStart) / 1000 : 0;
+    state.info ? clockSeconds(state.clock, performance.now(), state.info.fps) : 0;
 
   const sound = createStudioSound(elements, byId<HTMLDivElement>("sounds"), {
-    playing: () => playing,
+    playing: () => state.playing,
     playheadSeconds,
     changed: saveUrl,
   }, fromUrl);
 
   // --- timeline: media clips, CSS/WAAPI animations and GSAP timelines ---
 
-  /** What the live page knows of its timed elements, in composition seconds. */
-  const liveTimelineItems = (): TimelineItem[] => {
-    const win = live?.iframe.contentWindow as
-      | (Window & { __vid?: VidApi; __timelines?: unknown })
-      | null;
-    const doc = live?.iframe.contentDocument;
-    if (!info || !win?.__vid || !doc) return [];
-    return timelineItems({
-      win,
-      doc,
-      duration: info.duration,
-      fps: info.fps,
-      shown,
-      media: live?.media ?? [],
-      sourceDuration: sound.sourceDuration,
-    });
-  };
-
-  const drawTimeline = (): void => {
-    if (!info) return;
-    const span = info.duration || 1;
-    const rows = timelineTracks(liveTimelineItems(), span);
-    const playhead = document.createElement("div");
-    playhead.id = "playhead";
-    timeline.replaceChildren(
-      ...(rows.length > 0 ? [timeRuler(span)] : []),
-      ...rows,
-      ...(rows.length > 0 ? [playhead] : []),
-    );
-    movePlayhead(Math.max(0, shown));
-  };
-
-  const movePlayhead = (frame: number): void => {
-    const playhead = document.getElementById("playhead");
-    const track = timeline.querySelector<HTMLElement>(".track");
-    if (!playhead || !track || !info) return;
-    playhead.style.left = `${track.offsetLeft - 120 + (track.clientWidth * frame) / info.frames}px`;
-  };
+  const drawTimeline = (): void => drawStudioTimeline(timeline, state, sound.sourceDuration);
+  const movePlayhead = (frame: number): void => moveStudioPlayhead(timeline, state.info, frame);
 
   timeline.addEventListener("click", (event) => {
     const track = (event.target as Element).closest<HTMLElement>(".track, #ruler");
-    if (!track || !info) return;
+    if (!track || !state.info) return;
     const box = track.getBoundingClientRect();
     setPlaying(false);
-    go(Math.floor(((event.clientX - box.left) / box.width) * info.frames));
+    go(Math.floor(((event.clientX - box.left) / box.width) * state.info.frames));
   });
 
   // --- playback ---
 
   const tick = (now: number): void => {
-    if (!playing || !info) return;
-    const f = clampFrame(playFrom + Math.floor(((now - playStart) * info.fps) / 1000));
+    if (!state.playing || !state.info) return;
+    const f = clampFrame(clockFrame(state.clock, now, state.info.fps));
     go(f);
     sound.sync();
     if (f >= lastFrame()) {
@@ -509,26 +381,25 @@ export function studioClient(): void {
 
   /** Plays or pauses; pausing paints the frame playback stopped on (unless `repaint` is false). */
   const setPlaying = (on: boolean, repaint = true): void => {
-    if (on && !info) return;
-    const was = playing;
-    playing = on;
+    if (on && !state.info) return;
+    const was = state.playing;
+    state.playing = on;
     playButton.textContent = on ? "Pause" : "Play";
     playButton.setAttribute("aria-pressed", String(on));
     if (!on) {
       sound.pause();
-      if (info) saveUrl();
+      if (state.info) saveUrl();
       // The frame playback stopped on gets its painted video frames.
       if (was && repaint) void pump();
       return;
     }
-    if (clampFrame(wanted) >= lastFrame()) go(0);
-    playFrom = clampFrame(wanted);
-    playStart = performance.now();
+    state.clock = startClock(state.wanted, state.info!.frames, performance.now());
+    go(state.clock.fromFrame);
     sound.sync(true);
     requestAnimationFrame(tick);
   };
 
-  playButton.addEventListener("click", () => setPlaying(!playing));
+  playButton.addEventListener("click", () => setPlaying(!state.playing));
   scrubber.addEventListener("input", () => {
     setPlaying(false);
     go(Number(scrubber.value));
@@ -536,14 +407,14 @@ export function studioClient(): void {
   zoomSelect.addEventListener("change", layout);
   new ResizeObserver(() => {
     layout();
-    movePlayhead(Math.max(0, shown));
+    movePlayhead(Math.max(0, state.shown));
   }).observe(stageArea);
 
   wireTransport(elements, {
     lastFrame,
-    wanted: () => wanted,
+    wanted: () => state.wanted,
     setPlaying: (on) => setPlaying(on),
-    playing: () => playing,
+    playing: () => state.playing,
     go,
     parseTime,
     timecodeOf,
@@ -553,17 +424,17 @@ export function studioClient(): void {
   // --- variables panel ---
 
   const panel = createVariablesPanel(elements, {
-    values: () => values,
+    values: () => state.values,
     changed: () => changed(),
   });
 
   const check = async (): Promise<void> => {
-    const seq = ++checkSeq;
+    const seq = ++state.checkSeq;
     try {
       const response = await fetch("/__preview/variables", {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ values, entry }),
+        body: JSON.stringify({ values: state.values, entry: state.entry }),
       });
       const body = await response.json() as {
         ok: boolean;
@@ -571,7 +442,7 @@ export function studioClient(): void {
         variablesJson?: string;
         error?: { message: string };
       };
-      if (seq !== checkSeq) return;
+      if (seq !== state.checkSeq) return;
       if (!body.ok) {
         banner.textContent = body.error?.message ?? "cannot check the variables";
         banner.hidden = false;
@@ -581,16 +452,18 @@ export function studioClient(): void {
       variablesJson.textContent = body.variablesJson ?? "{}";
       form.dataset.checked = String(seq);
     } catch (error) {
-      if (seq === checkSeq) copyStatus.textContent = `check failed: ${(error as Error).message}`;
+      if (seq === state.checkSeq) {
+        copyStatus.textContent = `check failed: ${(error as Error).message}`;
+      }
     }
   };
 
   /** Debounced: a burst of typing checks once and reloads the stage once. */
   const changed = (): void => {
     form.dataset.checked = "";
-    if (changeTimer !== undefined) clearTimeout(changeTimer);
-    changeTimer = setTimeout(() => {
-      changeTimer = undefined;
+    if (state.changeTimer !== undefined) clearTimeout(state.changeTimer);
+    state.changeTimer = setTimeout(() => {
+      state.changeTimer = undefined;
       void check();
       void pump();
       saveUrl();
@@ -598,9 +471,9 @@ export function studioClient(): void {
   };
 
   resetButton.addEventListener("click", () => {
-    if (!info) return;
-    values = structuredClone(info.defaults);
-    for (const d of info.declarations) panel.writeField(d, values[d.id]);
+    if (!state.info) return;
+    state.values = structuredClone(state.info.defaults);
+    for (const d of state.info.declarations) panel.writeField(d, state.values[d.id]);
     changed();
   });
 
@@ -622,11 +495,11 @@ export function studioClient(): void {
 
   /** Drops the stage pages (another composition, or its declarations changed shape). */
   const dropPages = (): void => {
-    live?.iframe.remove();
-    standby?.iframe.remove();
-    live = undefined;
-    standby = undefined;
-    shown = -1;
+    state.live?.iframe.remove();
+    state.standby?.iframe.remove();
+    state.live = undefined;
+    state.standby = undefined;
+    state.shown = -1;
   };
 
   const listCompositions = async (): Promise<void> => {
@@ -637,8 +510,8 @@ export function studioClient(): void {
         compositions: { entry: string; id: string | null; error?: string }[];
       };
       if (!body.ok) return;
-      defaultEntry = body.entry;
-      if (entry === "") entry = defaultEntry;
+      state.defaultEntry = body.entry;
+      if (state.entry === "") state.entry = state.defaultEntry;
       compositionSelect.replaceChildren(...body.compositions.map((c) => {
         const option = document.createElement("option");
         option.value = c.entry;
@@ -646,7 +519,7 @@ export function studioClient(): void {
         if (c.error) option.title = c.error;
         return option;
       }));
-      compositionSelect.value = entry;
+      compositionSelect.value = state.entry;
       compositionSelect.hidden = body.compositions.length < 2;
     } catch {
       // The switcher stays hidden; the stage still works.
@@ -654,13 +527,13 @@ export function studioClient(): void {
   };
 
   compositionSelect.addEventListener("change", () => {
-    entry = compositionSelect.value;
+    state.entry = compositionSelect.value;
     setPlaying(false);
     dropPages();
-    info = undefined;
-    values = {};
-    wanted = 0;
-    reloads++;
+    state.info = undefined;
+    state.values = {};
+    state.wanted = 0;
+    state.reloads++;
     void refresh();
   });
 
@@ -668,7 +541,7 @@ export function studioClient(): void {
     let body: { ok: boolean; composition?: Info; error?: { message: string } };
     try {
       body = await (await fetch(
-        `/__preview/composition${entry ? `?entry=${encodeURIComponent(entry)}` : ""}`,
+        `/__preview/composition${state.entry ? `?entry=${encodeURIComponent(state.entry)}` : ""}`,
       )).json();
     } catch (error) {
       banner.textContent = `cannot reach vid preview: ${(error as Error).message}`;
@@ -683,7 +556,7 @@ export function studioClient(): void {
     }
     banner.hidden = true;
     const next = body.composition;
-    const before = info;
+    const before = state.info;
     const sameDeclarations = before !== undefined &&
       JSON.stringify(before.declarations) === JSON.stringify(next.declarations) &&
       JSON.stringify(before.dropped) === JSON.stringify(next.dropped);
@@ -691,36 +564,34 @@ export function studioClient(): void {
       next.declarations,
       next.defaults,
       before?.declarations,
-      values,
-      urlValues,
+      state.values,
+      state.urlValues,
     );
-    urlValues = undefined;
-    info = next;
-    values = kept;
+    state.urlValues = undefined;
+    state.info = next;
+    state.values = kept;
     document.title = `${next.id} · vid preview`;
-    title.textContent = `${next.id} · ${next.width}×${next.height}${
-      next.aspectRatio ? ` (${next.aspectRatio})` : ""
-    } · ${next.duration} s · ${Number(next.fps.toFixed(3))} fps · ${next.frames} frames`;
+    title.textContent = compositionTitle(next);
     scrubber.max = String(next.frames - 1);
     frameInput.max = String(next.frames - 1);
     if (!sameDeclarations) panel.build(next);
-    if (before) reloads++;
+    if (before) state.reloads++;
     layout();
     showReadouts();
-    go(wanted);
+    go(state.wanted);
     void check();
     void checkPanel.refresh();
   };
 
   /** The Check panel: the static and media parts of vid check, again on every reload. */
-  const checkPanel = createCheckPanel(elements, () => entry);
+  const checkPanel = createCheckPanel(elements, () => state.entry);
 
   // --- render dialog ---
 
   const { showRender } = wireRenderDialog(elements, {
-    info: () => info,
-    values: () => values,
-    entry: () => entry,
+    info: () => state.info,
+    values: () => state.values,
+    entry: () => state.entry,
     playheadFrame: () => clampFrame(Number(scrubber.value)),
     lastFrame,
   });

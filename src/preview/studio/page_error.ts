@@ -6,7 +6,10 @@
  * @module
  */
 
-import type { ErrorRecord, StackFrame } from "./types.ts";
+import type {
+  PageErrorRecord as ErrorRecord,
+  PageStackFrame as StackFrame,
+} from "../../runtime/page_runtime.ts";
 
 /**
  * A script URL as the project names it: relative to the folder of the composition `entry`

@@ -1,14 +1,22 @@
 /**
- * The studio's sound: the stage page's media are muted by the runtime, so the studio plays
- * the composition's sounding clips from its own `<audio>` elements, aligned with the
- * playhead while playing and silent while paused or scrubbing; the mute button and the
- * volume slider set them. Where a clip plays at a time is a pure function, unit-tested.
+ * The studio's and the player's sound: the stage page's media are muted by the runtime, so
+ * the host page plays the composition's sounding clips from its own `<audio>` elements
+ * ({@linkcode createSoundPlayers}), aligned with the playhead while playing and silent while
+ * paused or scrubbing. The studio wires its mute button and volume slider to them
+ * ({@linkcode createStudioSound}); `<vid-player>` its `muted` attribute and controls. Where a
+ * clip plays at a time is a pure function, unit-tested.
  *
  * @module
  */
 
 import type { StudioElements } from "./dom.ts";
-import type { MediaClip, Sound } from "./types.ts";
+import type { MediaDescriptor as MediaClip } from "../../runtime/page_runtime.ts";
+
+/** A host-side player of one of the live page's sounding clips. */
+interface Sound {
+  clip: MediaClip;
+  el: HTMLAudioElement;
+}
 
 /**
  * Where in its source `clip` plays at composition time `t` (seconds), or null when it is
@@ -78,29 +86,20 @@ export function playerVolume(clipVolume: number, studioVolume: number): number {
   return Math.max(0, Math.min(1, clipVolume * studioVolume));
 }
 
-/** The sound controls' elements (`studio_page.ts`). */
-export type SoundElements = Pick<StudioElements, "muteButton" | "volumeInput">;
-
-/** What the sound reads from the studio. */
-export interface SoundHost {
-  /** The studio is playing. */
+/** What the players read from their host (the studio or the player). */
+export interface PlayerHost {
+  /** The host is playing. */
   playing(): boolean;
   /** Seconds on the composition timeline that the playhead is at right now. */
   playheadSeconds(): number;
-  /** Mute or volume changed by the user: the studio saves them in its URL. */
-  changed(): void;
 }
 
-/** The studio's players. */
-export interface StudioSound {
-  /** Sound off. */
-  readonly muted: boolean;
-  /** The studio's volume, 0-1. */
-  readonly volume: number;
+/** `<audio>` players of a live page's sounding clips, aligned with a host's playhead. */
+export interface SoundPlayers {
   /** Players for the live page's sounding media (silent ones are left out). */
   update(media: readonly MediaClip[]): void;
-  /** Applies mute and volume to the players and the controls. */
-  applyVolume(): void;
+  /** Sets mute and the host's volume (0-1) on every player. */
+  setVolume(muted: boolean, volume: number): void;
   /**
    * Aligns every player with the playhead: playing where its clip covers the playhead
    * (re-seeked when it drifted more than 80 ms, or always with `force`), paused elsewhere
@@ -111,6 +110,101 @@ export interface StudioSound {
   pause(): void;
   /** The duration of a source a player has loaded (NaN until it knows). */
   sourceDuration(src: string): number | undefined;
+}
+
+/**
+ * Creates the players of a host in `box` (an element of its page that holds them).
+ *
+ * @example
+ * ```ts no_run
+ * const players = createSoundPlayers(document.body, {
+ *   playing: () => true,
+ *   playheadSeconds: () => performance.now() / 1000,
+ * });
+ * players.setVolume(false, 1);
+ * ```
+ */
+export function createSoundPlayers(box: HTMLElement, host: PlayerHost): SoundPlayers {
+  let muted = false;
+  let volume = 1;
+  let sounds: Sound[] = [];
+  let soundKey = "";
+
+  const applyVolume = (): void => {
+    for (const { clip, el } of sounds) {
+      el.muted = muted;
+      el.volume = playerVolume(clip.volume, volume);
+    }
+  };
+
+  const sync = (force = false): void => {
+    const t = host.playheadSeconds();
+    for (const { clip, el } of sounds) {
+      const mediaTime = soundPosition(clip, t, el.duration, host.playing());
+      if (mediaTime === null) {
+        if (!el.paused) el.pause();
+        continue;
+      }
+      el.playbackRate = clip.playbackRate;
+      if (force || el.paused || Math.abs(el.currentTime - mediaTime) > 0.08) {
+        el.currentTime = mediaTime;
+      }
+      if (el.paused) el.play().catch(() => {/* the browser wants a gesture first */});
+    }
+  };
+
+  return {
+    update(media) {
+      const clips = soundingClips(media);
+      const key = JSON.stringify(clips);
+      if (key === soundKey) return;
+      soundKey = key;
+      for (const sound of sounds) {
+        sound.el.pause();
+        sound.el.remove();
+      }
+      sounds = clips.map((clip) => {
+        const el = document.createElement("audio");
+        el.preload = "auto";
+        el.src = clip.src;
+        el.loop = clip.loop;
+        el.dataset.clip = clip.src;
+        box.append(el);
+        return { clip, el };
+      });
+      applyVolume();
+      if (host.playing()) sync(true);
+    },
+    setVolume(on, level) {
+      muted = on;
+      volume = level;
+      applyVolume();
+    },
+    sync,
+    pause: () => {
+      for (const { el } of sounds) if (!el.paused) el.pause();
+    },
+    sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration,
+  };
+}
+
+/** The sound controls' elements (`studio_page.ts`). */
+export type SoundElements = Pick<StudioElements, "muteButton" | "volumeInput">;
+
+/** What the sound reads from the studio. */
+export interface SoundHost extends PlayerHost {
+  /** Mute or volume changed by the user: the studio saves them in its URL. */
+  changed(): void;
+}
+
+/** The studio's players and its mute and volume. */
+export interface StudioSound extends Omit<SoundPlayers, "setVolume"> {
+  /** Sound off. */
+  readonly muted: boolean;
+  /** The studio's volume, 0-1. */
+  readonly volume: number;
+  /** Applies mute and volume to the players and the controls. */
+  applyVolume(): void;
 }
 
 /**
@@ -136,57 +230,15 @@ export function createStudioSound(
   initial: { muted: boolean; volume: number },
 ): StudioSound {
   const { muteButton, volumeInput } = elements;
+  const players = createSoundPlayers(box, host);
   let muted = initial.muted;
   let volume = initial.volume;
-  let sounds: Sound[] = [];
-  let soundKey = "";
 
   const applyVolume = (): void => {
-    for (const { clip, el } of sounds) {
-      el.muted = muted;
-      el.volume = playerVolume(clip.volume, volume);
-    }
+    players.setVolume(muted, volume);
     muteButton.textContent = muted ? "Muted" : "Sound on";
     muteButton.setAttribute("aria-pressed", String(muted));
     volumeInput.value = String(volume);
-  };
-
-  const sync = (force = false): void => {
-    const t = host.playheadSeconds();
-    for (const { clip, el } of sounds) {
-      const mediaTime = soundPosition(clip, t, el.duration, host.playing());
-      if (mediaTime === null) {
-        if (!el.paused) el.pause();
-        continue;
-      }
-      el.playbackRate = clip.playbackRate;
-      if (force || el.paused || Math.abs(el.currentTime - mediaTime) > 0.08) {
-        el.currentTime = mediaTime;
-      }
-      if (el.paused) el.play().catch(() => {/* the browser wants a gesture first */});
-    }
-  };
-
-  const update = (media: readonly MediaClip[]): void => {
-    const clips = soundingClips(media);
-    const key = JSON.stringify(clips);
-    if (key === soundKey) return;
-    soundKey = key;
-    for (const sound of sounds) {
-      sound.el.pause();
-      sound.el.remove();
-    }
-    sounds = clips.map((clip) => {
-      const el = document.createElement("audio");
-      el.preload = "auto";
-      el.src = clip.src;
-      el.loop = clip.loop;
-      el.dataset.clip = clip.src;
-      box.append(el);
-      return { clip, el };
-    });
-    applyVolume();
-    if (host.playing()) sync(true);
   };
 
   muteButton.addEventListener("click", () => {
@@ -208,12 +260,10 @@ export function createStudioSound(
     get volume() {
       return volume;
     },
-    update,
+    update: players.update,
     applyVolume,
-    sync,
-    pause: () => {
-      for (const { el } of sounds) if (!el.paused) el.pause();
-    },
-    sourceDuration: (src) => sounds.find((s) => s.clip.src === src)?.el.duration,
+    sync: players.sync,
+    pause: players.pause,
+    sourceDuration: players.sourceDuration,
   };
 }

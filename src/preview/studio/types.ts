@@ -78,8 +78,3 @@ export interface TimelineItem {
   start: number;
   end: number;
 }
-/** A studio-side player of one of the stage page's sounding clips. */
-export interface Sound {
-  clip: MediaClip;
-  el: HTMLAudioElement;
-}

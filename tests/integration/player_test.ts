@@ -1,0 +1,479 @@
+/**
+ * `<vid-player>` in real Chromium (puppeteer-core) on a page of another origin than the
+ * composition's: the host page is served by its own loopback server and loads
+ * `/player.js` from `vid preview`, which serves the compositions. Covers: ready with the
+ * composition's duration; `seek(2)` draws the frame `vid still --time 2` writes (PSNR);
+ * new variables change the frame without reloading the host page; a second of play moves
+ * `currentTime` about a second with `timeupdate`s; `ended`; a throwing composition's
+ * `error` names file:line; a bad variable value gets vid check's words.
+ *
+ * @module
+ */
+
+import { after, before, describe, it } from "node:test";
+import assert from "node:assert/strict";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { findChromium } from "../../src/render/system.ts";
+import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "../preview_process.ts";
+import { ROOT, runVid } from "../helpers.ts";
+import { type ServerProcess, startServerProcess } from "../server_process.ts";
+
+const SHOTS = `${ROOT}.test-results/player`;
+
+/** 320x180, 3 s at 10 fps: a box moving right across a background from a variable. */
+const MAIN = `<!doctype html>
+<html><head><meta charset="utf-8"><style>
+html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; background: #000; }
+#root { position: relative; width: 320px; height: 180px; }
+#box { position: absolute; left: 0; top: 60px; width: 40px; height: 40px; background: #fff;
+  animation: slide 3s linear both; }
+#bar { position: absolute; left: 0; top: 140px; height: 20px; background: #0c4; width: 10px; }
+@keyframes slide { from { transform: translateX(0); } to { transform: translateX(270px); } }
+</style></head>
+<body><div id="root" data-composition-id="player-main" data-width="320" data-height="180"
+  data-duration="3" data-fps="10"
+  data-composition-variables='[{"id": "bg", "type": "color", "label": "Background", "default": "#202080"}]'>
+<div id="box"></div><div id="bar"></div>
+</div>
+<script>
+document.getElementById("root").style.background = window.__vid.getVariables().bg;
+let rounds = 0;
+function grow() {
+  rounds++;
+  document.getElementById("bar").style.width = (10 + rounds * 4) + "px";
+  requestAnimationFrame(grow);
+}
+requestAnimationFrame(grow);
+</script></body></html>
+`;
+
+/** Throws while loading from scene.js line 3. */
+const BOOM = `<!doctype html>
+<html><head><meta charset="utf-8"></head>
+<body><div id="root" data-composition-id="player-boom" data-width="320" data-height="180"
+  data-duration="1"></div>
+<script src="scene.js"></script></body></html>
+`;
+const SCENE_JS = `const config = undefined;
+function setup() {
+  return config.title;
+}
+setup();
+`;
+
+/** HyperFrames' clips: red for the first second, blue for the second. */
+const HYPERFRAMES = `<!doctype html>
+<html><head><meta charset="utf-8"><style>
+html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; background: #000; }
+.clip { position: absolute; inset: 0; }
+</style></head>
+<body><div id="root" data-composition-id="player-hf" data-width="320" data-height="180"
+  data-duration="2">
+<div class="clip" data-start="0" data-duration="1" data-track-index="0" style="background:#f00"></div>
+<div class="clip" data-start="1" data-duration="1" data-track-index="0" style="background:#00f"></div>
+</div></body></html>
+`;
+
+/** The host page: the player module from vid preview, one player of `src`. */
+function hostPage(previewUrl: string, src: string): string {
+  return `<!doctype html><html><head><meta charset="utf-8">
+<style>body { margin: 0; } vid-player { width: 320px; height: 180px; }</style>
+<script type="module" src="${previewUrl}player.js"></script></head>
+<body><vid-player id="p" src="${src}"></vid-player>
+<script>
+window.loadedOnce = Math.random();
+window.events = [];
+const p = document.getElementById("p");
+for (const name of ["ready", "play", "pause", "timeupdate", "ended", "error"]) {
+  p.addEventListener(name, (e) => window.events.push({ name, detail: e.detail ?? null }));
+}
+</script></body></html>`;
+}
+
+async function elementRgb(p: Page, name: string): Promise<Uint8Array> {
+  await Deno.mkdir(SHOTS, { recursive: true });
+  const png = await (await p.$("#p"))!.screenshot({ type: "png" });
+  await Deno.writeFile(`${SHOTS}/${name}.png`, png);
+  return await toRgb(png);
+}
+
+async function toRgb(png: Uint8Array): Promise<Uint8Array> {
+  return await runFfmpeg(
+    ["-f", "png_pipe", "-i", "pipe:0", "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
+    png,
+  );
+}
+
+/** Peak signal-to-noise ratio of two same-size RGB images, in dB (Infinity when equal). */
+function psnr(a: Uint8Array, b: Uint8Array): number {
+  assert.equal(a.length, b.length, "same size");
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += (a[i] - b[i]) ** 2;
+  const mse = sum / a.length;
+  return mse === 0 ? Infinity : 10 * Math.log10((255 * 255) / mse);
+}
+
+function rgbAt(rgb: Uint8Array, x: number, y: number): number[] {
+  const i = (y * 320 + x) * 3;
+  return [rgb[i], rgb[i + 1], rgb[i + 2]];
+}
+
+describe("<vid-player>", () => {
+  let work = "";
+  let preview: PreviewProcess | undefined;
+  let server: ServerProcess | undefined;
+  let serverData = "";
+  let host: Deno.HttpServer<Deno.NetAddr> | undefined;
+  let browser: Browser | undefined;
+  let page: Page;
+  let hostUrl = "";
+
+  before(async () => {
+    work = await Deno.makeTempDir({ prefix: "vid-player-" });
+    await Deno.writeTextFile(`${work}/index.html`, MAIN);
+    await Deno.writeTextFile(`${work}/boom.html`, BOOM);
+    await Deno.writeTextFile(`${work}/scene.js`, SCENE_JS);
+    await Deno.writeTextFile(`${work}/hf.html`, HYPERFRAMES);
+    serverData = await Deno.makeTempDir({ prefix: "vid-player-server-" });
+    const executablePath = await findChromium();
+    assert.ok(executablePath, "chromium is installed");
+    [preview, server, browser] = await Promise.all([
+      startPreviewProcess(work),
+      startServerProcess(serverData),
+      puppeteer.launch({
+        executablePath,
+        headless: true,
+        args: ["--no-sandbox", "--disable-gpu", "--force-color-profile=srgb", "--hide-scrollbars"],
+      }),
+    ]);
+    const pages: Record<string, string> = {
+      "/main.html": hostPage(preview.url, `${preview.url}index.html`),
+      "/boom.html": hostPage(preview.url, `${preview.url}boom.html`),
+      "/server.html": hostPage(`${server.url}/`, `${preview.url}index.html`),
+    };
+    host = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (request) => {
+      const body = pages[new URL(request.url).pathname];
+      return body === undefined
+        ? new Response("not found", { status: 404 })
+        : new Response(body, { headers: { "content-type": "text/html; charset=utf-8" } });
+    });
+    hostUrl = `http://127.0.0.1:${host.addr.port}`;
+    page = await browser.newPage();
+    await page.setViewport({ width: 400, height: 240, deviceScaleFactor: 1 });
+    await page.goto(`${hostUrl}/main.html`);
+    await page.waitForFunction(() => document.getElementById("p")?.dataset.state === "ready", {
+      timeout: 30000,
+    });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await host?.shutdown();
+    await server?.stop();
+    try {
+      preview?.child.kill("SIGINT");
+    } catch {
+      // already gone
+    }
+    await preview?.done;
+    await Deno.remove(work, { recursive: true });
+    if (serverData) await Deno.remove(serverData, { recursive: true });
+  });
+
+  it("becomes ready with the composition's duration, from another origin than its own", async () => {
+    const state = await page.$eval("#p", (el) => {
+      const p = el as unknown as {
+        readyState: string;
+        duration: number;
+        currentTime: number;
+        src: string;
+      };
+      return {
+        readyState: p.readyState,
+        duration: p.duration,
+        currentTime: p.currentTime,
+        origins: [location.origin, new URL(el.getAttribute("src")!).origin],
+        ready: (window as unknown as { events: { name: string }[] }).events
+          .filter((e) => e.name === "ready").length,
+      };
+    });
+    assert.equal(state.readyState, "ready");
+    assert.equal(state.duration, 3);
+    assert.equal(state.currentTime, 0);
+    assert.equal(state.ready, 1);
+    assert.notEqual(state.origins[0], state.origins[1], "the host page is of another origin");
+    const script = await fetch(`${preview!.url}player.js`);
+    assert.equal(script.headers.get("access-control-allow-origin"), "*");
+    assert.match(script.headers.get("content-type") ?? "", /javascript/);
+    await script.body?.cancel();
+  });
+
+  it("runs from vid server's /player.js as from vid preview's", async () => {
+    const served = await fetch(`${server!.url}/player.js`);
+    assert.equal(served.headers.get("access-control-allow-origin"), "*");
+    await served.body?.cancel();
+    const other = await browser!.newPage();
+    try {
+      await other.goto(`${hostUrl}/server.html`);
+      await other.waitForFunction(
+        () => document.getElementById("p")?.dataset.state === "ready",
+        { timeout: 30000 },
+      );
+      const duration = await other.$eval(
+        "#p",
+        (el) => (el as unknown as { duration: number }).duration,
+      );
+      assert.equal(duration, 3);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("seek(2) draws the frame vid still --time 2 writes", async () => {
+    await page.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(2));
+    const shown = await elementRgb(page, "seek-2");
+    const file = `${work}/still-2.png`;
+    const still = await runVid(["still", work, "--time", "2", "--output", file]);
+    assert.equal(still.code, 0, still.stderr);
+    const expected = await toRgb(await Deno.readFile(file));
+    const db = psnr(shown, expected);
+    assert.ok(db >= 40, `PSNR ${db.toFixed(1)} dB (want >= 40)`);
+    // The frame is not frame 0's: the box has moved and the bar has grown.
+    const first = `${work}/still-0.png`;
+    assert.equal((await runVid(["still", work, "--time", "0", "--output", first])).code, 0);
+    assert.ok(psnr(shown, await toRgb(await Deno.readFile(first))) < 30, "frame 0 differs");
+  });
+
+  it("draws the frame again with new variables, without reloading the page", async () => {
+    const before = await page.evaluate(() =>
+      (window as unknown as { loadedOnce: number }).loadedOnce
+    );
+    await page.$eval("#p", (el) => {
+      (el as unknown as { variables: Record<string, unknown> }).variables = { bg: "#ff0000" };
+    });
+    await page.waitForFunction(
+      () => {
+        const el = document.getElementById("p")!;
+        return el.shadowRoot!.querySelectorAll("iframe").length === 1 &&
+          (el as unknown as { variables: { bg?: string } }).variables.bg === "#ff0000";
+      },
+      { timeout: 20000 },
+    );
+    // The redraw is queued behind the attribute change: a seek to the same frame waits for it.
+    await page.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(2));
+    const rgb = await elementRgb(page, "variables");
+    const corner = rgbAt(rgb, 300, 10);
+    assert.ok(corner[0] > 200 && corner[1] < 40 && corner[2] < 40, `red corner, got ${corner}`);
+    const state = await page.evaluate(() => ({
+      loadedOnce: (window as unknown as { loadedOnce: number }).loadedOnce,
+      time: (document.getElementById("p") as unknown as { currentTime: number }).currentTime,
+    }));
+    assert.equal(state.loadedOnce, before, "the host page was not reloaded");
+    assert.equal(state.time, 2, "the same frame");
+  });
+
+  it("plays in real time: a second moves currentTime about a second, with timeupdates", async () => {
+    await page.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(0));
+    await page.evaluate(() => (window as unknown as { events: unknown[] }).events.length = 0);
+    const from = await page.$eval("#p", async (el) => {
+      const p = el as unknown as { play(): Promise<void>; currentTime: number };
+      await p.play();
+      return performance.now();
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const result = await page.$eval("#p", (el, start) => {
+      const p = el as unknown as { pause(): void; currentTime: number; paused: boolean };
+      const elapsed = (performance.now() - (start as number)) / 1000;
+      const time = p.currentTime;
+      p.pause();
+      return {
+        elapsed,
+        time,
+        paused: p.paused,
+        names: (window as unknown as { events: { name: string }[] }).events.map((e) => e.name),
+      };
+    }, from);
+    assert.equal(result.paused, true);
+    assert.equal(result.names[0], "play");
+    assert.ok(result.names.includes("pause"));
+    const updates = result.names.filter((n) => n === "timeupdate").length;
+    assert.ok(updates >= 3, `timeupdate fired ${updates} times`);
+    // Generous: a loaded host may draw late, never ahead of the clock.
+    assert.ok(
+      result.time >= 0.5 && result.time <= result.elapsed + 0.1,
+      `currentTime ${result.time} after ${result.elapsed.toFixed(2)} s of play`,
+    );
+  });
+
+  it("fires ended at the end", async () => {
+    await page.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(2.5));
+    await page.$eval("#p", (el) =>
+      new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error("no ended within 15 s")), 15000);
+        el.addEventListener("ended", () => {
+          clearTimeout(timer);
+          resolve();
+        }, { once: true });
+        void (el as unknown as { play(): Promise<void> }).play();
+      }));
+    const state = await page.$eval("#p", (el) => {
+      const p = el as unknown as { paused: boolean; currentFrame: number };
+      return { paused: p.paused, frame: p.currentFrame };
+    });
+    assert.deepEqual(state, { paused: true, frame: 29 });
+  });
+
+  it("names a bad variable value in vid check's words", async () => {
+    await page.$eval("#p", (el) => {
+      (el as unknown as { variables: Record<string, unknown> }).variables = { bg: 12 };
+    });
+    await page.waitForFunction(() => document.getElementById("p")!.dataset.state === "error", {
+      timeout: 20000,
+    });
+    const { detail, shown } = await page.$eval("#p", (el) => ({
+      detail: (window as unknown as { events: { name: string; detail: { message: string } }[] })
+        .events.filter((e) => e.name === "error").at(-1)?.detail.message,
+      shown: el.shadowRoot!.querySelector("[part=message]")!.textContent,
+    }));
+    assert.match(detail ?? "", /variables do not match the composition's declarations/);
+    assert.match(detail ?? "", /bg/);
+    assert.equal(shown, detail, "the player shows the message");
+  });
+
+  it("steps with the keyboard and plays from labelled controls", async () => {
+    await page.$eval("#p", (el) => {
+      (el as unknown as { variables: Record<string, unknown> }).variables = {};
+      el.setAttribute("controls", "");
+    });
+    await page.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(1));
+    await page.focus("#p");
+    await page.keyboard.press("ArrowRight");
+    await page.waitForFunction(() => document.getElementById("p")!.dataset.frame === "11");
+    await page.keyboard.down("Shift");
+    await page.keyboard.press("ArrowLeft");
+    await page.keyboard.up("Shift");
+    await page.waitForFunction(() => document.getElementById("p")!.dataset.frame === "1");
+    await page.keyboard.press("End");
+    await page.waitForFunction(() => document.getElementById("p")!.dataset.frame === "29");
+    const labels = await page.$eval(
+      "#p",
+      (el) =>
+        [...el.shadowRoot!.querySelectorAll("[part=controls] [aria-label]")].map((c) =>
+          c.getAttribute("aria-label")
+        ),
+    );
+    assert.deepEqual(labels, ["Play", "Seek", "Mute"]);
+    await page.keyboard.press("Home");
+    await page.waitForFunction(() => document.getElementById("p")!.dataset.frame === "0");
+    await page.keyboard.press(" ");
+    await page.waitForFunction(() =>
+      !(document.getElementById("p") as unknown as { paused: boolean }).paused
+    );
+    const button = await page.$eval(
+      "#p",
+      (el) => el.shadowRoot!.querySelector("[part=play]")!.getAttribute("aria-label"),
+    );
+    assert.equal(button, "Pause");
+    await page.keyboard.press(" ");
+    await page.waitForFunction(() =>
+      (document.getElementById("p") as unknown as { paused: boolean }).paused
+    );
+  });
+
+  it("shows a poster until the first frame, and HyperFrames clips in their windows", async () => {
+    const hfUrl = `${preview!.url}hf.html`;
+    const posterShown = await page.evaluate(() => {
+      const hf = document.createElement("vid-player");
+      hf.id = "hf";
+      hf.style.cssText = "display:block;width:320px;height:180px";
+      hf.setAttribute("poster", "data:image/gif;base64,R0lGODlhAQABAAAAACw=");
+      document.body.append(hf);
+      return !hf.shadowRoot!.querySelector<HTMLElement>("[part=poster]")!.hidden;
+    });
+    assert.ok(posterShown, "the poster shows before any frame");
+    await page.$eval("#hf", (el, src) => el.setAttribute("src", src as string), hfUrl);
+    await page.waitForFunction(() => document.getElementById("hf")?.dataset.state === "ready", {
+      timeout: 30000,
+    });
+    const colours: number[][] = [];
+    for (const t of [0.5, 1.5]) {
+      await page.$eval(
+        "#hf",
+        (el, s) => (el as unknown as { seek(s: number): Promise<void> }).seek(s as number),
+        t,
+      );
+      const png = await (await page.$("#hf"))!.screenshot({ type: "png" });
+      colours.push(rgbAt(await toRgb(png), 160, 90));
+    }
+    const hidden = await page.$eval(
+      "#hf",
+      (el) => el.shadowRoot!.querySelector<HTMLElement>("[part=poster]")!.hidden,
+    );
+    assert.ok(hidden, "the poster is gone once a frame is drawn");
+    assert.ok(colours[0][0] > 200 && colours[0][2] < 40, `red at 0.5 s, got ${colours[0]}`);
+    assert.ok(colours[1][2] > 200 && colours[1][0] < 40, `blue at 1.5 s, got ${colours[1]}`);
+    await page.$eval("#hf", (el) => el.remove());
+  });
+
+  it("examples/player binds its form to the template's variables", async () => {
+    const example = await startPreviewProcess(`${ROOT}examples/player`, [
+      "--composition",
+      "card.html",
+    ]);
+    const demo = await browser!.newPage();
+    try {
+      await demo.goto(`${example.url}index.html`);
+      await demo.waitForFunction(
+        () => document.getElementById("player")?.dataset.state === "ready",
+        { timeout: 30000 },
+      );
+      await demo.click("input[name=name]", { count: 3 });
+      await demo.keyboard.type("Grace");
+      await demo.waitForFunction(
+        () => {
+          const p = document.getElementById("player") as unknown as {
+            variables: { name?: string };
+            readyState: string;
+          };
+          return p.variables.name === "Grace" && p.readyState === "ready" &&
+            (document.getElementById("player")!.shadowRoot!.querySelectorAll("iframe").length ===
+              1);
+        },
+        { timeout: 30000 },
+      );
+      const status = await demo.$eval("#status", (el) => el.textContent);
+      assert.equal(status, "", "no error shown");
+    } finally {
+      await demo.close();
+      try {
+        example.child.kill("SIGINT");
+      } catch {
+        // already gone
+      }
+      await example.done;
+    }
+  });
+
+  it("fires error with file:line when the composition throws, and shows it", async () => {
+    const boom = await browser!.newPage();
+    try {
+      await boom.goto(`${hostUrl}/boom.html`);
+      await boom.waitForFunction(
+        () => document.getElementById("p")?.dataset.state === "error",
+        { timeout: 30000 },
+      );
+      const { detail, shown, readyState } = await boom.$eval("#p", (el) => ({
+        detail: (window as unknown as { events: { name: string; detail: { message: string } }[] })
+          .events.find((e) => e.name === "error")?.detail.message,
+        shown: el.shadowRoot!.querySelector("[part=message]")!.textContent,
+        readyState: (el as unknown as { readyState: string }).readyState,
+      }));
+      assert.equal(readyState, "error");
+      assert.match(detail ?? "", /the page threw while loading: TypeError/);
+      assert.match(detail ?? "", /scene\.js:3:/);
+      assert.equal(shown, detail);
+    } finally {
+      await boom.close();
+    }
+  });
+});
