@@ -155,7 +155,7 @@ export type LocalBatchSummary = Record<LocalBatchRowStatus, number> & { rows: nu
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { summarizeLocalBatch } from "@vid/cli";
+ * import { summarizeLocalBatch } from "./local.ts";
  *
  * const s = summarizeLocalBatch([]);
  * assert.equal(s.rows, 0);
@@ -522,7 +522,8 @@ async function renderQueuedRow(item: QueuedRow, ctx: RowContext): Promise<void> 
  *
  * @example
  * ```ts no_run
- * import { renderBatchLocal, summarizeLocalBatch } from "@vid/cli";
+ * import { renderBatchLocal } from "@vid/cli";
+ * import { summarizeLocalBatch } from "./local.ts";
  *
  * const { rows } = await renderBatchLocal({
  *   target: "examples/hello",
