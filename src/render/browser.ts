@@ -194,7 +194,8 @@ function profileParent(user: RenderUser): string {
   for (const candidate of [tmpdir(), "/tmp"]) {
     if (traversableBy(candidate, user)) return candidate;
   }
-  throw new Error(
+  throw new BrowserStartError(
+    "TMPDIR",
     `${user.name} cannot reach ${tmpdir()} or /tmp, where its browser profile would go; ` +
       "point TMPDIR at a folder every user may pass through (mode 0711 or wider)",
   );
@@ -493,6 +494,32 @@ export class BrowserStartupCrashError extends VidError {
   }
 }
 
+/**
+ * The browser did not start: it could not be spawned, exited with an error code, or gave
+ * no DevTools address in time; or its profile has nowhere to go. `cause` holds the
+ * spawn error when there is one; the message ends with what the browser printed.
+ */
+export class BrowserStartError extends VidError {
+  override name = "BrowserStartError";
+  /** The browser executable. */
+  override readonly field: string;
+  constructor(executable: string, message: string, options: ErrorOptions = {}) {
+    super(message, { exitCode: EXIT_FAILED, field: executable, cause: options.cause });
+    this.field = executable;
+  }
+}
+
+/** A page could not be loaded: Chromium refused the URL, or its load event never came. */
+export class PageLoadError extends VidError {
+  override name = "PageLoadError";
+  /** The URL that was loading. */
+  override readonly field: string;
+  constructor(url: string, message: string) {
+    super(message, { exitCode: EXIT_FAILED, field: url });
+    this.field = url;
+  }
+}
+
 /** One launch attempt of {@linkcode launchBrowser}. */
 async function launchOnce(
   executable: string,
@@ -578,7 +605,12 @@ async function launchOnce(
     const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => {
         child.kill("SIGKILL");
-        reject(new Error(`${executable} did not start within ${timeoutMs} ms:\n${stderr}`));
+        reject(
+          new BrowserStartError(
+            executable,
+            `${executable} did not start within ${timeoutMs} ms:\n${stderr}`,
+          ),
+        );
       }, timeoutMs);
       child.stderr!.setEncoding("utf8");
       child.stderr!.on("data", (chunk: string) => {
@@ -591,14 +623,19 @@ async function launchOnce(
       });
       child.on("error", (error) => {
         clearTimeout(timer);
-        reject(new Error(`cannot start ${executable}: ${error.message}`));
+        reject(
+          new BrowserStartError(executable, `cannot start ${executable}: ${error.message}`, {
+            cause: error,
+          }),
+        );
       });
       child.on("exit", (code, signal) => {
         clearTimeout(timer);
         reject(
-          signal
-            ? new BrowserStartupCrashError(executable, signal, stderr)
-            : new Error(`${executable} exited with code ${code} during start-up:\n${stderr}`),
+          signal ? new BrowserStartupCrashError(executable, signal, stderr) : new BrowserStartError(
+            executable,
+            `${executable} exited with code ${code} during start-up:\n${stderr}`,
+          ),
         );
       });
     });
@@ -686,13 +723,14 @@ export async function openPage(browser: Browser, options: PageOptions): Promise<
 export async function navigate(page: CdpSession, url: string, timeoutMs = 60000): Promise<void> {
   const loaded = page.once("Page.loadEventFired");
   const result = await page.send<{ errorText?: string }>("Page.navigate", { url });
-  if (result.errorText) throw new Error(`cannot load ${url}: ${result.errorText}`);
+  if (result.errorText) throw new PageLoadError(url, `cannot load ${url}: ${result.errorText}`);
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([
     loaded,
     new Promise((_, reject) => {
       timer = setTimeout(
-        () => reject(new Error(`${url} did not finish loading within ${timeoutMs} ms`)),
+        () =>
+          reject(new PageLoadError(url, `${url} did not finish loading within ${timeoutMs} ms`)),
         timeoutMs,
       );
     }),

@@ -6,7 +6,7 @@
  */
 
 import { Buffer } from "node:buffer";
-import { CdpClosedError, type CdpSession } from "./cdp.ts";
+import { CdpClosedError, CdpError, type CdpSession } from "./cdp.ts";
 import type { CaptureMode } from "./browser.ts";
 import type { PageErrorRecord } from "../runtime/page_runtime.ts";
 import { PageError, pageErrorFrom } from "./page_error.ts";
@@ -166,7 +166,9 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
         if (attempt >= 5) await pause(25);
         image = await draw();
       }
-      if (!image) throw new Error("BeginFrame returned no image for the first frame");
+      if (!image) {
+        throw new CdpError("HeadlessExperimental.beginFrame", "no image for the first frame");
+      }
       // A seeked video's frame reaches the compositor on the media thread, so that draw may
       // still show its previous frame (seen on a loaded machine). Its presentation is
       // confirmed in a later draw's frame callbacks: draw until then; the last image shows it.

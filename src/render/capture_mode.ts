@@ -10,6 +10,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { type Browser, closePage, launchBrowser, openPage } from "./browser.ts";
 import { cacheDir } from "./media.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
 
 // The capture preferences are a render option, declared in the request layer.
 import { CAPTURE_PREFERENCES, type CapturePreference } from "../request/formats.ts";
@@ -23,6 +24,20 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
       timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * `capture: "beginframe"` was asked for, but this chromium-headless-shell returns no
+ * images through BeginFrame; `auto` would have fallen back to screenshots.
+ */
+export class CaptureUnavailableError extends VidError {
+  override name = "CaptureUnavailableError";
+  constructor(reason: string) {
+    super(`BeginFrame capture does not work with this chromium-headless-shell: ${reason}`, {
+      exitCode: EXIT_FAILED,
+      field: "capture",
+    });
+  }
 }
 
 /** Frames the BeginFrame probe tries before it gives up. */
@@ -159,9 +174,7 @@ export async function launchForCapture(
     await browser?.close();
   }
   if (wanted === "beginframe") {
-    throw new Error(
-      `BeginFrame capture does not work with this chromium-headless-shell: ${reason}`,
-    );
+    throw new CaptureUnavailableError(reason ?? "the BeginFrame probe failed");
   }
   onFallback(reason ?? "the BeginFrame probe failed");
   return await launchBrowser({ mode: "screenshot", scale, networkFlags });
