@@ -520,6 +520,59 @@ export class PageLoadError extends VidError {
   }
 }
 
+/**
+ * The DevTools address a starting browser prints on stderr. Rejects when it exits first
+ * (a signal: {@linkcode BrowserStartupCrashError}, which the launch retries), cannot be
+ * spawned, or prints none within `timeoutMs` (then it is killed). `output.stderr` gathers
+ * what it printed, for the caller's sandbox check.
+ */
+function devToolsUrl(
+  child: ChildProcess,
+  executable: string,
+  timeoutMs: number,
+  output: { stderr: string },
+): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(
+        new BrowserStartError(
+          executable,
+          `${executable} did not start within ${timeoutMs} ms:\n${output.stderr}`,
+        ),
+      );
+    }, timeoutMs);
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (chunk: string) => {
+      output.stderr += chunk;
+      const match = output.stderr.match(/DevTools listening on (ws:\/\/\S+)/);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(
+        new BrowserStartError(executable, `cannot start ${executable}: ${error.message}`, {
+          cause: error,
+        }),
+      );
+    });
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(
+        signal
+          ? new BrowserStartupCrashError(executable, signal, output.stderr)
+          : new BrowserStartError(
+            executable,
+            `${executable} exited with code ${code} during start-up:\n${output.stderr}`,
+          ),
+      );
+    });
+  });
+}
+
 /** One launch attempt of {@linkcode launchBrowser}. */
 async function launchOnce(
   executable: string,
@@ -599,46 +652,10 @@ async function launchOnce(
     child.once("exit", () => rmSync(record, { force: true }));
   }
   const timeoutMs = options.timeoutMs ?? 30000;
-  let stderr = "";
+  const output = { stderr: "" };
   let connection: CdpConnection;
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        child.kill("SIGKILL");
-        reject(
-          new BrowserStartError(
-            executable,
-            `${executable} did not start within ${timeoutMs} ms:\n${stderr}`,
-          ),
-        );
-      }, timeoutMs);
-      child.stderr!.setEncoding("utf8");
-      child.stderr!.on("data", (chunk: string) => {
-        stderr += chunk;
-        const match = stderr.match(/DevTools listening on (ws:\/\/\S+)/);
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1]);
-        }
-      });
-      child.on("error", (error) => {
-        clearTimeout(timer);
-        reject(
-          new BrowserStartError(executable, `cannot start ${executable}: ${error.message}`, {
-            cause: error,
-          }),
-        );
-      });
-      child.on("exit", (code, signal) => {
-        clearTimeout(timer);
-        reject(
-          signal ? new BrowserStartupCrashError(executable, signal, stderr) : new BrowserStartError(
-            executable,
-            `${executable} exited with code ${code} during start-up:\n${stderr}`,
-          ),
-        );
-      });
-    });
+    const url = await devToolsUrl(child, executable, timeoutMs, output);
     // Keep draining stderr so the browser never blocks on a full pipe.
     child.stderr!.removeAllListeners("data");
     if (process.env.VID_DEBUG_BROWSER) child.stderr!.pipe(process.stderr);
@@ -653,7 +670,7 @@ async function launchOnce(
     killBrowser(child.pid!, ownGroup);
     await exited;
     await removeProfile(profile);
-    const sandboxFailure = policy.sandbox !== "off" ? stderr.match(SANDBOX_FAILURE) : null;
+    const sandboxFailure = policy.sandbox !== "off" ? output.stderr.match(SANDBOX_FAILURE) : null;
     if (sandboxFailure) throw new SandboxUnavailableError(executable, sandboxFailure[0].trim());
     throw error;
   }
