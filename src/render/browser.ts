@@ -21,6 +21,7 @@ import {
   SYSTEM_PACKAGES,
 } from "./system.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import { sleep, withTimeout } from "../util/async.ts";
 
 /** How frames are captured. */
 export type CaptureMode = "beginframe" | "screenshot";
@@ -271,7 +272,7 @@ async function removeProfile(profile: string): Promise<void> {
       return;
     } catch (error) {
       if (attempt >= 5) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      await sleep(50 * attempt);
     }
   }
 }
@@ -741,17 +742,11 @@ export async function navigate(page: CdpSession, url: string, timeoutMs = 60000)
   const loaded = page.once("Page.loadEventFired");
   const result = await page.send<{ errorText?: string }>("Page.navigate", { url });
   if (result.errorText) throw new PageLoadError(url, `cannot load ${url}: ${result.errorText}`);
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
+  await withTimeout(
     loaded,
-    new Promise((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(new PageLoadError(url, `${url} did not finish loading within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
+    timeoutMs,
+    () => new PageLoadError(url, `${url} did not finish loading within ${timeoutMs} ms`),
+  );
 }
 
 /** How long closing a window may take before the caller goes on without waiting. */
