@@ -15,6 +15,7 @@ import {
   pool,
   retry,
   sleep,
+  within,
   withTimeout,
 } from "../../src/util/async.ts";
 
@@ -292,5 +293,23 @@ describe("withTimeout", () => {
       withTimeout(Promise.reject(new Error("refused")), 60_000, () => new Error("late")),
       { message: "refused" },
     );
+  });
+});
+
+describe("within", () => {
+  it("gives { value } when the promise resolves in time", async () => {
+    assert.deepEqual(await within(Promise.resolve(7), 60_000), { value: 7 });
+  });
+
+  it("gives undefined when the time runs out first, and clears its timer", async () => {
+    const started = performance.now();
+    assert.equal(await within(new Promise<number>(() => {}), 20), undefined);
+    assert.ok(performance.now() - started >= 15);
+  });
+
+  it("passes a rejection in time through", async () => {
+    await assert.rejects(within(Promise.reject(new Error("refused")), 60_000), {
+      message: "refused",
+    });
   });
 });
