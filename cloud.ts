@@ -17,15 +17,16 @@
  * @module
  */
 
+// The hosted service client's public surface: render, sign in, verify webhooks, and the errors
+// a caller catches. The credentials file's helpers and the client's low-level pieces are
+// internal (src/cloud/); tests/integration/api_snapshot_test.ts shows every change here.
+
 export {
-  checkCloudRenderOptions,
-  CLOUD_MAX_UPLOAD_BYTES,
   cloudRender,
   CloudRenderError,
   type CloudRenderOptions,
   type CloudRenderRecord,
   type CloudRenderResult,
-  downloadTo,
   type DryRunReport,
   RESOLUTIONS,
 } from "./src/cloud/render.ts";
@@ -35,7 +36,6 @@ export type { PackagedFile } from "./src/project/package.ts";
 export type { Resolution } from "./src/request/options.ts";
 export {
   type Authenticator,
-  bearerAuth,
   CloudApiError,
   CloudClient,
   type CloudClientOptions,
@@ -43,35 +43,18 @@ export {
 } from "./src/cloud/client.ts";
 export { connectCloud, type ConnectOptions } from "./src/cloud/connect.ts";
 export {
-  type ApiKeyCredentials,
-  type Credentials,
   CredentialsFileError,
-  type CredentialSource,
-  credentialsPath,
-  DEFAULT_BASE_URL,
-  deleteCredentials,
   type Env,
   NotSignedInError,
   type OAuthCredentials,
-  readCredentials,
-  resolveCredential,
-  type ResolvedCredential,
-  type StoredCredential,
-  writeCredentials,
 } from "./src/cloud/credentials.ts";
 export {
-  type Account,
   CredentialRejectedError,
-  fetchAccount,
   type LoginOptions,
   loginWithPkce,
   OAuthError,
-  revokeToken,
 } from "./src/cloud/oauth_client.ts";
 export {
-  ATTEMPT_HEADER,
-  DELIVERY_ID_HEADER,
-  SIGNATURE_HEADER,
   verifyWebhook,
   type VerifyWebhookOptions,
   type WebhookPayload,

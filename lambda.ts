@@ -21,14 +21,17 @@
  * @module
  */
 
+// The distributed SDK's public surface: deploy, render, follow, cancel, download, batch, and
+// the errors a caller catches. Cost constants, the state machine's definition and the batch
+// helpers the CLI prints with are internal (src/lambda/); tests/integration/api_snapshot_test.ts
+// shows every change here.
+
 export {
   type ChunkRetry,
   type CostEstimate,
-  DEFAULT_LAMBDA_MEMORY_MB,
   deploySite,
   type DeploySiteOptions,
   getRenderProgress,
-  LAMBDA_USD_PER_GB_SECOND,
   type LambdaRenderProgress,
   type LambdaRenderStatus,
   type RenderHandle,
@@ -38,55 +41,26 @@ export {
   type S3Options,
   type SfnOptions,
   type SiteHandle,
-  siteHandleFromId,
-  type SiteHandleOptions,
-  type SiteManifest,
-  USD_PER_STATE_TRANSITION,
 } from "./src/lambda/sdk.ts";
 export {
   ConfigError,
   type ExecutionInput,
   ExecutionInputTooLargeError,
   HdrNotSupportedError,
-  MAX_EXECUTION_INPUT_BYTES,
   type RenderConfig,
   validateConfig,
   type ValidateConfigOptions,
   type WebhookConfig,
 } from "./src/lambda/config.ts";
-export {
-  type AslDefinition,
-  type AslState,
-  stateMachineDefinition,
-  type StateMachineOptions,
-  type WorkflowFunctions,
-} from "./src/lambda/state_machine.ts";
-export {
-  type BatchEntry,
-  type BatchSummary,
-  LARGE_BATCH_ROWS,
-  largeBatchGuidance,
-  renderBatch,
-  type RenderBatchOptions,
-  summarizeBatch,
-} from "./src/lambda/batch.ts";
-export { BATCH_RERUN_VALUES, type BatchRerun } from "./src/lambda/batch_rerun.ts";
+export { type BatchEntry, renderBatch, type RenderBatchOptions } from "./src/lambda/batch.ts";
 export {
   type BatchProgress,
   type BatchProgressOptions,
   type BatchRowProgress,
   getBatchProgress,
-  readBatchManifest,
 } from "./src/lambda/batch_progress.ts";
-export {
-  listSites,
-  type LoadedSite,
-  loadSite,
-  type LoadSiteOptions,
-  removeSite,
-  type SiteOptions,
-  type SiteSummary,
-} from "./src/lambda/sites.ts";
+export { type BatchRerun } from "./src/lambda/batch_rerun.ts";
+export type { PackagedFile } from "./src/project/package.ts";
 export {
   cancelRender,
   type CancelRenderOptions,
@@ -94,7 +68,6 @@ export {
   downloadRender,
   type DownloadRenderOptions,
   type RenderOutput,
-  renderOutput,
   renderOutputUrl,
   type RenderOutputUrlOptions,
   type RenderRef,
@@ -102,15 +75,7 @@ export {
 } from "./src/lambda/renders.ts";
 export { StackError } from "./src/lambda/stack_error.ts";
 export {
-  type ChunkEstimateInput,
-  estimateChunkSeconds,
-  SECONDS_PER_1080P_FRAME_AT_MAX_MEMORY,
-  timeCapWarning,
-  type TimeCapWarningOptions,
-} from "./src/lambda/time_cap.ts";
-export {
   BatchInputError,
   type BatchManifestRow,
-  batchRenderId,
   type BatchRowStatus,
 } from "./src/batch/manifest.ts";

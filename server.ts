@@ -19,6 +19,10 @@
  * @module
  */
 
+// Self-hosting's public surface: start the service, choose its backend and limits, sign
+// webhooks as it does. Its routes, queue, storage and database are internal (src/server/);
+// tests/integration/api_snapshot_test.ts shows every change here.
+
 export {
   type RunningServer,
   type ServerOptions,
@@ -31,19 +35,6 @@ export {
   type LocalBackendConfig,
   type RenderBackendConfig,
   RenderBackendConfigError,
-  type RenderBackendFlags,
   type RenderBackendKind,
-  resolveRenderBackend,
 } from "./src/server/render_backend.ts";
-export { type Storage, StorageError, type StoredObject } from "./src/server/storage.ts";
-export { storageFromUrl } from "./src/server/storage_url.ts";
-export {
-  type CallbackTargetPolicy,
-  CallbackUrlError,
-  checkCallbackUrl,
-  type CheckCallbackUrlOptions,
-  deliverWebhook,
-  type DeliverWebhookOptions,
-  type DeliveryResult,
-  signWebhook,
-} from "./src/webhooks/webhooks.ts";
+export { signWebhook } from "./src/webhooks/webhooks.ts";

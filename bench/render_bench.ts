@@ -892,6 +892,73 @@ function runLabel(run: RenderRun): string {
     : `workers=${run.requested}${run.workers !== run.requested ? ` (${run.workers} used)` : ""}`;
 }
 
+/**
+ * The per-stage tables of the report: peak memory with the machine's load, and CPU time
+ * per frame by process.
+ */
+function resourceTables(stages: [string, StageResources, number][]): string[] {
+  const lines: string[] = [];
+  const memoryRows = [[
+    "stage",
+    "deno RSS",
+    "chromium PSS (RSS)",
+    "ffmpeg PSS (RSS)",
+    "children PSS",
+    "cores busy: all / other processes",
+  ]];
+  for (const [name, r] of stages) {
+    memoryRows.push([
+      name,
+      `${fixed(r.denoPeakRssMb, 0)} MB`,
+      `${fixed(r.chromium.peakPssMb, 0)} (${fixed(r.chromium.peakRssMb, 0)}) MB`,
+      `${fixed(r.ffmpeg.peakPssMb, 0)} (${fixed(r.ffmpeg.peakRssMb, 0)}) MB`,
+      `${fixed(r.childrenPeakPssMb, 0)} MB`,
+      `${fixed(r.machineBusyCores, 2)} / ${fixed(r.otherProcessesCores, 2)}`,
+    ]);
+  }
+  lines.push(
+    `peak memory per stage (from /proc: RSS every ${SAMPLE_INTERVAL_MS} ms, each process's ` +
+      `PSS when it appears and every ${SAMPLE_INTERVAL_MS * PSS_EVERY} ms; PSS splits shared ` +
+      "pages between processes, RSS counts them in each) and machine load:",
+    table(memoryRows, [false, true, true, true, true, true]),
+    "",
+  );
+  const perFrame = (seconds: number, frames: number) => fixed((seconds * 1000) / frames, 0);
+  const cpuRows = [[
+    "stage",
+    "deno",
+    "chromium browser",
+    "renderer",
+    "gpu-process",
+    "other chromium",
+    "ffmpeg",
+    "total",
+  ]];
+  for (const [name, r, frames] of stages) {
+    const byType = r.chromium.cpuByType;
+    const named = (byType.browser ?? 0) + (byType.renderer ?? 0) + (byType["gpu-process"] ?? 0);
+    cpuRows.push([
+      name,
+      perFrame(r.denoCpuSeconds, frames),
+      perFrame(byType.browser ?? 0, frames),
+      perFrame(byType.renderer ?? 0, frames),
+      perFrame(byType["gpu-process"] ?? 0, frames),
+      perFrame(r.chromium.cpuSeconds - named, frames),
+      perFrame(r.ffmpeg.cpuSeconds, frames),
+      fixed(cpuMsPerFrame(r, frames), 0),
+    ]);
+  }
+  const samplerMs = stages.reduce((sum, [, r]) => sum + r.samplerMs, 0);
+  const wall = stages.reduce((sum, [, r]) => sum + r.wallSeconds, 0);
+  lines.push(
+    "CPU time per frame in ms, by process (sampled; whole stage, start-up included; " +
+      `deno's excludes the sampler thread, which used ${fixed(samplerMs / 1000, 2)} s, ` +
+      `${fixed(samplerMs / 10 / wall)}% of one core):`,
+    table(cpuRows, [false, true, true, true, true, true, true, true]),
+  );
+  return lines;
+}
+
 /** CPU milliseconds per frame of this process and its children during a stage. */
 function cpuMsPerFrame(r: StageResources, frames: number): number {
   const seconds = r.denoCpuSeconds + r.chromium.cpuSeconds + r.ffmpeg.cpuSeconds;
@@ -1026,64 +1093,7 @@ function printReport(report: BenchReport): void {
     stages.push([`capture-only, ${parallel.windows} windows`, parallel.resources, parallel.frames]);
   }
   for (const run of renders) stages.push([`vid, ${runLabel(run)}`, run.resources, run.frames]);
-  const memoryRows = [[
-    "stage",
-    "deno RSS",
-    "chromium PSS (RSS)",
-    "ffmpeg PSS (RSS)",
-    "children PSS",
-    "cores busy: all / other processes",
-  ]];
-  for (const [name, r] of stages) {
-    memoryRows.push([
-      name,
-      `${fixed(r.denoPeakRssMb, 0)} MB`,
-      `${fixed(r.chromium.peakPssMb, 0)} (${fixed(r.chromium.peakRssMb, 0)}) MB`,
-      `${fixed(r.ffmpeg.peakPssMb, 0)} (${fixed(r.ffmpeg.peakRssMb, 0)}) MB`,
-      `${fixed(r.childrenPeakPssMb, 0)} MB`,
-      `${fixed(r.machineBusyCores, 2)} / ${fixed(r.otherProcessesCores, 2)}`,
-    ]);
-  }
-  lines.push(
-    `peak memory per stage (from /proc: RSS every ${SAMPLE_INTERVAL_MS} ms, each process's ` +
-      `PSS when it appears and every ${SAMPLE_INTERVAL_MS * PSS_EVERY} ms; PSS splits shared ` +
-      "pages between processes, RSS counts them in each) and machine load:",
-    table(memoryRows, [false, true, true, true, true, true]),
-    "",
-  );
-  const perFrame = (seconds: number, frames: number) => fixed((seconds * 1000) / frames, 0);
-  const cpuRows = [[
-    "stage",
-    "deno",
-    "chromium browser",
-    "renderer",
-    "gpu-process",
-    "other chromium",
-    "ffmpeg",
-    "total",
-  ]];
-  for (const [name, r, frames] of stages) {
-    const byType = r.chromium.cpuByType;
-    const named = (byType.browser ?? 0) + (byType.renderer ?? 0) + (byType["gpu-process"] ?? 0);
-    cpuRows.push([
-      name,
-      perFrame(r.denoCpuSeconds, frames),
-      perFrame(byType.browser ?? 0, frames),
-      perFrame(byType.renderer ?? 0, frames),
-      perFrame(byType["gpu-process"] ?? 0, frames),
-      perFrame(r.chromium.cpuSeconds - named, frames),
-      perFrame(r.ffmpeg.cpuSeconds, frames),
-      fixed(cpuMsPerFrame(r, frames), 0),
-    ]);
-  }
-  const samplerMs = stages.reduce((sum, [, r]) => sum + r.samplerMs, 0);
-  const wall = stages.reduce((sum, [, r]) => sum + r.wallSeconds, 0);
-  lines.push(
-    "CPU time per frame in ms, by process (sampled; whole stage, start-up included; " +
-      `deno's excludes the sampler thread, which used ${fixed(samplerMs / 1000, 2)} s, ` +
-      `${fixed(samplerMs / 10 / wall)}% of one core):`,
-    table(cpuRows, [false, true, true, true, true, true, true, true]),
-  );
+  lines.push(...resourceTables(stages));
   if (report.denoLifetimePeakRssMb !== undefined) {
     lines.push(
       `deno process lifetime peak RSS (VmHWM): ${fixed(report.denoLifetimePeakRssMb, 0)} MB` +

@@ -7,6 +7,7 @@
  */
 
 import { fileURLToPath } from "node:url";
+import { sleep } from "../src/util/async.ts";
 
 /** Repository root. */
 export const ROOT: string = fileURLToPath(new URL("../", import.meta.url));
@@ -378,6 +379,6 @@ export async function waitFor<T>(
     if (Date.now() >= deadline) {
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    await sleep(intervalMs);
   }
 }

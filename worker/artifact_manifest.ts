@@ -11,6 +11,7 @@
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { EXIT_FAILED, VidError } from "../src/errors.ts";
 
 /** File name of the manifest at the artifact root. */
 export const ARTIFACT_MANIFEST = "vid-artifact.json";
@@ -39,13 +40,13 @@ export interface ArtifactManifest {
 }
 
 /** The manifest is missing or not one `build_worker.ts` wrote. */
-export class ArtifactManifestError extends Error {
+export class ArtifactManifestError extends VidError {
   override name = "ArtifactManifestError";
   /** The folder that was read. */
-  readonly field: string;
+  override readonly field: string;
 
   constructor(message: string, dir: string, options?: ErrorOptions) {
-    super(message, options);
+    super(message, { exitCode: EXIT_FAILED, field: dir, cause: options?.cause });
     this.field = dir;
   }
 }

@@ -36,6 +36,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { EXIT_FAILED, VidError } from "../src/errors.ts";
 
 /** npm package of the Lambda Chromium, left external to the bundle (see build_worker.ts). */
 export const CHROMIUM_PACKAGE = "@sparticuz/chromium";
@@ -82,13 +83,13 @@ export interface LambdaChromium {
 }
 
 /** A packaged binary or package is missing from the artifact on Lambda. */
-export class LambdaRuntimeError extends Error {
+export class LambdaRuntimeError extends VidError {
   override name = "LambdaRuntimeError";
   /** The binary at fault: `browser`, `ffmpeg` or `ffprobe`. */
-  readonly field: string;
+  override readonly field: string;
 
   constructor(message: string, field: string, options?: ErrorOptions) {
-    super(message, options);
+    super(message, { exitCode: EXIT_FAILED, field, cause: options?.cause });
     this.field = field;
   }
 }

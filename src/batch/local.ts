@@ -163,7 +163,7 @@ export type LocalBatchSummary = Record<LocalBatchRowStatus, number> & {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { summarizeLocalBatch } from "@vid/cli";
+ * import { summarizeLocalBatch } from "./local.ts";
  *
  * const s = summarizeLocalBatch([]);
  * assert.equal(s.rows, 0);
@@ -536,7 +536,8 @@ async function renderQueuedRow(item: QueuedRow, ctx: RowContext): Promise<void> 
  *
  * @example
  * ```ts no_run
- * import { renderBatchLocal, summarizeLocalBatch } from "@vid/cli";
+ * import { renderBatchLocal } from "@vid/cli";
+ * import { summarizeLocalBatch } from "./local.ts";
  *
  * const { rows } = await renderBatchLocal({
  *   target: "examples/hello",

@@ -86,7 +86,7 @@ export class BatchInputError extends VidError {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { batchRenderId } from "@vid/cli";
+ * import { batchRenderId } from "./manifest.ts";
  *
  * const id = await batchRenderId({
  *   bucketName: "vid-renders",

@@ -79,7 +79,7 @@ export interface InitResult {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { listStarters } from "@vid/cli";
+ * import { listStarters } from "./init.ts";
  *
  * for (const s of listStarters()) console.log(s.name, s.description);
  * assert.ok(listStarters().some((s) => s.name === "lower-third"));
@@ -203,7 +203,7 @@ async function linkFont(projectDir: string, stylesheet: string, family: string):
  *
  * @example
  * ```ts no_run
- * import { addLibraries } from "@vid/cli";
+ * import { addLibraries } from "./init.ts";
  *
  * const [gsap] = await addLibraries(["gsap"], "my-video");
  * gsap.files; // ["lib/gsap.min.js"]

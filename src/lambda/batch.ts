@@ -233,7 +233,7 @@ function isRetryable(error: unknown): boolean {
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { largeBatchGuidance } from "@vid/cli";
+ * import { largeBatchGuidance } from "./batch.ts";
  *
  * const guidance = largeBatchGuidance({ entries: 5000, maxConcurrent: 50, reservedConcurrency: 320 });
  * assert.match(guidance!, /^batch of 5000 entries \(more than 1000\): --max-concurrent 50 is above .* = 20;/);
@@ -270,9 +270,9 @@ export function largeBatchGuidance(options: {
  *
  * @example
  * ```ts no_run
- * import { summarizeBatch } from "@vid/cli";
+ * import { summarizeBatch } from "./batch.ts";
  *
- * import { readBatchManifest } from "@vid/cli";
+ * import { readBatchManifest } from "./batch_progress.ts";
  *
  * const rows = await readBatchManifest("manifest.json");
  * const s = summarizeBatch(rows);
@@ -612,7 +612,8 @@ function startFailure(line: number, attempts: number, error: unknown): string {
  *
  * @example
  * ```ts no_run
- * import { deploySite, renderBatch, summarizeBatch } from "@vid/cli";
+ * import { deploySite, renderBatch } from "@vid/cli";
+ * import { summarizeBatch } from "./batch.ts";
  *
  * const siteHandle = await deploySite({ projectDir: "examples/hello", bucketName: "vid-renders" });
  * const rows = await renderBatch({

@@ -121,7 +121,8 @@ export interface BatchProgress {
  *
  * @example
  * ```ts no_run
- * import { getBatchProgress, readBatchManifest } from "@vid/cli";
+ * import { getBatchProgress } from "@vid/cli";
+ * import { readBatchManifest } from "./batch_progress.ts";
  *
  * const rows = await readBatchManifest("manifest.json");
  * const progress = await getBatchProgress({ rows });
@@ -177,7 +178,8 @@ export async function readBatchManifest(path: string): Promise<BatchManifestRow[
  *
  * @example
  * ```ts no_run
- * import { getBatchProgress, readBatchManifest } from "@vid/cli";
+ * import { getBatchProgress } from "@vid/cli";
+ * import { readBatchManifest } from "./batch_progress.ts";
  *
  * const p = await getBatchProgress({ rows: await readBatchManifest("manifest.json") });
  * console.log(`${p.succeeded} succeeded, ${p.running} running, ${p.failed} failed`);

@@ -190,7 +190,7 @@ export async function cancelRender(options: CancelRenderOptions): Promise<Cancel
  *
  * @example
  * ```ts no_run
- * import { renderOutput } from "@vid/cli";
+ * import { renderOutput } from "./renders.ts";
  *
  * const executionArn = "arn:aws:states:us-east-1:123456789012:execution:vid-render:r-abc";
  * const { bucketName, outputKey } = await renderOutput({ executionArn });

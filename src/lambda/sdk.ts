@@ -28,7 +28,7 @@ import { formatOfPath, OUTPUT_FORMATS, type OutputFormat } from "../render/encod
 import { StrictVariablesError } from "../composition/errors.ts";
 import { checkOverrides } from "../composition/variables.ts";
 import { OPTIONS } from "../request/options.ts";
-import { explainStackError } from "./stack_error.ts";
+import { explainStackError, StackError } from "./stack_error.ts";
 import { type S3Options, sfnClientFor, type SfnOptions } from "../aws/clients.ts";
 import { loadSite, type SiteHandle, withSiteFrameRate } from "./sites.ts";
 
@@ -283,7 +283,12 @@ export async function renderToLambda<
         input: body,
       }),
     );
-    if (!started.executionArn) throw new Error("StartExecution returned no executionArn");
+    if (!started.executionArn) {
+      throw new StackError(
+        "stateMachineArn",
+        `StartExecution on ${options.stateMachineArn} returned no executionArn`,
+      );
+    }
     return {
       renderId,
       executionArn: started.executionArn,

@@ -257,7 +257,7 @@ async function uploadSite(
  * @example
  * ```ts
  * import assert from "node:assert/strict";
- * import { siteHandleFromId } from "@vid/cli";
+ * import { siteHandleFromId } from "./sites.ts";
  *
  * const site = siteHandleFromId("site-0123456789abcdef", "vid-renders-123", {
  *   s3: { region: "eu-west-1" },
@@ -379,7 +379,8 @@ function notFound(siteId: string, bucketName: string): StackError {
  *
  * @example
  * ```ts no_run
- * import { loadSite, renderToLambda } from "@vid/cli";
+ * import { renderToLambda } from "@vid/cli";
+ * import { loadSite } from "./sites.ts";
  *
  * const siteHandle = await loadSite("site-0123456789abcdef", "vid-renders-123");
  * siteHandle.declarations.map((d) => d.id); // ["title", ...]
@@ -468,7 +469,7 @@ async function listKeys(
  *
  * @example
  * ```ts no_run
- * import { listSites } from "@vid/cli";
+ * import { listSites } from "./sites.ts";
  *
  * for (const site of await listSites("vid-renders-123")) {
  *   console.log(site.siteId, site.created, site.bytes);
@@ -525,7 +526,7 @@ export async function listSites(
  *
  * @example
  * ```ts no_run
- * import { removeSite } from "@vid/cli";
+ * import { removeSite } from "./sites.ts";
  *
  * const deleted = await removeSite("site-0123456789abcdef", "vid-renders-123");
  * ```

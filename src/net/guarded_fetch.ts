@@ -67,6 +67,31 @@ export class DownloadTooLargeError extends VidError {
 }
 
 /**
+ * A download failed: the server could not be reached or timed out (`cause` holds the
+ * network error), answered with an error status (`status`), or redirected too often.
+ */
+export class DownloadError extends VidError {
+  override name = "DownloadError";
+  /** The field holding the URL. */
+  override readonly field: string;
+  /** The URL that failed, after any redirects. */
+  readonly url: string;
+  /** The HTTP status the server answered with, when it answered. */
+  readonly httpStatus?: number;
+  constructor(
+    field: string,
+    url: string,
+    message: string,
+    options: { cause?: unknown; httpStatus?: number } = {},
+  ) {
+    super(`${field}: ${message}`, { exitCode: EXIT_FAILED, cause: options.cause });
+    this.field = field;
+    this.url = url;
+    if (options.httpStatus !== undefined) this.httpStatus = options.httpStatus;
+  }
+}
+
+/**
  * A `lookup` hook for `node:net`/`node:http(s)` that answers only with the addresses
  * already checked, so the connection goes where the policy looked.
  */
@@ -207,7 +232,9 @@ export async function guardedGet(
     } catch (error) {
       if (error instanceof BlockedAddressError || error instanceof UnsupportedUrlError) throw error;
       const reason = timeout.aborted ? "timed out" : (error as Error).message;
-      throw new Error(`${field}: cannot download ${url.href} (${reason})`);
+      throw new DownloadError(field, url.href, `cannot download ${url.href} (${reason})`, {
+        cause: error,
+      });
     }
     const location = response.headers.get("location");
     if (response.status >= 300 && response.status < 400 && location !== null) {
@@ -217,7 +244,9 @@ export async function guardedGet(
     }
     if (response.status < 200 || response.status >= 300) {
       await response.body?.cancel();
-      throw new Error(`${field}: ${url.href} answered HTTP ${response.status}`);
+      throw new DownloadError(field, url.href, `${url.href} answered HTTP ${response.status}`, {
+        httpStatus: response.status,
+      });
     }
     const declared = Number(response.headers.get("content-length") ?? NaN);
     if (Number.isFinite(declared) && declared > options.maxBytes) {
@@ -243,7 +272,9 @@ export async function guardedGet(
       } catch (error) {
         if (error instanceof DownloadTooLargeError) throw error;
         const reason = timeout.aborted ? "timed out" : (error as Error).message;
-        throw new Error(`${field}: cannot download ${url.href} (${reason})`);
+        throw new DownloadError(field, url.href, `cannot download ${url.href} (${reason})`, {
+          cause: error,
+        });
       }
     }
     return {
@@ -254,5 +285,5 @@ export async function guardedGet(
       bytes,
     };
   }
-  throw new Error(`${field}: ${source} redirected more than ${maxRedirects} times`);
+  throw new DownloadError(field, url.href, `${source} redirected more than ${maxRedirects} times`);
 }

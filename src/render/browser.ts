@@ -1,5 +1,6 @@
 /**
- * Launches headless Chromium for capture and opens composition pages in it. Two capture
+ * Launches headless Chromium for capture (its pages are in `page.ts`, its isolation in
+ * `browser_sandbox.ts`, its processes in `browser_process.ts`). Two capture
  * modes: `beginframe` (chromium-headless-shell driven by HeadlessExperimental.beginFrame,
  * the fast and exact path) and `screenshot` (Page.captureScreenshot, the fallback that
  * works on any Chromium). Parallel pages are real windows: plain tabs stall on capture.
@@ -8,13 +9,12 @@
  */
 
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { chown, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { rmSync, statSync } from "node:fs";
+import { chown, mkdir, mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import process from "node:process";
-import { CdpConnection, CdpSession } from "./cdp.ts";
-import { findUtility } from "./process_runner.ts";
+import { CdpConnection } from "./cdp.ts";
 import {
   findChromium,
   findHeadlessShell,
@@ -22,6 +22,39 @@ import {
   SYSTEM_PACKAGES,
 } from "./system.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import {
+  currentSandbox,
+  type RenderUser,
+  renderUserEnv,
+  SANDBOX_FAILURE,
+  type SandboxPolicy,
+  SandboxUnavailableError,
+  setpriv,
+} from "./browser_sandbox.ts";
+import {
+  browserRecordsDir,
+  inParentGroup,
+  killBrowser,
+  killOnExit,
+  LIVE_BROWSERS,
+  removeProfile,
+  writeBrowserRecord,
+} from "./browser_process.ts";
+
+// The launch's parts, each in its own module; importers keep reaching them here.
+export {
+  type RenderUser,
+  type SandboxPolicy,
+  SandboxUnavailableError,
+  setSandboxPolicy,
+} from "./browser_sandbox.ts";
+export {
+  type BrowserRecord,
+  killLiveBrowsers,
+  recordBrowsersIn,
+  writeBrowserRecord,
+} from "./browser_process.ts";
+export { closePage, navigate, openPage, PageLoadError, type PageOptions } from "./page.ts";
 
 /** How frames are captured. */
 export type CaptureMode = "beginframe" | "screenshot";
@@ -71,107 +104,6 @@ function extraFlags(): string[] {
   return (process.env.VID_CHROMIUM_FLAGS ?? "").split(/\s+/).filter((flag) => flag !== "");
 }
 
-/** An unprivileged account render browsers run as (see {@linkcode SandboxPolicy}). */
-export interface RenderUser {
-  name: string;
-  uid: number;
-  gid: number;
-}
-
-/**
- * How browsers are isolated from the host. Chromium's sandbox (namespaces and seccomp) keeps
- * a page that exploits the renderer inside it; Chromium refuses the sandbox to root, so a
- * process running as root starts its browsers as `user` (with `setpriv`), whose profile and
- * temporary folders it owns.
- *
- * - `required`: the sandbox or no browser ({@linkcode SandboxUnavailableError}); `vid server`.
- * - `preferred`: the sandbox where it starts; where it cannot (a container without user
- *   namespaces), `onUnavailable` is told once and every later launch runs without it.
- * - `off`: `--no-sandbox` (`vid server --allow-no-sandbox` on a host without the sandbox).
- */
-export interface SandboxPolicy {
-  sandbox: "required" | "preferred" | "off";
-  /** Account the browsers run as; undefined: this process's own. */
-  user?: RenderUser;
-  /** Told why, once, when a `preferred` sandbox cannot start. */
-  onUnavailable?: (reason: string) => void;
-}
-
-/**
- * Chromium could not start its sandbox on this host (no user namespaces, a seccomp policy of
- * the container, running as root). `reason` is Chromium's own line.
- */
-export class SandboxUnavailableError extends VidError {
-  override name = "SandboxUnavailableError";
-  /** What Chromium said. */
-  readonly reason: string;
-  constructor(executable: string, reason: string) {
-    super(`${executable} cannot start its sandbox: ${reason}`, { exitCode: EXIT_FAILED });
-    this.reason = reason;
-  }
-}
-
-/**
- * What Chromium prints when its sandbox cannot start (it then exits): no user namespaces,
- * root, a container that forbids the namespaces, a broken SUID helper.
- */
-const SANDBOX_FAILURE =
-  /No usable sandbox!?.*|Running as root without --no-sandbox.*|Failed to move to new namespace.*|.*\b(SUID|setuid) sandbox.*/i;
-
-/** The process-wide policy, see {@linkcode setSandboxPolicy}; undefined: the default. */
-let sandboxPolicy: SandboxPolicy | undefined;
-
-/**
- * Sets how every browser this process launches from now on is isolated; `undefined` goes
- * back to the default: `off` when this process runs as root (Chromium refuses its sandbox
- * to root, and `vid render` warns about it), `preferred` otherwise. `vid server` sets
- * `required` with its `--render-user` (see `src/render/sandbox.ts`).
- *
- * @example
- * ```ts no_run
- * setSandboxPolicy({ sandbox: "required", user: { name: "nobody", uid: 65534, gid: 65534 } });
- * const browser = await launchBrowser({ mode: "beginframe" }); // runs as nobody, sandboxed
- * await browser.close();
- * ```
- */
-export function setSandboxPolicy(policy: SandboxPolicy | undefined): void {
-  sandboxPolicy = policy;
-}
-
-/** The policy in force. */
-function currentSandbox(): SandboxPolicy {
-  if (sandboxPolicy) return sandboxPolicy;
-  const root = typeof process.getuid === "function" && process.getuid() === 0;
-  sandboxPolicy = root ? { sandbox: "off" } : {
-    sandbox: "preferred",
-    onUnavailable: (reason) =>
-      console.error(
-        `warning: Chromium's sandbox cannot start here (${reason}); browsers run without it`,
-      ),
-  };
-  return sandboxPolicy;
-}
-
-/**
- * The environment of a browser that runs as another user: the locale and a home inside its
- * profile, not this process's variables (they may hold the server's credentials).
- */
-function renderUserEnv(profile: string, scratch: string): Record<string, string> {
-  const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: profile,
-    TMPDIR: scratch,
-    XDG_CONFIG_HOME: join(profile, ".config"),
-    XDG_CACHE_HOME: join(profile, ".cache"),
-  };
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && /^(LANG|LANGUAGE|LC_\w+|TZ|FONTCONFIG_\w+)$/.test(name)) {
-      env[name] = value;
-    }
-  }
-  return env;
-}
-
 /** Whether `user` (with no supplementary groups) may pass through every folder down to `dir`. */
 function traversableBy(dir: string, user: RenderUser): boolean {
   for (let at = dir;; at = dirname(at)) {
@@ -195,7 +127,8 @@ function profileParent(user: RenderUser): string {
   for (const candidate of [tmpdir(), "/tmp"]) {
     if (traversableBy(candidate, user)) return candidate;
   }
-  throw new BrowserLaunchError(
+  throw new BrowserStartError(
+    "TMPDIR",
     `${user.name} cannot reach ${tmpdir()} or /tmp, where its browser profile would go; ` +
       "point TMPDIR at a folder every user may pass through (mode 0711 or wider)",
   );
@@ -229,18 +162,6 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Options of {@linkcode openPage}. */
-export interface PageOptions {
-  width: number;
-  height: number;
-  /** Script evaluated before any page script (the vid runtime). */
-  initScript: string;
-  /** Transparent page background, for alpha output. */
-  transparent?: boolean;
-  /** Device pixels per CSS pixel. @default 1 */
-  scale?: number;
-}
-
 async function browserPath(mode: CaptureMode): Promise<string> {
   if (mode === "beginframe") {
     const shell = await findHeadlessShell();
@@ -258,169 +179,6 @@ async function browserPath(mode: CaptureMode): Promise<string> {
     throw new MissingDependencyError("chromium", SYSTEM_PACKAGES.chromium, "VID_CHROMIUM");
   }
   return chromium;
-}
-
-/**
- * Removes a browser profile. A process of the killed browser may still be finishing a
- * write when the main process exits (ENOTEMPTY), so it is tried a few times.
- */
-async function removeProfile(profile: string): Promise<void> {
-  for (let attempt = 1;; attempt++) {
-    try {
-      await rm(profile, { recursive: true, force: true });
-      return;
-    } catch (error) {
-      if (attempt >= 5) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
-    }
-  }
-}
-
-/**
- * Whether browsers stay in this process's process group (`VID_BROWSER_IN_PARENT_GROUP=1`):
- * the local stack starts each warm worker as a process group and kills the group when the
- * worker ends, however it ends (SIGKILL included), so the worker's browsers must be in it.
- * Otherwise a browser gets its own group, killed with it.
- */
-function inParentGroup(): boolean {
-  return process.env.VID_BROWSER_IN_PARENT_GROUP === "1";
-}
-
-/** `pid` and its descendants, parents first (Linux `/proc`; just `pid` elsewhere). */
-function processTree(pid: number): number[] {
-  const children = new Map<number, number[]>();
-  try {
-    for (const name of readdirSync("/proc")) {
-      if (!/^\d+$/.test(name)) continue;
-      try {
-        const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-        // pid (comm) state ppid ...; comm may hold spaces and parentheses.
-        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-        children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
-      } catch {
-        // exited meanwhile
-      }
-    }
-  } catch {
-    // no /proc
-  }
-  const tree = [pid];
-  for (let i = 0; i < tree.length; i++) tree.push(...(children.get(tree[i]) ?? []));
-  return tree;
-}
-
-/**
- * SIGKILLs a browser with its zygote, GPU, network and renderer processes: its process
- * group, or (in the parent's group) the process tree, listed before the first kill.
- */
-function killBrowser(pid: number, ownGroup: boolean): void {
-  for (const target of ownGroup ? [-pid] : processTree(pid)) {
-    try {
-      process.kill(target, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-}
-
-/**
- * The `setpriv` the browser is launched through so that the kernel kills it (SIGKILL, its
- * parent-death signal) the moment this process ends, however it ends: a browser leads its
- * own process group, so it would otherwise outlive an owner killed with SIGKILL until the
- * next owner reaped it (see `browser_records.ts`, still the second line). Its zygote and
- * renderers exit when their browser does. Undefined off Linux or without util-linux.
- */
-function setpriv(): string | undefined {
-  return findUtility("setpriv");
-}
-
-/** Browsers of this process still running: their pid, profile and whether they lead a group. */
-const LIVE_BROWSERS: Set<{ pid: number; profile: string; ownGroup: boolean }> = new Set();
-let exitHookInstalled = false;
-
-/**
- * Kills a browser's process group (and removes its profile) when this process exits while
- * the browser still runs: browsers live in their own process group, so a worker that is
- * told to stop (the local stack's warm workers exit on SIGTERM) would otherwise leave them
- * behind.
- */
-function killOnExit(browser: { pid: number; profile: string; ownGroup: boolean }): void {
-  LIVE_BROWSERS.add(browser);
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on("exit", () => {
-    for (const { pid, profile, ownGroup } of LIVE_BROWSERS) {
-      killBrowser(pid, ownGroup);
-      try {
-        rmSync(profile, { recursive: true, force: true });
-      } catch {
-        // best effort
-      }
-    }
-  });
-}
-
-/**
- * Kills every browser this process launched that still runs (each with its process group,
- * its profile removed), at once: for a process that must end now, such as `vid server`
- * past its shutdown deadline. Returns how many were killed.
- *
- * @example
- * ```ts no_run
- * const killed = killLiveBrowsers();
- * console.error(`killed ${killed} browser(s)`);
- * ```
- */
-export function killLiveBrowsers(): number {
-  const browsers = [...LIVE_BROWSERS];
-  for (const { pid, profile, ownGroup } of browsers) {
-    killBrowser(pid, ownGroup);
-    try {
-      rmSync(profile, { recursive: true, force: true });
-    } catch {
-      // a process of the browser may still be writing; the reaper removes it later
-    }
-  }
-  return browsers.length;
-}
-
-/** A recorded browser. */
-export interface BrowserRecord {
-  /** The browser's pid, which is also its process group. */
-  pid: number;
-  /** The pid of the process that launched it. */
-  owner: number;
-  /** Its profile folder (`--user-data-dir`), removed when it is reaped. */
-  profile: string;
-}
-
-/**
- * Records a running browser in `dir` as `browser-<pid>.json`; returns the record's path.
- * The record is written whole under a name the reaper skips, then renamed into place: an
- * owner starting meanwhile (the CLI's commands share one folder) would otherwise read an
- * empty record, delete it as unreadable, and the browser would outlive a SIGKILL of its
- * owner.
- */
-export function writeBrowserRecord(dir: string, record: BrowserRecord): string {
-  const path = join(dir, `browser-${record.pid}.json`);
-  const partial = join(dir, `.browser-${record.pid}.json.partial`);
-  writeFileSync(partial, JSON.stringify(record));
-  renameSync(partial, path);
-  return path;
-}
-
-/** Folder where running browsers are recorded, see {@linkcode recordBrowsersIn}. */
-let browserRecords: string | undefined;
-
-/**
- * Records every browser this process launches from now on as `<dir>/browser-<pid>.json`
- * (`{ pid, owner, profile }`; the pid is also its process group) while it runs. A browser
- * lives in its own process group, so it outlives an owner killed with SIGKILL; the owner's
- * successor reads these records to kill what was left (the render server does, on start).
- * `undefined` stops recording.
- */
-export function recordBrowsersIn(dir: string | undefined): void {
-  browserRecords = dir;
 }
 
 /**
@@ -460,25 +218,6 @@ async function launchSandboxed(executable: string, options: LaunchOptions): Prom
   }
 }
 
-/** A browser could not be started (missing, a bad flag, no answer in time). */
-export class BrowserLaunchError extends VidError {
-  override name = "BrowserLaunchError";
-  constructor(message: string, cause?: unknown) {
-    super(message, { exitCode: EXIT_FAILED, cause });
-  }
-}
-
-/** A page did not load: the browser's own error, or no load event in time. */
-export class PageLoadError extends VidError {
-  override name = "PageLoadError";
-  /** The URL that did not load. */
-  override readonly field: string;
-  constructor(url: string, message: string) {
-    super(message, { exitCode: EXIT_FAILED });
-    this.field = url;
-  }
-}
-
 /**
  * The browser process died by a signal during start-up, before it was reachable.
  * {@linkcode launchBrowser} retries once on this error.
@@ -493,6 +232,74 @@ export class BrowserStartupCrashError extends VidError {
     });
     this.signal = signal;
   }
+}
+
+/**
+ * The browser did not start: it could not be spawned, exited with an error code, or gave
+ * no DevTools address in time; or its profile has nowhere to go. `cause` holds the
+ * spawn error when there is one; the message ends with what the browser printed.
+ */
+export class BrowserStartError extends VidError {
+  override name = "BrowserStartError";
+  /** The browser executable. */
+  override readonly field: string;
+  constructor(executable: string, message: string, options: ErrorOptions = {}) {
+    super(message, { exitCode: EXIT_FAILED, field: executable, cause: options.cause });
+    this.field = executable;
+  }
+}
+
+/**
+ * The DevTools address a starting browser prints on stderr. Rejects when it exits first
+ * (a signal: {@linkcode BrowserStartupCrashError}, which the launch retries), cannot be
+ * spawned, or prints none within `timeoutMs` (then it is killed). `output.stderr` gathers
+ * what it printed, for the caller's sandbox check.
+ */
+function devToolsUrl(
+  child: ChildProcess,
+  executable: string,
+  timeoutMs: number,
+  output: { stderr: string },
+): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(
+        new BrowserStartError(
+          executable,
+          `${executable} did not start within ${timeoutMs} ms:\n${output.stderr}`,
+        ),
+      );
+    }, timeoutMs);
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (chunk: string) => {
+      output.stderr += chunk;
+      const match = output.stderr.match(/DevTools listening on (ws:\/\/\S+)/);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      reject(
+        new BrowserStartError(executable, `cannot start ${executable}: ${error.message}`, {
+          cause: error,
+        }),
+      );
+    });
+    child.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      reject(
+        signal
+          ? new BrowserStartupCrashError(executable, signal, output.stderr)
+          : new BrowserStartError(
+            executable,
+            `${executable} exited with code ${code} during start-up:\n${output.stderr}`,
+          ),
+      );
+    });
+  });
 }
 
 /** One launch attempt of {@linkcode launchBrowser}. */
@@ -565,8 +372,9 @@ async function launchOnce(
   const live = { pid: child.pid!, profile, ownGroup };
   killOnExit(live);
   child.once("exit", () => LIVE_BROWSERS.delete(live));
-  if (browserRecords && child.pid) {
-    const record = writeBrowserRecord(browserRecords, {
+  const records = browserRecordsDir();
+  if (records && child.pid) {
+    const record = writeBrowserRecord(records, {
       pid: child.pid,
       owner: process.pid,
       profile,
@@ -574,40 +382,10 @@ async function launchOnce(
     child.once("exit", () => rmSync(record, { force: true }));
   }
   const timeoutMs = options.timeoutMs ?? 30000;
-  let stderr = "";
+  const output = { stderr: "" };
   let connection: CdpConnection;
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        child.kill("SIGKILL");
-        reject(
-          new BrowserLaunchError(`${executable} did not start within ${timeoutMs} ms:\n${stderr}`),
-        );
-      }, timeoutMs);
-      child.stderr!.setEncoding("utf8");
-      child.stderr!.on("data", (chunk: string) => {
-        stderr += chunk;
-        const match = stderr.match(/DevTools listening on (ws:\/\/\S+)/);
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1]);
-        }
-      });
-      child.on("error", (error) => {
-        clearTimeout(timer);
-        reject(new BrowserLaunchError(`cannot start ${executable}: ${error.message}`, error));
-      });
-      child.on("exit", (code, signal) => {
-        clearTimeout(timer);
-        reject(
-          signal
-            ? new BrowserStartupCrashError(executable, signal, stderr)
-            : new BrowserLaunchError(
-              `${executable} exited with code ${code} during start-up:\n${stderr}`,
-            ),
-        );
-      });
-    });
+    const url = await devToolsUrl(child, executable, timeoutMs, output);
     // Keep draining stderr so the browser never blocks on a full pipe.
     child.stderr!.removeAllListeners("data");
     if (process.env.VID_DEBUG_BROWSER) child.stderr!.pipe(process.stderr);
@@ -622,7 +400,7 @@ async function launchOnce(
     killBrowser(child.pid!, ownGroup);
     await exited;
     await removeProfile(profile);
-    const sandboxFailure = policy.sandbox !== "off" ? stderr.match(SANDBOX_FAILURE) : null;
+    const sandboxFailure = policy.sandbox !== "off" ? output.stderr.match(SANDBOX_FAILURE) : null;
     if (sandboxFailure) throw new SandboxUnavailableError(executable, sandboxFailure[0].trim());
     throw error;
   }
@@ -645,82 +423,4 @@ async function launchOnce(
       return closing;
     },
   };
-}
-
-/**
- * Opens a new window with the vid runtime installed before any page script.
- * The page is blank; navigate with {@linkcode navigate}.
- */
-export async function openPage(browser: Browser, options: PageOptions): Promise<CdpSession> {
-  const { targetId } = await browser.connection.send<{ targetId: string }>(
-    "Target.createTarget",
-    {
-      url: "about:blank",
-      width: options.width,
-      height: options.height,
-      newWindow: true,
-      enableBeginFrameControl: browser.mode === "beginframe",
-    },
-  );
-  const { sessionId } = await browser.connection.send<{ sessionId: string }>(
-    "Target.attachToTarget",
-    { targetId, flatten: true },
-  );
-  const page = new CdpSession(browser.connection, sessionId, targetId);
-  await Promise.all([
-    page.send("Page.enable"),
-    page.send("Runtime.enable"),
-    page.send("Inspector.enable"),
-    page.send("Emulation.setDeviceMetricsOverride", {
-      width: options.width,
-      height: options.height,
-      deviceScaleFactor: options.scale ?? 1,
-      mobile: false,
-    }),
-    page.send("Emulation.setFocusEmulationEnabled", { enabled: true }),
-    page.send("Page.addScriptToEvaluateOnNewDocument", { source: options.initScript }),
-    options.transparent
-      ? page.send("Emulation.setDefaultBackgroundColorOverride", {
-        color: { r: 0, g: 0, b: 0, a: 0 },
-      })
-      : Promise.resolve(),
-  ]);
-  return page;
-}
-
-/** Navigates and resolves once the load event fired. */
-export async function navigate(page: CdpSession, url: string, timeoutMs = 60000): Promise<void> {
-  const loaded = page.once("Page.loadEventFired");
-  const result = await page.send<{ errorText?: string }>("Page.navigate", { url });
-  if (result.errorText) {
-    throw new PageLoadError(url, `cannot load ${url}: ${result.errorText}`);
-  }
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    loaded,
-    new Promise((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(new PageLoadError(url, `${url} did not finish loading within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
-/** How long closing a window may take before the caller goes on without waiting. */
-const CLOSE_PAGE_WAIT_MS = 5000;
-
-/**
- * Closes a page's window. Never waits more than a few seconds: a browser busy with a hung
- * renderer may not answer, and whoever owns it kills it anyway.
- */
-export async function closePage(page: CdpSession): Promise<void> {
-  page.dispose();
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    page.connection.send("Target.closeTarget", { targetId: page.targetId }).catch(() => {}),
-    new Promise((resolve) => timer = setTimeout(resolve, CLOSE_PAGE_WAIT_MS)),
-  ]);
-  clearTimeout(timer);
 }

@@ -6,7 +6,8 @@
  */
 
 import { Buffer } from "node:buffer";
-import { CdpClosedError, type CdpSession } from "./cdp.ts";
+import { CdpClosedError, CdpError, type CdpSession } from "./cdp.ts";
+import { sleep } from "../util/async.ts";
 import type { CaptureMode } from "./browser.ts";
 import type { PageErrorRecord } from "../runtime/page_runtime.ts";
 import { PageError, pageErrorFrom } from "./page_error.ts";
@@ -107,10 +108,6 @@ async function videosPresented(page: CdpSession): Promise<boolean> {
   ) === 0;
 }
 
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
 /**
  * A capturer for one page. BeginFrame may report no damage (nothing changed): the
  * previous image is then reused, which is exactly what the frame shows.
@@ -128,7 +125,7 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
         // The page draws on its own here: wait until the videos' frames are on screen.
         for (let tries = 0; pendingVideos > 0 && tries < VIDEO_FRAME_TRIES; tries++) {
           if (await videosPresented(page)) break;
-          await pause(tries < 3 ? 5 : 40);
+          await sleep(tries < 3 ? 5 : 40);
         }
         // The videos' frames are painted in the page: the compositor's own picture of a
         // paused video can stay a seek behind in this mode (video_paint.ts).
@@ -163,10 +160,12 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
       // FIRST_FRAME_TRIES, a little apart; later frames reuse the previous image.
       let image: Uint8Array | undefined;
       for (let attempt = 0; attempt < FIRST_FRAME_TRIES && !image; attempt++) {
-        if (attempt >= 5) await pause(25);
+        if (attempt >= 5) await sleep(25);
         image = await draw();
       }
-      if (!image) throw new Error("BeginFrame returned no image for the first frame");
+      if (!image) {
+        throw new CdpError("HeadlessExperimental.beginFrame", "no image for the first frame");
+      }
       // A seeked video's frame reaches the compositor on the media thread, so that draw may
       // still show its previous frame (seen on a loaded machine). Its presentation is
       // confirmed in a later draw's frame callbacks: draw until then; the last image shows it.
@@ -175,7 +174,7 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
       if (pendingVideos > 0) {
         for (let tries = 0; tries < VIDEO_FRAME_TRIES; tries++) {
           if (await videosPresented(page)) break;
-          if (tries >= 3) await pause(30);
+          if (tries >= 3) await sleep(30);
           image = await draw() ?? image;
         }
         image = await draw() ?? image;

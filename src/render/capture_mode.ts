@@ -9,20 +9,27 @@ import { mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import process from "node:process";
 import { type Browser, closePage, launchBrowser, openPage } from "./browser.ts";
+import { CdpError } from "./cdp.ts";
 import { cacheDir } from "./media.ts";
+import { EXIT_FAILED, VidError } from "../errors.ts";
+import { sleep, withTimeout } from "../util/async.ts";
 
 // The capture preferences are a render option, declared in the request layer.
 import { CAPTURE_PREFERENCES, type CapturePreference } from "../request/formats.ts";
 export { CAPTURE_PREFERENCES, type CapturePreference };
 
-function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
+/**
+ * `capture: "beginframe"` was asked for, but this chromium-headless-shell returns no
+ * images through BeginFrame; `auto` would have fallen back to screenshots.
+ */
+export class CaptureUnavailableError extends VidError {
+  override name = "CaptureUnavailableError";
+  constructor(reason: string) {
+    super(`BeginFrame capture does not work with this chromium-headless-shell: ${reason}`, {
+      exitCode: EXIT_FAILED,
+      field: "capture",
+    });
+  }
 }
 
 /** Frames the BeginFrame probe tries before it gives up. */
@@ -39,7 +46,7 @@ export async function probeBeginFrame(browser: Browser): Promise<string | undefi
     const page = await openPage(browser, { width: 64, height: 64, initScript: "" });
     try {
       for (let frame = 1; frame <= PROBE_FRAMES; frame++) {
-        if (frame > 5) await new Promise((resolve) => setTimeout(resolve, 25));
+        if (frame > 5) await sleep(25);
         const result = await withTimeout(
           page.send<{ screenshotData?: string }>("HeadlessExperimental.beginFrame", {
             frameTimeTicks: frame * 33,
@@ -47,7 +54,7 @@ export async function probeBeginFrame(browser: Browser): Promise<string | undefi
             screenshot: { format: "jpeg", quality: 50 },
           }),
           10000,
-          "BeginFrame probe",
+          () => new CdpError("HeadlessExperimental.beginFrame", "probe timed out after 10000 ms"),
         );
         if (typeof result.screenshotData === "string" && result.screenshotData.length > 0) {
           return undefined;
@@ -159,9 +166,7 @@ export async function launchForCapture(
     await browser?.close();
   }
   if (wanted === "beginframe") {
-    throw new Error(
-      `BeginFrame capture does not work with this chromium-headless-shell: ${reason}`,
-    );
+    throw new CaptureUnavailableError(reason ?? "the BeginFrame probe failed");
   }
   onFallback(reason ?? "the BeginFrame probe failed");
   return await launchBrowser({ mode: "screenshot", scale, networkFlags });

@@ -54,9 +54,10 @@ async function webSocketClass(): Promise<typeof WebSocket> {
     const loaded = await import(WS_PACKAGE) as { WebSocket: typeof WebSocket };
     return loaded.WebSocket;
   } catch (error) {
-    throw new Error(
+    throw new CdpClosedError(
       `this runtime has no WebSocket and the "${WS_PACKAGE}" package cannot be loaded ` +
         `(${(error as Error).message}); install it (npm install ${WS_PACKAGE}) or use Node 22+`,
+      { cause: error },
     );
   }
 }

@@ -11,6 +11,7 @@ import type { CdpSession } from "./cdp.ts";
 import { evaluate } from "./capture.ts";
 import { projectFile } from "./page_error.ts";
 import { FONT_PROBE_BUNDLE } from "../runtime/font_probe_bundle.ts";
+import { within } from "../util/async.ts";
 
 /** How long {@linkcode failedFonts} waits for the page's fonts to settle. */
 const FONT_WAIT_MS = 5000;
@@ -44,15 +45,15 @@ export async function failedFonts(
   // The page's own timers run on the frame clock, so the deadline is kept here: a font
   // server that never answers must not hold the render (the frame's readiness gate still
   // waits for fonts, with its own timeout).
-  let timer: Parameters<typeof clearTimeout>[0];
-  const result = await Promise.race([
+  const answer = await within(
     evaluate(
       page,
       `(${FONT_PROBE_BUNDLE})().then((r) => ({ r, href: location.href }))`,
     ) as Promise<{ r: { family: string; variant: string; urls: string[] }[]; href: string }>,
-    new Promise<undefined>((resolve) => timer = setTimeout(resolve, timeoutMs)),
-  ]).finally(() => clearTimeout(timer));
-  if (result === undefined) return [];
+    timeoutMs,
+  );
+  if (answer === undefined) return [];
+  const result = answer.value;
   return result.r.map((f) => ({
     family: f.family,
     variant: f.variant,

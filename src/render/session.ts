@@ -379,6 +379,34 @@ function captureScale(composition: Composition, size?: { width: number; height: 
 }
 
 /**
+ * What every page of a session loads and how it renders: the composition's URL on the
+ * project server, its size, the frame rate, variables, seed and clock, and the deadlines.
+ */
+function pageSpec(
+  options: SessionOptions,
+  serverUrl: string,
+  scale: number,
+  frameTimeoutMs: number,
+): PageSpec {
+  const { composition, values } = options.prepared;
+  const size = options.outputSize;
+  return {
+    url: serverUrl + encodeURI(composition.entry),
+    width: composition.width,
+    height: composition.height,
+    frameRate: options.frameRate,
+    format: options.format,
+    variables: values,
+    seed: options.seed ?? 1,
+    epochMs: options.epochMs ?? Math.floor(Date.now() / 1000) * 1000,
+    readyTimeoutMs: readyTimeoutMs(frameTimeoutMs),
+    frameTimeoutMs,
+    ...(size ? { outputSize: size, scale } : {}),
+    ...(options.checking && { skipMissingSubCompositions: true }),
+  };
+}
+
+/**
  * Starts the server and browser for a prepared composition and readies its media.
  *
  * @example
@@ -441,21 +469,8 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       networkFlags = guardLaunchFlags(proxy.url, [origin]);
     }
     const browser = await browsers.start(networkFlags);
-    const spec: PageSpec = {
-      url: projectServer.url + encodeURI(composition.entry),
-      width: composition.width,
-      height: composition.height,
-      frameRate: options.frameRate,
-      format: options.format,
-      variables: values,
-      seed: options.seed ?? 1,
-      epochMs: options.epochMs ?? Math.floor(Date.now() / 1000) * 1000,
-      readyTimeoutMs: readyTimeoutMs(frameTimeoutMs),
-      frameTimeoutMs,
-      ...(size ? { outputSize: size, scale } : {}),
-      ...(options.checking && { skipMissingSubCompositions: true }),
-      fonts: await runtimeFontFaces(options.prepared.fonts ?? []),
-    };
+    const spec = pageSpec(options, projectServer.url, scale, frameTimeoutMs);
+    spec.fonts = await runtimeFontFaces(options.prepared.fonts ?? []);
     options.onStage?.("preparing media");
     spec.remote = await fetchRemoteMedia(values, work, {
       blockPrivateNetwork: options.blockPrivateNetwork,

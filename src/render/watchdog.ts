@@ -14,6 +14,7 @@
 
 import { EXIT_FAILED, VidError } from "../errors.ts";
 import type { CdpSession } from "./cdp.ts";
+import { within } from "../util/async.ts";
 
 // The default deadline is declared with the render option (`--frame-timeout`).
 export { DEFAULT_FRAME_TIMEOUT_MS } from "../request/options.ts";
@@ -171,11 +172,6 @@ const TERMINATE_WAIT_MS = 1000;
  * ```
  */
 export async function stopHungPage(page: CdpSession, kill: () => Promise<void>): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await Promise.race([
-    page.send("Runtime.terminateExecution").catch(() => undefined),
-    new Promise((resolve) => timer = setTimeout(resolve, TERMINATE_WAIT_MS)),
-  ]);
-  clearTimeout(timer);
+  await within(page.send("Runtime.terminateExecution").catch(() => undefined), TERMINATE_WAIT_MS);
   await kill().catch(() => undefined);
 }

@@ -1,5 +1,6 @@
 /**
- * The async helpers every surface needs, written once: an abortable `sleep`, a bounded
+ * The async helpers every surface needs, written once: an abortable `sleep`, a host-owned
+ * deadline on a promise (`withTimeout`) and a bounded wait that goes on (`within`), a bounded
  * `pool` over items, exponential `backoffDelay` with jitter, `retry` built from them, and
  * `linkSignals`, the disposable stand-in for `AbortSignal.any` under a long-lived signal.
  * Before this module each was written again where it was needed (five sleeps, five pool
@@ -46,6 +47,73 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     }, Math.max(0, ms));
     signal?.addEventListener("abort", onAbort, { once: true });
   });
+}
+
+/**
+ * Settles as `promise` does, or rejects with `onTimeout()` after `ms` milliseconds if it has
+ * not settled by then; the timer is cleared either way, so nothing keeps the process alive.
+ * The host owns the deadline: use it around a promise another party (a page, a browser, a
+ * server) may never settle.
+ *
+ * @param promise The work to wait for.
+ * @param ms Milliseconds it may take.
+ * @param onTimeout Makes the error to reject with, naming what timed out.
+ * @returns What `promise` resolves to.
+ *
+ * @example
+ * ```ts
+ * const slow = new Promise((resolve) => setTimeout(resolve, 1000));
+ * await withTimeout(slow, 10, () => new Error("slow: timed out after 10 ms"))
+ *   .catch((error) => error.message); // "slow: timed out after 10 ms"
+ * ```
+ */
+export function withTimeout<T>(
+  promise: Promise<T>,
+  ms: number,
+  onTimeout: () => Error,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(onTimeout()), Math.max(0, ms));
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Waits for `promise` at most `ms` milliseconds: `{ value }` when it resolved in time,
+ * `undefined` when the time ran out first (the promise is left to settle on its own). For
+ * a bounded wait that goes on either way: closing a window a hung browser may not answer,
+ * a grace period before a kill. The timer is cleared either way. A rejection of `promise`
+ * in time passes through.
+ *
+ * @param promise The work to wait for.
+ * @param ms Milliseconds to wait at most.
+ * @returns `{ value }`, or `undefined` after `ms`.
+ *
+ * @example
+ * ```ts
+ * const never = new Promise<number>(() => {});
+ * await within(Promise.resolve(7), 1000); // { value: 7 }
+ * await within(never, 10); // undefined, after ~10 ms
+ * ```
+ */
+export async function within<T>(
+  promise: Promise<T>,
+  ms: number,
+): Promise<{ value: T } | undefined> {
+  let timer: Parameters<typeof clearTimeout>[0];
+  try {
+    return await Promise.race([
+      promise.then((value) => ({ value })),
+      new Promise<undefined>((resolve) => {
+        timer = setTimeout(resolve, Math.max(0, ms));
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** A signal that aborts when any of its sources does, until {@linkcode LinkedSignal.dispose}. */

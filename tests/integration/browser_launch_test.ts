@@ -15,6 +15,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
+  BrowserStartError,
   BrowserStartupCrashError,
   launchBrowser,
   SandboxUnavailableError,
@@ -94,7 +95,12 @@ describe("launchBrowser start-up", () => {
     await Deno.chmod(path, 0o755);
     await assert.rejects(
       launchBrowser({ mode: "screenshot", executablePath: path }),
-      /exits exited with code 3 during start-up:\nbad flag/,
+      (error: Error) => {
+        assert.ok(error instanceof BrowserStartError, String(error));
+        assert.equal(error.field, path);
+        assert.match(error.message, /exits exited with code 3 during start-up:\nbad flag/);
+        return true;
+      },
     );
   });
 

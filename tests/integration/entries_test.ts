@@ -130,6 +130,10 @@ describe("entry points", () => {
     assert.equal(everything.renderToLambda, lambda.renderToLambda);
     assert.equal(everything.cloudRender, cloud.cloudRender);
     assert.equal(everything.startServer, server.startServer);
-    assert.equal(render.batchRenderId, lambda.batchRenderId, "one batch id for both batches");
+    assert.equal(
+      render.BatchInputError,
+      lambda.BatchInputError,
+      "one batch error for both batches",
+    );
   });
 });

@@ -10,7 +10,7 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { initProject, listStarters } from "../../mod.ts";
+import { initProject, listStarters } from "../../src/init/init.ts";
 import { libraryFolder } from "../../src/init/vendor.ts";
 import { near, pixelSeries, probeVideo, rgb, runVid } from "../helpers.ts";
 

@@ -37,10 +37,10 @@ import {
 } from "../../src/lambda/state_machine.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 import { ROOT } from "../helpers.ts";
+import { sleep } from "../../src/util/async.ts";
 
 const BUCKET = "vid-sdk-test";
 const FUNCTION_ARN = "arn:aws:lambda:us-east-1:000000000000:function:vid-render";
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 interface Stub {
   totalFrames: number;

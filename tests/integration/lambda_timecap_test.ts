@@ -32,10 +32,10 @@ import {
 import { estimateChunkSeconds, timeCapWarning } from "../../src/lambda/time_cap.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 import { runVid } from "../helpers.ts";
+import { sleep } from "../../src/util/async.ts";
 
 const BUCKET = "vid-timecap-test";
 const FUNCTION_ARN = "arn:aws:lambda:us-east-1:000000000000:function:vid-render";
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const FIX =
   "use smaller chunks (--chunk-size / --target-chunk-frames) or more memory (vid lambda deploy --memory)";
 

@@ -129,6 +129,15 @@ const result = await renderComposition({
 console.log(JSON.stringify({ frames: result.frames, output: result.output }));
 `;
 
+/** Prints the names each of the package's entries exports at run time, as JSON. */
+const EXPORTS_SCRIPT = `
+const out = {};
+for (const entry of ["", "/render", "/lambda", "/cloud"]) {
+  out["${NPM_PACKAGE_NAME}" + entry] = Object.keys(await import("${NPM_PACKAGE_NAME}" + entry)).sort();
+}
+console.log(JSON.stringify(out));
+`;
+
 /** Type-checks: the SDK's calls with their real option and result types. */
 const GOOD_CONSUMER = `
 import {
@@ -258,6 +267,7 @@ describe("the npm package in a fresh Node project", () => {
     ], consumer);
     await Deno.writeTextFile(join(consumer, "render.mjs"), CONSUMER_SCRIPT);
     await Deno.writeTextFile(join(consumer, "local.mjs"), LOCAL_RENDER_SCRIPT);
+    await Deno.writeTextFile(join(consumer, "exports.mjs"), EXPORTS_SCRIPT);
   });
 
   after(async () => {
@@ -304,6 +314,21 @@ describe("the npm package in a fresh Node project", () => {
     }
     assert.ok("@aws-sdk/client-s3" in manifest.dependencies);
     assert.ok(!("s3rver" in manifest.dependencies), "the local stack is not part of the SDK");
+  });
+
+  it("each entry of the package exports what its Deno entry exports (the API snapshot), no more", async () => {
+    const [render, lambda, cloud] = await Promise.all([
+      import("../../render.ts"),
+      import("../../lambda.ts"),
+      import("../../cloud.ts"),
+    ]);
+    const names = (...entries: object[]) => [...new Set(entries.flatMap(Object.keys))].sort();
+    assert.deepEqual(JSON.parse(await ok("node", ["exports.mjs"], consumer)), {
+      [NPM_PACKAGE_NAME]: names(render, lambda, cloud),
+      [`${NPM_PACKAGE_NAME}/render`]: names(render),
+      [`${NPM_PACKAGE_NAME}/lambda`]: names(lambda),
+      [`${NPM_PACKAGE_NAME}/cloud`]: names(cloud),
+    });
   });
 
   it("Node 20 and Node 22 import the SDK; validateConfig rejects a too-large input", async () => {

@@ -34,7 +34,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { posix } from "node:path";
-import { parseComposition, readComposition } from "../../mod.ts";
+import { parseComposition, readComposition } from "../../src/composition/composition.ts";
 import { SYSTEM_PACKAGES } from "../../src/render/system.ts";
 import { ROOT } from "../helpers.ts";
 

@@ -36,7 +36,7 @@ import { MissingAssetError } from "../../src/render/session.ts";
 import { jobOf } from "../../src/server/queue.ts";
 import type { Row } from "../../src/server/db.ts";
 import { parsePrometheusText, sampleValue } from "../prometheus_text.ts";
-import { compositionHtml, frameHashes, lavfi, probeVideo } from "../helpers.ts";
+import { compositionHtml, frameHashes, lavfi, probeVideo, waitFor } from "../helpers.ts";
 import {
   createAccount,
   serverDatabaseRow,
@@ -212,11 +212,7 @@ describe("a hosted render in chunks = the single-process server render", () => {
 type Json = Record<string, unknown>;
 
 async function until(what: string, check: () => Promise<boolean> | boolean, ms = 120_000) {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await waitFor(what, check, { timeoutMs: ms });
 }
 
 describe("vid server --chunk-size: one render's chunks across the workers", () => {

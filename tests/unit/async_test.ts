@@ -9,7 +9,15 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { backoffDelay, linkSignals, pool, retry, sleep } from "../../src/util/async.ts";
+import {
+  backoffDelay,
+  linkSignals,
+  pool,
+  retry,
+  sleep,
+  within,
+  withTimeout,
+} from "../../src/util/async.ts";
 
 describe("sleep", () => {
   it("resolves after the wait", async () => {
@@ -265,5 +273,43 @@ describe("linkSignals", () => {
     assert.equal(queue.listeners(), 0);
     linked.dispose(); // idempotent
     assert.equal(linked.signal.aborted, true);
+  });
+});
+
+describe("withTimeout", () => {
+  it("resolves with the promise's value when it settles in time, and leaves no timer", async () => {
+    assert.equal(await withTimeout(Promise.resolve(7), 60_000, () => new Error("late")), 7);
+  });
+
+  it("rejects with onTimeout's error when the promise does not settle in time", async () => {
+    const never = new Promise<never>(() => {});
+    await assert.rejects(withTimeout(never, 10, () => new Error("page: timed out")), {
+      message: "page: timed out",
+    });
+  });
+
+  it("passes the promise's own rejection through", async () => {
+    await assert.rejects(
+      withTimeout(Promise.reject(new Error("refused")), 60_000, () => new Error("late")),
+      { message: "refused" },
+    );
+  });
+});
+
+describe("within", () => {
+  it("gives { value } when the promise resolves in time", async () => {
+    assert.deepEqual(await within(Promise.resolve(7), 60_000), { value: 7 });
+  });
+
+  it("gives undefined when the time runs out first, and clears its timer", async () => {
+    const started = performance.now();
+    assert.equal(await within(new Promise<number>(() => {}), 20), undefined);
+    assert.ok(performance.now() - started >= 15);
+  });
+
+  it("passes a rejection in time through", async () => {
+    await assert.rejects(within(Promise.reject(new Error("refused")), 60_000), {
+      message: "refused",
+    });
   });
 });

@@ -8,7 +8,7 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { parseBatchLine, parseCsv, readBatchFile } from "../../mod.ts";
+import { parseBatchLine, parseCsv, readBatchFile } from "../../src/batch/entries.ts";
 import type { VariableDeclaration } from "../../src/composition/declarations.ts";
 
 const DECLARATIONS = [

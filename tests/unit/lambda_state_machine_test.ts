@@ -47,6 +47,7 @@ import {
   type TaskPayload,
 } from "../../src/lambda/state_machine.ts";
 import { chunkPlan } from "../../src/render/chunk_plan.ts";
+import { sleep } from "../../src/util/async.ts";
 
 const FUNCTION_ARN = "arn:aws:lambda:us-east-1:123456789012:function:vid-render";
 const THREE_FUNCTIONS = {
@@ -78,8 +79,6 @@ function scenario(
   scenarios.set(renderId, s);
   return s;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The stand-in for the Lambda functions: task bodies stubbed. */
 async function invoke(functionArn: string, raw: unknown): Promise<unknown> {

@@ -25,18 +25,7 @@ import {
   ServerMetrics,
 } from "../../src/server/metrics.ts";
 import { parsePrometheusText, sampleValue } from "../prometheus_text.ts";
-
-async function eventually(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 10000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { waitFor } from "../helpers.ts";
 
 describe("server metrics", () => {
   it("follows Prometheus naming: vid_ prefix, _total counters, base units, help on every family", async () => {
@@ -95,7 +84,7 @@ describe("server metrics", () => {
     const read = async () => parsePrometheusText(await metrics.text());
     const queue = startQueue(ctx, meteredBackend(standIn, metrics));
     try {
-      await eventually(() => started.length === 1, "the first render started");
+      await waitFor("the first render started", () => started.length === 1, { timeoutMs: 10_000 });
       let m = await read();
       assert.equal(sampleValue(m, "vid_queue_depth", { state: "queued" }), 2);
       assert.equal(sampleValue(m, "vid_queue_depth", { state: "rendering" }), 1);
@@ -103,15 +92,16 @@ describe("server metrics", () => {
       assert.equal(sampleValue(m, "vid_workers"), 1);
 
       gates.get("rnd_ok")!.resolve();
-      await eventually(() => started.length === 2, "the second render started");
+      await waitFor("the second render started", () => started.length === 2, { timeoutMs: 10_000 });
       gates.get("rnd_bad")!.resolve();
-      await eventually(() => started.length === 3, "the third render started");
+      await waitFor("the third render started", () => started.length === 3, { timeoutMs: 10_000 });
       // A delete aborts the render in flight: it counts as cancelled, not failed.
       await transitionRender(db, "rnd_gone", "deleted", { deleted_at: now() });
       queue.cancel("rnd_gone");
-      await eventually(
-        async () => sampleValue(await read(), "vid_renders_total", { status: "cancelled" }) === 1,
+      await waitFor(
         "the deleted render counted",
+        async () => sampleValue(await read(), "vid_renders_total", { status: "cancelled" }) === 1,
+        { timeoutMs: 10_000 },
       );
       m = await read();
       assert.equal(sampleValue(m, "vid_renders_total", { status: "completed" }), 1);
@@ -124,9 +114,10 @@ describe("server metrics", () => {
           1,
         );
       }
-      await eventually(
-        async () => sampleValue(await read(), "vid_workers_busy") === 0,
+      await waitFor(
         "workers idle",
+        async () => sampleValue(await read(), "vid_workers_busy") === 0,
+        { timeoutMs: 10_000 },
       );
       m = await read();
       assert.equal(sampleValue(m, "vid_queue_depth", { state: "queued" }), 0);

