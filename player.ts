@@ -18,16 +18,7 @@
 
 import { definePlayer } from "./src/player/element.ts";
 
-export {
-  definePlayer,
-  fitBox,
-  parseVariablesAttribute,
-  PLAYER_ATTRIBUTES,
-  PLAYER_SANDBOX,
-  playerPageUrl,
-  type PlayerReadyState,
-  VidPlayer,
-} from "./src/player/element.ts";
+export { definePlayer, type PlayerReadyState, VidPlayer } from "./src/player/element.ts";
 export { PLAYER_BUNDLE } from "./src/player/player_bundle.ts";
 
 definePlayer();

@@ -16,10 +16,11 @@ import { API_SNAPSHOT_FILE, apiSnapshot } from "../../scripts/api_snapshot.ts";
 import { ROOT } from "../helpers.ts";
 
 /**
- * The most names the entries may export together. Issue #35 cut 294 to this; raise it only
- * with a reason a reviewer accepts.
+ * The most names the entries may export together. Issue #35 cut 294 to 135; the player entry
+ * (issue #34) added its 4 (`VidPlayer`, `definePlayer`, `PlayerReadyState`, `PLAYER_BUNDLE`).
+ * Raise it only with a reason a reviewer accepts.
  */
-const MAX_PUBLIC_NAMES = 135;
+const MAX_PUBLIC_NAMES = 139;
 
 /** The lines only in `a`, each prefixed with `sign`. */
 function only(a: string[], b: string[], sign: string): string[] {
