@@ -407,6 +407,22 @@ function pageSpec(
 }
 
 /**
+ * What the first page load shows is wrong before any frame: project files it asked for that
+ * do not exist (an error), and fonts that failed to load (a warning: the browser falls back
+ * without a word).
+ */
+async function checkLoadedPage(
+  options: SessionOptions,
+  server: ProjectServer,
+  page: CompositionPage,
+): Promise<void> {
+  checkMissingAssets(server, options.prepared.composition.file);
+  for (const failure of await failedFonts(page.page).catch(() => [])) {
+    options.onWarning?.(fontFailureMessage(failure));
+  }
+}
+
+/**
  * Starts the server and browser for a prepared composition and readies its media.
  *
  * @example
@@ -495,13 +511,7 @@ export async function openRenderSession(options: SessionOptions): Promise<Render
       await listed(listCaptionSources(listing)),
       (url) => projectServer.localFile(url),
     );
-    if (!options.checking) {
-      checkMissingAssets(projectServer, composition.file);
-      // A font that fails to load falls back without a word from the browser: said here.
-      for (const failure of await failedFonts(discovery.page).catch(() => [])) {
-        options.onWarning?.(fontFailureMessage(failure));
-      }
-    }
+    if (!options.checking) await checkLoadedPage(options, projectServer, discovery);
     // ffmpeg reads media outside the browser, so the guard applies to its inputs too: a
     // guarded render hands ffmpeg checked local files only.
     const ffmpegInputs = options.blockPrivateNetwork
