@@ -104,8 +104,15 @@ function extraFlags(): string[] {
   return (process.env.VID_CHROMIUM_FLAGS ?? "").split(/\s+/).filter((flag) => flag !== "");
 }
 
-/** Whether `user` (with no supplementary groups) may pass through every folder down to `dir`. */
-function traversableBy(dir: string, user: RenderUser): boolean {
+/**
+ * Whether `user` (with no supplementary groups) may pass through every folder down to `dir`.
+ *
+ * @example
+ * ```ts no_run
+ * traversableBy("/var/lib/vid/work", { name: "vid-render", uid: 999, gid: 995 });
+ * ```
+ */
+export function traversableBy(dir: string, user: RenderUser): boolean {
   for (let at = dir;; at = dirname(at)) {
     try {
       const info = statSync(at);

@@ -13,7 +13,7 @@
  */
 
 import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { hostname } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createApp } from "./app.ts";
 import { type ServerContext, type ServerLimits, serverLimits, type ServerRole } from "./context.ts";
@@ -31,7 +31,13 @@ import { handBackRenders } from "./queue.ts";
 import { listProcesses } from "../render/browser_records.ts";
 import { opsApp } from "./ops_routes.ts";
 import { killLiveBrowsers, recordBrowsersIn } from "../render/browser.ts";
-import { killLiveProcesses, openPathToProcessUser } from "../render/process_runner.ts";
+import {
+  killLiveProcesses,
+  openPathToProcessUser,
+  processPolicy,
+  setProcessPolicy,
+} from "../render/process_runner.ts";
+import { traversableBy } from "../render/browser.ts";
 import { configureServerSandbox } from "../render/sandbox.ts";
 import type { Storage } from "./storage.ts";
 import { DatabaseUnavailableError } from "./database/url.ts";
@@ -196,6 +202,27 @@ async function loadInstance(dataDir: string): Promise<string> {
 }
 
 /**
+ * The render user's ffmpeg writes into the server's work folder and each render's temporary
+ * folder; when a folder above them is closed to that user (a private TMPDIR or data folder of
+ * root's, mode 0700), its processes could not reach their own files and every render would
+ * fail on its last step. They then run as this process's user, under the same limits, and
+ * the start says so with the folder to open (browsers keep the render user: their profiles
+ * fall back to /tmp).
+ */
+function keepProcessesReachable(dirs: readonly string[], onWarning?: (line: string) => void): void {
+  const { user, limits } = processPolicy();
+  if (!user) return;
+  const closed = dirs.find((dir) => !traversableBy(dir, user));
+  if (closed === undefined) return;
+  setProcessPolicy({ limits });
+  (onWarning ?? console.warn)(
+    `warning: --render-user ${user.name} cannot pass through a folder above ${closed}, so ` +
+      "ffmpeg and ffprobe run as this user (under the same limits); give the folders above " +
+      "--data-dir and TMPDIR mode 0711 or wider to run them as the render user",
+  );
+}
+
+/**
  * Starts the API and the render queue.
  *
  * @example
@@ -233,6 +260,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   await mkdir(workDir, { recursive: true, mode: 0o700 });
   // The render user's ffmpeg reaches its render folders through these, and nothing else.
   await openPathToProcessUser([dataDir, workRoot, workDir]);
+  keepProcessesReachable([workDir, tmpdir()], options.onWarning);
   recordBrowsersIn(join(workRoot, "browsers"));
   const instance = await loadInstance(dataDir);
   const owner = leaseOwner(instance);
