@@ -58,6 +58,11 @@ export interface BatchManifestRow {
    * `<first>-a<n>` that a rerun started after earlier attempts failed (or `rerun: "all"`).
    */
   attempt?: number;
+  /**
+   * What the row's variables got wrong that did not stop it (undeclared keys with a
+   * did-you-mean, values of another type), one message each; absent when none.
+   */
+  warnings?: string[];
 }
 
 /** A bad argument of a batch (`renderBatch`, `renderBatchLocal`) or a bad manifest; `field` names it. */

@@ -89,6 +89,7 @@ function summaryLine(rows: readonly BatchManifestRow[], dryRun: boolean): string
   if (s.alreadyRendered > 0) parts.push(`${s.alreadyRendered} already rendered`);
   parts.push(`${s.failedToStart} failed to start`, `${s.skipped} skipped`);
   if (s.notStarted > 0) parts.push(`${s.notStarted} not started`);
+  if (s.warned > 0) parts.push(`${s.warned} with warnings (see the manifest's "warnings")`);
   return parts.join(", ");
 }
 

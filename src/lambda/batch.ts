@@ -99,6 +99,8 @@ export interface BatchSummary {
   skipped: number;
   /** Valid rows left unstarted by an interruption. */
   notStarted: number;
+  /** Rows whose variables drew warnings (the manifest's `warnings`). */
+  warned: number;
 }
 
 /**
@@ -291,6 +293,7 @@ export function summarizeBatch(rows: readonly BatchManifestRow[]): BatchSummary 
     failedToStart: count("failed-to-start"),
     skipped: count("skipped"),
     notStarted: count("not-started"),
+    warned: rows.filter((r) => (r.warnings?.length ?? 0) > 0).length,
   };
 }
 
@@ -363,6 +366,8 @@ interface BatchRun extends BatchSettings {
   /** Ends the run early for every row, with the reason. */
   stop(reason: string): void;
   warnOnce(message: string): void;
+  /** Each line's variable warnings, added to its manifest row when it finishes. */
+  rowWarnings: Map<number, string[]>;
   finish(row: BatchManifestRow): void;
 }
 
@@ -432,6 +437,9 @@ async function* pendingRows(run: BatchRun): AsyncGenerator<PendingRow> {
     }
     const { outputKey, variables } = parsed;
     if (parsed.warning) run.warnOnce(parsed.warning);
+    if (parsed.problems?.length) {
+      run.rowWarnings.set(line, parsed.problems.map((p) => p.message));
+    }
     const config: RenderConfig = withSiteFrameRate({
       ...baseConfig,
       variables: variables as RenderConfig["variables"],
@@ -668,9 +676,12 @@ export async function renderBatch<
       stop.abort();
     },
     warnOnce,
+    rowWarnings: new Map(),
     finish(row: BatchManifestRow) {
-      rows.push(row);
-      options.onRow?.(row);
+      const warnings = run.rowWarnings.get(row.line);
+      const finished = warnings ? { ...row, warnings } : row;
+      rows.push(finished);
+      options.onRow?.(finished);
     },
   };
   try {

@@ -167,6 +167,9 @@ export async function readBatchManifest(path: string): Promise<BatchManifestRow[
       ...(Number.isInteger(row.attempt) && (row.attempt as number) >= 1
         ? { attempt: row.attempt as number }
         : {}),
+      ...(Array.isArray(row.warnings) && row.warnings.every((w) => typeof w === "string")
+        ? { warnings: row.warnings as string[] }
+        : {}),
     };
   });
 }

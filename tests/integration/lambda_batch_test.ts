@@ -355,13 +355,42 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     });
     for (const row of rows) {
       assert.deepEqual(
-        Object.keys(row).filter((k) => k !== "renderId").sort(),
+        Object.keys(row).filter((k) => k !== "renderId" && k !== "warnings").sort(),
         ["error", "executionArn", "line", "outputKey", "status"],
       );
       assert.equal(row.executionArn, null);
     }
+    // Line 4's wrong type renders with the default: its row says so (issue 32).
+    assert.deepEqual(rows.filter((r) => r.warnings).map((r) => r.line), [4]);
+    assert.match(rows[3].warnings![0], /"title"/);
     assert.equal(state.starts, 0);
     assert.deepEqual(await keys("sites/"), []);
+  });
+
+  it("a row whose key is misspelt records its warning with a did-you-mean in the manifest; the summary counts such rows (issue 32)", async () => {
+    const file = await batchFile("misspelt.jsonl", [
+      JSON.stringify({ outputKey: "out/x.mp4", variables: { titel: "A" } }),
+      JSON.stringify({ outputKey: "out/y.mp4", variables: { title: "B" } }),
+    ]);
+    const manifest = join(scratch, "misspelt.manifest.json");
+    const out = await vid([
+      "render-batch",
+      project,
+      "--batch",
+      file,
+      "--dry-run",
+      "--manifest",
+      manifest,
+    ]);
+    assert.equal(out.code, 0, out.stderr);
+    assert.match(
+      out.stdout,
+      /^2 would invoke, 0 failed to start, 0 skipped, 1 with warnings \(see the manifest's "warnings"\)\n/,
+    );
+    const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
+    assert.equal(rows[0].warnings?.length, 1);
+    assert.match(rows[0].warnings![0], /"titel" is not declared.*did you mean "title"\?/);
+    assert.equal(rows[1].warnings, undefined);
   });
 
   it("--dry-run needs no stack: without bucket or state machine it lints the rows", async () => {
@@ -370,7 +399,10 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
       env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" },
     });
     assert.equal(out.code, 1, out.stderr); // rows 2, 3, 6, 7 fail to start; no usage error
-    assert.match(out.stdout, /^3 would invoke, 4 failed to start, 1 skipped\n/);
+    assert.match(
+      out.stdout,
+      /^3 would invoke, 4 failed to start, 1 skipped, 1 with warnings \(see the manifest\'s "warnings"\)\n/,
+    );
     assert.doesNotMatch(out.stderr, /no render bucket|no state machine/);
     const started = await runVid(["lambda", "render-batch", project, "--batch", file], {
       env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" },
@@ -405,7 +437,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     const human = await vid(["render-batch", project, "--batch", file, "--dry-run"]);
     assert.match(
       human.stdout,
-      /^3 would invoke, 4 failed to start, 1 skipped\n1 out\/a\.mp4 - would-invoke\n2 - - failed-to-start\n/,
+      /^3 would invoke, 4 failed to start, 1 skipped, 1 with warnings \(see the manifest\'s "warnings"\)\n1 out\/a\.mp4 - would-invoke\n2 - - failed-to-start\n/,
     );
     assert.match(human.stdout, /\n5 - - skipped\n/);
   });
@@ -1007,7 +1039,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     assert.doesNotMatch(strict.stdout + strict.stderr, /not declared/);
     const warned = await vid(args);
     assert.equal(warned.code, 0, warned.stderr);
-    assert.match(warned.stdout, /^2 would invoke, 0 failed to start, 0 skipped$/m);
+    assert.match(warned.stdout, /^2 would invoke, 0 failed to start, 0 skipped, 1 with warnings /m);
     assert.match(warned.stderr, /^warning: line 2: "title" \(string\) expects a string, got 5$/m);
     assert.doesNotMatch(warned.stderr, /not declared/);
     // No bucket to read the site from: the variables are not checked, and that is said.
