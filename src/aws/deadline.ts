@@ -9,7 +9,9 @@
  * {@linkcode EndpointUnreachableError} naming the endpoint.
  *
  * The deadline is {@linkcode DEFAULT_AWS_CALL_TIMEOUT_MS} unless `VID_AWS_CALL_TIMEOUT`
- * (seconds) says otherwise.
+ * (seconds) says otherwise, plus time for a request body of known size to go up at
+ * {@linkcode UPLOAD_FLOOR_BYTES_PER_S}. It ends when the call answers: a response body
+ * streaming on (a download) is not cut by it.
  *
  * Web standards, `node:process` and the errors only: the worker bundle runs this under Node.
  *
@@ -21,6 +23,9 @@ import { EXIT_FAILED, VidError } from "../errors.ts";
 
 /** The deadline of one call (connect, request, answer, the SDK's retries) by default. */
 export const DEFAULT_AWS_CALL_TIMEOUT_MS = 30_000;
+
+/** The slowest upload a deadline allows for: 256 KiB/s (4 s more per MiB of body). */
+export const UPLOAD_FLOOR_BYTES_PER_S = 256 * 1024;
 
 /** An AWS (or S3/Step Functions-compatible) endpoint did not answer a call in time. */
 export class EndpointUnreachableError extends VidError {
@@ -91,8 +96,8 @@ export interface Sender {
 
 /**
  * Runs `call` with a signal that aborts after `timeoutMs`, on {@linkcode abortAwsCalls}, or
- * with the caller's own signal; a passed deadline rejects with an
- * {@linkcode EndpointUnreachableError} naming `endpoint`.
+ * with the caller's own signal, until `call` settles; a passed deadline rejects with an
+ * {@linkcode EndpointUnreachableError} naming `endpoint`, an abort with its reason.
  *
  * @param endpoint The endpoint, for the message (`http://127.0.0.1:4566`, `Step Functions`).
  * @param call The call, given the signal to pass to the SDK.
@@ -117,19 +122,42 @@ export async function withAwsDeadline<T>(
   options: { signal?: AbortSignal; timeoutMs?: number } = {},
 ): Promise<T> {
   const timeoutMs = options.timeoutMs ?? awsCallTimeoutMs();
-  const deadline = AbortSignal.timeout(timeoutMs);
-  const signals = [deadline, everyCall.signal, ...(options.signal ? [options.signal] : [])];
+  // A signal of our own, not `AbortSignal.any`: once the call has answered, nothing may
+  // abort it any more, or a response body still streaming (a download) would be cut.
+  const controller = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new DOMException(`no answer within ${timeoutMs} ms`, "TimeoutError"));
+  }, timeoutMs);
+  const sources = [everyCall.signal, ...(options.signal ? [options.signal] : [])];
+  const forwards = sources.map((source) => {
+    const forward = () => controller.abort(source.reason);
+    if (source.aborted) forward();
+    else source.addEventListener("abort", forward, { once: true });
+    return () => source.removeEventListener("abort", forward);
+  });
   try {
-    return await call(AbortSignal.any(signals));
+    return await call(controller.signal);
   } catch (error) {
-    if (deadline.aborted && !everyCall.signal.aborted && !options.signal?.aborted) {
-      throw new EndpointUnreachableError(endpoint, timeoutMs, error);
-    }
-    if (everyCall.signal.aborted && everyCall.signal.reason !== undefined) {
-      throw everyCall.signal.reason;
-    }
+    if (timedOut) throw new EndpointUnreachableError(endpoint, timeoutMs, error);
+    // The SDK rejects with its own AbortError: the reason says why (the interruption).
+    if (controller.signal.aborted) throw controller.signal.reason;
     throw error;
+  } finally {
+    clearTimeout(timer);
+    for (const remove of forwards) remove();
   }
+}
+
+/** Bytes of a command's request body, when known (`ContentLength`, bytes or text). */
+function requestBytes(command: unknown): number {
+  const input = (command as { input?: { ContentLength?: unknown; Body?: unknown } })?.input;
+  if (typeof input?.ContentLength === "number") return input.ContentLength;
+  const body = input?.Body;
+  if (typeof body === "string") return body.length;
+  if (body instanceof Uint8Array) return body.byteLength;
+  return 0;
 }
 
 /**
@@ -151,10 +179,13 @@ export function withDeadlines<C extends Sender>(client: C, endpoint: string): C 
   const send = client.send.bind(client);
   client.send = (command: unknown, options?: unknown) => {
     const given = options as SendOptions | undefined;
+    // An upload's body must get through on a slow link: time for it at the floor rate.
+    const timeoutMs = awsCallTimeoutMs() +
+      Math.ceil(requestBytes(command) / UPLOAD_FLOOR_BYTES_PER_S) * 1000;
     return withAwsDeadline(
       endpoint,
       (abortSignal) => send(command, { ...given, abortSignal }),
-      { signal: given?.abortSignal },
+      { signal: given?.abortSignal, timeoutMs },
     );
   };
   return client;

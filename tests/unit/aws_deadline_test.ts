@@ -101,6 +101,18 @@ describe("AWS call deadline", () => {
     }
   });
 
+  it("the deadline ends when the call answers: a body still streaming is not cut", async () => {
+    const signal = await withAwsDeadline(
+      "http://127.0.0.1:9",
+      (signal) => Promise.resolve(signal),
+      {
+        timeoutMs: 50,
+      },
+    );
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    assert.equal(signal.aborted, false);
+  });
+
   it("a caller's own abort is not reported as unreachable", async () => {
     const controller = new AbortController();
     controller.abort(new Error("mine"));
