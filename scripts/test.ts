@@ -103,6 +103,7 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   "server_cluster_test.ts": "3 s leases renewed every second; kill -9 of workers mid-render",
   "security_ffmpeg_test.ts": "a deleted render's proxy conversion ends within 10 s",
   "player_test.ts": "a second of play moves the player's currentTime about a second",
+  "aws_deadline_test.ts": "a 2 s AWS call deadline; a Ctrl-C ends a hung call within seconds",
 };
 
 /**

@@ -15,6 +15,7 @@
  * `0`/`false`. Step Functions-compatible services with `VID_SFN_ENDPOINT`. Credentials are
  * the SDK's default chain unless given. A client made without connection options reads
  * these variables, so the SDK (`deploySite`, `renderToLambda`, …) goes where the CLI goes.
+ * Every call of a client made here has a deadline (`src/aws/deadline.ts`).
  *
  * Web standards, `node:process` and the AWS SDK only: the worker bundle runs this under
  * Node 22.
@@ -25,6 +26,7 @@
 import process from "node:process";
 import { S3Client, type S3ClientConfig } from "@aws-sdk/client-s3";
 import { SFNClient, type SFNClientConfig } from "@aws-sdk/client-sfn";
+import { withDeadlines } from "./deadline.ts";
 
 /** Where and how to reach S3 (or an S3-compatible service such as s3rver). */
 export interface S3Options {
@@ -142,7 +144,10 @@ export function s3ClientFor(
     responseChecksumValidation: options.endpoint ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
     ...(tuning.maxAttempts !== undefined ? { maxAttempts: tuning.maxAttempts } : {}),
   };
-  return new S3Client(config);
+  return withDeadlines(
+    new S3Client(config),
+    options.endpoint ?? `S3 (${config.region})`,
+  );
 }
 
 /**
@@ -164,7 +169,10 @@ export function sfnClientFor(
     credentials: options.credentials,
     ...(tuning.maxAttempts !== undefined ? { maxAttempts: tuning.maxAttempts } : {}),
   };
-  return new SFNClient(config);
+  return withDeadlines(
+    new SFNClient(config),
+    options.endpoint ?? `Step Functions (${config.region})`,
+  );
 }
 
 /**

@@ -36,9 +36,16 @@ import { OPTIONS } from "../request/options.ts";
 import { checkBeforeSpending, noCheckOption } from "./preflight.ts";
 import { cliOption, cliOptionWithDefault } from "./request_flags.ts";
 import { EXIT, warn } from "./shared.ts";
+import { abortAwsCalls } from "../aws/deadline.ts";
 import { retriesText } from "./lambda_progress.ts";
 
 /** The command's help, built when the command is registered. */
+/** How long a Ctrl-C waits for the AWS calls in flight before ending them. */
+const IN_FLIGHT_GRACE_MS = 3000;
+
+/** The site of an upload a Ctrl-C cut short: named in no execution (none starts). */
+const INTERRUPTED_SITE = "site-interrupted";
+
 const help = (): string =>
   'Start one distributed render per line of a JSONL file ({"outputKey": ..., ' +
   '"variables": {...}}). The site is deployed once (unless --site-id). Prints a summary ' +
@@ -229,14 +236,19 @@ async function runLambdaBatch(
 ): Promise<void> {
   const controller = new AbortController();
   let interrupts = 0;
+  let grace: ReturnType<typeof setTimeout> | undefined;
   const onSignal = () => {
     interrupts++;
     if (interrupts > 1) Deno.exit(EXIT.cancelled);
     console.error(
-      "interrupted: starting no more rows; waiting for the start calls in flight " +
+      "interrupted: starting no more rows; waiting at most " +
+        `${IN_FLIGHT_GRACE_MS / 1000} s for the calls in flight, then ending them ` +
         "(Ctrl-C again to quit at once, without the manifest)",
     );
     controller.abort();
+    // A call to an endpoint that never answers would hold the manifest back until its
+    // deadline: past the grace, every AWS call in flight ends with the interruption.
+    grace = setTimeout(() => abortAwsCalls(controller.signal.reason), IN_FLIGHT_GRACE_MS);
   };
   // From the start: a Ctrl-C while the site uploads (before the first row) still ends with
   // every row `not-started` in the manifest, as one during the starts does.
@@ -289,6 +301,16 @@ async function runLambdaBatch(
       bucketKnown,
       siteOptions,
       exclude,
+    }).catch(async (error) => {
+      if (!controller.signal.aborted) throw error;
+      // Interrupted during the upload: no row starts, so a stand-in handle is enough for
+      // the manifest to list every row as not started (bad rows still fail on their own).
+      return {
+        siteHandle: siteHandleFromId(INTERRUPTED_SITE, bucketName, siteOptions),
+        declarations: projectDir === undefined
+          ? undefined
+          : (await readComposition(projectDir, options.composition)).declarations,
+      };
     });
     let retries = 0;
     const rows: BatchManifestRow[] = await renderBatch({
@@ -324,6 +346,7 @@ async function runLambdaBatch(
   } catch (error) {
     fail(error, options.json);
   } finally {
+    clearTimeout(grace);
     Deno.removeSignalListener("SIGINT", onSignal);
     Deno.removeSignalListener("SIGTERM", onSignal);
   }

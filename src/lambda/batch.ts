@@ -656,7 +656,12 @@ export async function renderBatch<
   });
   if (guidance) warnOnce(guidance);
 
-  const { client, owned } = await batchClient(generic);
+  // Interrupted while the stack is checked (an endpoint that never answers, then Ctrl-C):
+  // no client, and every row is finished as not started below.
+  const { client, owned } = await batchClient(generic).catch((error) => {
+    if (options.signal?.aborted) return { client: undefined, owned: false };
+    throw error;
+  });
   const ownS3 = generic.s3 !== undefined && !(generic.s3 instanceof S3Client) && !generic.dryRun;
   const s3 = generic.dryRun || generic.s3 === undefined
     ? undefined

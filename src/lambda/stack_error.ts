@@ -8,6 +8,7 @@
  * @module
  */
 import { EXIT_FAILED, VidError } from "../errors.ts";
+import { EndpointUnreachableError } from "../aws/deadline.ts";
 
 /** A distributed render's stack is missing, unreachable or refuses the credentials. */
 export class StackError extends VidError {
@@ -87,10 +88,14 @@ const REJECTED_CREDENTIALS = [
   "ExpiredTokenException",
 ];
 
-/** Whether the stack cannot be reached at all (refused, unknown host): no call can work. */
+/**
+ * Whether the stack cannot be reached at all (refused, unknown host, no answer within the
+ * call's deadline): no call can work.
+ */
 export function isUnreachable(error: unknown): boolean {
   const e = error as AwsError;
   return NETWORK.test(`${e?.code ?? ""} ${e?.message ?? ""}`) ||
+    error instanceof EndpointUnreachableError ||
     (error instanceof StackError && error.field === "endpoint");
 }
 
