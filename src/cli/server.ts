@@ -148,6 +148,13 @@ export function registerServer(program: Command): void {
         "env VID_METRICS_TOKEN)",
     )
     .option(
+      "--trusted-proxy <cidr>",
+      "a reverse proxy (address or CIDR range, repeatable) whose X-Forwarded-For names the " +
+        "client: the rightmost hop that is not a trusted proxy is the address failed key " +
+        "checks and sign-ins are throttled by (default: none; the header is ignored)",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option(
       "--render-user <name>",
       "account render browsers run as when the server runs as root (default: vid-render, " +
         "else nobody)",
@@ -247,6 +254,7 @@ interface ServerFlags extends RenderBackendFlags {
   allowHttpCallbacks?: boolean;
   allowPrivateUrls?: boolean;
   metricsToken?: string;
+  trustedProxy?: string[];
   renderUser?: string;
   allowNoSandbox?: boolean;
   maxDuration: number;
@@ -307,6 +315,7 @@ async function runServer(options: ServerFlags): Promise<void> {
       maxRenderSeconds: options.maxRenderSeconds,
       chunkSize: options.chunkSize,
       renderUser: options.renderUser,
+      trustedProxies: options.trustedProxy,
       allowNoSandbox: options.allowNoSandbox,
       limits: {
         maxDurationSeconds: options.maxDuration,

@@ -48,7 +48,7 @@ export interface CheckedAddress {
 }
 
 /** Parses dotted-decimal IPv4 (already canonical) into 4 bytes. */
-function ipv4Bytes(ip: string): number[] | undefined {
+export function ipv4Bytes(ip: string): number[] | undefined {
   const parts = ip.split(".");
   if (parts.length !== 4) return undefined;
   const bytes = parts.map((part) => /^\d{1,3}$/.test(part) ? Number(part) : NaN);

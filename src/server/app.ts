@@ -26,7 +26,8 @@ import {
 } from "./context.ts";
 import { DatabaseUnavailableError, now, type Row } from "./db.ts";
 import { ApiError, apiErrorFor, invalid, notFound, RateLimitedError } from "./errors.ts";
-import { clientAddress, DatabaseThrottleStore, newThrottles } from "./throttle.ts";
+import { DatabaseThrottleStore, newThrottles } from "./throttle.ts";
+import { clientAddress } from "./client_address.ts";
 import type { KeyScope } from "./idempotency.ts";
 import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "./oauth.ts";
@@ -172,22 +173,25 @@ export function createApp(ctx: ServerContext): Hono {
   const throttles = newThrottles(new DatabaseThrottleStore(ctx.db));
   // Uploads and url sources are read whole and checked: a few at a time.
   const checks = new Slots(MAX_CONCURRENT_PROJECT_CHECKS);
-  // A presented credential that fails counts against the client's address; past the limit
-  // no credential from there is checked until the window frees up.
+  // A presented credential is always checked, so a valid one is served whatever others at
+  // its address failed (a proxy or NAT shares one); a failing one counts against the
+  // address, and past the limit is answered 429 instead of 401 (see throttle.ts).
   const caller = async (c: Context): Promise<Caller> => {
     const header = c.req.header("authorization");
-    if (!header) return await authenticate(ctx.db, header);
-    const address = clientAddress(c.env);
-    const wait = await throttles.keyCheckPerAddress.retryAfter(address);
-    if (wait > 0) {
-      throw new RateLimitedError("too many failed API key or token checks from this address", wait);
-    }
     try {
       return await authenticate(ctx.db, header);
     } catch (error) {
-      if (error instanceof ApiError && error.status === 401) {
-        await throttles.keyCheckPerAddress.fail(address);
+      // No credential at all guesses nothing: a plain 401.
+      if (!header || !(error instanceof ApiError && error.status === 401)) throw error;
+      const address = clientAddress(c.env, c.req.raw.headers, ctx.trustedProxies ?? []);
+      const wait = await throttles.keyCheckPerAddress.retryAfter(address);
+      if (wait > 0) {
+        throw new RateLimitedError(
+          "too many failed API key or token checks from this address",
+          wait,
+        );
       }
+      await throttles.keyCheckPerAddress.fail(address);
       throw error;
     }
   };

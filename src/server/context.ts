@@ -8,6 +8,7 @@ import type { Database } from "./db.ts";
 import type { Storage } from "./storage.ts";
 import { HOSTED_UPLOAD_LIMIT_BYTES } from "../project/package.ts";
 import type { ServerMetrics } from "./metrics.ts";
+import type { TrustedProxies } from "./client_address.ts";
 
 /** Upload limit of a project zip: 200 MB, the hosted service's documented limit (one figure). */
 export const MAX_UPLOAD_BYTES: number = HOSTED_UPLOAD_LIMIT_BYTES;
@@ -117,6 +118,11 @@ export interface ServerContext {
   metrics?: ServerMetrics;
   /** Bearer token `GET /metrics` requires (`--metrics-token`); open when unset. */
   metricsToken?: string;
+  /**
+   * Proxies whose `X-Forwarded-For` names the client the throttles count against
+   * (`--trusted-proxy`; see `client_address.ts`). @default none: the peer is the client
+   */
+  trustedProxies?: TrustedProxies;
   /** This run's name on the leases and idempotency claims it holds (see `leases.ts`). */
   owner?: string;
 }

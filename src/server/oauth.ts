@@ -15,7 +15,8 @@
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { ServerContext } from "./context.ts";
-import { clientAddress, DatabaseThrottleStore, newThrottles, type Throttles } from "./throttle.ts";
+import { DatabaseThrottleStore, newThrottles, signInKey, type Throttles } from "./throttle.ts";
+import { clientAddress } from "./client_address.ts";
 import type { Row } from "./db.ts";
 import {
   hashPassword,
@@ -346,12 +347,13 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
       email,
     );
   }
-  // Guessing is throttled per account and per address; a locked-out attempt is refused
-  // before the password is checked, so it tells nothing.
-  const account = email.toLowerCase();
-  const address = clientAddress(c.env);
+  // Guessing is throttled per address+account and per address, never per account alone, so a
+  // stranger's failures cannot lock an account; a locked-out attempt is refused before the
+  // password is checked, so it tells nothing.
+  const address = clientAddress(c.env, c.req.raw.headers, ctx.trustedProxies ?? []);
+  const tried = signInKey(address, email);
   const wait = Math.max(
-    await state.throttles.signInPerAccount.retryAfter(account),
+    await state.throttles.signInPerAddressAccount.retryAfter(tried),
     await state.throttles.signInPerAddress.retryAfter(address),
   );
   if (wait > 0) {
@@ -372,11 +374,11 @@ async function approveAuthorize(state: OAuthState, c: Context): Promise<Response
   const stored = row ? String(row.password_hash) : await state.unknownAccountHash;
   const passwordOk = await verifyPassword(form.get("password") ?? "", stored);
   if (!row || !passwordOk) {
-    await state.throttles.signInPerAccount.fail(account);
+    await state.throttles.signInPerAddressAccount.fail(tried);
     await state.throttles.signInPerAddress.fail(address);
     return await freshSignInPage(state, c, request, 401, "Wrong email or password.", email);
   }
-  await state.throttles.signInPerAccount.clear(account);
+  await state.throttles.signInPerAddressAccount.clear(tried);
   if (needsRehash(stored)) {
     // A hash from before the current parameters: the password is at hand only now.
     await ctx.db.run(

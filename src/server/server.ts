@@ -43,6 +43,7 @@ import type { Storage } from "./storage.ts";
 import { DatabaseUnavailableError } from "./database/url.ts";
 import { FsStorage } from "./storage_file.ts";
 import { storageFromUrl } from "./storage_url.ts";
+import { parseTrustedProxies } from "./client_address.ts";
 import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
 
 export { SERVER_ROLES, type ServerRole } from "./context.ts";
@@ -128,6 +129,11 @@ export interface ServerOptions {
    * no tenant data) and belongs behind the network's own boundary.
    */
   metricsToken?: string;
+  /**
+   * Addresses or CIDR ranges of reverse proxies whose `X-Forwarded-For` is believed
+   * (`--trusted-proxy`), so the throttles count each client, not the proxy. @default none
+   */
+  trustedProxies?: readonly string[];
 }
 
 /** A running server. */
@@ -237,6 +243,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const role = options.role ?? "all";
   const renders = role !== "api";
   const serves = role !== "worker";
+  // Before anything is opened: a bad range is the operator's typo, said at once.
+  const trustedProxies = parseTrustedProxies(options.trustedProxies ?? []);
   // Before anything is opened: a host where tenants' pages would run unsandboxed is refused.
   await configureServerSandbox({
     renderUser: options.renderUser,
@@ -311,6 +319,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     metrics,
     owner,
     ...(options.metricsToken !== undefined && { metricsToken: options.metricsToken }),
+    trustedProxies,
   };
   const app = serves ? createApp(ctx) : opsApp(ctx, role);
   const hostname = options.hostname ?? "127.0.0.1";

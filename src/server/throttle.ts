@@ -1,17 +1,28 @@
 /**
- * Throttling of credential guessing. Failed sign-ins are counted per account (the email
- * typed) and per client address, failed API key / access token checks per client
- * address; past the limit within the window, further attempts are refused with 429 and
- * `Retry-After` until the oldest failure leaves the window, without checking the
- * credential (so a locked-out guesser learns nothing). A success clears the account's
- * count. A server counts in its database, so the limits hold across every instance on it and
- * across restarts.
+ * Throttling of credential guessing, shaped so that nobody can lock anyone else out.
  *
- * | What is counted                         | Limit | Window   |
- * | --------------------------------------- | ----- | -------- |
- * | failed sign-ins per account (email)     | 5     | 15 min   |
- * | failed sign-ins per client address      | 20    | 15 min   |
- * | failed key/token checks per address     | 30    | 1 min    |
+ * - Sign-in: failures are counted per client address and email together, and per address.
+ *   Past either limit, that address's next attempts (for that email, or for any) are refused
+ *   with 429 and `Retry-After` until the oldest failure leaves the window, without checking
+ *   the password, so a locked-out guesser learns nothing. A stranger elsewhere cannot lock an
+ *   account: their failures count against their own address. A success clears the
+ *   address+email count.
+ * - API keys and access tokens: a presented credential is always checked (a hash and one
+ *   indexed lookup), and a valid one is served whatever the address failed: keys and tokens
+ *   are 128+ random bits, so no rate of guessing finds one, and a proxy or NAT sharing one
+ *   address must not let one client's bad keys refuse another's good key. Failures are
+ *   counted per address; past the limit an invalid credential gets 429 instead of 401, which
+ *   slows a scanner down and tells it so.
+ *
+ * The address is the connection's peer, or the client a `--trusted-proxy` reports (see
+ * `client_address.ts`). A server counts in its database, so the limits hold across every
+ * instance on it and across restarts.
+ *
+ * | What is counted                              | Limit | Window   |
+ * | -------------------------------------------- | ----- | -------- |
+ * | failed sign-ins per client address and email | 5     | 15 min   |
+ * | failed sign-ins per client address           | 20    | 15 min   |
+ * | failed key/token checks per address          | 30    | 1 min    |
  *
  * @module
  */
@@ -24,8 +35,8 @@ export interface ThrottleLimit {
   windowMs: number;
 }
 
-/** Failed sign-ins per account (email). */
-export const SIGN_IN_PER_ACCOUNT: ThrottleLimit = { failures: 5, windowMs: 15 * 60_000 };
+/** Failed sign-ins per client address and account (email). */
+export const SIGN_IN_PER_ADDRESS_ACCOUNT: ThrottleLimit = { failures: 5, windowMs: 15 * 60_000 };
 /** Failed sign-ins per client address. */
 export const SIGN_IN_PER_ADDRESS: ThrottleLimit = { failures: 20, windowMs: 15 * 60_000 };
 /** Failed API key or access token checks per client address. */
@@ -164,14 +175,15 @@ export class Throttle {
 
 /** The longest window of the documented limits: failures older than it count nowhere. */
 const LONGEST_WINDOW_MS = Math.max(
-  SIGN_IN_PER_ACCOUNT.windowMs,
+  SIGN_IN_PER_ADDRESS_ACCOUNT.windowMs,
   SIGN_IN_PER_ADDRESS.windowMs,
   KEY_CHECK_PER_ADDRESS.windowMs,
 );
 
 /** The throttles of one server. */
 export interface Throttles {
-  signInPerAccount: Throttle;
+  /** Keyed by `signInKey(address, email)`. */
+  signInPerAddressAccount: Throttle;
   signInPerAddress: Throttle;
   keyCheckPerAddress: Throttle;
 }
@@ -179,18 +191,26 @@ export interface Throttles {
 /** Throttles with the documented limits, counting in `store` (the server's database). */
 export function newThrottles(store: ThrottleStore = new MemoryThrottleStore()): Throttles {
   return {
-    signInPerAccount: new Throttle(SIGN_IN_PER_ACCOUNT, store, "sign-in account "),
+    signInPerAddressAccount: new Throttle(
+      SIGN_IN_PER_ADDRESS_ACCOUNT,
+      store,
+      "sign-in address+account ",
+    ),
     signInPerAddress: new Throttle(SIGN_IN_PER_ADDRESS, store, "sign-in address "),
     keyCheckPerAddress: new Throttle(KEY_CHECK_PER_ADDRESS, store, "key check address "),
   };
 }
 
 /**
- * The client address of a request served by `Deno.serve` (Hono passes the serve info as
- * the context's env), or `"unknown"` (in-process requests).
+ * The key of `signInPerAddressAccount`: one email tried from one address.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(signInKey("203.0.113.9", "Ana@example.com"), "203.0.113.9 ana@example.com");
+ * ```
  */
-export function clientAddress(env: unknown): string {
-  const info = env as { remoteAddr?: { hostname?: unknown } } | undefined;
-  const host = info?.remoteAddr?.hostname;
-  return typeof host === "string" ? host : "unknown";
+export function signInKey(address: string, email: string): string {
+  return `${address} ${email.toLowerCase()}`;
 }

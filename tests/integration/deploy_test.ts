@@ -188,4 +188,83 @@ describe("deploy/", () => {
     assert.deepEqual(render.filter((p) => !packages.has(p)), []);
     assert.ok(!packages.has("postgresql"), "the database runs outside the image");
   });
+  it("runs the containers without privileges: no escalation, no capability, a seccomp profile, a read-only root", () => {
+    for (
+      const { file, doc } of kubernetesDocuments().filter(({ doc }) => doc.kind === "Deployment")
+    ) {
+      const pod = ((doc.spec as Json).template as Json).spec as Json;
+      const volumes = new Map(((pod.volumes ?? []) as Json[]).map((v) => [v.name, v]));
+      for (const container of containers(doc)) {
+        const where = `${file} ${container.name}`;
+        const security = (container.securityContext ?? {}) as Json;
+        assert.equal(security.allowPrivilegeEscalation, false, where);
+        assert.equal(security.readOnlyRootFilesystem, true, where);
+        assert.equal(security.privileged ?? false, false, where);
+        // The pod is not root, so vid never runs setpriv: not one capability is kept.
+        assert.deepEqual((security.capabilities as Json).drop, ["ALL"], where);
+        assert.equal((security.capabilities as Json).add, undefined, where);
+        assert.equal((pod.securityContext as Json).runAsNonRoot, true, where);
+        assert.ok(Number((pod.securityContext as Json).runAsUser) > 0, where);
+        const args = container.args as string[];
+        const renders = args[args.indexOf("--role") + 1] !== "api";
+        // The runtime's default profile forbids the user namespace Chromium's sandbox needs:
+        // a worker is Unconfined and keeps that sandbox (never --allow-no-sandbox); the API,
+        // which starts no browser, is RuntimeDefault.
+        assert.deepEqual(security.seccompProfile, {
+          type: renders ? "Unconfined" : "RuntimeDefault",
+        }, where);
+        assert.ok(!args.includes("--allow-no-sandbox"), where);
+        // Everything written lands on an emptyDir: data and work folders, temp files, home.
+        const mounts = new Map(
+          ((container.volumeMounts ?? []) as Json[]).map((m) => [m.mountPath, m]),
+        );
+        for (
+          const path of ["/var/lib/vid", "/tmp", "/home/vid", ...(renders ? ["/dev/shm"] : [])]
+        ) {
+          const mount = mounts.get(path);
+          assert.ok(mount, `${where}: nothing writable at ${path}`);
+          assert.ok(mount.readOnly !== true, `${where}: ${path} is mounted read-only`);
+          assert.ok((volumes.get(mount.name) as Json | undefined)?.emptyDir, `${where}: ${path}`);
+        }
+        assert.ok(
+          args.includes("--data-dir") && args[args.indexOf("--data-dir") + 1] === "/var/lib/vid",
+        );
+      }
+    }
+  });
+
+  it("gives every worker, in Kubernetes and systemd, the same cluster-wide --max-renders-per-account", () => {
+    const figures: string[] = [];
+    for (const { doc } of kubernetesDocuments().filter(({ doc }) => doc.kind === "Deployment")) {
+      for (const container of containers(doc)) {
+        const args = container.args as string[];
+        if (args[args.indexOf("--role") + 1] !== "worker") continue;
+        figures.push(args[args.indexOf("--max-renders-per-account") + 1]);
+      }
+    }
+    for (const file of files("systemd").filter((f) => f.includes("worker"))) {
+      const exec = unitEntries(readFileSync(`${ROOT}${file}`, "utf8"))
+        .find(([key]) => key === "ExecStart")![1].split(/\s+/);
+      figures.push(exec[exec.indexOf("--max-renders-per-account") + 1]);
+    }
+    assert.equal(figures.length, 2, figures.join());
+    assert.match(figures[0], /^[1-9]\d*$/);
+    assert.equal(new Set(figures).size, 1, `different figures: ${figures.join(", ")}`);
+  });
+
+  it("hardens the systemd units: no capability, no new privileges, user namespaces left to Chromium", () => {
+    for (const file of files("systemd").filter((f) => f.endsWith(".service"))) {
+      const entries = new Map(unitEntries(readFileSync(`${ROOT}${file}`, "utf8")));
+      assert.equal(entries.get("User"), "vid", file);
+      assert.equal(entries.get("NoNewPrivileges"), "true", file);
+      assert.equal(entries.get("CapabilityBoundingSet"), "", file);
+      assert.equal(entries.get("AmbientCapabilities"), "", file);
+      assert.equal(entries.get("RestrictSUIDSGID"), "true", file);
+      assert.equal(entries.get("PrivateTmp"), "true", file);
+      assert.equal(entries.get("ProtectHome"), "true", file);
+      assert.ok(["full", "strict"].includes(entries.get("ProtectSystem") ?? ""), file);
+      // RestrictNamespaces would stop Chromium's sandbox, and with it the worker.
+      assert.equal(entries.get("RestrictNamespaces"), undefined, file);
+    }
+  });
 });

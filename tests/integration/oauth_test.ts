@@ -96,7 +96,7 @@ function client(server: () => ServerProcess) {
   /** GETs the sign-in page and POSTs it like the browser does; the 302 is not followed. */
   const signIn = async (
     challenge: string,
-    options: { email?: string; password?: string; state?: string } = {},
+    options: { email?: string; password?: string; state?: string; forwardedFor?: string } = {},
   ): Promise<{ response: Response; body: string }> => {
     const page = await fetch(authorizeUrl(defaults(challenge, options.state)));
     const html = await page.text();
@@ -108,7 +108,10 @@ function client(server: () => ServerProcess) {
     const response = await fetch(`${server().url}/oauth/authorize`, {
       method: "POST",
       redirect: "manual",
-      headers: { cookie },
+      headers: {
+        cookie,
+        ...(options.forwardedFor !== undefined && { "x-forwarded-for": options.forwardedFor }),
+      },
       body: new URLSearchParams({
         ...fields,
         email: options.email ?? EMAIL,
@@ -583,7 +586,7 @@ describe("vid server OAuth", () => {
     assert.equal((await oauth.revoke(byRefresh.refresh_token)).status, 200, "revoking twice");
   });
 
-  it("throttles sign-in: 5 failures lock the account, 20 the address (429 + Retry-After)", async () => {
+  it("throttles sign-in: 5 failures lock the account from that address, 20 the address (429 + Retry-After)", async () => {
     // A server of its own: the lock-out would refuse the other tests' sign-ins.
     const lockDir = await Deno.makeTempDir({ prefix: "vid-oauth-throttle-" });
     for (const email of [EMAIL, "bo@example.com"]) {
@@ -592,7 +595,8 @@ describe("vid server OAuth", () => {
       );
       assert.equal(added.code, 0, added.stderr);
     }
-    const locked = await startServerProcess(lockDir);
+    // Behind a proxy on loopback, so a stranger's address can be told from the owner's.
+    const locked = await startServerProcess(lockDir, ["--trusted-proxy", "127.0.0.1/32"]);
     const lockClient = client(() => locked);
     try {
       const { challenge } = await pkce();
@@ -607,6 +611,9 @@ describe("vid server OAuth", () => {
       const wait = Number(refused.response.headers.get("retry-after"));
       assert.ok(wait > 0 && wait <= 15 * 60, `Retry-After ${wait}`);
       assert.equal(refused.response.headers.get("location"), null);
+      // Those were a stranger's failures: the account's owner, elsewhere, still signs in.
+      const owner = await lockClient.signIn(challenge, { forwardedFor: "203.0.113.7" });
+      assert.equal(owner.response.status, 302, owner.body);
       // Another account is not locked by the first one's failures...
       const other = await lockClient.signIn(challenge, { email: "bo@example.com" });
       assert.equal(other.response.status, 302);

@@ -839,8 +839,8 @@ describe("api/openapi.yaml against the real server", () => {
     }
   });
 
-  // Last of the calls: it locks this address out of credential checks for a minute.
-  it("answers 429 with Retry-After on every operation that needs a credential once this address failed 30 key checks", async () => {
+  // Last of the calls: it locks this address's failing credentials out for a minute.
+  it("answers 429 with Retry-After to a failing credential on every operation once this address failed 30 key checks", async () => {
     const secured = contract.operations().filter(([path, , op]) => {
       const security = (op.security ?? doc.security ?? []) as Json[];
       return !isOAuth(path) && security.length > 0 &&
@@ -856,6 +856,7 @@ describe("api/openapi.yaml against the real server", () => {
     for (const [path, method] of secured) {
       const concrete = path.replace(/\{[^}]+\}/g, "nope");
       const result = await call(method.toUpperCase(), concrete, {
+        key: "vid_sk_still_wrong",
         ...(method === "post" || method === "put" ? { json: {} } : {}),
       });
       expectStatus(result, 429, "vid_rate_limited");

@@ -546,21 +546,79 @@ describe("vid server against hostile tenants", () => {
     }
   });
 
-  // Last: it locks this address out of credential checks for a minute.
-  it("answers 429 with Retry-After after 30 failed key checks from an address, valid key included", async () => {
+  // Last: it locks this address out of failing credential checks for a minute.
+  it("serves a valid key after 31 bogus keys from its address; the bogus ones get 429 with Retry-After", async () => {
     let failures = 0;
     for (; failures < 40; failures++) {
-      const result = await api("/v3/me", { key: `vid_sk_guess${failures}` });
+      // Without --trusted-proxy the header is ignored: every guess counts against loopback.
+      const result = await api("/v3/me", {
+        key: `vid_sk_guess${failures}`,
+        headers: { "x-forwarded-for": `203.0.113.${failures + 1}` },
+      });
       if (result.status === 429) break;
       assert.equal(result.status, 401);
     }
     // 30 in all: the revoked key's 401 above counted too.
     assert.ok(failures >= 1 && failures <= 30, `locked out after ${failures} more failures`);
-    const locked = await api("/v3/me");
-    assert.equal(locked.status, 429);
-    assert.equal((locked.body.error as Json).code, "vid_rate_limited");
-    const retryAfter = Number(locked.headers.get("retry-after"));
+    const bogus = await api("/v3/me", { key: "vid_sk_one_more" });
+    assert.equal(bogus.status, 429);
+    assert.equal((bogus.body.error as Json).code, "vid_rate_limited");
+    const retryAfter = Number(bogus.headers.get("retry-after"));
     assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+    // Someone else's failures never refuse a valid key (a proxy or NAT shares one address).
+    const valid = await api("/v3/me");
+    assert.equal(valid.status, 200, JSON.stringify(valid.body));
+    assert.equal(valid.body.email, "ana@example.com");
+  });
+});
+
+describe("vid server --trusted-proxy", () => {
+  let dataDir: string;
+  let server: ServerProcess;
+
+  before(async () => {
+    dataDir = await Deno.makeTempDir({ prefix: "vid-proxy-test-" });
+    // An API instance: no render worker, no browser to probe.
+    server = await startServerProcess(dataDir, [
+      "--role",
+      "api",
+      "--trusted-proxy",
+      "127.0.0.1/32",
+    ]);
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dataDir) await Deno.remove(dataDir, { recursive: true });
+  });
+
+  /** GET /v3/me with a bogus key, as the proxy on loopback forwards it from `forwardedFor`. */
+  const guess = async (forwardedFor: string): Promise<number> => {
+    const response = await fetch(`${server.url}/v3/me`, {
+      headers: { authorization: "Bearer vid_sk_bogus", "x-forwarded-for": forwardedFor },
+    });
+    await response.body?.cancel();
+    return response.status;
+  };
+
+  it("throttles each X-Forwarded-For client on its own, by the rightmost untrusted hop", async () => {
+    for (let i = 0; i < 30; i++) assert.equal(await guess("198.51.100.1"), 401, `guess ${i + 1}`);
+    assert.equal(await guess("198.51.100.1"), 429);
+    // Another client behind the same proxy is not locked out by the first one's guesses...
+    assert.equal(await guess("198.51.100.2"), 401);
+    // ...and the first cannot step out of its lock by writing its own hop to the left.
+    assert.equal(await guess("198.51.100.2, 198.51.100.1"), 429);
+    // A trusted hop is skipped: the client is the one before it.
+    assert.equal(await guess("198.51.100.1, 127.0.0.1"), 429);
+  });
+
+  it("refuses a value that is not an address or a CIDR range, naming the flag", async () => {
+    const bad = await runVid(["server", "--role", "api", "--trusted-proxy", "10.0.0.0/33"]);
+    assert.equal(bad.code, 2, bad.stderr);
+    assert.match(
+      bad.stderr,
+      /--trusted-proxy must be an address or a CIDR range.*"10\.0\.0\.0\/33"/,
+    );
   });
 });
 
