@@ -18,7 +18,12 @@
 
 import { definePlayer } from "./src/player/element.ts";
 
-export { definePlayer, type PlayerReadyState, VidPlayer } from "./src/player/element.ts";
+export {
+  definePlayer,
+  PlayerElementBase,
+  type PlayerReadyState,
+  VidPlayer,
+} from "./src/player/element.ts";
 export { PLAYER_BUNDLE } from "./src/player/player_bundle.ts";
 
 definePlayer();

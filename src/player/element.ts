@@ -140,7 +140,12 @@ export function fitBox(
   };
 }
 
-const Base = (globalThis.HTMLElement ?? class {}) as typeof HTMLElement;
+/**
+ * The class `<vid-player>` extends: the browser's `HTMLElement`, or an empty class outside a
+ * browser so the module imports in Deno and Node.
+ */
+export const PlayerElementBase: typeof HTMLElement = globalThis.HTMLElement ??
+  (class {} as typeof HTMLElement);
 
 /**
  * The `<vid-player>` element. Define it with {@linkcode definePlayer} (the `player` module
@@ -155,7 +160,7 @@ const Base = (globalThis.HTMLElement ?? class {}) as typeof HTMLElement;
  * });
  * ```
  */
-export class VidPlayer extends Base {
+export class VidPlayer extends PlayerElementBase {
   /** The attributes whose changes the element follows. */
   static get observedAttributes(): readonly string[] {
     return PLAYER_ATTRIBUTES;

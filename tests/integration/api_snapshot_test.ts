@@ -17,10 +17,12 @@ import { ROOT } from "../helpers.ts";
 
 /**
  * The most names the entries may export together. Issue #35 cut 294 to 135; the player entry
- * (issue #34) added its 4 (`VidPlayer`, `definePlayer`, `PlayerReadyState`, `PLAYER_BUNDLE`).
+ * (issue #34) added its 5 (`VidPlayer`, its base `PlayerElementBase` — JSR's publish check wants
+ * a named superclass and `deno doc --lint` wants it public — `definePlayer`, `PlayerReadyState`,
+ * `PLAYER_BUNDLE`).
  * Raise it only with a reason a reviewer accepts.
  */
-const MAX_PUBLIC_NAMES = 139;
+const MAX_PUBLIC_NAMES = 140;
 
 /** The lines only in `a`, each prefixed with `sign`. */
 function only(a: string[], b: string[], sign: string): string[] {

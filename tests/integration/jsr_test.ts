@@ -72,6 +72,7 @@ describe("JSR readiness", () => {
       "lambda.ts",
       "cloud.ts",
       "server.ts",
+      "player.ts",
     ]);
     assert.equal(out.code, 0, out.stderr);
     assert.doesNotMatch(out.stderr, /error\[/);
@@ -95,6 +96,7 @@ describe("JSR readiness", () => {
         "lambda.ts",
         "cloud.ts",
         "server.ts",
+        "player.ts",
         "cli.ts",
         "deno.json",
         "LICENSE",
