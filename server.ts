@@ -36,5 +36,5 @@ export {
   type RenderBackendConfig,
   RenderBackendConfigError,
   type RenderBackendKind,
-} from "./src/server/render_backend.ts";
+} from "./src/server/queue/render_backend.ts";
 export { signWebhook } from "./src/webhooks/webhooks.ts";

@@ -115,7 +115,7 @@ async function startInstance(flags: string[], dataDir?: string): Promise<Instanc
   const own = dataDir === undefined;
   const folder = dataDir ?? await Deno.makeTempDir({ prefix: "vid-cluster-bench-" });
   const child = new Deno.Command(Deno.execPath(), {
-    // Each render's memory in the log, after a forced full collection (src/server/memory_log.ts).
+    // Each render's memory in the log, after a forced full collection (src/server/queue/memory_log.ts).
     env: { VID_DEBUG_MEMORY: "1" },
     args: [
       "run",
@@ -263,7 +263,7 @@ async function completion(server: Server, id: string): Promise<void> {
   throw new Error(`render ${id} did not finish within an hour`);
 }
 
-/** The `memory after render …` lines of one process's output (src/server/memory_log.ts). */
+/** The `memory after render …` lines of one process's output (src/server/queue/memory_log.ts). */
 function memoryLog(output: string): { rss: number[]; heap: number[] } {
   const lines = [
     ...output.matchAll(/memory after render \S+: rss ([\d.]+) MB, heap_used ([\d.]+) MB/g),

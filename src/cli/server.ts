@@ -15,10 +15,10 @@ import {
   createApiKey,
   listApiKeys,
   revokeApiKey,
-} from "../server/accounts.ts";
-import { openDataDir } from "../server/db.ts";
+} from "../server/auth/accounts.ts";
+import { openDataDir } from "../server/database/data_dir.ts";
 import type { startServer } from "../server/server.ts";
-import { DEFAULT_LEASE_SECONDS } from "../server/leases.ts";
+import { DEFAULT_LEASE_SECONDS } from "../server/queue/leases.ts";
 import { DATABASE_ENV, redactUrl } from "../server/database/mod.ts";
 import {
   DEFAULT_LAMBDA_MAX_IN_FLIGHT,
@@ -27,7 +27,7 @@ import {
   RenderBackendConfigError,
   type RenderBackendFlags,
   resolveRenderBackend,
-} from "../server/render_backend.ts";
+} from "../server/queue/render_backend.ts";
 import {
   BUDGET_BASE_SECONDS,
   BUDGET_SECONDS_PER_FRAME,

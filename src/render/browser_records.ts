@@ -18,7 +18,7 @@
  * A render's work folder in the temp folder carries its owner's pid in its name
  * (`workFolderPrefix` in `work_folder.ts`); {@linkcode reapOrphanWorkFolders} removes those whose owner
  * is gone (a SIGKILLed `vid render` cannot remove its own). `vid server` removes its work
- * folders by itself (`src/server/reaper.ts`).
+ * folders by itself (`src/server/queue/reaper.ts`).
  *
  * @module
  */

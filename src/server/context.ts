@@ -4,11 +4,11 @@
  * @module
  */
 
-import type { Database } from "./db.ts";
-import type { Storage } from "./storage.ts";
+import type { Database } from "./database/mod.ts";
+import type { Storage } from "./storage/storage.ts";
 import { HOSTED_UPLOAD_LIMIT_BYTES } from "../project/package.ts";
-import type { ServerMetrics } from "./metrics.ts";
-import type { TrustedProxies } from "./client_address.ts";
+import type { ServerMetrics } from "./queue/metrics.ts";
+import type { TrustedProxies } from "./http/client_address.ts";
 
 /** Upload limit of a project zip: 200 MB, the hosted service's documented limit (one figure). */
 export const MAX_UPLOAD_BYTES: number = HOSTED_UPLOAD_LIMIT_BYTES;

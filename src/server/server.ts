@@ -15,21 +15,22 @@
 import { chmod, mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { createApp } from "./app.ts";
+import { createApp } from "./http/app.ts";
 import { type ServerContext, type ServerLimits, serverLimits, type ServerRole } from "./context.ts";
-import { type Database, openDataDir } from "./db.ts";
-import { startQueue } from "./queue.ts";
-import { startWebhookSender } from "./webhook_outbox.ts";
-import { lambdaBackend } from "./lambda_backend.ts";
-import { localBackend } from "./local_backend.ts";
-import type { RenderBackendConfig, RenderBackendKind } from "./render_backend.ts";
-import { randomId } from "./secrets.ts";
-import { releaseKeysOfDeadRuns } from "./idempotency.ts";
-import { reapPredecessors } from "./reaper.ts";
-import { DEFAULT_LEASE_SECONDS, expireLeasesOfDeadRuns, leaseOwner } from "./leases.ts";
-import { handBackRenders } from "./queue.ts";
+import type { Database } from "./database/mod.ts";
+import { openDataDir } from "./database/data_dir.ts";
+import { startQueue } from "./queue/queue.ts";
+import { startWebhookSender } from "./queue/webhook_outbox.ts";
+import { lambdaBackend } from "./queue/lambda_backend.ts";
+import { localBackend } from "./queue/local_backend.ts";
+import type { RenderBackendConfig, RenderBackendKind } from "./queue/render_backend.ts";
+import { randomId } from "./auth/secrets.ts";
+import { releaseKeysOfDeadRuns } from "./http/idempotency.ts";
+import { reapPredecessors } from "./queue/reaper.ts";
+import { DEFAULT_LEASE_SECONDS, expireLeasesOfDeadRuns, leaseOwner } from "./queue/leases.ts";
+import { handBackRenders } from "./queue/queue.ts";
 import { listProcesses } from "../render/browser_records.ts";
-import { opsApp } from "./ops_routes.ts";
+import { opsApp } from "./http/ops_routes.ts";
 import { killLiveBrowsers, recordBrowsersIn } from "../render/browser.ts";
 import {
   killLiveProcesses,
@@ -39,15 +40,15 @@ import {
 } from "../render/process_runner.ts";
 import { traversableBy } from "../render/browser.ts";
 import { configureServerSandbox } from "../render/sandbox.ts";
-import type { Storage } from "./storage.ts";
+import type { Storage } from "./storage/storage.ts";
 import { DatabaseUnavailableError } from "./database/url.ts";
-import { FsStorage } from "./storage_file.ts";
-import { storageFromUrl } from "./storage_url.ts";
-import { parseTrustedProxies } from "./client_address.ts";
-import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
+import { FsStorage } from "./storage/storage_file.ts";
+import { storageFromUrl } from "./storage/storage_url.ts";
+import { parseTrustedProxies } from "./http/client_address.ts";
+import { meteredBackend, queueDepth, ServerMetrics } from "./queue/metrics.ts";
 
 export { SERVER_ROLES, type ServerRole } from "./context.ts";
-export { openDataDir } from "./db.ts";
+export { openDataDir } from "./database/data_dir.ts";
 
 /** How a stopping server waits for webhook deliveries in flight. */
 const WEBHOOK_DRAIN_MS = 10_000;

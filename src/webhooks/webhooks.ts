@@ -49,7 +49,7 @@
  * ({@linkcode checkCallbackTarget}) and again before every attempt, connecting to the
  * addresses just checked, since DNS can change in between.
  *
- * Two surfaces deliver webhooks: the hosted server (`src/server/queue.ts`) and the Lambda
+ * Two surfaces deliver webhooks: the hosted server (`src/server/queue/queue.ts`) and the Lambda
  * worker's `assemble` task (`worker/handler.ts`, under Node). So this module lives below
  * both, outside `src/server/`, and uses web standards and `node:` built-ins only.
  *

@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { parseAllDocuments } from "yaml";
 import { ROOT, runVid } from "../helpers.ts";
-import { METRIC_NAMES, QUEUE_STATES } from "../../src/server/metrics.ts";
+import { METRIC_NAMES, QUEUE_STATES } from "../../src/server/queue/metrics.ts";
 import { SYSTEM_PACKAGES } from "../../src/render/system.ts";
 
 /**

@@ -14,8 +14,8 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { parse as parseYaml } from "yaml";
 import { ROOT, runVid, waitFor } from "../helpers.ts";
 import { type ServerProcess, startServerProcess } from "../server_process.ts";
-import { accessTokenSecondsFrom, OAuthConfigError } from "../../src/server/oauth_tokens.ts";
-import { hashPassword } from "../../src/server/secrets.ts";
+import { accessTokenSecondsFrom, OAuthConfigError } from "../../src/server/auth/oauth_tokens.ts";
+import { hashPassword } from "../../src/server/auth/secrets.ts";
 
 function base64Url(bytes: ArrayBuffer | Uint8Array): string {
   return btoa(String.fromCharCode(...new Uint8Array(bytes)))

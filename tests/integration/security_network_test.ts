@@ -36,8 +36,8 @@ import { renderStill } from "../../src/render/still.ts";
 import { renderComposition } from "../../src/render/render.ts";
 import { RemoteMediaError } from "../../src/render/remote.ts";
 import { BlockedMediaError } from "../../src/render/guarded_media.ts";
-import { fetchProjectUrl } from "../../src/server/url_source.ts";
-import type { ApiError } from "../../src/server/errors.ts";
+import { fetchProjectUrl } from "../../src/server/http/url_source.ts";
+import type { ApiError } from "../../src/server/http/errors.ts";
 import {
   CallbackUrlError,
   checkCallbackTarget,

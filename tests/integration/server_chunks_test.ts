@@ -1,5 +1,5 @@
 /**
- * A hosted render in chunks (src/server/chunks.ts) writes the bytes of the single-process
+ * A hosted render in chunks (src/server/queue/chunks.ts) writes the bytes of the single-process
  * server render (the local backend, `renderComposition`) of the same request: its chunks
  * rendered one by one into the server's storage, each on its own page and browser session
  * as separate workers would, then joined by the assembler from storage alone.
@@ -21,20 +21,20 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { zipSync } from "fflate";
 import { type ServerContext, serverLimits } from "../../src/server/context.ts";
-import { openDatabase } from "../../src/server/db.ts";
+import { openDatabase } from "../../src/server/database/mod.ts";
 import type { Database } from "../../src/server/database/mod.ts";
-import { FsStorage } from "../../src/server/storage_file.ts";
-import { localBackend } from "../../src/server/local_backend.ts";
-import type { RenderJob, RenderRequest } from "../../src/server/render_backend.ts";
+import { FsStorage } from "../../src/server/storage/storage_file.ts";
+import { localBackend } from "../../src/server/queue/local_backend.ts";
+import type { RenderJob, RenderRequest } from "../../src/server/queue/render_backend.ts";
 import {
   assembleStoredRender,
   ChunkMissingError,
   renderStoredChunk,
   serverChunkPlan,
-} from "../../src/server/chunks.ts";
+} from "../../src/server/queue/chunks.ts";
 import { MissingAssetError } from "../../src/render/session.ts";
-import { jobOf } from "../../src/server/queue.ts";
-import type { Row } from "../../src/server/db.ts";
+import { jobOf } from "../../src/server/queue/queue.ts";
+import type { Row } from "../../src/server/database/mod.ts";
 import { parsePrometheusText, sampleValue } from "../prometheus_text.ts";
 import { compositionHtml, frameHashes, lavfi, probeVideo, waitFor } from "../helpers.ts";
 import {

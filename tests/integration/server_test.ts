@@ -21,7 +21,7 @@ import {
   startServerProcess,
 } from "../server_process.ts";
 import { verifyWebhook } from "../../src/webhooks/webhooks.ts";
-import { signPath, verifyPath } from "../../src/server/secrets.ts";
+import { signPath, verifyPath } from "../../src/server/auth/secrets.ts";
 
 const FADE = compositionHtml(
   `<div id="box" style="position:absolute;inset:0;animation:fade 1s linear both"></div>`,

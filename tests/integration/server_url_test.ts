@@ -9,8 +9,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
-import { fetchProjectUrl, isPublicAddress } from "../../src/server/url_source.ts";
-import type { ApiError } from "../../src/server/errors.ts";
+import { fetchProjectUrl, isPublicAddress } from "../../src/server/http/url_source.ts";
+import type { ApiError } from "../../src/server/http/errors.ts";
 import { compositionHtml, probeVideo } from "../helpers.ts";
 import { createAccount, startServerProcess } from "../server_process.ts";
 

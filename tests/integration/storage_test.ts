@@ -17,10 +17,10 @@ import {
   ListObjectsV2Command,
   S3Client,
 } from "@aws-sdk/client-s3";
-import { type Storage, StorageError } from "../../src/server/storage.ts";
-import { FsStorage } from "../../src/server/storage_file.ts";
-import { S3Storage } from "../../src/server/storage_s3.ts";
-import { storageFromUrl } from "../../src/server/storage_url.ts";
+import { type Storage, StorageError } from "../../src/server/storage/storage.ts";
+import { FsStorage } from "../../src/server/storage/storage_file.ts";
+import { S3Storage } from "../../src/server/storage/storage_s3.ts";
+import { storageFromUrl } from "../../src/server/storage/storage_url.ts";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 import { ROOT } from "../helpers.ts";
 
@@ -419,7 +419,7 @@ describe("storageFromUrl", () => {
            const storage = storageFromUrl(Deno.args[1]);
            await storage.putBytes("a/b.txt", new TextEncoder().encode("via url"));
            storage.close();`,
-          new URL("../../src/server/storage_url.ts", import.meta.url).href,
+          new URL("../../src/server/storage/storage_url.ts", import.meta.url).href,
           `s3://from-url/pre/fix?endpoint=${server.endpoint}&path_style=true`,
         ],
         cwd: ROOT,

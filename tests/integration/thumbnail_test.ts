@@ -10,7 +10,7 @@ import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { renderComposition } from "../../src/render/render.ts";
-import { thumbnailFromVideo, thumbnailTime } from "../../src/server/thumbnail.ts";
+import { thumbnailFromVideo, thumbnailTime } from "../../src/server/queue/thumbnail.ts";
 import { compositionHtml, makeProject, near, pixelSeries, probeVideo, rgb } from "../helpers.ts";
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Chunk rows of a render spread over workers (`src/server/chunk_jobs.ts`), on the embedded
+ * Chunk rows of a render spread over workers (`src/server/queue/chunk_jobs.ts`), on the embedded
  * engine: workers claim different chunks, a chunk whose worker stopped renewing its lease is
  * taken over (the attempt counted), one lost too often fails with a message saying so, and
  * chunks of a render no longer rendering are left alone. The chunks' rendering is tested
@@ -11,11 +11,11 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type ServerContext, serverLimits } from "../../src/server/context.ts";
-import { openDatabase } from "../../src/server/db.ts";
-import { FsStorage } from "../../src/server/storage_file.ts";
-import { claimChunk, writeChunkRows } from "../../src/server/chunk_jobs.ts";
-import { serverChunkPlan } from "../../src/server/chunks.ts";
-import type { RenderJob } from "../../src/server/render_backend.ts";
+import { openDatabase } from "../../src/server/database/mod.ts";
+import { FsStorage } from "../../src/server/storage/storage_file.ts";
+import { claimChunk, writeChunkRows } from "../../src/server/queue/chunk_jobs.ts";
+import { serverChunkPlan } from "../../src/server/queue/chunks.ts";
+import type { RenderJob } from "../../src/server/queue/render_backend.ts";
 
 async function withRender<T>(fn: (ctx: ServerContext) => Promise<T>): Promise<T> {
   const db = await openDatabase(":memory:");

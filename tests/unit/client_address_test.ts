@@ -11,7 +11,7 @@ import {
   clientAddress,
   parseTrustedProxies,
   TrustedProxyError,
-} from "../../src/server/client_address.ts";
+} from "../../src/server/http/client_address.ts";
 
 const peer = (hostname: string) => ({ remoteAddr: { hostname } });
 const forwarded = (value: string) => new Headers({ "x-forwarded-for": value });

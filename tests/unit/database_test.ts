@@ -9,7 +9,7 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { openDatabase } from "../../src/server/db.ts";
+import { openDatabase } from "../../src/server/database/mod.ts";
 import { SCHEMA_VERSION, SchemaTooNewError } from "../../src/server/database/mod.ts";
 import { TransactionOverError } from "../../src/server/database/sqlite.ts";
 

@@ -1,5 +1,5 @@
 /**
- * Leases on database rows (`src/server/leases.ts`), on the embedded engine: one holder at a
+ * Leases on database rows (`src/server/queue/leases.ts`), on the embedded engine: one holder at a
  * time, take-over once a lease runs out (an attempt counted), renewals that stop working
  * once another worker took the row, a hand-back that does not count, and a holder that
  * gives the work up when the database stays away until its lease would end.
@@ -9,7 +9,7 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type Database, openDatabase, type Queries } from "../../src/server/db.ts";
+import { type Database, openDatabase, type Queries } from "../../src/server/database/mod.ts";
 import {
   acquireLease,
   expireLeasesOfDeadRuns,
@@ -19,9 +19,13 @@ import {
   leaseOwner,
   releaseLease,
   renewLease,
-} from "../../src/server/leases.ts";
+} from "../../src/server/queue/leases.ts";
 import { withoutRowLocks } from "../../src/server/database/sqlite.ts";
-import { claimKey, releaseKeysOfDeadRuns, STALE_CLAIM_MS } from "../../src/server/idempotency.ts";
+import {
+  claimKey,
+  releaseKeysOfDeadRuns,
+  STALE_CLAIM_MS,
+} from "../../src/server/http/idempotency.ts";
 
 async function withRender<T>(fn: (db: Database) => Promise<T>): Promise<T> {
   const db = await openDatabase(":memory:");

@@ -11,19 +11,19 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { addUser } from "../../src/server/accounts.ts";
+import { addUser } from "../../src/server/auth/accounts.ts";
 import { type ServerContext, serverLimits } from "../../src/server/context.ts";
-import { now, openDatabase } from "../../src/server/db.ts";
-import { startQueue } from "../../src/server/queue.ts";
-import type { RenderBackend } from "../../src/server/render_backend.ts";
-import { transitionRender } from "../../src/server/renders.ts";
-import { FsStorage } from "../../src/server/storage_file.ts";
+import { now, openDatabase } from "../../src/server/database/mod.ts";
+import { startQueue } from "../../src/server/queue/queue.ts";
+import type { RenderBackend } from "../../src/server/queue/render_backend.ts";
+import { transitionRender } from "../../src/server/queue/renders.ts";
+import { FsStorage } from "../../src/server/storage/storage_file.ts";
 import {
   meteredBackend,
   METRIC_NAMES,
   queueDepth,
   ServerMetrics,
-} from "../../src/server/metrics.ts";
+} from "../../src/server/queue/metrics.ts";
 import { parsePrometheusText, sampleValue } from "../prometheus_text.ts";
 import { waitFor } from "../helpers.ts";
 

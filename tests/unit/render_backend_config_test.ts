@@ -10,16 +10,16 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { addUser } from "../../src/server/accounts.ts";
+import { addUser } from "../../src/server/auth/accounts.ts";
 import { type ServerContext, serverLimits } from "../../src/server/context.ts";
-import { now, openDatabase } from "../../src/server/db.ts";
-import { startQueue } from "../../src/server/queue.ts";
+import { now, openDatabase } from "../../src/server/database/mod.ts";
+import { startQueue } from "../../src/server/queue/queue.ts";
 import {
   type RenderBackend,
   RenderBackendConfigError,
   resolveRenderBackend,
-} from "../../src/server/render_backend.ts";
-import { FsStorage } from "../../src/server/storage_file.ts";
+} from "../../src/server/queue/render_backend.ts";
+import { FsStorage } from "../../src/server/storage/storage_file.ts";
 import { waitFor } from "../helpers.ts";
 
 describe("render backend configuration and the in-flight bound (no stack)", () => {

@@ -11,10 +11,10 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { type ServerContext, serverLimits } from "../../src/server/context.ts";
-import { now, openDatabase } from "../../src/server/db.ts";
-import { startQueue } from "../../src/server/queue.ts";
-import type { RenderBackend } from "../../src/server/render_backend.ts";
-import { FsStorage } from "../../src/server/storage_file.ts";
+import { now, openDatabase } from "../../src/server/database/mod.ts";
+import { startQueue } from "../../src/server/queue/queue.ts";
+import type { RenderBackend } from "../../src/server/queue/render_backend.ts";
+import { FsStorage } from "../../src/server/storage/storage_file.ts";
 import { waitFor } from "../helpers.ts";
 
 /** A database with `queued` renders named `<account>-<n>`, recorded in the order given. */

@@ -1,5 +1,5 @@
 /**
- * The hosted render's states (`src/server/renders.ts`): the transition table, and that a
+ * The hosted render's states (`src/server/queue/renders.ts`): the transition table, and that a
  * move outside it leaves the row as it was and is logged, against a real database made by
  * `openDatabase`.
  *
@@ -8,7 +8,7 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { type Database, openDatabase } from "../../src/server/db.ts";
+import { type Database, openDatabase } from "../../src/server/database/mod.ts";
 import {
   canTransition,
   RENDER_STATUSES,
@@ -16,7 +16,7 @@ import {
   type RenderStatus,
   setTransitionLog,
   transitionRender,
-} from "../../src/server/renders.ts";
+} from "../../src/server/queue/renders.ts";
 
 describe("render states", () => {
   const dir = Deno.makeTempDirSync({ prefix: "vid-render-states-" });

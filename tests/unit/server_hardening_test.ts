@@ -10,8 +10,8 @@
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { DatabaseSync } from "node:sqlite";
-import { openDatabase } from "../../src/server/db.ts";
-import { tenantMessage } from "../../src/server/errors.ts";
+import { openDatabase } from "../../src/server/database/mod.ts";
+import { tenantMessage } from "../../src/server/http/errors.ts";
 import { canonicalJson } from "../../src/util/canonical_json.ts";
 
 type Json = Record<string, unknown>;

@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { crc32 } from "node:zlib";
 import { strToU8, type Zippable, zipSync } from "fflate";
-import { extractProjectZip, ProjectZipError } from "../../src/server/zip_check.ts";
+import { extractProjectZip, ProjectZipError } from "../../src/server/http/zip_check.ts";
 import { CompositionError } from "../../src/composition/errors.ts";
 
 const CENTRAL_SIGNATURE = 0x02014b50;

@@ -15,8 +15,8 @@
 import type { DatabaseSync } from "node:sqlite";
 import type { Database } from "./mod.ts";
 import { EXIT_FAILED, VidError } from "../../errors.ts";
-import { RENDER_STATUSES } from "../renders.ts";
-import { forSqlite, leaseColumnsSql } from "../leases.ts";
+import { RENDER_STATUSES } from "../queue/renders.ts";
+import { forSqlite, leaseColumnsSql } from "../queue/leases.ts";
 
 /** The schema version this vid writes; bump it with each migration added below. */
 export const SCHEMA_VERSION = 4;
