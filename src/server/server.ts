@@ -45,7 +45,8 @@ import { DatabaseUnavailableError } from "./database/url.ts";
 import { FsStorage } from "./storage/storage_file.ts";
 import { storageFromUrl } from "./storage/storage_url.ts";
 import { parseTrustedProxies } from "./http/client_address.ts";
-import { meteredBackend, queueDepth, ServerMetrics } from "./queue/metrics.ts";
+import { queueDepth, ServerMetrics } from "./queue/metrics.ts";
+import { meteredBackend } from "./queue/metered_backend.ts";
 
 export { SERVER_ROLES, type ServerRole } from "./context.ts";
 export { openDataDir } from "./database/data_dir.ts";

@@ -18,12 +18,8 @@ import { startQueue } from "../../src/server/queue/queue.ts";
 import type { RenderBackend } from "../../src/server/queue/render_backend.ts";
 import { transitionRender } from "../../src/server/queue/renders.ts";
 import { FsStorage } from "../../src/server/storage/storage_file.ts";
-import {
-  meteredBackend,
-  METRIC_NAMES,
-  queueDepth,
-  ServerMetrics,
-} from "../../src/server/queue/metrics.ts";
+import { METRIC_NAMES, queueDepth, ServerMetrics } from "../../src/server/queue/metrics.ts";
+import { meteredBackend } from "../../src/server/queue/metered_backend.ts";
 import { parsePrometheusText, sampleValue } from "../prometheus_text.ts";
 import { waitFor } from "../helpers.ts";
 

@@ -1,8 +1,8 @@
 /**
- * The server's state: accounts, API keys, tokens, assets, renders, idempotency keys and
- * webhook deliveries. Everything a restart needs is in the database, so a server killed
- * mid-render re-queues the work and loses nothing. The engines and the schema live in
- * `database/`; this module names what server code imports from there.
+ * The server's data folder: where a server without `--database` keeps its SQLite file
+ * (`vid.db`), private to the server's user. Everything a restart needs is in the database,
+ * so a server killed mid-render re-queues the work and loses nothing. Server code reaches
+ * the database itself through `mod.ts`.
  *
  * @module
  */
@@ -10,16 +10,6 @@
 import { chmod, mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { type Database, openDatabase } from "./mod.ts";
-
-export {
-  type Database,
-  DatabaseUnavailableError,
-  now,
-  type Queries,
-  type Row,
-  type SqlValue,
-} from "./mod.ts";
-export { openDatabase } from "./mod.ts";
 
 /**
  * Opens the server's database: PostgreSQL at `database` when given, else the SQLite file in

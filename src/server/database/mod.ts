@@ -10,6 +10,7 @@
 
 import { openSqlite } from "./sqlite.ts";
 import { openPostgres } from "./postgres.ts";
+import type { Database } from "./types.ts";
 
 export { openPostgres, openSqlite };
 export { SCHEMA_VERSION, SchemaTooNewError } from "./schema.ts";
@@ -22,40 +23,7 @@ export {
   redactUrl,
 } from "./url.ts";
 
-/** A value a query takes or a row holds. */
-export type SqlValue = string | number | null;
-
-/** A row as a query returns it, by column name. */
-export type Row = Record<string, SqlValue>;
-
-/** The statements a database, or a transaction on it, runs. */
-export interface Queries {
-  /** The first row `sql` selects, or `undefined`. */
-  get<T = Row>(sql: string, ...params: SqlValue[]): Promise<T | undefined>;
-  /** Every row `sql` selects. */
-  all<T = Row>(sql: string, ...params: SqlValue[]): Promise<T[]>;
-  /** Runs an insert, update or delete; resolves to how many rows it changed. */
-  run(sql: string, ...params: SqlValue[]): Promise<number>;
-}
-
-/** An open database: statements, transactions, and closing. */
-export interface Database extends Queries {
-  /**
-   * Runs `fn` in one transaction, committed when it resolves and rolled back when it throws.
-   * Statements in it go through `tx`; the database's own methods wait until it ends, so a
-   * transaction that calls them instead of `tx` would wait on itself, and `tx` refuses work
-   * once the transaction is over.
-   */
-  transaction<T>(fn: (tx: Queries) => Promise<T>): Promise<T>;
-  /**
-   * Milliseconds the oldest statement waiting now has waited for another process's lock on
-   * the database (SQLite's write lock); 0 when none waits. `/readyz` is not ready past a
-   * bound. Engines that wait on the network instead (PostgreSQL) leave it out.
-   */
-  lockedForMs?(): number;
-  /** Closes the connection(s); statements after it fail. */
-  close(): Promise<void>;
-}
+export type { Database, Queries, Row, SqlValue } from "./types.ts";
 
 /** The current time as ISO 8601. */
 export function now(): string {

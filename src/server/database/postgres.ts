@@ -10,7 +10,7 @@
  */
 
 import postgres from "postgres";
-import type { Database, Queries, Row, SqlValue } from "./mod.ts";
+import type { Database, Queries, Row, SqlValue } from "./types.ts";
 import { guardClientCrash } from "./client_crash.ts";
 import { migratePostgres } from "./schema.ts";
 import { TransactionOverError } from "./sqlite.ts";

@@ -13,10 +13,58 @@
  */
 
 import type { DatabaseSync } from "node:sqlite";
-import type { Database } from "./mod.ts";
+import type { Database } from "./types.ts";
 import { EXIT_FAILED, VidError } from "../../errors.ts";
-import { RENDER_STATUSES } from "../queue/renders.ts";
-import { forSqlite, leaseColumnsSql } from "../queue/leases.ts";
+
+/**
+ * Every state of a hosted render, in the order of its life: the values `renders.status` may
+ * hold. The moves between them are `queue/renders.ts`'s (`RENDER_TRANSITIONS`); the list is
+ * here, below the queue, so the database imports nothing of the server above it.
+ */
+export const RENDER_STATUSES = ["queued", "rendering", "completed", "failed", "deleted"] as const;
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/**
+ * `name` as it may be interpolated into SQL: a plain identifier (table names and aliases come
+ * from code, never from requests); anything else is a bug and throws.
+ */
+export function sqlTableName(name: string): string {
+  if (!IDENTIFIER.test(name)) throw new TypeError(`not a table name: ${name}`);
+  return name;
+}
+
+/**
+ * The statements that give `tableName` the lease columns of `queue/leases.ts`, for a schema
+ * migration, in PostgreSQL's idempotent form (`add column if not exists`): two instances
+ * migrating at once may both run them, since the second's snapshot can predate the first's
+ * commit. SQLite migrates under `begin immediate`, one at a time, and takes them without
+ * `if not exists` (which it does not parse) through {@linkcode forSqlite}.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.match(leaseColumnsSql("renders"), /add column if not exists lease_expires_at bigint/);
+ * assert.match(forSqlite(leaseColumnsSql("renders")), /add column lease_expires_at bigint/);
+ * ```
+ */
+export function leaseColumnsSql(tableName: string): string {
+  const t = sqlTableName(tableName);
+  return `alter table ${t} add column if not exists lease_owner text;
+alter table ${t} add column if not exists lease_expires_at bigint;
+alter table ${t} add column if not exists attempts integer not null default 0;
+create index if not exists ${t}_by_lease on ${t} (lease_expires_at);
+`;
+}
+
+/**
+ * A migration's PostgreSQL text as SQLite takes it: `add column if not exists` becomes
+ * `add column` (SQLite migrates one instance at a time, so the column is never there yet).
+ */
+export function forSqlite(sql: string): string {
+  return sql.replaceAll("add column if not exists", "add column");
+}
 
 /** The schema version this vid writes; bump it with each migration added below. */
 export const SCHEMA_VERSION = 4;

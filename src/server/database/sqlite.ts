@@ -20,7 +20,7 @@
 
 import { DatabaseSync } from "node:sqlite";
 import { chmodSync, closeSync, openSync } from "node:fs";
-import type { Database, Queries, Row, SqlValue } from "./mod.ts";
+import type { Database, Queries, Row, SqlValue } from "./types.ts";
 import { migrateSqlite } from "./schema.ts";
 import { EXIT_FAILED, VidError } from "../../errors.ts";
 import { backoffDelay, sleep } from "../../util/async.ts";

@@ -13,8 +13,6 @@ import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import { parse as parseYaml } from "yaml";
 import type { Composition } from "../../composition/composition.ts";
-import type { VariableDeclaration } from "../../composition/declarations.ts";
-import type { FrameRate } from "../../composition/frame_rate.ts";
 import { authenticate, type Caller } from "../auth/accounts.ts";
 import {
   MAX_COMPOSITION_LENGTH,
@@ -33,7 +31,7 @@ import { bodyToFile, jsonBody, Slots } from "./request_body.ts";
 import { oauthRoutes } from "../auth/oauth.ts";
 import { randomId, sha256Hex, signPath, verifyPath } from "../auth/secrets.ts";
 import { fetchProjectUrl } from "./url_source.ts";
-import { checkUploadedProject } from "./project_check.ts";
+import { type AssetProject, checkUploadedProject } from "./project_check.ts";
 import { extractProjectZip, ProjectZipError } from "./zip_check.ts";
 import { zipSync } from "fflate";
 import { OPTIONS } from "../../request/options.ts";
@@ -43,17 +41,6 @@ import { PLAYER_PATH, playerScript } from "../../player/serve.ts";
 import { renderJson, transitionRender } from "../queue/renders.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
 import { contentTypeOf } from "../../util/mime.ts";
-
-/** The project facts stored with a ready asset. */
-export interface AssetProject {
-  id: string;
-  width: number;
-  height: number;
-  duration: number;
-  /** The composition's `data-fps`, when it pins one. */
-  fps?: FrameRate;
-  declarations: VariableDeclaration[];
-}
 
 function loadOpenApi(): unknown {
   const text = readFileSync(new URL("../../../api/openapi.yaml", import.meta.url), "utf8");

@@ -11,7 +11,23 @@
 import type { Composition } from "../../composition/composition.ts";
 import type { CheckProblem } from "../../check/problems.ts";
 import { staticCheck } from "../../check/static.ts";
+import type { VariableDeclaration } from "../../composition/declarations.ts";
+import type { FrameRate } from "../../composition/frame_rate.ts";
 import { ApiError } from "./errors.ts";
+
+/**
+ * The project facts stored with a ready asset (its `project` column): what the upload
+ * read from the checked composition, and what a render request is checked and priced by.
+ */
+export interface AssetProject {
+  id: string;
+  width: number;
+  height: number;
+  duration: number;
+  /** The composition's `data-fps`, when it pins one. */
+  fps?: FrameRate;
+  declarations: VariableDeclaration[];
+}
 
 /** A problem as the API states it: where, what, never a path of the server's disk. */
 export type ApiProblem = Pick<

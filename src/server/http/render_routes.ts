@@ -13,7 +13,7 @@ import type { VariableProblem } from "../../composition/errors.ts";
 import { checkOverrides } from "../../composition/variables.ts";
 import { frameCountOf, frameRateValue, frameTime } from "../../composition/frame_rate.ts";
 import type { Caller } from "../auth/accounts.ts";
-import type { AssetProject } from "./app.ts";
+import type { AssetProject } from "./project_check.ts";
 import {
   CREDITS_PER_SECOND,
   OUTPUT_SIZES,

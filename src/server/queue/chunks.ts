@@ -44,7 +44,7 @@ import { runWorkers } from "../../render/workers.ts";
 import { CONTENT_TYPES } from "../../util/mime.ts";
 import { EXIT_FAILED, VidError } from "../../errors.ts";
 import type { ServerContext } from "../context.ts";
-import { unpackProject } from "./local_backend.ts";
+import { unpackProject } from "./unpack_project.ts";
 import type { RenderJob } from "./render_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 import { grantToProcessUser } from "../../render/process_runner.ts";

@@ -50,8 +50,8 @@ import {
   type LocalBackendLimits,
   RenderBudgetError,
   renderBudgetSeconds,
-  unpackProject,
 } from "./local_backend.ts";
+import { unpackProject } from "./unpack_project.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
 import {
   type LambdaBackendConfig,

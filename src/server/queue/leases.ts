@@ -6,7 +6,8 @@
  * the row over, counting an attempt. Leases live in three columns of the leased row itself
  * (`lease_owner`, `lease_expires_at` in ms since the epoch, `attempts`), so taking a job and
  * its lease is one update of one row, on SQLite as on PostgreSQL; a table whose rows are
- * leased needs those columns and a text primary key `id` (see {@linkcode leaseColumnsSql}).
+ * leased needs those columns and a text primary key `id` (see `leaseColumnsSql` in
+ * `database/schema.ts`).
  *
  * Why not pg-boss or graphile-worker: see ARCHITECTURE.md ("The queue"). The short version:
  * the queue must run on the SQLite default too, with per-account round-robin and limits
@@ -21,6 +22,7 @@
 import { hostname } from "node:os";
 import type { Queries } from "../database/mod.ts";
 import { randomId } from "../auth/secrets.ts";
+import { sqlTableName } from "../database/schema.ts";
 import { EXIT_FAILED, VidError } from "../../errors.ts";
 import { sleep } from "../../util/async.ts";
 
@@ -29,7 +31,7 @@ export const DEFAULT_LEASE_SECONDS = 30;
 
 /** A lease held on one row. */
 export interface Lease {
-  /** The leased row's table (one that has {@linkcode leaseColumnsSql}'s columns). */
+  /** The leased row's table (one that has the lease columns of `leaseColumnsSql`). */
   readonly table: string;
   /** The row's `id`. */
   readonly id: string;
@@ -58,46 +60,6 @@ export class LeaseLostError extends VidError {
     this.table = lease.table;
     this.id = lease.id;
   }
-}
-
-const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
-
-function table(name: string): string {
-  // Interpolated into SQL: only plain identifiers (they come from code, never requests).
-  if (!IDENTIFIER.test(name)) throw new TypeError(`not a table name: ${name}`);
-  return name;
-}
-
-/**
- * The statements that give `tableName` its lease columns, for a schema migration, in
- * PostgreSQL's idempotent form (`add column if not exists`): two instances migrating at
- * once may both run them, since the second's snapshot can predate the first's commit. SQLite
- * migrates under `begin immediate`, one at a time, and takes them without `if not exists`
- * (which it does not parse) through {@linkcode forSqlite}.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- *
- * assert.match(leaseColumnsSql("renders"), /add column if not exists lease_expires_at bigint/);
- * assert.match(forSqlite(leaseColumnsSql("renders")), /add column lease_expires_at bigint/);
- * ```
- */
-export function leaseColumnsSql(tableName: string): string {
-  const t = table(tableName);
-  return `alter table ${t} add column if not exists lease_owner text;
-alter table ${t} add column if not exists lease_expires_at bigint;
-alter table ${t} add column if not exists attempts integer not null default 0;
-create index if not exists ${t}_by_lease on ${t} (lease_expires_at);
-`;
-}
-
-/**
- * A migration's PostgreSQL text as SQLite takes it: `add column if not exists` becomes
- * `add column` (SQLite migrates one instance at a time, so the column is never there yet).
- */
-export function forSqlite(sql: string): string {
-  return sql.replaceAll("add column if not exists", "add column");
 }
 
 /**
@@ -133,7 +95,7 @@ export async function expireLeasesOfDeadRuns(
   instance: string,
   alive: ReadonlySet<number>,
 ): Promise<number> {
-  const t = table(tableName);
+  const t = sqlTableName(tableName);
   const prefix = `${instance.replaceAll(":", "-")}:`;
   const held = await db.all<{ id: string; lease_owner: string }>(
     `select id, lease_owner from ${t} where substr(lease_owner, 1, ?) = ? and lease_expires_at > 0`,
@@ -182,7 +144,7 @@ export async function acquireLease(
   owner: string,
   ms: number,
 ): Promise<Lease | undefined> {
-  const t = table(tableName);
+  const t = sqlTableName(tableName);
   const at = Date.now();
   const changed = await tx.run(
     `update ${t} set lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
@@ -224,7 +186,9 @@ export async function renewLease(db: Queries, lease: Lease, wanted?: string): Pr
   // `wanted` comes from code (e.g. "deleted_at is null"), never from a request.
   const also = wanted === undefined ? "" : ` and (${wanted})`;
   const changed = await db.run(
-    `update ${table(lease.table)} set lease_expires_at = ? where id = ? and lease_owner = ?${also}`,
+    `update ${
+      sqlTableName(lease.table)
+    } set lease_expires_at = ? where id = ? and lease_owner = ?${also}`,
     expiresAt,
     lease.id,
     lease.owner,
@@ -274,7 +238,7 @@ export async function releaseLease(
     : "attempts";
   const changed = await db.run(
     `update ${
-      table(lease.table)
+      sqlTableName(lease.table)
     } set lease_owner = null, lease_expires_at = null, attempts = ${attempts}
      where id = ? and lease_owner = ?`,
     lease.id,
@@ -290,7 +254,7 @@ export async function releaseLease(
  */
 export async function holdsLease(tx: Queries, lease: Lease): Promise<boolean> {
   const row = await tx.get<{ lease_owner: string | null }>(
-    `select lease_owner from ${table(lease.table)} where id = ? for update`,
+    `select lease_owner from ${sqlTableName(lease.table)} where id = ? for update`,
     lease.id,
   );
   return row?.lease_owner === lease.owner;
@@ -308,7 +272,9 @@ export async function holdsLease(tx: Queries, lease: Lease): Promise<boolean> {
  * ```
  */
 export function leaseExpiredSql(alias?: string): string {
-  const column = alias === undefined ? "lease_expires_at" : `${table(alias)}.lease_expires_at`;
+  const column = alias === undefined
+    ? "lease_expires_at"
+    : `${sqlTableName(alias)}.lease_expires_at`;
   return `(${column} is null or ${column} < ?)`;
 }
 

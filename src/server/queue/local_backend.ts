@@ -15,9 +15,8 @@ import { renderComposition } from "../../render/render.ts";
 import { BUDGET_BASE_SECONDS, BUDGET_SECONDS_PER_FRAME, type ServerContext } from "../context.ts";
 import type { RenderBackend, RenderJob } from "./render_backend.ts";
 import { thumbnailFromVideo } from "./thumbnail.ts";
-import { StorageError } from "../storage/storage.ts";
 import { grantToProcessUser } from "../../render/process_runner.ts";
-import { extractProjectZip } from "../http/zip_check.ts";
+import { unpackProject } from "./unpack_project.ts";
 import { EXIT_FAILED, VidError } from "../../errors.ts";
 import { linkSignals } from "../../util/async.ts";
 import {
@@ -89,31 +88,6 @@ export interface LocalBackendLimits {
    * @default each render renders whole on the worker that claimed it
    */
   chunks?: ChunkFanOutOptions;
-}
-
-/**
- * Reads a render's project zip from storage and unpacks it into `dir/project`.
- *
- * @returns The project folder.
- */
-export async function unpackProject(
-  ctx: ServerContext,
-  job: RenderJob,
-  dir: string,
-): Promise<string> {
-  const zip = await ctx.storage.get(`assets/${job.assetId}/project.zip`);
-  if (!zip) {
-    throw new StorageError(
-      `the project of asset ${job.assetId} is missing from storage`,
-      `assets/${job.assetId}/project.zip`,
-    );
-  }
-  const bytes = new Uint8Array(await new Response(zip.body).arrayBuffer());
-  const project = join(dir, "project");
-  await extractProjectZip(bytes, project, { composition: job.request.composition });
-  // Extracted into a private (0700) folder; its files and subfolders are 0644 and 0755.
-  await grantToProcessUser(project);
-  return project;
 }
 
 /**

@@ -3,10 +3,10 @@
  * status they ended in, render and chunk durations as histograms, frames rendered and busy
  * workers, in the Prometheus text exposition format (version 0.0.4).
  *
- * Collection is kept off the render path: the backend wrapper ({@linkcode meteredBackend})
- * bumps a few numbers in memory per render, and the queue's depth is one indexed count read
- * from the database when a scrape asks for it, so it is right after a restart and the same on
- * every instance that shares the database. Counters and the histograms count what this
+ * Collection is kept off the render path: the backend wrapper (`meteredBackend`,
+ * metered_backend.ts) bumps a few numbers in memory per render, and the queue's depth is one
+ * indexed count read from the database when a scrape asks for it, so it is right after a
+ * restart and the same on every instance that shares the database. Counters and the histograms count what this
  * process did since it started (Prometheus' `rate()` and `sum()` handle restarts and
  * instances).
  *
@@ -14,9 +14,6 @@
  */
 
 import type { Queries } from "../database/mod.ts";
-import type { ServerContext } from "../context.ts";
-import type { RenderBackend, RenderJob } from "./render_backend.ts";
-import { frameCount } from "../../render/render.ts";
 
 /** The content type of the Prometheus text format. */
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -318,52 +315,4 @@ function histogramSamples(series: Map<RenderOutcome, HistogramSeries>): Family["
     samples.push({ suffix: "_count", labels: { status }, value: count });
   }
   return samples;
-}
-
-/** Frames of a job's video: its duration at its frame rate. */
-function framesOf(job: RenderJob): number {
-  try {
-    return frameCount(job.durationSeconds, job.request.fps);
-  } catch {
-    return 0;
-  }
-}
-
-/**
- * `backend` with every render reported into `metrics`: busy workers while it runs, then its
- * outcome, duration and frames. A render that throws after its signal was aborted was
- * deleted or handed back at shutdown, so it counts as cancelled rather than failed.
- *
- * @example
- * ```ts no_run
- * import { localBackend } from "./local_backend.ts";
- *
- * const metrics = new ServerMetrics();
- * const backend = meteredBackend(localBackend(2), metrics);
- * ```
- */
-export function meteredBackend(backend: RenderBackend, metrics: ServerMetrics): RenderBackend {
-  metrics.workers = backend.slots;
-  return {
-    kind: backend.kind,
-    slots: backend.slots,
-    async render(ctx: ServerContext, job: RenderJob, signal: AbortSignal): Promise<void> {
-      metrics.busy++;
-      const started = performance.now();
-      const seconds = () => (performance.now() - started) / 1000;
-      try {
-        await backend.render(ctx, job, signal);
-        metrics.renderFinished("completed", seconds(), framesOf(job));
-      } catch (error) {
-        metrics.renderFinished(signal.aborted ? "cancelled" : "failed", seconds());
-        throw error;
-      } finally {
-        metrics.busy--;
-      }
-    },
-    // A chunk of a render another worker claimed: busy and its duration are counted where it
-    // is run (`chunk_jobs.ts`, through the context's metrics), its frames with its render.
-    ...(backend.work && { work: backend.work.bind(backend) }),
-    close: () => backend.close(),
-  };
 }

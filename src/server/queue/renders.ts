@@ -7,8 +7,8 @@
  * logged. The API's view of a row ({@linkcode renderJson}) lives here too, beside the
  * states it shows.
  *
- * This module imports only types from `db.ts`, so `database/schema.ts` can take the status list for its
- * schema from here.
+ * The list of states is the schema's (`database/schema.ts`, the `renders.status` check),
+ * re-exported here, so the database imports nothing of the queue.
  *
  * @module
  */
@@ -16,9 +16,10 @@
 import type { Queries, Row } from "../database/mod.ts";
 import { DOWNLOAD_URL_SECONDS, type ServerContext } from "../context.ts";
 import { signPath } from "../auth/secrets.ts";
+import { RENDER_STATUSES } from "../database/schema.ts";
 
-/** Every state of a hosted render, in the order of its life. */
-export const RENDER_STATUSES = ["queued", "rendering", "completed", "failed", "deleted"] as const;
+/** Every state of a hosted render, in the order of its life (the schema's list). */
+export { RENDER_STATUSES };
 
 /** A hosted render's state. */
 export type RenderStatus = typeof RENDER_STATUSES[number];
