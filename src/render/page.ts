@@ -5,10 +5,20 @@
  * @module
  */
 
-import type { Browser } from "./browser.ts";
-import { CdpSession } from "./cdp.ts";
+import { type CdpConnection, CdpSession } from "./cdp.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 import { within, withTimeout } from "../util/async.ts";
+
+/**
+ * What {@linkcode openPage} needs of a launched browser: its DevTools connection and how it
+ * captures frames. A `Browser` of `browser.ts` is one; named here so that pages need nothing
+ * of the launch (browser.ts imports this module, not the other way round).
+ */
+export interface PageHost {
+  /** `"beginframe"` opens the window under BeginFrame control (browser.ts's `CaptureMode`). */
+  readonly mode: "beginframe" | "screenshot";
+  readonly connection: CdpConnection;
+}
 
 /** Options of {@linkcode openPage}. */
 export interface PageOptions {
@@ -37,7 +47,7 @@ export class PageLoadError extends VidError {
  * Opens a new window with the vid runtime installed before any page script.
  * The page is blank; navigate with {@linkcode navigate}.
  */
-export async function openPage(browser: Browser, options: PageOptions): Promise<CdpSession> {
+export async function openPage(browser: PageHost, options: PageOptions): Promise<CdpSession> {
   const { targetId } = await browser.connection.send<{ targetId: string }>(
     "Target.createTarget",
     {

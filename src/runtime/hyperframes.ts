@@ -27,6 +27,7 @@
  * @module
  */
 
+import type { TimedWindow } from "./timed_window.ts";
 import type { RuntimeFontFace } from "./page_runtime.ts";
 
 /** What the page runtime gives the model. */
@@ -83,17 +84,7 @@ export interface HyperframesModel {
   windows(): TimedWindow[];
 }
 
-/** A sub-composition's or a clip's window on the video's timeline, in seconds. */
-export interface TimedWindow {
-  /** A `data-composition-src` host or a `class="clip"` element. */
-  kind: "composition" | "clip";
-  /** The host's `data-composition-id`, or the clip's `#id`. */
-  label: string;
-  /** When it starts on the video's timeline. */
-  start: number;
-  /** When it ends; null when it lasts to the end. */
-  end: number | null;
-}
+export type { TimedWindow };
 
 /**
  * Adds the faces HyperFrames' renderer would inject to `document.fonts` (no DOM needed, so

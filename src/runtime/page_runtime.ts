@@ -20,7 +20,7 @@
  */
 
 import { PAGE_RUNTIME_BUNDLE } from "./page_bundle.ts";
-import type { TimedWindow } from "./hyperframes.ts";
+import type { TimedWindow } from "./timed_window.ts";
 import type { CaptionTrack } from "./captions.ts";
 
 /** What the renderer passes to the page runtime. */
