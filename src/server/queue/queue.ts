@@ -23,6 +23,7 @@ import {
   holdsLease,
   type Lease,
   leaseExpiredSql,
+  type LeaseHolder,
   leaseOwner,
   releaseLease,
 } from "./leases.ts";
@@ -236,188 +237,256 @@ export function startQueue(
   backend: RenderBackend,
   options: QueueOptions = {},
 ): RenderQueue {
-  const owner = options.owner ?? leaseOwner();
-  const leaseMs = options.leaseMs ?? DEFAULT_LEASE_SECONDS * 1000;
-  const maxAttempts = options.maxAttempts ?? MAX_LEASE_ATTEMPTS;
-  const controller = new AbortController();
-  /** Renders in flight, each with its own abort (a delete stops only that one). */
-  const inFlight = new Map<string, AbortController>();
-  let stopping = false;
   let signalWork: () => void = () => {};
-  let waiting = new Promise<void>((resolve) => signalWork = resolve);
+  const q: QueueState = {
+    ctx,
+    backend,
+    owner: options.owner ?? leaseOwner(),
+    leaseMs: options.leaseMs ?? DEFAULT_LEASE_SECONDS * 1000,
+    maxAttempts: options.maxAttempts ?? MAX_LEASE_ATTEMPTS,
+    controller: new AbortController(),
+    inFlight: new Map(),
+    stopping: false,
+    waiting: new Promise<void>((resolve) => signalWork = resolve),
+  };
   const wake = () => {
     signalWork();
-    waiting = new Promise<void>((resolve) => signalWork = resolve);
-  };
-  /** Waits `ms`, or less when the queue stops. */
-  const pause = (ms: number): Promise<void> => sleep(ms, controller.signal).catch(() => {});
-  /**
-   * Runs a database write until it succeeds: the outcome of a finished render must not be
-   * lost to a busy database. Gives up only when the queue stops; the render is then still
-   * `rendering` and is taken over when its lease runs out.
-   */
-  const persist = async <T>(what: string, write: () => Promise<T>): Promise<T | undefined> => {
-    for (let attempt = 1;; attempt++) {
-      try {
-        return await write();
-      } catch (error) {
-        if (stopping) {
-          console.error(`render queue: ${what} failed while stopping: ${errorText(error)}`);
-          return undefined;
-        }
-        const delay = backoffDelay(attempt, LOOP_BACKOFF);
-        console.error(`render queue: ${what} failed, retrying in ${delay} ms: ${errorText(error)}`);
-        await pause(delay);
-      }
-    }
-  };
-  /** Claims and runs one render; false when nothing was waiting. */
-  const step = async (): Promise<boolean> => {
-    if (backend.work && await backend.work(ctx, controller.signal)) return true;
-    const claimed = await claim(ctx, owner, leaseMs, maxAttempts);
-    if (!claimed) return false;
-    if (claimed.kind === "gave-up") {
-      console.error(`render ${claimed.id}: failed, its lease was lost ${maxAttempts} times`);
-      ctx.wakeWebhooks?.();
-      return true;
-    }
-    const { row, lease } = claimed;
-    const id = String(row.id);
-    const own = new AbortController();
-    inFlight.set(id, own);
-    // A render belongs to this worker only while the heartbeat renews its lease; once it is
-    // lost another worker may be rendering it, so this one stops and records nothing.
-    // A render deleted through another instance is dropped at the next renewal (this
-    // instance's own deletes stop it at once through `cancel`).
-    const holder = holdLease(ctx.db, lease, {
-      onError: (error) => console.error(`render ${id}: lease not renewed: ${errorText(error)}`),
-      wanted: "deleted_at is null",
-    });
-    // Not AbortSignal.any: under the queue's lifelong signal it would keep every render's
-    // listeners (and what they hold) for the life of the process (see linkSignals).
-    const linked = linkSignals(controller.signal, own.signal, holder.signal);
-    const signal = linked.signal;
-    /** What became of it: recorded, deleted meanwhile, or no longer this worker's. */
-    let outcome: "recorded" | "deleted" | "lost" | undefined;
-    try {
-      await backend.render(ctx, jobOf(ctx, row), signal);
-      // A render deleted while it ran is already `deleted` (and refunded): keep it so.
-      outcome = await persist(`recording ${id} completed`, () =>
-        ctx.db.transaction(async (tx) => {
-          if (!(await holdsLease(tx, lease))) return "lost" as const;
-          const completed = await transitionRender(tx, id, "completed", {
-            progress: 1,
-            completed_at: now(),
-          });
-          await releaseLease(tx, lease);
-          if (!completed) return "deleted" as const;
-          // The webhook is on record with the state it reports, or neither is.
-          await enqueueDelivery(tx, id, "completed");
-          return "recorded" as const;
-        }));
-    } catch (error) {
-      if (holder.signal.aborted) {
-        outcome = "lost";
-      } else if (stopping) {
-        // Shutting down: the render goes back to the queue, its lease released without
-        // counting an attempt (should this write fail, the lease runs out and another
-        // worker takes it over).
-        try {
-          await ctx.db.transaction(async (tx) => {
-            if (!(await holdsLease(tx, lease))) return;
-            await transitionRender(tx, id, "queued", { progress: 0, started_at: null });
-            await releaseLease(tx, lease, { handBack: true });
-          });
-        } catch (requeueError) {
-          console.error(`render queue: re-queueing ${id} failed: ${errorText(requeueError)}`);
-        }
-        return true;
-      } else {
-        const message = tenantMessage((error as Error).message, serverRoots(ctx));
-        // A render's own failure (a missing file, a page that throws) would fail again:
-        // it is failed and refunded once, never retried.
-        outcome = await persist(`recording ${id} failed`, () =>
-          ctx.db.transaction(async (tx) => {
-            if (!(await holdsLease(tx, lease))) return "lost" as const;
-            if (await failRender(tx, row, message)) return "recorded" as const;
-            await releaseLease(tx, lease);
-            return "deleted" as const;
-          }));
-      }
-    } finally {
-      linked.dispose();
-      inFlight.delete(id);
-      await holder.stop();
-      logMemory(`render ${id}`);
-    }
-    if (outcome === "lost") {
-      const row = await ctx.db.get<{ deleted_at: string | null }>(
-        "select deleted_at from renders where id = ?",
-        id,
-      ).catch(() => undefined);
-      if (row !== undefined && row.deleted_at !== null) {
-        // Deleted (and refunded) through another instance: whatever it stored goes too.
-        await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
-        return true;
-      }
-      const why = holder.signal.reason instanceof Error
-        ? holder.signal.reason.message
-        : `lost the lease on renders ${id}`;
-      console.error(`render ${id}: ${why}; dropped here, another worker takes it over`);
-      return true;
-    }
-    if (stopping || outcome === undefined) return true;
-    if (outcome === "deleted") {
-      // Whatever it stored before it stopped goes too.
-      await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
-      return true;
-    }
-    ctx.wakeWebhooks?.();
-    return true;
-  };
-  /**
-   * One worker: claims and runs renders until the queue stops. Nothing ends it early: an
-   * error (a database busy past its timeout, a full disk) is logged and the worker carries
-   * on after a backoff that grows while the errors last.
-   */
-  const loop = async (): Promise<void> => {
-    let failures = 0;
-    let ready = false;
-    while (!stopping) {
-      try {
-        if (!ready) {
-          await mkdir(ctx.workDir, { recursive: true, mode: 0o700 });
-          ready = true;
-        }
-        const worked = await step();
-        failures = 0;
-        if (!worked) await Promise.race([waiting, pause(2000)]);
-      } catch (error) {
-        failures++;
-        const delay = backoffDelay(failures, LOOP_BACKOFF);
-        console.error(`render queue: ${errorText(error)}; carrying on in ${delay} ms`);
-        await pause(delay);
-      }
-    }
+    q.waiting = new Promise<void>((resolve) => signalWork = resolve);
   };
   const running = Array.from(
     { length: backend.slots },
-    () => loop().catch((error) => console.error(`render queue: worker ended: ${errorText(error)}`)),
+    () =>
+      workerLoop(q).catch((error) =>
+        console.error(`render queue: worker ended: ${errorText(error)}`)
+      ),
   );
   return {
-    owner,
+    owner: q.owner,
     wake,
     cancel(renderId: string): void {
-      inFlight.get(renderId)?.abort(new RenderDeletedError(renderId));
+      q.inFlight.get(renderId)?.abort(new RenderDeletedError(renderId));
     },
     async stop(): Promise<void> {
-      stopping = true;
-      controller.abort();
+      q.stopping = true;
+      q.controller.abort();
       wake();
       await Promise.allSettled(running);
       backend.close();
     },
   };
+}
+
+/** A running queue as its workers share it: what it renders with, and its state. */
+interface QueueState {
+  readonly ctx: ServerContext;
+  readonly backend: RenderBackend;
+  /** The name its leases are held under. */
+  readonly owner: string;
+  readonly leaseMs: number;
+  readonly maxAttempts: number;
+  /** Aborted by `stop()`: every render in flight and every pause ends. */
+  readonly controller: AbortController;
+  /** Renders in flight, each with its own abort (a delete stops only that one). */
+  readonly inFlight: Map<string, AbortController>;
+  /** Set by `stop()`: the workers end, renders in flight go back to the queue. */
+  stopping: boolean;
+  /** Resolves at the next `wake()` (a new promise after each). */
+  waiting: Promise<void>;
+}
+
+/** What became of a claimed render: recorded, deleted meanwhile, or no longer this worker's. */
+type Outcome = "recorded" | "deleted" | "lost" | undefined;
+
+/** Waits `ms`, or less when the queue stops. */
+function pause(q: QueueState, ms: number): Promise<void> {
+  return sleep(ms, q.controller.signal).catch(() => {});
+}
+
+/**
+ * Runs a database write until it succeeds: the outcome of a finished render must not be
+ * lost to a busy database. Gives up only when the queue stops; the render is then still
+ * `rendering` and is taken over when its lease runs out.
+ */
+async function persist<T>(
+  q: QueueState,
+  what: string,
+  write: () => Promise<T>,
+): Promise<T | undefined> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await write();
+    } catch (error) {
+      if (q.stopping) {
+        console.error(`render queue: ${what} failed while stopping: ${errorText(error)}`);
+        return undefined;
+      }
+      const delay = backoffDelay(attempt, LOOP_BACKOFF);
+      console.error(`render queue: ${what} failed, retrying in ${delay} ms: ${errorText(error)}`);
+      await pause(q, delay);
+    }
+  }
+}
+
+/** Claims and runs one render; false when nothing was waiting. */
+async function step(q: QueueState): Promise<boolean> {
+  const { ctx, backend } = q;
+  if (backend.work && await backend.work(ctx, q.controller.signal)) return true;
+  const claimed = await claim(ctx, q.owner, q.leaseMs, q.maxAttempts);
+  if (!claimed) return false;
+  if (claimed.kind === "gave-up") {
+    console.error(`render ${claimed.id}: failed, its lease was lost ${q.maxAttempts} times`);
+    ctx.wakeWebhooks?.();
+    return true;
+  }
+  const { row, lease } = claimed;
+  const id = String(row.id);
+  const own = new AbortController();
+  q.inFlight.set(id, own);
+  // A render belongs to this worker only while the heartbeat renews its lease; once it is
+  // lost another worker may be rendering it, so this one stops and records nothing.
+  // A render deleted through another instance is dropped at the next renewal (this
+  // instance's own deletes stop it at once through `cancel`).
+  const holder = holdLease(ctx.db, lease, {
+    onError: (error) => console.error(`render ${id}: lease not renewed: ${errorText(error)}`),
+    wanted: "deleted_at is null",
+  });
+  // Not AbortSignal.any: under the queue's lifelong signal it would keep every render's
+  // listeners (and what they hold) for the life of the process (see linkSignals).
+  const linked = linkSignals(q.controller.signal, own.signal, holder.signal);
+  let outcome: Outcome | "handed back";
+  try {
+    outcome = await renderAndRecord(q, row, lease, holder, linked.signal);
+  } finally {
+    linked.dispose();
+    q.inFlight.delete(id);
+    await holder.stop();
+    logMemory(`render ${id}`);
+  }
+  if (outcome !== "handed back") await settle(q, id, outcome, holder);
+  return true;
+}
+
+/**
+ * Renders a claimed render and records how it ended while this worker still holds its
+ * lease: completed, or failed (refunded). A render stopped because the queue stops goes back
+ * to the queue instead (`"handed back"`).
+ */
+async function renderAndRecord(
+  q: QueueState,
+  row: Row,
+  lease: Lease,
+  holder: LeaseHolder,
+  signal: AbortSignal,
+): Promise<Outcome | "handed back"> {
+  const { ctx } = q;
+  const id = String(row.id);
+  try {
+    await q.backend.render(ctx, jobOf(ctx, row), signal);
+    // A render deleted while it ran is already `deleted` (and refunded): keep it so.
+    return await persist(q, `recording ${id} completed`, () =>
+      ctx.db.transaction(async (tx) => {
+        if (!(await holdsLease(tx, lease))) return "lost" as const;
+        const completed = await transitionRender(tx, id, "completed", {
+          progress: 1,
+          completed_at: now(),
+        });
+        await releaseLease(tx, lease);
+        if (!completed) return "deleted" as const;
+        // The webhook is on record with the state it reports, or neither is.
+        await enqueueDelivery(tx, id, "completed");
+        return "recorded" as const;
+      }));
+  } catch (error) {
+    if (holder.signal.aborted) return "lost";
+    if (q.stopping) {
+      // Shutting down: the render goes back to the queue, its lease released without
+      // counting an attempt (should this write fail, the lease runs out and another
+      // worker takes it over).
+      try {
+        await ctx.db.transaction(async (tx) => {
+          if (!(await holdsLease(tx, lease))) return;
+          await transitionRender(tx, id, "queued", { progress: 0, started_at: null });
+          await releaseLease(tx, lease, { handBack: true });
+        });
+      } catch (requeueError) {
+        console.error(`render queue: re-queueing ${id} failed: ${errorText(requeueError)}`);
+      }
+      return "handed back";
+    }
+    const message = tenantMessage((error as Error).message, serverRoots(ctx));
+    // A render's own failure (a missing file, a page that throws) would fail again:
+    // it is failed and refunded once, never retried.
+    return await persist(q, `recording ${id} failed`, () =>
+      ctx.db.transaction(async (tx) => {
+        if (!(await holdsLease(tx, lease))) return "lost" as const;
+        if (await failRender(tx, row, message)) return "recorded" as const;
+        await releaseLease(tx, lease);
+        return "deleted" as const;
+      }));
+  }
+}
+
+/**
+ * After a render's end: a render lost to another worker is dropped here (its files go when
+ * it was deleted meanwhile), a deleted one's files go, a recorded one wakes the webhook
+ * sender.
+ */
+async function settle(
+  q: QueueState,
+  id: string,
+  outcome: Outcome,
+  holder: LeaseHolder,
+): Promise<void> {
+  const { ctx } = q;
+  if (outcome === "lost") {
+    const row = await ctx.db.get<{ deleted_at: string | null }>(
+      "select deleted_at from renders where id = ?",
+      id,
+    ).catch(() => undefined);
+    if (row !== undefined && row.deleted_at !== null) {
+      // Deleted (and refunded) through another instance: whatever it stored goes too.
+      await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
+      return;
+    }
+    const why = holder.signal.reason instanceof Error
+      ? holder.signal.reason.message
+      : `lost the lease on renders ${id}`;
+    console.error(`render ${id}: ${why}; dropped here, another worker takes it over`);
+    return;
+  }
+  if (q.stopping || outcome === undefined) return;
+  if (outcome === "deleted") {
+    // Whatever it stored before it stopped goes too.
+    await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
+    return;
+  }
+  ctx.wakeWebhooks?.();
+}
+
+/**
+ * One worker: claims and runs renders until the queue stops. Nothing ends it early: an
+ * error (a database busy past its timeout, a full disk) is logged and the worker carries
+ * on after a backoff that grows while the errors last.
+ */
+async function workerLoop(q: QueueState): Promise<void> {
+  let failures = 0;
+  let ready = false;
+  while (!q.stopping) {
+    try {
+      if (!ready) {
+        await mkdir(q.ctx.workDir, { recursive: true, mode: 0o700 });
+        ready = true;
+      }
+      const worked = await step(q);
+      failures = 0;
+      if (!worked) await Promise.race([q.waiting, pause(q, 2000)]);
+    } catch (error) {
+      failures++;
+      const delay = backoffDelay(failures, LOOP_BACKOFF);
+      console.error(`render queue: ${errorText(error)}; carrying on in ${delay} ms`);
+      await pause(q, delay);
+    }
+  }
 }
 
 /**
