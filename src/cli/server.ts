@@ -8,7 +8,7 @@
  * @module
  */
 
-import type { Command } from "@commander-js/extra-typings";
+import type { Command, OptionValues } from "@commander-js/extra-typings";
 import {
   addUser,
   type ApiKeyInfo,
@@ -54,7 +54,7 @@ async function readStdin(): Promise<string> {
 
 /** Registers `vid server` and its admin subcommands. */
 export function registerServer(program: Command): void {
-  const server = program
+  const base = program
     .command("server")
     .summary("Run the hosted render API (/v3) on this host.")
     .description(
@@ -88,7 +88,25 @@ export function registerServer(program: Command): void {
         "it); one whose worker dies or loses the database is taken over when it runs out",
       positiveInteger("--lease-seconds"),
       DEFAULT_LEASE_SECONDS,
-    )
+    );
+  const server = withLambdaOptions(withAccessOptions(withRenderOptions(base)))
+    // `vid server users add … --data-dir x`: the subcommand's own --data-dir, not this one.
+    .enablePositionalOptions()
+    .action(runServer);
+
+  registerUsers(server);
+  registerKeys(server);
+}
+
+/** `vid server`'s flags of one render and its limits: deadlines, chunks, shutdown, sizes. */
+function withRenderOptions<
+  Args extends unknown[],
+  Opts extends OptionValues,
+  Global extends OptionValues,
+>(
+  command: Command<Args, Opts, Global>,
+) {
+  return command
     .addOption(cliOption(OPTIONS.frameTimeoutMs, {
       help: "seconds one frame's seek and capture may take; past it the page counts as hung " +
         "(a busy script), its browser and ffmpeg are killed and the render fails, refunded " +
@@ -130,7 +148,21 @@ export function registerServer(program: Command): void {
       "renders one account may have queued; more are refused (429 with Retry-After)",
       positiveInteger("--max-queued-per-account"),
       DEFAULT_MAX_QUEUED_PER_ACCOUNT,
-    )
+    );
+}
+
+/**
+ * `vid server`'s flags of what it serves and reaches: URLs, storage, metrics, proxies, the
+ * render user.
+ */
+function withAccessOptions<
+  Args extends unknown[],
+  Opts extends OptionValues,
+  Global extends OptionValues,
+>(
+  command: Command<Args, Opts, Global>,
+) {
+  return command
     .option("--public-url <url>", "base URL clients reach this server at (for signed links)")
     .option(
       "--storage <url>",
@@ -163,7 +195,18 @@ export function registerServer(program: Command): void {
       "--allow-no-sandbox",
       "start where Chromium's sandbox cannot (renders then run unsandboxed; not for " +
         "untrusted tenants)",
-    )
+    );
+}
+
+/** `vid server`'s flags of the distributed render backend (`--render-backend lambda`). */
+function withLambdaOptions<
+  Args extends unknown[],
+  Opts extends OptionValues,
+  Global extends OptionValues,
+>(
+  command: Command<Args, Opts, Global>,
+) {
+  return command
     .option(
       "--render-backend <kind>",
       "local (render on this machine) or lambda (Step Functions + Lambda) (default: local; " +
@@ -215,13 +258,7 @@ export function registerServer(program: Command): void {
         "`vid lambda local` prints the VID_* variables of the local stack; with them set,\n" +
         "--render-backend lambda is the only flag needed. --workers applies to the local\n" +
         "backend only.",
-    )
-    // `vid server users add … --data-dir x`: the subcommand's own --data-dir, not this one.
-    .enablePositionalOptions()
-    .action(runServer);
-
-  registerUsers(server);
-  registerKeys(server);
+    );
 }
 
 /** The environment variable `--role` falls back to. */
