@@ -47,7 +47,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { cacheDir } from "../src/render/media.ts";
+import { cacheDir } from "../src/util/cache_dir.ts";
 import { node22 } from "../src/lambda/local/local_stack.ts";
 import { type FloorFigures, floorText, measureFloor } from "./floor_bench.ts";
 import { type CpuByRole, timedRun } from "./proc_cpu.ts";

@@ -26,7 +26,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promise
 import { dirname, join } from "node:path";
 import process from "node:process";
 import { EXIT_FAILED, VidError } from "../errors.ts";
-import { cacheDir } from "../render/media.ts";
+import { cacheDir } from "../util/cache_dir.ts";
 import { libraryFolder } from "./vendor.ts";
 
 /** The npm registry `vid add` asks when `NPM_CONFIG_REGISTRY` names none. */

@@ -29,7 +29,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import type { BrowserRecord } from "./browser.ts";
-import { cacheDir } from "./media.ts";
+import { cacheDir } from "../util/cache_dir.ts";
 
 /** One process: its id, its group and its command line. */
 interface ProcessInfo {

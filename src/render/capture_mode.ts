@@ -10,7 +10,7 @@ import { join } from "node:path";
 import process from "node:process";
 import { type Browser, closePage, launchBrowser, openPage } from "./browser.ts";
 import { CdpError } from "./cdp.ts";
-import { cacheDir } from "./media.ts";
+import { cacheDir } from "../util/cache_dir.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 import { sleep, withTimeout } from "../util/async.ts";
 

@@ -10,8 +10,7 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { copyFile, mkdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import process from "node:process";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import type { Browser } from "./browser.ts";
@@ -29,6 +28,7 @@ import { type OutputFormat, runFfmpeg } from "./encode.ts";
 import { type CompositionPage, openComposition, type PageSpec } from "./render_chunk.ts";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 import { processPolicy, type ProcessResult, runProcess } from "./process_runner.ts";
+import { cacheDir } from "../util/cache_dir.ts";
 
 /** A media source could not be read or converted. */
 export class MediaError extends VidError {
@@ -211,27 +211,6 @@ const PROXY_ARGS: readonly string[] = [
   "-fps_mode",
   "cfr",
 ];
-
-/**
- * The folder vid caches derived files in: `VID_CACHE_DIR` when set; `/tmp/vid-cache` on
- * AWS Lambda (the only writable place there); else `$XDG_CACHE_HOME/vid`, else
- * `~/.cache/vid`; the system temp folder as a last resort.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- *
- * console.log(cacheDir()); // e.g. /home/me/.cache/vid
- * assert.ok(cacheDir().endsWith("vid"));
- * ```
- */
-export function cacheDir(env: Record<string, string | undefined> = process.env): string {
-  if (env.VID_CACHE_DIR) return resolve(env.VID_CACHE_DIR);
-  if (env.AWS_LAMBDA_FUNCTION_NAME) return "/tmp/vid-cache";
-  if (env.XDG_CACHE_HOME) return join(env.XDG_CACHE_HOME, "vid");
-  const home = env.HOME ?? env.USERPROFILE;
-  return home ? join(home, ".cache", "vid") : join(tmpdir(), "vid-cache");
-}
 
 /** SHA-256 (hex) of a file's bytes after `prefix`, read as a stream. */
 function hashFile(file: string, prefix: string): Promise<string> {

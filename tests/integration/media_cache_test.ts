@@ -11,7 +11,7 @@
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { cacheDir } from "../../src/render/media.ts";
+import { cacheDir } from "../../src/util/cache_dir.ts";
 import { compositionHtml, frameHashes, makeProject, pixelSeries, runVid } from "../helpers.ts";
 
 const FULL = "position:absolute;left:0;top:0;width:320px;height:180px;object-fit:fill";
