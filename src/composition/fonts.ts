@@ -32,8 +32,20 @@ import {
   FontPackageError,
   HYPERFRAMES_FONT_WEIGHTS,
 } from "../init/font_packages.ts";
-import type { RuntimeFontFace } from "../runtime/page_runtime.ts";
 import { readSubCompositions, type SubComposition } from "./sub_compositions.ts";
+
+/**
+ * A font face the page runtime adds to the page, as HyperFrames' renderer injects it
+ * (`RuntimeConfig.fonts` of `src/runtime/page_runtime.ts`, which re-exports the type).
+ */
+export interface RuntimeFontFace {
+  /** `font-family`. */
+  family: string;
+  /** `font-weight`. */
+  weight: string;
+  /** The woff2 file as a URL (a `data:` URL, so it travels with the config). */
+  url: string;
+}
 
 /**
  * The families HyperFrames embeds, by its slug of the family name (lower case, spaces as

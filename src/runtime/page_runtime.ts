@@ -21,6 +21,7 @@
 
 import { PAGE_RUNTIME_BUNDLE } from "./page_bundle.ts";
 import type { TimedWindow } from "./timed_window.ts";
+import type { RuntimeFontFace } from "../composition/fonts.ts";
 import type { CaptionTrack } from "./captions.ts";
 
 /** What the renderer passes to the page runtime. */
@@ -57,15 +58,7 @@ export interface RuntimeConfig {
   fonts?: RuntimeFontFace[];
 }
 
-/** A font face the runtime adds to the page, as HyperFrames' renderer injects it. */
-export interface RuntimeFontFace {
-  /** `font-family`. */
-  family: string;
-  /** `font-weight`. */
-  weight: string;
-  /** The woff2 file as a URL (a `data:` URL, so it travels with the config). */
-  url: string;
-}
+export type { RuntimeFontFace };
 
 /**
  * A `<video>` or `<audio>` element as the renderer sees it. Timing attributes (seconds):
