@@ -8,6 +8,9 @@
  * fails naming each strongly connected component of the graph (Tarjan's algorithm) with one
  * cycle through it, so the fix (move the shared piece down, or invert the dependency) is clear.
  *
+ * The same graph holds the layers of ARCHITECTURE.md ({@linkcode LAYERS}): a folder of `src/`
+ * imports only from its own layer and the layers below it.
+ *
  * @module
  */
 
@@ -21,6 +24,31 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /** The folder whose modules may not import each other in a circle. */
 const SCANNED = "src";
+
+/**
+ * The layers of `src/`, top first, as ARCHITECTURE.md draws them: each folder may import
+ * from its own layer and those below. The surfaces share the top layer; `src/errors.ts`
+ * (the error tree) is below them all.
+ */
+const LAYERS: readonly (readonly string[])[] = [
+  ["cli", "server", "preview", "player", "lambda", "cloud"],
+  ["check"],
+  ["batch"],
+  ["render"],
+  ["request"],
+  ["runtime"],
+  ["composition", "project"],
+  ["init"],
+  ["net", "webhooks", "aws"],
+  ["util", "errors.ts"],
+];
+
+/** The layer of a module of `src/` (0 is the top), or undefined for a folder not drawn. */
+function layerOf(file: string): number | undefined {
+  const folder = file.split("/")[1];
+  const index = LAYERS.findIndex((layer) => layer.includes(folder));
+  return index === -1 ? undefined : index;
+}
 
 /** One import of a module: the module it names and whether only types cross it. */
 interface ImportEdge {
@@ -149,7 +177,7 @@ for (const file of await sourceFiles()) {
 }
 const GRAPH = new Map([...EDGES].map(([file, edges]) => [file, edges.map((e) => e.to)]));
 
-describe("no import cycle inside src/", () => {
+describe("no import cycle inside src/, no import up a layer", () => {
   it("parses the imports (the graph is not empty)", () => {
     assert.ok(GRAPH.size > 200, `only ${GRAPH.size} modules found`);
     assert.ok(EDGES.get("src/cli/main.ts")?.some((e) => e.to === "src/cli/shared.ts"));
@@ -182,6 +210,20 @@ import "jsr:@std/assert";
     const graph = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a", "d"]], ["d", []], ["e", ["e"]]]);
     assert.deepEqual(cycles(graph), [["a", "b", "c"], ["e"]]);
     assert.equal(cycleThrough(graph, ["a", "b", "c"]), "a -> b -> c -> a");
+  });
+
+  it("every folder of src/ has a layer", () => {
+    const folders = new Set([...GRAPH.keys()].map((file) => file.split("/")[1]));
+    assert.deepEqual([...folders].filter((f) => layerOf(`src/${f}`) === undefined), []);
+  });
+
+  it("no module imports from a layer above its own (type-only imports included)", () => {
+    const upward = [...EDGES].flatMap(([file, edges]) =>
+      edges
+        .filter((e) => GRAPH.has(e.to) && layerOf(e.to)! < layerOf(file)!)
+        .map((e) => `${file} -> ${e.to}`)
+    );
+    assert.deepEqual(upward, [], "move the shared piece down to the lower layer");
   });
 
   it("no module of src/ reaches itself through its imports (type-only ones included)", () => {
