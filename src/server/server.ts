@@ -45,6 +45,8 @@ import { FsStorage } from "./storage_file.ts";
 import { storageFromUrl } from "./storage_url.ts";
 import { parseTrustedProxies } from "./client_address.ts";
 import { meteredBackend, queueDepth, ServerMetrics } from "./metrics.ts";
+import { configureLog, log } from "./log.ts";
+import { withRequestId } from "./request_id.ts";
 
 export { SERVER_ROLES, type ServerRole } from "./context.ts";
 export { openDataDir } from "./db.ts";
@@ -221,7 +223,7 @@ function keepProcessesReachable(dirs: readonly string[], onWarning?: (line: stri
   const closed = dirs.find((dir) => !traversableBy(dir, user));
   if (closed === undefined) return;
   setProcessPolicy({ limits });
-  (onWarning ?? console.warn)(
+  (onWarning ?? log.warn)(
     `warning: --render-user ${user.name} cannot pass through a folder above ${closed}, so ` +
       "ffmpeg and ffprobe run as this user (under the same limits); give the folders above " +
       "--data-dir and TMPDIR mode 0711 or wider to run them as the render user",
@@ -272,6 +274,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   recordBrowsersIn(join(workRoot, "browsers"));
   const instance = await loadInstance(dataDir);
   const owner = leaseOwner(instance);
+  // Log lines name this run as its leases do, so a take-over's line and its row agree.
+  configureLog({ instance: owner });
   // What runs of this data folder that were killed still hold is free at once; other
   // instances' leases are left to run out, since their processes cannot be seen from here.
   const processes = await listProcesses();
@@ -328,7 +332,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port: options.port ?? 8787,
     hostname,
     onListen: (addr) => listening.resolve(addr as Deno.NetAddr),
-  }, app.fetch);
+  }, withRequestId(app.fetch));
   const addr = await listening.promise;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   const url = `http://${host}:${addr.port}`;
@@ -345,7 +349,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     queue.wake();
   }
   // Deliveries a previous run left pending (killed during a retry's backoff) go out now.
-  const webhooks = startWebhookSender(ctx);
+  // A delivery whose sender dies mid-attempt is sent again once this lease ran out.
+  const webhooks = startWebhookSender(ctx, {
+    leaseMs: (options.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000,
+  });
   ctx.wakeWebhooks = () => webhooks.wake();
   return {
     url,
