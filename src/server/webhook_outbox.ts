@@ -365,7 +365,7 @@ function resendLine(row: Row, attempt: number): string {
     ? undefined
     : String(row.last_error);
   const why = last?.startsWith(INTERRUPTED)
-    ? `attempt ${attempt - 1} was cut off: its sender stopped during it and its lease ran out`
+    ? `attempt ${attempt - 1} was cut off: its sender stopped during it`
     : `attempt ${attempt - 1} failed (${
       row.last_status === null || row.last_status === undefined
         ? last ?? "no answer"
