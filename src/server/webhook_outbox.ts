@@ -114,6 +114,157 @@ async function payloadOf(ctx: ServerContext, row: Row, render: Row): Promise<Web
   };
 }
 
+/** Sends the attempt `row` was just taken for (`row.attempts` counts it already). */
+async function sendAttempt(
+  ctx: ServerContext,
+  row: Row,
+  leaseMs: number,
+  signal: AbortSignal,
+): Promise<void> {
+  const id = String(row.id);
+  const attempt = Number(row.attempts);
+  // Every write about this attempt is conditional on it: a sender whose lease ran out and
+  // was taken over must not overwrite the newer attempt's state.
+  const mine = "id = ? and status = 'pending' and attempts = ?";
+  const render = await ctx.db.get("select * from renders where id = ?", String(row.render_id)) as
+    | Row
+    | undefined;
+  if (!render) {
+    await ctx.db.run(
+      `update webhook_deliveries set status = 'failed', last_error = 'the render is gone', finished_at = ? where ${mine}`,
+      now(),
+      id,
+      attempt,
+    );
+    return;
+  }
+  const about = {
+    renderId: String(render.id),
+    accountId: String(render.account_id),
+    deliveryId: id,
+    attempt,
+  };
+  if (attempt > 1) log.info(resendLine(row, attempt), about);
+  const holder = holdDelivery(ctx.db, id, attempt, leaseMs);
+  let result: Awaited<ReturnType<typeof deliverWebhook>>;
+  try {
+    result = await deliverWebhook({
+      url: String(row.url),
+      payload: await payloadOf(ctx, row, render),
+      secret: ctx.secret,
+      attempts: 1,
+      firstAttempt: attempt,
+      signal,
+      // Re-checked at send time: DNS can change after the render was submitted.
+      target: { allowPrivate: ctx.allowPrivateUrls, allowLoopback: ctx.allowHttpCallbacks },
+    });
+  } finally {
+    await holder.stop();
+  }
+  // Cut short by the shutdown deadline: still pending, due again at once for any sender.
+  if (signal.aborted && !result.delivered) {
+    await ctx.db.run(
+      `update webhook_deliveries set next_attempt_at = null where ${mine}`,
+      id,
+      attempt,
+    );
+    return;
+  }
+  const final = result.delivered || !result.retryable || attempt >= MAX_DELIVERY_ATTEMPTS;
+  await ctx.db.run(
+    `update webhook_deliveries set status = ?, last_status = ?, last_error = ?, next_attempt_at = ?, finished_at = ? where ${mine}`,
+    result.delivered ? "delivered" : final ? "failed" : "pending",
+    result.status ?? null,
+    result.error ?? null,
+    final ? null : Date.now() + backoffDelay(attempt),
+    final ? now() : null,
+    id,
+    attempt,
+  );
+  if (!result.delivered) {
+    log.warn(
+      `webhook ${id} of render ${row.render_id}: attempt ${attempt} failed (${result.error})` +
+        (final ? "; giving up" : "; will retry"),
+      about,
+    );
+  }
+}
+
+/**
+ * Keeps attempt `attempt` of delivery `id` this sender's while it lasts: its lease is
+ * pushed a lease ahead every third of it, so a slow receiver is not sent the same attempt
+ * by another instance meanwhile.
+ */
+function holdDelivery(
+  db: Queries,
+  id: string,
+  attempt: number,
+  leaseMs: number,
+): { stop(): Promise<void> } {
+  const done = new AbortController();
+  const every = Math.max(1, Math.floor(leaseMs / 3));
+  const renewing = (async () => {
+    while (!done.signal.aborted) {
+      await sleep(every, done.signal).catch(() => {});
+      if (done.signal.aborted) return;
+      await db.run(
+        "update webhook_deliveries set next_attempt_at = ? where id = ? and status = 'pending' and attempts = ?",
+        Date.now() + leaseMs,
+        id,
+        attempt,
+      ).catch(() => {
+        // The database away: the lease runs out and another sender may resend (at least once).
+      });
+    }
+  })();
+  return {
+    async stop(): Promise<void> {
+      done.abort();
+      await renewing;
+    },
+  };
+}
+
+/**
+ * Takes due delivery `row` for this sender: counts the attempt, marks it under way and
+ * holds it for a lease. Undefined when another sender took it first.
+ */
+async function takeDelivery(db: Queries, row: Row, leaseMs: number): Promise<Row | undefined> {
+  const at = Date.now();
+  const attempt = Number(row.attempts) + 1;
+  const taken = await db.run(
+    `update webhook_deliveries set attempts = ?, next_attempt_at = ?, last_error = ?
+     where id = ? and status = 'pending' and attempts = ? and coalesce(next_attempt_at, 0) <= ?`,
+    attempt,
+    at + leaseMs,
+    `${INTERRUPTED} ${attempt}`,
+    String(row.id),
+    Number(row.attempts),
+    at,
+  );
+  return taken === 1 ? { ...row, attempts: attempt } : undefined;
+}
+
+/** Fails a delivery whose attempts are used up, the last one cut off. */
+async function giveUpDelivery(db: Queries, row: Row): Promise<void> {
+  const failed = await db.run(
+    "update webhook_deliveries set status = 'failed', next_attempt_at = null, finished_at = ? where id = ? and status = 'pending' and attempts = ?",
+    now(),
+    String(row.id),
+    Number(row.attempts),
+  );
+  if (failed !== 1) return;
+  log.warn(
+    `webhook ${row.id} of render ${row.render_id}: attempt ${row.attempts} was cut off and ` +
+      `was the last (${MAX_DELIVERY_ATTEMPTS}); giving up`,
+    {
+      renderId: String(row.render_id),
+      deliveryId: String(row.id),
+      attempt: Number(row.attempts),
+    },
+  );
+}
+
 /**
  * Starts sending the server's pending webhook deliveries: those left by a previous run
  * first, then each one as its render ends or its backoff passes. One attempt per call of
@@ -149,147 +300,6 @@ export function startWebhookSender(
   };
   const pause = (ms: number): Promise<void> => sleep(ms, stopped.signal).catch(() => {});
 
-  /** Sends the attempt `row` was just taken for (`row.attempts` counts it already). */
-  const send = async (row: Row): Promise<void> => {
-    const id = String(row.id);
-    const attempt = Number(row.attempts);
-    // Every write about this attempt is conditional on it: a sender whose lease ran out and
-    // was taken over must not overwrite the newer attempt's state.
-    const mine = "id = ? and status = 'pending' and attempts = ?";
-    const render = await ctx.db.get("select * from renders where id = ?", String(row.render_id)) as
-      | Row
-      | undefined;
-    if (!render) {
-      await ctx.db.run(
-        `update webhook_deliveries set status = 'failed', last_error = 'the render is gone', finished_at = ? where ${mine}`,
-        now(),
-        id,
-        attempt,
-      );
-      return;
-    }
-    const about = {
-      renderId: String(render.id),
-      accountId: String(render.account_id),
-      deliveryId: id,
-      attempt,
-    };
-    if (attempt > 1) log.info(resendLine(row, attempt), about);
-    const holder = holdSend(id, attempt);
-    let result: Awaited<ReturnType<typeof deliverWebhook>>;
-    try {
-      result = await deliverWebhook({
-        url: String(row.url),
-        payload: await payloadOf(ctx, row, render),
-        secret: ctx.secret,
-        attempts: 1,
-        firstAttempt: attempt,
-        signal: controller.signal,
-        // Re-checked at send time: DNS can change after the render was submitted.
-        target: { allowPrivate: ctx.allowPrivateUrls, allowLoopback: ctx.allowHttpCallbacks },
-      });
-    } finally {
-      await holder.stop();
-    }
-    // Cut short by the shutdown deadline: still pending, due again at once for any sender.
-    if (controller.signal.aborted && !result.delivered) {
-      await ctx.db.run(
-        `update webhook_deliveries set next_attempt_at = null where ${mine}`,
-        id,
-        attempt,
-      );
-      return;
-    }
-    const final = result.delivered || !result.retryable || attempt >= MAX_DELIVERY_ATTEMPTS;
-    await ctx.db.run(
-      `update webhook_deliveries set status = ?, last_status = ?, last_error = ?, next_attempt_at = ?, finished_at = ? where ${mine}`,
-      result.delivered ? "delivered" : final ? "failed" : "pending",
-      result.status ?? null,
-      result.error ?? null,
-      final ? null : Date.now() + backoffDelay(attempt),
-      final ? now() : null,
-      id,
-      attempt,
-    );
-    if (!result.delivered) {
-      log.warn(
-        `webhook ${id} of render ${row.render_id}: attempt ${attempt} failed (${result.error})` +
-          (final ? "; giving up" : "; will retry"),
-        about,
-      );
-    }
-  };
-
-  /**
-   * Keeps attempt `attempt` of delivery `id` this sender's while it lasts: its lease is
-   * pushed a lease ahead every third of it, so a slow receiver is not sent the same attempt
-   * by another instance meanwhile.
-   */
-  const holdSend = (id: string, attempt: number): { stop(): Promise<void> } => {
-    const done = new AbortController();
-    const every = Math.max(1, Math.floor(leaseMs / 3));
-    const renewing = (async () => {
-      while (!done.signal.aborted) {
-        await sleep(every, done.signal).catch(() => {});
-        if (done.signal.aborted) return;
-        await ctx.db.run(
-          "update webhook_deliveries set next_attempt_at = ? where id = ? and status = 'pending' and attempts = ?",
-          Date.now() + leaseMs,
-          id,
-          attempt,
-        ).catch(() => {
-          // The database away: the lease runs out and another sender may resend (at least once).
-        });
-      }
-    })();
-    return {
-      async stop(): Promise<void> {
-        done.abort();
-        await renewing;
-      },
-    };
-  };
-
-  /**
-   * Takes due delivery `row` for this sender: counts the attempt, marks it under way and
-   * holds it for a lease. Undefined when another sender took it first.
-   */
-  const take = async (row: Row): Promise<Row | undefined> => {
-    const at = Date.now();
-    const attempt = Number(row.attempts) + 1;
-    const taken = await ctx.db.run(
-      `update webhook_deliveries set attempts = ?, next_attempt_at = ?, last_error = ?
-       where id = ? and status = 'pending' and attempts = ? and coalesce(next_attempt_at, 0) <= ?`,
-      attempt,
-      at + leaseMs,
-      `${INTERRUPTED} ${attempt}`,
-      String(row.id),
-      Number(row.attempts),
-      at,
-    );
-    return taken === 1 ? { ...row, attempts: attempt } : undefined;
-  };
-
-  /** Fails a delivery whose attempts are used up, the last one cut off. */
-  const giveUp = async (row: Row): Promise<void> => {
-    const failed = await ctx.db.run(
-      "update webhook_deliveries set status = 'failed', next_attempt_at = null, finished_at = ? where id = ? and status = 'pending' and attempts = ?",
-      now(),
-      String(row.id),
-      Number(row.attempts),
-    );
-    if (failed !== 1) return;
-    log.warn(
-      `webhook ${row.id} of render ${row.render_id}: attempt ${row.attempts} was cut off and ` +
-        `was the last (${MAX_DELIVERY_ATTEMPTS}); giving up`,
-      {
-        renderId: String(row.render_id),
-        deliveryId: String(row.id),
-        attempt: Number(row.attempts),
-      },
-    );
-  };
-
   const loop = async (): Promise<void> => {
     let failures = 0;
     while (!stopping) {
@@ -305,20 +315,23 @@ export function startWebhookSender(
           if (inFlight.has(id)) continue;
           // Its last attempt was cut off with the attempts used up: none is left to make.
           if (Number(row.attempts) >= MAX_DELIVERY_ATTEMPTS) {
-            await giveUp(row);
+            await giveUpDelivery(ctx.db, row);
             continue;
           }
-          const taken = await take(row);
+          const taken = await takeDelivery(ctx.db, row, leaseMs);
           // Another instance is sending it.
           if (taken === undefined) continue;
           // A send that failed (its row could not be written) waits for the next poll.
-          const sending = send(taken).then(() => true, (error) => {
-            log.error(`webhook ${id}: ${errorText(error)}`, {
-              renderId: String(row.render_id),
-              deliveryId: id,
-            });
-            return false;
-          }).then((sent) => {
+          const sending = sendAttempt(ctx, taken, leaseMs, controller.signal).then(
+            () => true,
+            (error) => {
+              log.error(`webhook ${id}: ${errorText(error)}`, {
+                renderId: String(row.render_id),
+                deliveryId: id,
+              });
+              return false;
+            },
+          ).then((sent) => {
             inFlight.delete(id);
             if (sent) wake();
           });
