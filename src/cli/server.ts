@@ -40,6 +40,7 @@ import {
 import { EXIT, integerIn, positiveInteger, reportError } from "./shared.ts";
 import { cliOption } from "./request_flags.ts";
 import { OPTIONS } from "../request/options.ts";
+import { captureConsole, configureLog, log, LOG_FORMATS, type LogFormat } from "../server/log.ts";
 import { listenForStop, runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
@@ -187,6 +188,11 @@ function withAccessOptions<
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .option(
+      "--log-format <format>",
+      "text (lines for a person) or json (one object per line: level, time, instance, msg, " +
+        `requestId, renderId, accountId) (default: text; env ${LOG_FORMAT_ENV})`,
+    )
+    .option(
       "--render-user <name>",
       "account render browsers run as when the server runs as root (default: vid-render, " +
         "else nobody)",
@@ -261,6 +267,9 @@ function withLambdaOptions<
     );
 }
 
+/** The environment variable `--log-format` falls back to. */
+const LOG_FORMAT_ENV = "VID_LOG_FORMAT";
+
 /** The environment variable `--role` falls back to. */
 const ROLE_ENV = "VID_SERVER_ROLE";
 
@@ -292,6 +301,7 @@ interface ServerFlags extends RenderBackendFlags {
   allowPrivateUrls?: boolean;
   metricsToken?: string;
   trustedProxy?: string[];
+  logFormat?: string;
   renderUser?: string;
   allowNoSandbox?: boolean;
   maxDuration: number;
@@ -302,6 +312,18 @@ interface ServerFlags extends RenderBackendFlags {
 
 /** `vid server`: starts the API, announces it and serves until SIGINT or SIGTERM. */
 async function runServer(options: ServerFlags): Promise<void> {
+  const logFormat = options.logFormat ?? (Deno.env.get(LOG_FORMAT_ENV) || "text");
+  if (!(LOG_FORMATS as readonly string[]).includes(logFormat)) {
+    console.error(
+      `error: --log-format (env ${LOG_FORMAT_ENV}) must be ${LOG_FORMATS.join(" or ")}, not ` +
+        `"${logFormat}": json writes one JSON object per line`,
+    );
+    Deno.exitCode = EXIT.usage;
+    return;
+  }
+  // From here on every line of the process, the server's and its libraries', is in it.
+  configureLog({ format: logFormat as LogFormat });
+  captureConsole();
   let renderBackend: RenderBackendConfig;
   try {
     renderBackend = resolveRenderBackend(options, (name) => Deno.env.get(name));
@@ -389,25 +411,27 @@ function announce(
   database: string | undefined,
 ): void {
   const state = database === undefined ? "" : `, database: ${redactUrl(database)}`;
-  console.log(`vid server listening on ${running.url} (data: ${dataDir}${state})`);
-  if (running.role === "api") console.log("role: api (serves /v3 and enqueues; renders nothing)");
+  log.info(`vid server listening on ${running.url} (data: ${dataDir}${state})`, {
+    url: running.url,
+  });
+  if (running.role === "api") log.info("role: api (serves /v3 and enqueues; renders nothing)");
   if (running.role === "worker") {
-    console.log("role: worker (renders; serves only /healthz, /readyz and /metrics)");
+    log.info("role: worker (renders; serves only /healthz, /readyz and /metrics)");
   }
   if (renderBackend.kind === "lambda" && running.role !== "api") {
-    console.log(
+    log.info(
       `render backend: lambda (bucket ${renderBackend.bucketName}, state machine ` +
         `${renderBackend.stateMachineArn}, up to ${renderBackend.maxInFlight} renders in flight)`,
     );
   }
   if (running.reaped.browsers > 0 || running.reaped.folders > 0) {
-    console.log(
+    log.info(
       `cleaned up after a run that did not stop: killed ${running.reaped.browsers} ` +
         `browser(s), removed ${running.reaped.folders} work folder(s)`,
     );
   }
   if (running.requeued > 0) {
-    console.log(`re-queued ${running.requeued} render(s) interrupted by the last stop`);
+    log.info(`re-queued ${running.requeued} render(s) interrupted by the last stop`);
   }
 }
 

@@ -47,6 +47,8 @@ import { storageFromUrl } from "./storage/storage_url.ts";
 import { parseTrustedProxies } from "./http/client_address.ts";
 import { queueDepth, ServerMetrics } from "./queue/metrics.ts";
 import { meteredBackend } from "./queue/metered_backend.ts";
+import { configureLog, log } from "./log.ts";
+import { withRequestId } from "./http/request_id.ts";
 
 export { SERVER_ROLES, type ServerRole } from "./context.ts";
 export { openDataDir } from "./database/data_dir.ts";
@@ -223,7 +225,7 @@ function keepProcessesReachable(dirs: readonly string[], onWarning?: (line: stri
   const closed = dirs.find((dir) => !traversableBy(dir, user));
   if (closed === undefined) return;
   setProcessPolicy({ limits });
-  (onWarning ?? console.warn)(
+  (onWarning ?? log.warn)(
     `warning: --render-user ${user.name} cannot pass through a folder above ${closed}, so ` +
       "ffmpeg and ffprobe run as this user (under the same limits); give the folders above " +
       "--data-dir and TMPDIR mode 0711 or wider to run them as the render user",
@@ -274,6 +276,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   recordBrowsersIn(join(workRoot, "browsers"));
   const instance = await loadInstance(dataDir);
   const owner = leaseOwner(instance);
+  // Log lines name this run as its leases do, so a take-over's line and its row agree.
+  configureLog({ instance: owner });
   // What runs of this data folder that were killed still hold is free at once; other
   // instances' leases are left to run out, since their processes cannot be seen from here.
   const processes = await listProcesses();
@@ -330,7 +334,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port: options.port ?? 8787,
     hostname,
     onListen: (addr) => listening.resolve(addr as Deno.NetAddr),
-  }, app.fetch);
+  }, withRequestId(app.fetch));
   const addr = await listening.promise;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   const url = `http://${host}:${addr.port}`;
@@ -347,7 +351,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     queue.wake();
   }
   // Deliveries a previous run left pending (killed during a retry's backoff) go out now.
-  const webhooks = startWebhookSender(ctx);
+  // A delivery whose sender dies mid-attempt is sent again once this lease ran out.
+  const webhooks = startWebhookSender(ctx, {
+    leaseMs: (options.leaseSeconds ?? DEFAULT_LEASE_SECONDS) * 1000,
+  });
   ctx.wakeWebhooks = () => webhooks.wake();
   return {
     url,

@@ -12,6 +12,7 @@
  * @module
  */
 
+import { log } from "../log.ts";
 import { Hono } from "hono";
 import type { Context } from "hono";
 import type { ServerContext } from "../context.ts";
@@ -269,7 +270,7 @@ function oauthError(error: Error, c: Context): Response {
       "pragma": "no-cache",
     });
   }
-  console.error(error);
+  log.error(Deno.inspect(error));
   return c.json({ error: "server_error", error_description: "internal error" }, 500);
 }
 

@@ -15,6 +15,8 @@
  * @module
  */
 
+import { log } from "../log.ts";
+
 /** Whether `error` is the client's write to a connection it already closed. */
 export function isClientWriteAfterClose(error: unknown): boolean {
   if (!(error instanceof TypeError)) return false;
@@ -44,7 +46,7 @@ export function guardClientCrash(renew: () => void): () => void {
     globalThis.addEventListener("error", (event: ErrorEvent) => {
       if (!isClientWriteAfterClose(event.error)) return;
       event.preventDefault();
-      console.error(
+      log.error(
         "database: a connection closed while the postgres client was writing to it " +
           "(a known client fault); starting a fresh pool, the statements on the old one fail " +
           "as the database being away",

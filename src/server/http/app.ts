@@ -41,6 +41,7 @@ import { PLAYER_PATH, playerScript } from "../../player/serve.ts";
 import { renderJson, transitionRender } from "../queue/renders.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
 import { contentTypeOf } from "../../util/mime.ts";
+import { addLogContext, log } from "../log.ts";
 
 function loadOpenApi(): unknown {
   const text = readFileSync(new URL("../../../api/openapi.yaml", import.meta.url), "utf8");
@@ -166,7 +167,9 @@ export function createApp(ctx: ServerContext): Hono {
   const caller = async (c: Context): Promise<Caller> => {
     const header = c.req.header("authorization");
     try {
-      return await authenticate(ctx.db, header);
+      const who = await authenticate(ctx.db, header);
+      addLogContext({ accountId: who.account.id });
+      return who;
     } catch (error) {
       // No credential at all guesses nothing: a plain 401.
       if (!header || !(error instanceof ApiError && error.status === 401)) throw error;
@@ -187,7 +190,7 @@ export function createApp(ctx: ServerContext): Hono {
     // The database is away (restarting, network): a client's retry will likely succeed. The
     // reason (a host and port) is the operator's, logged here, not the tenant's.
     if (error instanceof DatabaseUnavailableError) {
-      console.error(`vid server: ${error.message}`);
+      log.error(`vid server: ${error.message}`);
       c.header("retry-after", String(DatabaseUnavailableError.RETRY_AFTER_SECONDS));
       return c.json(
         new ApiError(
@@ -200,7 +203,7 @@ export function createApp(ctx: ServerContext): Hono {
     }
     const answer = apiErrorFor(error);
     if (answer === undefined) {
-      console.error(error);
+      log.error(Deno.inspect(error));
       return c.json(new ApiError(500, "vid_internal", "internal error").toJSON(), 500);
     }
     if (answer instanceof RateLimitedError) {
@@ -376,6 +379,7 @@ function renderReadRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps):
       who.account.id,
     ) as Row | undefined;
     if (!row) throw notFound("render", c.req.param("id") ?? "");
+    addLogContext({ renderId: String(row.id) });
     return row;
   };
 

@@ -8,6 +8,7 @@
  * @module
  */
 
+import { log } from "../log.ts";
 import { type Context, Hono } from "hono";
 import type { ServerContext } from "../context.ts";
 import { ApiError } from "./errors.ts";
@@ -123,7 +124,7 @@ export function opsRoutes(app: Hono, ctx: ServerContext): void {
       : Object.entries(checks).filter(([, v]) => v !== "ok").map(([k, v]) => `${k}: ${v}`)
         .join("; ");
     if (problem !== lastProblem) {
-      console.error(problem ? `not ready: ${problem}` : "ready again");
+      log.error(problem ? `not ready: ${problem}` : "ready again");
       lastProblem = problem;
     }
     if (ready) return c.json({ status: "ready", checks });
@@ -164,7 +165,7 @@ export function opsApp(ctx: ServerContext, role: string): Hono {
   app.onError((error, c) => {
     const answer = error instanceof ApiError ? error : undefined;
     if (answer === undefined) {
-      console.error(error);
+      log.error(Deno.inspect(error));
       return c.json(new ApiError(500, "vid_internal", "internal error").toJSON(), 500);
     }
     return c.json(answer.toJSON(), answer.status as 401);

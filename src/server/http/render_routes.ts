@@ -8,6 +8,7 @@
  * @module
  */
 
+import { addLogContext } from "../log.ts";
 import type { Context, Hono } from "hono";
 import type { VariableProblem } from "../../composition/errors.ts";
 import { checkOverrides } from "../../composition/variables.ts";
@@ -246,6 +247,7 @@ export function renderRoutes(app: Hono, ctx: ServerContext, deps: RenderRouteDep
     });
     // Read before waking the workers: a new render is answered in state `queued` (the spec's
     // submit row), not in whatever state a fast worker has already moved it to.
+    addLogContext({ renderId: made.id });
     const row = await ctx.db.get("select * from renders where id = ?", made.id) as Row;
     if (!made.replayed) ctx.wake();
     return c.json(await deps.renderJson(row), made.replayed ? 200 : 201);

@@ -40,6 +40,7 @@ import {
 import { jobOf, MAX_LEASE_ATTEMPTS } from "./queue.ts";
 import type { RenderJob } from "./render_backend.ts";
 import type { RenderOutcome } from "./metrics.ts";
+import { log } from "../log.ts";
 import {
   assembleStoredRender,
   renderStoredChunk,
@@ -97,6 +98,8 @@ export interface ClaimedChunk {
   renderId: string;
   /** Its frames. */
   chunk: Chunk;
+  /** The worker whose lease on it ran out, when this claim took it over. */
+  takenOverFrom?: string;
 }
 
 function chunkOf(row: Row): Chunk {
@@ -260,7 +263,13 @@ export function claimChunk(
         worker,
         id,
       );
-      return { lease, renderId: String(row.render_id), chunk };
+      return {
+        lease,
+        renderId: String(row.render_id),
+        chunk,
+        // Logged by the worker once this transaction committed.
+        ...(row.status === "running" && { takenOverFrom: String(row.lease_owner) }),
+      };
     }
   });
 }
@@ -280,9 +289,17 @@ async function runClaimed(
   onFrame: () => void = () => {},
 ): Promise<void> {
   const { lease, chunk } = claimed;
+  const about = { renderId: job.id, chunk: chunk.index };
+  if (claimed.takenOverFrom !== undefined) {
+    log.warn(
+      `${describe(job.id, chunk)}: taken over from ${claimed.takenOverFrom}, whose lease ran ` +
+        `out (attempt ${lease.attempts})`,
+      { ...about, previousOwner: claimed.takenOverFrom, attempt: lease.attempts },
+    );
+  }
   const holder = holdLease(ctx.db, lease, {
     onError: (error) =>
-      console.error(`${describe(job.id, chunk)}: lease not renewed: ${errorText(error)}`),
+      log.error(`${describe(job.id, chunk)}: lease not renewed: ${errorText(error)}`, about),
   });
   const started = performance.now();
   // Into `vid_chunk_duration_seconds`, by how the chunk ended for this worker.
@@ -329,12 +346,12 @@ async function runClaimed(
     });
     finished("completed");
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    console.log(`${describe(job.id, chunk)} rendered by ${lease.owner} in ${seconds} s`);
+    log.info(`${describe(job.id, chunk)} rendered by ${lease.owner} in ${seconds} s`, about);
   } catch (error) {
     if (holder.signal.aborted || stop.aborted) finished("cancelled");
     else finished("failed");
     if (holder.signal.aborted) {
-      console.error(`${describe(job.id, chunk)}: ${errorText(holder.signal.reason)}; dropped`);
+      log.warn(`${describe(job.id, chunk)}: ${errorText(holder.signal.reason)}; dropped`, about);
       return;
     }
     if (stop.aborted) {
@@ -346,7 +363,10 @@ async function runClaimed(
         await releaseLease(tx, lease, { handBack: true });
       }).catch((recordError) => {
         // Not handed back: its lease runs out and another worker takes it over.
-        console.error(`${describe(job.id, chunk)}: not handed back: ${errorText(recordError)}`);
+        log.error(
+          `${describe(job.id, chunk)}: not handed back: ${errorText(recordError)}`,
+          about,
+        );
       });
       return;
     }

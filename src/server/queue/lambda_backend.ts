@@ -31,6 +31,7 @@
  * @module
  */
 
+import { log } from "../log.ts";
 import { readableExecutionError } from "../../lambda/execution_error.ts";
 import { GetObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { SFNClient } from "@aws-sdk/client-sfn";
@@ -203,7 +204,7 @@ async function start(
     outputKey: outputOf(backend, ctx, job).key,
     sfn: backend.sfn,
     frames: Math.round(job.durationSeconds * job.request.fps),
-    onWarning: (message) => console.warn(`render ${job.id}: ${message}`),
+    onWarning: (message) => log.warn(`render ${job.id}: ${message}`, { renderId: job.id }),
   });
   return handle.executionArn;
 }
@@ -342,7 +343,9 @@ export function lambdaBackend(
                 : `render ${job.id} passed its ${reason.seconds} s budget`;
               await cancelRender({ executionArn, sfn, cause })
                 .catch((stop) =>
-                  console.error(`render ${job.id}: cannot stop ${executionArn}: ${stop}`)
+                  log.error(`render ${job.id}: cannot stop ${executionArn}: ${stop}`, {
+                    renderId: job.id,
+                  })
                 );
             }
             throw error;

@@ -9,6 +9,8 @@
  * @module
  */
 
+import { log } from "../log.ts";
+
 /** The switch, read once: a render's hot path does not look up the environment again. */
 const ENABLED = (() => {
   try {
@@ -38,7 +40,7 @@ export function logMemory(what: string): void {
   gc?.();
   const m = Deno.memoryUsage();
   const mb = (bytes: number): string => (bytes / 1024 / 1024).toFixed(1);
-  console.log(
+  log.info(
     `memory after ${what}: rss ${mb(m.rss)} MB, heap_used ${mb(m.heapUsed)} MB, heap_total ` +
       `${mb(m.heapTotal)} MB, external ${mb(m.external)} MB, ${gc ? "gc forced" : "no gc"}`,
   );

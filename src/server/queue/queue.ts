@@ -39,6 +39,7 @@ import { errorText } from "../../errors.ts";
 import { setRenderProgress, transitionRender } from "./renders.ts";
 import { backoffDelay, linkSignals, sleep } from "../../util/async.ts";
 import { logMemory } from "./memory_log.ts";
+import { log } from "../log.ts";
 
 /** A running queue. */
 export interface RenderQueue {
@@ -71,7 +72,7 @@ export const MAX_LEASE_ATTEMPTS = 3;
 
 /** What `claim` found: a render to run under a lease, or one it gave up on. */
 type Claim =
-  | { kind: "run"; row: Row; lease: Lease }
+  | { kind: "run"; row: Row; lease: Lease; takenOverFrom?: string }
   | { kind: "gave-up"; id: string }
   | undefined;
 
@@ -115,7 +116,9 @@ function claim(
       const lease = await acquireLease(tx, "renders", id, owner, leaseMs);
       if (!lease) return undefined;
       await tx.run("update renders set progress = 0 where id = ?", id);
-      return { kind: "run", row: stale, lease };
+      // Logged once committed: a transaction run again must not log twice.
+      const from = (stale.lease_owner as string | null) ?? "a server from before leases";
+      return { kind: "run", row: stale, lease, takenOverFrom: from };
     }
     const row = await tx.get(
       `with waiting as (
@@ -207,7 +210,10 @@ export function jobOf(ctx: ServerContext, row: Row): RenderJob {
       const progress = Math.min(0.99, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
       // Not awaited: progress is a hint, and a busy database must not fail or slow the render.
       setRenderProgress(ctx.db, id, progress).catch((error) => {
-        console.error(`render ${id}: progress not recorded: ${errorText(error)}`);
+        log.error(`render ${id}: progress not recorded: ${errorText(error)}`, {
+          renderId: id,
+          accountId: String(row.account_id),
+        });
       });
     },
   };
@@ -256,9 +262,7 @@ export function startQueue(
   const running = Array.from(
     { length: backend.slots },
     () =>
-      workerLoop(q).catch((error) =>
-        console.error(`render queue: worker ended: ${errorText(error)}`)
-      ),
+      workerLoop(q).catch((error) => log.error(`render queue: worker ended: ${errorText(error)}`)),
   );
   return {
     owner: q.owner,
@@ -317,11 +321,11 @@ async function persist<T>(
       return await write();
     } catch (error) {
       if (q.stopping) {
-        console.error(`render queue: ${what} failed while stopping: ${errorText(error)}`);
+        log.error(`render queue: ${what} failed while stopping: ${errorText(error)}`);
         return undefined;
       }
       const delay = backoffDelay(attempt, LOOP_BACKOFF);
-      console.error(`render queue: ${what} failed, retrying in ${delay} ms: ${errorText(error)}`);
+      log.error(`render queue: ${what} failed, retrying in ${delay} ms: ${errorText(error)}`);
       await pause(q, delay);
     }
   }
@@ -334,12 +338,22 @@ async function step(q: QueueState): Promise<boolean> {
   const claimed = await claim(ctx, q.owner, q.leaseMs, q.maxAttempts);
   if (!claimed) return false;
   if (claimed.kind === "gave-up") {
-    console.error(`render ${claimed.id}: failed, its lease was lost ${q.maxAttempts} times`);
+    log.error(`render ${claimed.id}: failed, its lease was lost ${q.maxAttempts} times`, {
+      renderId: claimed.id,
+    });
     ctx.wakeWebhooks?.();
     return true;
   }
   const { row, lease } = claimed;
   const id = String(row.id);
+  const about = { renderId: id, accountId: String(row.account_id) };
+  if (claimed.takenOverFrom !== undefined) {
+    log.warn(
+      `render ${id}: taken over from ${claimed.takenOverFrom}, whose lease ran out ` +
+        `(attempt ${lease.attempts} of ${q.maxAttempts})`,
+      { ...about, previousOwner: claimed.takenOverFrom, attempt: lease.attempts },
+    );
+  }
   const own = new AbortController();
   q.inFlight.set(id, own);
   // A render belongs to this worker only while the heartbeat renews its lease; once it is
@@ -347,7 +361,7 @@ async function step(q: QueueState): Promise<boolean> {
   // A render deleted through another instance is dropped at the next renewal (this
   // instance's own deletes stop it at once through `cancel`).
   const holder = holdLease(ctx.db, lease, {
-    onError: (error) => console.error(`render ${id}: lease not renewed: ${errorText(error)}`),
+    onError: (error) => log.error(`render ${id}: lease not renewed: ${errorText(error)}`, about),
     wanted: "deleted_at is null",
   });
   // Not AbortSignal.any: under the queue's lifelong signal it would keep every render's
@@ -362,7 +376,7 @@ async function step(q: QueueState): Promise<boolean> {
     await holder.stop();
     logMemory(`render ${id}`);
   }
-  if (outcome !== "handed back") await settle(q, id, outcome, holder);
+  if (outcome !== "handed back") await settle(q, row, outcome, holder);
   return true;
 }
 
@@ -403,13 +417,17 @@ async function renderAndRecord(
       // counting an attempt (should this write fail, the lease runs out and another
       // worker takes it over).
       try {
-        await ctx.db.transaction(async (tx) => {
-          if (!(await holdsLease(tx, lease))) return;
+        const handed = await ctx.db.transaction(async (tx) => {
+          if (!(await holdsLease(tx, lease))) return false;
           await transitionRender(tx, id, "queued", { progress: 0, started_at: null });
-          await releaseLease(tx, lease, { handBack: true });
+          return await releaseLease(tx, lease, { handBack: true });
         });
+        if (handed) logHandedBack(id, String(row.account_id), "this worker is stopping");
       } catch (requeueError) {
-        console.error(`render queue: re-queueing ${id} failed: ${errorText(requeueError)}`);
+        log.error(`render queue: re-queueing ${id} failed: ${errorText(requeueError)}`, {
+          renderId: id,
+          accountId: String(row.account_id),
+        });
       }
       return "handed back";
     }
@@ -433,17 +451,18 @@ async function renderAndRecord(
  */
 async function settle(
   q: QueueState,
-  id: string,
+  row: Row,
   outcome: Outcome,
   holder: LeaseHolder,
 ): Promise<void> {
   const { ctx } = q;
+  const id = String(row.id);
   if (outcome === "lost") {
-    const row = await ctx.db.get<{ deleted_at: string | null }>(
+    const current = await ctx.db.get<{ deleted_at: string | null }>(
       "select deleted_at from renders where id = ?",
       id,
     ).catch(() => undefined);
-    if (row !== undefined && row.deleted_at !== null) {
+    if (current !== undefined && current.deleted_at !== null) {
       // Deleted (and refunded) through another instance: whatever it stored goes too.
       await ctx.storage.deletePrefix(`renders/${id}/`).catch(() => {});
       return;
@@ -451,7 +470,11 @@ async function settle(
     const why = holder.signal.reason instanceof Error
       ? holder.signal.reason.message
       : `lost the lease on renders ${id}`;
-    console.error(`render ${id}: ${why}; dropped here, another worker takes it over`);
+    log.warn(`render ${id}: ${why}; dropped here, another worker takes it over`, {
+      renderId: id,
+      accountId: String(row.account_id),
+      handedBack: true,
+    });
     return;
   }
   if (q.stopping || outcome === undefined) return;
@@ -483,7 +506,7 @@ async function workerLoop(q: QueueState): Promise<void> {
     } catch (error) {
       failures++;
       const delay = backoffDelay(failures, LOOP_BACKOFF);
-      console.error(`render queue: ${errorText(error)}; carrying on in ${delay} ms`);
+      log.error(`render queue: ${errorText(error)}; carrying on in ${delay} ms`);
       await pause(q, delay);
     }
   }
@@ -495,13 +518,31 @@ async function workerLoop(q: QueueState): Promise<void> {
  *
  * @returns How many went back.
  */
-export function handBackRenders(db: Queries, owner: string): Promise<number> {
-  return db.run(
+export async function handBackRenders(db: Queries, owner: string): Promise<number> {
+  // Read first for the log: the renders are this run's, so nothing else moves them meanwhile.
+  const held = await db.all<{ id: string; account_id: string }>(
+    "select id, account_id from renders where status = 'rendering' and deleted_at is null and lease_owner = ?",
+    owner,
+  );
+  const handed = await db.run(
     `update renders set status = 'queued', progress = 0, started_at = null, lease_owner = null,
        lease_expires_at = null, attempts = case when attempts > 0 then attempts - 1 else 0 end
      where status = 'rendering' and deleted_at is null and lease_owner = ?`,
     owner,
   );
+  for (const row of held) {
+    logHandedBack(row.id, row.account_id, "the server stopped past its deadline");
+  }
+  return handed;
+}
+
+/** The one line of a render this worker gave back to the queue (no attempt counted). */
+function logHandedBack(renderId: string, accountId: string, why: string): void {
+  log.info(`render ${renderId}: handed back to the queue (${why}); another worker takes it`, {
+    renderId,
+    accountId,
+    handedBack: true,
+  });
 }
 
 /** Backoff of a worker whose database or disk keeps failing: 0.5 s doubling to 30 s. */

@@ -13,6 +13,7 @@
  * @module
  */
 
+import { log as serverLog } from "../log.ts";
 import type { Queries, Row } from "../database/mod.ts";
 import { DOWNLOAD_URL_SECONDS, type ServerContext } from "../context.ts";
 import { signPath } from "../auth/secrets.ts";
@@ -68,9 +69,9 @@ export interface TransitionFields {
 }
 
 /** Where refused transitions are reported; tests replace it. */
-export type TransitionLog = (message: string) => void;
+export type TransitionLog = (message: string, renderId?: string) => void;
 
-let log: TransitionLog = (message) => console.warn(message);
+let log: TransitionLog = (message, renderId) => serverLog.warn(message, { renderId });
 
 /**
  * Replaces the reporter of refused transitions and returns the previous one (for tests).
@@ -138,7 +139,7 @@ export async function transitionRender(
     : current.deleted_at !== null
     ? "deleted"
     : String(current.status);
-  log(`render ${id}: ${state} -> ${to} refused (allowed from: ${from.join(", ") || "none"})`);
+  log(`render ${id}: ${state} -> ${to} refused (allowed from: ${from.join(", ") || "none"})`, id);
   return false;
 }
 
