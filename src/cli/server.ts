@@ -8,7 +8,8 @@
  * @module
  */
 
-import type { Command, OptionValues } from "@commander-js/extra-typings";
+import { type Command, InvalidArgumentError, type OptionValues } from "@commander-js/extra-typings";
+import { type MinFreeSpace, parseMinFreeSpace } from "../server/storage/disk_space.ts";
 import {
   addUser,
   type ApiKeyInfo,
@@ -44,6 +45,29 @@ import { captureConsole, configureLog, log, LOG_FORMATS, type LogFormat } from "
 import { listenForStop, runUntilStopped, shutdownTimeoutOption } from "./shutdown.ts";
 
 const DEFAULT_DATA_DIR = "vid-data";
+
+/**
+ * Seconds of `--shutdown-timeout` kept for what follows the drain of requests (listener,
+ * renders, database); requests in flight get the rest, at least half of it.
+ */
+const DRAIN_RESERVE_SECONDS = 3;
+
+/**
+ * How long a stopping `vid server` lets requests in flight finish: its `--shutdown-timeout`
+ * less {@linkcode DRAIN_RESERVE_SECONDS}, at least half of it.
+ */
+function drainSecondsOf(shutdownTimeout: number): number {
+  return Math.max(shutdownTimeout / 2, shutdownTimeout - DRAIN_RESERVE_SECONDS);
+}
+
+/** Parses `--min-free-space`, naming the flag on error. */
+function minFreeSpaceFlag(value: string): MinFreeSpace {
+  try {
+    return parseMinFreeSpace(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
 /** Shortest `--metrics-token`: long enough that guessing it is hopeless. */
 const MIN_METRICS_TOKEN = 16;
 const METRICS_TOKEN = new RegExp(`^[\\x21-\\x7e]{${MIN_METRICS_TOKEN},}$`);
@@ -126,7 +150,18 @@ function withRenderOptions<
         "seconds, so the video is the same bytes)",
       defaultText: "each render renders whole on one worker",
     }))
-    .addOption(shutdownTimeoutOption("stop accepting, re-queue in-flight renders"))
+    .addOption(
+      shutdownTimeoutOption(
+        "new requests get 503, requests in flight get all but the last " +
+          `${DRAIN_RESERVE_SECONDS} s to finish, in-flight renders are re-queued`,
+      ),
+    )
+    .option(
+      "--min-free-space <size>",
+      "free space the data folder needs for /readyz to say ready, e.g. 512M, 2G or 5% of " +
+        "the disk; 0 turns the check off (default: 512M)",
+      minFreeSpaceFlag,
+    )
     .option(
       "--max-duration <seconds>",
       "longest render accepted, in seconds; longer is refused (422) before any charge",
@@ -295,6 +330,7 @@ interface ServerFlags extends RenderBackendFlags {
   maxRenderSeconds?: number;
   chunkSize?: number;
   shutdownTimeout: number;
+  minFreeSpace?: MinFreeSpace;
   publicUrl?: string;
   storage?: string;
   allowHttpCallbacks?: boolean;
@@ -376,6 +412,8 @@ async function runServer(options: ServerFlags): Promise<void> {
       renderUser: options.renderUser,
       trustedProxies: options.trustedProxy,
       allowNoSandbox: options.allowNoSandbox,
+      minFreeSpace: options.minFreeSpace,
+      drainSeconds: drainSecondsOf(options.shutdownTimeout),
       limits: {
         maxDurationSeconds: options.maxDuration,
         maxFrames: options.maxFrames,
@@ -390,7 +428,9 @@ async function runServer(options: ServerFlags): Promise<void> {
       signals,
       name: "vid server",
       timeoutSeconds: options.shutdownTimeout,
-      stopping: "stopping: no new requests, in-flight renders go back to the queue",
+      stopping: "stopping: new requests get 503, requests in flight get " +
+        `${drainSecondsOf(options.shutdownTimeout)} s to finish, in-flight renders go back ` +
+        "to the queue",
       close: () => running.close(),
       kill: async () => {
         const killed = await running.kill();

@@ -4,6 +4,7 @@
  * @module
  */
 
+import type { DiskSpace } from "./storage/disk_space.ts";
 import type { Database } from "./database/mod.ts";
 import type { Storage } from "./storage/storage.ts";
 import { HOSTED_UPLOAD_LIMIT_BYTES } from "../project/package.ts";
@@ -125,6 +126,13 @@ export interface ServerContext {
   trustedProxies?: TrustedProxies;
   /** This run's name on the leases and idempotency claims it holds (see `leases.ts`). */
   owner?: string;
+  /**
+   * The data folders' free space against `--min-free-space` (see `disk_space.ts`): `/readyz`
+   * and the upload check read it. @default not checked
+   */
+  disk?: DiskSpace;
+  /** Why this instance no longer takes requests (it is stopping), else `undefined`. */
+  stopping?(): string | undefined;
 }
 
 /** Output frame size of each resolution and aspect ratio. */

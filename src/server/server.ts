@@ -49,12 +49,20 @@ import { queueDepth, ServerMetrics } from "./queue/metrics.ts";
 import { meteredBackend } from "./queue/metered_backend.ts";
 import { configureLog, log } from "./log.ts";
 import { withRequestId } from "./http/request_id.ts";
+import { DEFAULT_MIN_FREE_BYTES, DiskSpace } from "./storage/disk_space.ts";
+import { Drain } from "./http/drain.ts";
 
 export { SERVER_ROLES, type ServerRole } from "./context.ts";
 export { openDataDir } from "./database/data_dir.ts";
 
 /** How a stopping server waits for webhook deliveries in flight. */
 const WEBHOOK_DRAIN_MS = 10_000;
+
+/** How long the listener's close waits on connections of requests cut off at the drain deadline. */
+const CUT_OFF_CLOSE_MS = 500;
+
+/** Default of {@linkcode ServerOptions.drainSeconds}. */
+export const DEFAULT_DRAIN_SECONDS = 15;
 
 /** Options of {@linkcode startServer}. */
 export interface ServerOptions {
@@ -138,6 +146,18 @@ export interface ServerOptions {
    * (`--trusted-proxy`), so the throttles count each client, not the proxy. @default none
    */
   trustedProxies?: readonly string[];
+  /**
+   * Free space `/readyz` asks of the data folder (and a `file://` storage folder) to say
+   * ready (`--min-free-space`): bytes, or a share of the disk; `{ bytes: 0 }` turns the check
+   * off. @default 512 MiB
+   */
+  minFreeSpace?: { bytes: number } | { percent: number };
+  /**
+   * How long {@linkcode RunningServer.close} lets requests in flight (uploads, downloads)
+   * finish before cutting them off; new requests are answered 503 meanwhile (see
+   * `drain.ts`). `vid server` derives it from `--shutdown-timeout`. @default 15
+   */
+  drainSeconds?: number;
 }
 
 /** A running server. */
@@ -155,7 +175,11 @@ export interface RunningServer {
   reaped: { browsers: number; folders: number };
   /** The render backend in use and how many renders it runs at once. */
   backend: { kind: RenderBackendKind; slots: number };
-  /** Stops accepting requests, sends in-flight renders back to the queue, closes the database. */
+  /**
+   * Stops taking requests (new ones are answered 503 with `Retry-After`), lets those in
+   * flight finish for up to {@linkcode ServerOptions.drainSeconds} (then cuts them off, one log
+   * line each), sends in-flight renders back to the queue and closes the database.
+   */
   close(): Promise<void>;
   /**
    * Ends the server's work now, for a stop past its deadline ({@linkcode close} still
@@ -232,6 +256,45 @@ function keepProcessesReachable(dirs: readonly string[], onWarning?: (line: stri
   );
 }
 
+/** {@linkcode RunningServer.kill}: the processes first, then the re-queue, within a bound. */
+async function killNow(
+  db: Database,
+  owner: string,
+): Promise<{ browsers: number; encoders: number }> {
+  const killed = { browsers: killLiveBrowsers(), encoders: killLiveProcesses() };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([
+      (async () => {
+        await handBackRenders(db, owner);
+        await db.close();
+      })(),
+      new Promise((resolve) => timer = setTimeout(resolve, KILL_DATABASE_MS)),
+    ]);
+  } catch {
+    // closed by a close() that finished meanwhile; the next start ends the leases anyway
+  } finally {
+    clearTimeout(timer);
+  }
+  return killed;
+}
+
+/**
+ * Closes the listener after requests were cut off at the drain deadline. Their clients may
+ * still hold their connections open mid-body, which a graceful close waits on: it gets
+ * {@linkcode CUT_OFF_CLOSE_MS}, and the listener then no longer keeps the process alive
+ * (the connections end with it).
+ */
+async function closeCutOff(server: Deno.HttpServer): Promise<void> {
+  server.unref();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([
+    server.shutdown(),
+    new Promise((resolve) => timer = setTimeout(resolve, CUT_OFF_CLOSE_MS)),
+  ]);
+  clearTimeout(timer);
+}
+
 /**
  * Starts the API and the render queue.
  *
@@ -264,6 +327,11 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     : new FsStorage(join(dataDir, "storage"));
   // The folder exists from the start, so /readyz reports one that goes missing later.
   if (storage instanceof FsStorage) await mkdir(storage.root, { recursive: true, mode: 0o700 });
+  const disk = new DiskSpace(
+    storage instanceof FsStorage ? [dataDir, storage.root] : [dataDir],
+    options.minFreeSpace ?? { bytes: DEFAULT_MIN_FREE_BYTES },
+  );
+  const drain = new Drain((line) => log.warn(line));
   const workRoot = join(dataDir, "work");
   const reaped = await reapPredecessors(workRoot);
   const workDir = join(workRoot, `run-${Deno.pid}`);
@@ -326,6 +394,8 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     owner,
     ...(options.metricsToken !== undefined && { metricsToken: options.metricsToken }),
     trustedProxies,
+    disk,
+    stopping: () => drain.stopping,
   };
   const app = serves ? createApp(ctx) : opsApp(ctx, role);
   const hostname = options.hostname ?? "127.0.0.1";
@@ -334,7 +404,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     port: options.port ?? 8787,
     hostname,
     onListen: (addr) => listening.resolve(addr as Deno.NetAddr),
-  }, withRequestId(app.fetch));
+  }, withRequestId(drain.handler(app.fetch)));
   const addr = await listening.promise;
   const host = addr.hostname.includes(":") ? `[${addr.hostname}]` : addr.hostname;
   const url = `http://${host}:${addr.port}`;
@@ -363,30 +433,21 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     reaped,
     backend: { kind: backend?.kind ?? config.kind, slots: backend?.slots ?? 0 },
     async close(): Promise<void> {
-      // Together: a client holding a request open must not keep renders running.
-      await Promise.all([server.shutdown(), queue?.stop()]);
+      // Together: a client holding a request open must not keep renders running. The
+      // listener closes once the requests in flight are over (or cut off): closing it first
+      // would end their bodies mid-stream.
+      const drainMs = (options.drainSeconds ?? DEFAULT_DRAIN_SECONDS) * 1000;
+      await Promise.all([
+        drain.drain(drainMs, "stopping: draining the requests in flight").then(({ cutOff }) =>
+          cutOff === 0 ? server.shutdown() : closeCutOff(server)
+        ),
+        queue?.stop(),
+      ]);
       // Deliveries in flight get to finish; the rest stay pending for the next start.
       await webhooks.stop(WEBHOOK_DRAIN_MS);
       await db.close();
       await rm(workDir, { recursive: true, force: true });
     },
-    async kill(): Promise<{ browsers: number; encoders: number }> {
-      const killed = { browsers: killLiveBrowsers(), encoders: killLiveProcesses() };
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      try {
-        await Promise.race([
-          (async () => {
-            await handBackRenders(db, owner);
-            await db.close();
-          })(),
-          new Promise((resolve) => timer = setTimeout(resolve, KILL_DATABASE_MS)),
-        ]);
-      } catch {
-        // closed by a close() that finished meanwhile; the next start ends the leases anyway
-      } finally {
-        clearTimeout(timer);
-      }
-      return killed;
-    },
+    kill: () => killNow(db, owner),
   };
 }

@@ -133,7 +133,7 @@ describe("vid server operations", () => {
         await Deno.remove(file);
         assert.deepEqual(await readyz(server.url), {
           status: 200,
-          body: { status: "ready", checks: { database: "ok", storage: "ok" } },
+          body: { status: "ready", checks: { database: "ok", storage: "ok", disk: "ok" } },
         });
         await s3.close();
         s3Closed = true;
@@ -192,7 +192,7 @@ describe("vid server operations", () => {
         assert.deepEqual(await health.json(), { status: "ok" });
         assert.deepEqual(await readyz(server.url), {
           status: 200,
-          body: { status: "ready", checks: { database: "ok", storage: "ok" } },
+          body: { status: "ready", checks: { database: "ok", storage: "ok", disk: "ok" } },
         });
 
         for (const authorization of [undefined, "Bearer wrong-token-0123456789", `Bearer ${key}`]) {
@@ -249,7 +249,7 @@ describe("vid server operations", () => {
         assert.equal(away.status, 503);
         assert.deepEqual(away.body, {
           status: "unready",
-          checks: { database: "ok", storage: "the storage folder is missing" },
+          checks: { database: "ok", storage: "the storage folder is missing", disk: "ok" },
         });
         const again = await fetch(`${server.url}/readyz`);
         assert.equal(again.headers.get("retry-after"), "5");

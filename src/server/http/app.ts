@@ -42,6 +42,8 @@ import { renderJson, transitionRender } from "../queue/renders.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
 import { contentTypeOf } from "../../util/mime.ts";
 import { addLogContext, log } from "../log.ts";
+import { insufficientStorageFor } from "../storage/disk_space.ts";
+import { errorText } from "../../errors.ts";
 
 function loadOpenApi(): unknown {
   const text = readFileSync(new URL("../../../api/openapi.yaml", import.meta.url), "utf8");
@@ -201,6 +203,17 @@ export function createApp(ctx: ServerContext): Hono {
         503,
       );
     }
+    // A full disk is the operator's to fix, said on one line; the client is told to retry.
+    const full = insufficientStorageFor(error);
+    if (full !== undefined) {
+      log.error(
+        `vid server: out of disk space on ${c.req.method} ${c.req.path}: ${
+          errorText(full.cause ?? full)
+        }`,
+      );
+      c.header("retry-after", String(full.retryAfterSeconds));
+      return c.json(full.toJSON(), 507);
+    }
     const answer = apiErrorFor(error);
     if (answer === undefined) {
       log.error(Deno.inspect(error));
@@ -278,6 +291,7 @@ function assetRoutes(app: Hono, ctx: ServerContext, { caller }: RouteDeps): void
         "size_bytes",
       );
     }
+    await ctx.disk?.ensureRoom(size, "this project zip");
     const composition = body.composition ?? OPTIONS.composition.default;
     if (typeof composition !== "string" || composition.trim() === "") {
       throw invalid("composition", "must be the entry HTML file's path inside the zip");
@@ -465,6 +479,11 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
     }
     const row = await ctx.db.get("select * from assets where id = ?", id) as Row | undefined;
     if (!row) throw notFound("asset", id);
+    // Before the body is read and the URL claimed: an upload larger than the free space
+    // could not be kept.
+    if (row.status === "pending_upload") {
+      await ctx.disk?.ensureRoom(Number(row.size_bytes), "this upload");
+    }
     // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
     // one is refused, so it can never replace a ready project.
     const claimed = await ctx.db.run(

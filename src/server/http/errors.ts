@@ -21,6 +21,7 @@ export type ErrorCode =
   | "vid_too_many_renders"
   | "vid_limit_exceeded"
   | "vid_unavailable"
+  | "vid_insufficient_storage"
   | "vid_internal";
 
 /** An error the API answers with its status and body. */
@@ -112,6 +113,7 @@ const ERROR_CODES: Readonly<Record<ErrorCode, true>> = {
   vid_too_many_renders: true,
   vid_limit_exceeded: true,
   vid_unavailable: true,
+  vid_insufficient_storage: true,
   vid_internal: true,
 };
 

@@ -38,8 +38,11 @@ const UNREADY_RETRY_SECONDS = 5;
 export interface Readiness {
   /** Whether every dependency answered. */
   ready: boolean;
-  /** `database` and `storage`, each `"ok"` or the reason it is not. */
-  checks: { database: string; storage: string };
+  /**
+   * `database`, `storage` and `disk` (free space against `--min-free-space`), each `"ok"` or
+   * the reason it is not; `server` only while this instance stops (it drains its requests).
+   */
+  checks: { database: string; storage: string; disk: string; server?: string };
 }
 
 /** Runs `check` with a deadline the host enforces; resolves to `"ok"` or the reason. */
@@ -66,8 +69,9 @@ async function within(check: () => Promise<void> | void, ms: number): Promise<st
 /**
  * Checks what a request needs: a read of the database within {@linkcode READY_DATABASE_MS}
  * (not ready at once while another process has held its lock past
- * {@linkcode READY_LOCKED_MS}) and the storage's own check (the folder is there and
- * writable, or the bucket answers) within {@linkcode READY_CHECK_MS}.
+ * {@linkcode READY_LOCKED_MS}), the storage's own check (the folder is there and
+ * writable, or the bucket answers) within {@linkcode READY_CHECK_MS}, and the data folder's
+ * free space against `--min-free-space`. A stopping instance is not ready.
  *
  * @example
  * ```ts no_run
@@ -81,7 +85,7 @@ async function within(check: () => Promise<void> | void, ms: number): Promise<st
  */
 export async function readiness(ctx: ServerContext): Promise<Readiness> {
   const locked = ctx.db.lockedForMs?.() ?? 0;
-  const [database, storage] = await Promise.all([
+  const [database, storage, disk] = await Promise.all([
     locked > READY_LOCKED_MS
       ? `locked by another process: statements have waited ${
         Math.round(locked)
@@ -91,8 +95,13 @@ export async function readiness(ctx: ServerContext): Promise<Readiness> {
         READY_DATABASE_MS,
       ),
     within(() => ctx.storage.ready(), READY_CHECK_MS),
+    ctx.disk ? within(() => ctx.disk?.ready(), READY_CHECK_MS) : "ok",
   ]);
-  return { ready: database === "ok" && storage === "ok", checks: { database, storage } };
+  const stopping = ctx.stopping?.();
+  return {
+    ready: database === "ok" && storage === "ok" && disk === "ok" && stopping === undefined,
+    checks: { database, storage, disk, ...(stopping !== undefined && { server: stopping }) },
+  };
 }
 
 /**
