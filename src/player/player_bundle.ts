@@ -329,9 +329,9 @@ export const PLAYER_BUNDLE: string = `(() => {
       top: (boxHeight - height * scale) / 2
     };
   }
-  var Base = globalThis.HTMLElement ?? class {
+  var PlayerElementBase = globalThis.HTMLElement ?? class {
   };
-  var VidPlayer = class extends Base {
+  var VidPlayer = class extends PlayerElementBase {
     /** The attributes whose changes the element follows. */
     static get observedAttributes() {
       return PLAYER_ATTRIBUTES;

@@ -71,47 +71,6 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     return \`?\${next}\`;
   }
 
-  // src/preview/studio/page_error.ts
-  function projectFile(url, studioHref, entry) {
-    try {
-      const parsed = new URL(url, studioHref);
-      if (parsed.origin !== new URL(studioHref).origin) return url;
-      const page = new URL(\`/\${encodeURI(entry)}\`, studioHref).pathname;
-      const folder = page.slice(0, page.lastIndexOf("/") + 1);
-      const path = parsed.pathname.startsWith(folder) ? parsed.pathname.slice(folder.length) : parsed.pathname.slice(1);
-      return decodeURIComponent(path);
-    } catch {
-      return url;
-    }
-  }
-  function errorLocation(record) {
-    return record.stack[0] ?? (record.url && record.line !== void 0 ? { functionName: "", url: record.url, line: record.line, column: record.column ?? 0 } : void 0);
-  }
-  function pageErrorMessage(record, fallbackFrame, fileOf) {
-    const top = errorLocation(record);
-    const head = record.phase === "load" ? \`the page threw while loading: \${record.message}\` : \`frame \${record.frame ?? fallbackFrame}: the page threw \${record.message}\`;
-    const frames = (record.stack.length > 0 ? record.stack : top ? [top] : []).slice(0, 3).map((f) => {
-      const where = \`\${fileOf(f.url)}:\${f.line}:\${f.column}\`;
-      return \`    at \${f.functionName ? \`\${f.functionName} (\${where})\` : where}\`;
-    });
-    return [head, ...frames].join("\\n");
-  }
-  function sourceExcerpt(source, line, column) {
-    const lines = source.split(/\\r\\n|\\r|\\n|\\u2028|\\u2029/);
-    const from = Math.max(1, line - 1);
-    const to = Math.min(lines.length, line + 1);
-    const width = String(to).length;
-    const excerpt = [];
-    for (let n = from; n <= to; n++) {
-      const text = (lines[n - 1] ?? "").replace(/\\t/g, "  ").slice(0, 200);
-      excerpt.push(\`\${n === line ? ">" : " "} \${String(n).padStart(width)} | \${text}\`);
-      if (n === line && column > 0) {
-        excerpt.push(\`  \${" ".repeat(width)} | \${" ".repeat(column - 1)}^\`);
-      }
-    }
-    return excerpt.join("\\n");
-  }
-
   // src/preview/studio/sound.ts
   function soundPosition(clip, t, length, playing) {
     const local = t - clip.start;
@@ -257,72 +216,138 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       ...fields.name.trim() ? { name: fields.name.trim() } : {}
     };
   }
-  function wireRenderDialog(elements, host) {
-    const {
-      renderButton,
-      renderCancel,
-      renderProgress,
-      renderStatus,
-      renderMessage,
-      renderDialog,
-      renderFormat,
-      renderQuality,
-      renderScale,
-      renderFps,
-      renderFrom,
-      renderTo,
-      renderName
-    } = elements;
-    const showRender = (status) => {
-      renderStatus.dataset.state = status.state;
-      renderProgress.hidden = status.state === "idle";
-      renderCancel.hidden = status.state !== "rendering";
-      const p = status.progress;
-      renderProgress.max = p?.framesTotal || 1;
-      renderProgress.value = status.state === "done" ? renderProgress.max : p?.framesDone ?? 0;
-      renderStatus.replaceChildren();
-      if (status.state === "rendering") {
-        const eta = p?.etaSeconds !== void 0 && Number.isFinite(p.etaSeconds) ? \`, about \${Math.max(0, Math.ceil(p.etaSeconds))} s left\` : "";
-        renderStatus.textContent = p && p.stage === "rendering" ? \`Rendering: \${p.framesDone} / \${p.framesTotal} frames (\${p.fps.toFixed(1)} fps\${eta})\` : \`Rendering: \${p?.stage ?? "starting"}\`;
-        renderStatus.dataset.eta = p?.etaSeconds === void 0 ? "" : String(p.etaSeconds);
-      } else if (status.state === "done" && status.file) {
-        const file = status.file;
-        const link = document.createElement("a");
-        link.id = "render-link";
-        link.href = \`/__preview/renders/\${file.split("/").map(encodeURIComponent).join("/")}\`;
-        link.download = file.split("/").pop();
-        link.textContent = \`renders/\${file}\`;
-        renderStatus.append(
-          status.folder ? \`Done: renders/\${status.folder} (first frame: \` : "Done: ",
-          link,
-          status.folder ? ")" : "",
-          \` (\${status.frames} frames, \${formatBytes(status.bytes ?? 0)}, \${((status.elapsedMs ?? 0) / 1e3).toFixed(1)} s)\`
-        );
-      } else if (status.state === "cancelled") {
-        renderStatus.textContent = "Render cancelled; no file was written.";
-      } else if (status.state === "failed") {
-        renderStatus.textContent = \`Render failed: \${status.error?.message ?? "unknown error"}\`;
+  function renderingText(progress) {
+    const p = progress;
+    const eta = p?.etaSeconds !== void 0 && Number.isFinite(p.etaSeconds) ? \`, about \${Math.max(0, Math.ceil(p.etaSeconds))} s left\` : "";
+    return p && p.stage === "rendering" ? \`Rendering: \${p.framesDone} / \${p.framesTotal} frames (\${p.fps.toFixed(1)} fps\${eta})\` : \`Rendering: \${p?.stage ?? "starting"}\`;
+  }
+  function renderHref(file) {
+    return \`/__preview/renders/\${file.split("/").map(encodeURIComponent).join("/")}\`;
+  }
+  function renderDoneFigures(status) {
+    return \` (\${status.frames} frames, \${formatBytes(status.bytes ?? 0)}, \${((status.elapsedMs ?? 0) / 1e3).toFixed(1)} s)\`;
+  }
+  function showRenderStatus(elements, status) {
+    const { renderCancel, renderProgress, renderStatus } = elements;
+    renderStatus.dataset.state = status.state;
+    renderProgress.hidden = status.state === "idle";
+    renderCancel.hidden = status.state !== "rendering";
+    const p = status.progress;
+    renderProgress.max = p?.framesTotal || 1;
+    renderProgress.value = status.state === "done" ? renderProgress.max : p?.framesDone ?? 0;
+    renderStatus.replaceChildren();
+    if (status.state === "rendering") {
+      renderStatus.textContent = renderingText(p);
+      renderStatus.dataset.eta = p?.etaSeconds === void 0 ? "" : String(p.etaSeconds);
+    } else if (status.state === "done" && status.file) {
+      const file = status.file;
+      const link = document.createElement("a");
+      link.id = "render-link";
+      link.href = renderHref(file);
+      link.download = file.split("/").pop();
+      link.textContent = \`renders/\${file}\`;
+      renderStatus.append(
+        status.folder ? \`Done: renders/\${status.folder} (first frame: \` : "Done: ",
+        link,
+        status.folder ? ")" : "",
+        renderDoneFigures(status)
+      );
+    } else if (status.state === "cancelled") {
+      renderStatus.textContent = "Render cancelled; no file was written.";
+    } else if (status.state === "failed") {
+      renderStatus.textContent = \`Render failed: \${status.error?.message ?? "unknown error"}\`;
+    }
+  }
+  function fillOptions(select, options, chosen) {
+    const keep = select.value || chosen;
+    select.replaceChildren(...options.map((value) => {
+      const option = document.createElement("option");
+      option.value = value;
+      option.textContent = OPTION_LABELS[value] ?? value;
+      return option;
+    }));
+    select.value = options.includes(keep) ? keep : chosen;
+  }
+  function openDialog(elements, host, info) {
+    const { renderDialog, renderFormat, renderQuality, renderScale } = elements;
+    const { renderFps, renderFrom, renderTo, renderName } = elements;
+    fillOptions(renderFormat, info.render.formats, "mp4");
+    fillOptions(renderQuality, info.render.qualities, "standard");
+    fillOptions(renderScale, info.render.scales, "1");
+    renderFps.value = String(+info.fps.toFixed(3));
+    renderFrom.max = renderTo.max = String(host.lastFrame());
+    renderTo.disabled = renderFormat.value === "still";
+    renderFrom.value = renderFormat.value === "still" ? String(host.playheadFrame()) : "0";
+    renderTo.value = String(host.lastFrame());
+    renderName.placeholder = \`\${info.id}-<date>-<time>\`;
+    renderDialog.showModal();
+    return gateOnCheck(renderDialog, host.entry());
+  }
+  function dialogFields(elements, host) {
+    const { renderFormat, renderQuality, renderScale, renderFps, renderFrom, renderTo } = elements;
+    return {
+      values: host.values(),
+      entry: host.entry(),
+      format: renderFormat.value,
+      quality: renderQuality.value,
+      scale: renderScale.value,
+      fps: renderFps.value,
+      from: renderFrom.value,
+      to: renderTo.value,
+      toMax: renderTo.max,
+      name: elements.renderName.value
+    };
+  }
+  async function startRender(elements, host) {
+    const { renderMessage } = elements;
+    renderMessage.textContent = "";
+    renderMessage.dataset.kind = "";
+    try {
+      const response = await fetch("/__preview/render", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(
+          renderRequestBody(dialogFields(elements, host), host.info()?.fps ?? 0)
+        )
+      });
+      const body = await response.json();
+      if (body.ok && body.status) {
+        showRenderStatus(elements, body.status);
+        return;
       }
-    };
-    const fillOptions = (select, options, chosen) => {
-      const keep = select.value || chosen;
-      select.replaceChildren(...options.map((value) => {
-        const option = document.createElement("option");
-        option.value = value;
-        option.textContent = OPTION_LABELS[value] ?? value;
-        return option;
-      }));
-      select.value = options.includes(keep) ? keep : chosen;
-    };
-    renderFps.addEventListener("input", () => {
-      const fps = Number(renderFps.value);
-      const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
-      const info = host.info();
-      if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
-      const last = String(lastFrameAt(info.duration, fps));
-      renderFrom.max = renderTo.max = last;
-      renderTo.value = last;
-    });
+      renderMessage.textContent = body.error?.message ?? \`render refused (\${response.status})\`;
+      renderMessage.dataset.kind = response.status === 409 ? "busy" : "error";
+    } catch (error) {
+      renderMessage.textContent = \`cannot reach vid preview: \${error.message}\`;
+      renderMessage.dataset.kind = "error";
+    }
+  }
+  async function cancelRender(renderCancel) {
+    renderCancel.disabled = true;
+    try {
+      await fetch("/__preview/render/cancel", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{}"
+      });
+    } finally {
+      renderCancel.disabled = false;
+    }
+  }
+  function followFrameRate(elements, info) {
+    const { renderFps, renderFrom, renderTo } = elements;
+    const fps = Number(renderFps.value);
+    const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
+    if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
+    const last = String(lastFrameAt(info.duration, fps));
+    renderFrom.max = renderTo.max = last;
+    renderTo.value = last;
+  }
+  function wireRenderDialog(elements, host) {
+    const { renderButton, renderCancel, renderDialog, renderFormat, renderFps } = elements;
+    const { renderFrom, renderTo } = elements;
+    let held = Promise.resolve(() => false);
+    renderFps.addEventListener("input", () => followFrameRate(elements, host.info()));
     renderFormat.addEventListener("change", () => {
       if (renderFormat.value === "still") {
         renderFrom.value = String(host.playheadFrame());
@@ -331,72 +356,17 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     });
     renderButton.addEventListener("click", () => {
       const info = host.info();
-      if (!info) return;
-      fillOptions(renderFormat, info.render.formats, "mp4");
-      fillOptions(renderQuality, info.render.qualities, "standard");
-      fillOptions(renderScale, info.render.scales, "1");
-      renderFps.value = String(+info.fps.toFixed(3));
-      renderFrom.max = renderTo.max = String(host.lastFrame());
-      renderTo.disabled = renderFormat.value === "still";
-      renderFrom.value = renderFormat.value === "still" ? String(host.playheadFrame()) : "0";
-      renderTo.value = String(host.lastFrame());
-      renderName.placeholder = \`\${info.id}-<date>-<time>\`;
-      renderDialog.showModal();
-      held = gateOnCheck(renderDialog, host.entry());
+      if (info) held = openDialog(elements, host, info);
     });
-    const startRender = async () => {
-      renderMessage.textContent = "";
-      renderMessage.dataset.kind = "";
-      try {
-        const response = await fetch("/__preview/render", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify(renderRequestBody({
-            values: host.values(),
-            entry: host.entry(),
-            format: renderFormat.value,
-            quality: renderQuality.value,
-            scale: renderScale.value,
-            fps: renderFps.value,
-            from: renderFrom.value,
-            to: renderTo.value,
-            toMax: renderTo.max,
-            name: renderName.value
-          }, host.info()?.fps ?? 0))
-        });
-        const body = await response.json();
-        if (body.ok && body.status) {
-          showRender(body.status);
-          return;
-        }
-        renderMessage.textContent = body.error?.message ?? \`render refused (\${response.status})\`;
-        renderMessage.dataset.kind = response.status === 409 ? "busy" : "error";
-      } catch (error) {
-        renderMessage.textContent = \`cannot reach vid preview: \${error.message}\`;
-        renderMessage.dataset.kind = "error";
-      }
-    };
-    let held = Promise.resolve(() => false);
     renderDialog.addEventListener("close", async () => {
       const start = renderDialog.returnValue === "start";
       renderDialog.returnValue = "";
       if (!start) return;
       if ((await held)()) renderDialog.showModal();
-      else void startRender();
+      else void startRender(elements, host);
     });
-    renderCancel.addEventListener("click", async () => {
-      renderCancel.disabled = true;
-      try {
-        await fetch("/__preview/render/cancel", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: "{}"
-        });
-      } finally {
-        renderCancel.disabled = false;
-      }
-    });
-    return { showRender };
+    renderCancel.addEventListener("click", () => void cancelRender(renderCancel));
+    return { showRender: (status) => showRenderStatus(elements, status) };
   }
   async function gateOnCheck(dialog, entry) {
     const free = () => false;
@@ -453,218 +423,258 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     }
     return kept;
   }
-  function createVariablesPanel(elements, host) {
-    const { form, droppedList, renderMessage } = elements;
-    const fieldInput = (id) => form.querySelector(\`[data-var="\${CSS.escape(id)}"]\`);
-    const hexOf = (colour) => {
-      if (/^#[0-9a-f]{6}$/i.test(colour)) return colour.toLowerCase();
-      const probe = document.createElement("canvas").getContext("2d");
-      if (!probe) return void 0;
-      probe.fillStyle = "#010203";
-      probe.fillStyle = colour;
-      const parsed = String(probe.fillStyle);
-      return /^#[0-9a-f]{6}$/i.test(parsed) && (parsed !== "#010203" || colour === "#010203") ? parsed : void 0;
-    };
-    const readField = (d) => {
-      const input = fieldInput(d.id);
-      if (!input) return host.values()[d.id];
-      if (d.type === "boolean") return input.checked;
-      if (d.type === "number") return numberFieldValue(input.value);
-      return input.value;
-    };
-    const syncPicker = (d, value) => {
-      const picker = form.querySelector(\`[data-picker="\${CSS.escape(d.id)}"]\`);
-      const hex = hexOf(String(value));
-      if (picker && hex) picker.value = hex;
-    };
-    const writeField = (d, value) => {
-      const input = fieldInput(d.id);
-      if (!input) return;
-      if (d.type === "boolean") input.checked = value === true;
-      else input.value = value === void 0 ? "" : String(value);
-      if (d.type === "color") syncPicker(d, value);
-      if (d.type === "image") input.dispatchEvent(new Event("vid-value"));
-    };
-    const showProblems = (problems) => {
-      const byKey = new Map(problems.map((p) => [p.key, p.message]));
-      for (const field of Array.from(form.querySelectorAll(".field"))) {
-        const message = byKey.get(field.dataset.id ?? "") ?? "";
-        field.classList.toggle("invalid", message !== "");
-        const slot = field.querySelector(".problem");
-        if (slot) slot.textContent = message;
-        field.querySelector("[data-var]")?.setAttribute("aria-invalid", String(message !== ""));
+  function inputType(d) {
+    return d.type === "boolean" ? "checkbox" : d.type === "number" ? "number" : "text";
+  }
+  function fieldEvent(d) {
+    return d.type === "enum" || d.type === "boolean" ? "change" : "input";
+  }
+  function fieldRuns(declarations) {
+    const runs = [];
+    const groups = /* @__PURE__ */ new Map();
+    for (const d of declarations) {
+      if (!d.group) {
+        runs.push({ declarations: [d] });
+        continue;
       }
-      const unplaced = problems.filter((p) => !fieldInput(p.key));
-      renderMessage.dataset.kind = unplaced.length > 0 ? "error" : "";
-      if (unplaced.length > 0) renderMessage.textContent = unplaced.map((p) => p.message).join("\\n");
+      let run = groups.get(d.group);
+      if (!run) {
+        run = { group: d.group, declarations: [] };
+        groups.set(d.group, run);
+        runs.push(run);
+      }
+      run.declarations.push(d);
+    }
+    return runs;
+  }
+  function thumbnailSrc(value) {
+    const trimmed = value.trim();
+    if (trimmed === "") return void 0;
+    return /^https?:\\/\\//i.test(trimmed) ? trimmed : \`/\${trimmed}\`;
+  }
+  function droppedText(d) {
+    return \`declaration \${d.index}\${d.id ? \` ("\${d.id}")\` : ""} dropped: \${d.reason}\`;
+  }
+  function fieldInput(form, id) {
+    return form.querySelector(
+      \`[data-var="\${CSS.escape(id)}"]\`
+    );
+  }
+  function hexOf(colour) {
+    if (/^#[0-9a-f]{6}$/i.test(colour)) return colour.toLowerCase();
+    const probe = document.createElement("canvas").getContext("2d");
+    if (!probe) return void 0;
+    probe.fillStyle = "#010203";
+    probe.fillStyle = colour;
+    const parsed = String(probe.fillStyle);
+    return /^#[0-9a-f]{6}$/i.test(parsed) && (parsed !== "#010203" || colour === "#010203") ? parsed : void 0;
+  }
+  function readField(ctx, d) {
+    const input = fieldInput(ctx.form, d.id);
+    if (!input) return ctx.host.values()[d.id];
+    if (d.type === "boolean") return input.checked;
+    if (d.type === "number") return numberFieldValue(input.value);
+    return input.value;
+  }
+  function syncPicker(form, d, value) {
+    const picker = form.querySelector(\`[data-picker="\${CSS.escape(d.id)}"]\`);
+    const hex = hexOf(String(value));
+    if (picker && hex) picker.value = hex;
+  }
+  function writeField(form, d, value) {
+    const input = fieldInput(form, d.id);
+    if (!input) return;
+    if (d.type === "boolean") input.checked = value === true;
+    else input.value = value === void 0 ? "" : String(value);
+    if (d.type === "color") syncPicker(form, d, value);
+    if (d.type === "image") input.dispatchEvent(new Event("vid-value"));
+  }
+  function showProblems(elements, problems) {
+    const { form, renderMessage } = elements;
+    const byKey = new Map(problems.map((p) => [p.key, p.message]));
+    for (const field of Array.from(form.querySelectorAll(".field"))) {
+      const message = byKey.get(field.dataset.id ?? "") ?? "";
+      field.classList.toggle("invalid", message !== "");
+      const slot = field.querySelector(".problem");
+      if (slot) slot.textContent = message;
+      field.querySelector("[data-var]")?.setAttribute("aria-invalid", String(message !== ""));
+    }
+    const unplaced = problems.filter((p) => !fieldInput(form, p.key));
+    renderMessage.dataset.kind = unplaced.length > 0 ? "error" : "";
+    if (unplaced.length > 0) renderMessage.textContent = unplaced.map((p) => p.message).join("\\n");
+  }
+  function imageOptions(images, choose) {
+    if (images.length === 0) {
+      return [Object.assign(document.createElement("span"), {
+        className: "hint",
+        textContent: "no images in the project"
+      })];
+    }
+    return images.map((path) => {
+      const option = document.createElement("button");
+      option.type = "button";
+      option.className = "image-option";
+      option.dataset.path = path;
+      option.title = path;
+      const img = document.createElement("img");
+      img.src = \`/\${path}\`;
+      img.alt = path;
+      option.append(img);
+      option.addEventListener("click", () => choose(path));
+      return option;
+    });
+  }
+  function imagePicker(ctx, d, input) {
+    const thumb = document.createElement("img");
+    thumb.className = "thumb";
+    thumb.dataset.thumb = d.id;
+    thumb.alt = "";
+    const showThumb = () => {
+      const src = thumbnailSrc(input.value);
+      thumb.hidden = src === void 0;
+      if (src !== void 0) thumb.src = src;
     };
-    let projectImages;
-    const listImages = () => projectImages ??= fetch("/__preview/images").then((r) => r.json()).then((body) => body.images ?? [], () => []);
-    const imagePicker = (d, input) => {
-      const thumb = document.createElement("img");
-      thumb.className = "thumb";
-      thumb.dataset.thumb = d.id;
-      thumb.alt = "";
-      const showThumb = () => {
-        const value = input.value.trim();
-        thumb.hidden = value === "";
-        if (value !== "") thumb.src = /^https?:\\/\\//i.test(value) ? value : \`/\${value}\`;
-      };
-      thumb.addEventListener("error", () => thumb.hidden = true);
-      input.addEventListener("input", showThumb);
-      input.addEventListener("vid-value", showThumb);
-      const choose = document.createElement("button");
-      choose.type = "button";
-      choose.textContent = "Choose…";
-      choose.dataset.choose = d.id;
-      const grid = document.createElement("div");
-      grid.className = "image-grid";
-      grid.dataset.images = d.id;
-      grid.hidden = true;
-      choose.addEventListener("click", async () => {
-        if (!grid.hidden) {
-          grid.hidden = true;
-          return;
-        }
-        const images = await listImages();
-        grid.replaceChildren(
-          ...images.length > 0 ? images.map((path) => {
-            const option = document.createElement("button");
-            option.type = "button";
-            option.className = "image-option";
-            option.dataset.path = path;
-            option.title = path;
-            const img = document.createElement("img");
-            img.src = \`/\${path}\`;
-            img.alt = path;
-            option.append(img);
-            option.addEventListener("click", () => {
-              input.value = path;
-              host.values()[d.id] = path;
-              showThumb();
-              grid.hidden = true;
-              host.changed();
-            });
-            return option;
-          }) : [Object.assign(document.createElement("span"), {
-            className: "hint",
-            textContent: "no images in the project"
-          })]
-        );
-        grid.hidden = false;
-      });
-      queueMicrotask(showThumb);
-      return { controls: [thumb, choose], grid };
-    };
-    const buildField = (d) => {
-      const field = document.createElement("div");
-      field.className = "field";
-      field.dataset.id = d.id;
-      field.dataset.type = d.type;
-      const inputId = \`var-\${d.id}\`;
-      const label = document.createElement("label");
-      label.htmlFor = inputId;
-      label.textContent = d.label;
-      const meta = document.createElement("small");
-      meta.textContent = \`\${d.id} · \${d.type}\`;
-      label.append(" ", meta);
-      const row = document.createElement("div");
-      row.className = "inputs";
-      let input;
-      if (d.type === "enum") {
-        const select = document.createElement("select");
-        for (const option of d.options ?? []) {
-          const element = document.createElement("option");
-          element.value = option.value;
-          element.textContent = option.label;
-          select.append(element);
-        }
-        input = select;
-      } else {
-        const text = document.createElement("input");
-        text.type = d.type === "boolean" ? "checkbox" : d.type === "number" ? "number" : "text";
-        if (d.type === "number") text.step = "any";
-        if (d.type === "color") text.spellcheck = false;
-        input = text;
+    thumb.addEventListener("error", () => thumb.hidden = true);
+    input.addEventListener("input", showThumb);
+    input.addEventListener("vid-value", showThumb);
+    const choose = document.createElement("button");
+    choose.type = "button";
+    choose.textContent = "Choose…";
+    choose.dataset.choose = d.id;
+    const grid = document.createElement("div");
+    grid.className = "image-grid";
+    grid.dataset.images = d.id;
+    grid.hidden = true;
+    choose.addEventListener("click", async () => {
+      if (!grid.hidden) {
+        grid.hidden = true;
+        return;
       }
-      input.id = inputId;
-      input.dataset.var = d.id;
-      input.addEventListener(d.type === "enum" || d.type === "boolean" ? "change" : "input", () => {
-        host.values()[d.id] = readField(d);
-        if (d.type === "color") syncPicker(d, host.values()[d.id]);
-        host.changed();
-      });
-      const picker = d.type === "image" ? imagePicker(d, input) : void 0;
-      if (picker) row.append(...picker.controls);
-      if (d.type === "color") {
-        const picker2 = document.createElement("input");
-        picker2.type = "color";
-        picker2.dataset.picker = d.id;
-        picker2.setAttribute("aria-label", \`\${d.label} picker\`);
-        picker2.addEventListener("input", () => {
-          host.values()[d.id] = picker2.value;
-          input.value = picker2.value;
-          host.changed();
-        });
-        row.append(picker2);
-      }
-      row.append(input);
-      const problem = document.createElement("div");
-      problem.className = "problem";
-      problem.id = \`problem-\${d.id}\`;
-      problem.setAttribute("role", "alert");
-      field.append(label, row);
-      if (picker) field.append(picker.grid);
-      if (d.description) {
-        const description = document.createElement("p");
-        description.className = "description";
-        description.id = \`desc-\${d.id}\`;
-        description.textContent = d.description;
-        input.setAttribute("aria-describedby", description.id);
-        field.append(description);
-      }
-      field.append(problem);
-      return field;
-    };
-    const groupedFields = (declarations) => {
-      const nodes = [];
-      const groups = /* @__PURE__ */ new Map();
-      for (const d of declarations) {
-        if (!d.group) {
-          nodes.push(buildField(d));
-          continue;
-        }
-        let set = groups.get(d.group);
-        if (!set) {
-          set = document.createElement("fieldset");
-          set.className = "group";
-          set.dataset.group = d.group;
-          const legend = document.createElement("legend");
-          legend.textContent = d.group;
-          set.append(legend);
-          groups.set(d.group, set);
-          nodes.push(set);
-        }
-        set.append(buildField(d));
-      }
-      return nodes;
-    };
-    const buildPanel = (info) => {
-      form.replaceChildren(...groupedFields(info.declarations));
-      if (info.declarations.length === 0) {
-        const none = document.createElement("p");
-        none.className = "hint";
-        none.textContent = "This composition declares no variables.";
-        form.append(none);
-      }
-      for (const d of info.declarations) writeField(d, host.values()[d.id]);
-      droppedList.replaceChildren(...info.dropped.map((d) => {
-        const item = document.createElement("li");
-        item.textContent = \`declaration \${d.index}\${d.id ? \` ("\${d.id}")\` : ""} dropped: \${d.reason}\`;
-        return item;
+      grid.replaceChildren(...imageOptions(await ctx.images(), (path) => {
+        input.value = path;
+        ctx.host.values()[d.id] = path;
+        showThumb();
+        grid.hidden = true;
+        ctx.host.changed();
       }));
+      grid.hidden = false;
+    });
+    queueMicrotask(showThumb);
+    return { controls: [thumb, choose], grid };
+  }
+  function createInput(d) {
+    if (d.type === "enum") {
+      const select = document.createElement("select");
+      for (const option of d.options ?? []) {
+        const element = document.createElement("option");
+        element.value = option.value;
+        element.textContent = option.label;
+        select.append(element);
+      }
+      return select;
+    }
+    const text = document.createElement("input");
+    text.type = inputType(d);
+    if (d.type === "number") text.step = "any";
+    if (d.type === "color") text.spellcheck = false;
+    return text;
+  }
+  function colourPicker(ctx, d, input) {
+    const picker = document.createElement("input");
+    picker.type = "color";
+    picker.dataset.picker = d.id;
+    picker.setAttribute("aria-label", \`\${d.label} picker\`);
+    picker.addEventListener("input", () => {
+      ctx.host.values()[d.id] = picker.value;
+      input.value = picker.value;
+      ctx.host.changed();
+    });
+    return picker;
+  }
+  function buildField(ctx, d) {
+    const field = document.createElement("div");
+    field.className = "field";
+    field.dataset.id = d.id;
+    field.dataset.type = d.type;
+    const inputId = \`var-\${d.id}\`;
+    const label = document.createElement("label");
+    label.htmlFor = inputId;
+    label.textContent = d.label;
+    const meta = document.createElement("small");
+    meta.textContent = \`\${d.id} · \${d.type}\`;
+    label.append(" ", meta);
+    const row = document.createElement("div");
+    row.className = "inputs";
+    const input = createInput(d);
+    input.id = inputId;
+    input.dataset.var = d.id;
+    input.addEventListener(fieldEvent(d), () => {
+      ctx.host.values()[d.id] = readField(ctx, d);
+      if (d.type === "color") syncPicker(ctx.form, d, ctx.host.values()[d.id]);
+      ctx.host.changed();
+    });
+    const picker = d.type === "image" ? imagePicker(ctx, d, input) : void 0;
+    if (picker) row.append(...picker.controls);
+    if (d.type === "color") row.append(colourPicker(ctx, d, input));
+    row.append(input);
+    const problem = document.createElement("div");
+    problem.className = "problem";
+    problem.id = \`problem-\${d.id}\`;
+    problem.setAttribute("role", "alert");
+    field.append(label, row);
+    if (picker) field.append(picker.grid);
+    if (d.description) {
+      const description = document.createElement("p");
+      description.className = "description";
+      description.id = \`desc-\${d.id}\`;
+      description.textContent = d.description;
+      input.setAttribute("aria-describedby", description.id);
+      field.append(description);
+    }
+    field.append(problem);
+    return field;
+  }
+  function groupedFields(ctx, declarations) {
+    return fieldRuns(declarations).map((run) => {
+      if (run.group === void 0) return buildField(ctx, run.declarations[0]);
+      const set = document.createElement("fieldset");
+      set.className = "group";
+      set.dataset.group = run.group;
+      const legend = document.createElement("legend");
+      legend.textContent = run.group;
+      set.append(legend, ...run.declarations.map((d) => buildField(ctx, d)));
+      return set;
+    });
+  }
+  function buildPanel(ctx, droppedList, info) {
+    const { form, host } = ctx;
+    form.replaceChildren(...groupedFields(ctx, info.declarations));
+    if (info.declarations.length === 0) {
+      const none = document.createElement("p");
+      none.className = "hint";
+      none.textContent = "This composition declares no variables.";
+      form.append(none);
+    }
+    for (const d of info.declarations) writeField(form, d, host.values()[d.id]);
+    droppedList.replaceChildren(...info.dropped.map((d) => {
+      const item = document.createElement("li");
+      item.textContent = droppedText(d);
+      return item;
+    }));
+  }
+  function createVariablesPanel(elements, host) {
+    const { form, droppedList } = elements;
+    let projectImages;
+    const ctx = {
+      form,
+      host,
+      images: () => projectImages ??= fetch("/__preview/images").then((r) => r.json()).then((body) => body.images ?? [], () => [])
     };
-    return { build: buildPanel, writeField, showProblems };
+    return {
+      build: (info) => buildPanel(ctx, droppedList, info),
+      writeField: (d, value) => writeField(form, d, value),
+      showProblems: (problems) => showProblems(elements, problems)
+    };
   }
 
   // src/preview/studio/dom.ts
@@ -725,7 +735,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
   function createCheckPanel(elements, entry) {
     const { checkStatus, checkList } = elements;
     let projectCheckSeq = 0;
-    const refresh = async () => {
+    const refresh2 = async () => {
       const seq = ++projectCheckSeq;
       checkStatus.textContent = "checking…";
       const current = entry();
@@ -749,7 +759,7 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
         }
       }
     };
-    return { refresh };
+    return { refresh: refresh2 };
   }
 
   // src/preview/studio/live_updates.ts
@@ -829,106 +839,6 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     document.addEventListener("keyup", (event) => {
       if (event.key === " " && !typingIn(event.target)) event.preventDefault();
     });
-  }
-
-  // src/preview/studio/playback.ts
-  function clampFrame(frame, frames) {
-    return Math.max(0, Math.min(Math.max(0, frames - 1), Math.round(frame)));
-  }
-  function clockFrame(clock, nowMs, fps) {
-    return clock.fromFrame + Math.floor((nowMs - clock.startMs) * fps / 1e3);
-  }
-  function clockSeconds(clock, nowMs, fps) {
-    return clock.fromFrame / fps + (nowMs - clock.startMs) / 1e3;
-  }
-  function startClock(wanted, frames, nowMs) {
-    const from = clampFrame(wanted, frames);
-    return { fromFrame: from >= frames - 1 ? 0 : from, startMs: nowMs };
-  }
-  function framePlan(live, key, target) {
-    if (!live || live.key !== key || live.frame > target) return "fresh";
-    return live.frame === target ? "none" : "seek";
-  }
-
-  // src/runtime/frame_drawing.ts
-  async function settleFrame(api, paint) {
-    await api.untilVideosPresented();
-    if (paint) await api.paintVideoFrames();
-    else api.clearVideoFrames();
-  }
-
-  // src/preview/studio/stage_pages.ts
-  function stagePageUrl(info, reloads, values) {
-    return \`/\${encodeURI(info.entry)}?fps=\${info.fps}&r=\${reloads}&vars=\${encodeURIComponent(JSON.stringify(values))}\`;
-  }
-  function loadPage(stage, current, url, hidden) {
-    return new Promise((resolve, reject) => {
-      const iframe = document.createElement("iframe");
-      iframe.className = hidden ? "composition standby" : "composition";
-      iframe.title = \`composition \${current.id}\`;
-      iframe.setAttribute("scrolling", "no");
-      iframe.setAttribute("aria-hidden", String(hidden));
-      iframe.width = String(current.width);
-      iframe.height = String(current.height);
-      iframe.style.zIndex = "0";
-      const timer = setTimeout(() => {
-        iframe.remove();
-        reject(new Error(\`the composition did not load within 30 s (\${url})\`));
-      }, 3e4);
-      iframe.addEventListener("load", () => {
-        clearTimeout(timer);
-        const win = iframe.contentWindow;
-        if (!win?.__vid) {
-          iframe.remove();
-          reject(new Error("the composition page has no window.__vid (did it load?)"));
-          return;
-        }
-        resolve(iframe);
-      }, { once: true });
-      iframe.src = url;
-      stage.append(iframe);
-    });
-  }
-  async function loadStagePage(stage, state, key, hidden) {
-    const current = state.info;
-    const url = stagePageUrl(current, state.reloads, state.values);
-    for (let attempt = 0; ; attempt++) {
-      const iframe = await loadPage(stage, current, url, hidden);
-      const win = iframe.contentWindow;
-      const all = win.__vid.media();
-      for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
-        const media2 = el;
-        media2.autoplay = false;
-        media2.muted = true;
-        media2.pause();
-      }
-      const media = all.filter((m) => m.kind === "video");
-      if (media.length === 0) return { iframe, key, frame: -1, media: all };
-      const served = iframe.contentDocument?.querySelector(
-        "script[data-vid-runtime]"
-      )?.dataset.vidProxies;
-      if (!hidden) stage.dataset.state = "preparing";
-      let body;
-      try {
-        body = await (await fetch("/__preview/media", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ media })
-        })).json();
-      } catch (error) {
-        iframe.remove();
-        throw new Error(\`cannot reach vid preview: \${error.message}\`);
-      }
-      if (!hidden) stage.dataset.state = "seeking";
-      if (!body.ok) {
-        iframe.remove();
-        throw new Error(body.error?.message ?? "the videos cannot be prepared");
-      }
-      if (String(body.version) === served || attempt >= 2) {
-        return { iframe, key, frame: -1, media: all };
-      }
-      iframe.remove();
-    }
   }
 
   // src/preview/studio/timeline.ts
@@ -1052,12 +962,12 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     const ruler = document.createElement("div");
     ruler.id = "ruler";
     for (const { time, label } of rulerTicks(span)) {
-      const tick = document.createElement("span");
-      tick.className = "tick";
-      tick.dataset.time = String(time);
-      tick.style.left = \`\${time / span * 100}%\`;
-      tick.textContent = label;
-      ruler.append(tick);
+      const tick2 = document.createElement("span");
+      tick2.className = "tick";
+      tick2.dataset.time = String(time);
+      tick2.style.left = \`\${time / span * 100}%\`;
+      tick2.textContent = label;
+      ruler.append(tick2);
     }
     return ruler;
   }
@@ -1121,6 +1031,25 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     playhead.style.left = \`\${track.offsetLeft - 120 + track.clientWidth * frame / info.frames}px\`;
   }
 
+  // src/preview/studio/playback.ts
+  function clampFrame(frame, frames) {
+    return Math.max(0, Math.min(Math.max(0, frames - 1), Math.round(frame)));
+  }
+  function clockFrame(clock, nowMs, fps) {
+    return clock.fromFrame + Math.floor((nowMs - clock.startMs) * fps / 1e3);
+  }
+  function clockSeconds(clock, nowMs, fps) {
+    return clock.fromFrame / fps + (nowMs - clock.startMs) / 1e3;
+  }
+  function startClock(wanted, frames, nowMs) {
+    const from = clampFrame(wanted, frames);
+    return { fromFrame: from >= frames - 1 ? 0 : from, startMs: nowMs };
+  }
+  function framePlan(live, key, target) {
+    if (!live || live.key !== key || live.frame > target) return "fresh";
+    return live.frame === target ? "none" : "seek";
+  }
+
   // src/preview/studio/studio_state.ts
   function createStudioState(fromUrl) {
     return {
@@ -1162,451 +1091,618 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     const fit = Math.min((areaWidth - 32) / width, (areaHeight - 32) / height);
     return zoom === "fit" ? Math.max(0.01, fit) : Number(zoom);
   }
+  function studioUrlState(state, sound) {
+    if (!state.info) return void 0;
+    return {
+      entry: state.entry,
+      frame: state.shown >= 0 ? state.shown : studioFrame(state, state.wanted),
+      values: changedValues(state.values, state.info.defaults),
+      muted: sound.muted,
+      volume: sound.volume
+    };
+  }
+  function readouts(info, frame) {
+    return {
+      frame: \`frame \${frame} / \${info.frames - 1}\`,
+      time: \`\${(frame / info.fps).toFixed(3)} s / \${info.duration.toFixed(3)} s\`
+    };
+  }
+  function takeStandby(state, key) {
+    const page = state.standby;
+    if (!page || page.key !== key) return void 0;
+    state.standby = void 0;
+    return page;
+  }
+  function sameDeclarations(before, next) {
+    return before !== void 0 && JSON.stringify(before.declarations) === JSON.stringify(next.declarations) && JSON.stringify(before.dropped) === JSON.stringify(next.dropped);
+  }
+  function acceptComposition(state, next) {
+    const before = state.info;
+    const same = sameDeclarations(before, next);
+    const kept = keptValues(
+      next.declarations,
+      next.defaults,
+      before?.declarations,
+      state.values,
+      state.urlValues
+    );
+    state.urlValues = void 0;
+    state.info = next;
+    state.values = kept;
+    if (before) state.reloads++;
+    return same;
+  }
+  function dropPages(state) {
+    state.live?.iframe.remove();
+    state.standby?.iframe.remove();
+    state.live = void 0;
+    state.standby = void 0;
+    state.shown = -1;
+  }
+  function switchEntry(state, entry) {
+    state.entry = entry;
+    dropPages(state);
+    state.info = void 0;
+    state.values = {};
+    state.wanted = 0;
+    state.reloads++;
+  }
+  function entryQuery(entry) {
+    return entry ? \`?entry=\${encodeURIComponent(entry)}\` : "";
+  }
+  function compositionOptions(compositions) {
+    return compositions.map((c) => ({
+      value: c.entry,
+      text: c.id ? \`\${c.id} (\${c.entry})\` : \`\${c.entry} (cannot be read)\`,
+      ...c.error ? { title: c.error } : {}
+    }));
+  }
+  function timelineClickFrame(clientX, left, width, frames) {
+    return Math.floor((clientX - left) / width * frames);
+  }
+
+  // src/preview/studio/page_error.ts
+  function projectFile(url, studioHref, entry) {
+    try {
+      const parsed = new URL(url, studioHref);
+      if (parsed.origin !== new URL(studioHref).origin) return url;
+      const page = new URL(\`/\${encodeURI(entry)}\`, studioHref).pathname;
+      const folder = page.slice(0, page.lastIndexOf("/") + 1);
+      const path = parsed.pathname.startsWith(folder) ? parsed.pathname.slice(folder.length) : parsed.pathname.slice(1);
+      return decodeURIComponent(path);
+    } catch {
+      return url;
+    }
+  }
+  function errorLocation(record) {
+    return record.stack[0] ?? (record.url && record.line !== void 0 ? { functionName: "", url: record.url, line: record.line, column: record.column ?? 0 } : void 0);
+  }
+  function pageErrorMessage(record, fallbackFrame, fileOf) {
+    const top = errorLocation(record);
+    const head = record.phase === "load" ? \`the page threw while loading: \${record.message}\` : \`frame \${record.frame ?? fallbackFrame}: the page threw \${record.message}\`;
+    const frames = (record.stack.length > 0 ? record.stack : top ? [top] : []).slice(0, 3).map((f) => {
+      const where = \`\${fileOf(f.url)}:\${f.line}:\${f.column}\`;
+      return \`    at \${f.functionName ? \`\${f.functionName} (\${where})\` : where}\`;
+    });
+    return [head, ...frames].join("\\n");
+  }
+  function sourceExcerpt(source, line, column) {
+    const lines = source.split(/\\r\\n|\\r|\\n|\\u2028|\\u2029/);
+    const from = Math.max(1, line - 1);
+    const to = Math.min(lines.length, line + 1);
+    const width = String(to).length;
+    const excerpt = [];
+    for (let n = from; n <= to; n++) {
+      const text = (lines[n - 1] ?? "").replace(/\\t/g, "  ").slice(0, 200);
+      excerpt.push(\`\${n === line ? ">" : " "} \${String(n).padStart(width)} | \${text}\`);
+      if (n === line && column > 0) {
+        excerpt.push(\`  \${" ".repeat(width)} | \${" ".repeat(column - 1)}^\`);
+      }
+    }
+    return excerpt.join("\\n");
+  }
+
+  // src/runtime/frame_drawing.ts
+  async function settleFrame(api, paint) {
+    await api.untilVideosPresented();
+    if (paint) await api.paintVideoFrames();
+    else api.clearVideoFrames();
+  }
+
+  // src/preview/studio/stage_pages.ts
+  function stagePageUrl(info, reloads, values) {
+    return \`/\${encodeURI(info.entry)}?fps=\${info.fps}&r=\${reloads}&vars=\${encodeURIComponent(JSON.stringify(values))}\`;
+  }
+  function loadPage(stage, current, url, hidden) {
+    return new Promise((resolve, reject) => {
+      const iframe = document.createElement("iframe");
+      iframe.className = hidden ? "composition standby" : "composition";
+      iframe.title = \`composition \${current.id}\`;
+      iframe.setAttribute("scrolling", "no");
+      iframe.setAttribute("aria-hidden", String(hidden));
+      iframe.width = String(current.width);
+      iframe.height = String(current.height);
+      iframe.style.zIndex = "0";
+      const timer = setTimeout(() => {
+        iframe.remove();
+        reject(new Error(\`the composition did not load within 30 s (\${url})\`));
+      }, 3e4);
+      iframe.addEventListener("load", () => {
+        clearTimeout(timer);
+        const win = iframe.contentWindow;
+        if (!win?.__vid) {
+          iframe.remove();
+          reject(new Error("the composition page has no window.__vid (did it load?)"));
+          return;
+        }
+        resolve(iframe);
+      }, { once: true });
+      iframe.src = url;
+      stage.append(iframe);
+    });
+  }
+  async function loadStagePage(stage, state, key, hidden) {
+    const current = state.info;
+    const url = stagePageUrl(current, state.reloads, state.values);
+    for (let attempt = 0; ; attempt++) {
+      const iframe = await loadPage(stage, current, url, hidden);
+      const win = iframe.contentWindow;
+      const all = win.__vid.media();
+      for (const el of Array.from(iframe.contentDocument?.querySelectorAll("audio, video") ?? [])) {
+        const media2 = el;
+        media2.autoplay = false;
+        media2.muted = true;
+        media2.pause();
+      }
+      const media = all.filter((m) => m.kind === "video");
+      if (media.length === 0) return { iframe, key, frame: -1, media: all };
+      const served = iframe.contentDocument?.querySelector(
+        "script[data-vid-runtime]"
+      )?.dataset.vidProxies;
+      if (!hidden) stage.dataset.state = "preparing";
+      let body;
+      try {
+        body = await (await fetch("/__preview/media", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ media })
+        })).json();
+      } catch (error) {
+        iframe.remove();
+        throw new Error(\`cannot reach vid preview: \${error.message}\`);
+      }
+      if (!hidden) stage.dataset.state = "seeking";
+      if (!body.ok) {
+        iframe.remove();
+        throw new Error(body.error?.message ?? "the videos cannot be prepared");
+      }
+      if (String(body.version) === served || attempt >= 2) {
+        return { iframe, key, frame: -1, media: all };
+      }
+      iframe.remove();
+    }
+  }
+
+  // src/preview/studio/stage.ts
+  function vidOf(target) {
+    const win = target?.iframe.contentWindow;
+    return win?.__vid;
+  }
+  function saveUrl(studio) {
+    const { state, sound } = studio;
+    if (state.urlTimer !== void 0) clearTimeout(state.urlTimer);
+    state.urlTimer = setTimeout(() => {
+      state.urlTimer = void 0;
+      const url = studioUrlState(state, sound);
+      if (!url) return;
+      const search = urlSearch(url, state.defaultEntry);
+      if (search !== location.search) history.replaceState(null, "", search);
+    }, 250);
+  }
+  function timecodeOf(state, frame) {
+    return formatTimecode(frame, state.info?.fps ?? 30);
+  }
+  function showStageError(elements, message) {
+    const { stageMessage, stageErrorText, stageExcerpt } = elements;
+    stageErrorText.textContent = message;
+    stageExcerpt.textContent = "";
+    stageMessage.hidden = message === "";
+    for (const name of ["kind", "file", "line", "column"]) delete stageMessage.dataset[name];
+  }
+  async function showPageError(studio, record, fallbackFrame) {
+    const { stageMessage, stageExcerpt } = studio.elements;
+    const projectFileOf = (url) => projectFile(url, location.href, studio.state.info?.entry ?? "");
+    const top = errorLocation(record);
+    showStageError(studio.elements, pageErrorMessage(record, fallbackFrame, projectFileOf));
+    stageMessage.dataset.kind = record.phase;
+    if (!top) return;
+    stageMessage.dataset.file = projectFileOf(top.url);
+    stageMessage.dataset.line = String(top.line);
+    stageMessage.dataset.column = String(top.column);
+    try {
+      const source = await (await fetch(top.url)).text();
+      if (stageMessage.dataset.file === projectFileOf(top.url)) {
+        stageExcerpt.textContent = sourceExcerpt(source, top.line, top.column);
+      }
+    } catch {
+    }
+  }
+  function prepareStandby(studio) {
+    const { state } = studio;
+    if (!state.info || state.standbyLoading) return;
+    const key = stageKey(state);
+    if (state.standby?.key === key) return;
+    state.standby?.iframe.remove();
+    state.standby = void 0;
+    state.standbyLoadingKey = key;
+    state.standbyLoading = (async () => {
+      try {
+        const page = await loadStagePage(studio.elements.stage, state, key, true);
+        if (stageKey(state) === key && !state.standby) state.standby = page;
+        else page.iframe.remove();
+      } catch {
+      } finally {
+        state.standbyLoading = void 0;
+      }
+    })();
+  }
+  async function seekIn(target, frame) {
+    const vid = vidOf(target);
+    target.frame = frame;
+    if (!vid) throw new Error("the composition frame went away");
+    await vid.seek(frame);
+  }
+  function swap(studio, next) {
+    const { state, elements: { stage } } = studio;
+    const previous = state.live;
+    state.live = next;
+    next.iframe.classList.remove("standby");
+    next.iframe.setAttribute("aria-hidden", "false");
+    next.iframe.style.zIndex = "1";
+    previous?.iframe.remove();
+    state.generation++;
+    stage.dataset.generation = String(state.generation);
+    studio.sound.update(next.media);
+  }
+  function showReadouts(studio) {
+    const { state, elements } = studio;
+    const { frameReadout, timeReadout, frameInput, timecodeInput, timeline } = elements;
+    if (!state.info) return;
+    const f = Math.max(0, state.shown);
+    const text = readouts(state.info, f);
+    frameReadout.textContent = text.frame;
+    timeReadout.textContent = text.time;
+    if (document.activeElement !== frameInput) {
+      frameInput.value = String(f);
+      frameInput.removeAttribute("aria-invalid");
+    }
+    if (document.activeElement !== timecodeInput) {
+      timecodeInput.value = timecodeOf(state, f);
+      timecodeInput.removeAttribute("aria-invalid");
+    }
+    moveStudioPlayhead(timeline, state.info, f);
+  }
+  function showFrame(studio, frame) {
+    const { state, elements: { stage, scrubber } } = studio;
+    state.shown = frame;
+    stage.dataset.frame = String(frame);
+    if (document.activeElement !== scrubber) scrubber.value = String(frame);
+    showReadouts(studio);
+    if (!state.playing) saveUrl(studio);
+  }
+  function drawTimeline(studio) {
+    drawStudioTimeline(studio.elements.timeline, studio.state, studio.sound.sourceDuration);
+  }
+  async function freshPage(studio, key) {
+    const { state } = studio;
+    if (state.standbyLoading && state.standbyLoadingKey === key && !state.standby) {
+      await state.standbyLoading;
+    }
+    const standby = takeStandby(state, key);
+    if (standby) return { page: standby, path: "standby" };
+    return { page: await loadStagePage(studio.elements.stage, state, key, false), path: "load" };
+  }
+  async function pump(studio) {
+    const { state, elements: { stage } } = studio;
+    if (state.busy) {
+      state.pumpAgain = true;
+      return;
+    }
+    if (!state.info) return;
+    state.busy = true;
+    let current;
+    try {
+      while (state.info) {
+        const key = stageKey(state);
+        const target = studioFrame(state, state.wanted);
+        const plan = framePlan(state.live, key, target);
+        if (plan === "none") break;
+        const began = performance.now();
+        stage.dataset.state = "seeking";
+        if (plan === "fresh" || !state.live) {
+          const { page, path } = await freshPage(studio, key);
+          current = page;
+          try {
+            await seekIn(page, target);
+          } finally {
+            swap(studio, page);
+          }
+          stage.dataset.path = path;
+        } else {
+          current = state.live;
+          await seekIn(state.live, target);
+          stage.dataset.path = "seek";
+        }
+        await vidOf(current)?.untilVideosPresented();
+        stage.dataset.stepMs = String(Math.round(performance.now() - began));
+        showFrame(studio, target);
+      }
+      const vid = vidOf(state.live);
+      if (vid) await settleFrame(vid, !state.playing);
+      showStageError(studio.elements, "");
+      stage.dataset.state = "ready";
+      if (!state.playing) {
+        prepareStandby(studio);
+        drawTimeline(studio);
+      }
+    } catch (error) {
+      if (state.live) state.live.key = "failed";
+      stage.dataset.state = "error";
+      const record = vidOf(current)?.errors?.()[0];
+      if (record) void showPageError(studio, record, studioFrame(state, state.wanted));
+      else showStageError(studio.elements, error.message.replace(/^Error: /, ""));
+      setPlaying(studio, false, false);
+    } finally {
+      state.busy = false;
+      if (state.pumpAgain) {
+        state.pumpAgain = false;
+        void pump(studio);
+      }
+    }
+  }
+  function go(studio, frame) {
+    studio.state.wanted = studioFrame(studio.state, frame);
+    void pump(studio);
+  }
+  function layout(studio) {
+    const { state, elements: { stageArea, stage, stageBox, zoomSelect } } = studio;
+    if (!state.info) return;
+    const area = stageArea.getBoundingClientRect();
+    const { width, height } = state.info;
+    const scale = stageScale(area.width, area.height, width, height, zoomSelect.value);
+    stage.style.width = \`\${width}px\`;
+    stage.style.height = \`\${height}px\`;
+    stage.style.transform = \`scale(\${scale})\`;
+    stageBox.style.width = \`\${width * scale}px\`;
+    stageBox.style.height = \`\${height * scale}px\`;
+    stage.dataset.scale = String(scale);
+  }
+  function playheadSeconds(state) {
+    return state.info ? clockSeconds(state.clock, performance.now(), state.info.fps) : 0;
+  }
+  function tick(studio, now) {
+    const { state } = studio;
+    if (!state.playing || !state.info) return;
+    const f = studioFrame(state, clockFrame(state.clock, now, state.info.fps));
+    go(studio, f);
+    studio.sound.sync();
+    if (f >= lastFrame(state)) {
+      setPlaying(studio, false);
+      return;
+    }
+    requestAnimationFrame((next) => tick(studio, next));
+  }
+  function setPlaying(studio, on, repaint = true) {
+    const { state, elements: { playButton } } = studio;
+    if (on && !state.info) return;
+    const was = state.playing;
+    state.playing = on;
+    playButton.textContent = on ? "Pause" : "Play";
+    playButton.setAttribute("aria-pressed", String(on));
+    if (!on) {
+      studio.sound.pause();
+      if (state.info) saveUrl(studio);
+      if (was && repaint) void pump(studio);
+      return;
+    }
+    state.clock = startClock(state.wanted, state.info.frames, performance.now());
+    go(studio, state.clock.fromFrame);
+    studio.sound.sync(true);
+    requestAnimationFrame((next) => tick(studio, next));
+  }
+
+  // src/preview/studio/compositions.ts
+  async function checkValues(studio) {
+    const { state, elements: { banner, variablesJson, form, copyStatus } } = studio;
+    const seq = ++state.checkSeq;
+    try {
+      const response = await fetch("/__preview/variables", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ values: state.values, entry: state.entry })
+      });
+      const body = await response.json();
+      if (seq !== state.checkSeq) return;
+      if (!body.ok) {
+        banner.textContent = body.error?.message ?? "cannot check the variables";
+        banner.hidden = false;
+        return;
+      }
+      studio.panel.showProblems(body.problems ?? []);
+      variablesJson.textContent = body.variablesJson ?? "{}";
+      form.dataset.checked = String(seq);
+    } catch (error) {
+      if (seq === state.checkSeq) {
+        copyStatus.textContent = \`check failed: \${error.message}\`;
+      }
+    }
+  }
+  function valuesChanged(studio) {
+    const { state, elements: { form } } = studio;
+    form.dataset.checked = "";
+    if (state.changeTimer !== void 0) clearTimeout(state.changeTimer);
+    state.changeTimer = setTimeout(() => {
+      state.changeTimer = void 0;
+      void checkValues(studio);
+      void pump(studio);
+      saveUrl(studio);
+    }, 150);
+  }
+  function resetValues(studio) {
+    const { state } = studio;
+    if (!state.info) return;
+    state.values = structuredClone(state.info.defaults);
+    for (const d of state.info.declarations) studio.panel.writeField(d, state.values[d.id]);
+    valuesChanged(studio);
+  }
+  async function listCompositions(studio) {
+    const { state, elements: { compositionSelect } } = studio;
+    try {
+      const body = await (await fetch("/__preview/compositions")).json();
+      if (!body.ok) return;
+      state.defaultEntry = body.entry;
+      if (state.entry === "") state.entry = state.defaultEntry;
+      compositionSelect.replaceChildren(
+        ...compositionOptions(body.compositions).map((o) => {
+          const option = document.createElement("option");
+          option.value = o.value;
+          option.textContent = o.text;
+          if (o.title) option.title = o.title;
+          return option;
+        })
+      );
+      compositionSelect.value = state.entry;
+      compositionSelect.hidden = body.compositions.length < 2;
+    } catch {
+    }
+  }
+  async function refresh(studio) {
+    const { state, elements: { banner, title, scrubber, frameInput } } = studio;
+    let body;
+    try {
+      body = await (await fetch(\`/__preview/composition\${entryQuery(state.entry)}\`)).json();
+    } catch (error) {
+      banner.textContent = \`cannot reach vid preview: \${error.message}\`;
+      banner.hidden = false;
+      return;
+    }
+    if (!body.ok || !body.composition) {
+      banner.textContent = body.error?.message ?? "the composition cannot be read";
+      banner.hidden = false;
+      return;
+    }
+    banner.hidden = true;
+    const next = body.composition;
+    const sameDeclarations2 = acceptComposition(state, next);
+    document.title = \`\${next.id} · vid preview\`;
+    title.textContent = compositionTitle(next);
+    scrubber.max = String(next.frames - 1);
+    frameInput.max = String(next.frames - 1);
+    if (!sameDeclarations2) studio.panel.build(next);
+    layout(studio);
+    showReadouts(studio);
+    go(studio, state.wanted);
+    void checkValues(studio);
+    void studio.checkPanel.refresh();
+  }
 
   // src/preview/studio/client.ts
   function studioClient() {
     const elements = studioElements();
-    const {
-      stageArea,
-      stageBox,
-      stage,
-      stageMessage,
-      stageErrorText,
-      stageExcerpt,
-      playButton,
-      scrubber,
-      frameInput,
-      timecodeInput,
-      frameReadout,
-      timeReadout,
-      zoomSelect,
-      timeline,
-      compositionSelect,
-      title,
-      banner,
-      form,
-      resetButton,
-      copyButton,
-      variablesJson,
-      copyStatus
-    } = elements;
     const fromUrl = readUrlState(location.search);
     const state = createStudioState(fromUrl);
-    const lastFrame2 = () => lastFrame(state);
-    const clampFrame2 = (f) => studioFrame(state, f);
-    const stageKey2 = () => stageKey(state);
-    const saveUrl = () => {
-      if (state.urlTimer !== void 0) clearTimeout(state.urlTimer);
-      state.urlTimer = setTimeout(() => {
-        state.urlTimer = void 0;
-        if (!state.info) return;
-        const search = urlSearch({
-          entry: state.entry,
-          frame: state.shown >= 0 ? state.shown : clampFrame2(state.wanted),
-          values: changedValues(state.values, state.info.defaults),
-          muted: sound.muted,
-          volume: sound.volume
-        }, state.defaultEntry);
-        if (search !== location.search) history.replaceState(null, "", search);
-      }, 250);
-    };
-    const timecodeOf = (frame) => formatTimecode(frame, state.info?.fps ?? 30);
-    const parseTime = (text) => parseTimecode(text, state.info?.fps ?? 30);
-    const projectFileOf = (url) => projectFile(url, location.href, state.info?.entry ?? "");
-    const showStageError = (message) => {
-      stageErrorText.textContent = message;
-      stageExcerpt.textContent = "";
-      stageMessage.hidden = message === "";
-      for (const name of ["kind", "file", "line", "column"]) delete stageMessage.dataset[name];
-    };
-    const showPageError = async (record, fallbackFrame) => {
-      const top = errorLocation(record);
-      showStageError(pageErrorMessage(record, fallbackFrame, projectFileOf));
-      stageMessage.dataset.kind = record.phase;
-      if (!top) return;
-      stageMessage.dataset.file = projectFileOf(top.url);
-      stageMessage.dataset.line = String(top.line);
-      stageMessage.dataset.column = String(top.column);
-      try {
-        const source = await (await fetch(top.url)).text();
-        if (stageMessage.dataset.file === projectFileOf(top.url)) {
-          stageExcerpt.textContent = sourceExcerpt(source, top.line, top.column);
-        }
-      } catch {
-      }
-    };
-    const loadFrame = (key, hidden) => loadStagePage(stage, state, key, hidden);
-    const prepareStandby = () => {
-      if (!state.info || state.standbyLoading) return;
-      const key = stageKey2();
-      if (state.standby?.key === key) return;
-      state.standby?.iframe.remove();
-      state.standby = void 0;
-      state.standbyLoadingKey = key;
-      state.standbyLoading = (async () => {
-        try {
-          const page = await loadFrame(key, true);
-          if (stageKey2() === key && !state.standby) state.standby = page;
-          else page.iframe.remove();
-        } catch {
-        } finally {
-          state.standbyLoading = void 0;
-        }
-      })();
-    };
-    const seekIn = async (target, frame) => {
-      const win = target.iframe.contentWindow;
-      target.frame = frame;
-      if (!win) throw new Error("the composition frame went away");
-      await win.__vid.seek(frame);
-    };
-    const presented = async (target) => {
-      const win = target.iframe.contentWindow;
-      await win?.__vid.untilVideosPresented();
-    };
-    const paintVideos = async (target) => {
-      const win = target.iframe.contentWindow;
-      if (win) await settleFrame(win.__vid, !state.playing);
-    };
-    const swap = (next) => {
-      const previous = state.live;
-      state.live = next;
-      next.iframe.classList.remove("standby");
-      next.iframe.setAttribute("aria-hidden", "false");
-      next.iframe.style.zIndex = "1";
-      previous?.iframe.remove();
-      state.generation++;
-      stage.dataset.generation = String(state.generation);
-      sound.update(next.media);
-    };
-    const showReadouts = () => {
-      if (!state.info) return;
-      const f = Math.max(0, state.shown);
-      frameReadout.textContent = \`frame \${f} / \${lastFrame2()}\`;
-      timeReadout.textContent = \`\${(f / state.info.fps).toFixed(3)} s / \${state.info.duration.toFixed(3)} s\`;
-      if (document.activeElement !== frameInput) {
-        frameInput.value = String(f);
-        frameInput.removeAttribute("aria-invalid");
-      }
-      if (document.activeElement !== timecodeInput) {
-        timecodeInput.value = timecodeOf(f);
-        timecodeInput.removeAttribute("aria-invalid");
-      }
-      movePlayhead(f);
-    };
-    const showFrame = (frame) => {
-      state.shown = frame;
-      stage.dataset.frame = String(frame);
-      if (document.activeElement !== scrubber) scrubber.value = String(frame);
-      showReadouts();
-      if (!state.playing) saveUrl();
-    };
-    const pump = async () => {
-      if (state.busy) {
-        state.pumpAgain = true;
-        return;
-      }
-      if (!state.info) return;
-      state.busy = true;
-      let current;
-      try {
-        while (state.info) {
-          const key = stageKey2();
-          const target = clampFrame2(state.wanted);
-          const plan = framePlan(state.live, key, target);
-          if (plan === "none") break;
-          const began = performance.now();
-          stage.dataset.state = "seeking";
-          if (plan === "fresh" || !state.live) {
-            if (state.standbyLoading && state.standbyLoadingKey === key && !state.standby) {
-              await state.standbyLoading;
-            }
-            let next;
-            let path;
-            if (state.standby && state.standby.key === key) {
-              next = state.standby;
-              state.standby = void 0;
-              path = "standby";
-            } else {
-              next = await loadFrame(key, false);
-              path = "load";
-            }
-            current = next;
-            try {
-              await seekIn(next, target);
-            } finally {
-              swap(next);
-            }
-            stage.dataset.path = path;
-          } else {
-            current = state.live;
-            await seekIn(state.live, target);
-            stage.dataset.path = "seek";
-          }
-          await presented(current);
-          stage.dataset.stepMs = String(Math.round(performance.now() - began));
-          showFrame(target);
-        }
-        if (state.live) await paintVideos(state.live);
-        showStageError("");
-        stage.dataset.state = "ready";
-        if (!state.playing) {
-          prepareStandby();
-          drawTimeline();
-        }
-      } catch (error) {
-        if (state.live) state.live.key = "failed";
-        stage.dataset.state = "error";
-        const win = current?.iframe.contentWindow;
-        const record = win?.__vid?.errors?.()[0];
-        if (record) void showPageError(record, clampFrame2(state.wanted));
-        else showStageError(error.message.replace(/^Error: /, ""));
-        setPlaying(false, false);
-      } finally {
-        state.busy = false;
-        if (state.pumpAgain) {
-          state.pumpAgain = false;
-          void pump();
-        }
-      }
-    };
-    const go = (frame) => {
-      state.wanted = clampFrame2(frame);
-      void pump();
-    };
-    const layout = () => {
-      if (!state.info) return;
-      const area = stageArea.getBoundingClientRect();
-      const { width, height } = state.info;
-      const scale = stageScale(area.width, area.height, width, height, zoomSelect.value);
-      stage.style.width = \`\${state.info.width}px\`;
-      stage.style.height = \`\${state.info.height}px\`;
-      stage.style.transform = \`scale(\${scale})\`;
-      stageBox.style.width = \`\${state.info.width * scale}px\`;
-      stageBox.style.height = \`\${state.info.height * scale}px\`;
-      stage.dataset.scale = String(scale);
-    };
-    const playheadSeconds = () => state.info ? clockSeconds(state.clock, performance.now(), state.info.fps) : 0;
     const sound = createStudioSound(elements, byId("sounds"), {
       playing: () => state.playing,
-      playheadSeconds,
-      changed: saveUrl
+      playheadSeconds: () => playheadSeconds(state),
+      changed: () => saveUrl(studio)
     }, fromUrl);
-    const drawTimeline = () => drawStudioTimeline(timeline, state, sound.sourceDuration);
-    const movePlayhead = (frame) => moveStudioPlayhead(timeline, state.info, frame);
-    timeline.addEventListener("click", (event) => {
-      const track = event.target.closest(".track, #ruler");
-      if (!track || !state.info) return;
-      const box = track.getBoundingClientRect();
-      setPlaying(false);
-      go(Math.floor((event.clientX - box.left) / box.width * state.info.frames));
-    });
-    const tick = (now) => {
-      if (!state.playing || !state.info) return;
-      const f = clampFrame2(clockFrame(state.clock, now, state.info.fps));
-      go(f);
-      sound.sync();
-      if (f >= lastFrame2()) {
-        setPlaying(false);
-        return;
-      }
-      requestAnimationFrame(tick);
-    };
-    const setPlaying = (on, repaint = true) => {
-      if (on && !state.info) return;
-      const was = state.playing;
-      state.playing = on;
-      playButton.textContent = on ? "Pause" : "Play";
-      playButton.setAttribute("aria-pressed", String(on));
-      if (!on) {
-        sound.pause();
-        if (state.info) saveUrl();
-        if (was && repaint) void pump();
-        return;
-      }
-      state.clock = startClock(state.wanted, state.info.frames, performance.now());
-      go(state.clock.fromFrame);
-      sound.sync(true);
-      requestAnimationFrame(tick);
-    };
-    playButton.addEventListener("click", () => setPlaying(!state.playing));
-    scrubber.addEventListener("input", () => {
-      setPlaying(false);
-      go(Number(scrubber.value));
-    });
-    zoomSelect.addEventListener("change", layout);
-    new ResizeObserver(() => {
-      layout();
-      movePlayhead(Math.max(0, state.shown));
-    }).observe(stageArea);
-    wireTransport(elements, {
-      lastFrame: lastFrame2,
-      wanted: () => state.wanted,
-      setPlaying: (on) => setPlaying(on),
-      playing: () => state.playing,
-      go,
-      parseTime,
-      timecodeOf,
-      showReadouts
-    });
     const panel = createVariablesPanel(elements, {
       values: () => state.values,
-      changed: () => changed()
+      changed: () => valuesChanged(studio)
     });
-    const check = async () => {
-      const seq = ++state.checkSeq;
-      try {
-        const response = await fetch("/__preview/variables", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ values: state.values, entry: state.entry })
-        });
-        const body = await response.json();
-        if (seq !== state.checkSeq) return;
-        if (!body.ok) {
-          banner.textContent = body.error?.message ?? "cannot check the variables";
-          banner.hidden = false;
-          return;
-        }
-        panel.showProblems(body.problems ?? []);
-        variablesJson.textContent = body.variablesJson ?? "{}";
-        form.dataset.checked = String(seq);
-      } catch (error) {
-        if (seq === state.checkSeq) {
-          copyStatus.textContent = \`check failed: \${error.message}\`;
-        }
-      }
-    };
-    const changed = () => {
-      form.dataset.checked = "";
-      if (state.changeTimer !== void 0) clearTimeout(state.changeTimer);
-      state.changeTimer = setTimeout(() => {
-        state.changeTimer = void 0;
-        void check();
-        void pump();
-        saveUrl();
-      }, 150);
-    };
-    resetButton.addEventListener("click", () => {
-      if (!state.info) return;
-      state.values = structuredClone(state.info.defaults);
-      for (const d of state.info.declarations) panel.writeField(d, state.values[d.id]);
-      changed();
-    });
-    copyButton.addEventListener("click", async () => {
-      const text = variablesJson.textContent ?? "{}";
-      try {
-        await navigator.clipboard.writeText(text);
-        copyStatus.textContent = "copied";
-      } catch {
-        const range = document.createRange();
-        range.selectNodeContents(variablesJson);
-        getSelection()?.removeAllRanges();
-        getSelection()?.addRange(range);
-        copyStatus.textContent = "selected: press Ctrl+C to copy";
-      }
-    });
-    const dropPages = () => {
-      state.live?.iframe.remove();
-      state.standby?.iframe.remove();
-      state.live = void 0;
-      state.standby = void 0;
-      state.shown = -1;
-    };
-    const listCompositions = async () => {
-      try {
-        const body = await (await fetch("/__preview/compositions")).json();
-        if (!body.ok) return;
-        state.defaultEntry = body.entry;
-        if (state.entry === "") state.entry = state.defaultEntry;
-        compositionSelect.replaceChildren(...body.compositions.map((c) => {
-          const option = document.createElement("option");
-          option.value = c.entry;
-          option.textContent = c.id ? \`\${c.id} (\${c.entry})\` : \`\${c.entry} (cannot be read)\`;
-          if (c.error) option.title = c.error;
-          return option;
-        }));
-        compositionSelect.value = state.entry;
-        compositionSelect.hidden = body.compositions.length < 2;
-      } catch {
-      }
-    };
-    compositionSelect.addEventListener("change", () => {
-      state.entry = compositionSelect.value;
-      setPlaying(false);
-      dropPages();
-      state.info = void 0;
-      state.values = {};
-      state.wanted = 0;
-      state.reloads++;
-      void refresh();
-    });
-    const refresh = async () => {
-      let body;
-      try {
-        body = await (await fetch(
-          \`/__preview/composition\${state.entry ? \`?entry=\${encodeURIComponent(state.entry)}\` : ""}\`
-        )).json();
-      } catch (error) {
-        banner.textContent = \`cannot reach vid preview: \${error.message}\`;
-        banner.hidden = false;
-        return;
-      }
-      if (!body.ok || !body.composition) {
-        banner.textContent = body.error?.message ?? "the composition cannot be read";
-        banner.hidden = false;
-        return;
-      }
-      banner.hidden = true;
-      const next = body.composition;
-      const before = state.info;
-      const sameDeclarations = before !== void 0 && JSON.stringify(before.declarations) === JSON.stringify(next.declarations) && JSON.stringify(before.dropped) === JSON.stringify(next.dropped);
-      const kept = keptValues(
-        next.declarations,
-        next.defaults,
-        before?.declarations,
-        state.values,
-        state.urlValues
-      );
-      state.urlValues = void 0;
-      state.info = next;
-      state.values = kept;
-      document.title = \`\${next.id} · vid preview\`;
-      title.textContent = compositionTitle(next);
-      scrubber.max = String(next.frames - 1);
-      frameInput.max = String(next.frames - 1);
-      if (!sameDeclarations) panel.build(next);
-      if (before) state.reloads++;
-      layout();
-      showReadouts();
-      go(state.wanted);
-      void check();
-      void checkPanel.refresh();
-    };
     const checkPanel = createCheckPanel(elements, () => state.entry);
+    const studio = { elements, state, sound, panel, checkPanel };
+    wireStage(studio);
+    wireVariables(studio);
     const { showRender } = wireRenderDialog(elements, {
       info: () => state.info,
       values: () => state.values,
       entry: () => state.entry,
-      playheadFrame: () => clampFrame2(Number(scrubber.value)),
-      lastFrame: lastFrame2
+      playheadFrame: () => studioFrame(state, Number(elements.scrubber.value)),
+      lastFrame: () => lastFrame(state)
     });
     listenForUpdates(elements, {
       changed: () => {
-        void listCompositions();
-        void refresh();
+        void listCompositions(studio);
+        void refresh(studio);
       },
       render: showRender
     });
     sound.applyVolume();
     void (async () => {
-      await listCompositions();
-      await refresh();
+      await listCompositions(studio);
+      await refresh(studio);
       try {
         showRender(await (await fetch("/__preview/render")).json());
       } catch {
       }
     })();
+  }
+  function wireStage(studio) {
+    const { state, elements } = studio;
+    const { timeline, playButton, scrubber, zoomSelect, stageArea, compositionSelect } = elements;
+    timeline.addEventListener("click", (event) => {
+      const track = event.target.closest(".track, #ruler");
+      if (!track || !state.info) return;
+      const box = track.getBoundingClientRect();
+      setPlaying(studio, false);
+      go(studio, timelineClickFrame(event.clientX, box.left, box.width, state.info.frames));
+    });
+    playButton.addEventListener("click", () => setPlaying(studio, !state.playing));
+    scrubber.addEventListener("input", () => {
+      setPlaying(studio, false);
+      go(studio, Number(scrubber.value));
+    });
+    zoomSelect.addEventListener("change", () => layout(studio));
+    new ResizeObserver(() => {
+      layout(studio);
+      moveStudioPlayhead(timeline, state.info, Math.max(0, state.shown));
+    }).observe(stageArea);
+    wireTransport(elements, {
+      lastFrame: () => lastFrame(state),
+      wanted: () => state.wanted,
+      setPlaying: (on) => setPlaying(studio, on),
+      playing: () => state.playing,
+      go: (frame) => go(studio, frame),
+      parseTime: (text) => parseTimecode(text, state.info?.fps ?? 30),
+      timecodeOf: (frame) => timecodeOf(state, frame),
+      showReadouts: () => showReadouts(studio)
+    });
+    compositionSelect.addEventListener("change", () => {
+      state.entry = compositionSelect.value;
+      setPlaying(studio, false);
+      switchEntry(state, state.entry);
+      void refresh(studio);
+    });
+  }
+  function wireVariables(studio) {
+    const { resetButton, copyButton } = studio.elements;
+    resetButton.addEventListener("click", () => resetValues(studio));
+    copyButton.addEventListener("click", () => void copyVariables(studio.elements));
+  }
+  async function copyVariables(elements) {
+    const { variablesJson, copyStatus } = elements;
+    const text = variablesJson.textContent ?? "{}";
+    try {
+      await navigator.clipboard.writeText(text);
+      copyStatus.textContent = "copied";
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents(variablesJson);
+      getSelection()?.removeAllRanges();
+      getSelection()?.addRange(range);
+      copyStatus.textContent = "selected: press Ctrl+C to copy";
+    }
   }
 
   // src/preview/studio/main.ts

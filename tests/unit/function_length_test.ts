@@ -36,11 +36,8 @@ const SCANNED = ["src", "worker", "scripts", "bench", "pulumi", "cli.ts", "mod.t
  */
 const KNOWN_LONG: Record<string, string> = {
   // Files other engineers of #35 are changing now: each split lands with their part.
-  "src/preview/studio/client.ts studioClient": "#35 (studio client split)",
   "src/runtime/hyperframes.ts createHyperframesModel": "#35 (createHyperframesModel split)",
   "src/check/static.ts staticCheck": "#35 (owned elsewhere this round)",
-  "src/preview/studio/render_dialog.ts wireRenderDialog": "#35 (studio client split)",
-  "src/preview/studio/variables_form.ts createVariablesPanel": "#35 (studio client split)",
   "src/runtime/install.ts installVidRuntime": "#35 (page runtime, owned elsewhere)",
   "src/runtime/media_elements.ts createMediaSeeker": "#35 (page runtime, owned elsewhere)",
   "src/runtime/video_paint.ts createVideoFramePainter": "#35 (page runtime, owned elsewhere)",

@@ -25,8 +25,20 @@ import {
   stageScale,
   studioFrame,
 } from "../../src/preview/studio/studio_state.ts";
+import {
+  acceptComposition,
+  compositionOptions,
+  dropPages,
+  entryQuery,
+  readouts,
+  sameDeclarations,
+  studioUrlState,
+  switchEntry,
+  takeStandby,
+  timelineClickFrame,
+} from "../../src/preview/studio/studio_state.ts";
 import { stagePageUrl } from "../../src/preview/studio/stage_pages.ts";
-import type { Info } from "../../src/preview/studio/types.ts";
+import type { Declaration, Info, Live } from "../../src/preview/studio/types.ts";
 
 describe("shared playback", () => {
   it("shows each frame for its whole duration at the composition's rate", () => {
@@ -134,5 +146,135 @@ describe("studio state", () => {
     assert.equal(url.searchParams.get("fps"), "25");
     assert.equal(url.searchParams.get("r"), "3");
     assert.deepEqual(JSON.parse(url.searchParams.get("vars")!), { title: "Hi & bye" });
+  });
+
+  /** A stage page whose iframe only counts its removals (no DOM here). */
+  const page = (key: string): Live & { removed: () => number } => {
+    let removed = 0;
+    const iframe = { remove: () => removed++ } as unknown as HTMLIFrameElement;
+    return { iframe, key, frame: -1, media: [], removed: () => removed };
+  };
+  const declared = (
+    declarations: Declaration[],
+    defaults: Record<string, unknown>,
+  ): Info => ({ ...info, duration: 2, declarations, dropped: [], defaults }) as Info;
+  const title: Declaration = { id: "title", type: "string", label: "Title" };
+  const count: Declaration = { id: "count", type: "number", label: "Count" };
+
+  it("writes the frame on stage, the changed values, mute and volume to the URL", () => {
+    const state = createStudioState({ entry: "a.html", frame: 75, muted: false, volume: 1 });
+    const sound = { muted: true, volume: 0.25 };
+    assert.equal(studioUrlState(state, sound), undefined, "nothing before the composition");
+    state.info = declared([title], { title: "Hi" });
+    state.values = { title: "Bye" };
+    assert.deepEqual(studioUrlState(state, sound), {
+      entry: "a.html",
+      frame: 59,
+      values: { title: "Bye" },
+      muted: true,
+      volume: 0.25,
+    }, "the wanted frame, clamped, until one is shown");
+    state.shown = 12;
+    state.values = { title: "Hi" };
+    assert.equal(studioUrlState(state, sound)?.frame, 12);
+    assert.deepEqual(studioUrlState(state, sound)?.values, {});
+  });
+
+  it("reads out the frame and the time against the whole", () => {
+    assert.deepEqual(readouts({ fps: 30, frames: 60, duration: 2 }, 0), {
+      frame: "frame 0 / 59",
+      time: "0.000 s / 2.000 s",
+    });
+    assert.deepEqual(readouts({ fps: 25, frames: 50, duration: 2 }, 49).time, "1.960 s / 2.000 s");
+  });
+
+  it("takes the standby page only when it was loaded for the key wanted", () => {
+    const state = createStudioState({ entry: "", frame: 0, muted: false, volume: 1 });
+    const standby = page("k1");
+    state.standby = standby;
+    assert.equal(takeStandby(state, "k2"), undefined);
+    assert.equal(state.standby, standby, "another key's standby stays");
+    assert.equal(takeStandby(state, "k1"), standby);
+    assert.equal(state.standby, undefined, "taken once");
+    assert.equal(takeStandby(state, "k1"), undefined);
+  });
+
+  it("keeps the panel when a reload declares the same variables", () => {
+    const a = declared([title], { title: "Hi" });
+    assert.equal(sameDeclarations(undefined, a), false);
+    assert.equal(sameDeclarations(a, declared([title], { title: "other default" })), true);
+    assert.equal(sameDeclarations(a, declared([title, count], {})), false);
+    assert.equal(
+      sameDeclarations(a, { ...a, dropped: [{ index: 1, reason: "no id" }] }),
+      false,
+      "a dropped declaration is shown too",
+    );
+  });
+
+  it("takes a composition read again: URL values once, typed values kept, a fresh page", () => {
+    const state = createStudioState({
+      entry: "",
+      frame: 0,
+      values: { title: "from url" },
+      muted: false,
+      volume: 1,
+    });
+    assert.equal(acceptComposition(state, declared([title], { title: "Hi" })), false);
+    assert.deepEqual(state.values, { title: "from url" });
+    assert.equal(state.urlValues, undefined, "the URL's values apply once");
+    assert.equal(state.reloads, 0, "the first read needs no fresh page");
+    state.values.title = "typed";
+    assert.equal(
+      acceptComposition(state, declared([title, count], { title: "Hi", count: 1 })),
+      false,
+    );
+    assert.deepEqual(state.values, { title: "typed", count: 1 });
+    assert.equal(state.reloads, 1, "an edit loads fresh pages");
+    assert.equal(
+      acceptComposition(state, declared([title, count], { title: "Hi", count: 1 })),
+      true,
+    );
+    assert.equal(state.reloads, 2);
+  });
+
+  it("drops the pages and starts afresh on another composition", () => {
+    const state = createStudioState({ entry: "a.html", frame: 30, muted: false, volume: 1 });
+    const live = page("k");
+    const standby = page("k");
+    Object.assign(state, { live, standby, shown: 30, info, values: { title: "x" } });
+    switchEntry(state, "b.html");
+    assert.equal(live.removed(), 1);
+    assert.equal(standby.removed(), 1);
+    assert.equal(state.live, undefined);
+    assert.equal(state.standby, undefined);
+    assert.equal(state.shown, -1);
+    assert.equal(state.info, undefined);
+    assert.deepEqual(state.values, {});
+    assert.equal(state.wanted, 0);
+    assert.equal(state.reloads, 1);
+    assert.equal(state.entry, "b.html");
+    dropPages(state);
+    assert.equal(live.removed(), 1, "nothing left to drop");
+  });
+
+  it("names the composition in the API's query, and in the switcher", () => {
+    assert.equal(entryQuery(""), "");
+    assert.equal(entryQuery("intro & outro.html"), "?entry=intro%20%26%20outro.html");
+    assert.deepEqual(
+      compositionOptions([
+        { entry: "index.html", id: "main" },
+        { entry: "broken.html", id: null, error: "no data-duration" },
+      ]),
+      [
+        { value: "index.html", text: "main (index.html)" },
+        { value: "broken.html", text: "broken.html (cannot be read)", title: "no data-duration" },
+      ],
+    );
+  });
+
+  it("finds the frame under a click on the timeline", () => {
+    assert.equal(timelineClickFrame(100, 100, 400, 60), 0);
+    assert.equal(timelineClickFrame(300, 100, 400, 60), 30);
+    assert.equal(timelineClickFrame(499, 100, 400, 60), 59);
   });
 });

@@ -23,9 +23,20 @@ import { playerVolume, soundingClips, soundPosition } from "../../src/preview/st
 import {
   formatBytes,
   lastFrameAt,
+  renderDoneFigures,
+  renderHref,
+  renderingText,
   renderRequestBody,
 } from "../../src/preview/studio/render_dialog.ts";
-import { keptValues, numberFieldValue } from "../../src/preview/studio/variables_form.ts";
+import {
+  droppedText,
+  fieldEvent,
+  fieldRuns,
+  inputType,
+  keptValues,
+  numberFieldValue,
+  thumbnailSrc,
+} from "../../src/preview/studio/variables_form.ts";
 import {
   pageErrorMessage,
   projectFile,
@@ -221,7 +232,87 @@ describe("studio render dialog", () => {
   });
 });
 
+describe("studio render status", () => {
+  it("says how far a render is, and how long it has left", () => {
+    const progress = {
+      stage: "rendering",
+      framesDone: 30,
+      framesTotal: 90,
+      fps: 14.96,
+      etaSeconds: 4.01,
+    };
+    assert.equal(renderingText(progress), "Rendering: 30 / 90 frames (15.0 fps, about 5 s left)");
+    assert.equal(
+      renderingText({ ...progress, etaSeconds: undefined }),
+      "Rendering: 30 / 90 frames (15.0 fps)",
+    );
+    assert.equal(
+      renderingText({ ...progress, etaSeconds: Infinity }),
+      "Rendering: 30 / 90 frames (15.0 fps)",
+      "no time left is shown before it is known",
+    );
+    assert.equal(renderingText({ ...progress, etaSeconds: -2 }).endsWith("about 0 s left)"), true);
+    assert.equal(renderingText({ ...progress, stage: "encoding" }), "Rendering: encoding");
+    assert.equal(renderingText(undefined), "Rendering: starting");
+  });
+
+  it("links a finished render and names its frames, size and time", () => {
+    assert.equal(renderHref("clip.mp4"), "/__preview/renders/clip.mp4");
+    assert.equal(renderHref("a#b/00000.png"), "/__preview/renders/a%23b/00000.png");
+    assert.equal(
+      renderDoneFigures({ state: "done", id: 2, frames: 90, bytes: 5 * 1048576, elapsedMs: 12345 }),
+      " (90 frames, 5.0 MB, 12.3 s)",
+    );
+  });
+});
+
 describe("studio variables", () => {
+  it("gives each type its field and the event it reports on", () => {
+    const of = (type: Declaration["type"]): Declaration => ({ id: "v", type, label: "V" });
+    assert.deepEqual(
+      (["string", "number", "boolean", "color", "image", "enum"] as const).map((t) => [
+        inputType(of(t)),
+        fieldEvent(of(t)),
+      ]),
+      [
+        ["text", "input"],
+        ["number", "input"],
+        ["checkbox", "change"],
+        ["text", "input"],
+        ["text", "input"],
+        ["text", "change"],
+      ],
+    );
+  });
+
+  it("groups the fields where each group first appears, the others in order", () => {
+    const d = (id: string, group?: string): Declaration => ({
+      id,
+      type: "string",
+      label: id,
+      ...(group ? { group } : {}),
+    });
+    const runs = fieldRuns([d("a"), d("b", "Look"), d("c"), d("e", "Text"), d("f", "Look")]);
+    assert.deepEqual(runs.map((r) => [r.group ?? null, r.declarations.map((x) => x.id)]), [
+      [null, ["a"]],
+      ["Look", ["b", "f"]],
+      [null, ["c"]],
+      ["Text", ["e"]],
+    ]);
+    assert.deepEqual(fieldRuns([]), []);
+  });
+
+  it("shows an image's thumbnail from the project or the web", () => {
+    assert.equal(thumbnailSrc("img/a.png"), "/img/a.png");
+    assert.equal(thumbnailSrc("HTTP://x.test/a.png"), "HTTP://x.test/a.png");
+    assert.equal(thumbnailSrc("   "), undefined);
+  });
+
+  it("lists a dropped declaration with its id when it had one", () => {
+    assert.equal(droppedText({ index: 0, reason: "no type" }), "declaration 0 dropped: no type");
+    assert.equal(droppedText({ index: 3, id: "t", reason: "x" }), 'declaration 3 ("t") dropped: x');
+  });
+
   const title: Declaration = { id: "title", type: "string", label: "Title" };
   const count: Declaration = { id: "count", type: "number", label: "Count" };
 

@@ -148,6 +148,207 @@ export interface RenderDialogHost {
 }
 
 /**
+ * What the status line says of a render under way: frames done of all, the rate and the
+ * time left once the frames are being drawn, else the stage it is at.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(
+ *   renderingText({ stage: "rendering", framesDone: 3, framesTotal: 60, fps: 12.34,
+ *     etaSeconds: 4.2 }),
+ *   "Rendering: 3 / 60 frames (12.3 fps, about 5 s left)",
+ * );
+ * assert.equal(renderingText(undefined), "Rendering: starting");
+ * ```
+ */
+export function renderingText(progress: RenderStatus["progress"]): string {
+  const p = progress;
+  const eta = p?.etaSeconds !== undefined && Number.isFinite(p.etaSeconds)
+    ? `, about ${Math.max(0, Math.ceil(p.etaSeconds))} s left`
+    : "";
+  return p && p.stage === "rendering"
+    ? `Rendering: ${p.framesDone} / ${p.framesTotal} frames (${p.fps.toFixed(1)} fps${eta})`
+    : `Rendering: ${p?.stage ?? "starting"}`;
+}
+
+/**
+ * Where a finished render downloads from: its path under `renders/`, each part encoded.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(renderHref("my clip/00000.png"), "/__preview/renders/my%20clip/00000.png");
+ * ```
+ */
+export function renderHref(file: string): string {
+  return `/__preview/renders/${file.split("/").map(encodeURIComponent).join("/")}`;
+}
+
+/**
+ * The figures after a finished render's link: frames, size and time taken.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(
+ *   renderDoneFigures({ state: "done", id: 1, frames: 60, bytes: 2048, elapsedMs: 1500 }),
+ *   " (60 frames, 2 KB, 1.5 s)",
+ * );
+ * ```
+ */
+export function renderDoneFigures(status: RenderStatus): string {
+  return ` (${status.frames} frames, ${formatBytes(status.bytes ?? 0)}, ${
+    ((status.elapsedMs ?? 0) / 1000).toFixed(1)
+  } s)`;
+}
+
+/** Shows a render's status (from the server's events) beneath the Render button. */
+function showRenderStatus(elements: RenderDialogElements, status: RenderStatus): void {
+  const { renderCancel, renderProgress, renderStatus } = elements;
+  renderStatus.dataset.state = status.state;
+  renderProgress.hidden = status.state === "idle";
+  renderCancel.hidden = status.state !== "rendering";
+  const p = status.progress;
+  renderProgress.max = p?.framesTotal || 1;
+  renderProgress.value = status.state === "done" ? renderProgress.max : p?.framesDone ?? 0;
+  renderStatus.replaceChildren();
+  if (status.state === "rendering") {
+    renderStatus.textContent = renderingText(p);
+    renderStatus.dataset.eta = p?.etaSeconds === undefined ? "" : String(p.etaSeconds);
+  } else if (status.state === "done" && status.file) {
+    // A PNG sequence is a folder: the link opens its first frame, the text names the folder.
+    const file = status.file;
+    const link = document.createElement("a");
+    link.id = "render-link";
+    link.href = renderHref(file);
+    link.download = file.split("/").pop()!;
+    link.textContent = `renders/${file}`;
+    renderStatus.append(
+      status.folder ? `Done: renders/${status.folder} (first frame: ` : "Done: ",
+      link,
+      status.folder ? ")" : "",
+      renderDoneFigures(status),
+    );
+  } else if (status.state === "cancelled") {
+    renderStatus.textContent = "Render cancelled; no file was written.";
+  } else if (status.state === "failed") {
+    renderStatus.textContent = `Render failed: ${status.error?.message ?? "unknown error"}`;
+  }
+}
+
+/** Fills a choice with `options`, keeping what was chosen before when it is still offered. */
+function fillOptions(select: HTMLSelectElement, options: readonly string[], chosen: string): void {
+  const keep = select.value || chosen;
+  select.replaceChildren(...options.map((value) => {
+    const option = document.createElement("option");
+    option.value = value;
+    option.textContent = OPTION_LABELS[value] ?? value;
+    return option;
+  }));
+  select.value = options.includes(keep) ? keep : chosen;
+}
+
+/** Opens the dialog filled from the composition; resolves whether the check holds a render. */
+function openDialog(
+  elements: RenderDialogElements,
+  host: RenderDialogHost,
+  info: Info,
+): Promise<() => boolean> {
+  const { renderDialog, renderFormat, renderQuality, renderScale } = elements;
+  const { renderFps, renderFrom, renderTo, renderName } = elements;
+  fillOptions(renderFormat, info.render.formats, "mp4");
+  fillOptions(renderQuality, info.render.qualities, "standard");
+  fillOptions(renderScale, info.render.scales, "1");
+  renderFps.value = String(+info.fps.toFixed(3));
+  renderFrom.max = renderTo.max = String(host.lastFrame());
+  renderTo.disabled = renderFormat.value === "still";
+  renderFrom.value = renderFormat.value === "still" ? String(host.playheadFrame()) : "0";
+  renderTo.value = String(host.lastFrame());
+  renderName.placeholder = `${info.id}-<date>-<time>`;
+  renderDialog.showModal();
+  return gateOnCheck(renderDialog, host.entry());
+}
+
+/** The dialog's fields as typed, with the values and entry on stage. */
+function dialogFields(elements: RenderDialogElements, host: RenderDialogHost): RenderDialogFields {
+  const { renderFormat, renderQuality, renderScale, renderFps, renderFrom, renderTo } = elements;
+  return {
+    values: host.values(),
+    entry: host.entry(),
+    format: renderFormat.value,
+    quality: renderQuality.value,
+    scale: renderScale.value,
+    fps: renderFps.value,
+    from: renderFrom.value,
+    to: renderTo.value,
+    toMax: renderTo.max,
+    name: elements.renderName.value,
+  };
+}
+
+/** Posts the render (`POST /__preview/render`); a refusal shows under the Render button. */
+async function startRender(elements: RenderDialogElements, host: RenderDialogHost): Promise<void> {
+  const { renderMessage } = elements;
+  renderMessage.textContent = "";
+  renderMessage.dataset.kind = "";
+  try {
+    const response = await fetch("/__preview/render", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(
+        renderRequestBody(dialogFields(elements, host), host.info()?.fps ?? 0),
+      ),
+    });
+    const body = await response.json() as {
+      ok: boolean;
+      status?: RenderStatus;
+      error?: { message: string };
+    };
+    if (body.ok && body.status) {
+      showRenderStatus(elements, body.status);
+      return;
+    }
+    renderMessage.textContent = body.error?.message ?? `render refused (${response.status})`;
+    renderMessage.dataset.kind = response.status === 409 ? "busy" : "error";
+  } catch (error) {
+    renderMessage.textContent = `cannot reach vid preview: ${(error as Error).message}`;
+    renderMessage.dataset.kind = "error";
+  }
+}
+
+/** Stops the render under way (`POST /__preview/render/cancel`). */
+async function cancelRender(renderCancel: HTMLButtonElement): Promise<void> {
+  renderCancel.disabled = true;
+  try {
+    await fetch("/__preview/render/cancel", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+  } finally {
+    renderCancel.disabled = false;
+  }
+}
+
+/**
+ * The frame range at a frame rate typed: a range left whole stays whole (the server counts
+ * its frames), an edited one is kept as typed.
+ */
+function followFrameRate(elements: RenderDialogElements, info: Info | undefined): void {
+  const { renderFps, renderFrom, renderTo } = elements;
+  const fps = Number(renderFps.value);
+  const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
+  if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
+  const last = String(lastFrameAt(info.duration, fps));
+  renderFrom.max = renderTo.max = last;
+  renderTo.value = last;
+}
+
+/**
  * Wires the render dialog: the Render button opens it filled from the composition, closing
  * it with "start" posts the render, Cancel cancels one under way; returns how a render's
  * status (from the server's events) is shown.
@@ -170,88 +371,12 @@ export function wireRenderDialog(
   elements: RenderDialogElements,
   host: RenderDialogHost,
 ): { showRender(status: RenderStatus): void } {
-  const {
-    renderButton,
-    renderCancel,
-    renderProgress,
-    renderStatus,
-    renderMessage,
-    renderDialog,
-    renderFormat,
-    renderQuality,
-    renderScale,
-    renderFps,
-    renderFrom,
-    renderTo,
-    renderName,
-  } = elements;
+  const { renderButton, renderCancel, renderDialog, renderFormat, renderFps } = elements;
+  const { renderFrom, renderTo } = elements;
+  // Whether the check holds the render (an error listed and "render anyway" not ticked).
+  let held: Promise<() => boolean> = Promise.resolve(() => false);
 
-  const showRender = (status: RenderStatus): void => {
-    renderStatus.dataset.state = status.state;
-    renderProgress.hidden = status.state === "idle";
-    renderCancel.hidden = status.state !== "rendering";
-    const p = status.progress;
-    renderProgress.max = p?.framesTotal || 1;
-    renderProgress.value = status.state === "done" ? renderProgress.max : p?.framesDone ?? 0;
-    renderStatus.replaceChildren();
-    if (status.state === "rendering") {
-      const eta = p?.etaSeconds !== undefined && Number.isFinite(p.etaSeconds)
-        ? `, about ${Math.max(0, Math.ceil(p.etaSeconds))} s left`
-        : "";
-      renderStatus.textContent = p && p.stage === "rendering"
-        ? `Rendering: ${p.framesDone} / ${p.framesTotal} frames (${p.fps.toFixed(1)} fps${eta})`
-        : `Rendering: ${p?.stage ?? "starting"}`;
-      renderStatus.dataset.eta = p?.etaSeconds === undefined ? "" : String(p.etaSeconds);
-    } else if (status.state === "done" && status.file) {
-      // A PNG sequence is a folder: the link opens its first frame, the text names the folder.
-      const file = status.file;
-      const link = document.createElement("a");
-      link.id = "render-link";
-      link.href = `/__preview/renders/${file.split("/").map(encodeURIComponent).join("/")}`;
-      link.download = file.split("/").pop()!;
-      link.textContent = `renders/${file}`;
-      renderStatus.append(
-        status.folder ? `Done: renders/${status.folder} (first frame: ` : "Done: ",
-        link,
-        status.folder ? ")" : "",
-        ` (${status.frames} frames, ${formatBytes(status.bytes ?? 0)}, ${
-          ((status.elapsedMs ?? 0) / 1000).toFixed(1)
-        } s)`,
-      );
-    } else if (status.state === "cancelled") {
-      renderStatus.textContent = "Render cancelled; no file was written.";
-    } else if (status.state === "failed") {
-      renderStatus.textContent = `Render failed: ${status.error?.message ?? "unknown error"}`;
-    }
-  };
-
-  const fillOptions = (
-    select: HTMLSelectElement,
-    options: readonly string[],
-    chosen: string,
-  ): void => {
-    const keep = select.value || chosen;
-    select.replaceChildren(...options.map((value) => {
-      const option = document.createElement("option");
-      option.value = value;
-      option.textContent = OPTION_LABELS[value] ?? value;
-      return option;
-    }));
-    select.value = options.includes(keep) ? keep : chosen;
-  };
-
-  // At another frame rate the whole composition is other frame numbers: a range left whole
-  // stays whole (the server counts its frames), an edited one is kept as typed.
-  renderFps.addEventListener("input", () => {
-    const fps = Number(renderFps.value);
-    const whole = renderFrom.value === "0" && renderTo.value === renderTo.max;
-    const info = host.info();
-    if (!info || !(fps >= 1 && fps <= 240) || !whole) return;
-    const last = String(lastFrameAt(info.duration, fps));
-    renderFrom.max = renderTo.max = last;
-    renderTo.value = last;
-  });
-
+  renderFps.addEventListener("input", () => followFrameRate(elements, host.info()));
   // A still is one frame: the playhead's, which "from" then holds (and the user may change).
   renderFormat.addEventListener("change", () => {
     if (renderFormat.value === "still") {
@@ -259,62 +384,10 @@ export function wireRenderDialog(
     }
     renderTo.disabled = renderFormat.value === "still";
   });
-
   renderButton.addEventListener("click", () => {
     const info = host.info();
-    if (!info) return;
-    fillOptions(renderFormat, info.render.formats, "mp4");
-    fillOptions(renderQuality, info.render.qualities, "standard");
-    fillOptions(renderScale, info.render.scales, "1");
-    renderFps.value = String(+info.fps.toFixed(3));
-    renderFrom.max = renderTo.max = String(host.lastFrame());
-    renderTo.disabled = renderFormat.value === "still";
-    renderFrom.value = renderFormat.value === "still" ? String(host.playheadFrame()) : "0";
-    renderTo.value = String(host.lastFrame());
-    renderName.placeholder = `${info.id}-<date>-<time>`;
-    renderDialog.showModal();
-    held = gateOnCheck(renderDialog, host.entry());
+    if (info) held = openDialog(elements, host, info);
   });
-
-  const startRender = async (): Promise<void> => {
-    renderMessage.textContent = "";
-    renderMessage.dataset.kind = "";
-    try {
-      const response = await fetch("/__preview/render", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(renderRequestBody({
-          values: host.values(),
-          entry: host.entry(),
-          format: renderFormat.value,
-          quality: renderQuality.value,
-          scale: renderScale.value,
-          fps: renderFps.value,
-          from: renderFrom.value,
-          to: renderTo.value,
-          toMax: renderTo.max,
-          name: renderName.value,
-        }, host.info()?.fps ?? 0)),
-      });
-      const body = await response.json() as {
-        ok: boolean;
-        status?: RenderStatus;
-        error?: { message: string };
-      };
-      if (body.ok && body.status) {
-        showRender(body.status);
-        return;
-      }
-      renderMessage.textContent = body.error?.message ?? `render refused (${response.status})`;
-      renderMessage.dataset.kind = response.status === 409 ? "busy" : "error";
-    } catch (error) {
-      renderMessage.textContent = `cannot reach vid preview: ${(error as Error).message}`;
-      renderMessage.dataset.kind = "error";
-    }
-  };
-
-  // Whether the check holds the render (an error listed and "render anyway" not ticked).
-  let held: Promise<() => boolean> = Promise.resolve(() => false);
   renderDialog.addEventListener("close", async () => {
     const start = renderDialog.returnValue === "start";
     renderDialog.returnValue = "";
@@ -322,23 +395,10 @@ export function wireRenderDialog(
     // Started before the check answered: the answer decides, and a held render reopens
     // the dialog with the errors named instead of starting.
     if ((await held)()) renderDialog.showModal();
-    else void startRender();
+    else void startRender(elements, host);
   });
-
-  renderCancel.addEventListener("click", async () => {
-    renderCancel.disabled = true;
-    try {
-      await fetch("/__preview/render/cancel", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: "{}",
-      });
-    } finally {
-      renderCancel.disabled = false;
-    }
-  });
-
-  return { showRender };
+  renderCancel.addEventListener("click", () => void cancelRender(renderCancel));
+  return { showRender: (status) => showRenderStatus(elements, status) };
 }
 
 /**

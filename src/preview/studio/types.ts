@@ -5,7 +5,7 @@
  * @module
  */
 
-import type { PreviewComposition } from "../server.ts";
+import type { PreviewComposition } from "../compositions.ts";
 import type { EnumOption, VariableDeclaration } from "../../composition/declarations.ts";
 import type {
   MediaDescriptor,
