@@ -21,7 +21,8 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { findChromium } from "../../src/render/system.ts";
 import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "../preview_process.ts";
 import { ROOT, runVid } from "../helpers.ts";
-import { type ServerProcess, startServerProcess } from "../server_process.ts";
+import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
+import { zipSync } from "fflate";
 import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
 import { CreateBucketCommand, GetBucketCorsCommand, S3Client } from "@aws-sdk/client-s3";
 import { deploySite, type SiteHandle } from "../../src/lambda/sites.ts";
@@ -122,6 +123,22 @@ function staticServer(dir: string): Deno.HttpServer<Deno.NetAddr> {
   });
 }
 
+/** Uploads the main composition as an asset of `vid server` at `url`; its `site_url`. */
+async function uploadAsset(url: string, key: string): Promise<string> {
+  const zip = zipSync({ "index.html": new TextEncoder().encode(MAIN) });
+  const created = await fetch(`${url}/v3/assets`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ size_bytes: zip.length }),
+  });
+  assert.equal(created.status, 201);
+  const put = await fetch((await created.json()).upload_url, { method: "PUT", body: zip });
+  assert.equal(put.status, 200, await put.clone().text());
+  const ready = await put.json();
+  assert.equal(ready.status, "ready");
+  return ready.site_url;
+}
+
 /** The host page: the player module from vid preview, one player of `src`. */
 function hostPage(previewUrl: string, src: string, attributes = ""): string {
   return `<!doctype html><html><head><meta charset="utf-8">
@@ -180,6 +197,7 @@ describe("<vid-player>", () => {
   let s3Server: S3Server | undefined;
   let s3: S3Client | undefined;
   let site: SiteHandle;
+  let assetSite = "";
   const stills = new Map<number, Uint8Array>();
 
   /** `vid still --time t` of the main composition, as RGB. */
@@ -244,6 +262,10 @@ describe("<vid-player>", () => {
     });
     await s3.send(new CreateBucketCommand({ Bucket: "player-sites" }));
     site = await deploySite({ projectDir: `${work}/site`, bucketName: "player-sites", s3 });
+    assetSite = await uploadAsset(
+      server.url,
+      await createAccount(serverData, "player@example.com"),
+    );
     const pages: Record<string, string> = {
       "/main.html": hostPage(preview.url, `${preview.url}index.html`),
       "/boom.html": hostPage(preview.url, `${preview.url}boom.html`),
@@ -256,6 +278,7 @@ describe("<vid-player>", () => {
         " playback-rate=2 muted",
       ),
       "/site.html": hostPage(`${server.url}/`, `${site.serveUrl}index.html`),
+      "/asset.html": hostPage(`${server.url}/`, assetSite),
     };
     host = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (request) => {
       const body = pages[new URL(request.url).pathname];
@@ -654,6 +677,22 @@ describe("<vid-player>", () => {
       );
       assert.equal(duration, 3);
       const db = psnr(await elementRgb(tab, "site-seek-2"), await stillRgb(2));
+      assert.ok(db >= 40, `PSNR ${db.toFixed(1)} dB (want >= 40)`);
+    } finally {
+      await tab.close();
+    }
+  });
+
+  it("plays a vid server asset's site_url, frame-exact with vid still", async () => {
+    const tab = await openHost("/asset.html");
+    try {
+      await tab.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(2));
+      const state = await tab.$eval("#p", (el) => ({
+        duration: (el as unknown as { duration: number }).duration,
+        srcdoc: el.shadowRoot!.querySelector("iframe")!.hasAttribute("srcdoc"),
+      }));
+      assert.deepEqual(state, { duration: 3, srcdoc: true });
+      const db = psnr(await elementRgb(tab, "asset-seek-2"), await stillRgb(2));
       assert.ok(db >= 40, `PSNR ${db.toFixed(1)} dB (want >= 40)`);
     } finally {
       await tab.close();
