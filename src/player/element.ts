@@ -201,7 +201,7 @@ export class VidPlayer extends PlayerElementBase {
   #resize: ResizeObserver | undefined;
   #connected = false;
   /** The composition's HTML as fetched, for the URL it came from (fresh on a new `src`). */
-  #source: FetchedPage | undefined;
+  #source: { url: string; page: FetchedPage } | undefined;
   /** What `Date.now()` returns at time 0 in the pages this element loads. */
   #epochMs = Math.floor(Date.now() / 1000) * 1000;
 
@@ -452,8 +452,8 @@ export class VidPlayer extends PlayerElementBase {
   async #fetched(): Promise<FetchedPage> {
     const src = this.getAttribute("src")!;
     const url = compositionUrl(src, this.getAttribute("composition") ?? "");
-    if (this.#source?.url !== url) this.#source = await fetchPage(url);
-    return this.#source;
+    if (this.#source?.url !== url) this.#source = { url, page: await fetchPage(url) };
+    return this.#source.page;
   }
 
   async #load(key: string): Promise<PlayerPage> {

@@ -11788,8 +11788,8 @@ return installVidRuntime;
     async #fetched() {
       const src = this.getAttribute("src");
       const url = compositionUrl(src, this.getAttribute("composition") ?? "");
-      if (this.#source?.url !== url) this.#source = await fetchPage(url);
-      return this.#source;
+      if (this.#source?.url !== url) this.#source = { url, page: await fetchPage(url) };
+      return this.#source.page;
     }
     async #load(key) {
       const source = await this.#fetched();

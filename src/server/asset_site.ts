@@ -26,14 +26,19 @@ const SITES = "/v3/sites/";
 
 /** Project zips read lately, by asset id: a player asks for several files in a row. */
 const recent = new Map<string, Uint8Array>();
-const RECENT_ZIPS = 4;
+/** What the recent zips may hold together; a larger zip is read again for each file. */
+const RECENT_BYTES = 64 * 1024 * 1024;
 
 /**
  * The signed site URL of asset `id`'s `composition`.
  *
  * @example
- * ```ts no_run
- * const url = await siteUrl(ctx, "ast_0123", "index.html");
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const ctx = { secret: "s", publicUrl: "https://api.example" };
+ * const url = await siteUrl(ctx, "ast_0123", "scenes/a b.html", 1000);
+ * assert.match(url, /^https:\/\/api\.example\/v3\/sites\/ast_0123\.87400\.[0-9a-f]+\/scenes\/a%20b\.html$/);
  * ```
  */
 export async function siteUrl(
@@ -55,17 +60,25 @@ async function projectZip(ctx: ServerContext, id: string): Promise<Uint8Array | 
   const object = await ctx.storage.get(`assets/${id}/project.zip`);
   if (!object) return undefined;
   const zip = new Uint8Array(await new Response(object.body).arrayBuffer());
+  if (zip.length > RECENT_BYTES) return zip;
   recent.set(id, zip);
-  for (const old of recent.keys()) {
-    if (recent.size <= RECENT_ZIPS) break;
+  let held = [...recent.values()].reduce((sum, z) => sum + z.length, 0);
+  for (const [old, z] of recent) {
+    if (held <= RECENT_BYTES) break;
     recent.delete(old);
+    held -= z.length;
   }
   return zip;
 }
 
-/** Headers of every site answer: readable from any origin, not sniffed. */
+/**
+ * Headers of every site answer: readable from any origin, not sniffed, and a page opened
+ * from here directly runs sandboxed in an opaque origin (`sandbox allow-scripts`): a
+ * tenant's HTML never runs as the API's origin (its sign-in page, its cookies).
+ */
 const SITE_HEADERS = {
   "access-control-allow-origin": "*",
+  "content-security-policy": "sandbox allow-scripts",
   "x-content-type-options": "nosniff",
   "cache-control": "private, max-age=300",
 };
@@ -84,7 +97,10 @@ function refusal(status: 403 | 404, message: string): Response {
  *
  * @example
  * ```ts no_run
- * siteRoutes(app, ctx);
+ * import { Hono } from "hono";
+ * import type { ServerContext } from "./context.ts";
+ *
+ * const mount = (ctx: ServerContext): void => siteRoutes(new Hono(), ctx);
  * ```
  */
 export function siteRoutes(app: Hono, ctx: ServerContext): void {

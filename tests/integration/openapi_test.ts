@@ -627,6 +627,8 @@ describe("api/openapi.yaml against the real server", () => {
     const page = await call("GET", "", { absolute: siteUrl, key: null });
     expectStatus(page, 200);
     assert.equal(page.headers.get("access-control-allow-origin"), "*");
+    // Opened directly, a tenant's page runs in an opaque origin, never as the API's.
+    assert.equal(page.headers.get("content-security-policy"), "sandbox allow-scripts");
     assert.match(page.headers.get("content-type") ?? "", /text\/html/);
     assert.match(new TextDecoder().decode(page.bytes), /data-composition-id/);
     const forged = siteUrl.replace(
