@@ -49,6 +49,12 @@ export interface PageBundle {
   exported?: string;
   /** The constant's JSDoc. */
   doc: string;
+  /**
+   * `false` for a bundle only ever served as its own file (`/player.js`), never inside a
+   * `<script>` element: it may hold `</script` and `<!--` (the player carries an HTML parser
+   * whose tables spell them). Every other bundle is inlined into pages, where it must not.
+   */
+  inline?: boolean;
 }
 
 /** The bundles this script builds. */
@@ -77,6 +83,7 @@ export const PAGE_BUNDLES: PageBundle[] = [
     output: "src/player/player_bundle.ts",
     constant: "PLAYER_BUNDLE",
     shape: "run",
+    inline: false,
     doc:
       "The `<vid-player>` module (`src/player/`), served at `/player.js`: defines the element in the page that loads it.",
   },

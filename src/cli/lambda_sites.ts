@@ -41,6 +41,7 @@ export function registerLambdaSites(lambda: Command): void {
           console.log(JSON.stringify({ ok: true, ...site }, null, 2));
         } else {
           if (!site.uploaded) console.error(`site ${site.siteId} already uploaded`);
+          if (site.playerCors) console.error(`warning: ${site.playerCors}`);
           console.log(site.siteId);
         }
       } catch (error) {

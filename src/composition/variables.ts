@@ -14,13 +14,13 @@ import { statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parse as parseJsonc, type ParseError, printParseErrorCode } from "jsonc-parser";
-import { isCssColor } from "./color.ts";
-import { typeMismatch, type VariableDeclaration, type Variables } from "./declarations.ts";
+import type { VariableDeclaration, Variables } from "./declarations.ts";
 import { StrictVariablesError, type VariableProblem, VariablesInputError } from "./errors.ts";
 import { isPlainObject } from "../util/json_shape.ts";
-import { nearestName } from "./names.ts";
+import { checkValues, mergeVariables } from "./values.ts";
 
 export { editDistance, nearestName } from "./names.ts";
+export { fallbackValue, mergeVariables } from "./values.ts";
 
 /** Where overrides come from; both optional. */
 export interface OverrideSources {
@@ -124,7 +124,8 @@ export async function loadOverrides(sources: OverrideSources): Promise<Variables
 /**
  * Checks every override key against the declarations and returns all problems:
  * undeclared keys (including keys whose declaration was dropped, with the nearest
- * declared name as a suggestion) and wrong types.
+ * declared name as a suggestion), wrong types, and `image` paths that are not files of
+ * `options.projectDir`.
  *
  * @example
  * ```ts
@@ -141,59 +142,11 @@ export function checkOverrides(
   overrides: Variables,
   options: CheckOptions = {},
 ): VariableProblem[] {
-  const byId = new Map(declarations.map((d) => [d.id, d]));
-  const problems: VariableProblem[] = [];
-  for (const [key, value] of Object.entries(overrides)) {
-    const given = JSON.stringify(value) ?? String(value);
-    const declaration = byId.get(key);
-    if (!declaration) {
-      const known = declarations.map((d) => d.id).join(", ") || "none";
-      const suggestion = nearestName(key, declarations.map((d) => d.id));
-      problems.push({
-        key,
-        expected: "a declared variable",
-        given,
-        message: `"${key}" is not declared by the composition (declared: ${known})` +
-          (suggestion !== undefined ? `; did you mean "${suggestion}"?` : ""),
-        ...(suggestion !== undefined && { suggestion }),
-      });
-      continue;
-    }
-    const expected = typeMismatch(declaration, value, isCssColor);
-    if (expected !== null) {
-      problems.push({
-        key,
-        expected,
-        given,
-        message: `"${key}" (${declaration.type}) expects ${expected}, got ${given}`,
-      });
-      continue;
-    }
-    const missing = missingImage(declaration, value, options.projectDir);
-    if (missing !== null) {
-      problems.push({
-        key,
-        expected: "a file in the project",
-        given,
-        message: `"${key}" (image) expects a file in the project or an http(s) URL; ` +
-          `${given} ${missing}`,
-      });
-    }
-  }
-  // An image left at its default must exist too: it is what the page will load.
-  for (const declaration of declarations) {
-    if (declaration.id in overrides || declaration.default === undefined) continue;
-    const missing = missingImage(declaration, declaration.default, options.projectDir);
-    if (missing === null) continue;
-    const given = JSON.stringify(declaration.default);
-    problems.push({
-      key: declaration.id,
-      expected: "a file in the project",
-      given,
-      message: `"${declaration.id}" (image) default ${given} ${missing}`,
-    });
-  }
-  return problems;
+  return checkValues(
+    declarations,
+    overrides,
+    (declaration, value) => missingImage(declaration, value, options.projectDir),
+  );
 }
 
 /** Options of {@linkcode checkOverrides}. */
@@ -229,50 +182,6 @@ function missingImage(
   } catch {
     return `does not exist in the project (${projectDir}); check the path and letter case`;
   }
-}
-
-/** Value a declaration without a default starts with. */
-export function fallbackValue(declaration: VariableDeclaration): string | number | boolean {
-  switch (declaration.type) {
-    case "string":
-      return "";
-    case "number":
-      return 0;
-    case "boolean":
-      return false;
-    case "color":
-      return "#000000";
-    case "enum":
-      return declaration.options?.[0]?.value ?? "";
-    case "image":
-      return "";
-  }
-}
-
-/**
- * Defaults merged with overrides: what `window.__vid.getVariables()` returns. A
- * declaration without a default starts at `""`, `0`, `false`, `"#000000"` or its first
- * enum option.
- *
- * @example
- * ```ts
- * import assert from "node:assert/strict";
- *
- * assert.deepEqual(
- *   mergeVariables([{ id: "title", type: "string", label: "Title", default: "Hi" }], {}),
- *   { title: "Hi" },
- * );
- * ```
- */
-export function mergeVariables(
-  declarations: readonly VariableDeclaration[],
-  overrides: Variables,
-): Variables {
-  const values: Variables = {};
-  for (const declaration of declarations) {
-    values[declaration.id] = declaration.default ?? fallbackValue(declaration);
-  }
-  return { ...values, ...overrides };
 }
 
 /** Result of {@linkcode resolveVariables}. */

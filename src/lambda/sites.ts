@@ -37,6 +37,7 @@ import {
   s3OptionsFromEnv,
 } from "../aws/clients.ts";
 import { explainStackError, StackError } from "./stack_error.ts";
+import { allowPlayerReads } from "./site_cors.ts";
 import { OPTIONS } from "../request/options.ts";
 
 /**
@@ -74,6 +75,12 @@ export interface SiteHandle {
    * {@linkcode deploySite} or `loadSite`): a render whose `config.fps` is unset renders at it.
    */
   fps?: FrameRate;
+  /**
+   * Set by {@linkcode deploySite} when it could not give the bucket the CORS rule
+   * `<vid-player>` needs to read the site from a web page (`site_cors.ts`): why. Renders do
+   * not need the rule.
+   */
+  playerCors?: string;
 }
 
 /**
@@ -192,7 +199,7 @@ export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle
     const manifestKey = `${prefix}site.json`;
     try {
       await client.send(new HeadObjectCommand({ Bucket: options.bucketName, Key: manifestKey }));
-      return handle;
+      return await withPlayerCors(client, handle);
     } catch (error) {
       // HeadObject answers a missing bucket with a bare 404, like a missing key.
       if (!isNotFound(error)) {
@@ -207,9 +214,27 @@ export async function deploySite(options: DeploySiteOptions): Promise<SiteHandle
     } catch (error) {
       throw explainStackError(error, { bucketName: options.bucketName, region: location.region });
     }
-    return { ...handle, uploaded: true };
+    return await withPlayerCors(client, { ...handle, uploaded: true });
   } finally {
     if (ownClient) client.destroy();
+  }
+}
+
+/**
+ * `handle` once its bucket lets web pages read it for `<vid-player>` (`site_cors.ts`), or
+ * with `playerCors` saying why it could not: a site renders without the rule.
+ */
+async function withPlayerCors(client: S3Client, handle: SiteHandle): Promise<SiteHandle> {
+  try {
+    await allowPlayerReads(client, handle.bucketName);
+    return handle;
+  } catch (error) {
+    const reason = (error as Error).message || (error as Error).name;
+    return {
+      ...handle,
+      playerCors: `could not let web pages read bucket ${handle.bucketName} for <vid-player> ` +
+        `(s3:GetBucketCORS and s3:PutBucketCORS): ${reason}`,
+    };
   }
 }
 

@@ -30,6 +30,7 @@ import { pageErrorMessage, projectFile } from "../preview/studio/page_error.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import type { PlayerComposition } from "../runtime/player_bridge.ts";
 import { linkPage, PAGE_ANSWER_MS, type PageLink, PlayerPageError } from "./page_link.ts";
+import { type FetchedPage, fetchPage, SRCDOC_SANDBOX, srcdocPage } from "./remote_page.ts";
 import { PLAYER_SHADOW_HTML } from "./shadow.ts";
 
 /** The player's state: loading its first frame, showing frames, or failed. */
@@ -49,7 +50,11 @@ export const PLAYER_ATTRIBUTES: readonly string[] = [
   "composition",
 ];
 
-/** What an iframe may do: run its scripts in its own origin; no popups, forms or top navigation. */
+/**
+ * What an iframe loading a page `vid preview` served may do: run its scripts in its own
+ * origin (vid preview's); no popups, forms or top navigation. A composition the player
+ * fetched itself runs with {@linkcode SRCDOC_SANDBOX}, scripts alone in an opaque origin.
+ */
 export const PLAYER_SANDBOX = "allow-scripts allow-same-origin";
 
 /** A composition page in the player. */
@@ -60,6 +65,20 @@ interface PlayerPage {
   frame: number;
   painted: boolean;
   media: MediaDescriptor[];
+}
+
+/**
+ * The composition's URL: `src`, or `composition` (an entry file) beside it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(compositionUrl("http://h/demo/", "b.html"), "http://h/demo/b.html");
+ * ```
+ */
+export function compositionUrl(src: string, composition: string): string {
+  return new URL(composition || src, new URL(src, globalThis.location?.href)).href;
 }
 
 /**
@@ -82,7 +101,7 @@ export function playerPageUrl(
   fps: string,
   reloads: number,
 ): string {
-  const url = new URL(composition || src, new URL(src, globalThis.location?.href));
+  const url = new URL(compositionUrl(src, composition));
   if (fps) url.searchParams.set("fps", fps);
   url.searchParams.set("vars", JSON.stringify(values));
   url.searchParams.set("r", String(reloads));
@@ -181,6 +200,10 @@ export class VidPlayer extends PlayerElementBase {
   #sound: SoundPlayers | undefined;
   #resize: ResizeObserver | undefined;
   #connected = false;
+  /** The composition's HTML as fetched, for the URL it came from (fresh on a new `src`). */
+  #source: { url: string; page: FetchedPage } | undefined;
+  /** What `Date.now()` returns at time 0 in the pages this element loads. */
+  #epochMs = Math.floor(Date.now() / 1000) * 1000;
 
   /** `"loading"` until the first frame is drawn, `"ready"`, or `"error"`. */
   get readyState(): PlayerReadyState {
@@ -268,6 +291,11 @@ export class VidPlayer extends PlayerElementBase {
     this.#applyAttributes();
     if (name === "src" || name === "composition" || name === "fps") this.#reload();
     else if (name === "variables" && this.#readVariables()) this.#redraw();
+    else if (name === "playback-rate" && this.#playing && this.#info) {
+      // The new speed runs from the frame due now; the sound follows at once.
+      this.#clock = { fromFrame: this.#wanted, startMs: performance.now() };
+      this.#sound?.sync(true);
+    }
   }
 
   /** Takes the `variables` attribute's values; false (and an error event) when unreadable. */
@@ -285,9 +313,12 @@ export class VidPlayer extends PlayerElementBase {
     this.#root = this.attachShadow({ mode: "open" });
     this.#root.innerHTML = PLAYER_SHADOW_HTML;
     this.#sound = createSoundPlayers(this.#part<HTMLElement>("sounds"), {
-      playing: () => this.#playing && this.playbackRate === 1,
+      playing: () => this.#playing,
       playheadSeconds: () =>
-        this.#info ? clockSeconds(this.#clock, performance.now(), this.#info.fps) : 0,
+        this.#info
+          ? clockSeconds(this.#clock, performance.now(), this.#info.fps, this.playbackRate)
+          : 0,
+      rate: () => this.playbackRate,
     });
     this.#part<HTMLButtonElement>("play").addEventListener("click", () => this.#toggle());
     this.#part<HTMLButtonElement>("mute").addEventListener("click", () => {
@@ -372,6 +403,7 @@ export class VidPlayer extends PlayerElementBase {
     this.pause();
     this.#reloads++;
     this.#info = undefined;
+    this.#source = undefined;
     this.#shown = -1;
     this.#setState("loading");
     this.#applyAttributes();
@@ -395,10 +427,7 @@ export class VidPlayer extends PlayerElementBase {
 
   #fail(error: unknown): Error {
     const message = error instanceof PlayerPageError && error.record
-      ? pageErrorMessage(error.record, this.#wanted, (url) => {
-        const page = new URL(this.#live?.iframe.src ?? url, location.href);
-        return projectFile(url, page.href, page.pathname.slice(1));
-      })
+      ? pageErrorMessage(error.record, this.#wanted, (url) => this.#fileOf(url))
       : (error as Error).message;
     this.#playing = false;
     this.#sound?.pause();
@@ -410,7 +439,25 @@ export class VidPlayer extends PlayerElementBase {
     return new Error(message);
   }
 
+  /** A page error's URL as a file of the composition's folder, as the studio names it. */
+  #fileOf(url: string): string {
+    const page = new URL(
+      compositionUrl(this.getAttribute("src") ?? "", this.getAttribute("composition") ?? ""),
+    );
+    if (url === "about:srcdoc") url = page.href;
+    return projectFile(url, page.href, page.pathname.slice(1));
+  }
+
+  /** The composition's HTML, fetched once per `src`: served with vid's runtime, or plain. */
+  async #fetched(): Promise<FetchedPage> {
+    const src = this.getAttribute("src")!;
+    const url = compositionUrl(src, this.getAttribute("composition") ?? "");
+    if (this.#source?.url !== url) this.#source = { url, page: await fetchPage(url) };
+    return this.#source.page;
+  }
+
   async #load(key: string): Promise<PlayerPage> {
+    const source = await this.#fetched();
     const url = playerPageUrl(
       this.getAttribute("src")!,
       this.getAttribute("composition") ?? "",
@@ -418,8 +465,16 @@ export class VidPlayer extends PlayerElementBase {
       this.getAttribute("fps") ?? "",
       this.#reloads,
     );
+    const page = source.kind === "plain"
+      ? srcdocPage(source.html, {
+        url: source.url,
+        values: this.#values,
+        fps: this.getAttribute("fps") ?? "",
+        epochMs: this.#epochMs,
+      })
+      : undefined;
     const iframe = document.createElement("iframe");
-    iframe.setAttribute("sandbox", PLAYER_SANDBOX);
+    iframe.setAttribute("sandbox", page ? SRCDOC_SANDBOX : PLAYER_SANDBOX);
     iframe.setAttribute("scrolling", "no");
     iframe.title = "composition";
     iframe.style.zIndex = "0";
@@ -435,9 +490,11 @@ export class VidPlayer extends PlayerElementBase {
         PAGE_ANSWER_MS,
       );
     }).finally(() => clearTimeout(loadTimer));
-    iframe.src = url;
+    if (page) iframe.srcdoc = page.srcdoc;
+    else iframe.src = url;
     this.#part<HTMLElement>("stage").append(iframe);
-    const link = linkPage(iframe, new URL(url).origin);
+    // An opaque origin has no name to post to: the messages carry nothing private.
+    const link = page ? linkPage(iframe, "*", source.url) : linkPage(iframe, new URL(url).origin);
     try {
       await loaded;
       const hello = await link.hello();

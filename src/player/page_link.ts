@@ -35,6 +35,15 @@ export class PlayerPageError extends VidError {
   }
 }
 
+/** Why a page did not answer: what to allow or use, for a page `fetched` or loaded by URL. */
+function silentPage(url: string, fetched: boolean): string {
+  const waited = `${url} did not answer within ${PAGE_ANSWER_MS / 1000} s`;
+  return fetched ? `${waited}: its scripts did not start vid's page runtime` : `${waited}: ` +
+    `the player could not read it from this page's origin (its host sends no ` +
+    `Access-Control-Allow-Origin) and its host did not put vid's page runtime into it; allow ` +
+    `the read (docs/player.md, CORS) or serve the composition with vid preview`;
+}
+
 /** Requests to one composition page. */
 export interface PageLink {
   /** The page's description and media, once its document has loaded. */
@@ -46,7 +55,8 @@ export interface PageLink {
 }
 
 /**
- * Links to the page in `iframe`, served from `origin`.
+ * Links to the page in `iframe`, served from `origin` (`"*"` for an opaque one); a page
+ * `fetchedFrom` a URL (loaded as `srcdoc`) is named by that URL in messages.
  *
  * @example
  * ```ts no_run
@@ -56,7 +66,11 @@ export interface PageLink {
  * await link.draw(60, true);
  * ```
  */
-export function linkPage(iframe: HTMLIFrameElement, origin: string): PageLink {
+export function linkPage(
+  iframe: HTMLIFrameElement,
+  origin: string,
+  fetchedFrom?: string,
+): PageLink {
   let nextId = 0;
   const pending = new Map<number, {
     resolve: (answer: PlayerAnswer) => void;
@@ -81,12 +95,7 @@ export function linkPage(iframe: HTMLIFrameElement, origin: string): PageLink {
     const answer = await new Promise<PlayerAnswer>((resolve, reject) => {
       const timer = setTimeout(() => {
         pending.delete(id);
-        reject(
-          new PlayerPageError(
-            `${iframe.src} did not answer within ${PAGE_ANSWER_MS / 1000} s: serve the ` +
-              `composition with vid preview, which puts vid's page runtime into it`,
-          ),
-        );
+        reject(new PlayerPageError(silentPage(fetchedFrom ?? iframe.src, !!fetchedFrom)));
       }, PAGE_ANSWER_MS);
       pending.set(id, { resolve, reject, timer });
       const message = { protocol: PLAYER_PROTOCOL, id, ...body } as PlayerRequest;

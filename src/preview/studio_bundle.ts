@@ -93,6 +93,10 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
   function playerVolume(clipVolume, studioVolume) {
     return Math.max(0, Math.min(1, clipVolume * studioVolume));
   }
+  function audioRate(clipRate, hostRate) {
+    const rate = clipRate * hostRate;
+    return rate >= 0.0625 && rate <= 16 ? rate : null;
+  }
   function createSoundPlayers(box, host) {
     let muted = false;
     let volume = 1;
@@ -108,11 +112,12 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       const t = host.playheadSeconds();
       for (const { clip, el } of sounds) {
         const mediaTime = soundPosition(clip, t, el.duration, host.playing());
-        if (mediaTime === null) {
+        const rate = audioRate(clip.playbackRate, host.rate?.() ?? 1);
+        if (mediaTime === null || rate === null) {
           if (!el.paused) el.pause();
           continue;
         }
-        el.playbackRate = clip.playbackRate;
+        el.playbackRate = rate;
         if (force || el.paused || Math.abs(el.currentTime - mediaTime) > 0.08) {
           el.currentTime = mediaTime;
         }
@@ -1038,8 +1043,8 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
   function clockFrame(clock, nowMs, fps) {
     return clock.fromFrame + Math.floor((nowMs - clock.startMs) * fps / 1e3);
   }
-  function clockSeconds(clock, nowMs, fps) {
-    return clock.fromFrame / fps + (nowMs - clock.startMs) / 1e3;
+  function clockSeconds(clock, nowMs, fps, rate = 1) {
+    return clock.fromFrame / fps + (nowMs - clock.startMs) * rate / 1e3;
   }
   function startClock(wanted, frames, nowMs) {
     const from = clampFrame(wanted, frames);

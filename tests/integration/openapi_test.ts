@@ -617,6 +617,34 @@ describe("api/openapi.yaml against the real server", () => {
   let queuedId = "";
   let firstId = "";
 
+  it("GET /v3/sites/{token}/{path}: 200 with CORS, 403 bad signature, 404", async () => {
+    const zip = projectZip();
+    const created = await asset(zip, false);
+    const ready = await call("PUT", "", { absolute: String(created.upload_url), bytes: zip });
+    expectStatus(ready, 200);
+    const siteUrl = String(ready.body.site_url);
+    assert.match(siteUrl, /\/v3\/sites\/ast_[^/]+\/index\.html$/);
+    const page = await call("GET", "", { absolute: siteUrl, key: null });
+    expectStatus(page, 200);
+    assert.equal(page.headers.get("access-control-allow-origin"), "*");
+    // Opened directly, a tenant's page runs in an opaque origin, never as the API's.
+    assert.equal(page.headers.get("content-security-policy"), "sandbox allow-scripts");
+    assert.match(page.headers.get("content-type") ?? "", /text\/html/);
+    assert.match(new TextDecoder().decode(page.bytes), /data-composition-id/);
+    const forged = siteUrl.replace(
+      /\.([0-9a-f])([0-9a-f]*)\/index/,
+      (_m, c, r) => `.${c === "0" ? "1" : "0"}${r}/index`,
+    );
+    const refused = await call("GET", "", { absolute: forged, key: null });
+    expectStatus(refused, 403, "vid_forbidden");
+    assert.equal(refused.headers.get("access-control-allow-origin"), "*");
+    const missing = await call("GET", "", {
+      absolute: siteUrl.replace(/index\.html$/, "nope.css"),
+      key: null,
+    });
+    expectStatus(missing, 404, "vid_not_found");
+  });
+
   it("POST /v3/vid/renders: 201, replay 200, 400, 402, 404, 409, 422", async () => {
     const ready = await asset(projectZip());
     const assetId = String(ready.asset_id);

@@ -5,7 +5,12 @@
  * composition's duration; `seek(2)` draws the frame `vid still --time 2` writes (PSNR);
  * new variables change the frame without reloading the host page; a second of play moves
  * `currentTime` about a second with `timeupdate`s; `ended`; a throwing composition's
- * `error` names file:line; a bad variable value gets vid check's words.
+ * `error` names file:line; a bad variable value gets vid check's words. Then the same
+ * composition from origins that only serve files: a plain static server (another origin,
+ * `Access-Control-Allow-Origin: *`) and a Lambda site's `serveUrl` on the S3 stand-in
+ * (s3rver, honouring the bucket CORS `deploySite` sets): the player fetches the HTML, puts
+ * vid's runtime in it and draws it in an opaque-origin sandbox, frame-exact with `vid still`;
+ * and the sound plays at a playback rate of 2.
  *
  * @module
  */
@@ -16,7 +21,12 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { findChromium } from "../../src/render/system.ts";
 import { type PreviewProcess, runFfmpeg, startPreviewProcess } from "../preview_process.ts";
 import { ROOT, runVid } from "../helpers.ts";
-import { type ServerProcess, startServerProcess } from "../server_process.ts";
+import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
+import { zipSync } from "fflate";
+import { S3_CREDENTIALS, type S3Server, startS3Server } from "../s3_server.ts";
+import { CreateBucketCommand, GetBucketCorsCommand, S3Client } from "@aws-sdk/client-s3";
+import { deploySite, type SiteHandle } from "../../src/lambda/sites.ts";
+import { contentTypeOf } from "../../src/util/mime.ts";
 
 const SHOTS = `${ROOT}.test-results/player`;
 
@@ -74,12 +84,67 @@ html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; backgroun
 </div></body></html>
 `;
 
+/** 3 s of a 440 Hz tone, for the sound test (written by ffmpeg in `before`). */
+const SOUND = `<!doctype html>
+<html><head><meta charset="utf-8"></head>
+<body><div id="root" data-composition-id="player-sound" data-width="320" data-height="180"
+  data-duration="3" data-fps="10" style="background:#333">
+<audio src="tone.wav" data-start="0"></audio>
+</div></body></html>
+`;
+
+/**
+ * A static file server of `dir` on loopback, as a static host is: no vid in it, CORS open to
+ * any origin, byte ranges (what lets a browser seek in a sound).
+ */
+function staticServer(dir: string): Deno.HttpServer<Deno.NetAddr> {
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (request) => {
+    const path = decodeURIComponent(new URL(request.url).pathname);
+    let body: Uint8Array<ArrayBuffer>;
+    try {
+      if (path.includes("..")) throw new Error("outside");
+      body = await Deno.readFile(`${dir}${path}`);
+    } catch {
+      return new Response("not found", { status: 404 });
+    }
+    const headers = {
+      "content-type": contentTypeOf(path),
+      "access-control-allow-origin": "*",
+      "accept-ranges": "bytes",
+    };
+    const range = /^bytes=(\d+)-(\d*)$/.exec(request.headers.get("range") ?? "");
+    if (!range) return new Response(body, { headers });
+    const start = Number(range[1]);
+    const end = Math.min(body.length - 1, range[2] ? Number(range[2]) : body.length - 1);
+    return new Response(body.slice(start, end + 1), {
+      status: 206,
+      headers: { ...headers, "content-range": `bytes ${start}-${end}/${body.length}` },
+    });
+  });
+}
+
+/** Uploads the main composition as an asset of `vid server` at `url`; its `site_url`. */
+async function uploadAsset(url: string, key: string): Promise<string> {
+  const zip = zipSync({ "index.html": new TextEncoder().encode(MAIN) });
+  const created = await fetch(`${url}/v3/assets`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ size_bytes: zip.length }),
+  });
+  assert.equal(created.status, 201);
+  const put = await fetch((await created.json()).upload_url, { method: "PUT", body: zip });
+  assert.equal(put.status, 200, await put.clone().text());
+  const ready = await put.json();
+  assert.equal(ready.status, "ready");
+  return ready.site_url;
+}
+
 /** The host page: the player module from vid preview, one player of `src`. */
-function hostPage(previewUrl: string, src: string): string {
+function hostPage(previewUrl: string, src: string, attributes = ""): string {
   return `<!doctype html><html><head><meta charset="utf-8">
 <style>body { margin: 0; } vid-player { width: 320px; height: 180px; }</style>
 <script type="module" src="${previewUrl}player.js"></script></head>
-<body><vid-player id="p" src="${src}"></vid-player>
+<body><vid-player id="p" src="${src}"${attributes}></vid-player>
 <script>
 window.loadedOnce = Math.random();
 window.events = [];
@@ -127,6 +192,37 @@ describe("<vid-player>", () => {
   let browser: Browser | undefined;
   let page: Page;
   let hostUrl = "";
+  let files: Deno.HttpServer<Deno.NetAddr> | undefined;
+  let filesUrl = "";
+  let s3Server: S3Server | undefined;
+  let s3: S3Client | undefined;
+  let site: SiteHandle;
+  let assetSite = "";
+  const stills = new Map<number, Uint8Array>();
+
+  /** `vid still --time t` of the main composition, as RGB. */
+  async function stillRgb(t: number): Promise<Uint8Array> {
+    if (!stills.has(t)) {
+      const file = `${work}/still-${t}.png`;
+      const still = await runVid(["still", work, "--time", String(t), "--output", file]);
+      assert.equal(still.code, 0, still.stderr);
+      stills.set(t, await toRgb(await Deno.readFile(file)));
+    }
+    return stills.get(t)!;
+  }
+
+  /** Opens `path` of the host server in a new tab and waits for `#p` to reach `state`. */
+  async function openHost(path: string, state = "ready"): Promise<Page> {
+    const tab = await browser!.newPage();
+    await tab.setViewport({ width: 400, height: 240, deviceScaleFactor: 1 });
+    await tab.goto(`${hostUrl}${path}`);
+    await tab.waitForFunction(
+      (want) => document.getElementById("p")?.dataset.state === want,
+      { timeout: 30000 },
+      state,
+    );
+    return tab;
+  }
 
   before(async () => {
     work = await Deno.makeTempDir({ prefix: "vid-player-" });
@@ -134,10 +230,17 @@ describe("<vid-player>", () => {
     await Deno.writeTextFile(`${work}/boom.html`, BOOM);
     await Deno.writeTextFile(`${work}/scene.js`, SCENE_JS);
     await Deno.writeTextFile(`${work}/hf.html`, HYPERFRAMES);
+    await Deno.writeTextFile(`${work}/sound.html`, SOUND);
+    await Deno.writeFile(
+      `${work}/tone.wav`,
+      await runFfmpeg(["-f", "lavfi", "-i", "sine=frequency=440:duration=3", "-f", "wav", "-"]),
+    );
+    await Deno.mkdir(`${work}/site`);
+    await Deno.writeTextFile(`${work}/site/index.html`, MAIN);
     serverData = await Deno.makeTempDir({ prefix: "vid-player-server-" });
     const executablePath = await findChromium();
     assert.ok(executablePath, "chromium is installed");
-    [preview, server, browser] = await Promise.all([
+    [preview, server, browser, s3Server] = await Promise.all([
       startPreviewProcess(work),
       startServerProcess(serverData),
       puppeteer.launch({
@@ -145,11 +248,37 @@ describe("<vid-player>", () => {
         headless: true,
         args: ["--no-sandbox", "--disable-gpu", "--force-color-profile=srgb", "--hide-scrollbars"],
       }),
+      startS3Server(),
     ]);
+    files = staticServer(work);
+    filesUrl = `http://127.0.0.1:${files.addr.port}/`;
+    s3 = new S3Client({
+      endpoint: s3Server.endpoint,
+      region: "us-east-1",
+      forcePathStyle: true,
+      credentials: S3_CREDENTIALS,
+      requestChecksumCalculation: "WHEN_REQUIRED",
+      responseChecksumValidation: "WHEN_REQUIRED",
+    });
+    await s3.send(new CreateBucketCommand({ Bucket: "player-sites" }));
+    site = await deploySite({ projectDir: `${work}/site`, bucketName: "player-sites", s3 });
+    assetSite = await uploadAsset(
+      server.url,
+      await createAccount(serverData, "player@example.com"),
+    );
     const pages: Record<string, string> = {
       "/main.html": hostPage(preview.url, `${preview.url}index.html`),
       "/boom.html": hostPage(preview.url, `${preview.url}boom.html`),
       "/server.html": hostPage(`${server.url}/`, `${preview.url}index.html`),
+      "/static.html": hostPage(preview.url, `${filesUrl}index.html`),
+      "/static-boom.html": hostPage(preview.url, `${filesUrl}boom.html`),
+      "/static-sound.html": hostPage(
+        preview.url,
+        `${filesUrl}sound.html`,
+        " playback-rate=2 muted",
+      ),
+      "/site.html": hostPage(`${server.url}/`, `${site.serveUrl}index.html`),
+      "/asset.html": hostPage(`${server.url}/`, assetSite),
     };
     host = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (request) => {
       const body = pages[new URL(request.url).pathname];
@@ -169,6 +298,9 @@ describe("<vid-player>", () => {
   after(async () => {
     await browser?.close();
     await host?.shutdown();
+    await files?.shutdown();
+    s3?.destroy();
+    await s3Server?.close();
     await server?.stop();
     try {
       preview?.child.kill("SIGINT");
@@ -474,6 +606,120 @@ describe("<vid-player>", () => {
       assert.equal(shown, detail);
     } finally {
       await boom.close();
+    }
+  });
+
+  it("draws a composition from a plain static host, frame-exact with vid still", async () => {
+    const tab = await openHost("/static.html");
+    try {
+      const state = await tab.$eval("#p", (el) => {
+        const iframe = el.shadowRoot!.querySelector("iframe")!;
+        return {
+          duration: (el as unknown as { duration: number }).duration,
+          sandbox: iframe.getAttribute("sandbox"),
+          srcdoc: iframe.hasAttribute("srcdoc"),
+          origins: [location.origin, new URL(el.getAttribute("src")!).origin],
+        };
+      });
+      assert.equal(state.duration, 3);
+      assert.equal(state.sandbox, "allow-scripts", "an opaque origin: scripts alone");
+      assert.ok(state.srcdoc, "the player loaded the HTML it fetched");
+      assert.notEqual(state.origins[0], state.origins[1]);
+      await tab.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(2));
+      const db = psnr(await elementRgb(tab, "static-seek-2"), await stillRgb(2));
+      assert.ok(db >= 40, `PSNR ${db.toFixed(1)} dB (want >= 40)`);
+      assert.ok(psnr(await elementRgb(tab, "static-seek-2"), await stillRgb(0)) < 30);
+      // A bad value reads as the CLI prints it, from vid's own checks in the player.
+      await tab.$eval("#p", (el) => {
+        (el as unknown as { variables: Record<string, unknown> }).variables = { bg: 12 };
+      });
+      await tab.waitForFunction(() => document.getElementById("p")!.dataset.state === "error");
+      const message = await tab.$eval(
+        "#p",
+        (el) => el.shadowRoot!.querySelector("[part=message]")!.textContent,
+      );
+      assert.match(message ?? "", /variables do not match the composition's declarations/);
+      assert.match(message ?? "", /"bg" \(color\) expects/);
+    } finally {
+      await tab.close();
+    }
+  });
+
+  it("names file:line of a composition that throws on a static host", async () => {
+    const tab = await openHost("/static-boom.html", "error");
+    try {
+      const message = await tab.$eval(
+        "#p",
+        (el) => el.shadowRoot!.querySelector("[part=message]")!.textContent,
+      );
+      assert.match(message ?? "", /the page threw while loading: TypeError/);
+      assert.match(message ?? "", /scene\.js:3:/);
+    } finally {
+      await tab.close();
+    }
+  });
+
+  it("plays a Lambda site's serveUrl (S3 stand-in) with the bucket CORS deploySite set", async () => {
+    const cors = await s3!.send(new GetBucketCorsCommand({ Bucket: "player-sites" }));
+    assert.deepEqual(cors.CORSRules?.map((r) => [r.AllowedOrigins, r.AllowedMethods]), [
+      [["*"], ["GET", "HEAD"]],
+    ]);
+    assert.equal(site.playerCors, undefined);
+    const read = await fetch(`${site.serveUrl}index.html`, { headers: { origin: "null" } });
+    assert.equal(read.headers.get("access-control-allow-origin"), "*");
+    await read.body?.cancel();
+    const tab = await openHost("/site.html");
+    try {
+      await tab.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(2));
+      const duration = await tab.$eval(
+        "#p",
+        (el) => (el as unknown as { duration: number }).duration,
+      );
+      assert.equal(duration, 3);
+      const db = psnr(await elementRgb(tab, "site-seek-2"), await stillRgb(2));
+      assert.ok(db >= 40, `PSNR ${db.toFixed(1)} dB (want >= 40)`);
+    } finally {
+      await tab.close();
+    }
+  });
+
+  it("plays a vid server asset's site_url, frame-exact with vid still", async () => {
+    const tab = await openHost("/asset.html");
+    try {
+      await tab.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(2));
+      const state = await tab.$eval("#p", (el) => ({
+        duration: (el as unknown as { duration: number }).duration,
+        srcdoc: el.shadowRoot!.querySelector("iframe")!.hasAttribute("srcdoc"),
+      }));
+      assert.deepEqual(state, { duration: 3, srcdoc: true });
+      const db = psnr(await elementRgb(tab, "asset-seek-2"), await stillRgb(2));
+      assert.ok(db >= 40, `PSNR ${db.toFixed(1)} dB (want >= 40)`);
+    } finally {
+      await tab.close();
+    }
+  });
+
+  it("plays the sound at playback-rate 2", async () => {
+    const tab = await openHost("/static-sound.html");
+    try {
+      await tab.$eval("#p", (el) => (el as unknown as { play(): Promise<void> }).play());
+      await tab.waitForFunction(
+        () => {
+          const audio = document.getElementById("p")!.shadowRoot!.querySelector("audio");
+          return audio !== null && !audio.paused && audio.currentTime > 0.2;
+        },
+        { timeout: 20000 },
+      );
+      const sound = await tab.$eval("#p", (el) => {
+        const audio = el.shadowRoot!.querySelector("audio")!;
+        (el as unknown as { pause(): void }).pause();
+        return { rate: audio.playbackRate, src: audio.src, paused: audio.paused };
+      });
+      assert.equal(sound.rate, 2, "the sound plays at the picture's rate");
+      assert.equal(sound.src, `${filesUrl}tone.wav`);
+      assert.equal(sound.paused, true, "pause stops the sound");
+    } finally {
+      await tab.close();
     }
   });
 });

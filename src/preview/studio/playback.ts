@@ -52,18 +52,19 @@ export function clockFrame(clock: PlaybackClock, nowMs: number, fps: number): nu
 }
 
 /**
- * Seconds on the composition timeline at `nowMs` on `clock` (what the sound follows: it
- * moves continuously, not frame by frame).
+ * Seconds on the composition timeline at `nowMs` on `clock`, played at `rate` times real
+ * time (what the sound follows: it moves continuously, not frame by frame).
  *
  * @example
  * ```ts
  * import assert from "node:assert/strict";
  *
  * assert.equal(clockSeconds({ fromFrame: 30, startMs: 0 }, 500, 30), 1.5);
+ * assert.equal(clockSeconds({ fromFrame: 30, startMs: 0 }, 500, 30, 2), 2);
  * ```
  */
-export function clockSeconds(clock: PlaybackClock, nowMs: number, fps: number): number {
-  return clock.fromFrame / fps + (nowMs - clock.startMs) / 1000;
+export function clockSeconds(clock: PlaybackClock, nowMs: number, fps: number, rate = 1): number {
+  return clock.fromFrame / fps + ((nowMs - clock.startMs) * rate) / 1000;
 }
 
 /**

@@ -92,6 +92,25 @@ export interface PlayerHost {
   playing(): boolean;
   /** Seconds on the composition timeline that the playhead is at right now. */
   playheadSeconds(): number;
+  /** Timeline seconds per real second while playing (the player's `playback-rate`); 1 without. */
+  rate?(): number;
+}
+
+/**
+ * The `playbackRate` an `<audio>` plays `clip` at while its host plays at `hostRate`, or
+ * null where the browser plays no sound (outside 1/16 to 16 times, as Chromium allows).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(audioRate(1.5, 2), 3);
+ * assert.equal(audioRate(1, 32), null);
+ * ```
+ */
+export function audioRate(clipRate: number, hostRate: number): number | null {
+  const rate = clipRate * hostRate;
+  return rate >= 0.0625 && rate <= 16 ? rate : null;
 }
 
 /** `<audio>` players of a live page's sounding clips, aligned with a host's playhead. */
@@ -141,11 +160,12 @@ export function createSoundPlayers(box: HTMLElement, host: PlayerHost): SoundPla
     const t = host.playheadSeconds();
     for (const { clip, el } of sounds) {
       const mediaTime = soundPosition(clip, t, el.duration, host.playing());
-      if (mediaTime === null) {
+      const rate = audioRate(clip.playbackRate, host.rate?.() ?? 1);
+      if (mediaTime === null || rate === null) {
         if (!el.paused) el.pause();
         continue;
       }
-      el.playbackRate = clip.playbackRate;
+      el.playbackRate = rate;
       if (force || el.paused || Math.abs(el.currentTime - mediaTime) > 0.08) {
         el.currentTime = mediaTime;
       }

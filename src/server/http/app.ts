@@ -39,6 +39,7 @@ import { renderRoutes } from "./render_routes.ts";
 import { opsRoutes } from "./ops_routes.ts";
 import { PLAYER_PATH, playerScript } from "../../player/serve.ts";
 import { renderJson, transitionRender } from "../queue/renders.ts";
+import { siteRoutes, siteUrl } from "./asset_site.ts";
 import { idempotencyKey, underKey } from "./under_key.ts";
 import { contentTypeOf } from "../../util/mime.ts";
 import { addLogContext, log } from "../log.ts";
@@ -65,6 +66,10 @@ async function assetJson(ctx: ServerContext, row: Row): Promise<Record<string, u
     const sig = await signPath(ctx.secret, "upload", path, expires);
     json.upload_url = `${ctx.publicUrl}${path}?expires=${expires}&sig=${sig}`;
     json.upload_expires_at = new Date(expires * 1000).toISOString();
+  }
+  if (row.status === "ready") {
+    // What <vid-player> draws the asset from (asset_site.ts).
+    json.site_url = await siteUrl(ctx, String(row.id), String(row.composition));
   }
   return json;
 }
@@ -256,6 +261,7 @@ export function createApp(ctx: ServerContext): Hono {
   });
   renderReadRoutes(app, ctx, deps);
   fileRoutes(app, ctx);
+  siteRoutes(app, ctx);
 
   app.route("/oauth", oauthRoutes(ctx, { throttles }));
   opsRoutes(app, ctx);
