@@ -490,6 +490,26 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
     if (row.status === "pending_upload") {
       await ctx.disk?.ensureRoom(Number(row.size_bytes), "this upload");
     }
+    // A PUT that cannot be the upload (another is under way, or its Content-Length is not the
+    // declared size) is refused before it claims the URL: claiming and then failing would
+    // free the URL under the upload that holds it.
+    if (row.status === "pending_upload" && row.upload_started_at != null) {
+      throw new ApiError(
+        409,
+        "vid_asset_not_ready",
+        `asset ${id} is being uploaded by another request; an upload URL is used once`,
+      );
+    }
+    const declared = c.req.header("content-length");
+    if (
+      row.status === "pending_upload" && declared !== undefined &&
+      Number(declared) !== Number(row.size_bytes)
+    ) {
+      throw invalid(
+        "body",
+        `expected ${row.size_bytes} bytes as declared, got a Content-Length of ${declared}`,
+      );
+    }
     // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
     // one is refused, so it can never replace a ready project.
     const claimed = await ctx.db.run(
