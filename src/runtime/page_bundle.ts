@@ -363,6 +363,540 @@ function installVirtualClock(epochMs, real, hooks) {
   return clock;
 }
 
+// src/runtime/hyperframes_css.ts
+var MOUNT = "data-vid-mount";
+var ROOT = "data-vid-root";
+function escapeRegExp(text) {
+  return text.replace(/[.*+?^\${}()|[\\]\\\\]/g, "\\\\$&");
+}
+function rebase(value, fileUrl) {
+  const trimmed = value.trim();
+  if (!trimmed.startsWith("../") && trimmed !== "..") return value;
+  try {
+    return new URL(trimmed, fileUrl).href;
+  } catch {
+    return value;
+  }
+}
+function rebaseCss(css, fileUrl) {
+  return css.replace(
+    /url\\(\\s*(["']?)([^"')]+)\\1\\s*\\)/g,
+    (_all, quote, url) => \`url(\${quote}\${rebase(url, fileUrl)}\${quote})\`
+  );
+}
+function splitSelectors(text) {
+  const parts = [];
+  let depth = 0;
+  let quote = "";
+  let current = "";
+  for (const char of text) {
+    if (quote) {
+      if (char === quote) quote = "";
+    } else if (char === '"' || char === "'") quote = char;
+    else if (char === "(" || char === "[") depth++;
+    else if (char === ")" || char === "]") depth--;
+    else if (char === "," && depth === 0) {
+      parts.push(current.trim());
+      current = "";
+      continue;
+    }
+    current += char;
+  }
+  if (current.trim()) parts.push(current.trim());
+  return parts;
+}
+function rootSelector(selector, n, rootId) {
+  return rootId ? selector.replace(new RegExp(\`#\${escapeRegExp(rootId)}(?![\\\\w-])\`, "g"), \`[\${ROOT}="\${n}"]\`) : selector;
+}
+function scopeSelector(selector, n, rootId, compId) {
+  const root = \`[\${ROOT}="\${n}"]\`;
+  if (/^(html|body|:root)$/i.test(selector)) return root;
+  let scoped = selector.replace(
+    new RegExp(\`\\\\[\\\\s*data-composition-id\\\\s*=\\\\s*(["']?)\${escapeRegExp(compId)}\\\\1\\\\s*\\\\]\`, "g"),
+    root
+  );
+  scoped = rootSelector(scoped, n, rootId);
+  return scoped.startsWith(root) ? scoped : \`[\${MOUNT}="\${n}"] \${scoped}\`;
+}
+function scopeRules(rules, n, rootId, compId) {
+  for (const rule of Array.from(rules)) {
+    if (rule instanceof CSSStyleRule) {
+      rule.selectorText = splitSelectors(rule.selectorText).map((s) => scopeSelector(s, n, rootId, compId)).join(", ");
+    } else if (rule instanceof CSSMediaRule || rule instanceof CSSSupportsRule || typeof CSSLayerBlockRule !== "undefined" && rule instanceof CSSLayerBlockRule) {
+      scopeRules(rule.cssRules, n, rootId, compId);
+    }
+  }
+}
+
+// src/runtime/hyperframes_scope.ts
+function scopedScriptCode(code, index, fileUrl) {
+  return \`(function (scope) {
+(function (document, window, gsap, __hyperframes) {
+\${code}
+}).call(globalThis, scope.document, scope.window, scope.gsap(), scope.hyperframes);
+})(globalThis.__vidHyperframesScopes[\${index}]);
+//# sourceURL=\${fileUrl}\`;
+}
+function scopedDocument(scope) {
+  const query = (selector) => {
+    const { hostEl, n, rootId } = scope();
+    const scoped = rootSelector(selector, n, rootId);
+    const found = Array.from(hostEl.querySelectorAll(scoped));
+    return hostEl.matches(scoped) ? [hostEl, ...found] : found;
+  };
+  return new Proxy(document, {
+    get(target, prop) {
+      if (prop === "querySelectorAll") return (s) => query(s);
+      if (prop === "querySelector") return (s) => query(s)[0] ?? null;
+      if (prop === "getElementById") {
+        return (id) => {
+          const { rootId, root } = scope();
+          return id === rootId ? root : query(\`[id="\${CSS.escape(id)}"]\`)[0] ?? null;
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    }
+  });
+}
+function scopedTargets(scope, target) {
+  if (typeof target !== "string") return target;
+  const doc = scope.document;
+  return Array.from(doc.querySelectorAll(target));
+}
+function scopeTimeline(scope, timeline) {
+  for (const method of ["to", "from", "fromTo", "set"]) {
+    const original = timeline[method];
+    if (typeof original !== "function") continue;
+    timeline[method] = function(target, ...rest) {
+      return original.call(timeline, scopedTargets(scope, target), ...rest);
+    };
+  }
+  return timeline;
+}
+function scopedGsap(w, scope) {
+  const gsap = w.gsap;
+  if (!gsap) return void 0;
+  return new Proxy(gsap, {
+    get(target, prop) {
+      if (prop === "timeline") {
+        return (...args) => scopeTimeline(scope, target.timeline(...args));
+      }
+      if (prop === "to" || prop === "from" || prop === "fromTo" || prop === "set") {
+        return (first, ...rest) => target[prop](scopedTargets(scope, first), ...rest);
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    }
+  });
+}
+function scopedRegistry(w, scope) {
+  w.__timelines ??= {};
+  const timelines = w.__timelines;
+  if (scope.innerId === scope.timelineId) return timelines;
+  return new Proxy(timelines, {
+    get: (target, key) => key === scope.innerId && !(key in target) ? target[scope.timelineId] : Reflect.get(target, key),
+    set: (target, key, value) => {
+      target[key === scope.innerId ? scope.timelineId : String(key)] = value;
+      return true;
+    }
+  });
+}
+function scopedWindow(w, scope) {
+  return new Proxy(w, {
+    get(target, prop) {
+      if (prop === "__timelines") return scopedRegistry(w, scope);
+      if (prop === "__hyperframes") return scope.hyperframes;
+      if (prop === "document") return scope.document;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" && value.prototype === void 0 ? value.bind(target) : value;
+    },
+    set(target, prop, value) {
+      if (prop === "__timelines") {
+        if (value && typeof value === "object" && value !== target.__timelines) {
+          target.__timelines = value;
+        }
+        return true;
+      }
+      return Reflect.set(target, prop, value, target);
+    }
+  });
+}
+
+// src/runtime/hyperframes_mount.ts
+var MAX_DEPTH = 16;
+function readFileSync(url) {
+  const request = new XMLHttpRequest();
+  try {
+    request.open("GET", url, false);
+    request.send();
+  } catch {
+    return null;
+  }
+  return request.status >= 200 && request.status < 300 ? request.responseText : null;
+}
+function declaredDefaults(raw) {
+  const defaults = {};
+  if (!raw) return defaults;
+  try {
+    const parsed = JSON.parse(raw);
+    if (Array.isArray(parsed)) {
+      for (const d of parsed) {
+        if (d && typeof d.id === "string" && "default" in d) defaults[d.id] = d.default;
+      }
+    }
+  } catch {
+  }
+  return defaults;
+}
+function bind(root, variables) {
+  for (const [id, value] of Object.entries(variables)) {
+    if (["string", "number", "boolean"].includes(typeof value) && root instanceof HTMLElement) {
+      root.style.setProperty(\`--\${id}\`, String(value));
+    }
+  }
+  const own = (el) => el.parentElement?.closest(\`[\${MOUNT}]\`) === root.closest(\`[\${MOUNT}]\`);
+  for (const el of Array.from(root.querySelectorAll("[data-var-text], [data-var-src]"))) {
+    if (!own(el)) continue;
+    const text = el.getAttribute("data-var-text");
+    if (text !== null && text in variables) {
+      const value = variables[text];
+      for (const node of Array.from(el.childNodes)) {
+        if (node.nodeType === Node.TEXT_NODE) node.remove();
+      }
+      el.prepend(String(value));
+    }
+    const src = el.getAttribute("data-var-src");
+    if (src !== null && src in variables) {
+      const value = variables[src];
+      const url = typeof value === "object" && value !== null && "url" in value ? String(value.url) : String(value);
+      if (url) el.setAttribute("src", url);
+    }
+  }
+}
+function fileFragment(parsed) {
+  const template = parsed.querySelector("template");
+  const content = template ? document.importNode(template.content, true) : document.importNode(parsed.body, true);
+  const fragment = document.createDocumentFragment();
+  for (const node of Array.from(content.childNodes)) fragment.append(node);
+  return fragment;
+}
+function rebaseFragment(fragment, fileUrl) {
+  for (const el of Array.from(fragment.querySelectorAll("[src], [href], [poster]"))) {
+    for (const name of ["src", "href", "poster"]) {
+      const value = el.getAttribute(name);
+      if (value !== null) el.setAttribute(name, rebase(value, fileUrl));
+    }
+  }
+  for (const el of Array.from(fragment.querySelectorAll("[style]"))) {
+    el.setAttribute("style", rebaseCss(el.getAttribute("style") ?? "", fileUrl));
+  }
+}
+function instanceValues(state, hostEl, src) {
+  const raw = hostEl.getAttribute("data-variable-values");
+  if (!raw) return {};
+  try {
+    const parsedValues = JSON.parse(raw);
+    return parsedValues && typeof parsedValues === "object" ? parsedValues : {};
+  } catch {
+    state.host.report(
+      new Error(
+        \`data-variable-values on the host of \${src} is not a JSON object: \${raw.slice(0, 80)}\`
+      )
+    );
+    return {};
+  }
+}
+function takeScripts(fragment) {
+  const pending = [];
+  for (const script of Array.from(fragment.querySelectorAll("script"))) {
+    const type = script.getAttribute("type");
+    if (!type || /^(text|application)\\/javascript$/i.test(type)) {
+      pending.push(
+        script.hasAttribute("src") ? { src: new URL(script.getAttribute("src"), document.baseURI).href } : { code: script.textContent ?? "" }
+      );
+      script.remove();
+    }
+  }
+  return pending;
+}
+function sizeMount(hostEl, inner) {
+  const px = (name) => {
+    const value = Number(inner.getAttribute(name));
+    return Number.isFinite(value) && value > 0 ? \`\${value}px\` : null;
+  };
+  const width = px("data-width");
+  const height = px("data-height");
+  if (hostEl instanceof HTMLElement) {
+    if (width) hostEl.style.width = width;
+    if (height) hostEl.style.height = height;
+  }
+  inner.style.width = width ?? "100%";
+  inner.style.height = height ?? "100%";
+}
+function createScope(state, fields) {
+  const scope = {
+    ...fields,
+    document,
+    window: state.w,
+    hyperframes: void 0,
+    gsap: () => scopedGsap(state.w, scope)
+  };
+  scope.document = scopedDocument(() => scope);
+  scope.hyperframes = Object.freeze({
+    getVariables: () => Object.freeze(structuredClone(scope.variables))
+  });
+  scope.window = scopedWindow(state.w, scope);
+  return scope;
+}
+function loadHostFile(state, src, depth) {
+  if (depth > MAX_DEPTH) {
+    state.host.report(
+      new Error(\`data-composition-src="\${src}": sub-compositions nest deeper than \${MAX_DEPTH}\`)
+    );
+    return null;
+  }
+  const fileUrl = new URL(src, document.baseURI).href;
+  const html = readFileSync(fileUrl);
+  if (html === null) {
+    if (state.host.skipMissing) return null;
+    state.host.report(
+      new Error(
+        \`data-composition-src="\${src}": cannot load \${fileUrl} (the file is missing or unreadable)\`
+      )
+    );
+    return null;
+  }
+  return { fileUrl, html };
+}
+function mountHost(state, hostEl, depth) {
+  const src = hostEl.getAttribute("data-composition-src") ?? "";
+  const file = loadHostFile(state, src, depth);
+  if (!file) return;
+  const { fileUrl } = file;
+  const parsed = new DOMParser().parseFromString(file.html, "text/html");
+  const fragment = fileFragment(parsed);
+  const n = ++state.mounts;
+  const inner = fragment.querySelector("[data-composition-id]");
+  const innerId = inner?.getAttribute("data-composition-id") ?? "";
+  const timelineId = hostEl.getAttribute("data-composition-id") || innerId;
+  const rootId = inner?.id ?? "";
+  rebaseFragment(fragment, fileUrl);
+  const variables = {
+    ...declaredDefaults(parsed.documentElement.getAttribute("data-composition-variables")),
+    ...declaredDefaults(inner?.getAttribute("data-composition-variables") ?? null),
+    ...instanceValues(state, hostEl, src)
+  };
+  const pending = takeScripts(fragment);
+  hostEl.setAttribute(MOUNT, String(n));
+  (inner ?? hostEl).setAttribute(ROOT, String(n));
+  if (inner && rootId) {
+    inner.removeAttribute("id");
+    inner.setAttribute("data-vid-authored-id", rootId);
+  }
+  for (const style of Array.from(fragment.querySelectorAll("style"))) {
+    style.textContent = rebaseCss(style.textContent ?? "", fileUrl);
+  }
+  if (inner instanceof HTMLElement) sizeMount(hostEl, inner);
+  hostEl.replaceChildren(fragment);
+  bind(inner ?? hostEl, variables);
+  for (const style of Array.from(hostEl.querySelectorAll("style"))) {
+    if (style.sheet && !style.hasAttribute(MOUNT)) {
+      style.setAttribute(MOUNT + "-style", String(n));
+      scopeRules(style.sheet.cssRules, n, rootId, innerId);
+    }
+  }
+  const root = inner ?? hostEl;
+  state.scopes.push(
+    createScope(state, { n, rootId, hostEl, root, timelineId, innerId, variables })
+  );
+  const index = state.scopes.length - 1;
+  for (const item of pending) {
+    state.scripts.push(
+      item.src !== void 0 ? { src: item.src } : {
+        code: scopedScriptCode(item.code ?? "", index, fileUrl)
+      }
+    );
+  }
+  for (const nested of Array.from(hostEl.querySelectorAll("[data-composition-src]"))) {
+    mountHost(state, nested, depth + 1);
+  }
+}
+function mountAll(state) {
+  const top = document.querySelector("[data-composition-id]");
+  if (top && !top.closest(\`[\${MOUNT}]\`)) bind(top, state.host.getVariables());
+  for (const hostEl of Array.from(document.querySelectorAll("[data-composition-src]"))) {
+    if (hostEl.closest(\`[\${MOUNT}]\`)) continue;
+    mountHost(state, hostEl, 0);
+  }
+  for (const item of state.scripts) {
+    const script = document.createElement("script");
+    script.async = false;
+    script.src = item.src ?? URL.createObjectURL(new Blob([item.code ?? ""], { type: "text/javascript" }));
+    document.head.append(script);
+  }
+  state.scripts.length = 0;
+}
+
+// src/runtime/hyperframes_timing.ts
+var EPSILON = 1e-6;
+function parseSeconds(raw) {
+  if (raw === null || raw.trim() === "") return null;
+  const value = Number(raw.trim());
+  return Number.isFinite(value) ? value : null;
+}
+function parseStart(raw) {
+  if (raw === null || raw.trim() === "") return null;
+  const seconds = parseSeconds(raw);
+  if (seconds !== null) return { seconds };
+  const match = /^\\s*([A-Za-z_][\\w-]*)\\s*(?:([+-])\\s*(\\d+(?:\\.\\d+)?|\\.\\d+))?\\s*$/.exec(raw);
+  if (!match) return null;
+  const offset = match[3] ? Number(match[3]) * (match[2] === "-" ? -1 : 1) : 0;
+  return { ref: match[1], offset };
+}
+function inWindow(t, start, length) {
+  if (t < start - EPSILON) return false;
+  return length === null || t < start + length - EPSILON;
+}
+function narrowMediaWindow(own, offset, clips, rate) {
+  let start = own.start + offset;
+  let mediaStart = own.mediaStart;
+  let end = own.duration === null ? Infinity : start + own.duration;
+  for (const clip of clips) {
+    if (clip.start > start) {
+      mediaStart += (clip.start - start) * rate;
+      start = clip.start;
+    }
+    if (clip.length !== null) end = Math.min(end, clip.start + clip.length);
+  }
+  return {
+    start,
+    mediaStart,
+    duration: end === Infinity ? null : Math.max(0, end - start)
+  };
+}
+function compositionOf(el) {
+  return (el.hasAttribute("data-composition-id") ? el.parentElement : el)?.closest(
+    "[data-composition-id]"
+  ) ?? null;
+}
+function startOf(state, el) {
+  if (state.visiting.has(el)) return 0;
+  state.visiting.add(el);
+  try {
+    const expression = parseStart(el.getAttribute("data-start"));
+    if (!expression) {
+      const parent = el.parentElement;
+      if (el.hasAttribute("data-composition-id") && parent && (parent.hasAttribute(MOUNT) || parent.hasAttribute("data-composition-src"))) {
+        return startOf(state, parent);
+      }
+      const composition = compositionOf(el);
+      return composition ? startOf(state, composition) : 0;
+    }
+    if ("seconds" in expression) {
+      const composition = compositionOf(el);
+      return Math.max(0, (composition ? startOf(state, composition) : 0) + expression.seconds);
+    }
+    const target = document.getElementById(expression.ref) ?? document.querySelector(\`[data-composition-id="\${CSS.escape(expression.ref)}"]\`);
+    if (!target) return 0;
+    const length = durationOf(state, target);
+    return Math.max(0, startOf(state, target) + (length ?? 0) + expression.offset);
+  } finally {
+    state.visiting.delete(el);
+  }
+}
+function durationOf(state, el) {
+  const duration = parseSeconds(el.getAttribute("data-duration"));
+  if (duration !== null && duration > 0) return duration;
+  const end = parseSeconds(el.getAttribute("data-end"));
+  if (end !== null) {
+    const composition = compositionOf(el);
+    const length = end - (startOf(state, el) - (composition ? startOf(state, composition) : 0));
+    if (length > 0) return length;
+  }
+  if (el instanceof HTMLMediaElement && !el.classList.contains("clip")) return null;
+  const id = el.getAttribute("data-composition-id");
+  if (id) {
+    const timeline = state.w.__timelines?.[id];
+    const length = typeof timeline?.duration === "function" ? Number(timeline.duration()) : NaN;
+    if (Number.isFinite(length) && length > 0) return length;
+  }
+  return null;
+}
+function isClip(el) {
+  const tag = el.tagName;
+  if (tag === "SCRIPT" || tag === "STYLE" || tag === "LINK" || tag === "META") return false;
+  if (el instanceof HTMLMediaElement) return el.classList.contains("clip");
+  return true;
+}
+function visibleAt(state, el, t) {
+  const start = startOf(state, el);
+  if (t < start - EPSILON) return false;
+  return inWindow(t, start, durationOf(state, el));
+}
+function hiddenByClip(state, el) {
+  for (let at = el; at; at = at.parentElement) {
+    if (state.hidden.has(at)) return true;
+  }
+  return false;
+}
+function applyClips(state, t) {
+  state.hidden = /* @__PURE__ */ new WeakSet();
+  const timed = Array.from(document.querySelectorAll("[data-start]"));
+  for (const el of timed) {
+    if (!isClip(el)) continue;
+    let visible = visibleAt(state, el, t);
+    for (let up = el.parentElement; visible && up; up = up.parentElement) {
+      if (up.hasAttribute("data-start") && isClip(up) && !visibleAt(state, up, t)) {
+        visible = false;
+      }
+    }
+    if (!state.shown.has(el)) state.shown.set(el, el.style.getPropertyValue("visibility"));
+    if (visible) {
+      const authored = state.shown.get(el) ?? "";
+      if (authored) el.style.setProperty("visibility", authored);
+      else el.style.removeProperty("visibility");
+    } else {
+      state.hidden.add(el);
+      el.style.setProperty("visibility", "hidden", "important");
+    }
+  }
+}
+function timelineStart(state, id) {
+  const scope = state.scopes.find((s) => s.timelineId === id);
+  const el = scope?.hostEl ?? document.querySelector(\`[data-composition-id="\${CSS.escape(id)}"]\`);
+  return el ? startOf(state, el) : 0;
+}
+function mediaWindow(state, el, own, rate) {
+  const composition = compositionOf(el);
+  const offset = composition ? startOf(state, composition) : 0;
+  const clips = [];
+  for (let up = el.parentElement; up; up = up.parentElement) {
+    if (!up.hasAttribute("data-start") || !isClip(up)) continue;
+    clips.push({ start: startOf(state, up), length: durationOf(state, up) });
+  }
+  return narrowMediaWindow(own, offset, clips, rate);
+}
+function compositionStartMs(state, el) {
+  const host = el?.closest(\`[\${MOUNT}]\`);
+  return host ? startOf(state, host) * 1e3 : 0;
+}
+function timedWindows(state) {
+  return Array.from(document.querySelectorAll("[data-composition-src], .clip[data-start]")).map(
+    (el) => {
+      const start = startOf(state, el);
+      const length = durationOf(state, el);
+      const composition = el.hasAttribute("data-composition-src");
+      return {
+        kind: composition ? "composition" : "clip",
+        label: composition ? el.getAttribute("data-composition-id") || el.getAttribute("data-composition-src") : el.id ? \`#\${el.id}\` : \`\${el.tagName.toLowerCase()}.clip\`,
+        start,
+        end: length === null ? null : start + length
+      };
+    }
+  );
+}
+
 // src/runtime/hyperframes.ts
 function embedFonts(host) {
   for (const face of host.fonts ?? []) {
@@ -381,516 +915,33 @@ function embedFonts(host) {
 }
 function createHyperframesModel(host) {
   const w = globalThis;
-  const EPSILON = 1e-6;
-  const MOUNT = "data-vid-mount";
-  const ROOT = "data-vid-root";
-  const scopes = [];
-  Object.defineProperty(w, "__vidHyperframesScopes", { value: scopes, enumerable: false });
+  const state = {
+    host,
+    w,
+    scopes: [],
+    mounts: 0,
+    scripts: [],
+    visiting: /* @__PURE__ */ new Set(),
+    shown: /* @__PURE__ */ new WeakMap(),
+    hidden: /* @__PURE__ */ new WeakSet()
+  };
+  Object.defineProperty(w, "__vidHyperframesScopes", { value: state.scopes, enumerable: false });
   const base = Object.freeze({
     getVariables: () => host.getVariables()
   });
   Object.defineProperty(w, "__hyperframes", { value: base, configurable: true });
   w.__timelines ??= {};
   embedFonts(host);
-  const parseSeconds = (raw) => {
-    if (raw === null || raw.trim() === "") return null;
-    const value = Number(raw.trim());
-    return Number.isFinite(value) ? value : null;
-  };
-  const parseStart = (raw) => {
-    if (raw === null || raw.trim() === "") return null;
-    const seconds = parseSeconds(raw);
-    if (seconds !== null) return { seconds };
-    const match = /^\\s*([A-Za-z_][\\w-]*)\\s*(?:([+-])\\s*(\\d+(?:\\.\\d+)?|\\.\\d+))?\\s*$/.exec(raw);
-    if (!match) return null;
-    const offset = match[3] ? Number(match[3]) * (match[2] === "-" ? -1 : 1) : 0;
-    return { ref: match[1], offset };
-  };
-  const compositionOf = (el) => (el.hasAttribute("data-composition-id") ? el.parentElement : el)?.closest(
-    "[data-composition-id]"
-  ) ?? null;
-  const visiting = /* @__PURE__ */ new Set();
-  const startOf = (el) => {
-    if (visiting.has(el)) return 0;
-    visiting.add(el);
-    try {
-      const expression = parseStart(el.getAttribute("data-start"));
-      if (!expression) {
-        const parent = el.parentElement;
-        if (el.hasAttribute("data-composition-id") && parent && (parent.hasAttribute(MOUNT) || parent.hasAttribute("data-composition-src"))) {
-          return startOf(parent);
-        }
-        const composition = compositionOf(el);
-        return composition ? startOf(composition) : 0;
-      }
-      if ("seconds" in expression) {
-        const composition = compositionOf(el);
-        return Math.max(0, (composition ? startOf(composition) : 0) + expression.seconds);
-      }
-      const target = document.getElementById(expression.ref) ?? document.querySelector(\`[data-composition-id="\${CSS.escape(expression.ref)}"]\`);
-      if (!target) return 0;
-      const length = durationOf(target);
-      return Math.max(0, startOf(target) + (length ?? 0) + expression.offset);
-    } finally {
-      visiting.delete(el);
-    }
-  };
-  const durationOf = (el) => {
-    const duration = parseSeconds(el.getAttribute("data-duration"));
-    if (duration !== null && duration > 0) return duration;
-    const end = parseSeconds(el.getAttribute("data-end"));
-    if (end !== null) {
-      const composition = compositionOf(el);
-      const length = end - (startOf(el) - (composition ? startOf(composition) : 0));
-      if (length > 0) return length;
-    }
-    if (el instanceof HTMLMediaElement && !el.classList.contains("clip")) return null;
-    const id = el.getAttribute("data-composition-id");
-    if (id) {
-      const timeline = w.__timelines?.[id];
-      const length = typeof timeline?.duration === "function" ? Number(timeline.duration()) : NaN;
-      if (Number.isFinite(length) && length > 0) return length;
-    }
-    return null;
-  };
-  const isClip = (el) => {
-    const tag = el.tagName;
-    if (tag === "SCRIPT" || tag === "STYLE" || tag === "LINK" || tag === "META") return false;
-    if (el instanceof HTMLMediaElement) return el.classList.contains("clip");
-    return true;
-  };
-  const visibleAt = (el, t) => {
-    const start = startOf(el);
-    if (t < start - EPSILON) return false;
-    const length = durationOf(el);
-    return length === null || t < start + length - EPSILON;
-  };
-  const shown = /* @__PURE__ */ new WeakMap();
-  let hidden = /* @__PURE__ */ new WeakSet();
-  const hiddenByClip = (el) => {
-    for (let at = el; at; at = at.parentElement) if (hidden.has(at)) return true;
-    return false;
-  };
-  const applyClips = (t) => {
-    hidden = /* @__PURE__ */ new WeakSet();
-    const timed = Array.from(document.querySelectorAll("[data-start]"));
-    for (const el of timed) {
-      if (!isClip(el)) continue;
-      let visible = visibleAt(el, t);
-      for (let up = el.parentElement; visible && up; up = up.parentElement) {
-        if (up.hasAttribute("data-start") && isClip(up) && !visibleAt(up, t)) {
-          visible = false;
-        }
-      }
-      if (!shown.has(el)) shown.set(el, el.style.getPropertyValue("visibility"));
-      if (visible) {
-        const authored = shown.get(el) ?? "";
-        if (authored) el.style.setProperty("visibility", authored);
-        else el.style.removeProperty("visibility");
-      } else {
-        hidden.add(el);
-        el.style.setProperty("visibility", "hidden", "important");
-      }
-    }
-  };
-  const timelineStart = (id) => {
-    const scope = scopes.find((s) => s.timelineId === id);
-    const el = scope?.hostEl ?? document.querySelector(\`[data-composition-id="\${CSS.escape(id)}"]\`);
-    return el ? startOf(el) : 0;
-  };
-  const timelineTime = (id, t) => Math.max(0, t - timelineStart(id));
-  const mediaWindow = (el, own, rate) => {
-    const composition = compositionOf(el);
-    let start = own.start + (composition ? startOf(composition) : 0);
-    let mediaStart = own.mediaStart;
-    let end = own.duration === null ? Infinity : start + own.duration;
-    for (let up = el.parentElement; up; up = up.parentElement) {
-      if (!up.hasAttribute("data-start") || !isClip(up)) continue;
-      const upStart = startOf(up);
-      const upLength = durationOf(up);
-      if (upStart > start) {
-        mediaStart += (upStart - start) * rate;
-        start = upStart;
-      }
-      if (upLength !== null) end = Math.min(end, upStart + upLength);
-    }
-    return {
-      start,
-      mediaStart,
-      duration: end === Infinity ? null : Math.max(0, end - start)
-    };
-  };
-  const compositionStartMs = (el) => {
-    const host2 = el?.closest(\`[\${MOUNT}]\`);
-    return host2 ? startOf(host2) * 1e3 : 0;
-  };
-  const rebase = (value, fileUrl) => {
-    const trimmed = value.trim();
-    if (!trimmed.startsWith("../") && trimmed !== "..") return value;
-    try {
-      return new URL(trimmed, fileUrl).href;
-    } catch {
-      return value;
-    }
-  };
-  const rebaseCss = (css, fileUrl) => css.replace(
-    /url\\(\\s*(["']?)([^"')]+)\\1\\s*\\)/g,
-    (_all, quote, url) => \`url(\${quote}\${rebase(url, fileUrl)}\${quote})\`
-  );
-  const splitSelectors = (text) => {
-    const parts = [];
-    let depth = 0;
-    let quote = "";
-    let current = "";
-    for (const char of text) {
-      if (quote) {
-        if (char === quote) quote = "";
-      } else if (char === '"' || char === "'") quote = char;
-      else if (char === "(" || char === "[") depth++;
-      else if (char === ")" || char === "]") depth--;
-      else if (char === "," && depth === 0) {
-        parts.push(current.trim());
-        current = "";
-        continue;
-      }
-      current += char;
-    }
-    if (current.trim()) parts.push(current.trim());
-    return parts;
-  };
-  const scopeSelector = (selector, n, rootId, compId) => {
-    const root = \`[\${ROOT}="\${n}"]\`;
-    if (/^(html|body|:root)$/i.test(selector)) return root;
-    let scoped = selector.replace(
-      new RegExp(
-        \`\\\\[\\\\s*data-composition-id\\\\s*=\\\\s*(["']?)\${compId.replace(/[.*+?^\${}()|[\\]\\\\]/g, "\\\\$&")}\\\\1\\\\s*\\\\]\`,
-        "g"
-      ),
-      root
-    );
-    scoped = rootSelector(scoped, n, rootId);
-    return scoped.startsWith(root) ? scoped : \`[\${MOUNT}="\${n}"] \${scoped}\`;
-  };
-  const scopeRules = (rules, n, rootId, compId) => {
-    for (const rule of Array.from(rules)) {
-      if (rule instanceof CSSStyleRule) {
-        rule.selectorText = splitSelectors(rule.selectorText).map((s) => scopeSelector(s, n, rootId, compId)).join(", ");
-      } else if (rule instanceof CSSMediaRule || rule instanceof CSSSupportsRule || typeof CSSLayerBlockRule !== "undefined" && rule instanceof CSSLayerBlockRule) {
-        scopeRules(rule.cssRules, n, rootId, compId);
-      }
-    }
-  };
-  const readFile = (url) => {
-    const request = new XMLHttpRequest();
-    try {
-      request.open("GET", url, false);
-      request.send();
-    } catch {
-      return null;
-    }
-    return request.status >= 200 && request.status < 300 ? request.responseText : null;
-  };
-  const declaredDefaults = (raw) => {
-    const defaults = {};
-    if (!raw) return defaults;
-    try {
-      const parsed = JSON.parse(raw);
-      if (Array.isArray(parsed)) {
-        for (const d of parsed) {
-          if (d && typeof d.id === "string" && "default" in d) defaults[d.id] = d.default;
-        }
-      }
-    } catch {
-    }
-    return defaults;
-  };
-  const rootSelector = (selector, n, rootId) => rootId ? selector.replace(
-    new RegExp(\`#\${rootId.replace(/[.*+?^\${}()|[\\]\\\\]/g, "\\\\$&")}(?![\\\\w-])\`, "g"),
-    \`[\${ROOT}="\${n}"]\`
-  ) : selector;
-  const scopedDocument = (scope) => {
-    const query = (selector) => {
-      const { hostEl, n, rootId } = scope();
-      const scoped = rootSelector(selector, n, rootId);
-      const found = Array.from(hostEl.querySelectorAll(scoped));
-      return hostEl.matches(scoped) ? [hostEl, ...found] : found;
-    };
-    return new Proxy(document, {
-      get(target, prop) {
-        if (prop === "querySelectorAll") return (s) => query(s);
-        if (prop === "querySelector") return (s) => query(s)[0] ?? null;
-        if (prop === "getElementById") {
-          return (id) => {
-            const { rootId, root } = scope();
-            return id === rootId ? root : query(\`[id="\${CSS.escape(id)}"]\`)[0] ?? null;
-          };
-        }
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-    });
-  };
-  const scopedTargets = (scope, target) => {
-    if (typeof target !== "string") return target;
-    const doc = scope.document;
-    return Array.from(doc.querySelectorAll(target));
-  };
-  const scopeTimeline = (scope, timeline) => {
-    for (const method of ["to", "from", "fromTo", "set"]) {
-      const original = timeline[method];
-      if (typeof original !== "function") continue;
-      timeline[method] = function(target, ...rest) {
-        return original.call(timeline, scopedTargets(scope, target), ...rest);
-      };
-    }
-    return timeline;
-  };
-  const scopedGsap = (scope) => {
-    const gsap = w.gsap;
-    if (!gsap) return void 0;
-    return new Proxy(gsap, {
-      get(target, prop) {
-        if (prop === "timeline") {
-          return (...args) => scopeTimeline(scope, target.timeline(...args));
-        }
-        if (prop === "to" || prop === "from" || prop === "fromTo" || prop === "set") {
-          return (first, ...rest) => target[prop](scopedTargets(scope, first), ...rest);
-        }
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-    });
-  };
-  const scopedWindow = (scope) => {
-    const registry = () => {
-      w.__timelines ??= {};
-      const timelines = w.__timelines;
-      if (scope.innerId === scope.timelineId) return timelines;
-      return new Proxy(timelines, {
-        get: (target, key) => key === scope.innerId && !(key in target) ? target[scope.timelineId] : Reflect.get(target, key),
-        set: (target, key, value) => {
-          target[key === scope.innerId ? scope.timelineId : String(key)] = value;
-          return true;
-        }
-      });
-    };
-    return new Proxy(w, {
-      get(target, prop) {
-        if (prop === "__timelines") return registry();
-        if (prop === "__hyperframes") return scope.hyperframes;
-        if (prop === "document") return scope.document;
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" && value.prototype === void 0 ? value.bind(target) : value;
-      },
-      set(target, prop, value) {
-        if (prop === "__timelines") {
-          if (value && typeof value === "object" && value !== target.__timelines) {
-            target.__timelines = value;
-          }
-          return true;
-        }
-        return Reflect.set(target, prop, value, target);
-      }
-    });
-  };
-  let mounts = 0;
-  const scripts = [];
-  const mountHost = (hostEl, depth) => {
-    const src = hostEl.getAttribute("data-composition-src") ?? "";
-    if (depth > 16) {
-      host.report(new Error(\`data-composition-src="\${src}": sub-compositions nest deeper than 16\`));
-      return;
-    }
-    const fileUrl = new URL(src, document.baseURI).href;
-    const html = readFile(fileUrl);
-    if (html === null) {
-      if (host.skipMissing) return;
-      host.report(
-        new Error(
-          \`data-composition-src="\${src}": cannot load \${fileUrl} (the file is missing or unreadable)\`
-        )
-      );
-      return;
-    }
-    const parsed = new DOMParser().parseFromString(html, "text/html");
-    const template = parsed.querySelector("template");
-    const content = template ? document.importNode(template.content, true) : document.importNode(parsed.body, true);
-    const fragment = document.createDocumentFragment();
-    for (const node of Array.from(content.childNodes)) fragment.append(node);
-    const n = ++mounts;
-    const inner = fragment.querySelector("[data-composition-id]");
-    const innerId = inner?.getAttribute("data-composition-id") ?? "";
-    const timelineId = hostEl.getAttribute("data-composition-id") || innerId;
-    const rootId = inner?.id ?? "";
-    for (const el of Array.from(fragment.querySelectorAll("[src], [href], [poster]"))) {
-      for (const name of ["src", "href", "poster"]) {
-        const value = el.getAttribute(name);
-        if (value !== null) el.setAttribute(name, rebase(value, fileUrl));
-      }
-    }
-    for (const el of Array.from(fragment.querySelectorAll("[style]"))) {
-      el.setAttribute("style", rebaseCss(el.getAttribute("style") ?? "", fileUrl));
-    }
-    const instanceValues = (() => {
-      const raw = hostEl.getAttribute("data-variable-values");
-      if (!raw) return {};
-      try {
-        const parsedValues = JSON.parse(raw);
-        return parsedValues && typeof parsedValues === "object" ? parsedValues : {};
-      } catch {
-        host.report(
-          new Error(
-            \`data-variable-values on the host of \${src} is not a JSON object: \${raw.slice(0, 80)}\`
-          )
-        );
-        return {};
-      }
-    })();
-    const variables = {
-      ...declaredDefaults(parsed.documentElement.getAttribute("data-composition-variables")),
-      ...declaredDefaults(inner?.getAttribute("data-composition-variables") ?? null),
-      ...instanceValues
-    };
-    const pending = [];
-    for (const script of Array.from(fragment.querySelectorAll("script"))) {
-      const type = script.getAttribute("type");
-      if (!type || /^(text|application)\\/javascript$/i.test(type)) {
-        pending.push(
-          script.hasAttribute("src") ? { src: new URL(script.getAttribute("src"), document.baseURI).href } : { code: script.textContent ?? "" }
-        );
-        script.remove();
-      }
-    }
-    hostEl.setAttribute(MOUNT, String(n));
-    (inner ?? hostEl).setAttribute(ROOT, String(n));
-    if (inner && rootId) {
-      inner.removeAttribute("id");
-      inner.setAttribute("data-vid-authored-id", rootId);
-    }
-    for (const style of Array.from(fragment.querySelectorAll("style"))) {
-      style.textContent = rebaseCss(style.textContent ?? "", fileUrl);
-    }
-    if (inner instanceof HTMLElement) {
-      const px = (name) => {
-        const value = Number(inner.getAttribute(name));
-        return Number.isFinite(value) && value > 0 ? \`\${value}px\` : null;
-      };
-      const width = px("data-width");
-      const height = px("data-height");
-      if (hostEl instanceof HTMLElement) {
-        if (width) hostEl.style.width = width;
-        if (height) hostEl.style.height = height;
-      }
-      inner.style.width = width ?? "100%";
-      inner.style.height = height ?? "100%";
-    }
-    hostEl.replaceChildren(fragment);
-    bind(inner ?? hostEl, variables);
-    for (const style of Array.from(hostEl.querySelectorAll("style"))) {
-      if (style.sheet && !style.hasAttribute(MOUNT)) {
-        style.setAttribute(MOUNT + "-style", String(n));
-        scopeRules(style.sheet.cssRules, n, rootId, innerId);
-      }
-    }
-    const scope = {
-      n,
-      rootId,
-      hostEl,
-      root: inner ?? hostEl,
-      timelineId,
-      innerId,
-      variables,
-      document,
-      window: w,
-      hyperframes: void 0,
-      gsap: () => scopedGsap(scope)
-    };
-    scope.document = scopedDocument(() => scope);
-    scope.hyperframes = Object.freeze({
-      getVariables: () => Object.freeze(structuredClone(scope.variables))
-    });
-    scope.window = scopedWindow(scope);
-    scopes.push(scope);
-    const index = scopes.length - 1;
-    for (const item of pending) {
-      scripts.push(
-        item.src !== void 0 ? { src: item.src } : {
-          code: \`(function (scope) {
-(function (document, window, gsap, __hyperframes) {
-\${item.code}
-}).call(globalThis, scope.document, scope.window, scope.gsap(), scope.hyperframes);
-})(globalThis.__vidHyperframesScopes[\${index}]);
-//# sourceURL=\${fileUrl}\`
-        }
-      );
-    }
-    for (const nested of Array.from(hostEl.querySelectorAll("[data-composition-src]"))) {
-      mountHost(nested, depth + 1);
-    }
-  };
-  const bind = (root, variables) => {
-    for (const [id, value] of Object.entries(variables)) {
-      if (["string", "number", "boolean"].includes(typeof value) && root instanceof HTMLElement) {
-        root.style.setProperty(\`--\${id}\`, String(value));
-      }
-    }
-    const own = (el) => el.parentElement?.closest(\`[\${MOUNT}]\`) === root.closest(\`[\${MOUNT}]\`);
-    for (const el of Array.from(root.querySelectorAll("[data-var-text], [data-var-src]"))) {
-      if (!own(el)) continue;
-      const text = el.getAttribute("data-var-text");
-      if (text !== null && text in variables) {
-        const value = variables[text];
-        for (const node of Array.from(el.childNodes)) {
-          if (node.nodeType === Node.TEXT_NODE) node.remove();
-        }
-        el.prepend(String(value));
-      }
-      const src = el.getAttribute("data-var-src");
-      if (src !== null && src in variables) {
-        const value = variables[src];
-        const url = typeof value === "object" && value !== null && "url" in value ? String(value.url) : String(value);
-        if (url) el.setAttribute("src", url);
-      }
-    }
-  };
-  const mount = () => {
-    const top = document.querySelector("[data-composition-id]");
-    if (top && !top.closest(\`[\${MOUNT}]\`)) bind(top, host.getVariables());
-    for (const hostEl of Array.from(document.querySelectorAll("[data-composition-src]"))) {
-      if (hostEl.closest(\`[\${MOUNT}]\`)) continue;
-      mountHost(hostEl, 0);
-    }
-    for (const item of scripts) {
-      const script = document.createElement("script");
-      script.async = false;
-      script.src = item.src ?? URL.createObjectURL(new Blob([item.code ?? ""], { type: "text/javascript" }));
-      document.head.append(script);
-    }
-    scripts.length = 0;
-  };
-  const windows = () => Array.from(document.querySelectorAll("[data-composition-src], .clip[data-start]")).map(
-    (el) => {
-      const start = startOf(el);
-      const length = durationOf(el);
-      const composition = el.hasAttribute("data-composition-src");
-      return {
-        kind: composition ? "composition" : "clip",
-        label: composition ? el.getAttribute("data-composition-id") || el.getAttribute("data-composition-src") : el.id ? \`#\${el.id}\` : \`\${el.tagName.toLowerCase()}.clip\`,
-        start,
-        end: length === null ? null : start + length
-      };
-    }
-  );
   return {
-    windows,
-    timelineStart,
-    mount,
-    startOf,
-    timelineTime,
-    applyClips,
-    hiddenByClip,
-    mediaWindow,
-    compositionStartMs
+    windows: () => timedWindows(state),
+    timelineStart: (id) => timelineStart(state, id),
+    mount: () => mountAll(state),
+    startOf: (el) => startOf(state, el),
+    timelineTime: (id, t) => Math.max(0, t - timelineStart(state, id)),
+    applyClips: (t) => applyClips(state, t),
+    hiddenByClip: (el) => hiddenByClip(state, el),
+    mediaWindow: (el, own, rate) => mediaWindow(state, el, own, rate),
+    compositionStartMs: (el) => compositionStartMs(state, el)
   };
 }
 

@@ -37,7 +37,6 @@ const SCANNED = ["src", "worker", "scripts", "bench", "pulumi", "cli.ts", "mod.t
 const KNOWN_LONG: Record<string, string> = {
   // Files other engineers of #35 are changing now: each split lands with their part.
   "src/preview/studio/client.ts studioClient": "#35 (studio client split)",
-  "src/runtime/hyperframes.ts createHyperframesModel": "#35 (createHyperframesModel split)",
   "src/server/queue.ts startQueue": "#35 (process runner and server)",
   "src/check/static.ts staticCheck": "#35 (owned elsewhere this round)",
   "src/preview/studio/render_dialog.ts wireRenderDialog": "#35 (studio client split)",
