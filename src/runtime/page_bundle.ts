@@ -985,38 +985,48 @@ function audioAttributes(el) {
   if (el.hasAttribute("data-voice")) audio.voice = true;
   return { element: name, audio };
 }
-function createMediaSeeker(config, real, hyperframes) {
-  const RealDate = real.Date;
-  const originalSource = /* @__PURE__ */ new WeakMap();
-  const sourceOf = (el) => {
-    const known = originalSource.get(el);
-    if (known) return known;
-    const src = el.currentSrc || el.src || el.querySelector("source")?.src || "";
-    if (src) originalSource.set(el, src);
-    return src;
+var RESEEK_AFTER_MS = [200, 700, 1300, 1900];
+function reseekTarget(target, fps, elapsed, nudges) {
+  const due = RESEEK_AFTER_MS[nudges];
+  if (due === void 0 || elapsed < due) return null;
+  return target + (fps > 0 && (nudges + 1) % 2 === 1 ? 0.1 / fps : 0);
+}
+function atSeekTarget(current, target, nudgedFor, fps) {
+  return Math.abs(current - target) <= 1e-6 || nudgedFor === target && Math.abs(current - target) < 0.2 / fps;
+}
+function sourceOf(state, el) {
+  const known = state.originalSource.get(el);
+  if (known) return known;
+  const src = el.currentSrc || el.src || el.querySelector("source")?.src || "";
+  if (src) state.originalSource.set(el, src);
+  return src;
+}
+function describeMedia(state, el) {
+  const duration = numberAttribute(el, "data-duration", Number.NaN);
+  const playbackRate = numberAttribute(el, "data-playback-rate", 1) || 1;
+  const own = {
+    start: numberAttribute(el, "data-start", 0),
+    mediaStart: numberAttribute(el, "data-media-start", 0),
+    duration: Number.isFinite(duration) && duration > 0 ? duration : null
   };
-  const describe = (el) => {
-    const duration = numberAttribute(el, "data-duration", Number.NaN);
-    const playbackRate = numberAttribute(el, "data-playback-rate", 1) || 1;
-    const own = {
-      start: numberAttribute(el, "data-start", 0),
-      mediaStart: numberAttribute(el, "data-media-start", 0),
-      duration: Number.isFinite(duration) && duration > 0 ? duration : null
-    };
-    const timing = hyperframes ? hyperframes.mediaWindow(el, own, playbackRate) : own;
-    return {
-      kind: el instanceof HTMLVideoElement ? "video" : "audio",
-      src: sourceOf(el),
-      ...timing,
-      volume: Math.max(0, numberAttribute(el, "data-volume", 1)),
-      muted: el.hasAttribute("muted") || el.muted,
-      loop: el.loop,
-      playbackRate,
-      ...audioAttributes(el)
-    };
+  const timing = state.hyperframes ? state.hyperframes.mediaWindow(el, own, playbackRate) : own;
+  return {
+    kind: el instanceof HTMLVideoElement ? "video" : "audio",
+    src: sourceOf(state, el),
+    ...timing,
+    volume: Math.max(0, numberAttribute(el, "data-volume", 1)),
+    muted: el.hasAttribute("muted") || el.muted,
+    loop: el.loop,
+    playbackRate,
+    ...audioAttributes(el)
   };
-  const mediaElements = () => Array.from(document.querySelectorAll("video, audio"));
-  const untilEvent = (el, name, what) => new Promise((resolve, reject) => {
+}
+function mediaElements() {
+  return Array.from(document.querySelectorAll("video, audio"));
+}
+function untilEvent(state, el, name, what) {
+  const { real, config } = state;
+  return new Promise((resolve, reject) => {
     const timer = real.setTimeout(
       () => reject(new Error(\`\${what} timed out after \${config.readyTimeoutMs} ms\`)),
       config.readyTimeoutMs
@@ -1027,89 +1037,97 @@ function createMediaSeeker(config, real, hyperframes) {
     }, { once: true });
     el.addEventListener("error", () => {
       real.clearTimeout(timer);
-      reject(new Error(\`\${what} failed: cannot load \${sourceOf(el)}\`));
+      reject(new Error(\`\${what} failed: cannot load \${sourceOf(state, el)}\`));
     }, { once: true });
   });
-  const unpresented = /* @__PURE__ */ new Map();
-  const neverPresented = /* @__PURE__ */ new WeakSet();
-  let seekGeneration = 0;
-  const awaitPresentation = (el, target, fps) => {
-    if (typeof el.requestVideoFrameCallback !== "function" || neverPresented.has(el)) return;
-    const generation = seekGeneration;
-    unpresented.set(el, { target, fps, since: RealDate.now(), nudges: 0 });
-    const onFrame = (_now, frame) => {
-      if (generation !== seekGeneration) return;
-      if (fps > 0 && Math.round(frame.mediaTime * fps) !== Math.floor(target * fps)) {
-        el.requestVideoFrameCallback(onFrame);
-        return;
-      }
-      unpresented.delete(el);
-    };
-    el.requestVideoFrameCallback(onFrame);
-  };
-  const RESEEK_AFTER_MS = [200, 700, 1300, 1900];
-  const nudged = /* @__PURE__ */ new WeakMap();
-  const reseekVideos = () => {
-    const now = RealDate.now();
-    let reseeked = 0;
-    for (const [el, wait] of unpresented) {
-      const due = RESEEK_AFTER_MS[wait.nudges];
-      if (due === void 0 || now - wait.since < due) continue;
-      wait.nudges++;
-      nudged.set(el, wait.target);
-      el.currentTime = wait.target + (wait.fps > 0 && wait.nudges % 2 === 1 ? 0.1 / wait.fps : 0);
-      reseeked++;
+}
+function awaitPresentation(state, el, target, fps) {
+  if (typeof el.requestVideoFrameCallback !== "function" || state.neverPresented.has(el)) return;
+  const generation = state.seekGeneration;
+  state.unpresented.set(el, { target, fps, since: state.real.Date.now(), nudges: 0 });
+  const onFrame = (_now, frame) => {
+    if (generation !== state.seekGeneration) return;
+    if (fps > 0 && Math.round(frame.mediaTime * fps) !== Math.floor(target * fps)) {
+      el.requestVideoFrameCallback(onFrame);
+      return;
     }
-    return reseeked;
+    state.unpresented.delete(el);
   };
-  const untilVideosPresented = async (maxMs = 2e3) => {
-    const deadline = RealDate.now() + maxMs;
-    while (unpresented.size > 0 && RealDate.now() < deadline) {
-      reseekVideos();
-      await real.sleep(8);
+  el.requestVideoFrameCallback(onFrame);
+}
+function reseekVideos(state) {
+  const now = state.real.Date.now();
+  let reseeked = 0;
+  for (const [el, wait] of state.unpresented) {
+    const time = reseekTarget(wait.target, wait.fps, now - wait.since, wait.nudges);
+    if (time === null) continue;
+    wait.nudges++;
+    state.nudged.set(el, wait.target);
+    el.currentTime = time;
+    reseeked++;
+  }
+  return reseeked;
+}
+async function untilVideosPresented(state, maxMs = 2e3) {
+  const { real, unpresented } = state;
+  const deadline = real.Date.now() + maxMs;
+  while (unpresented.size > 0 && real.Date.now() < deadline) {
+    reseekVideos(state);
+    await real.sleep(8);
+  }
+  return unpresented.size;
+}
+async function seekVideos(state, t) {
+  const { config, hyperframes, unpresented, nudged } = state;
+  state.seekGeneration++;
+  for (const el of unpresented.keys()) state.neverPresented.add(el);
+  unpresented.clear();
+  for (const el of mediaElements()) {
+    el.autoplay = false;
+    if (!el.paused) el.pause();
+    el.muted = true;
+    if (!(el instanceof HTMLVideoElement)) continue;
+    if (hyperframes?.hiddenByClip(el)) continue;
+    const d = describeMedia(state, el);
+    if (!d.src) continue;
+    const proxy = config.videoProxies?.[d.src];
+    if (proxy && el.src !== proxy.url) {
+      const loaded = untilEvent(state, el, "loadeddata", \`video \${d.src}\`);
+      el.src = proxy.url;
+      el.load();
+      await loaded;
+    } else if (el.readyState < 2) {
+      await untilEvent(state, el, "loadeddata", \`video \${d.src}\`);
     }
-    return unpresented.size;
-  };
-  const seekVideos = async (t) => {
-    seekGeneration++;
-    for (const el of unpresented.keys()) neverPresented.add(el);
-    unpresented.clear();
-    for (const el of mediaElements()) {
-      el.autoplay = false;
-      if (!el.paused) el.pause();
-      el.muted = true;
-      if (!(el instanceof HTMLVideoElement)) continue;
-      if (hyperframes?.hiddenByClip(el)) continue;
-      const d = describe(el);
-      if (!d.src) continue;
-      const proxy = config.videoProxies?.[d.src];
-      if (proxy && el.src !== proxy.url) {
-        const loaded = untilEvent(el, "loadeddata", \`video \${d.src}\`);
-        el.src = proxy.url;
-        el.load();
-        await loaded;
-      } else if (el.readyState < 2) {
-        await untilEvent(el, "loadeddata", \`video \${d.src}\`);
-      }
-      const fps = proxy?.fps ?? 0;
-      const target = videoSeekTarget(d, t, el.duration, fps);
-      const there = Math.abs(el.currentTime - target) <= 1e-6 || nudged.get(el) === target && Math.abs(el.currentTime - target) < 0.2 / fps;
-      if (!there) {
-        nudged.delete(el);
-        const seeked = untilEvent(el, "seeked", \`video \${d.src} seek\`);
-        awaitPresentation(el, target, fps);
-        el.currentTime = target;
-        await seeked;
-      }
+    const fps = proxy?.fps ?? 0;
+    const target = videoSeekTarget(d, t, el.duration, fps);
+    if (!atSeekTarget(el.currentTime, target, nudged.get(el), fps)) {
+      nudged.delete(el);
+      const seeked = untilEvent(state, el, "seeked", \`video \${d.src} seek\`);
+      awaitPresentation(state, el, target, fps);
+      el.currentTime = target;
+      await seeked;
     }
+  }
+}
+function createMediaSeeker(config, real, hyperframes) {
+  const state = {
+    config,
+    real,
+    hyperframes,
+    originalSource: /* @__PURE__ */ new WeakMap(),
+    unpresented: /* @__PURE__ */ new Map(),
+    neverPresented: /* @__PURE__ */ new WeakSet(),
+    seekGeneration: 0,
+    nudged: /* @__PURE__ */ new WeakMap()
   };
   return {
     elements: mediaElements,
-    describe,
-    seekVideos,
-    pending: () => unpresented.size,
-    reseekVideos,
-    untilVideosPresented
+    describe: (el) => describeMedia(state, el),
+    seekVideos: (t) => seekVideos(state, t),
+    pending: () => state.unpresented.size,
+    reseekVideos: () => reseekVideos(state),
+    untilVideosPresented: (maxMs) => untilVideosPresented(state, maxMs)
   };
 }
 
@@ -1206,14 +1224,14 @@ function listenForPageErrors() {
 }
 
 // src/runtime/frame_drawing.ts
-async function settleFrame(api, paint) {
+async function settleFrame(api, paint2) {
   await api.untilVideosPresented();
-  if (paint) await api.paintVideoFrames();
+  if (paint2) await api.paintVideoFrames();
   else api.clearVideoFrames();
 }
-async function drawFrame(api, frame, paint) {
+async function drawFrame(api, frame, paint2) {
   await api.seek(frame);
-  await settleFrame(api, paint);
+  await settleFrame(api, paint2);
 }
 
 // src/runtime/player_bridge.ts
@@ -1413,168 +1431,284 @@ function trackedVariables(values, record) {
 }
 
 // src/runtime/video_paint.ts
-function createVideoFramePainter(sleep) {
-  const ATTRIBUTE = "data-vid-painted";
-  const OUT_OF_BOX = "-1000000px -1000000px";
-  const LAYER_PROPERTIES = [
-    "background-image",
-    "background-size",
-    "background-position",
-    "background-origin",
-    "background-clip",
-    "background-repeat",
-    "background-attachment",
-    "background-blend-mode"
-  ];
-  const sheet = new CSSStyleSheet();
-  const painted = /* @__PURE__ */ new Map();
-  let nextId = 1;
-  const splitList = (value) => {
-    const items = [];
-    let depth = 0;
-    let quote = "";
-    let start = 0;
-    for (let i = 0; i < value.length; i++) {
-      const c = value[i];
-      if (quote) {
-        if (c === "\\\\") i++;
-        else if (c === quote) quote = "";
-      } else if (c === '"' || c === "'") quote = c;
-      else if (c === "(") depth++;
-      else if (c === ")") depth--;
-      else if (c === "," && depth === 0) {
-        items.push(value.slice(start, i).trim());
-        start = i + 1;
-      }
+var ATTRIBUTE = "data-vid-painted";
+var OUT_OF_BOX = "-1000000px -1000000px";
+var LAYER_PROPERTIES = [
+  "background-image",
+  "background-size",
+  "background-position",
+  "background-origin",
+  "background-clip",
+  "background-repeat",
+  "background-attachment",
+  "background-blend-mode"
+];
+function splitList(value) {
+  const items = [];
+  let depth = 0;
+  let quote = "";
+  let start = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (quote) {
+      if (c === "\\\\") i++;
+      else if (c === quote) quote = "";
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === "(") depth++;
+    else if (c === ")") depth--;
+    else if (c === "," && depth === 0) {
+      items.push(value.slice(start, i).trim());
+      start = i + 1;
     }
-    items.push(value.slice(start).trim());
-    return items;
-  };
-  const fitSize = (el, style) => {
-    switch (style.objectFit) {
-      case "contain":
-      case "cover":
-        return style.objectFit;
-      case "none":
-        return "auto";
-      case "scale-down": {
-        const width = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-        const height = el.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
-        return el.videoWidth <= width && el.videoHeight <= height ? "auto" : "contain";
-      }
-      default:
-        return "100% 100%";
+  }
+  items.push(value.slice(start).trim());
+  return items;
+}
+function fitSize(el, style) {
+  switch (style.objectFit) {
+    case "contain":
+    case "cover":
+      return style.objectFit;
+    case "none":
+      return "auto";
+    case "scale-down": {
+      const width = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      const height = el.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+      return el.videoWidth <= width && el.videoHeight <= height ? "auto" : "contain";
     }
+    default:
+      return "100% 100%";
+  }
+}
+function layeredBackground(ours, own) {
+  const images = splitList(own("background-image"));
+  return LAYER_PROPERTIES.map((property) => {
+    const list = splitList(own(property));
+    const values = [ours[property], ...images.map((_, i) => list[i % list.length])];
+    return \`\${property}: \${values.join(", ")} !important;\`;
+  }).join(" ") + \` object-position: \${OUT_OF_BOX} !important;\`;
+}
+function declarations(el, url) {
+  const style = getComputedStyle(el);
+  const ours = {
+    "background-image": \`url("\${url}")\`,
+    "background-size": fitSize(el, style),
+    "background-position": style.objectPosition,
+    "background-origin": "content-box",
+    "background-clip": "content-box",
+    "background-repeat": "no-repeat",
+    "background-attachment": "scroll",
+    "background-blend-mode": "normal"
   };
-  const declarations = (el, url) => {
-    const style = getComputedStyle(el);
-    const ours = {
-      "background-image": \`url("\${url}")\`,
-      "background-size": fitSize(el, style),
-      "background-position": style.objectPosition,
-      "background-origin": "content-box",
-      "background-clip": "content-box",
-      "background-repeat": "no-repeat",
-      "background-attachment": "scroll",
-      "background-blend-mode": "normal"
-    };
-    const images = splitList(style.backgroundImage);
-    return LAYER_PROPERTIES.map((property) => {
-      const own = splitList(style.getPropertyValue(property));
-      const values = [ours[property], ...images.map((_, i) => own[i % own.length])];
-      return \`\${property}: \${values.join(", ")} !important;\`;
-    }).join(" ") + \` object-position: \${OUT_OF_BOX} !important;\`;
-  };
-  const frameUrl = async (el) => {
-    const canvas = document.createElement("canvas");
-    canvas.width = el.videoWidth;
-    canvas.height = el.videoHeight;
-    const context = canvas.getContext("2d");
-    if (!context) return null;
-    context.drawImage(el, 0, 0, canvas.width, canvas.height);
-    let blob;
-    try {
-      blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
-    } catch {
-      return null;
-    }
-    if (!blob) return null;
-    const url = URL.createObjectURL(blob);
-    const image = new Image();
-    image.src = url;
-    try {
-      await image.decode();
-    } catch {
-      URL.revokeObjectURL(url);
-      return null;
-    }
-    return url;
-  };
-  const settled = (el, ms) => el.seeking ? Promise.race([
+  return layeredBackground(ours, (property) => style.getPropertyValue(property));
+}
+async function frameUrl(el) {
+  const canvas = document.createElement("canvas");
+  canvas.width = el.videoWidth;
+  canvas.height = el.videoHeight;
+  const context = canvas.getContext("2d");
+  if (!context) return null;
+  context.drawImage(el, 0, 0, canvas.width, canvas.height);
+  let blob;
+  try {
+    blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
+  } catch {
+    return null;
+  }
+  if (!blob) return null;
+  const url = URL.createObjectURL(blob);
+  const image = new Image();
+  image.src = url;
+  try {
+    await image.decode();
+  } catch {
+    URL.revokeObjectURL(url);
+    return null;
+  }
+  return url;
+}
+function settled(el, ms, sleep) {
+  return el.seeking ? Promise.race([
     new Promise(
       (resolve) => el.addEventListener("seeked", () => resolve(), { once: true })
     ),
     sleep(ms)
   ]) : Promise.resolve();
-  const paintOne = async (el) => {
-    await settled(el, 2e3);
-    if (el.readyState < 2 || el.videoWidth === 0 || el.videoHeight === 0) return false;
-    const before = painted.get(el);
-    if (before && before.time === el.currentTime) return false;
-    const url = await frameUrl(el);
-    if (!url) {
-      el.removeAttribute(ATTRIBUTE);
-      return false;
-    }
-    const entry = before ?? { id: String(nextId++), time: 0, urls: [], rule: "" };
+}
+async function paintOne(state, el) {
+  await settled(el, 2e3, state.sleep);
+  if (el.readyState < 2 || el.videoWidth === 0 || el.videoHeight === 0) return false;
+  const before = state.painted.get(el);
+  if (before && before.time === el.currentTime) return false;
+  const url = await frameUrl(el);
+  if (!url) {
     el.removeAttribute(ATTRIBUTE);
-    entry.rule = \`[\${ATTRIBUTE}="\${entry.id}"] { \${declarations(el, url)} }\`;
-    entry.time = el.currentTime;
-    entry.urls.push(url);
-    while (entry.urls.length > 2) URL.revokeObjectURL(entry.urls.shift());
-    painted.set(el, entry);
-    el.setAttribute(ATTRIBUTE, entry.id);
-    return true;
-  };
-  return {
-    async paint(videos) {
-      let count = 0;
-      for (const el of videos) if (await paintOne(el)) count++;
-      if (count > 0) {
-        sheet.replaceSync([...painted.values()].map((p) => p.rule).join("\\n"));
-        if (!document.adoptedStyleSheets.includes(sheet)) {
-          document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
-        }
-      }
-      return count;
-    },
-    clear() {
-      const count = painted.size;
-      for (const [el, entry] of painted) {
-        el.removeAttribute(ATTRIBUTE);
-        for (const url of entry.urls) URL.revokeObjectURL(url);
-      }
-      painted.clear();
-      sheet.replaceSync("");
-      return count;
+    return false;
+  }
+  const entry = before ?? { id: String(state.nextId++), time: 0, urls: [], rule: "" };
+  el.removeAttribute(ATTRIBUTE);
+  entry.rule = \`[\${ATTRIBUTE}="\${entry.id}"] { \${declarations(el, url)} }\`;
+  entry.time = el.currentTime;
+  entry.urls.push(url);
+  while (entry.urls.length > 2) URL.revokeObjectURL(entry.urls.shift());
+  state.painted.set(el, entry);
+  el.setAttribute(ATTRIBUTE, entry.id);
+  return true;
+}
+async function paint(state, videos) {
+  let count = 0;
+  for (const el of videos) if (await paintOne(state, el)) count++;
+  if (count > 0) {
+    state.sheet.replaceSync([...state.painted.values()].map((p) => p.rule).join("\\n"));
+    if (!document.adoptedStyleSheets.includes(state.sheet)) {
+      document.adoptedStyleSheets = [...document.adoptedStyleSheets, state.sheet];
     }
+  }
+  return count;
+}
+function clear(state) {
+  const count = state.painted.size;
+  for (const [el, entry] of state.painted) {
+    el.removeAttribute(ATTRIBUTE);
+    for (const url of entry.urls) URL.revokeObjectURL(url);
+  }
+  state.painted.clear();
+  state.sheet.replaceSync("");
+  return count;
+}
+function createVideoFramePainter(sleep) {
+  const state = { sleep, sheet: new CSSStyleSheet(), painted: /* @__PURE__ */ new Map(), nextId: 1 };
+  return {
+    paint: (videos) => paint(state, videos),
+    clear: () => clear(state)
   };
 }
 
 // src/runtime/install.ts
+async function seekFrame(runtime, frame) {
+  const { config, real, clock, errors, animations, hyperframes } = runtime;
+  const pageErrors = errors.records;
+  if (frame < runtime.currentFrame) {
+    throw new Error(
+      \`frame \${frame}: the page is already at frame \${runtime.currentFrame}; seeks only move forward\`
+    );
+  }
+  if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
+    throw new Error(\`the page threw while loading: \${pageErrors[0].message}\`);
+  }
+  animations.scan();
+  for (let step = runtime.currentFrame + 1; step <= frame; step++) {
+    errors.seekingFrame = step;
+    await clock.runTimersUntil(frameTimeMs(step, config.fps, config.frameRate));
+    clock.runFrameCallbacks();
+  }
+  errors.seekingFrame = frame;
+  runtime.currentFrame = frame;
+  const t = frameTimeSeconds(frame, config.fps, config.frameRate);
+  clock.nowMs = t * 1e3;
+  try {
+    await runtime.captions.loadAll();
+  } catch (error) {
+    errors.record(error);
+  }
+  for (const hook of runtime.seekHooks) {
+    let timer;
+    const stalled = new Promise((resolve) => {
+      timer = real.setTimeout(() => resolve("stalled"), config.readyTimeoutMs);
+    });
+    let outcome;
+    try {
+      outcome = await Promise.race([hook(t), stalled]);
+    } catch (error) {
+      errors.record(error);
+    } finally {
+      real.clearTimeout(timer);
+    }
+    if (outcome === "stalled") {
+      throw new Error(
+        \`frame \${frame}: an onSeek handler did not settle within \${config.readyTimeoutMs} ms (timers inside it wait for the next frame; use __vid.delay() to hold a frame)\`
+      );
+    }
+  }
+  try {
+    seekTimelines(runtime.w.__timelines, t, hyperframes);
+  } catch (error) {
+    errors.record(error);
+  }
+  hyperframes.applyClips(t);
+  try {
+    animations.scan();
+    animations.apply();
+  } catch (error) {
+    errors.record(error);
+  }
+  try {
+    await runtime.media.seekVideos(t);
+  } catch (error) {
+    errors.record(error);
+  }
+  try {
+    await runtime.captions.show(t);
+  } catch (error) {
+    errors.record(error);
+  }
+  if (pageErrors.length > 0) {
+    const first = pageErrors[0];
+    throw new Error(\`frame \${first.frame ?? frame}: the page threw \${first.message}\`);
+  }
+  await runtime.gate.wait(frame);
+}
+function pageApi(runtime, getVariables) {
+  const { w, clock, errors, hyperframes, media, captions, gate } = runtime;
+  return {
+    get captions() {
+      return structuredClone(captions.tracks);
+    },
+    getVariables,
+    onSeek(fn) {
+      runtime.seekHooks.add(fn);
+      return () => runtime.seekHooks.delete(fn);
+    },
+    delay: gate.delay,
+    get time() {
+      return clock.nowMs / 1e3;
+    },
+    media: () => media.elements().map(media.describe).filter((d) => d.src !== ""),
+    errors: () => structuredClone(errors.records),
+    videoFramesPending: media.pending,
+    reseekVideos: media.reseekVideos,
+    untilVideosPresented: media.untilVideosPresented,
+    paintVideoFrames() {
+      runtime.painter ??= createVideoFramePainter(runtime.real.sleep);
+      const videos = media.elements().filter(
+        (el) => el instanceof HTMLVideoElement
+      );
+      return runtime.painter.paint(videos);
+    },
+    clearVideoFrames: () => runtime.painter?.clear() ?? 0,
+    timedWindows() {
+      const registry = w.__timelines;
+      const keys = registry && typeof registry === "object" && !Array.isArray(registry) ? Object.keys(registry) : [];
+      return {
+        windows: hyperframes.windows(),
+        timelineStarts: Object.fromEntries(
+          keys.map((id) => [id, hyperframes.timelineStart(id)])
+        )
+      };
+    },
+    seek: (frame) => seekFrame(runtime, frame)
+  };
+}
 function installVidRuntime(config) {
   const w = globalThis;
   if (w.__vid) return;
   const real = captureRealTime();
-  const rate = config.frameRate;
-  let currentFrame = -1;
   installSeededRandom(config.seed);
   const clock = installVirtualClock(config.epochMs, real, {
     report: (error) => errors.record(error),
     settle: () => animations.scan()
   });
   const errors = listenForPageErrors();
-  const pageErrors = errors.records;
   const getVariables = trackedVariables(config.variables, (error) => errors.record(error));
   const hyperframes = createHyperframesModel({
     getVariables,
@@ -1588,119 +1722,22 @@ function installVidRuntime(config) {
     hyperframes.mount();
   }
   const animations = createAnimationDriver(() => clock.nowMs, hyperframes);
-  const seekHooks = /* @__PURE__ */ new Set();
-  const gate = createReadinessGate(config.readyTimeoutMs, real);
-  const media = createMediaSeeker(config, real, hyperframes);
-  const captions = createCaptionDisplay();
-  let painter;
-  const api = {
-    get captions() {
-      return structuredClone(captions.tracks);
-    },
-    getVariables,
-    onSeek(fn) {
-      seekHooks.add(fn);
-      return () => seekHooks.delete(fn);
-    },
-    delay: gate.delay,
-    get time() {
-      return clock.nowMs / 1e3;
-    },
-    media: () => media.elements().map(media.describe).filter((d) => d.src !== ""),
-    errors: () => structuredClone(pageErrors),
-    videoFramesPending: media.pending,
-    reseekVideos: media.reseekVideos,
-    untilVideosPresented: media.untilVideosPresented,
-    paintVideoFrames() {
-      painter ??= createVideoFramePainter(real.sleep);
-      const videos = media.elements().filter(
-        (el) => el instanceof HTMLVideoElement
-      );
-      return painter.paint(videos);
-    },
-    clearVideoFrames: () => painter?.clear() ?? 0,
-    timedWindows() {
-      const registry = w.__timelines;
-      const keys = registry && typeof registry === "object" && !Array.isArray(registry) ? Object.keys(registry) : [];
-      return {
-        windows: hyperframes.windows(),
-        timelineStarts: Object.fromEntries(
-          keys.map((id) => [id, hyperframes.timelineStart(id)])
-        )
-      };
-    },
-    async seek(frame) {
-      if (frame < currentFrame) {
-        throw new Error(
-          \`frame \${frame}: the page is already at frame \${currentFrame}; seeks only move forward\`
-        );
-      }
-      if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
-        throw new Error(\`the page threw while loading: \${pageErrors[0].message}\`);
-      }
-      animations.scan();
-      for (let step = currentFrame + 1; step <= frame; step++) {
-        errors.seekingFrame = step;
-        await clock.runTimersUntil(frameTimeMs(step, config.fps, rate));
-        clock.runFrameCallbacks();
-      }
-      errors.seekingFrame = frame;
-      currentFrame = frame;
-      const t = frameTimeSeconds(frame, config.fps, rate);
-      clock.nowMs = t * 1e3;
-      try {
-        await captions.loadAll();
-      } catch (error) {
-        errors.record(error);
-      }
-      for (const hook of seekHooks) {
-        let timer;
-        const stalled = new Promise((resolve) => {
-          timer = real.setTimeout(() => resolve("stalled"), config.readyTimeoutMs);
-        });
-        let outcome;
-        try {
-          outcome = await Promise.race([hook(t), stalled]);
-        } catch (error) {
-          errors.record(error);
-        } finally {
-          real.clearTimeout(timer);
-        }
-        if (outcome === "stalled") {
-          throw new Error(
-            \`frame \${frame}: an onSeek handler did not settle within \${config.readyTimeoutMs} ms (timers inside it wait for the next frame; use __vid.delay() to hold a frame)\`
-          );
-        }
-      }
-      try {
-        seekTimelines(w.__timelines, t, hyperframes);
-      } catch (error) {
-        errors.record(error);
-      }
-      hyperframes.applyClips(t);
-      try {
-        animations.scan();
-        animations.apply();
-      } catch (error) {
-        errors.record(error);
-      }
-      try {
-        await media.seekVideos(t);
-      } catch (error) {
-        errors.record(error);
-      }
-      try {
-        await captions.show(t);
-      } catch (error) {
-        errors.record(error);
-      }
-      if (pageErrors.length > 0) {
-        const first = pageErrors[0];
-        throw new Error(\`frame \${first.frame ?? frame}: the page threw \${first.message}\`);
-      }
-      await gate.wait(frame);
-    }
+  const runtime = {
+    config,
+    w,
+    real,
+    clock,
+    errors,
+    hyperframes,
+    animations,
+    seekHooks: /* @__PURE__ */ new Set(),
+    gate: createReadinessGate(config.readyTimeoutMs, real),
+    media: createMediaSeeker(config, real, hyperframes),
+    captions: createCaptionDisplay(),
+    painter: void 0,
+    currentFrame: -1
   };
+  const api = pageApi(runtime, getVariables);
   Object.defineProperty(w, "__vid", { value: Object.freeze(api), enumerable: false });
   listenForPlayer(api);
 }

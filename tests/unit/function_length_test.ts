@@ -41,9 +41,6 @@ const KNOWN_LONG: Record<string, string> = {
   "src/check/static.ts staticCheck": "#35 (owned elsewhere this round)",
   "src/preview/studio/render_dialog.ts wireRenderDialog": "#35 (studio client split)",
   "src/preview/studio/variables_form.ts createVariablesPanel": "#35 (studio client split)",
-  "src/runtime/install.ts installVidRuntime": "#35 (page runtime, owned elsewhere)",
-  "src/runtime/media_elements.ts createMediaSeeker": "#35 (page runtime, owned elsewhere)",
-  "src/runtime/video_paint.ts createVideoFramePainter": "#35 (page runtime, owned elsewhere)",
   // `vid server`'s flags: left while the process runner's change (#35) adds flags there.
   "src/cli/server.ts registerServer": "#35 (process runner and server)",
 };
