@@ -38,7 +38,6 @@ const KNOWN_LONG: Record<string, string> = {
   // Files other engineers of #35 are changing now: each split lands with their part.
   "src/preview/studio/client.ts studioClient": "#35 (studio client split)",
   "src/server/queue.ts startQueue": "#35 (process runner and server)",
-  "src/check/static.ts staticCheck": "#35 (owned elsewhere this round)",
   "src/preview/studio/render_dialog.ts wireRenderDialog": "#35 (studio client split)",
   "src/preview/studio/variables_form.ts createVariablesPanel": "#35 (studio client split)",
   // `vid server`'s flags: left while the process runner's change (#35) adds flags there.
