@@ -21,7 +21,7 @@
  * Each composition's variables are bound as HyperFrames binds them: a `--<id>` CSS property of
  * its root, `data-var-text` and `data-var-src`.
  *
- * The model is one {@linkcode HyperframesState} and module-level functions over it: timing and
+ * The model is one `HyperframesState` (`hyperframes_state.ts`) and module-level functions over it: timing and
  * clips in `hyperframes_timing.ts`, mounting in `hyperframes_mount.ts`, what a mounted
  * instance's scripts see in `hyperframes_scope.ts`, the CSS and URL rules in
  * `hyperframes_css.ts`.
@@ -34,16 +34,20 @@
 
 import type { RuntimeFontFace } from "./page_runtime.ts";
 import { mountAll } from "./hyperframes_mount.ts";
-import type { PageGlobal, Scope } from "./hyperframes_scope.ts";
+import type { PageGlobal } from "./hyperframes_scope.ts";
+import type { HyperframesState } from "./hyperframes_state.ts";
 import {
   applyClips,
   compositionStartMs,
+  durationOf,
   hiddenByClip,
+  type MediaWindow,
   mediaWindow,
   startOf,
-  timedWindows,
   timelineStart,
 } from "./hyperframes_timing.ts";
+
+export type { MediaWindow };
 
 /** What the page runtime gives the model. */
 export interface HyperframesHost {
@@ -59,16 +63,6 @@ export interface HyperframesHost {
   skipMissing?: boolean;
   /** The faces HyperFrames would embed for families the page does not declare. */
   fonts?: readonly RuntimeFontFace[];
-}
-
-/** A media element's window on the composition timeline, in seconds. */
-export interface MediaWindow {
-  /** Absolute start on the video's timeline. */
-  start: number;
-  /** Seconds into the source at that start. */
-  mediaStart: number;
-  /** How long it plays; null to the end of its source. */
-  duration: number | null;
 }
 
 /** The HyperFrames model of one page. */
@@ -134,33 +128,25 @@ function embedFonts(host: HyperframesHost): void {
   }
 }
 
-/** A sub-composition's script waiting to run: a file by URL, or inline code (wrapped). */
-export interface PendingScript {
-  src?: string;
-  code?: string;
-}
-
-/**
- * The model's state for one page: what the host gave it, the mounted instances and their
- * queued scripts, and what the clips' last application left. The model's functions
- * (`hyperframes_timing.ts`, `hyperframes_mount.ts`) read and change it; nothing else does.
- */
-export interface HyperframesState {
-  host: HyperframesHost;
-  /** The page's global object. */
-  w: PageGlobal;
-  /** The mounted instances, in mount order (`window.__vidHyperframesScopes`). */
-  scopes: Scope[];
-  /** How many hosts were mounted: the last instance number. */
-  mounts: number;
-  /** The mounted instances' scripts not yet inserted. */
-  scripts: PendingScript[];
-  /** Elements whose start is being resolved (a reference cycle starts at 0). */
-  visiting: Set<Element>;
-  /** Each clip's authored inline `visibility`, read before the first time it was hidden. */
-  shown: WeakMap<HTMLElement, string>;
-  /** The clips hidden at the last `applyClips`. */
-  hidden: WeakSet<Element>;
+/** The sub-compositions and clips with their windows, for the studio's timeline. */
+function timedWindows(state: HyperframesState): TimedWindow[] {
+  return Array.from(document.querySelectorAll("[data-composition-src], .clip[data-start]")).map(
+    (el) => {
+      const start = startOf(state, el);
+      const length = durationOf(state, el);
+      const composition = el.hasAttribute("data-composition-src");
+      return {
+        kind: composition ? "composition" : "clip",
+        label: composition
+          ? el.getAttribute("data-composition-id") || el.getAttribute("data-composition-src")!
+          : el.id
+          ? `#${el.id}`
+          : `${el.tagName.toLowerCase()}.clip`,
+        start,
+        end: length === null ? null : start + length,
+      };
+    },
+  );
 }
 
 /**

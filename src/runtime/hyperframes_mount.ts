@@ -10,7 +10,7 @@
  * @module
  */
 
-import type { HyperframesState, PendingScript } from "./hyperframes.ts";
+import type { HyperframesState, PendingScript } from "./hyperframes_state.ts";
 import { MOUNT, rebase, rebaseCss, ROOT, scopeRules } from "./hyperframes_css.ts";
 import {
   type Scope,

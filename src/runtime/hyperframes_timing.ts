@@ -12,8 +12,18 @@
  * @module
  */
 
-import type { HyperframesState, MediaWindow, TimedWindow } from "./hyperframes.ts";
 import { MOUNT } from "./hyperframes_css.ts";
+import type { HyperframesState } from "./hyperframes_state.ts";
+
+/** A media element's window on the composition timeline, in seconds. */
+export interface MediaWindow {
+  /** Absolute start on the video's timeline. */
+  start: number;
+  /** Seconds into the source at that start. */
+  mediaStart: number;
+  /** How long it plays; null to the end of its source. */
+  duration: number | null;
+}
 
 /** How far inside a window's edge a time must be to count as in it, in seconds. */
 const EPSILON = 1e-6;
@@ -272,25 +282,4 @@ export function mediaWindow(
 export function compositionStartMs(state: HyperframesState, el: Element | null): number {
   const host = el?.closest(`[${MOUNT}]`);
   return host ? startOf(state, host) * 1000 : 0;
-}
-
-/** The sub-compositions and clips with their windows, for the studio's timeline. */
-export function timedWindows(state: HyperframesState): TimedWindow[] {
-  return Array.from(document.querySelectorAll("[data-composition-src], .clip[data-start]")).map(
-    (el) => {
-      const start = startOf(state, el);
-      const length = durationOf(state, el);
-      const composition = el.hasAttribute("data-composition-src");
-      return {
-        kind: composition ? "composition" : "clip",
-        label: composition
-          ? el.getAttribute("data-composition-id") || el.getAttribute("data-composition-src")!
-          : el.id
-          ? `#${el.id}`
-          : `${el.tagName.toLowerCase()}.clip`,
-        start,
-        end: length === null ? null : start + length,
-      };
-    },
-  );
 }

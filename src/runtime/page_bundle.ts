@@ -881,21 +881,6 @@ function compositionStartMs(state, el) {
   const host = el?.closest(\`[\${MOUNT}]\`);
   return host ? startOf(state, host) * 1e3 : 0;
 }
-function timedWindows(state) {
-  return Array.from(document.querySelectorAll("[data-composition-src], .clip[data-start]")).map(
-    (el) => {
-      const start = startOf(state, el);
-      const length = durationOf(state, el);
-      const composition = el.hasAttribute("data-composition-src");
-      return {
-        kind: composition ? "composition" : "clip",
-        label: composition ? el.getAttribute("data-composition-id") || el.getAttribute("data-composition-src") : el.id ? \`#\${el.id}\` : \`\${el.tagName.toLowerCase()}.clip\`,
-        start,
-        end: length === null ? null : start + length
-      };
-    }
-  );
-}
 
 // src/runtime/hyperframes.ts
 function embedFonts(host) {
@@ -912,6 +897,21 @@ function embedFonts(host) {
       )
     );
   }
+}
+function timedWindows(state) {
+  return Array.from(document.querySelectorAll("[data-composition-src], .clip[data-start]")).map(
+    (el) => {
+      const start = startOf(state, el);
+      const length = durationOf(state, el);
+      const composition = el.hasAttribute("data-composition-src");
+      return {
+        kind: composition ? "composition" : "clip",
+        label: composition ? el.getAttribute("data-composition-id") || el.getAttribute("data-composition-src") : el.id ? \`#\${el.id}\` : \`\${el.tagName.toLowerCase()}.clip\`,
+        start,
+        end: length === null ? null : start + length
+      };
+    }
+  );
 }
 function createHyperframesModel(host) {
   const w = globalThis;
