@@ -22,7 +22,7 @@ import { type CheckProblem, SEVERITY } from "./problems.ts";
 import { cssUrls, type FileRef, readReferences, type References } from "./references.ts";
 import { type ScriptSource, syntaxErrors } from "./syntax.ts";
 import { timingProblems } from "./timing.ts";
-import { type PlacedText, variableReadProblems } from "./variable_reads.ts";
+import { type PlacedText, type VariableRead, variableReadProblems } from "./variable_reads.ts";
 
 /**
  * The `data-*` attributes vid reads (or will read, as the HyperFrames and media work
@@ -122,85 +122,92 @@ export interface StaticResult {
   references: References;
 }
 
-/**
- * Runs the static part of the check on a composition read by `readComposition`.
- *
- * @example
- * ```ts no_run
- * import { readComposition } from "../composition/composition.ts";
- *
- * const { problems } = await staticCheck({ composition: await readComposition("examples/hello") });
- * ```
- */
-export async function staticCheck(input: StaticInput): Promise<StaticResult> {
-  const { composition } = input;
-  const entry = composition.entry;
-  const html = await readFile(composition.file, "utf8");
-  const refs = readReferences(html);
-  const problems: CheckProblem[] = [];
-  const exists = fileFinder(composition.projectDir);
-  const htmlLines = html.split("\n");
+/** What every part of the static check reads: the composition, its HTML and its references. */
+interface StaticContext {
+  composition: Composition;
+  /** The entry file's name, as problems name it. */
+  entry: string;
+  /** The entry's lines, for each problem's `source`. */
+  htmlLines: string[];
+  refs: References;
+  /** Whether a project file exists (`fileFinder`). */
+  exists: ReturnType<typeof fileFinder>;
+  /** Where the problems go, in the order they are found. */
+  problems: CheckProblem[];
+}
 
-  // Files: every reference of the HTML, then the url()s of the project's stylesheets.
-  const checkRef = async (ref: FileRef, fromFile: string, fromName: string): Promise<boolean> => {
-    const path = projectPath(ref.url, fromFile, composition.projectDir);
-    if (path.kind === "remote") return false;
-    const unrendered = ref.kind === "composition";
-    const kind = unrendered ? "unrendered" as const : "missing-file" as const;
-    const base = {
-      severity: SEVERITY[kind],
-      part: "static" as const,
-      kind,
-      file: fromName,
-      line: ref.line,
-      column: ref.column,
-      field: ref.url,
-      ...(fromName === entry && { source: htmlLines[ref.line - 1] }),
-    };
-    const consequence = unrendered
-      ? "; the sub-composition it hosts would not be rendered"
-      : ref.kind === "script"
-      ? "; the page would run without it"
-      : "";
-    if (path.kind === "outside") {
-      problems.push({
-        ...base,
-        message: `${ref.what} "${ref.url}" is outside the project folder, which is all a ` +
-          `render serves; move the file into the project${consequence}`,
-      });
-      return false;
-    }
-    const missing = await exists(path.relative);
-    if (missing === null) {
-      const font = ref.kind === "css" ? await notAFont(path.path) : undefined;
-      if (font !== undefined) {
-        problems.push({
-          ...base,
-          severity: SEVERITY.font,
-          kind: "font",
-          message: `${ref.what} "${ref.url}" is not a font (${font}); the text would fall ` +
-            "back to another font: use a woff2, woff, ttf or otf file",
-        });
-      }
-      return true;
-    }
+/**
+ * Checks one file reference of `fromName` (the entry, or a stylesheet of the project): a
+ * problem when it is outside the project, missing, differs in letter case or is a font file
+ * that is not a font. Resolves to whether the file is there to read.
+ */
+async function checkRef(
+  ctx: StaticContext,
+  ref: FileRef,
+  fromFile: string,
+  fromName: string,
+): Promise<boolean> {
+  const { composition, entry, htmlLines, problems } = ctx;
+  const path = projectPath(ref.url, fromFile, composition.projectDir);
+  if (path.kind === "remote") return false;
+  const unrendered = ref.kind === "composition";
+  const kind = unrendered ? "unrendered" as const : "missing-file" as const;
+  const base = {
+    severity: SEVERITY[kind],
+    part: "static" as const,
+    kind,
+    file: fromName,
+    line: ref.line,
+    column: ref.column,
+    field: ref.url,
+    ...(fromName === entry && { source: htmlLines[ref.line - 1] }),
+  };
+  const consequence = unrendered
+    ? "; the sub-composition it hosts would not be rendered"
+    : ref.kind === "script"
+    ? "; the page would run without it"
+    : "";
+  if (path.kind === "outside") {
     problems.push({
       ...base,
-      message: missing.reason === "case"
-        ? `${ref.what} "${ref.url}": the project has "${missing.actual}" (letter case differs; ` +
-          `renders read files case-sensitively)${consequence}`
-        : `${ref.what} "${ref.url}" does not exist in the project${consequence}`,
+      message: `${ref.what} "${ref.url}" is outside the project folder, which is all a ` +
+        `render serves; move the file into the project${consequence}`,
     });
     return false;
-  };
-  const scripts: ScriptSource[] = [];
+  }
+  const missing = await ctx.exists(path.relative);
+  if (missing === null) {
+    const font = ref.kind === "css" ? await notAFont(path.path) : undefined;
+    if (font !== undefined) {
+      problems.push({
+        ...base,
+        severity: SEVERITY.font,
+        kind: "font",
+        message: `${ref.what} "${ref.url}" is not a font (${font}); the text would fall ` +
+          "back to another font: use a woff2, woff, ttf or otf file",
+      });
+    }
+    return true;
+  }
+  problems.push({
+    ...base,
+    message: missing.reason === "case"
+      ? `${ref.what} "${ref.url}": the project has "${missing.actual}" (letter case differs; ` +
+        `renders read files case-sensitively)${consequence}`
+      : `${ref.what} "${ref.url}" does not exist in the project${consequence}`,
+  });
+  return false;
+}
+
+/**
+ * Checks every file the HTML refers to, then the url()s of the project's stylesheets it
+ * links; resolves to those stylesheets' text, for the timing and variable checks.
+ */
+async function checkFiles(ctx: StaticContext): Promise<PlacedText[]> {
+  const { composition, entry } = ctx;
   const stylesheets: PlacedText[] = [];
-  const css: PlacedText[] = [
-    ...refs.styles.map((style) => ({ file: entry, ...style })),
-    ...refs.styleAttributes.map((style) => ({ file: entry, ...style })),
-  ];
-  for (const ref of refs.files) {
-    const found = await checkRef(ref, composition.file, entry);
+  for (const ref of ctx.refs.files) {
+    const found = await checkRef(ctx, ref, composition.file, entry);
     if (found && ref.kind === "stylesheet") {
       const path = projectPath(ref.url, composition.file, composition.projectDir);
       if (path.kind !== "local") continue;
@@ -208,6 +215,7 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       stylesheets.push({ file: path.relative, text: css, start: { line: 1, column: 1 } });
       for (const { url, place } of cssUrls(css, { line: 1, column: 1 })) {
         await checkRef(
+          ctx,
           { url, what: "url()", kind: "css", ...place },
           path.path,
           path.relative,
@@ -215,9 +223,14 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       }
     }
   }
+  return stylesheets;
+}
 
-  // Scripts: inline text, and project files that exist.
-  for (const script of refs.scripts) {
+/** The page's scripts to parse: inline text, and project files that exist. */
+async function scriptSources(ctx: StaticContext): Promise<ScriptSource[]> {
+  const { composition, entry } = ctx;
+  const scripts: ScriptSource[] = [];
+  for (const script of ctx.refs.scripts) {
     if (script.text !== undefined) {
       if (script.text.trim() === "") continue;
       scripts.push({
@@ -229,7 +242,7 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       continue;
     }
     const path = projectPath(script.src ?? "", composition.file, composition.projectDir);
-    if (path.kind !== "local" || await exists(path.relative) !== null) continue;
+    if (path.kind !== "local" || await ctx.exists(path.relative) !== null) continue;
     const text = await readFile(path.path, "utf8").catch(() => undefined);
     if (text === undefined) continue;
     scripts.push({
@@ -239,13 +252,16 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       start: { line: 1, column: 1 },
     });
   }
-  if (input.syntax !== false) problems.push(...await syntaxErrors(scripts));
+  return scripts;
+}
 
-  css.push(...stylesheets);
-
-  // Attributes vid reads, misspelt, on any element: a clip whose every timing attribute is
-  // misspelt is not timed at all, and would show for the whole video.
-  for (const element of refs.data) {
+/**
+ * Attributes vid reads, misspelt, on any element: a clip whose every timing attribute is
+ * misspelt is not timed at all, and would show for the whole video.
+ */
+function attributeTypoProblems(ctx: StaticContext): CheckProblem[] {
+  const problems: CheckProblem[] = [];
+  for (const element of ctx.refs.data) {
     for (const attribute of element.attributes) {
       const meant = attributeTypo(attribute.name);
       if (meant === undefined) continue;
@@ -255,16 +271,21 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
         kind: "unknown-attribute",
         message: `<${element.tag}> has ${attribute.name}, which vid does not read; ` +
           `did you mean ${meant}?`,
-        file: entry,
+        file: ctx.entry,
         ...attribute.place,
-        source: htmlLines[attribute.place.line - 1],
+        source: ctx.htmlLines[attribute.place.line - 1],
         field: attribute.name,
       });
     }
   }
+  return problems;
+}
 
-  // Clips whose window lies outside the composition.
-  for (const element of refs.timed) {
+/** Clips whose window lies outside the composition: they start at or after its end. */
+function lateClipProblems(ctx: StaticContext): CheckProblem[] {
+  const { composition } = ctx;
+  const problems: CheckProblem[] = [];
+  for (const element of ctx.refs.timed) {
     if (element.role === "root") continue;
     const start = element.attributes.find((a) => a.name === "data-start");
     const value = start ? Number(start.value) : NaN;
@@ -275,17 +296,21 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
         kind: "unrendered",
         message: `<${element.tag}> starts at data-start="${start.value}", at or after the ` +
           `composition's end (data-duration="${composition.duration}"); it would never be shown`,
-        file: entry,
+        file: ctx.entry,
         ...start.place,
-        source: htmlLines[start.place.line - 1],
+        source: ctx.htmlLines[start.place.line - 1],
         field: "data-start",
       });
     }
   }
+  return problems;
+}
 
-  // Templates that no script instantiates.
+/** Templates that no script instantiates (no script names them). */
+function unusedTemplateProblems(ctx: StaticContext, scripts: ScriptSource[]): CheckProblem[] {
+  const problems: CheckProblem[] = [];
   const allScripts = scripts.map((s) => s.text).join("\n");
-  for (const template of refs.templates) {
+  for (const template of ctx.refs.templates) {
     const used = template.id !== undefined
       ? allScripts.includes(template.id)
       : /template/i.test(allScripts);
@@ -296,16 +321,23 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       kind: "unrendered",
       message: `<template${template.id ? ` id="${template.id}"` : ""}> is never instantiated: ` +
         "no script names it, so its content would not be rendered",
-      file: entry,
+      file: ctx.entry,
       line: template.line,
       column: template.column,
-      source: htmlLines[template.line - 1],
+      source: ctx.htmlLines[template.line - 1],
       ...(template.id !== undefined && { field: template.id }),
     });
   }
+  return problems;
+}
 
-  // Declarations and variables.
-  // Dropped with a warning, as the spec says; a read of it is the error below.
+/**
+ * Declarations dropped with a warning, as the spec says (a read of one is an error of the
+ * variable reads), and the overrides' problems.
+ */
+function declarationProblems(ctx: StaticContext, overrides: Variables): CheckProblem[] {
+  const { composition } = ctx;
+  const problems: CheckProblem[] = [];
   for (const d of composition.dropped) {
     problems.push({
       severity: SEVERITY["dropped-declaration"],
@@ -313,11 +345,10 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       kind: "dropped-declaration",
       message: `declaration ${d.index}${d.id ? ` ("${d.id}")` : ""} is dropped: ${d.reason}; ` +
         `the page reads ${d.id ? `getVariables().${d.id} as undefined` : "nothing for it"}`,
-      file: entry,
+      file: ctx.entry,
       field: d.id ?? `data-composition-variables[${d.index}]`,
     });
   }
-  const overrides = input.overrides ?? {};
   for (
     const p of checkOverrides(composition.declarations, overrides, {
       projectDir: composition.projectDir,
@@ -334,22 +365,69 @@ export async function staticCheck(input: StaticInput): Promise<StaticResult> {
       field: p.key,
     });
   }
+  return problems;
+}
+
+/** The HTML's `data-var-text` and `data-var-src` bindings, as the variable reads take them. */
+function variableBindings(ctx: StaticContext): VariableRead[] {
+  return ctx.refs.data.flatMap((element) =>
+    element.attributes
+      .filter((a) => a.name === "data-var-text" || a.name === "data-var-src")
+      .map((a) => ({
+        id: a.value.trim(),
+        file: ctx.entry,
+        how: a.name as "data-var-text" | "data-var-src",
+        ...a.place,
+      }))
+  );
+}
+
+/**
+ * Runs the static part of the check on a composition read by `readComposition`.
+ *
+ * @example
+ * ```ts no_run
+ * import { readComposition } from "../composition/composition.ts";
+ *
+ * const { problems } = await staticCheck({ composition: await readComposition("examples/hello") });
+ * ```
+ */
+export async function staticCheck(input: StaticInput): Promise<StaticResult> {
+  const { composition } = input;
+  const entry = composition.entry;
+  const html = await readFile(composition.file, "utf8");
+  const refs = readReferences(html);
+  const problems: CheckProblem[] = [];
+  const htmlLines = html.split("\n");
+  const ctx: StaticContext = {
+    composition,
+    entry,
+    htmlLines,
+    refs,
+    exists: fileFinder(composition.projectDir),
+    problems,
+  };
+  const css: PlacedText[] = [
+    ...refs.styles.map((style) => ({ file: entry, ...style })),
+    ...refs.styleAttributes.map((style) => ({ file: entry, ...style })),
+  ];
+  // Files: every reference of the HTML, then the url()s of the project's stylesheets.
+  const stylesheets = await checkFiles(ctx);
+  const scripts = await scriptSources(ctx);
+  if (input.syntax !== false) problems.push(...await syntaxErrors(scripts));
+  css.push(...stylesheets);
+  problems.push(...attributeTypoProblems(ctx));
+  problems.push(...lateClipProblems(ctx));
+  problems.push(...unusedTemplateProblems(ctx, scripts));
+  const overrides = input.overrides ?? {};
+  problems.push(...declarationProblems(ctx, overrides));
   problems.push(...timingProblems(scripts, css, htmlLines, entry));
   problems.push(...variableReadProblems({
     declared: composition.declarations.map((d) => d.id),
     supplied: Object.keys(overrides),
     dropped: composition.dropped,
     scripts,
-    bindings: refs.data.flatMap((element) =>
-      element.attributes
-        .filter((a) => a.name === "data-var-text" || a.name === "data-var-src")
-        .map((a) => ({
-          id: a.value.trim(),
-          file: entry,
-          how: a.name as "data-var-text" | "data-var-src",
-          ...a.place,
-        }))
-    ),
+    bindings: variableBindings(ctx),
     css,
     htmlLines,
     entry,

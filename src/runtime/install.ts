@@ -13,18 +13,178 @@
  * @module
  */
 
-import { createAnimationDriver, seekTimelines } from "./animations.ts";
-import { createCaptionDisplay } from "./caption_display.ts";
-import { captureRealTime, frameTimeMs, frameTimeSeconds, installVirtualClock } from "./clock.ts";
-import { createHyperframesModel } from "./hyperframes.ts";
-import { createMediaSeeker } from "./media_elements.ts";
-import { listenForPageErrors } from "./page_errors.ts";
+import { type AnimationDriver, createAnimationDriver, seekTimelines } from "./animations.ts";
+import { type CaptionDisplay, createCaptionDisplay } from "./caption_display.ts";
+import {
+  captureRealTime,
+  frameTimeMs,
+  frameTimeSeconds,
+  installVirtualClock,
+  type RealTime,
+  type VirtualClock,
+} from "./clock.ts";
+import { createHyperframesModel, type HyperframesModel } from "./hyperframes.ts";
+import { createMediaSeeker, type MediaSeeker } from "./media_elements.ts";
+import { listenForPageErrors, type PageErrorLog } from "./page_errors.ts";
 import { listenForPlayer } from "./player_bridge.ts";
 import type { RuntimeConfig, VidPageApi } from "./page_runtime.ts";
 import { installSeededRandom } from "./random.ts";
-import { createReadinessGate } from "./readiness.ts";
+import { createReadinessGate, type ReadinessGate } from "./readiness.ts";
 import { trackedVariables } from "./variable_reads.ts";
 import { createVideoFramePainter, type VideoFramePainter } from "./video_paint.ts";
+
+/** The page's global object as the runtime reads it. */
+type PageGlobal = Record<string, unknown> & Window;
+
+/** The runtime's parts for one page and the frame it is at: what a seek drives. */
+interface PageRuntime {
+  config: RuntimeConfig;
+  w: PageGlobal;
+  real: RealTime;
+  clock: VirtualClock;
+  errors: PageErrorLog;
+  hyperframes: HyperframesModel;
+  animations: AnimationDriver;
+  seekHooks: Set<(t: number) => void | Promise<void>>;
+  gate: ReadinessGate;
+  media: MediaSeeker;
+  captions: CaptionDisplay;
+  /** Created on the first `paintVideoFrames` (screenshot capture). */
+  painter: VideoFramePainter | undefined;
+  /** The frame of the last seek; -1 before the first. */
+  currentFrame: number;
+}
+
+/**
+ * `__vid.seek(frame)`: steps the virtual clock through every frame up to `frame`, then runs
+ * the `onSeek` hooks, GSAP timelines, HyperFrames clips, CSS/WAAPI animations, videos and
+ * captions at its time, and waits for the readiness gate.
+ */
+async function seekFrame(runtime: PageRuntime, frame: number): Promise<void> {
+  const { config, real, clock, errors, animations, hyperframes } = runtime;
+  const pageErrors = errors.records;
+  if (frame < runtime.currentFrame) {
+    throw new Error(
+      `frame ${frame}: the page is already at frame ${runtime.currentFrame}; seeks only move forward`,
+    );
+  }
+  if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
+    throw new Error(`the page threw while loading: ${pageErrors[0].message}`);
+  }
+  animations.scan();
+  for (let step = runtime.currentFrame + 1; step <= frame; step++) {
+    errors.seekingFrame = step;
+    await clock.runTimersUntil(frameTimeMs(step, config.fps, config.frameRate));
+    clock.runFrameCallbacks();
+  }
+  errors.seekingFrame = frame;
+  runtime.currentFrame = frame;
+  const t = frameTimeSeconds(frame, config.fps, config.frameRate);
+  clock.nowMs = t * 1000;
+  // Caption files are in before the page's handlers run, so they can read __vid.captions.
+  try {
+    await runtime.captions.loadAll();
+  } catch (error) {
+    errors.record(error);
+  }
+  for (const hook of runtime.seekHooks) {
+    // A handler's promise that never settles (say, one awaiting a timer: timers run on
+    // the frame clock, which stands still during a seek) fails the frame after the
+    // readiness timeout instead of holding the render forever.
+    let timer: ReturnType<typeof real.setTimeout> | undefined;
+    const stalled = new Promise<"stalled">((resolve) => {
+      timer = real.setTimeout(() => resolve("stalled"), config.readyTimeoutMs);
+    });
+    let outcome: unknown;
+    try {
+      outcome = await Promise.race([hook(t), stalled]);
+    } catch (error) {
+      errors.record(error);
+    } finally {
+      real.clearTimeout(timer);
+    }
+    if (outcome === "stalled") {
+      throw new Error(
+        `frame ${frame}: an onSeek handler did not settle within ${config.readyTimeoutMs} ms ` +
+          `(timers inside it wait for the next frame; use __vid.delay() to hold a frame)`,
+      );
+    }
+  }
+  // A throw from timeline code (a GSAP callback, an onUpdate) or an animation's handler
+  // is recorded with its stack like any other, so the error says where it came from.
+  try {
+    seekTimelines(runtime.w.__timelines, t, hyperframes);
+  } catch (error) {
+    errors.record(error);
+  }
+  hyperframes.applyClips(t);
+  try {
+    animations.scan();
+    animations.apply();
+  } catch (error) {
+    errors.record(error);
+  }
+  try {
+    await runtime.media.seekVideos(t);
+  } catch (error) {
+    errors.record(error);
+  }
+  try {
+    await runtime.captions.show(t);
+  } catch (error) {
+    errors.record(error);
+  }
+  if (pageErrors.length > 0) {
+    const first = pageErrors[0];
+    throw new Error(`frame ${first.frame ?? frame}: the page threw ${first.message}`);
+  }
+  await runtime.gate.wait(frame);
+}
+
+/** `window.__vid`'s API over the page's runtime. */
+function pageApi(runtime: PageRuntime, getVariables: VidPageApi["getVariables"]): VidPageApi {
+  const { w, clock, errors, hyperframes, media, captions, gate } = runtime;
+  return {
+    get captions() {
+      return structuredClone(captions.tracks);
+    },
+    getVariables,
+    onSeek(fn) {
+      runtime.seekHooks.add(fn);
+      return () => runtime.seekHooks.delete(fn);
+    },
+    delay: gate.delay,
+    get time() {
+      return clock.nowMs / 1000;
+    },
+    media: () => media.elements().map(media.describe).filter((d) => d.src !== ""),
+    errors: () => structuredClone(errors.records),
+    videoFramesPending: media.pending,
+    reseekVideos: media.reseekVideos,
+    untilVideosPresented: media.untilVideosPresented,
+    paintVideoFrames() {
+      runtime.painter ??= createVideoFramePainter(runtime.real.sleep);
+      const videos = media.elements().filter((el): el is HTMLVideoElement =>
+        el instanceof HTMLVideoElement
+      );
+      return runtime.painter.paint(videos);
+    },
+    clearVideoFrames: () => runtime.painter?.clear() ?? 0,
+    timedWindows() {
+      const registry = w.__timelines;
+      const keys = registry && typeof registry === "object" && !Array.isArray(registry)
+        ? Object.keys(registry)
+        : [];
+      return {
+        windows: hyperframes.windows(),
+        timelineStarts: Object.fromEntries(
+          keys.map((id) => [id, hyperframes.timelineStart(id)]),
+        ),
+      };
+    },
+    seek: (frame: number): Promise<void> => seekFrame(runtime, frame),
+  };
+}
 
 /**
  * Installs `window.__vid` and the deterministic environment. Runs in the page; a second call
@@ -37,12 +197,10 @@ import { createVideoFramePainter, type VideoFramePainter } from "./video_paint.t
  * ```
  */
 export function installVidRuntime(config: RuntimeConfig): void {
-  const w = globalThis as unknown as Record<string, unknown> & Window;
+  const w = globalThis as unknown as PageGlobal;
   if (w.__vid) return;
 
   const real = captureRealTime();
-  const rate = config.frameRate;
-  let currentFrame = -1;
 
   installSeededRandom(config.seed);
   const clock = installVirtualClock(config.epochMs, real, {
@@ -50,7 +208,6 @@ export function installVidRuntime(config: RuntimeConfig): void {
     settle: () => animations.scan(),
   });
   const errors = listenForPageErrors();
-  const pageErrors = errors.records;
   // One tracker for both getVariables: an undeclared id read through either is recorded once.
   const getVariables = trackedVariables(config.variables, (error) => errors.record(error));
 
@@ -70,129 +227,22 @@ export function installVidRuntime(config: RuntimeConfig): void {
   }
 
   const animations = createAnimationDriver(() => clock.nowMs, hyperframes);
-  const seekHooks = new Set<(t: number) => void | Promise<void>>();
-  const gate = createReadinessGate(config.readyTimeoutMs, real);
-  const media = createMediaSeeker(config, real, hyperframes);
-  const captions = createCaptionDisplay();
-  let painter: VideoFramePainter | undefined;
-
-  const api: VidPageApi = {
-    get captions() {
-      return structuredClone(captions.tracks);
-    },
-    getVariables,
-    onSeek(fn) {
-      seekHooks.add(fn);
-      return () => seekHooks.delete(fn);
-    },
-    delay: gate.delay,
-    get time() {
-      return clock.nowMs / 1000;
-    },
-    media: () => media.elements().map(media.describe).filter((d) => d.src !== ""),
-    errors: () => structuredClone(pageErrors),
-    videoFramesPending: media.pending,
-    reseekVideos: media.reseekVideos,
-    untilVideosPresented: media.untilVideosPresented,
-    paintVideoFrames() {
-      painter ??= createVideoFramePainter(real.sleep);
-      const videos = media.elements().filter((el): el is HTMLVideoElement =>
-        el instanceof HTMLVideoElement
-      );
-      return painter.paint(videos);
-    },
-    clearVideoFrames: () => painter?.clear() ?? 0,
-    timedWindows() {
-      const registry = w.__timelines;
-      const keys = registry && typeof registry === "object" && !Array.isArray(registry)
-        ? Object.keys(registry)
-        : [];
-      return {
-        windows: hyperframes.windows(),
-        timelineStarts: Object.fromEntries(
-          keys.map((id) => [id, hyperframes.timelineStart(id)]),
-        ),
-      };
-    },
-    async seek(frame: number): Promise<void> {
-      if (frame < currentFrame) {
-        throw new Error(
-          `frame ${frame}: the page is already at frame ${currentFrame}; seeks only move forward`,
-        );
-      }
-      if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
-        throw new Error(`the page threw while loading: ${pageErrors[0].message}`);
-      }
-      animations.scan();
-      for (let step = currentFrame + 1; step <= frame; step++) {
-        errors.seekingFrame = step;
-        await clock.runTimersUntil(frameTimeMs(step, config.fps, rate));
-        clock.runFrameCallbacks();
-      }
-      errors.seekingFrame = frame;
-      currentFrame = frame;
-      const t = frameTimeSeconds(frame, config.fps, rate);
-      clock.nowMs = t * 1000;
-      // Caption files are in before the page's handlers run, so they can read __vid.captions.
-      try {
-        await captions.loadAll();
-      } catch (error) {
-        errors.record(error);
-      }
-      for (const hook of seekHooks) {
-        // A handler's promise that never settles (say, one awaiting a timer: timers run on
-        // the frame clock, which stands still during a seek) fails the frame after the
-        // readiness timeout instead of holding the render forever.
-        let timer: ReturnType<typeof real.setTimeout> | undefined;
-        const stalled = new Promise<"stalled">((resolve) => {
-          timer = real.setTimeout(() => resolve("stalled"), config.readyTimeoutMs);
-        });
-        let outcome: unknown;
-        try {
-          outcome = await Promise.race([hook(t), stalled]);
-        } catch (error) {
-          errors.record(error);
-        } finally {
-          real.clearTimeout(timer);
-        }
-        if (outcome === "stalled") {
-          throw new Error(
-            `frame ${frame}: an onSeek handler did not settle within ${config.readyTimeoutMs} ms ` +
-              `(timers inside it wait for the next frame; use __vid.delay() to hold a frame)`,
-          );
-        }
-      }
-      // A throw from timeline code (a GSAP callback, an onUpdate) or an animation's handler
-      // is recorded with its stack like any other, so the error says where it came from.
-      try {
-        seekTimelines(w.__timelines, t, hyperframes);
-      } catch (error) {
-        errors.record(error);
-      }
-      hyperframes.applyClips(t);
-      try {
-        animations.scan();
-        animations.apply();
-      } catch (error) {
-        errors.record(error);
-      }
-      try {
-        await media.seekVideos(t);
-      } catch (error) {
-        errors.record(error);
-      }
-      try {
-        await captions.show(t);
-      } catch (error) {
-        errors.record(error);
-      }
-      if (pageErrors.length > 0) {
-        const first = pageErrors[0];
-        throw new Error(`frame ${first.frame ?? frame}: the page threw ${first.message}`);
-      }
-      await gate.wait(frame);
-    },
+  const runtime: PageRuntime = {
+    config,
+    w,
+    real,
+    clock,
+    errors,
+    hyperframes,
+    animations,
+    seekHooks: new Set(),
+    gate: createReadinessGate(config.readyTimeoutMs, real),
+    media: createMediaSeeker(config, real, hyperframes),
+    captions: createCaptionDisplay(),
+    painter: undefined,
+    currentFrame: -1,
   };
+  const api = pageApi(runtime, getVariables);
   Object.defineProperty(w, "__vid", { value: Object.freeze(api), enumerable: false });
   // In `<vid-player>`'s iframe, the player reaches this API over postMessage.
   listenForPlayer(api);

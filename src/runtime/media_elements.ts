@@ -115,6 +115,241 @@ export interface MediaSeeker {
   untilVideosPresented(maxMs?: number): Promise<number>;
 }
 
+/** A seeked video waiting for its frame to be presented. */
+interface Unpresented {
+  /** The time it was seeked to. */
+  target: number;
+  /** Its proxy's frame rate, or 0. */
+  fps: number;
+  /** When it was seeked (real ms). */
+  since: number;
+  /** How many times it was seeked again. */
+  nudges: number;
+}
+
+/**
+ * The media side's state for one page: what it was given, each element's original source,
+ * and the videos seeked for the current frame that wait for their frame to be presented.
+ */
+interface SeekerState {
+  config: RuntimeConfig;
+  real: RealTime;
+  hyperframes: HyperframesModel | undefined;
+  /** Each element's source before a proxy replaced it. */
+  originalSource: WeakMap<HTMLMediaElement, string>;
+  /**
+   * Videos seeked for the current frame whose new frame the compositor has not presented
+   * yet. A video still unpresented when the next frame seeks is one the compositor does not
+   * draw (display: none, no box): it is not waited for again.
+   */
+  unpresented: Map<HTMLVideoElement, Unpresented>;
+  neverPresented: WeakSet<HTMLVideoElement>;
+  /** Counts seeks, so a frame callback of an older seek is ignored. */
+  seekGeneration: number;
+  /** The target each video was last re-seeked for (a tenth of a frame past it, maybe). */
+  nudged: WeakMap<HTMLVideoElement, number>;
+}
+
+/**
+ * A video still waiting this long (ms) after its seek is seeked again, once per mark: seen
+ * on a fresh page under load, a paused video's seeked frame showed only after the next seek.
+ */
+const RESEEK_AFTER_MS = [200, 700, 1300, 1900];
+
+/**
+ * Where a waiting video is seeked again, or null when no re-seek is due `elapsed` ms after its
+ * seek with `nudges` re-seeks done. Seeking to the very time a paused video is at may skip
+ * the decode, so every other re-seek aims a tenth of a source frame later: the same source
+ * frame, a real seek.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(reseekTarget(1.5, 10, 100, 0), null); // not yet
+ * assert.equal(reseekTarget(1.5, 10, 250, 0), 1.51); // the first: nudged
+ * assert.equal(reseekTarget(1.5, 10, 800, 1), 1.5); // the second: the target itself
+ * assert.equal(reseekTarget(1.5, 10, 9999, 4), null); // no more
+ * ```
+ */
+export function reseekTarget(
+  target: number,
+  fps: number,
+  elapsed: number,
+  nudges: number,
+): number | null {
+  const due = RESEEK_AFTER_MS[nudges];
+  if (due === undefined || elapsed < due) return null;
+  return target + (fps > 0 && (nudges + 1) % 2 === 1 ? 0.1 / fps : 0);
+}
+
+/**
+ * Whether a video at `current` need not be seeked to `target`: it is there, or a re-seek
+ * for this same target (`nudgedFor`) left it a tenth of a frame past it.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.equal(atSeekTarget(1.5, 1.5, undefined, 10), true);
+ * assert.equal(atSeekTarget(1.51, 1.5, 1.5, 10), true);
+ * assert.equal(atSeekTarget(1.51, 1.5, undefined, 10), false);
+ * ```
+ */
+export function atSeekTarget(
+  current: number,
+  target: number,
+  nudgedFor: number | undefined,
+  fps: number,
+): boolean {
+  return Math.abs(current - target) <= 1e-6 ||
+    (nudgedFor === target && Math.abs(current - target) < 0.2 / fps);
+}
+
+function sourceOf(state: SeekerState, el: HTMLMediaElement): string {
+  const known = state.originalSource.get(el);
+  if (known) return known;
+  const src = el.currentSrc || el.src || el.querySelector("source")?.src || "";
+  if (src) state.originalSource.set(el, src);
+  return src;
+}
+
+function describeMedia(state: SeekerState, el: HTMLMediaElement): MediaDescriptor {
+  const duration = numberAttribute(el, "data-duration", Number.NaN);
+  const playbackRate = numberAttribute(el, "data-playback-rate", 1) || 1;
+  const own = {
+    start: numberAttribute(el, "data-start", 0),
+    mediaStart: numberAttribute(el, "data-media-start", 0),
+    duration: Number.isFinite(duration) && duration > 0 ? duration : null,
+  };
+  // Inside a sub-composition or a timed clip, its window moves and ends with theirs.
+  const timing = state.hyperframes ? state.hyperframes.mediaWindow(el, own, playbackRate) : own;
+  return {
+    kind: el instanceof HTMLVideoElement ? "video" : "audio",
+    src: sourceOf(state, el),
+    ...timing,
+    volume: Math.max(0, numberAttribute(el, "data-volume", 1)),
+    muted: el.hasAttribute("muted") || el.muted,
+    loop: el.loop,
+    playbackRate,
+    ...audioAttributes(el),
+  };
+}
+
+function mediaElements(): HTMLMediaElement[] {
+  return Array.from(document.querySelectorAll<HTMLMediaElement>("video, audio"));
+}
+
+/** Resolves on `el`'s event `name`; rejects on its `error` or after the readiness timeout. */
+function untilEvent(
+  state: SeekerState,
+  el: EventTarget,
+  name: string,
+  what: string,
+): Promise<void> {
+  const { real, config } = state;
+  return new Promise<void>((resolve, reject) => {
+    const timer = real.setTimeout(
+      () => reject(new Error(`${what} timed out after ${config.readyTimeoutMs} ms`)),
+      config.readyTimeoutMs,
+    );
+    el.addEventListener(name, () => {
+      real.clearTimeout(timer);
+      resolve();
+    }, { once: true });
+    el.addEventListener("error", () => {
+      real.clearTimeout(timer);
+      reject(new Error(`${what} failed: cannot load ${sourceOf(state, el as HTMLMediaElement)}`));
+    }, { once: true });
+  });
+}
+
+/**
+ * Waits for `el`'s seeked frame to be presented. Only the sought frame counts: a video that
+ * has just loaded may present its first frame after the seek began, and that callback must
+ * not pass for the seek's.
+ */
+function awaitPresentation(
+  state: SeekerState,
+  el: HTMLVideoElement,
+  target: number,
+  fps: number,
+): void {
+  if (typeof el.requestVideoFrameCallback !== "function" || state.neverPresented.has(el)) return;
+  const generation = state.seekGeneration;
+  state.unpresented.set(el, { target, fps, since: state.real.Date.now(), nudges: 0 });
+  const onFrame = (_now: number, frame: VideoFrameCallbackMetadata): void => {
+    if (generation !== state.seekGeneration) return;
+    // The frame's timestamp is its start, index / fps; the target is that frame's middle.
+    if (fps > 0 && Math.round(frame.mediaTime * fps) !== Math.floor(target * fps)) {
+      el.requestVideoFrameCallback(onFrame);
+      return;
+    }
+    state.unpresented.delete(el);
+  };
+  el.requestVideoFrameCallback(onFrame);
+}
+
+function reseekVideos(state: SeekerState): number {
+  const now = state.real.Date.now();
+  let reseeked = 0;
+  for (const [el, wait] of state.unpresented) {
+    const time = reseekTarget(wait.target, wait.fps, now - wait.since, wait.nudges);
+    if (time === null) continue;
+    wait.nudges++;
+    state.nudged.set(el, wait.target);
+    el.currentTime = time;
+    reseeked++;
+  }
+  return reseeked;
+}
+
+async function untilVideosPresented(state: SeekerState, maxMs = 2000): Promise<number> {
+  const { real, unpresented } = state;
+  const deadline = real.Date.now() + maxMs;
+  while (unpresented.size > 0 && real.Date.now() < deadline) {
+    reseekVideos(state);
+    await real.sleep(8);
+  }
+  return unpresented.size;
+}
+
+async function seekVideos(state: SeekerState, t: number): Promise<void> {
+  const { config, hyperframes, unpresented, nudged } = state;
+  state.seekGeneration++;
+  for (const el of unpresented.keys()) state.neverPresented.add(el);
+  unpresented.clear();
+  for (const el of mediaElements()) {
+    el.autoplay = false;
+    if (!el.paused) el.pause();
+    el.muted = true;
+    if (!(el instanceof HTMLVideoElement)) continue;
+    // A clip outside its window is not drawn, so its frame would never be presented: it is
+    // seeked (and waited for) once it shows.
+    if (hyperframes?.hiddenByClip(el)) continue;
+    const d = describeMedia(state, el);
+    if (!d.src) continue;
+    const proxy = config.videoProxies?.[d.src];
+    if (proxy && el.src !== proxy.url) {
+      const loaded = untilEvent(state, el, "loadeddata", `video ${d.src}`);
+      el.src = proxy.url;
+      el.load();
+      await loaded;
+    } else if (el.readyState < 2) {
+      await untilEvent(state, el, "loadeddata", `video ${d.src}`);
+    }
+    const fps = proxy?.fps ?? 0;
+    const target = videoSeekTarget(d, t, el.duration, fps);
+    if (!atSeekTarget(el.currentTime, target, nudged.get(el), fps)) {
+      nudged.delete(el);
+      const seeked = untilEvent(state, el, "seeked", `video ${d.src} seek`);
+      awaitPresentation(state, el, target, fps);
+      el.currentTime = target;
+      await seeked;
+    }
+  }
+}
+
 /**
  * Creates the media side of the runtime for one page.
  *
@@ -133,149 +368,22 @@ export function createMediaSeeker(
   real: RealTime,
   hyperframes: HyperframesModel | undefined,
 ): MediaSeeker {
-  const RealDate = real.Date;
-  const originalSource = new WeakMap<HTMLMediaElement, string>();
-  const sourceOf = (el: HTMLMediaElement): string => {
-    const known = originalSource.get(el);
-    if (known) return known;
-    const src = el.currentSrc || el.src || el.querySelector("source")?.src || "";
-    if (src) originalSource.set(el, src);
-    return src;
-  };
-  const describe = (el: HTMLMediaElement): MediaDescriptor => {
-    const duration = numberAttribute(el, "data-duration", Number.NaN);
-    const playbackRate = numberAttribute(el, "data-playback-rate", 1) || 1;
-    const own = {
-      start: numberAttribute(el, "data-start", 0),
-      mediaStart: numberAttribute(el, "data-media-start", 0),
-      duration: Number.isFinite(duration) && duration > 0 ? duration : null,
-    };
-    // Inside a sub-composition or a timed clip, its window moves and ends with theirs.
-    const timing = hyperframes ? hyperframes.mediaWindow(el, own, playbackRate) : own;
-    return {
-      kind: el instanceof HTMLVideoElement ? "video" : "audio",
-      src: sourceOf(el),
-      ...timing,
-      volume: Math.max(0, numberAttribute(el, "data-volume", 1)),
-      muted: el.hasAttribute("muted") || el.muted,
-      loop: el.loop,
-      playbackRate,
-      ...audioAttributes(el),
-    };
-  };
-  const mediaElements = (): HTMLMediaElement[] =>
-    Array.from(document.querySelectorAll<HTMLMediaElement>("video, audio"));
-  const untilEvent = (el: EventTarget, name: string, what: string): Promise<void> =>
-    new Promise<void>((resolve, reject) => {
-      const timer = real.setTimeout(
-        () => reject(new Error(`${what} timed out after ${config.readyTimeoutMs} ms`)),
-        config.readyTimeoutMs,
-      );
-      el.addEventListener(name, () => {
-        real.clearTimeout(timer);
-        resolve();
-      }, { once: true });
-      el.addEventListener("error", () => {
-        real.clearTimeout(timer);
-        reject(new Error(`${what} failed: cannot load ${sourceOf(el as HTMLMediaElement)}`));
-      }, { once: true });
-    });
-  // Videos seeked for the current frame whose new frame the compositor has not presented
-  // yet. A video still unpresented when the next frame seeks is one the compositor does not
-  // draw (display: none, no box): it is not waited for again.
-  const unpresented = new Map<
-    HTMLVideoElement,
-    { target: number; fps: number; since: number; nudges: number }
-  >();
-  const neverPresented = new WeakSet<HTMLVideoElement>();
-  let seekGeneration = 0;
-  // Only the sought frame counts: a video that has just loaded may present its first frame
-  // after the seek began, and that callback must not pass for the seek's.
-  const awaitPresentation = (el: HTMLVideoElement, target: number, fps: number): void => {
-    if (typeof el.requestVideoFrameCallback !== "function" || neverPresented.has(el)) return;
-    const generation = seekGeneration;
-    unpresented.set(el, { target, fps, since: RealDate.now(), nudges: 0 });
-    const onFrame = (_now: number, frame: VideoFrameCallbackMetadata): void => {
-      if (generation !== seekGeneration) return;
-      // The frame's timestamp is its start, index / fps; the target is that frame's middle.
-      if (fps > 0 && Math.round(frame.mediaTime * fps) !== Math.floor(target * fps)) {
-        el.requestVideoFrameCallback(onFrame);
-        return;
-      }
-      unpresented.delete(el);
-    };
-    el.requestVideoFrameCallback(onFrame);
-  };
-  // A video still waiting this long (ms) after its seek is seeked again, once per mark: seen
-  // on a fresh page under load, a paused video's seeked frame showed only after the next seek.
-  const RESEEK_AFTER_MS = [200, 700, 1300, 1900];
-  // Seeking to the very time a paused video is at may skip the decode, so every other
-  // re-seek aims a tenth of a source frame later: the same source frame, a real seek.
-  const nudged = new WeakMap<HTMLVideoElement, number>();
-  const reseekVideos = (): number => {
-    const now = RealDate.now();
-    let reseeked = 0;
-    for (const [el, wait] of unpresented) {
-      const due = RESEEK_AFTER_MS[wait.nudges];
-      if (due === undefined || now - wait.since < due) continue;
-      wait.nudges++;
-      nudged.set(el, wait.target);
-      el.currentTime = wait.target + (wait.fps > 0 && wait.nudges % 2 === 1 ? 0.1 / wait.fps : 0);
-      reseeked++;
-    }
-    return reseeked;
-  };
-  const untilVideosPresented = async (maxMs = 2000): Promise<number> => {
-    const deadline = RealDate.now() + maxMs;
-    while (unpresented.size > 0 && RealDate.now() < deadline) {
-      reseekVideos();
-      await real.sleep(8);
-    }
-    return unpresented.size;
-  };
-  const seekVideos = async (t: number): Promise<void> => {
-    seekGeneration++;
-    for (const el of unpresented.keys()) neverPresented.add(el);
-    unpresented.clear();
-    for (const el of mediaElements()) {
-      el.autoplay = false;
-      if (!el.paused) el.pause();
-      el.muted = true;
-      if (!(el instanceof HTMLVideoElement)) continue;
-      // A clip outside its window is not drawn, so its frame would never be presented: it is
-      // seeked (and waited for) once it shows.
-      if (hyperframes?.hiddenByClip(el)) continue;
-      const d = describe(el);
-      if (!d.src) continue;
-      const proxy = config.videoProxies?.[d.src];
-      if (proxy && el.src !== proxy.url) {
-        const loaded = untilEvent(el, "loadeddata", `video ${d.src}`);
-        el.src = proxy.url;
-        el.load();
-        await loaded;
-      } else if (el.readyState < 2) {
-        await untilEvent(el, "loadeddata", `video ${d.src}`);
-      }
-      const fps = proxy?.fps ?? 0;
-      const target = videoSeekTarget(d, t, el.duration, fps);
-      // There already; or a re-seek left it a tenth of a frame past this target.
-      const there = Math.abs(el.currentTime - target) <= 1e-6 ||
-        (nudged.get(el) === target && Math.abs(el.currentTime - target) < 0.2 / fps);
-      if (!there) {
-        nudged.delete(el);
-        const seeked = untilEvent(el, "seeked", `video ${d.src} seek`);
-        awaitPresentation(el, target, fps);
-        el.currentTime = target;
-        await seeked;
-      }
-    }
+  const state: SeekerState = {
+    config,
+    real,
+    hyperframes,
+    originalSource: new WeakMap(),
+    unpresented: new Map(),
+    neverPresented: new WeakSet(),
+    seekGeneration: 0,
+    nudged: new WeakMap(),
   };
   return {
     elements: mediaElements,
-    describe,
-    seekVideos,
-    pending: () => unpresented.size,
-    reseekVideos,
-    untilVideosPresented,
+    describe: (el) => describeMedia(state, el),
+    seekVideos: (t) => seekVideos(state, t),
+    pending: () => state.unpresented.size,
+    reseekVideos: () => reseekVideos(state),
+    untilVideosPresented: (maxMs) => untilVideosPresented(state, maxMs),
   };
 }

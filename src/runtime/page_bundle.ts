@@ -363,6 +363,525 @@ function installVirtualClock(epochMs, real, hooks) {
   return clock;
 }
 
+// src/runtime/hyperframes_css.ts
+var MOUNT = "data-vid-mount";
+var ROOT = "data-vid-root";
+function escapeRegExp(text) {
+  return text.replace(/[.*+?^\${}()|[\\]\\\\]/g, "\\\\$&");
+}
+function rebase(value, fileUrl) {
+  const trimmed = value.trim();
+  if (!trimmed.startsWith("../") && trimmed !== "..") return value;
+  try {
+    return new URL(trimmed, fileUrl).href;
+  } catch {
+    return value;
+  }
+}
+function rebaseCss(css, fileUrl) {
+  return css.replace(
+    /url\\(\\s*(["']?)([^"')]+)\\1\\s*\\)/g,
+    (_all, quote, url) => \`url(\${quote}\${rebase(url, fileUrl)}\${quote})\`
+  );
+}
+function splitSelectors(text) {
+  const parts = [];
+  let depth = 0;
+  let quote = "";
+  let current = "";
+  for (const char of text) {
+    if (quote) {
+      if (char === quote) quote = "";
+    } else if (char === '"' || char === "'") quote = char;
+    else if (char === "(" || char === "[") depth++;
+    else if (char === ")" || char === "]") depth--;
+    else if (char === "," && depth === 0) {
+      parts.push(current.trim());
+      current = "";
+      continue;
+    }
+    current += char;
+  }
+  if (current.trim()) parts.push(current.trim());
+  return parts;
+}
+function rootSelector(selector, n, rootId) {
+  return rootId ? selector.replace(new RegExp(\`#\${escapeRegExp(rootId)}(?![\\\\w-])\`, "g"), \`[\${ROOT}="\${n}"]\`) : selector;
+}
+function scopeSelector(selector, n, rootId, compId) {
+  const root = \`[\${ROOT}="\${n}"]\`;
+  if (/^(html|body|:root)$/i.test(selector)) return root;
+  let scoped = selector.replace(
+    new RegExp(\`\\\\[\\\\s*data-composition-id\\\\s*=\\\\s*(["']?)\${escapeRegExp(compId)}\\\\1\\\\s*\\\\]\`, "g"),
+    root
+  );
+  scoped = rootSelector(scoped, n, rootId);
+  return scoped.startsWith(root) ? scoped : \`[\${MOUNT}="\${n}"] \${scoped}\`;
+}
+function scopeRules(rules, n, rootId, compId) {
+  for (const rule of Array.from(rules)) {
+    if (rule instanceof CSSStyleRule) {
+      rule.selectorText = splitSelectors(rule.selectorText).map((s) => scopeSelector(s, n, rootId, compId)).join(", ");
+    } else if (rule instanceof CSSMediaRule || rule instanceof CSSSupportsRule || typeof CSSLayerBlockRule !== "undefined" && rule instanceof CSSLayerBlockRule) {
+      scopeRules(rule.cssRules, n, rootId, compId);
+    }
+  }
+}
+
+// src/runtime/hyperframes_scope.ts
+function scopedScriptCode(code, index, fileUrl) {
+  return \`(function (scope) {
+(function (document, window, gsap, __hyperframes) {
+\${code}
+}).call(globalThis, scope.document, scope.window, scope.gsap(), scope.hyperframes);
+})(globalThis.__vidHyperframesScopes[\${index}]);
+//# sourceURL=\${fileUrl}\`;
+}
+function scopedDocument(scope) {
+  const query = (selector) => {
+    const { hostEl, n, rootId } = scope();
+    const scoped = rootSelector(selector, n, rootId);
+    const found = Array.from(hostEl.querySelectorAll(scoped));
+    return hostEl.matches(scoped) ? [hostEl, ...found] : found;
+  };
+  return new Proxy(document, {
+    get(target, prop) {
+      if (prop === "querySelectorAll") return (s) => query(s);
+      if (prop === "querySelector") return (s) => query(s)[0] ?? null;
+      if (prop === "getElementById") {
+        return (id) => {
+          const { rootId, root } = scope();
+          return id === rootId ? root : query(\`[id="\${CSS.escape(id)}"]\`)[0] ?? null;
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    }
+  });
+}
+function scopedTargets(scope, target) {
+  if (typeof target !== "string") return target;
+  const doc = scope.document;
+  return Array.from(doc.querySelectorAll(target));
+}
+function scopeTimeline(scope, timeline) {
+  for (const method of ["to", "from", "fromTo", "set"]) {
+    const original = timeline[method];
+    if (typeof original !== "function") continue;
+    timeline[method] = function(target, ...rest) {
+      return original.call(timeline, scopedTargets(scope, target), ...rest);
+    };
+  }
+  return timeline;
+}
+function scopedGsap(w, scope) {
+  const gsap = w.gsap;
+  if (!gsap) return void 0;
+  return new Proxy(gsap, {
+    get(target, prop) {
+      if (prop === "timeline") {
+        return (...args) => scopeTimeline(scope, target.timeline(...args));
+      }
+      if (prop === "to" || prop === "from" || prop === "fromTo" || prop === "set") {
+        return (first, ...rest) => target[prop](scopedTargets(scope, first), ...rest);
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    }
+  });
+}
+function scopedRegistry(w, scope) {
+  w.__timelines ??= {};
+  const timelines = w.__timelines;
+  if (scope.innerId === scope.timelineId) return timelines;
+  return new Proxy(timelines, {
+    get: (target, key) => key === scope.innerId && !(key in target) ? target[scope.timelineId] : Reflect.get(target, key),
+    set: (target, key, value) => {
+      target[key === scope.innerId ? scope.timelineId : String(key)] = value;
+      return true;
+    }
+  });
+}
+function scopedWindow(w, scope) {
+  return new Proxy(w, {
+    get(target, prop) {
+      if (prop === "__timelines") return scopedRegistry(w, scope);
+      if (prop === "__hyperframes") return scope.hyperframes;
+      if (prop === "document") return scope.document;
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" && value.prototype === void 0 ? value.bind(target) : value;
+    },
+    set(target, prop, value) {
+      if (prop === "__timelines") {
+        if (value && typeof value === "object" && value !== target.__timelines) {
+          target.__timelines = value;
+        }
+        return true;
+      }
+      return Reflect.set(target, prop, value, target);
+    }
+  });
+}
+
+// src/runtime/hyperframes_mount.ts
+var MAX_DEPTH = 16;
+function readFileSync(url) {
+  const request = new XMLHttpRequest();
+  try {
+    request.open("GET", url, false);
+    request.send();
+  } catch {
+    return null;
+  }
+  return request.status >= 200 && request.status < 300 ? request.responseText : null;
+}
+function declaredDefaults(raw) {
+  const defaults = {};
+  if (!raw) return defaults;
+  try {
+    const parsed = JSON.parse(raw);
+    if (Array.isArray(parsed)) {
+      for (const d of parsed) {
+        if (d && typeof d.id === "string" && "default" in d) defaults[d.id] = d.default;
+      }
+    }
+  } catch {
+  }
+  return defaults;
+}
+function bind(root, variables) {
+  for (const [id, value] of Object.entries(variables)) {
+    if (["string", "number", "boolean"].includes(typeof value) && root instanceof HTMLElement) {
+      root.style.setProperty(\`--\${id}\`, String(value));
+    }
+  }
+  const own = (el) => el.parentElement?.closest(\`[\${MOUNT}]\`) === root.closest(\`[\${MOUNT}]\`);
+  for (const el of Array.from(root.querySelectorAll("[data-var-text], [data-var-src]"))) {
+    if (!own(el)) continue;
+    const text = el.getAttribute("data-var-text");
+    if (text !== null && text in variables) {
+      const value = variables[text];
+      for (const node of Array.from(el.childNodes)) {
+        if (node.nodeType === Node.TEXT_NODE) node.remove();
+      }
+      el.prepend(String(value));
+    }
+    const src = el.getAttribute("data-var-src");
+    if (src !== null && src in variables) {
+      const value = variables[src];
+      const url = typeof value === "object" && value !== null && "url" in value ? String(value.url) : String(value);
+      if (url) el.setAttribute("src", url);
+    }
+  }
+}
+function fileFragment(parsed) {
+  const template = parsed.querySelector("template");
+  const content = template ? document.importNode(template.content, true) : document.importNode(parsed.body, true);
+  const fragment = document.createDocumentFragment();
+  for (const node of Array.from(content.childNodes)) fragment.append(node);
+  return fragment;
+}
+function rebaseFragment(fragment, fileUrl) {
+  for (const el of Array.from(fragment.querySelectorAll("[src], [href], [poster]"))) {
+    for (const name of ["src", "href", "poster"]) {
+      const value = el.getAttribute(name);
+      if (value !== null) el.setAttribute(name, rebase(value, fileUrl));
+    }
+  }
+  for (const el of Array.from(fragment.querySelectorAll("[style]"))) {
+    el.setAttribute("style", rebaseCss(el.getAttribute("style") ?? "", fileUrl));
+  }
+}
+function instanceValues(state, hostEl, src) {
+  const raw = hostEl.getAttribute("data-variable-values");
+  if (!raw) return {};
+  try {
+    const parsedValues = JSON.parse(raw);
+    return parsedValues && typeof parsedValues === "object" ? parsedValues : {};
+  } catch {
+    state.host.report(
+      new Error(
+        \`data-variable-values on the host of \${src} is not a JSON object: \${raw.slice(0, 80)}\`
+      )
+    );
+    return {};
+  }
+}
+function takeScripts(fragment) {
+  const pending = [];
+  for (const script of Array.from(fragment.querySelectorAll("script"))) {
+    const type = script.getAttribute("type");
+    if (!type || /^(text|application)\\/javascript$/i.test(type)) {
+      pending.push(
+        script.hasAttribute("src") ? { src: new URL(script.getAttribute("src"), document.baseURI).href } : { code: script.textContent ?? "" }
+      );
+      script.remove();
+    }
+  }
+  return pending;
+}
+function sizeMount(hostEl, inner) {
+  const px = (name) => {
+    const value = Number(inner.getAttribute(name));
+    return Number.isFinite(value) && value > 0 ? \`\${value}px\` : null;
+  };
+  const width = px("data-width");
+  const height = px("data-height");
+  if (hostEl instanceof HTMLElement) {
+    if (width) hostEl.style.width = width;
+    if (height) hostEl.style.height = height;
+  }
+  inner.style.width = width ?? "100%";
+  inner.style.height = height ?? "100%";
+}
+function createScope(state, fields) {
+  const scope = {
+    ...fields,
+    document,
+    window: state.w,
+    hyperframes: void 0,
+    gsap: () => scopedGsap(state.w, scope)
+  };
+  scope.document = scopedDocument(() => scope);
+  scope.hyperframes = Object.freeze({
+    getVariables: () => Object.freeze(structuredClone(scope.variables))
+  });
+  scope.window = scopedWindow(state.w, scope);
+  return scope;
+}
+function loadHostFile(state, src, depth) {
+  if (depth > MAX_DEPTH) {
+    state.host.report(
+      new Error(\`data-composition-src="\${src}": sub-compositions nest deeper than \${MAX_DEPTH}\`)
+    );
+    return null;
+  }
+  const fileUrl = new URL(src, document.baseURI).href;
+  const html = readFileSync(fileUrl);
+  if (html === null) {
+    if (state.host.skipMissing) return null;
+    state.host.report(
+      new Error(
+        \`data-composition-src="\${src}": cannot load \${fileUrl} (the file is missing or unreadable)\`
+      )
+    );
+    return null;
+  }
+  return { fileUrl, html };
+}
+function mountHost(state, hostEl, depth) {
+  const src = hostEl.getAttribute("data-composition-src") ?? "";
+  const file = loadHostFile(state, src, depth);
+  if (!file) return;
+  const { fileUrl } = file;
+  const parsed = new DOMParser().parseFromString(file.html, "text/html");
+  const fragment = fileFragment(parsed);
+  const n = ++state.mounts;
+  const inner = fragment.querySelector("[data-composition-id]");
+  const innerId = inner?.getAttribute("data-composition-id") ?? "";
+  const timelineId = hostEl.getAttribute("data-composition-id") || innerId;
+  const rootId = inner?.id ?? "";
+  rebaseFragment(fragment, fileUrl);
+  const variables = {
+    ...declaredDefaults(parsed.documentElement.getAttribute("data-composition-variables")),
+    ...declaredDefaults(inner?.getAttribute("data-composition-variables") ?? null),
+    ...instanceValues(state, hostEl, src)
+  };
+  const pending = takeScripts(fragment);
+  hostEl.setAttribute(MOUNT, String(n));
+  (inner ?? hostEl).setAttribute(ROOT, String(n));
+  if (inner && rootId) {
+    inner.removeAttribute("id");
+    inner.setAttribute("data-vid-authored-id", rootId);
+  }
+  for (const style of Array.from(fragment.querySelectorAll("style"))) {
+    style.textContent = rebaseCss(style.textContent ?? "", fileUrl);
+  }
+  if (inner instanceof HTMLElement) sizeMount(hostEl, inner);
+  hostEl.replaceChildren(fragment);
+  bind(inner ?? hostEl, variables);
+  for (const style of Array.from(hostEl.querySelectorAll("style"))) {
+    if (style.sheet && !style.hasAttribute(MOUNT)) {
+      style.setAttribute(MOUNT + "-style", String(n));
+      scopeRules(style.sheet.cssRules, n, rootId, innerId);
+    }
+  }
+  const root = inner ?? hostEl;
+  state.scopes.push(
+    createScope(state, { n, rootId, hostEl, root, timelineId, innerId, variables })
+  );
+  const index = state.scopes.length - 1;
+  for (const item of pending) {
+    state.scripts.push(
+      item.src !== void 0 ? { src: item.src } : {
+        code: scopedScriptCode(item.code ?? "", index, fileUrl)
+      }
+    );
+  }
+  for (const nested of Array.from(hostEl.querySelectorAll("[data-composition-src]"))) {
+    mountHost(state, nested, depth + 1);
+  }
+}
+function mountAll(state) {
+  const top = document.querySelector("[data-composition-id]");
+  if (top && !top.closest(\`[\${MOUNT}]\`)) bind(top, state.host.getVariables());
+  for (const hostEl of Array.from(document.querySelectorAll("[data-composition-src]"))) {
+    if (hostEl.closest(\`[\${MOUNT}]\`)) continue;
+    mountHost(state, hostEl, 0);
+  }
+  for (const item of state.scripts) {
+    const script = document.createElement("script");
+    script.async = false;
+    script.src = item.src ?? URL.createObjectURL(new Blob([item.code ?? ""], { type: "text/javascript" }));
+    document.head.append(script);
+  }
+  state.scripts.length = 0;
+}
+
+// src/runtime/hyperframes_timing.ts
+var EPSILON = 1e-6;
+function parseSeconds(raw) {
+  if (raw === null || raw.trim() === "") return null;
+  const value = Number(raw.trim());
+  return Number.isFinite(value) ? value : null;
+}
+function parseStart(raw) {
+  if (raw === null || raw.trim() === "") return null;
+  const seconds = parseSeconds(raw);
+  if (seconds !== null) return { seconds };
+  const match = /^\\s*([A-Za-z_][\\w-]*)\\s*(?:([+-])\\s*(\\d+(?:\\.\\d+)?|\\.\\d+))?\\s*$/.exec(raw);
+  if (!match) return null;
+  const offset = match[3] ? Number(match[3]) * (match[2] === "-" ? -1 : 1) : 0;
+  return { ref: match[1], offset };
+}
+function inWindow(t, start, length) {
+  if (t < start - EPSILON) return false;
+  return length === null || t < start + length - EPSILON;
+}
+function narrowMediaWindow(own, offset, clips, rate) {
+  let start = own.start + offset;
+  let mediaStart = own.mediaStart;
+  let end = own.duration === null ? Infinity : start + own.duration;
+  for (const clip of clips) {
+    if (clip.start > start) {
+      mediaStart += (clip.start - start) * rate;
+      start = clip.start;
+    }
+    if (clip.length !== null) end = Math.min(end, clip.start + clip.length);
+  }
+  return {
+    start,
+    mediaStart,
+    duration: end === Infinity ? null : Math.max(0, end - start)
+  };
+}
+function compositionOf(el) {
+  return (el.hasAttribute("data-composition-id") ? el.parentElement : el)?.closest(
+    "[data-composition-id]"
+  ) ?? null;
+}
+function startOf(state, el) {
+  if (state.visiting.has(el)) return 0;
+  state.visiting.add(el);
+  try {
+    const expression = parseStart(el.getAttribute("data-start"));
+    if (!expression) {
+      const parent = el.parentElement;
+      if (el.hasAttribute("data-composition-id") && parent && (parent.hasAttribute(MOUNT) || parent.hasAttribute("data-composition-src"))) {
+        return startOf(state, parent);
+      }
+      const composition = compositionOf(el);
+      return composition ? startOf(state, composition) : 0;
+    }
+    if ("seconds" in expression) {
+      const composition = compositionOf(el);
+      return Math.max(0, (composition ? startOf(state, composition) : 0) + expression.seconds);
+    }
+    const target = document.getElementById(expression.ref) ?? document.querySelector(\`[data-composition-id="\${CSS.escape(expression.ref)}"]\`);
+    if (!target) return 0;
+    const length = durationOf(state, target);
+    return Math.max(0, startOf(state, target) + (length ?? 0) + expression.offset);
+  } finally {
+    state.visiting.delete(el);
+  }
+}
+function durationOf(state, el) {
+  const duration = parseSeconds(el.getAttribute("data-duration"));
+  if (duration !== null && duration > 0) return duration;
+  const end = parseSeconds(el.getAttribute("data-end"));
+  if (end !== null) {
+    const composition = compositionOf(el);
+    const length = end - (startOf(state, el) - (composition ? startOf(state, composition) : 0));
+    if (length > 0) return length;
+  }
+  if (el instanceof HTMLMediaElement && !el.classList.contains("clip")) return null;
+  const id = el.getAttribute("data-composition-id");
+  if (id) {
+    const timeline = state.w.__timelines?.[id];
+    const length = typeof timeline?.duration === "function" ? Number(timeline.duration()) : NaN;
+    if (Number.isFinite(length) && length > 0) return length;
+  }
+  return null;
+}
+function isClip(el) {
+  const tag = el.tagName;
+  if (tag === "SCRIPT" || tag === "STYLE" || tag === "LINK" || tag === "META") return false;
+  if (el instanceof HTMLMediaElement) return el.classList.contains("clip");
+  return true;
+}
+function visibleAt(state, el, t) {
+  const start = startOf(state, el);
+  if (t < start - EPSILON) return false;
+  return inWindow(t, start, durationOf(state, el));
+}
+function hiddenByClip(state, el) {
+  for (let at = el; at; at = at.parentElement) {
+    if (state.hidden.has(at)) return true;
+  }
+  return false;
+}
+function applyClips(state, t) {
+  state.hidden = /* @__PURE__ */ new WeakSet();
+  const timed = Array.from(document.querySelectorAll("[data-start]"));
+  for (const el of timed) {
+    if (!isClip(el)) continue;
+    let visible = visibleAt(state, el, t);
+    for (let up = el.parentElement; visible && up; up = up.parentElement) {
+      if (up.hasAttribute("data-start") && isClip(up) && !visibleAt(state, up, t)) {
+        visible = false;
+      }
+    }
+    if (!state.shown.has(el)) state.shown.set(el, el.style.getPropertyValue("visibility"));
+    if (visible) {
+      const authored = state.shown.get(el) ?? "";
+      if (authored) el.style.setProperty("visibility", authored);
+      else el.style.removeProperty("visibility");
+    } else {
+      state.hidden.add(el);
+      el.style.setProperty("visibility", "hidden", "important");
+    }
+  }
+}
+function timelineStart(state, id) {
+  const scope = state.scopes.find((s) => s.timelineId === id);
+  const el = scope?.hostEl ?? document.querySelector(\`[data-composition-id="\${CSS.escape(id)}"]\`);
+  return el ? startOf(state, el) : 0;
+}
+function mediaWindow(state, el, own, rate) {
+  const composition = compositionOf(el);
+  const offset = composition ? startOf(state, composition) : 0;
+  const clips = [];
+  for (let up = el.parentElement; up; up = up.parentElement) {
+    if (!up.hasAttribute("data-start") || !isClip(up)) continue;
+    clips.push({ start: startOf(state, up), length: durationOf(state, up) });
+  }
+  return narrowMediaWindow(own, offset, clips, rate);
+}
+function compositionStartMs(state, el) {
+  const host = el?.closest(\`[\${MOUNT}]\`);
+  return host ? startOf(state, host) * 1e3 : 0;
+}
+
 // src/runtime/hyperframes.ts
 function embedFonts(host) {
   for (const face of host.fonts ?? []) {
@@ -379,499 +898,11 @@ function embedFonts(host) {
     );
   }
 }
-function createHyperframesModel(host) {
-  const w = globalThis;
-  const EPSILON = 1e-6;
-  const MOUNT = "data-vid-mount";
-  const ROOT = "data-vid-root";
-  const scopes = [];
-  Object.defineProperty(w, "__vidHyperframesScopes", { value: scopes, enumerable: false });
-  const base = Object.freeze({
-    getVariables: () => host.getVariables()
-  });
-  Object.defineProperty(w, "__hyperframes", { value: base, configurable: true });
-  w.__timelines ??= {};
-  embedFonts(host);
-  const parseSeconds = (raw) => {
-    if (raw === null || raw.trim() === "") return null;
-    const value = Number(raw.trim());
-    return Number.isFinite(value) ? value : null;
-  };
-  const parseStart = (raw) => {
-    if (raw === null || raw.trim() === "") return null;
-    const seconds = parseSeconds(raw);
-    if (seconds !== null) return { seconds };
-    const match = /^\\s*([A-Za-z_][\\w-]*)\\s*(?:([+-])\\s*(\\d+(?:\\.\\d+)?|\\.\\d+))?\\s*$/.exec(raw);
-    if (!match) return null;
-    const offset = match[3] ? Number(match[3]) * (match[2] === "-" ? -1 : 1) : 0;
-    return { ref: match[1], offset };
-  };
-  const compositionOf = (el) => (el.hasAttribute("data-composition-id") ? el.parentElement : el)?.closest(
-    "[data-composition-id]"
-  ) ?? null;
-  const visiting = /* @__PURE__ */ new Set();
-  const startOf = (el) => {
-    if (visiting.has(el)) return 0;
-    visiting.add(el);
-    try {
-      const expression = parseStart(el.getAttribute("data-start"));
-      if (!expression) {
-        const parent = el.parentElement;
-        if (el.hasAttribute("data-composition-id") && parent && (parent.hasAttribute(MOUNT) || parent.hasAttribute("data-composition-src"))) {
-          return startOf(parent);
-        }
-        const composition = compositionOf(el);
-        return composition ? startOf(composition) : 0;
-      }
-      if ("seconds" in expression) {
-        const composition = compositionOf(el);
-        return Math.max(0, (composition ? startOf(composition) : 0) + expression.seconds);
-      }
-      const target = document.getElementById(expression.ref) ?? document.querySelector(\`[data-composition-id="\${CSS.escape(expression.ref)}"]\`);
-      if (!target) return 0;
-      const length = durationOf(target);
-      return Math.max(0, startOf(target) + (length ?? 0) + expression.offset);
-    } finally {
-      visiting.delete(el);
-    }
-  };
-  const durationOf = (el) => {
-    const duration = parseSeconds(el.getAttribute("data-duration"));
-    if (duration !== null && duration > 0) return duration;
-    const end = parseSeconds(el.getAttribute("data-end"));
-    if (end !== null) {
-      const composition = compositionOf(el);
-      const length = end - (startOf(el) - (composition ? startOf(composition) : 0));
-      if (length > 0) return length;
-    }
-    if (el instanceof HTMLMediaElement && !el.classList.contains("clip")) return null;
-    const id = el.getAttribute("data-composition-id");
-    if (id) {
-      const timeline = w.__timelines?.[id];
-      const length = typeof timeline?.duration === "function" ? Number(timeline.duration()) : NaN;
-      if (Number.isFinite(length) && length > 0) return length;
-    }
-    return null;
-  };
-  const isClip = (el) => {
-    const tag = el.tagName;
-    if (tag === "SCRIPT" || tag === "STYLE" || tag === "LINK" || tag === "META") return false;
-    if (el instanceof HTMLMediaElement) return el.classList.contains("clip");
-    return true;
-  };
-  const visibleAt = (el, t) => {
-    const start = startOf(el);
-    if (t < start - EPSILON) return false;
-    const length = durationOf(el);
-    return length === null || t < start + length - EPSILON;
-  };
-  const shown = /* @__PURE__ */ new WeakMap();
-  let hidden = /* @__PURE__ */ new WeakSet();
-  const hiddenByClip = (el) => {
-    for (let at = el; at; at = at.parentElement) if (hidden.has(at)) return true;
-    return false;
-  };
-  const applyClips = (t) => {
-    hidden = /* @__PURE__ */ new WeakSet();
-    const timed = Array.from(document.querySelectorAll("[data-start]"));
-    for (const el of timed) {
-      if (!isClip(el)) continue;
-      let visible = visibleAt(el, t);
-      for (let up = el.parentElement; visible && up; up = up.parentElement) {
-        if (up.hasAttribute("data-start") && isClip(up) && !visibleAt(up, t)) {
-          visible = false;
-        }
-      }
-      if (!shown.has(el)) shown.set(el, el.style.getPropertyValue("visibility"));
-      if (visible) {
-        const authored = shown.get(el) ?? "";
-        if (authored) el.style.setProperty("visibility", authored);
-        else el.style.removeProperty("visibility");
-      } else {
-        hidden.add(el);
-        el.style.setProperty("visibility", "hidden", "important");
-      }
-    }
-  };
-  const timelineStart = (id) => {
-    const scope = scopes.find((s) => s.timelineId === id);
-    const el = scope?.hostEl ?? document.querySelector(\`[data-composition-id="\${CSS.escape(id)}"]\`);
-    return el ? startOf(el) : 0;
-  };
-  const timelineTime = (id, t) => Math.max(0, t - timelineStart(id));
-  const mediaWindow = (el, own, rate) => {
-    const composition = compositionOf(el);
-    let start = own.start + (composition ? startOf(composition) : 0);
-    let mediaStart = own.mediaStart;
-    let end = own.duration === null ? Infinity : start + own.duration;
-    for (let up = el.parentElement; up; up = up.parentElement) {
-      if (!up.hasAttribute("data-start") || !isClip(up)) continue;
-      const upStart = startOf(up);
-      const upLength = durationOf(up);
-      if (upStart > start) {
-        mediaStart += (upStart - start) * rate;
-        start = upStart;
-      }
-      if (upLength !== null) end = Math.min(end, upStart + upLength);
-    }
-    return {
-      start,
-      mediaStart,
-      duration: end === Infinity ? null : Math.max(0, end - start)
-    };
-  };
-  const compositionStartMs = (el) => {
-    const host2 = el?.closest(\`[\${MOUNT}]\`);
-    return host2 ? startOf(host2) * 1e3 : 0;
-  };
-  const rebase = (value, fileUrl) => {
-    const trimmed = value.trim();
-    if (!trimmed.startsWith("../") && trimmed !== "..") return value;
-    try {
-      return new URL(trimmed, fileUrl).href;
-    } catch {
-      return value;
-    }
-  };
-  const rebaseCss = (css, fileUrl) => css.replace(
-    /url\\(\\s*(["']?)([^"')]+)\\1\\s*\\)/g,
-    (_all, quote, url) => \`url(\${quote}\${rebase(url, fileUrl)}\${quote})\`
-  );
-  const splitSelectors = (text) => {
-    const parts = [];
-    let depth = 0;
-    let quote = "";
-    let current = "";
-    for (const char of text) {
-      if (quote) {
-        if (char === quote) quote = "";
-      } else if (char === '"' || char === "'") quote = char;
-      else if (char === "(" || char === "[") depth++;
-      else if (char === ")" || char === "]") depth--;
-      else if (char === "," && depth === 0) {
-        parts.push(current.trim());
-        current = "";
-        continue;
-      }
-      current += char;
-    }
-    if (current.trim()) parts.push(current.trim());
-    return parts;
-  };
-  const scopeSelector = (selector, n, rootId, compId) => {
-    const root = \`[\${ROOT}="\${n}"]\`;
-    if (/^(html|body|:root)$/i.test(selector)) return root;
-    let scoped = selector.replace(
-      new RegExp(
-        \`\\\\[\\\\s*data-composition-id\\\\s*=\\\\s*(["']?)\${compId.replace(/[.*+?^\${}()|[\\]\\\\]/g, "\\\\$&")}\\\\1\\\\s*\\\\]\`,
-        "g"
-      ),
-      root
-    );
-    scoped = rootSelector(scoped, n, rootId);
-    return scoped.startsWith(root) ? scoped : \`[\${MOUNT}="\${n}"] \${scoped}\`;
-  };
-  const scopeRules = (rules, n, rootId, compId) => {
-    for (const rule of Array.from(rules)) {
-      if (rule instanceof CSSStyleRule) {
-        rule.selectorText = splitSelectors(rule.selectorText).map((s) => scopeSelector(s, n, rootId, compId)).join(", ");
-      } else if (rule instanceof CSSMediaRule || rule instanceof CSSSupportsRule || typeof CSSLayerBlockRule !== "undefined" && rule instanceof CSSLayerBlockRule) {
-        scopeRules(rule.cssRules, n, rootId, compId);
-      }
-    }
-  };
-  const readFile = (url) => {
-    const request = new XMLHttpRequest();
-    try {
-      request.open("GET", url, false);
-      request.send();
-    } catch {
-      return null;
-    }
-    return request.status >= 200 && request.status < 300 ? request.responseText : null;
-  };
-  const declaredDefaults = (raw) => {
-    const defaults = {};
-    if (!raw) return defaults;
-    try {
-      const parsed = JSON.parse(raw);
-      if (Array.isArray(parsed)) {
-        for (const d of parsed) {
-          if (d && typeof d.id === "string" && "default" in d) defaults[d.id] = d.default;
-        }
-      }
-    } catch {
-    }
-    return defaults;
-  };
-  const rootSelector = (selector, n, rootId) => rootId ? selector.replace(
-    new RegExp(\`#\${rootId.replace(/[.*+?^\${}()|[\\]\\\\]/g, "\\\\$&")}(?![\\\\w-])\`, "g"),
-    \`[\${ROOT}="\${n}"]\`
-  ) : selector;
-  const scopedDocument = (scope) => {
-    const query = (selector) => {
-      const { hostEl, n, rootId } = scope();
-      const scoped = rootSelector(selector, n, rootId);
-      const found = Array.from(hostEl.querySelectorAll(scoped));
-      return hostEl.matches(scoped) ? [hostEl, ...found] : found;
-    };
-    return new Proxy(document, {
-      get(target, prop) {
-        if (prop === "querySelectorAll") return (s) => query(s);
-        if (prop === "querySelector") return (s) => query(s)[0] ?? null;
-        if (prop === "getElementById") {
-          return (id) => {
-            const { rootId, root } = scope();
-            return id === rootId ? root : query(\`[id="\${CSS.escape(id)}"]\`)[0] ?? null;
-          };
-        }
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-    });
-  };
-  const scopedTargets = (scope, target) => {
-    if (typeof target !== "string") return target;
-    const doc = scope.document;
-    return Array.from(doc.querySelectorAll(target));
-  };
-  const scopeTimeline = (scope, timeline) => {
-    for (const method of ["to", "from", "fromTo", "set"]) {
-      const original = timeline[method];
-      if (typeof original !== "function") continue;
-      timeline[method] = function(target, ...rest) {
-        return original.call(timeline, scopedTargets(scope, target), ...rest);
-      };
-    }
-    return timeline;
-  };
-  const scopedGsap = (scope) => {
-    const gsap = w.gsap;
-    if (!gsap) return void 0;
-    return new Proxy(gsap, {
-      get(target, prop) {
-        if (prop === "timeline") {
-          return (...args) => scopeTimeline(scope, target.timeline(...args));
-        }
-        if (prop === "to" || prop === "from" || prop === "fromTo" || prop === "set") {
-          return (first, ...rest) => target[prop](scopedTargets(scope, first), ...rest);
-        }
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      }
-    });
-  };
-  const scopedWindow = (scope) => {
-    const registry = () => {
-      w.__timelines ??= {};
-      const timelines = w.__timelines;
-      if (scope.innerId === scope.timelineId) return timelines;
-      return new Proxy(timelines, {
-        get: (target, key) => key === scope.innerId && !(key in target) ? target[scope.timelineId] : Reflect.get(target, key),
-        set: (target, key, value) => {
-          target[key === scope.innerId ? scope.timelineId : String(key)] = value;
-          return true;
-        }
-      });
-    };
-    return new Proxy(w, {
-      get(target, prop) {
-        if (prop === "__timelines") return registry();
-        if (prop === "__hyperframes") return scope.hyperframes;
-        if (prop === "document") return scope.document;
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" && value.prototype === void 0 ? value.bind(target) : value;
-      },
-      set(target, prop, value) {
-        if (prop === "__timelines") {
-          if (value && typeof value === "object" && value !== target.__timelines) {
-            target.__timelines = value;
-          }
-          return true;
-        }
-        return Reflect.set(target, prop, value, target);
-      }
-    });
-  };
-  let mounts = 0;
-  const scripts = [];
-  const mountHost = (hostEl, depth) => {
-    const src = hostEl.getAttribute("data-composition-src") ?? "";
-    if (depth > 16) {
-      host.report(new Error(\`data-composition-src="\${src}": sub-compositions nest deeper than 16\`));
-      return;
-    }
-    const fileUrl = new URL(src, document.baseURI).href;
-    const html = readFile(fileUrl);
-    if (html === null) {
-      if (host.skipMissing) return;
-      host.report(
-        new Error(
-          \`data-composition-src="\${src}": cannot load \${fileUrl} (the file is missing or unreadable)\`
-        )
-      );
-      return;
-    }
-    const parsed = new DOMParser().parseFromString(html, "text/html");
-    const template = parsed.querySelector("template");
-    const content = template ? document.importNode(template.content, true) : document.importNode(parsed.body, true);
-    const fragment = document.createDocumentFragment();
-    for (const node of Array.from(content.childNodes)) fragment.append(node);
-    const n = ++mounts;
-    const inner = fragment.querySelector("[data-composition-id]");
-    const innerId = inner?.getAttribute("data-composition-id") ?? "";
-    const timelineId = hostEl.getAttribute("data-composition-id") || innerId;
-    const rootId = inner?.id ?? "";
-    for (const el of Array.from(fragment.querySelectorAll("[src], [href], [poster]"))) {
-      for (const name of ["src", "href", "poster"]) {
-        const value = el.getAttribute(name);
-        if (value !== null) el.setAttribute(name, rebase(value, fileUrl));
-      }
-    }
-    for (const el of Array.from(fragment.querySelectorAll("[style]"))) {
-      el.setAttribute("style", rebaseCss(el.getAttribute("style") ?? "", fileUrl));
-    }
-    const instanceValues = (() => {
-      const raw = hostEl.getAttribute("data-variable-values");
-      if (!raw) return {};
-      try {
-        const parsedValues = JSON.parse(raw);
-        return parsedValues && typeof parsedValues === "object" ? parsedValues : {};
-      } catch {
-        host.report(
-          new Error(
-            \`data-variable-values on the host of \${src} is not a JSON object: \${raw.slice(0, 80)}\`
-          )
-        );
-        return {};
-      }
-    })();
-    const variables = {
-      ...declaredDefaults(parsed.documentElement.getAttribute("data-composition-variables")),
-      ...declaredDefaults(inner?.getAttribute("data-composition-variables") ?? null),
-      ...instanceValues
-    };
-    const pending = [];
-    for (const script of Array.from(fragment.querySelectorAll("script"))) {
-      const type = script.getAttribute("type");
-      if (!type || /^(text|application)\\/javascript$/i.test(type)) {
-        pending.push(
-          script.hasAttribute("src") ? { src: new URL(script.getAttribute("src"), document.baseURI).href } : { code: script.textContent ?? "" }
-        );
-        script.remove();
-      }
-    }
-    hostEl.setAttribute(MOUNT, String(n));
-    (inner ?? hostEl).setAttribute(ROOT, String(n));
-    if (inner && rootId) {
-      inner.removeAttribute("id");
-      inner.setAttribute("data-vid-authored-id", rootId);
-    }
-    for (const style of Array.from(fragment.querySelectorAll("style"))) {
-      style.textContent = rebaseCss(style.textContent ?? "", fileUrl);
-    }
-    if (inner instanceof HTMLElement) {
-      const px = (name) => {
-        const value = Number(inner.getAttribute(name));
-        return Number.isFinite(value) && value > 0 ? \`\${value}px\` : null;
-      };
-      const width = px("data-width");
-      const height = px("data-height");
-      if (hostEl instanceof HTMLElement) {
-        if (width) hostEl.style.width = width;
-        if (height) hostEl.style.height = height;
-      }
-      inner.style.width = width ?? "100%";
-      inner.style.height = height ?? "100%";
-    }
-    hostEl.replaceChildren(fragment);
-    bind(inner ?? hostEl, variables);
-    for (const style of Array.from(hostEl.querySelectorAll("style"))) {
-      if (style.sheet && !style.hasAttribute(MOUNT)) {
-        style.setAttribute(MOUNT + "-style", String(n));
-        scopeRules(style.sheet.cssRules, n, rootId, innerId);
-      }
-    }
-    const scope = {
-      n,
-      rootId,
-      hostEl,
-      root: inner ?? hostEl,
-      timelineId,
-      innerId,
-      variables,
-      document,
-      window: w,
-      hyperframes: void 0,
-      gsap: () => scopedGsap(scope)
-    };
-    scope.document = scopedDocument(() => scope);
-    scope.hyperframes = Object.freeze({
-      getVariables: () => Object.freeze(structuredClone(scope.variables))
-    });
-    scope.window = scopedWindow(scope);
-    scopes.push(scope);
-    const index = scopes.length - 1;
-    for (const item of pending) {
-      scripts.push(
-        item.src !== void 0 ? { src: item.src } : {
-          code: \`(function (scope) {
-(function (document, window, gsap, __hyperframes) {
-\${item.code}
-}).call(globalThis, scope.document, scope.window, scope.gsap(), scope.hyperframes);
-})(globalThis.__vidHyperframesScopes[\${index}]);
-//# sourceURL=\${fileUrl}\`
-        }
-      );
-    }
-    for (const nested of Array.from(hostEl.querySelectorAll("[data-composition-src]"))) {
-      mountHost(nested, depth + 1);
-    }
-  };
-  const bind = (root, variables) => {
-    for (const [id, value] of Object.entries(variables)) {
-      if (["string", "number", "boolean"].includes(typeof value) && root instanceof HTMLElement) {
-        root.style.setProperty(\`--\${id}\`, String(value));
-      }
-    }
-    const own = (el) => el.parentElement?.closest(\`[\${MOUNT}]\`) === root.closest(\`[\${MOUNT}]\`);
-    for (const el of Array.from(root.querySelectorAll("[data-var-text], [data-var-src]"))) {
-      if (!own(el)) continue;
-      const text = el.getAttribute("data-var-text");
-      if (text !== null && text in variables) {
-        const value = variables[text];
-        for (const node of Array.from(el.childNodes)) {
-          if (node.nodeType === Node.TEXT_NODE) node.remove();
-        }
-        el.prepend(String(value));
-      }
-      const src = el.getAttribute("data-var-src");
-      if (src !== null && src in variables) {
-        const value = variables[src];
-        const url = typeof value === "object" && value !== null && "url" in value ? String(value.url) : String(value);
-        if (url) el.setAttribute("src", url);
-      }
-    }
-  };
-  const mount = () => {
-    const top = document.querySelector("[data-composition-id]");
-    if (top && !top.closest(\`[\${MOUNT}]\`)) bind(top, host.getVariables());
-    for (const hostEl of Array.from(document.querySelectorAll("[data-composition-src]"))) {
-      if (hostEl.closest(\`[\${MOUNT}]\`)) continue;
-      mountHost(hostEl, 0);
-    }
-    for (const item of scripts) {
-      const script = document.createElement("script");
-      script.async = false;
-      script.src = item.src ?? URL.createObjectURL(new Blob([item.code ?? ""], { type: "text/javascript" }));
-      document.head.append(script);
-    }
-    scripts.length = 0;
-  };
-  const windows = () => Array.from(document.querySelectorAll("[data-composition-src], .clip[data-start]")).map(
+function timedWindows(state) {
+  return Array.from(document.querySelectorAll("[data-composition-src], .clip[data-start]")).map(
     (el) => {
-      const start = startOf(el);
-      const length = durationOf(el);
+      const start = startOf(state, el);
+      const length = durationOf(state, el);
       const composition = el.hasAttribute("data-composition-src");
       return {
         kind: composition ? "composition" : "clip",
@@ -881,16 +912,36 @@ function createHyperframesModel(host) {
       };
     }
   );
+}
+function createHyperframesModel(host) {
+  const w = globalThis;
+  const state = {
+    host,
+    w,
+    scopes: [],
+    mounts: 0,
+    scripts: [],
+    visiting: /* @__PURE__ */ new Set(),
+    shown: /* @__PURE__ */ new WeakMap(),
+    hidden: /* @__PURE__ */ new WeakSet()
+  };
+  Object.defineProperty(w, "__vidHyperframesScopes", { value: state.scopes, enumerable: false });
+  const base = Object.freeze({
+    getVariables: () => host.getVariables()
+  });
+  Object.defineProperty(w, "__hyperframes", { value: base, configurable: true });
+  w.__timelines ??= {};
+  embedFonts(host);
   return {
-    windows,
-    timelineStart,
-    mount,
-    startOf,
-    timelineTime,
-    applyClips,
-    hiddenByClip,
-    mediaWindow,
-    compositionStartMs
+    windows: () => timedWindows(state),
+    timelineStart: (id) => timelineStart(state, id),
+    mount: () => mountAll(state),
+    startOf: (el) => startOf(state, el),
+    timelineTime: (id, t) => Math.max(0, t - timelineStart(state, id)),
+    applyClips: (t) => applyClips(state, t),
+    hiddenByClip: (el) => hiddenByClip(state, el),
+    mediaWindow: (el, own, rate) => mediaWindow(state, el, own, rate),
+    compositionStartMs: (el) => compositionStartMs(state, el)
   };
 }
 
@@ -934,38 +985,48 @@ function audioAttributes(el) {
   if (el.hasAttribute("data-voice")) audio.voice = true;
   return { element: name, audio };
 }
-function createMediaSeeker(config, real, hyperframes) {
-  const RealDate = real.Date;
-  const originalSource = /* @__PURE__ */ new WeakMap();
-  const sourceOf = (el) => {
-    const known = originalSource.get(el);
-    if (known) return known;
-    const src = el.currentSrc || el.src || el.querySelector("source")?.src || "";
-    if (src) originalSource.set(el, src);
-    return src;
+var RESEEK_AFTER_MS = [200, 700, 1300, 1900];
+function reseekTarget(target, fps, elapsed, nudges) {
+  const due = RESEEK_AFTER_MS[nudges];
+  if (due === void 0 || elapsed < due) return null;
+  return target + (fps > 0 && (nudges + 1) % 2 === 1 ? 0.1 / fps : 0);
+}
+function atSeekTarget(current, target, nudgedFor, fps) {
+  return Math.abs(current - target) <= 1e-6 || nudgedFor === target && Math.abs(current - target) < 0.2 / fps;
+}
+function sourceOf(state, el) {
+  const known = state.originalSource.get(el);
+  if (known) return known;
+  const src = el.currentSrc || el.src || el.querySelector("source")?.src || "";
+  if (src) state.originalSource.set(el, src);
+  return src;
+}
+function describeMedia(state, el) {
+  const duration = numberAttribute(el, "data-duration", Number.NaN);
+  const playbackRate = numberAttribute(el, "data-playback-rate", 1) || 1;
+  const own = {
+    start: numberAttribute(el, "data-start", 0),
+    mediaStart: numberAttribute(el, "data-media-start", 0),
+    duration: Number.isFinite(duration) && duration > 0 ? duration : null
   };
-  const describe = (el) => {
-    const duration = numberAttribute(el, "data-duration", Number.NaN);
-    const playbackRate = numberAttribute(el, "data-playback-rate", 1) || 1;
-    const own = {
-      start: numberAttribute(el, "data-start", 0),
-      mediaStart: numberAttribute(el, "data-media-start", 0),
-      duration: Number.isFinite(duration) && duration > 0 ? duration : null
-    };
-    const timing = hyperframes ? hyperframes.mediaWindow(el, own, playbackRate) : own;
-    return {
-      kind: el instanceof HTMLVideoElement ? "video" : "audio",
-      src: sourceOf(el),
-      ...timing,
-      volume: Math.max(0, numberAttribute(el, "data-volume", 1)),
-      muted: el.hasAttribute("muted") || el.muted,
-      loop: el.loop,
-      playbackRate,
-      ...audioAttributes(el)
-    };
+  const timing = state.hyperframes ? state.hyperframes.mediaWindow(el, own, playbackRate) : own;
+  return {
+    kind: el instanceof HTMLVideoElement ? "video" : "audio",
+    src: sourceOf(state, el),
+    ...timing,
+    volume: Math.max(0, numberAttribute(el, "data-volume", 1)),
+    muted: el.hasAttribute("muted") || el.muted,
+    loop: el.loop,
+    playbackRate,
+    ...audioAttributes(el)
   };
-  const mediaElements = () => Array.from(document.querySelectorAll("video, audio"));
-  const untilEvent = (el, name, what) => new Promise((resolve, reject) => {
+}
+function mediaElements() {
+  return Array.from(document.querySelectorAll("video, audio"));
+}
+function untilEvent(state, el, name, what) {
+  const { real, config } = state;
+  return new Promise((resolve, reject) => {
     const timer = real.setTimeout(
       () => reject(new Error(\`\${what} timed out after \${config.readyTimeoutMs} ms\`)),
       config.readyTimeoutMs
@@ -976,89 +1037,97 @@ function createMediaSeeker(config, real, hyperframes) {
     }, { once: true });
     el.addEventListener("error", () => {
       real.clearTimeout(timer);
-      reject(new Error(\`\${what} failed: cannot load \${sourceOf(el)}\`));
+      reject(new Error(\`\${what} failed: cannot load \${sourceOf(state, el)}\`));
     }, { once: true });
   });
-  const unpresented = /* @__PURE__ */ new Map();
-  const neverPresented = /* @__PURE__ */ new WeakSet();
-  let seekGeneration = 0;
-  const awaitPresentation = (el, target, fps) => {
-    if (typeof el.requestVideoFrameCallback !== "function" || neverPresented.has(el)) return;
-    const generation = seekGeneration;
-    unpresented.set(el, { target, fps, since: RealDate.now(), nudges: 0 });
-    const onFrame = (_now, frame) => {
-      if (generation !== seekGeneration) return;
-      if (fps > 0 && Math.round(frame.mediaTime * fps) !== Math.floor(target * fps)) {
-        el.requestVideoFrameCallback(onFrame);
-        return;
-      }
-      unpresented.delete(el);
-    };
-    el.requestVideoFrameCallback(onFrame);
-  };
-  const RESEEK_AFTER_MS = [200, 700, 1300, 1900];
-  const nudged = /* @__PURE__ */ new WeakMap();
-  const reseekVideos = () => {
-    const now = RealDate.now();
-    let reseeked = 0;
-    for (const [el, wait] of unpresented) {
-      const due = RESEEK_AFTER_MS[wait.nudges];
-      if (due === void 0 || now - wait.since < due) continue;
-      wait.nudges++;
-      nudged.set(el, wait.target);
-      el.currentTime = wait.target + (wait.fps > 0 && wait.nudges % 2 === 1 ? 0.1 / wait.fps : 0);
-      reseeked++;
+}
+function awaitPresentation(state, el, target, fps) {
+  if (typeof el.requestVideoFrameCallback !== "function" || state.neverPresented.has(el)) return;
+  const generation = state.seekGeneration;
+  state.unpresented.set(el, { target, fps, since: state.real.Date.now(), nudges: 0 });
+  const onFrame = (_now, frame) => {
+    if (generation !== state.seekGeneration) return;
+    if (fps > 0 && Math.round(frame.mediaTime * fps) !== Math.floor(target * fps)) {
+      el.requestVideoFrameCallback(onFrame);
+      return;
     }
-    return reseeked;
+    state.unpresented.delete(el);
   };
-  const untilVideosPresented = async (maxMs = 2e3) => {
-    const deadline = RealDate.now() + maxMs;
-    while (unpresented.size > 0 && RealDate.now() < deadline) {
-      reseekVideos();
-      await real.sleep(8);
+  el.requestVideoFrameCallback(onFrame);
+}
+function reseekVideos(state) {
+  const now = state.real.Date.now();
+  let reseeked = 0;
+  for (const [el, wait] of state.unpresented) {
+    const time = reseekTarget(wait.target, wait.fps, now - wait.since, wait.nudges);
+    if (time === null) continue;
+    wait.nudges++;
+    state.nudged.set(el, wait.target);
+    el.currentTime = time;
+    reseeked++;
+  }
+  return reseeked;
+}
+async function untilVideosPresented(state, maxMs = 2e3) {
+  const { real, unpresented } = state;
+  const deadline = real.Date.now() + maxMs;
+  while (unpresented.size > 0 && real.Date.now() < deadline) {
+    reseekVideos(state);
+    await real.sleep(8);
+  }
+  return unpresented.size;
+}
+async function seekVideos(state, t) {
+  const { config, hyperframes, unpresented, nudged } = state;
+  state.seekGeneration++;
+  for (const el of unpresented.keys()) state.neverPresented.add(el);
+  unpresented.clear();
+  for (const el of mediaElements()) {
+    el.autoplay = false;
+    if (!el.paused) el.pause();
+    el.muted = true;
+    if (!(el instanceof HTMLVideoElement)) continue;
+    if (hyperframes?.hiddenByClip(el)) continue;
+    const d = describeMedia(state, el);
+    if (!d.src) continue;
+    const proxy = config.videoProxies?.[d.src];
+    if (proxy && el.src !== proxy.url) {
+      const loaded = untilEvent(state, el, "loadeddata", \`video \${d.src}\`);
+      el.src = proxy.url;
+      el.load();
+      await loaded;
+    } else if (el.readyState < 2) {
+      await untilEvent(state, el, "loadeddata", \`video \${d.src}\`);
     }
-    return unpresented.size;
-  };
-  const seekVideos = async (t) => {
-    seekGeneration++;
-    for (const el of unpresented.keys()) neverPresented.add(el);
-    unpresented.clear();
-    for (const el of mediaElements()) {
-      el.autoplay = false;
-      if (!el.paused) el.pause();
-      el.muted = true;
-      if (!(el instanceof HTMLVideoElement)) continue;
-      if (hyperframes?.hiddenByClip(el)) continue;
-      const d = describe(el);
-      if (!d.src) continue;
-      const proxy = config.videoProxies?.[d.src];
-      if (proxy && el.src !== proxy.url) {
-        const loaded = untilEvent(el, "loadeddata", \`video \${d.src}\`);
-        el.src = proxy.url;
-        el.load();
-        await loaded;
-      } else if (el.readyState < 2) {
-        await untilEvent(el, "loadeddata", \`video \${d.src}\`);
-      }
-      const fps = proxy?.fps ?? 0;
-      const target = videoSeekTarget(d, t, el.duration, fps);
-      const there = Math.abs(el.currentTime - target) <= 1e-6 || nudged.get(el) === target && Math.abs(el.currentTime - target) < 0.2 / fps;
-      if (!there) {
-        nudged.delete(el);
-        const seeked = untilEvent(el, "seeked", \`video \${d.src} seek\`);
-        awaitPresentation(el, target, fps);
-        el.currentTime = target;
-        await seeked;
-      }
+    const fps = proxy?.fps ?? 0;
+    const target = videoSeekTarget(d, t, el.duration, fps);
+    if (!atSeekTarget(el.currentTime, target, nudged.get(el), fps)) {
+      nudged.delete(el);
+      const seeked = untilEvent(state, el, "seeked", \`video \${d.src} seek\`);
+      awaitPresentation(state, el, target, fps);
+      el.currentTime = target;
+      await seeked;
     }
+  }
+}
+function createMediaSeeker(config, real, hyperframes) {
+  const state = {
+    config,
+    real,
+    hyperframes,
+    originalSource: /* @__PURE__ */ new WeakMap(),
+    unpresented: /* @__PURE__ */ new Map(),
+    neverPresented: /* @__PURE__ */ new WeakSet(),
+    seekGeneration: 0,
+    nudged: /* @__PURE__ */ new WeakMap()
   };
   return {
     elements: mediaElements,
-    describe,
-    seekVideos,
-    pending: () => unpresented.size,
-    reseekVideos,
-    untilVideosPresented
+    describe: (el) => describeMedia(state, el),
+    seekVideos: (t) => seekVideos(state, t),
+    pending: () => state.unpresented.size,
+    reseekVideos: () => reseekVideos(state),
+    untilVideosPresented: (maxMs) => untilVideosPresented(state, maxMs)
   };
 }
 
@@ -1155,14 +1224,14 @@ function listenForPageErrors() {
 }
 
 // src/runtime/frame_drawing.ts
-async function settleFrame(api, paint) {
+async function settleFrame(api, paint2) {
   await api.untilVideosPresented();
-  if (paint) await api.paintVideoFrames();
+  if (paint2) await api.paintVideoFrames();
   else api.clearVideoFrames();
 }
-async function drawFrame(api, frame, paint) {
+async function drawFrame(api, frame, paint2) {
   await api.seek(frame);
-  await settleFrame(api, paint);
+  await settleFrame(api, paint2);
 }
 
 // src/runtime/player_bridge.ts
@@ -1362,168 +1431,284 @@ function trackedVariables(values, record) {
 }
 
 // src/runtime/video_paint.ts
-function createVideoFramePainter(sleep) {
-  const ATTRIBUTE = "data-vid-painted";
-  const OUT_OF_BOX = "-1000000px -1000000px";
-  const LAYER_PROPERTIES = [
-    "background-image",
-    "background-size",
-    "background-position",
-    "background-origin",
-    "background-clip",
-    "background-repeat",
-    "background-attachment",
-    "background-blend-mode"
-  ];
-  const sheet = new CSSStyleSheet();
-  const painted = /* @__PURE__ */ new Map();
-  let nextId = 1;
-  const splitList = (value) => {
-    const items = [];
-    let depth = 0;
-    let quote = "";
-    let start = 0;
-    for (let i = 0; i < value.length; i++) {
-      const c = value[i];
-      if (quote) {
-        if (c === "\\\\") i++;
-        else if (c === quote) quote = "";
-      } else if (c === '"' || c === "'") quote = c;
-      else if (c === "(") depth++;
-      else if (c === ")") depth--;
-      else if (c === "," && depth === 0) {
-        items.push(value.slice(start, i).trim());
-        start = i + 1;
-      }
+var ATTRIBUTE = "data-vid-painted";
+var OUT_OF_BOX = "-1000000px -1000000px";
+var LAYER_PROPERTIES = [
+  "background-image",
+  "background-size",
+  "background-position",
+  "background-origin",
+  "background-clip",
+  "background-repeat",
+  "background-attachment",
+  "background-blend-mode"
+];
+function splitList(value) {
+  const items = [];
+  let depth = 0;
+  let quote = "";
+  let start = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (quote) {
+      if (c === "\\\\") i++;
+      else if (c === quote) quote = "";
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === "(") depth++;
+    else if (c === ")") depth--;
+    else if (c === "," && depth === 0) {
+      items.push(value.slice(start, i).trim());
+      start = i + 1;
     }
-    items.push(value.slice(start).trim());
-    return items;
-  };
-  const fitSize = (el, style) => {
-    switch (style.objectFit) {
-      case "contain":
-      case "cover":
-        return style.objectFit;
-      case "none":
-        return "auto";
-      case "scale-down": {
-        const width = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-        const height = el.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
-        return el.videoWidth <= width && el.videoHeight <= height ? "auto" : "contain";
-      }
-      default:
-        return "100% 100%";
+  }
+  items.push(value.slice(start).trim());
+  return items;
+}
+function fitSize(el, style) {
+  switch (style.objectFit) {
+    case "contain":
+    case "cover":
+      return style.objectFit;
+    case "none":
+      return "auto";
+    case "scale-down": {
+      const width = el.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+      const height = el.clientHeight - parseFloat(style.paddingTop) - parseFloat(style.paddingBottom);
+      return el.videoWidth <= width && el.videoHeight <= height ? "auto" : "contain";
     }
+    default:
+      return "100% 100%";
+  }
+}
+function layeredBackground(ours, own) {
+  const images = splitList(own("background-image"));
+  return LAYER_PROPERTIES.map((property) => {
+    const list = splitList(own(property));
+    const values = [ours[property], ...images.map((_, i) => list[i % list.length])];
+    return \`\${property}: \${values.join(", ")} !important;\`;
+  }).join(" ") + \` object-position: \${OUT_OF_BOX} !important;\`;
+}
+function declarations(el, url) {
+  const style = getComputedStyle(el);
+  const ours = {
+    "background-image": \`url("\${url}")\`,
+    "background-size": fitSize(el, style),
+    "background-position": style.objectPosition,
+    "background-origin": "content-box",
+    "background-clip": "content-box",
+    "background-repeat": "no-repeat",
+    "background-attachment": "scroll",
+    "background-blend-mode": "normal"
   };
-  const declarations = (el, url) => {
-    const style = getComputedStyle(el);
-    const ours = {
-      "background-image": \`url("\${url}")\`,
-      "background-size": fitSize(el, style),
-      "background-position": style.objectPosition,
-      "background-origin": "content-box",
-      "background-clip": "content-box",
-      "background-repeat": "no-repeat",
-      "background-attachment": "scroll",
-      "background-blend-mode": "normal"
-    };
-    const images = splitList(style.backgroundImage);
-    return LAYER_PROPERTIES.map((property) => {
-      const own = splitList(style.getPropertyValue(property));
-      const values = [ours[property], ...images.map((_, i) => own[i % own.length])];
-      return \`\${property}: \${values.join(", ")} !important;\`;
-    }).join(" ") + \` object-position: \${OUT_OF_BOX} !important;\`;
-  };
-  const frameUrl = async (el) => {
-    const canvas = document.createElement("canvas");
-    canvas.width = el.videoWidth;
-    canvas.height = el.videoHeight;
-    const context = canvas.getContext("2d");
-    if (!context) return null;
-    context.drawImage(el, 0, 0, canvas.width, canvas.height);
-    let blob;
-    try {
-      blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
-    } catch {
-      return null;
-    }
-    if (!blob) return null;
-    const url = URL.createObjectURL(blob);
-    const image = new Image();
-    image.src = url;
-    try {
-      await image.decode();
-    } catch {
-      URL.revokeObjectURL(url);
-      return null;
-    }
-    return url;
-  };
-  const settled = (el, ms) => el.seeking ? Promise.race([
+  return layeredBackground(ours, (property) => style.getPropertyValue(property));
+}
+async function frameUrl(el) {
+  const canvas = document.createElement("canvas");
+  canvas.width = el.videoWidth;
+  canvas.height = el.videoHeight;
+  const context = canvas.getContext("2d");
+  if (!context) return null;
+  context.drawImage(el, 0, 0, canvas.width, canvas.height);
+  let blob;
+  try {
+    blob = await new Promise((resolve) => canvas.toBlob(resolve, "image/png"));
+  } catch {
+    return null;
+  }
+  if (!blob) return null;
+  const url = URL.createObjectURL(blob);
+  const image = new Image();
+  image.src = url;
+  try {
+    await image.decode();
+  } catch {
+    URL.revokeObjectURL(url);
+    return null;
+  }
+  return url;
+}
+function settled(el, ms, sleep) {
+  return el.seeking ? Promise.race([
     new Promise(
       (resolve) => el.addEventListener("seeked", () => resolve(), { once: true })
     ),
     sleep(ms)
   ]) : Promise.resolve();
-  const paintOne = async (el) => {
-    await settled(el, 2e3);
-    if (el.readyState < 2 || el.videoWidth === 0 || el.videoHeight === 0) return false;
-    const before = painted.get(el);
-    if (before && before.time === el.currentTime) return false;
-    const url = await frameUrl(el);
-    if (!url) {
-      el.removeAttribute(ATTRIBUTE);
-      return false;
-    }
-    const entry = before ?? { id: String(nextId++), time: 0, urls: [], rule: "" };
+}
+async function paintOne(state, el) {
+  await settled(el, 2e3, state.sleep);
+  if (el.readyState < 2 || el.videoWidth === 0 || el.videoHeight === 0) return false;
+  const before = state.painted.get(el);
+  if (before && before.time === el.currentTime) return false;
+  const url = await frameUrl(el);
+  if (!url) {
     el.removeAttribute(ATTRIBUTE);
-    entry.rule = \`[\${ATTRIBUTE}="\${entry.id}"] { \${declarations(el, url)} }\`;
-    entry.time = el.currentTime;
-    entry.urls.push(url);
-    while (entry.urls.length > 2) URL.revokeObjectURL(entry.urls.shift());
-    painted.set(el, entry);
-    el.setAttribute(ATTRIBUTE, entry.id);
-    return true;
-  };
-  return {
-    async paint(videos) {
-      let count = 0;
-      for (const el of videos) if (await paintOne(el)) count++;
-      if (count > 0) {
-        sheet.replaceSync([...painted.values()].map((p) => p.rule).join("\\n"));
-        if (!document.adoptedStyleSheets.includes(sheet)) {
-          document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
-        }
-      }
-      return count;
-    },
-    clear() {
-      const count = painted.size;
-      for (const [el, entry] of painted) {
-        el.removeAttribute(ATTRIBUTE);
-        for (const url of entry.urls) URL.revokeObjectURL(url);
-      }
-      painted.clear();
-      sheet.replaceSync("");
-      return count;
+    return false;
+  }
+  const entry = before ?? { id: String(state.nextId++), time: 0, urls: [], rule: "" };
+  el.removeAttribute(ATTRIBUTE);
+  entry.rule = \`[\${ATTRIBUTE}="\${entry.id}"] { \${declarations(el, url)} }\`;
+  entry.time = el.currentTime;
+  entry.urls.push(url);
+  while (entry.urls.length > 2) URL.revokeObjectURL(entry.urls.shift());
+  state.painted.set(el, entry);
+  el.setAttribute(ATTRIBUTE, entry.id);
+  return true;
+}
+async function paint(state, videos) {
+  let count = 0;
+  for (const el of videos) if (await paintOne(state, el)) count++;
+  if (count > 0) {
+    state.sheet.replaceSync([...state.painted.values()].map((p) => p.rule).join("\\n"));
+    if (!document.adoptedStyleSheets.includes(state.sheet)) {
+      document.adoptedStyleSheets = [...document.adoptedStyleSheets, state.sheet];
     }
+  }
+  return count;
+}
+function clear(state) {
+  const count = state.painted.size;
+  for (const [el, entry] of state.painted) {
+    el.removeAttribute(ATTRIBUTE);
+    for (const url of entry.urls) URL.revokeObjectURL(url);
+  }
+  state.painted.clear();
+  state.sheet.replaceSync("");
+  return count;
+}
+function createVideoFramePainter(sleep) {
+  const state = { sleep, sheet: new CSSStyleSheet(), painted: /* @__PURE__ */ new Map(), nextId: 1 };
+  return {
+    paint: (videos) => paint(state, videos),
+    clear: () => clear(state)
   };
 }
 
 // src/runtime/install.ts
+async function seekFrame(runtime, frame) {
+  const { config, real, clock, errors, animations, hyperframes } = runtime;
+  const pageErrors = errors.records;
+  if (frame < runtime.currentFrame) {
+    throw new Error(
+      \`frame \${frame}: the page is already at frame \${runtime.currentFrame}; seeks only move forward\`
+    );
+  }
+  if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
+    throw new Error(\`the page threw while loading: \${pageErrors[0].message}\`);
+  }
+  animations.scan();
+  for (let step = runtime.currentFrame + 1; step <= frame; step++) {
+    errors.seekingFrame = step;
+    await clock.runTimersUntil(frameTimeMs(step, config.fps, config.frameRate));
+    clock.runFrameCallbacks();
+  }
+  errors.seekingFrame = frame;
+  runtime.currentFrame = frame;
+  const t = frameTimeSeconds(frame, config.fps, config.frameRate);
+  clock.nowMs = t * 1e3;
+  try {
+    await runtime.captions.loadAll();
+  } catch (error) {
+    errors.record(error);
+  }
+  for (const hook of runtime.seekHooks) {
+    let timer;
+    const stalled = new Promise((resolve) => {
+      timer = real.setTimeout(() => resolve("stalled"), config.readyTimeoutMs);
+    });
+    let outcome;
+    try {
+      outcome = await Promise.race([hook(t), stalled]);
+    } catch (error) {
+      errors.record(error);
+    } finally {
+      real.clearTimeout(timer);
+    }
+    if (outcome === "stalled") {
+      throw new Error(
+        \`frame \${frame}: an onSeek handler did not settle within \${config.readyTimeoutMs} ms (timers inside it wait for the next frame; use __vid.delay() to hold a frame)\`
+      );
+    }
+  }
+  try {
+    seekTimelines(runtime.w.__timelines, t, hyperframes);
+  } catch (error) {
+    errors.record(error);
+  }
+  hyperframes.applyClips(t);
+  try {
+    animations.scan();
+    animations.apply();
+  } catch (error) {
+    errors.record(error);
+  }
+  try {
+    await runtime.media.seekVideos(t);
+  } catch (error) {
+    errors.record(error);
+  }
+  try {
+    await runtime.captions.show(t);
+  } catch (error) {
+    errors.record(error);
+  }
+  if (pageErrors.length > 0) {
+    const first = pageErrors[0];
+    throw new Error(\`frame \${first.frame ?? frame}: the page threw \${first.message}\`);
+  }
+  await runtime.gate.wait(frame);
+}
+function pageApi(runtime, getVariables) {
+  const { w, clock, errors, hyperframes, media, captions, gate } = runtime;
+  return {
+    get captions() {
+      return structuredClone(captions.tracks);
+    },
+    getVariables,
+    onSeek(fn) {
+      runtime.seekHooks.add(fn);
+      return () => runtime.seekHooks.delete(fn);
+    },
+    delay: gate.delay,
+    get time() {
+      return clock.nowMs / 1e3;
+    },
+    media: () => media.elements().map(media.describe).filter((d) => d.src !== ""),
+    errors: () => structuredClone(errors.records),
+    videoFramesPending: media.pending,
+    reseekVideos: media.reseekVideos,
+    untilVideosPresented: media.untilVideosPresented,
+    paintVideoFrames() {
+      runtime.painter ??= createVideoFramePainter(runtime.real.sleep);
+      const videos = media.elements().filter(
+        (el) => el instanceof HTMLVideoElement
+      );
+      return runtime.painter.paint(videos);
+    },
+    clearVideoFrames: () => runtime.painter?.clear() ?? 0,
+    timedWindows() {
+      const registry = w.__timelines;
+      const keys = registry && typeof registry === "object" && !Array.isArray(registry) ? Object.keys(registry) : [];
+      return {
+        windows: hyperframes.windows(),
+        timelineStarts: Object.fromEntries(
+          keys.map((id) => [id, hyperframes.timelineStart(id)])
+        )
+      };
+    },
+    seek: (frame) => seekFrame(runtime, frame)
+  };
+}
 function installVidRuntime(config) {
   const w = globalThis;
   if (w.__vid) return;
   const real = captureRealTime();
-  const rate = config.frameRate;
-  let currentFrame = -1;
   installSeededRandom(config.seed);
   const clock = installVirtualClock(config.epochMs, real, {
     report: (error) => errors.record(error),
     settle: () => animations.scan()
   });
   const errors = listenForPageErrors();
-  const pageErrors = errors.records;
   const getVariables = trackedVariables(config.variables, (error) => errors.record(error));
   const hyperframes = createHyperframesModel({
     getVariables,
@@ -1537,119 +1722,22 @@ function installVidRuntime(config) {
     hyperframes.mount();
   }
   const animations = createAnimationDriver(() => clock.nowMs, hyperframes);
-  const seekHooks = /* @__PURE__ */ new Set();
-  const gate = createReadinessGate(config.readyTimeoutMs, real);
-  const media = createMediaSeeker(config, real, hyperframes);
-  const captions = createCaptionDisplay();
-  let painter;
-  const api = {
-    get captions() {
-      return structuredClone(captions.tracks);
-    },
-    getVariables,
-    onSeek(fn) {
-      seekHooks.add(fn);
-      return () => seekHooks.delete(fn);
-    },
-    delay: gate.delay,
-    get time() {
-      return clock.nowMs / 1e3;
-    },
-    media: () => media.elements().map(media.describe).filter((d) => d.src !== ""),
-    errors: () => structuredClone(pageErrors),
-    videoFramesPending: media.pending,
-    reseekVideos: media.reseekVideos,
-    untilVideosPresented: media.untilVideosPresented,
-    paintVideoFrames() {
-      painter ??= createVideoFramePainter(real.sleep);
-      const videos = media.elements().filter(
-        (el) => el instanceof HTMLVideoElement
-      );
-      return painter.paint(videos);
-    },
-    clearVideoFrames: () => painter?.clear() ?? 0,
-    timedWindows() {
-      const registry = w.__timelines;
-      const keys = registry && typeof registry === "object" && !Array.isArray(registry) ? Object.keys(registry) : [];
-      return {
-        windows: hyperframes.windows(),
-        timelineStarts: Object.fromEntries(
-          keys.map((id) => [id, hyperframes.timelineStart(id)])
-        )
-      };
-    },
-    async seek(frame) {
-      if (frame < currentFrame) {
-        throw new Error(
-          \`frame \${frame}: the page is already at frame \${currentFrame}; seeks only move forward\`
-        );
-      }
-      if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
-        throw new Error(\`the page threw while loading: \${pageErrors[0].message}\`);
-      }
-      animations.scan();
-      for (let step = currentFrame + 1; step <= frame; step++) {
-        errors.seekingFrame = step;
-        await clock.runTimersUntil(frameTimeMs(step, config.fps, rate));
-        clock.runFrameCallbacks();
-      }
-      errors.seekingFrame = frame;
-      currentFrame = frame;
-      const t = frameTimeSeconds(frame, config.fps, rate);
-      clock.nowMs = t * 1e3;
-      try {
-        await captions.loadAll();
-      } catch (error) {
-        errors.record(error);
-      }
-      for (const hook of seekHooks) {
-        let timer;
-        const stalled = new Promise((resolve) => {
-          timer = real.setTimeout(() => resolve("stalled"), config.readyTimeoutMs);
-        });
-        let outcome;
-        try {
-          outcome = await Promise.race([hook(t), stalled]);
-        } catch (error) {
-          errors.record(error);
-        } finally {
-          real.clearTimeout(timer);
-        }
-        if (outcome === "stalled") {
-          throw new Error(
-            \`frame \${frame}: an onSeek handler did not settle within \${config.readyTimeoutMs} ms (timers inside it wait for the next frame; use __vid.delay() to hold a frame)\`
-          );
-        }
-      }
-      try {
-        seekTimelines(w.__timelines, t, hyperframes);
-      } catch (error) {
-        errors.record(error);
-      }
-      hyperframes.applyClips(t);
-      try {
-        animations.scan();
-        animations.apply();
-      } catch (error) {
-        errors.record(error);
-      }
-      try {
-        await media.seekVideos(t);
-      } catch (error) {
-        errors.record(error);
-      }
-      try {
-        await captions.show(t);
-      } catch (error) {
-        errors.record(error);
-      }
-      if (pageErrors.length > 0) {
-        const first = pageErrors[0];
-        throw new Error(\`frame \${first.frame ?? frame}: the page threw \${first.message}\`);
-      }
-      await gate.wait(frame);
-    }
+  const runtime = {
+    config,
+    w,
+    real,
+    clock,
+    errors,
+    hyperframes,
+    animations,
+    seekHooks: /* @__PURE__ */ new Set(),
+    gate: createReadinessGate(config.readyTimeoutMs, real),
+    media: createMediaSeeker(config, real, hyperframes),
+    captions: createCaptionDisplay(),
+    painter: void 0,
+    currentFrame: -1
   };
+  const api = pageApi(runtime, getVariables);
   Object.defineProperty(w, "__vid", { value: Object.freeze(api), enumerable: false });
   listenForPlayer(api);
 }

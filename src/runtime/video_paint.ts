@@ -34,6 +34,240 @@ export interface VideoFramePainter {
   clear(): number;
 }
 
+/** The attribute naming a painted video's rule. */
+const ATTRIBUTE = "data-vid-painted";
+/** Far enough that no object-fit puts a pixel of the picture inside the box. */
+const OUT_OF_BOX = "-1000000px -1000000px";
+/** The background properties of one layer. */
+const LAYER_PROPERTIES = [
+  "background-image",
+  "background-size",
+  "background-position",
+  "background-origin",
+  "background-clip",
+  "background-repeat",
+  "background-attachment",
+  "background-blend-mode",
+] as const;
+/** One background layer's value of each property. */
+type Layer = Record<(typeof LAYER_PROPERTIES)[number], string>;
+
+/** A painted video: its rule's id, the time it was painted at, its frames' URLs. */
+interface Painted {
+  id: string;
+  time: number;
+  /** This paint's frame and the one before: the older is released on the next paint. */
+  urls: string[];
+  rule: string;
+}
+
+/** The painter's state for one page: its adopted sheet and what it painted. */
+interface PainterState {
+  sleep: (ms: number) => Promise<void>;
+  sheet: CSSStyleSheet;
+  painted: Map<HTMLVideoElement, Painted>;
+  nextId: number;
+}
+
+/**
+ * Splits a computed list at its top-level commas (not inside parentheses or quotes).
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * assert.deepEqual(splitList('url("a,b.png"), linear-gradient(red, blue), none'), [
+ *   'url("a,b.png")',
+ *   "linear-gradient(red, blue)",
+ *   "none",
+ * ]);
+ * ```
+ */
+export function splitList(value: string): string[] {
+  const items: string[] = [];
+  let depth = 0;
+  let quote = "";
+  let start = 0;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (quote) {
+      if (c === "\\") i++;
+      else if (c === quote) quote = "";
+    } else if (c === '"' || c === "'") quote = c;
+    else if (c === "(") depth++;
+    else if (c === ")") depth--;
+    else if (c === "," && depth === 0) {
+      items.push(value.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  items.push(value.slice(start).trim());
+  return items;
+}
+
+/** The background size that draws the picture as `object-fit` draws the video. */
+function fitSize(el: HTMLVideoElement, style: CSSStyleDeclaration): string {
+  switch (style.objectFit) {
+    case "contain":
+    case "cover":
+      return style.objectFit;
+    case "none":
+      return "auto";
+    case "scale-down": {
+      const width = el.clientWidth - parseFloat(style.paddingLeft) -
+        parseFloat(style.paddingRight);
+      const height = el.clientHeight - parseFloat(style.paddingTop) -
+        parseFloat(style.paddingBottom);
+      return el.videoWidth <= width && el.videoHeight <= height ? "auto" : "contain";
+    }
+    default:
+      return "100% 100%";
+  }
+}
+
+/**
+ * The declarations that put layer `ours` on top of an element's own background layers (each
+ * property's computed list from `own`), and its picture out of its box. The last layer's clip
+ * also clips the background colour, so the element's own layers stay even when they are just
+ * "none"; each list is repeated to one value per image, as CSS does when lists are shorter
+ * than the image list.
+ *
+ * @example
+ * ```ts
+ * import assert from "node:assert/strict";
+ *
+ * const ours = {
+ *   "background-image": 'url("blob:1")',
+ *   "background-size": "cover",
+ *   "background-position": "50% 50%",
+ *   "background-origin": "content-box",
+ *   "background-clip": "content-box",
+ *   "background-repeat": "no-repeat",
+ *   "background-attachment": "scroll",
+ *   "background-blend-mode": "normal",
+ * };
+ * const own = (property: string) => property === "background-image" ? "none" : "auto";
+ * const css = layeredBackground(ours, own);
+ * assert.ok(css.startsWith('background-image: url("blob:1"), none !important;'));
+ * assert.ok(css.endsWith("object-position: -1000000px -1000000px !important;"));
+ * ```
+ */
+export function layeredBackground(ours: Layer, own: (property: string) => string): string {
+  const images = splitList(own("background-image"));
+  return LAYER_PROPERTIES.map((property) => {
+    const list = splitList(own(property));
+    const values = [ours[property], ...images.map((_, i) => list[i % list.length])];
+    return `${property}: ${values.join(", ")} !important;`;
+  }).join(" ") + ` object-position: ${OUT_OF_BOX} !important;`;
+}
+
+/** The element's background declarations with `url` as a new top layer. */
+function declarations(el: HTMLVideoElement, url: string): string {
+  const style = getComputedStyle(el);
+  const ours: Layer = {
+    "background-image": `url("${url}")`,
+    "background-size": fitSize(el, style),
+    "background-position": style.objectPosition,
+    "background-origin": "content-box",
+    "background-clip": "content-box",
+    "background-repeat": "no-repeat",
+    "background-attachment": "scroll",
+    "background-blend-mode": "normal",
+  };
+  return layeredBackground(ours, (property) => style.getPropertyValue(property));
+}
+
+/** The current frame as a decoded PNG behind a blob URL, or null when unreadable. */
+async function frameUrl(el: HTMLVideoElement): Promise<string | null> {
+  const canvas = document.createElement("canvas");
+  canvas.width = el.videoWidth;
+  canvas.height = el.videoHeight;
+  const context = canvas.getContext("2d");
+  if (!context) return null;
+  context.drawImage(el, 0, 0, canvas.width, canvas.height);
+  let blob: Blob | null;
+  try {
+    blob = await new Promise<Blob | null>((resolve) => canvas.toBlob(resolve, "image/png"));
+  } catch {
+    return null; // a frame from another origin without CORS taints the canvas
+  }
+  if (!blob) return null;
+  const url = URL.createObjectURL(blob);
+  // Decoded before it is used, so the next drawing has it ready.
+  const image = new Image();
+  image.src = url;
+  try {
+    await image.decode();
+  } catch {
+    URL.revokeObjectURL(url);
+    return null;
+  }
+  return url;
+}
+
+/** Resolves once `el` is not seeking (a re-seek, or the page's own), at most `ms` later. */
+function settled(
+  el: HTMLVideoElement,
+  ms: number,
+  sleep: (ms: number) => Promise<void>,
+): Promise<void> {
+  return el.seeking
+    ? Promise.race([
+      new Promise<void>((resolve) =>
+        el.addEventListener("seeked", () => resolve(), { once: true })
+      ),
+      sleep(ms),
+    ])
+    : Promise.resolve();
+}
+
+async function paintOne(state: PainterState, el: HTMLVideoElement): Promise<boolean> {
+  await settled(el, 2000, state.sleep);
+  if (el.readyState < 2 || el.videoWidth === 0 || el.videoHeight === 0) return false;
+  const before = state.painted.get(el);
+  if (before && before.time === el.currentTime) return false;
+  const url = await frameUrl(el);
+  if (!url) {
+    // Unreadable now: the compositor's picture is shown again rather than an old frame.
+    el.removeAttribute(ATTRIBUTE);
+    return false;
+  }
+  const entry = before ?? { id: String(state.nextId++), time: 0, urls: [], rule: "" };
+  // The element's own styles are read with the painted rule switched off.
+  el.removeAttribute(ATTRIBUTE);
+  entry.rule = `[${ATTRIBUTE}="${entry.id}"] { ${declarations(el, url)} }`;
+  entry.time = el.currentTime;
+  entry.urls.push(url);
+  while (entry.urls.length > 2) URL.revokeObjectURL(entry.urls.shift()!);
+  state.painted.set(el, entry);
+  el.setAttribute(ATTRIBUTE, entry.id);
+  return true;
+}
+
+async function paint(state: PainterState, videos: readonly HTMLVideoElement[]): Promise<number> {
+  let count = 0;
+  for (const el of videos) if (await paintOne(state, el)) count++;
+  if (count > 0) {
+    state.sheet.replaceSync([...state.painted.values()].map((p) => p.rule).join("\n"));
+    // A page may have replaced the adopted sheets since the last paint.
+    if (!document.adoptedStyleSheets.includes(state.sheet)) {
+      document.adoptedStyleSheets = [...document.adoptedStyleSheets, state.sheet];
+    }
+  }
+  return count;
+}
+
+function clear(state: PainterState): number {
+  const count = state.painted.size;
+  for (const [el, entry] of state.painted) {
+    el.removeAttribute(ATTRIBUTE);
+    for (const url of entry.urls) URL.revokeObjectURL(url);
+  }
+  state.painted.clear();
+  state.sheet.replaceSync("");
+  return count;
+}
+
 /**
  * Creates the painter of one page.
  *
@@ -47,183 +281,9 @@ export interface VideoFramePainter {
  * ```
  */
 export function createVideoFramePainter(sleep: (ms: number) => Promise<void>): VideoFramePainter {
-  const ATTRIBUTE = "data-vid-painted";
-  /** Far enough that no object-fit puts a pixel of the picture inside the box. */
-  const OUT_OF_BOX = "-1000000px -1000000px";
-  const LAYER_PROPERTIES = [
-    "background-image",
-    "background-size",
-    "background-position",
-    "background-origin",
-    "background-clip",
-    "background-repeat",
-    "background-attachment",
-    "background-blend-mode",
-  ] as const;
-  type Layer = Record<(typeof LAYER_PROPERTIES)[number], string>;
-  interface Painted {
-    id: string;
-    time: number;
-    /** This paint's frame and the one before: the older is released on the next paint. */
-    urls: string[];
-    rule: string;
-  }
-  const sheet = new CSSStyleSheet();
-  const painted = new Map<HTMLVideoElement, Painted>();
-  let nextId = 1;
-
-  /** Splits a computed list at its top-level commas (not inside parentheses or quotes). */
-  const splitList = (value: string): string[] => {
-    const items: string[] = [];
-    let depth = 0;
-    let quote = "";
-    let start = 0;
-    for (let i = 0; i < value.length; i++) {
-      const c = value[i];
-      if (quote) {
-        if (c === "\\") i++;
-        else if (c === quote) quote = "";
-      } else if (c === '"' || c === "'") quote = c;
-      else if (c === "(") depth++;
-      else if (c === ")") depth--;
-      else if (c === "," && depth === 0) {
-        items.push(value.slice(start, i).trim());
-        start = i + 1;
-      }
-    }
-    items.push(value.slice(start).trim());
-    return items;
-  };
-
-  /** The background size that draws the picture as `object-fit` draws the video. */
-  const fitSize = (el: HTMLVideoElement, style: CSSStyleDeclaration): string => {
-    switch (style.objectFit) {
-      case "contain":
-      case "cover":
-        return style.objectFit;
-      case "none":
-        return "auto";
-      case "scale-down": {
-        const width = el.clientWidth - parseFloat(style.paddingLeft) -
-          parseFloat(style.paddingRight);
-        const height = el.clientHeight - parseFloat(style.paddingTop) -
-          parseFloat(style.paddingBottom);
-        return el.videoWidth <= width && el.videoHeight <= height ? "auto" : "contain";
-      }
-      default:
-        return "100% 100%";
-    }
-  };
-
-  /** The element's background declarations with `url` as a new top layer. */
-  const declarations = (el: HTMLVideoElement, url: string): string => {
-    const style = getComputedStyle(el);
-    const ours: Layer = {
-      "background-image": `url("${url}")`,
-      "background-size": fitSize(el, style),
-      "background-position": style.objectPosition,
-      "background-origin": "content-box",
-      "background-clip": "content-box",
-      "background-repeat": "no-repeat",
-      "background-attachment": "scroll",
-      "background-blend-mode": "normal",
-    };
-    // The last layer's clip also clips the background colour, so the element's own layers
-    // stay even when they are just "none".
-    const images = splitList(style.backgroundImage);
-    return LAYER_PROPERTIES.map((property) => {
-      // The element's own layers stay below, each list repeated to one value per image as
-      // CSS does when lists are shorter than the image list.
-      const own = splitList(style.getPropertyValue(property));
-      const values = [ours[property], ...images.map((_, i) => own[i % own.length])];
-      return `${property}: ${values.join(", ")} !important;`;
-    }).join(" ") + ` object-position: ${OUT_OF_BOX} !important;`;
-  };
-
-  /** The current frame as a decoded PNG behind a blob URL, or null when unreadable. */
-  const frameUrl = async (el: HTMLVideoElement): Promise<string | null> => {
-    const canvas = document.createElement("canvas");
-    canvas.width = el.videoWidth;
-    canvas.height = el.videoHeight;
-    const context = canvas.getContext("2d");
-    if (!context) return null;
-    context.drawImage(el, 0, 0, canvas.width, canvas.height);
-    let blob: Blob | null;
-    try {
-      blob = await new Promise<Blob | null>((resolve) => canvas.toBlob(resolve, "image/png"));
-    } catch {
-      return null; // a frame from another origin without CORS taints the canvas
-    }
-    if (!blob) return null;
-    const url = URL.createObjectURL(blob);
-    // Decoded before it is used, so the next drawing has it ready.
-    const image = new Image();
-    image.src = url;
-    try {
-      await image.decode();
-    } catch {
-      URL.revokeObjectURL(url);
-      return null;
-    }
-    return url;
-  };
-
-  /** Resolves once `el` is not seeking (a re-seek, or the page's own), at most `ms` later. */
-  const settled = (el: HTMLVideoElement, ms: number): Promise<void> =>
-    el.seeking
-      ? Promise.race([
-        new Promise<void>((resolve) =>
-          el.addEventListener("seeked", () => resolve(), { once: true })
-        ),
-        sleep(ms),
-      ])
-      : Promise.resolve();
-
-  const paintOne = async (el: HTMLVideoElement): Promise<boolean> => {
-    await settled(el, 2000);
-    if (el.readyState < 2 || el.videoWidth === 0 || el.videoHeight === 0) return false;
-    const before = painted.get(el);
-    if (before && before.time === el.currentTime) return false;
-    const url = await frameUrl(el);
-    if (!url) {
-      // Unreadable now: the compositor's picture is shown again rather than an old frame.
-      el.removeAttribute(ATTRIBUTE);
-      return false;
-    }
-    const entry = before ?? { id: String(nextId++), time: 0, urls: [], rule: "" };
-    // The element's own styles are read with the painted rule switched off.
-    el.removeAttribute(ATTRIBUTE);
-    entry.rule = `[${ATTRIBUTE}="${entry.id}"] { ${declarations(el, url)} }`;
-    entry.time = el.currentTime;
-    entry.urls.push(url);
-    while (entry.urls.length > 2) URL.revokeObjectURL(entry.urls.shift()!);
-    painted.set(el, entry);
-    el.setAttribute(ATTRIBUTE, entry.id);
-    return true;
-  };
-
+  const state: PainterState = { sleep, sheet: new CSSStyleSheet(), painted: new Map(), nextId: 1 };
   return {
-    async paint(videos: readonly HTMLVideoElement[]): Promise<number> {
-      let count = 0;
-      for (const el of videos) if (await paintOne(el)) count++;
-      if (count > 0) {
-        sheet.replaceSync([...painted.values()].map((p) => p.rule).join("\n"));
-        // A page may have replaced the adopted sheets since the last paint.
-        if (!document.adoptedStyleSheets.includes(sheet)) {
-          document.adoptedStyleSheets = [...document.adoptedStyleSheets, sheet];
-        }
-      }
-      return count;
-    },
-    clear(): number {
-      const count = painted.size;
-      for (const [el, entry] of painted) {
-        el.removeAttribute(ATTRIBUTE);
-        for (const url of entry.urls) URL.revokeObjectURL(url);
-      }
-      painted.clear();
-      sheet.replaceSync("");
-      return count;
-    },
+    paint: (videos) => paint(state, videos),
+    clear: () => clear(state),
   };
 }

@@ -34,14 +34,7 @@ const SCANNED = ["src", "worker", "scripts", "bench", "pulumi", "cli.ts", "mod.t
  * Functions over the limit today, as `file name`, with the issue that splits them. Remove an
  * entry when its function is split; never add one.
  */
-const KNOWN_LONG: Record<string, string> = {
-  // Files other engineers of #35 are changing now: each split lands with their part.
-  "src/runtime/hyperframes.ts createHyperframesModel": "#35 (createHyperframesModel split)",
-  "src/check/static.ts staticCheck": "#35 (owned elsewhere this round)",
-  "src/runtime/install.ts installVidRuntime": "#35 (page runtime, owned elsewhere)",
-  "src/runtime/media_elements.ts createMediaSeeker": "#35 (page runtime, owned elsewhere)",
-  "src/runtime/video_paint.ts createVideoFramePainter": "#35 (page runtime, owned elsewhere)",
-};
+const KNOWN_LONG: Record<string, string> = {};
 
 /** One function of the source: where it is, what it is called and how long it is. */
 interface FunctionSpan {

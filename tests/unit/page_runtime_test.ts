@@ -2,7 +2,9 @@
  * Unit tests of the page runtime's parts that need no DOM (src/runtime/): the seeded random
  * stream and UUIDs, frame times with exact rates, the order timers fire in, which stack
  * frames are the page's own, where a video is seeked to for a frame (its window, loop, the
- * end of its source, the middle of a proxy's frame) and which caption cue and word show.
+ * end of its source, the middle of a proxy's frame) and when it is seeked again, how a
+ * painted video frame is layered over the element's backgrounds, and which caption cue and
+ * word show.
  * The rest (installed into a real page) is covered by the render tests.
  *
  * @module
@@ -18,7 +20,8 @@ import {
   type VirtualTimer,
 } from "../../src/runtime/clock.ts";
 import { parseStack } from "../../src/runtime/page_errors.ts";
-import { videoSeekTarget } from "../../src/runtime/media_elements.ts";
+import { atSeekTarget, reseekTarget, videoSeekTarget } from "../../src/runtime/media_elements.ts";
+import { layeredBackground, splitList } from "../../src/runtime/video_paint.ts";
 import { activeCues, spokenWord } from "../../src/runtime/caption_display.ts";
 
 describe("seeded randomness", () => {
@@ -131,6 +134,69 @@ describe("video seek targets", () => {
     assert.equal(videoSeekTarget(plain, 0, 1, 25), 0.5 / 25);
     assert.equal(videoSeekTarget(plain, 0.04, 1, 25), 1.5 / 25, "0.04 s is frame 1's start");
     assert.equal(videoSeekTarget(plain, 5, 1, 25), 24.5 / 25, "a 1 s source has 25 frames");
+  });
+});
+
+describe("video re-seeks", () => {
+  it("seeks a waiting video again at each mark, every other time a tenth of a frame later", () => {
+    const at = (elapsed: number, nudges: number) => reseekTarget(2, 25, elapsed, nudges);
+    assert.equal(at(199, 0), null, "not before 200 ms");
+    assert.equal(at(200, 0), 2 + 0.1 / 25);
+    assert.equal(at(699, 1), null);
+    assert.equal(at(700, 1), 2);
+    assert.equal(at(1300, 2), 2 + 0.1 / 25);
+    assert.equal(at(1900, 3), 2);
+    assert.equal(at(60_000, 4), null, "four re-seeks at most");
+    assert.equal(reseekTarget(2, 0, 200, 0), 2, "no frame rate: the target itself");
+  });
+
+  it("skips a seek to where the video is, or where a re-seek for that target left it", () => {
+    assert.equal(atSeekTarget(2 + 1e-7, 2, undefined, 25), true);
+    assert.equal(atSeekTarget(2.004, 2, 2, 25), true, "nudged a tenth of a frame for 2");
+    assert.equal(atSeekTarget(2.004, 2, 1.96, 25), false, "nudged for another target");
+    assert.equal(atSeekTarget(2.01, 2, 2, 25), false, "a quarter of a frame away");
+    assert.equal(atSeekTarget(1, 2, undefined, 0), false, "no frame rate");
+  });
+});
+
+describe("video frame painting", () => {
+  it("splits computed lists at top-level commas, not inside functions or strings", () => {
+    assert.deepEqual(splitList("none"), ["none"]);
+    assert.deepEqual(splitList('url("a\\",b.png") , rgb(1, 2, 3)'), [
+      'url("a\\",b.png")',
+      "rgb(1, 2, 3)",
+    ]);
+  });
+
+  it("puts the frame on top of the element's own layers, each list repeated per image", () => {
+    const ours = {
+      "background-image": 'url("blob:f")',
+      "background-size": "contain",
+      "background-position": "50% 50%",
+      "background-origin": "content-box",
+      "background-clip": "content-box",
+      "background-repeat": "no-repeat",
+      "background-attachment": "scroll",
+      "background-blend-mode": "normal",
+    };
+    const own: Record<string, string> = {
+      "background-image": "linear-gradient(red, blue), none, url(x.png)",
+      "background-size": "auto, cover",
+      "background-position": "0% 0%",
+      "background-origin": "padding-box",
+      "background-clip": "border-box",
+      "background-repeat": "repeat",
+      "background-attachment": "scroll",
+      "background-blend-mode": "normal",
+    };
+    const css = layeredBackground(ours, (property) => own[property]);
+    assert.equal(
+      css.split(" !important;")[0],
+      'background-image: url("blob:f"), linear-gradient(red, blue), none, url(x.png)',
+    );
+    assert.ok(css.includes("background-size: contain, auto, cover, auto !important;"));
+    assert.ok(css.includes("background-clip: content-box, border-box, border-box, border-box"));
+    assert.ok(css.endsWith(" object-position: -1000000px -1000000px !important;"));
   });
 });
 
