@@ -20,8 +20,9 @@
  * - frame 0 shows the timelines' state at t = 0 (`set()` and `from()` start states), as
  *   HyperFrames seeks, in `vid render` and `vid still`;
  * - system families HyperFrames maps to one it embeds (`Helvetica` to Inter) drawn so in a
- *   HyperFrames project, and a root without `data-duration` lasting until its last
- *   sub-composition ends, as in HyperFrames.
+ *   HyperFrames project, a root without `data-duration` lasting until its last
+ *   sub-composition ends, and overlapping tweens of one property seeked as HyperFrames seeks
+ *   them (the later one wins), as in HyperFrames.
  *
  * @module
  */
@@ -610,7 +611,7 @@ describe("fonts HyperFrames embeds", () => {
   });
 });
 
-describe("how HyperFrames resolves what a page leaves out", () => {
+describe("as HyperFrames renders what a page leaves to it", () => {
   /** Frame 0 of `file` in the fixture folder `folder`, rendered by vid. */
   const frame0 = async (folder: string, file: string): Promise<Uint8Array> => {
     const out = join(work, `${folder}-${file}.mp4`);
@@ -637,6 +638,19 @@ describe("how HyperFrames resolves what a page leaves out", () => {
       changed.share > 0.005,
       `a vid page keeps the system font: ${JSON.stringify(changed)}`,
     );
+  });
+
+  // The seek ends moving forward, as HyperFrames' does: GSAP renders a timeline moving back
+  // in reverse order, so the entrance fromTo() overwrote the exit to() and the caption stayed
+  // fully opaque (HyperFrames' vignelli example, 19 dB apart on those frames).
+  it("overlapping tweens of one property: the later one wins, frame by frame", async () => {
+    const dir = join(work, "overlap");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    const out = join(work, "overlap.mp4");
+    await render(dir, out, ["--fps", "10"]);
+    const grey = (await rgbFrames(out, 320, 180)).map((f) => f[3 * (90 * 320 + 140)]);
+    // Opacity (white on black) at 0.3 s: entrance; 0.4 s and 0.5 s: the exit's expo.out.
+    assert.ok(grey[3] > 200 && grey[4] > 15 && grey[4] < 70 && grey[5] < 15, `${grey}`);
   });
 
   it("a root without data-duration lasts until its last sub-composition ends", async () => {
