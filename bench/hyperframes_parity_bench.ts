@@ -255,6 +255,13 @@ async function compare(
   // start after the cut end, which the whole project is not.)
   const vidDir = `${dir}-vid`;
   await copyTree(dir, vidDir);
+  // Never past the project's own end (its root's first `data-duration`, when shorter).
+  const own = Number(
+    /data-duration="([\d.]+)"/.exec(await readFile(join(dir, "index.html"), "utf8"))?.[1],
+  );
+  const seconds = Number.isFinite(own) && own > 0
+    ? Math.min(own, options.seconds)
+    : options.seconds;
   await cutDuration(join(dir, "index.html"), options.seconds);
   const vid = join(work, `${slug}.vid.mp4`);
   const hf = join(work, `${slug}.hyperframes.mp4`);
@@ -270,7 +277,7 @@ async function compare(
     "--fps",
     fps,
     "--frames",
-    `0-${Math.round(options.seconds * options.fps) - 1}`,
+    `0-${Math.round(seconds * options.fps) - 1}`,
     "--quality",
     "high",
   ]);
