@@ -14,7 +14,9 @@
  * HyperFrames' repository is copied into this one.
  *
  * CPU-heavy (two renders of every case, HyperFrames' at 1920x1080): so each case is cut to
- * `--seconds` (the root's `data-duration`, 2 by default) at `--fps` (10 by default), and
+ * `--seconds` (2 by default: vid's `--frames`, and the root's `data-duration` in HyperFrames'
+ * copy, which lasts longer where a sub-composition of the root ends later) at `--fps` (10 by
+ * default), and
  * `--only a,b` picks cases; `--keep <dir>` leaves the projects and both renders there. Not a test: HyperFrames is installed from npm on first use.
  *
  * ```sh
@@ -248,6 +250,18 @@ async function compare(
   const slug = item.name.replace(/[^\w-]+/g, "-");
   const dir = join(work, slug);
   await item.write(dir);
+  // vid renders the project as it is, its first frames only (`--frames`); HyperFrames has no
+  // such flag, so its copy has the root's length cut. (vid refuses a cut project whose clips
+  // start after the cut end, which the whole project is not.)
+  const vidDir = `${dir}-vid`;
+  await copyTree(dir, vidDir);
+  // Never past the project's own end (its root's first `data-duration`, when shorter).
+  const own = Number(
+    /data-duration="([\d.]+)"/.exec(await readFile(join(dir, "index.html"), "utf8"))?.[1],
+  );
+  const seconds = Number.isFinite(own) && own > 0
+    ? Math.min(own, options.seconds)
+    : options.seconds;
   await cutDuration(join(dir, "index.html"), options.seconds);
   const vid = join(work, `${slug}.vid.mp4`);
   const hf = join(work, `${slug}.hyperframes.mp4`);
@@ -257,11 +271,13 @@ async function compare(
     "-A",
     join(ROOT, "cli.ts"),
     "render",
-    dir,
+    vidDir,
     "-o",
     vid,
     "--fps",
     fps,
+    "--frames",
+    `0-${Math.round(seconds * options.fps) - 1}`,
     "--quality",
     "high",
   ]);

@@ -29,9 +29,11 @@ import process from "node:process";
 import {
   embeddedFaceFile,
   embeddedFaceFiles,
+  FONT_PACKAGES,
   FontPackageError,
   HYPERFRAMES_FONT_WEIGHTS,
 } from "../init/font_packages.ts";
+import { HYPERFRAMES_FONT_ALIASES, looksLikeHyperframes } from "./font_aliases.ts";
 import { readSubCompositions, type SubComposition } from "./sub_compositions.ts";
 
 /**
@@ -78,6 +80,11 @@ export interface UnresolvedFont {
   family: string;
   /** The npm package HyperFrames takes its files from. */
   package: string;
+  /**
+   * The embedded family HyperFrames draws this system family with (`Helvetica` as `Inter`),
+   * when the family is not one it embeds under its own name.
+   */
+  as?: string;
   /** Why vid could not embed it itself (absent: not tried). */
   reason?: string;
 }
@@ -139,8 +146,11 @@ function families(value: string): string[] {
 }
 
 /**
- * The families HyperFrames would embed that these HTML files name (as the first family of a
- * `font-family`) without an `@font-face` for them.
+ * The families HyperFrames would embed that these HTML files name (any family of a
+ * `font-family` or `font` value, as HyperFrames' renderer reads them) without an
+ * `@font-face` for them. In a HyperFrames project ({@linkcode looksLikeHyperframes}) that
+ * includes the system families HyperFrames draws with an embedded one
+ * ({@linkcode HYPERFRAMES_FONT_ALIASES}: `Helvetica` with Inter's files), named `as`.
  *
  * @example
  * ```ts
@@ -154,11 +164,17 @@ function families(value: string): string[] {
  * assert.deepEqual(unresolvedFontsIn([`<p style="font: 700 64px/1.2 Roboto, serif">`]), [
  *   { family: "Roboto", package: "@fontsource/roboto" },
  * ]);
+ * // In a HyperFrames project, Georgia is drawn with EB Garamond, as HyperFrames draws it.
+ * assert.deepEqual(unresolvedFontsIn([`${html}<div data-track-index="1"></div>`]), [
+ *   { family: "Outfit", package: "@fontsource/outfit" },
+ *   { family: "Georgia", package: "@fontsource/eb-garamond", as: "EB Garamond" },
+ * ]);
  * ```
  */
 export function unresolvedFontsIn(htmlFiles: readonly string[]): UnresolvedFont[] {
+  const aliases = looksLikeHyperframes(htmlFiles);
   const declared = new Set<string>();
-  const used = new Map<string, string>();
+  const used = new Map<string, UnresolvedFont>();
   for (const html of htmlFiles) {
     const rest = html.replace(/@font-face\s*\{([^}]*)\}/gi, (_all, body: string) => {
       const name = /font-family\s*:\s*([^;]+)/i.exec(body)?.[1];
@@ -175,12 +191,23 @@ export function unresolvedFontsIn(htmlFiles: readonly string[]): UnresolvedFont[
         if (!tail) continue;
         value = tail[1];
       }
-      const [first] = families(value);
-      if (first && !used.has(slug(first))) used.set(slug(first), first);
+      for (const family of families(value)) {
+        const key = slug(family);
+        if (used.has(key)) continue;
+        const alias = aliases ? HYPERFRAMES_FONT_ALIASES[family.toLowerCase()] : undefined;
+        if (HYPERFRAMES_EMBEDDED_FONTS.includes(key)) {
+          used.set(key, { family, package: `@fontsource/${key}` });
+        } else if (alias) {
+          used.set(key, {
+            family,
+            package: `@fontsource/${alias}`,
+            as: FONT_PACKAGES[alias]?.family ?? "Inter",
+          });
+        }
+      }
     }
   }
-  return [...used].filter(([key]) => HYPERFRAMES_EMBEDDED_FONTS.includes(key) && !declared.has(key))
-    .map(([key, family]) => ({ family, package: `@fontsource/${key}` }));
+  return [...used].filter(([key]) => !declared.has(key)).map(([, font]) => font);
 }
 
 /** The project-relative `href`s of an HTML file's `<link rel="stylesheet">` elements. */
@@ -320,7 +347,8 @@ export async function unresolvedFonts(
 export function unresolvedFontMessage(font: UnresolvedFont): string {
   const slug = font.package.slice("@fontsource/".length);
   const why = font.reason ? ` (${font.reason})` : "";
-  return `font "${font.family}" has no @font-face in the project: HyperFrames embeds it from ` +
+  const as = font.as ? ` as ${font.as}` : "";
+  return `font "${font.family}" has no @font-face in the project: HyperFrames embeds it${as} from ` +
     `${font.package}; vid cannot embed it here${why} and draws a fallback font instead; run ` +
     `\`vid add ${slug}\` in the project to copy its files into fonts/ and link ` +
     `fonts/${slug}.css from index.html`;

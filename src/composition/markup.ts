@@ -120,19 +120,50 @@ function positiveInteger(file: string, root: Element, name: string): number {
   return value;
 }
 
+/** A decimal number of seconds, or NaN (Number() would also take "0x5" or "0b1"). */
+function decimalSeconds(raw: string): number {
+  return /^\+?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+}
+
+/**
+ * Where the last of the root's own sub-compositions ends (`data-start` + `data-duration`, both
+ * in seconds): the length HyperFrames gives a root that declares none (its runtime's "authored
+ * composition duration floor"). Null when no sub-composition of the root has both.
+ */
+function childCompositionsEnd(root: Element): number | null {
+  let end = 0;
+  const visit = (node: Node): void => {
+    for (const child of "childNodes" in node ? node.childNodes : []) {
+      if (!isElement(child)) continue;
+      if (attribute(child, "data-composition-id") === undefined) {
+        visit(child);
+        continue;
+      }
+      // A sub-composition of the root: its own children count from it, so stop here.
+      const start = decimalSeconds(attribute(child, "data-start") ?? "");
+      const length = decimalSeconds(attribute(child, "data-duration") ?? "");
+      if (Number.isFinite(start) && Number.isFinite(length) && length > 0) {
+        end = Math.max(end, start + length);
+      }
+    }
+  };
+  visit(root);
+  return end > 0 ? end : null;
+}
+
 function positiveSeconds(file: string, root: Element, name: string): number {
   const raw = attribute(root, name);
   if (raw === undefined) {
+    // As HyperFrames: a root without a length lasts until its last sub-composition ends.
+    const end = childCompositionsEnd(root);
+    if (end !== null) return end;
     throw new CompositionError(
       `${file}: the composition root has no ${name} attribute (positive seconds, e.g. "5")`,
       file,
       name,
     );
   }
-  // A decimal number: Number() would also take "0x5" or "0b1".
-  const value = /^\+?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(raw.trim())
-    ? Number(raw.trim())
-    : NaN;
+  const value = decimalSeconds(raw);
   if (!Number.isFinite(value) || value <= 0) {
     throw new CompositionError(
       `${file}: ${name}="${raw}" is not a positive number of seconds`,

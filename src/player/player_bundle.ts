@@ -9471,16 +9471,40 @@ export const PLAYER_BUNDLE: string = `(() => {
     }
     return value;
   }
+  function decimalSeconds(raw) {
+    return /^\\+?(\\d+(\\.\\d*)?|\\.\\d+)([eE][+-]?\\d+)?$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+  }
+  function childCompositionsEnd(root) {
+    let end = 0;
+    const visit = (node) => {
+      for (const child of "childNodes" in node ? node.childNodes : []) {
+        if (!isElement(child)) continue;
+        if (attribute(child, "data-composition-id") === void 0) {
+          visit(child);
+          continue;
+        }
+        const start = decimalSeconds(attribute(child, "data-start") ?? "");
+        const length = decimalSeconds(attribute(child, "data-duration") ?? "");
+        if (Number.isFinite(start) && Number.isFinite(length) && length > 0) {
+          end = Math.max(end, start + length);
+        }
+      }
+    };
+    visit(root);
+    return end > 0 ? end : null;
+  }
   function positiveSeconds(file, root, name) {
     const raw = attribute(root, name);
     if (raw === void 0) {
+      const end = childCompositionsEnd(root);
+      if (end !== null) return end;
       throw new CompositionError(
         \`\${file}: the composition root has no \${name} attribute (positive seconds, e.g. "5")\`,
         file,
         name
       );
     }
-    const value = /^\\+?(\\d+(\\.\\d*)?|\\.\\d+)([eE][+-]?\\d+)?$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+    const value = decimalSeconds(raw);
     if (!Number.isFinite(value) || value <= 0) {
       throw new CompositionError(
         \`\${file}: \${name}="\${raw}" is not a positive number of seconds\`,
@@ -9721,9 +9745,10 @@ function seekTimeline(timeline, t) {
     timeline.seek?.(t, false);
     return;
   }
+  const before = Number(timeline.totalTime());
   timeline.totalTime(t, false);
-  if (hasInstantCallback(timeline)) return;
-  timeline.totalTime(t + 1e-3, true);
+  if (before !== t || hasInstantCallback(timeline)) return;
+  timeline.totalTime(t >= 1e-3 ? t - 1e-3 : t + 1e-3, true);
   timeline.totalTime(t, true);
 }
 function seekTimelines(registry, t, hyperframes) {

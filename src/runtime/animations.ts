@@ -73,7 +73,7 @@ export function createAnimationDriver(
 interface SeekableTimeline {
   pause?: () => void;
   seek?: (t: number, suppressEvents: boolean) => void;
-  totalTime?: (t: number, suppressEvents: boolean) => void;
+  totalTime?: ((t: number, suppressEvents: boolean) => void) & (() => number);
   getChildren?: (nested: boolean, tweens: boolean, timelines: boolean) => unknown[];
 }
 
@@ -97,9 +97,13 @@ function hasInstantCallback(timeline: SeekableTimeline): boolean {
 
 /**
  * Seeks one paused timeline to `t` as HyperFrames' renderer does: one seek that fires the
- * callbacks it passes, then a silent step 1 ms on and back. GSAP renders nothing when the
- * playhead is already at the time asked (a fresh timeline at 0), so without the step the
- * `set()` calls and `from()` start states at 0 would not be drawn on frame 0.
+ * callbacks it passes; then, only when the playhead was already at `t` (a fresh timeline at
+ * 0), a silent step 1 ms before `t` and forward onto it (1 ms on and back at 0). GSAP renders
+ * nothing when the playhead is already at the time asked, so without the step the `set()`
+ * calls and `from()` start states at 0 would not be drawn on frame 0. The last move is
+ * forward wherever it can be, as in HyperFrames: GSAP renders the children of a timeline
+ * moving back in reverse order, so where two tweens of one property overlap (an exit `to()`
+ * starting while the entrance `fromTo()` still runs) the earlier one would win.
  */
 function seekTimeline(timeline: SeekableTimeline, t: number): void {
   timeline.pause?.();
@@ -107,9 +111,10 @@ function seekTimeline(timeline: SeekableTimeline, t: number): void {
     timeline.seek?.(t, false);
     return;
   }
+  const before = Number(timeline.totalTime());
   timeline.totalTime(t, false);
-  if (hasInstantCallback(timeline)) return;
-  timeline.totalTime(t + 0.001, true);
+  if (before !== t || hasInstantCallback(timeline)) return;
+  timeline.totalTime(t >= 0.001 ? t - 0.001 : t + 0.001, true);
   timeline.totalTime(t, true);
 }
 

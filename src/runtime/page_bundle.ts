@@ -55,9 +55,10 @@ function seekTimeline(timeline, t) {
     timeline.seek?.(t, false);
     return;
   }
+  const before = Number(timeline.totalTime());
   timeline.totalTime(t, false);
-  if (hasInstantCallback(timeline)) return;
-  timeline.totalTime(t + 1e-3, true);
+  if (before !== t || hasInstantCallback(timeline)) return;
+  timeline.totalTime(t >= 1e-3 ? t - 1e-3 : t + 1e-3, true);
   timeline.totalTime(t, true);
 }
 function seekTimelines(registry, t, hyperframes) {

@@ -18,7 +18,11 @@
  * - a script or stylesheet that does not load fails the render before frame 0, by its URL and
  *   the fix (`vid add gsap` for GSAP from a CDN);
  * - frame 0 shows the timelines' state at t = 0 (`set()` and `from()` start states), as
- *   HyperFrames seeks, in `vid render` and `vid still`.
+ *   HyperFrames seeks, in `vid render` and `vid still`;
+ * - system families HyperFrames maps to one it embeds (`Helvetica` to Inter) drawn so in a
+ *   HyperFrames project, a root without `data-duration` lasting until its last
+ *   sub-composition ends, and overlapping tweens of one property seeked as HyperFrames seeks
+ *   them (the later one wins), as in HyperFrames.
  *
  * @module
  */
@@ -604,6 +608,67 @@ describe("fonts HyperFrames embeds", () => {
       await Deno.remove(dir, { recursive: true });
       await Deno.remove(cache, { recursive: true });
     }
+  });
+});
+
+describe("as HyperFrames renders what a page leaves to it", () => {
+  /** Frame 0 of `file` in the fixture folder `folder`, rendered by vid. */
+  const frame0 = async (folder: string, file: string): Promise<Uint8Array> => {
+    const out = join(work, `${folder}-${file}.mp4`);
+    await render(join(work, folder), out, ["--composition", file, "--frames", "0-0"]);
+    return (await rgbFrames(out, 320, 180))[0];
+  };
+
+  // HyperFrames' renderer gives `Helvetica` an @font-face with Inter's files (its alias table:
+  // Arial, SF Mono, Georgia, … likewise), and embeds every family of a stack it knows, not
+  // only the first. Inter is vid's own dependency, so this needs no registry.
+  it("system families HyperFrames maps are drawn with its embedded family, in a HyperFrames project only", async () => {
+    const inter = await frame0("font-aliases", "inter.html");
+    const mapped = await frame0("font-aliases", "index.html");
+    const same = imageDifference(mapped, inter);
+    assert.ok(
+      same.mean < 0.5,
+      `Helvetica and "Nunito Sans", Inter are Inter: ${JSON.stringify(same)}`,
+    );
+    // Without HyperFrames' markers (data-track-index here) the page is vid's own: Helvetica is
+    // the system's font, as vid's compositions expect.
+    const plain = await frame0("font-aliases", "plain.html");
+    const changed = imageDifference(plain, inter);
+    assert.ok(
+      changed.share > 0.005,
+      `a vid page keeps the system font: ${JSON.stringify(changed)}`,
+    );
+  });
+
+  // The seek ends moving forward, as HyperFrames' does: GSAP renders a timeline moving back
+  // in reverse order, so the entrance fromTo() overwrote the exit to() and the caption stayed
+  // fully opaque (HyperFrames' vignelli example, 19 dB apart on those frames).
+  it("overlapping tweens of one property: the later one wins, frame by frame", async () => {
+    const dir = join(work, "overlap");
+    await copyFile(GSAP, join(dir, "gsap.min.js"));
+    const out = join(work, "overlap.mp4");
+    await render(dir, out, ["--fps", "10"]);
+    const grey = (await rgbFrames(out, 320, 180)).map((f) => f[3 * (90 * 320 + 140)]);
+    // Opacity (white on black) at 0.3 s: entrance; 0.4 s and 0.5 s: the exit's expo.out.
+    assert.ok(grey[3] > 200 && grey[4] > 15 && grey[4] < 70 && grey[5] < 15, `${grey}`);
+  });
+
+  it("a root without data-duration lasts until its last sub-composition ends", async () => {
+    const out = join(work, "no-duration.mp4");
+    await render(join(work, "no-duration"), out);
+    const frames = await rgbFrames(out, 320, 180);
+    const centre = (f: Uint8Array): string =>
+      named(Array.from(f.subarray(3 * (90 * 320 + 160), 3 * (90 * 320 + 160) + 3)));
+    assert.deepEqual(
+      [
+        frames.length,
+        centre(frames[0]),
+        centre(frames[14]),
+        centre(frames[15]),
+        centre(frames[29]),
+      ],
+      [30, "red", "red", "blue", "blue"],
+    );
   });
 });
 
