@@ -40,18 +40,27 @@ function readStat(pid: number): ProcInfo | undefined {
   }
 }
 
-/** A process's role: Chromium by its --type flag, else by its command name. */
+/**
+ * A process's role: Chromium by its --type flag, else by its command name. Chromium is
+ * known by its executable (argv[0]), not its command name: launched with `--no-zygote`
+ * (as HyperFrames does) its children exec `/proc/self/exe`, so a renderer is named `exe`,
+ * and a browser process can carry a thread's name (`ThreadPoolSingl`).
+ */
 function roleOf(pid: number, comm: string): string {
-  if (/chrom|headless/i.test(comm)) {
-    try {
-      const type = Deno.readTextFileSync(`/proc/${pid}/cmdline`).match(/--type=([\w-]+)/)?.[1];
-      if (!type) return "browser";
-      if (type === "renderer") return "renderer";
-      if (type === "gpu-process") return "gpu";
-      return "chromium other";
-    } catch {
-      return "chromium other";
-    }
+  let argv0 = "";
+  let cmdline = "";
+  try {
+    cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
+    argv0 = cmdline.split("\0")[0];
+  } catch {
+    // gone: fall back to the command name
+  }
+  if (/chrom|headless/i.test(argv0) || (!argv0 && /chrom|headless/i.test(comm))) {
+    const type = cmdline.match(/--type=([\w-]+)/)?.[1];
+    if (!type) return cmdline ? "browser" : "chromium other";
+    if (type === "renderer") return "renderer";
+    if (type === "gpu-process") return "gpu";
+    return "chromium other";
   }
   if (/ffmpeg|ffprobe/.test(comm)) return "ffmpeg";
   if (/^(deno|node|MainThread)$/.test(comm) || /worker|tokio|V8/i.test(comm)) return "runtime";
