@@ -42,20 +42,22 @@ function readStat(pid: number): ProcInfo | undefined {
 
 /**
  * A process's role: Chromium by its --type flag, else by its command name. Chromium is
- * known by its executable (argv[0]), not its command name: launched with `--no-zygote`
- * (as HyperFrames does) its children exec `/proc/self/exe`, so a renderer is named `exe`,
- * and a browser process can carry a thread's name (`ThreadPoolSingl`).
+ * known by its executable (`/proc/<pid>/exe`), not only its command name: launched with
+ * `--no-zygote` (as HyperFrames does) its children exec `/proc/self/exe`, so a renderer is
+ * named `exe`, and a browser process can carry a thread's name (`ThreadPoolSingl`).
  */
 function roleOf(pid: number, comm: string): string {
   let argv0 = "";
   let cmdline = "";
+  let exe = "";
   try {
     cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
     argv0 = cmdline.split("\0")[0];
+    exe = Deno.readLinkSync(`/proc/${pid}/exe`);
   } catch {
-    // gone: fall back to the command name
+    // gone, or not ours to read: fall back to what was read
   }
-  if (/chrom|headless/i.test(argv0) || (!argv0 && /chrom|headless/i.test(comm))) {
+  if ([exe, argv0, comm].some((name) => /chrom|headless/i.test(name))) {
     const type = cmdline.match(/--type=([\w-]+)/)?.[1];
     if (!type) return cmdline ? "browser" : "chromium other";
     if (type === "renderer") return "renderer";
@@ -92,8 +94,10 @@ export function sampleTree(root: number, fromNow = false): { stop(): CpuByRole }
     for (const [pid, info] of all) {
       if (!inTree(pid)) continue;
       const known = seen.get(pid);
-      // A zygote-forked child carries the zygote's command line until it is set up.
-      const role = known && known.role !== "chromium other" ? known.role : roleOf(pid, info.comm);
+      // A forked child carries its parent's command line until it execs or is set up: a
+      // zygote's child looks like the zygote, a --no-zygote child like the browser.
+      const settled = known && known.role !== "chromium other" && known.role !== "browser";
+      const role = settled ? known.role : roleOf(pid, info.comm);
       seen.set(pid, { role, ticks: Math.max(known?.ticks ?? 0, info.ticks) });
     }
   };
