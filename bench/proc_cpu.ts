@@ -46,7 +46,7 @@ function readStat(pid: number): ProcInfo | undefined {
  * `--no-zygote` (as HyperFrames does) its children exec `/proc/self/exe`, so a renderer is
  * named `exe`, and a browser process can carry a thread's name (`ThreadPoolSingl`).
  */
-function roleOf(pid: number, comm: string): string {
+function roleOf(pid: number, comm: string, known?: string): string {
   let argv0 = "";
   let cmdline = "";
   let exe = "";
@@ -57,6 +57,7 @@ function roleOf(pid: number, comm: string): string {
   } catch {
     // gone, or not ours to read: fall back to what was read
   }
+  if (!cmdline && known) return known;
   if ([exe, argv0, comm].some((name) => /chrom|headless/i.test(name))) {
     const type = cmdline.match(/--type=([\w-]+)/)?.[1];
     if (!type) return cmdline ? "browser" : "chromium other";
@@ -97,7 +98,8 @@ export function sampleTree(root: number, fromNow = false): { stop(): CpuByRole }
       // A forked child carries its parent's command line until it execs or is set up: a
       // zygote's child looks like the zygote, a --no-zygote child like the browser.
       const settled = known && known.role !== "chromium other" && known.role !== "browser";
-      const role = settled ? known.role : roleOf(pid, info.comm);
+      // An exited (zombie) process has no command line left: it keeps the role it had.
+      const role = settled ? known.role : roleOf(pid, info.comm, known?.role);
       seen.set(pid, { role, ticks: Math.max(known?.ticks ?? 0, info.ticks) });
     }
   };
