@@ -40,18 +40,30 @@ function readStat(pid: number): ProcInfo | undefined {
   }
 }
 
-/** A process's role: Chromium by its --type flag, else by its command name. */
-function roleOf(pid: number, comm: string): string {
-  if (/chrom|headless/i.test(comm)) {
-    try {
-      const type = Deno.readTextFileSync(`/proc/${pid}/cmdline`).match(/--type=([\w-]+)/)?.[1];
-      if (!type) return "browser";
-      if (type === "renderer") return "renderer";
-      if (type === "gpu-process") return "gpu";
-      return "chromium other";
-    } catch {
-      return "chromium other";
-    }
+/**
+ * A process's role: Chromium by its --type flag, else by its command name. Chromium is
+ * known by its executable (`/proc/<pid>/exe`), not only its command name: launched with
+ * `--no-zygote` (as HyperFrames does) its children exec `/proc/self/exe`, so a renderer is
+ * named `exe`, and a browser process can carry a thread's name (`ThreadPoolSingl`).
+ */
+function roleOf(pid: number, comm: string, known?: string): string {
+  let argv0 = "";
+  let cmdline = "";
+  let exe = "";
+  try {
+    cmdline = Deno.readTextFileSync(`/proc/${pid}/cmdline`);
+    argv0 = cmdline.split("\0")[0];
+    exe = Deno.readLinkSync(`/proc/${pid}/exe`);
+  } catch {
+    // gone, or not ours to read: fall back to what was read
+  }
+  if (!cmdline && known) return known;
+  if ([exe, argv0, comm].some((name) => /chrom|headless/i.test(name))) {
+    const type = cmdline.match(/--type=([\w-]+)/)?.[1];
+    if (!type) return cmdline ? "browser" : "chromium other";
+    if (type === "renderer") return "renderer";
+    if (type === "gpu-process") return "gpu";
+    return "chromium other";
   }
   if (/ffmpeg|ffprobe/.test(comm)) return "ffmpeg";
   if (/^(deno|node|MainThread)$/.test(comm) || /worker|tokio|V8/i.test(comm)) return "runtime";
@@ -83,8 +95,11 @@ export function sampleTree(root: number, fromNow = false): { stop(): CpuByRole }
     for (const [pid, info] of all) {
       if (!inTree(pid)) continue;
       const known = seen.get(pid);
-      // A zygote-forked child carries the zygote's command line until it is set up.
-      const role = known && known.role !== "chromium other" ? known.role : roleOf(pid, info.comm);
+      // A forked child carries its parent's command line until it execs or is set up: a
+      // zygote's child looks like the zygote, a --no-zygote child like the browser.
+      const settled = known && known.role !== "chromium other" && known.role !== "browser";
+      // An exited (zombie) process has no command line left: it keeps the role it had.
+      const role = settled ? known.role : roleOf(pid, info.comm, known?.role);
       seen.set(pid, { role, ticks: Math.max(known?.ticks ?? 0, info.ticks) });
     }
   };

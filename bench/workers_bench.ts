@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { timedRun } from "./proc_cpu.ts";
+import { describeHost, hostLine } from "./host.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const FRAMES = 150;
@@ -121,8 +122,10 @@ if (import.meta.main) {
       };
     });
     const load = [Math.min(...loads), Math.max(...loads)];
-    if (values.json) console.log(JSON.stringify({ composition: values.only, runs, load, rows }));
-    else {
+    const host = await describeHost();
+    if (values.json) {
+      console.log(JSON.stringify({ composition: values.only, runs, load, rows, host }));
+    } else {
       console.log(
         `${values.only}, ${values.format} --quality ${values.quality}, median of ${runs}, load ${
           load.map((l) => l.toFixed(1)).join("-")
@@ -136,6 +139,7 @@ if (import.meta.main) {
           } CPU ms/frame (${roles.join(", ")})`,
         );
       }
+      console.log(hostLine(host));
     }
   } finally {
     await rm(work, { recursive: true, force: true });

@@ -9,9 +9,10 @@
  *   and keys that leave the output folder are `failed-to-start`. Neither stops the batch.
  * - Each row renders with `renderComposition` (the one renderer) to `outDir/outputKey`; the
  *   key's extension picks the format (`.mp4`, `.webm`, `.mov`, `.gif`, `name/%05d.png`)
- *   unless `format` is set. Up to `concurrency` rows render at once, each in one window of
- *   one shared browser launched once for the batch (relaunched if it dies), so rows pay no
- *   browser start-up. A row whose render fails is `failed` with the reason; others go on.
+ *   unless `format` is set. Up to `concurrency` rows render at once, each in a window of
+ *   one of `concurrency` browsers launched once for the batch (relaunched if one dies), so
+ *   rows pay no browser start-up and capture side by side (a browser's compositor takes one
+ *   BeginFrame at a time). A row whose render fails is `failed` with the reason; others go on.
  * - Row statuses add the local outcomes to the distributed ones: `rendered`,
  *   `already-rendered`, `failed`, besides `failed-to-start`, `skipped`, `not-started` and
  *   `would-invoke` (dry run). `executionArn` is always `null` (no workflow runs).
@@ -123,7 +124,7 @@ export interface RenderBatchLocalOptions {
   fps?: number | string;
   /** Encoder preset. @default "standard" */
   quality?: Quality;
-  /** Rows rendered at once, each in one window of the shared browser. @default min(cores, 4) */
+  /** Rows rendered at once, each in a window of its own browser. @default min(cores, 4) */
   concurrency?: number;
   /** Capture path. @default "auto" */
   capture?: CapturePreference;
@@ -423,8 +424,8 @@ async function planLocalRows(
   return { rows, queue };
 }
 
-/** The batch's one browser: launched on first use, relaunched if its process died. */
-function sharedBrowser(
+/** One browser of the batch: launched on first use, relaunched if its process died. */
+function browserSlot(
   capture: CapturePreference | undefined,
   warn: (message: string) => void,
 ): { get(): Promise<Browser>; close(): Promise<void> } {
@@ -447,6 +448,37 @@ function sharedBrowser(
     },
     async close(): Promise<void> {
       await browser?.close();
+    },
+  };
+}
+
+/**
+ * The batch's browsers, one per row rendered at once: a browser's compositor takes one
+ * BeginFrame at a time, so rows in windows of one browser captured in turn and a batch ran
+ * at ~0.95 of one render's rate. A row leases a free browser and gives it back when done.
+ */
+function batchBrowsers(
+  count: number,
+  capture: CapturePreference | undefined,
+  warn: (message: string) => void,
+): {
+  lease<T>(use: (browser: () => Promise<Browser>) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+} {
+  const slots = Array.from({ length: count }, () => browserSlot(capture, warn));
+  const free = [...slots];
+  return {
+    async lease<T>(use: (browser: () => Promise<Browser>) => Promise<T>): Promise<T> {
+      // The pool runs at most `count` rows at once, so a slot is always free here.
+      const slot = free.pop() ?? slots[0];
+      try {
+        return await use(() => slot.get());
+      } finally {
+        free.push(slot);
+      }
+    },
+    async close(): Promise<void> {
+      await Promise.all(slots.map((slot) => slot.close()));
     },
   };
 }
@@ -530,7 +562,7 @@ async function renderQueuedRow(item: QueuedRow, ctx: RowContext): Promise<void> 
 
 /**
  * Renders one video per row of a JSONL or CSV batch file on this machine, in parallel
- * windows of one warm browser, and returns the manifest (also written to
+ * (a warm browser per row in flight), and returns the manifest (also written to
  * `<outDir>/vid-batch-manifest.json`). A rerun skips the rows already rendered with the
  * same inputs, so an interrupted batch resumes.
  *
@@ -613,15 +645,14 @@ export async function renderBatchLocal(
   report();
 
   const signal = options.signal;
-  const browser = sharedBrowser(options.capture, warn);
+  const browsers = batchBrowsers(concurrency, options.capture, warn);
 
-  const ctx: RowContext = {
+  const ctx: Omit<RowContext, "browser"> = {
     options,
     target,
     fps,
     quality,
     signal,
-    browser: () => browser.get(),
     progress,
     report,
     warn,
@@ -629,11 +660,16 @@ export async function renderBatchLocal(
   };
   try {
     // An abort stops taking rows (the rows left are marked below), it is not an error here.
-    await pool(queue, concurrency, (item) => renderQueuedRow(item, ctx), signal).catch((error) => {
+    await pool(
+      queue,
+      concurrency,
+      (item) => browsers.lease((browser) => renderQueuedRow(item, { ...ctx, browser })),
+      signal,
+    ).catch((error) => {
       if (!signal?.aborted) throw error;
     });
   } finally {
-    await browser.close();
+    await browsers.close();
     for (const { row } of queue) {
       if (row.status === "not-started" && row.error === null) {
         row.error = `line ${row.line}: interrupted before this row was rendered; run the batch ` +

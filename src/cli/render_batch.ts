@@ -1,6 +1,6 @@
 /**
  * `vid render-batch [target] --batch rows.jsonl|rows.csv`: one local render per row, in
- * parallel windows of one browser, outputs under `--out-dir`, a manifest that a rerun
+ * parallel (a browser per row in flight), outputs under `--out-dir`, a manifest that a rerun
  * resumes from.
  *
  * @module
@@ -24,7 +24,8 @@ const HELP = "Render one video per row of a batch file on this machine: JSONL (o
   "render-batch`) or CSV (a header row of variable ids plus outputKey; cells typed by the " +
   "declarations, an empty cell keeps the default). Each output is <out-dir>/<outputKey>; " +
   "its extension picks the format (.mp4, .webm, .mov, .gif, name/%05d.png).\n\n" +
-  "Rows render in parallel (--concurrency) in windows of one shared browser. A row whose " +
+  "Rows render in parallel (--concurrency), each in a browser launched once for the batch. " +
+  "A row whose " +
   "render fails is `failed`; a line that is not a valid entry (or repeats an outputKey) is " +
   "`failed-to-start`; blank lines are `skipped`; none of them stops the batch.\n\n" +
   "The manifest (one row per line: line, outputKey, status, error, renderId, output, bytes) " +

@@ -99,9 +99,15 @@ const BEGIN_FRAME_FLAGS = [
 /**
  * Extra launch flags from `VID_CHROMIUM_FLAGS` (whitespace-separated): the Lambda worker
  * passes `@sparticuz/chromium`'s recommended flags this way (`worker/lambda_runtime.ts`).
+ * A flag written `!--name` leaves out that flag of vid's own instead (flag-by-flag
+ * experiments of bench/flags_bench.ts, e.g. `!--disable-gpu`).
  */
-function extraFlags(): string[] {
-  return (process.env.VID_CHROMIUM_FLAGS ?? "").split(/\s+/).filter((flag) => flag !== "");
+function extraFlags(): { add: string[]; drop: Set<string> } {
+  const given = (process.env.VID_CHROMIUM_FLAGS ?? "").split(/\s+/).filter((flag) => flag !== "");
+  return {
+    add: given.filter((flag) => !flag.startsWith("!")),
+    drop: new Set(given.filter((flag) => flag.startsWith("!")).map((flag) => flag.slice(1))),
+  };
 }
 
 /**
@@ -318,18 +324,19 @@ async function launchOnce(
   const profile = await mkdtemp(
     join(policy.user ? profileParent(policy.user) : tmpdir(), "vid-chromium-"),
   );
+  const extra = extraFlags();
   const args = [
     ...COMMON_FLAGS,
     ...(policy.sandbox === "off" ? ["--no-sandbox"] : []),
     ...(options.mode === "beginframe" ? BEGIN_FRAME_FLAGS : []),
-    ...extraFlags(),
+    ...extra.add,
     ...(options.networkFlags ?? []),
     `--user-data-dir=${profile}`,
     ...(options.scale && options.scale !== 1
       ? [`--force-device-scale-factor=${options.scale}`]
       : []),
     "about:blank",
-  ];
+  ].filter((flag) => !extra.drop.has(flag));
   // Its own process group (or, in a local stack worker, the worker's, see inParentGroup), so
   // close() can kill the zygote, GPU, network and renderer processes with it: killed alone,
   // the main process leaves them writing to the profile.

@@ -75,6 +75,24 @@ describe("launchBrowser start-up", () => {
     assert.equal(await runs("once"), 2);
   });
 
+  it("VID_CHROMIUM_FLAGS adds flags, and leaves out vid's own written as !--flag", async () => {
+    const before = Deno.env.get("VID_CHROMIUM_FLAGS");
+    Deno.env.set("VID_CHROMIUM_FLAGS", "--disable-gpu-compositing !--hide-scrollbars");
+    const browser = await launchBrowser({ mode: "beginframe" }).finally(() =>
+      before === undefined
+        ? Deno.env.delete("VID_CHROMIUM_FLAGS")
+        : Deno.env.set("VID_CHROMIUM_FLAGS", before)
+    );
+    try {
+      const args = Deno.readTextFileSync(`/proc/${browser.process.pid}/cmdline`).split("\0");
+      assert.ok(args.includes("--disable-gpu-compositing"), args.join(" "));
+      assert.ok(!args.includes("--hide-scrollbars"), args.join(" "));
+      assert.ok(args.includes("--enable-begin-frame-control"), args.join(" "));
+    } finally {
+      await browser.close();
+    }
+  });
+
   it("gives up after the second crash, naming the executable and the signal", async () => {
     const executable = await crashingBrowser("always", 5);
     await assert.rejects(

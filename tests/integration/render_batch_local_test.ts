@@ -3,7 +3,7 @@
  * broken, blank and failing rows (outputs checked by colour in four formats), the manifest,
  * resume (rows already rendered are skipped, changed or missing ones render again), CSV
  * rows typed by the declarations, interruption through the SDK's signal and through
- * SIGINT (exit 130, manifest written, one shared browser, nothing left running).
+ * SIGINT (exit 130, manifest written, a browser per row in flight, nothing left running).
  *
  * @module
  */
@@ -381,7 +381,7 @@ function alive(pid: number): boolean {
 }
 
 describe("vid render-batch: Ctrl-C", () => {
-  it("two rows render in one shared browser; SIGINT exits 130 with the manifest written", async () => {
+  it("two rows in flight render in a browser each, launched once for the batch; SIGINT exits 130 with the manifest written", async () => {
     const dir = await makeProject(batchHtml(10));
     await Deno.writeTextFile(
       `${dir}/rows.jsonl`,
@@ -424,10 +424,14 @@ describe("vid render-batch: Ctrl-C", () => {
       if (Date.now() > deadline) throw new Error(`the batch never rendered:\n${stderr}`);
       await new Promise((r) => setTimeout(r, 20));
     }
-    const browsers = (await childrenOf(child.pid)).filter((pid) =>
-      commandLine(pid).includes("--remote-debugging-port")
-    );
-    assert.equal(browsers.length, 1, "two rows in flight share one browser");
+    // The second row's browser may still be starting when both rows count as rendering.
+    const browsers = await waitFor("a browser for each row in flight", async () => {
+      const found = (await childrenOf(child.pid)).filter((pid) =>
+        commandLine(pid).includes("--remote-debugging-port")
+      );
+      return found.length >= 2 ? found : undefined;
+    }, { timeoutMs: 60_000 });
+    assert.equal(browsers.length, 2, "two rows in flight, a browser each (never one per row)");
     child.kill("SIGINT");
     const [status, stdout] = await Promise.all([
       child.status,
@@ -447,7 +451,7 @@ describe("vid render-batch: Ctrl-C", () => {
     ]);
     const left = await Array.fromAsync(Deno.readDir(`${dir}/renders`));
     assert.deepEqual(left.map((e) => e.name), ["vid-batch-manifest.json"], "no partial outputs");
-    await waitFor("the batch's browser to exit", () => !alive(browsers[0]), { timeoutMs: 5000 });
+    await waitFor("the batch's browsers to exit", () => !browsers.some(alive), { timeoutMs: 5000 });
     await Deno.remove(dir, { recursive: true });
   });
 });
