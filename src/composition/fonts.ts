@@ -34,20 +34,10 @@ import {
   HYPERFRAMES_FONT_WEIGHTS,
 } from "../init/font_packages.ts";
 import { HYPERFRAMES_FONT_ALIASES, looksLikeHyperframes } from "./font_aliases.ts";
-import { readSubCompositions, type SubComposition } from "./sub_compositions.ts";
+import type { RuntimeFontFace } from "./font_face.ts";
 
-/**
- * A font face the page runtime adds to the page, as HyperFrames' renderer injects it
- * (`RuntimeConfig.fonts` of `src/runtime/page_runtime.ts`, which re-exports the type).
- */
-export interface RuntimeFontFace {
-  /** `font-family`. */
-  family: string;
-  /** `font-weight`. */
-  weight: string;
-  /** The woff2 file as a URL (a `data:` URL, so it travels with the config). */
-  url: string;
-}
+export type { RuntimeFontFace };
+import { readSubCompositions, type SubComposition } from "./sub_compositions.ts";
 
 /**
  * The families HyperFrames embeds, by its slug of the family name (lower case, spaces as

@@ -21,7 +21,7 @@
 
 import { PAGE_RUNTIME_BUNDLE } from "./page_bundle.ts";
 import type { TimedWindow } from "./timed_window.ts";
-import type { RuntimeFontFace } from "../composition/fonts.ts";
+import type { RuntimeFontFace } from "../composition/font_face.ts";
 import type { CaptionTrack } from "./captions.ts";
 
 /** What the renderer passes to the page runtime. */

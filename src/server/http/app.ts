@@ -466,6 +466,17 @@ function fileRoutes(app: Hono, ctx: ServerContext): void {
   });
 }
 
+/** The 413 of an upload larger than its asset's declared size or the upload limit. */
+function uploadTooLarge(limit: number): ApiError {
+  return new ApiError(
+    413,
+    "vid_payload_too_large",
+    `the upload is larger than this asset's declared size or the ${
+      MAX_UPLOAD_BYTES / 1024 / 1024
+    } MB limit (${limit} bytes allowed)`,
+  );
+}
+
 /**
  * `PUT /v3/uploads/:id`: the signed, single-use upload of an asset's zip, written to disk,
  * checked against the declared size and sha256, then ingested.
@@ -501,14 +512,15 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
       );
     }
     const declared = c.req.header("content-length");
-    if (
-      row.status === "pending_upload" && declared !== undefined &&
-      Number(declared) !== Number(row.size_bytes)
-    ) {
-      throw invalid(
-        "body",
-        `expected ${row.size_bytes} bytes as declared, got a Content-Length of ${declared}`,
-      );
+    if (row.status === "pending_upload" && declared !== undefined) {
+      const limit = Math.min(Number(row.size_bytes), MAX_UPLOAD_BYTES);
+      if (Number(declared) > limit) throw uploadTooLarge(limit);
+      if (Number(declared) !== Number(row.size_bytes)) {
+        throw invalid(
+          "body",
+          `expected ${row.size_bytes} bytes as declared, got a Content-Length of ${declared}`,
+        );
+      }
     }
     // An upload URL is single-use: the first PUT claims the asset, a concurrent or later
     // one is refused, so it can never replace a ready project.
@@ -536,14 +548,7 @@ function uploadRoute(app: Hono, ctx: ServerContext, { checks }: RouteDeps): void
         c,
         limit,
         file,
-        () =>
-          new ApiError(
-            413,
-            "vid_payload_too_large",
-            `the upload is larger than this asset's declared size or the ${
-              MAX_UPLOAD_BYTES / 1024 / 1024
-            } MB limit (${limit} bytes allowed)`,
-          ),
+        () => uploadTooLarge(limit),
       );
       if (size !== Number(row.size_bytes)) {
         throw invalid("body", `expected ${row.size_bytes} bytes as declared, got ${size}`);
