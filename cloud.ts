@@ -28,7 +28,6 @@ export {
   type CloudRenderRecord,
   type CloudRenderResult,
   type DryRunReport,
-  RESOLUTIONS,
 } from "./src/cloud/render.ts";
 export type { AspectRatio } from "./src/composition/composition.ts";
 export type { OutputFormat, Quality } from "./src/render/encode.ts";
@@ -44,7 +43,6 @@ export {
 export { connectCloud, type ConnectOptions } from "./src/cloud/connect.ts";
 export {
   CredentialsFileError,
-  type Env,
   NotSignedInError,
   type OAuthCredentials,
 } from "./src/cloud/credentials.ts";

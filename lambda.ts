@@ -27,7 +27,6 @@
 // shows every change here.
 
 export {
-  type ChunkRetry,
   type CostEstimate,
   deploySite,
   type DeploySiteOptions,
@@ -50,7 +49,6 @@ export {
   type RenderConfig,
   validateConfig,
   type ValidateConfigOptions,
-  type WebhookConfig,
 } from "./src/lambda/config.ts";
 export { type BatchEntry, renderBatch, type RenderBatchOptions } from "./src/lambda/batch.ts";
 export {

@@ -32,11 +32,8 @@ export {
 export {
   DeclarationsSyntaxError,
   type DroppedDeclaration,
-  type EnumOption,
   type VariableDeclaration,
-  type Variables,
   type VariableType,
-  type VariableValue,
 } from "./src/composition/declarations.ts";
 export { VidError } from "./src/errors.ts";
 export {
@@ -78,7 +75,6 @@ export {
   type LocalBatchManifestRow,
   type LocalBatchProgress,
   type LocalBatchResult,
-  type LocalBatchRowStatus,
   renderBatchLocal,
   type RenderBatchLocalOptions,
 } from "./src/batch/local.ts";

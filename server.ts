@@ -35,6 +35,5 @@ export {
   type LocalBackendConfig,
   type RenderBackendConfig,
   RenderBackendConfigError,
-  type RenderBackendKind,
 } from "./src/server/queue/render_backend.ts";
 export { signWebhook } from "./src/webhooks/webhooks.ts";

@@ -40,7 +40,7 @@ import { configFrameRate, type ExecutionInput } from "../request/execution_input
 
 // The distributed request's shapes belong to the render request (src/request/), where the
 // local batch reads them too; re-exported here for the SDK's lambda entry.
-export type { ExecutionInput, RenderConfig, WebhookConfig } from "../request/execution_input.ts";
+export type { ExecutionInput, RenderConfig } from "../request/execution_input.ts";
 
 /** Workflow execution input limit: the whole serialised payload, UTF-8 bytes (256 KiB). */
 export const MAX_EXECUTION_INPUT_BYTES = 262144;
