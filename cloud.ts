@@ -18,8 +18,9 @@
  */
 
 // The hosted service client's public surface: render, sign in, verify webhooks, and the errors
-// a caller catches. The credentials file's helpers and the client's low-level pieces are
-// internal (src/cloud/); tests/integration/api_snapshot_test.ts shows every change here.
+// a caller catches. The credentials file's helpers (and its CredentialsFileError, a VidError
+// naming the file) and the client's low-level pieces are internal (src/cloud/);
+// tests/integration/api_snapshot_test.ts shows every change here.
 
 export {
   cloudRender,
@@ -28,7 +29,6 @@ export {
   type CloudRenderRecord,
   type CloudRenderResult,
   type DryRunReport,
-  RESOLUTIONS,
 } from "./src/cloud/render.ts";
 export type { AspectRatio } from "./src/composition/composition.ts";
 export type { OutputFormat, Quality } from "./src/render/encode.ts";
@@ -42,12 +42,7 @@ export {
   type RequestOptions,
 } from "./src/cloud/client.ts";
 export { connectCloud, type ConnectOptions } from "./src/cloud/connect.ts";
-export {
-  CredentialsFileError,
-  type Env,
-  NotSignedInError,
-  type OAuthCredentials,
-} from "./src/cloud/credentials.ts";
+export { NotSignedInError, type OAuthCredentials } from "./src/cloud/credentials.ts";
 export {
   CredentialRejectedError,
   type LoginOptions,

@@ -22,12 +22,11 @@
  */
 
 // The distributed SDK's public surface: deploy, render, follow, cancel, download, batch, and
-// the errors a caller catches. Cost constants, the state machine's definition and the batch
-// helpers the CLI prints with are internal (src/lambda/); tests/integration/api_snapshot_test.ts
-// shows every change here.
+// the errors a caller catches (ConfigError's subclasses are caught as a ConfigError). Cost
+// constants, the state machine's definition and the batch helpers the CLI prints with are
+// internal (src/lambda/); tests/integration/api_snapshot_test.ts shows every change here.
 
 export {
-  type ChunkRetry,
   type CostEstimate,
   deploySite,
   type DeploySiteOptions,
@@ -45,12 +44,9 @@ export {
 export {
   ConfigError,
   type ExecutionInput,
-  ExecutionInputTooLargeError,
-  HdrNotSupportedError,
   type RenderConfig,
   validateConfig,
   type ValidateConfigOptions,
-  type WebhookConfig,
 } from "./src/lambda/config.ts";
 export { type BatchEntry, renderBatch, type RenderBatchOptions } from "./src/lambda/batch.ts";
 export {

@@ -20,9 +20,11 @@
  */
 
 // The SDK's public surface on this machine: what a program that renders needs, the types
-// those functions take and return, and the errors it may catch. Everything else (codec
-// arguments, parsers, page runtime, constants) is internal: tests and scripts import it
-// from src/ directly. tests/integration/api_snapshot_test.ts shows every change here.
+// those functions take and return, and the errors it handles apart from others. Everything
+// else (codec arguments, parsers, page runtime, constants, the errors a caller catches as a
+// VidError, whose field, flag and exit code say what was wrong) is internal: tests and
+// scripts import it from src/ directly. tests/integration/api_snapshot_test.ts shows every
+// change here.
 
 export {
   type AspectRatio,
@@ -30,30 +32,19 @@ export {
   readComposition,
 } from "./src/composition/composition.ts";
 export {
-  DeclarationsSyntaxError,
   type DroppedDeclaration,
-  type EnumOption,
   type VariableDeclaration,
-  type Variables,
   type VariableType,
-  type VariableValue,
 } from "./src/composition/declarations.ts";
 export { VidError } from "./src/errors.ts";
 export {
   CompositionError,
   StrictVariablesError,
   type VariableProblem,
-  VariablesInputError,
 } from "./src/composition/errors.ts";
-export { type FrameRate, FrameRateError } from "./src/composition/frame_rate.ts";
+export { type FrameRate } from "./src/composition/frame_rate.ts";
+export { type OutputFormat, type Quality, type RenderFormat } from "./src/render/encode.ts";
 export {
-  EncodeError,
-  type OutputFormat,
-  type Quality,
-  type RenderFormat,
-} from "./src/render/encode.ts";
-export {
-  ChunkFailedError,
   RenderCancelledError,
   renderComposition,
   RenderOptionError,
@@ -61,24 +52,20 @@ export {
   type RenderProgress,
   type RenderResult,
 } from "./src/render/render.ts";
-export { type Chunk } from "./src/render/chunk_plan.ts";
 export { type CaptureMode } from "./src/render/browser.ts";
 export { type CapturePreference } from "./src/render/capture_mode.ts";
 export { type MediaProgress } from "./src/render/media.ts";
-export { AudioAttributeError } from "./src/render/audio_automation.ts";
-export { CaptionError } from "./src/render/captions.ts";
 export { type CompositionSource } from "./src/render/session.ts";
 export { type PackagedFile } from "./src/project/package.ts";
 export { PageError, type PageErrorDetails, type PageErrorSource } from "./src/render/page_error.ts";
 export { MissingDependencyError } from "./src/render/system.ts";
 export { FrameTimeoutError } from "./src/render/watchdog.ts";
 export { renderStill, type StillOptions, type StillResult } from "./src/render/still.ts";
-export { InitError, type InitOptions, initProject, type InitResult } from "./src/init/init.ts";
+export { type InitOptions, initProject, type InitResult } from "./src/init/init.ts";
 export {
   type LocalBatchManifestRow,
   type LocalBatchProgress,
   type LocalBatchResult,
-  type LocalBatchRowStatus,
   renderBatchLocal,
   type RenderBatchLocalOptions,
 } from "./src/batch/local.ts";

@@ -20,8 +20,9 @@
  */
 
 // Self-hosting's public surface: start the service, choose its backend and limits, sign
-// webhooks as it does. Its routes, queue, storage and database are internal (src/server/);
-// tests/integration/api_snapshot_test.ts shows every change here.
+// webhooks as it does. Its routes, queue, storage and database are internal (src/server/),
+// and so is RenderBackendConfigError: only `vid server`'s flag and environment parsing
+// throws it. tests/integration/api_snapshot_test.ts shows every change here.
 
 export {
   type RunningServer,
@@ -34,7 +35,5 @@ export {
   type LambdaBackendConfig,
   type LocalBackendConfig,
   type RenderBackendConfig,
-  RenderBackendConfigError,
-  type RenderBackendKind,
 } from "./src/server/queue/render_backend.ts";
 export { signWebhook } from "./src/webhooks/webhooks.ts";

@@ -50,26 +50,23 @@ import { OPTIONS } from "../request/options.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { pool } from "../util/async.ts";
 
-/**
- * Status of a local batch manifest row: the distributed statuses that apply here
- * (`failed-to-start`, `skipped`, `not-started`, `would-invoke`) and the render outcomes:
- * - `rendered`: this run rendered the row's output;
- * - `already-rendered`: an earlier run rendered it with the same inputs and it is intact;
- * - `failed`: the render of a valid row failed (see `error`).
- */
-export type LocalBatchRowStatus =
-  | "rendered"
-  | "already-rendered"
-  | "failed"
-  | "failed-to-start"
-  | "skipped"
-  | "not-started"
-  | "would-invoke";
-
 /** One row of a local batch manifest: the distributed row's fields plus the output. */
 export interface LocalBatchManifestRow extends Omit<BatchManifestRow, "status"> {
-  /** What happened to the row (see {@linkcode LocalBatchRowStatus}). */
-  status: LocalBatchRowStatus;
+  /**
+   * What happened to the row: the distributed statuses that apply here (`failed-to-start`,
+   * `skipped`, `not-started`, `would-invoke`) and the render outcomes:
+   * - `rendered`: this run rendered the row's output;
+   * - `already-rendered`: an earlier run rendered it with the same inputs and it is intact;
+   * - `failed`: the render of a valid row failed (see `error`).
+   */
+  status:
+    | "rendered"
+    | "already-rendered"
+    | "failed"
+    | "failed-to-start"
+    | "skipped"
+    | "not-started"
+    | "would-invoke";
   /** Absolute path of the output (a pattern for a PNG sequence); set for valid rows. */
   output?: string;
   /** Bytes of the output (all frames of a PNG sequence); set once rendered. */
@@ -84,6 +81,12 @@ export interface LocalBatchManifestRow extends Omit<BatchManifestRow, "status"> 
    */
   warnings?: string[];
 }
+
+/**
+ * Status of a local batch manifest row ({@linkcode LocalBatchManifestRow.status}). An
+ * internal name: `@vid/cli/render` exports the row, not its parts (issue #35).
+ */
+export type LocalBatchRowStatus = LocalBatchManifestRow["status"];
 
 /** Progress of a whole local batch. */
 export interface LocalBatchProgress {

@@ -8,7 +8,7 @@
 
 import process from "node:process";
 import { type Authenticator, CloudClient, type CloudClientOptions } from "./client.ts";
-import { type Env, type OAuthCredentials, resolveCredential } from "./credentials.ts";
+import { type OAuthCredentials, resolveCredential } from "./credentials.ts";
 import { refreshStoredCredential } from "./oauth_client.ts";
 
 /** Options of {@linkcode connectCloud}. */
@@ -17,8 +17,8 @@ export interface ConnectOptions {
   onRetry?: CloudClientOptions["onRetry"];
   /** Receives warnings (e.g. a credentials file readable by others). */
   onWarning?: (message: string) => void;
-  /** Environment to read credentials from. @default process.env */
-  env?: Env;
+  /** Environment to read credentials from, by variable name. @default process.env */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /**

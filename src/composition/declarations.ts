@@ -28,24 +28,10 @@ export const VARIABLE_TYPES: readonly VariableType[] = [
 export const ACCEPTED_VARIABLE_TYPES: readonly VariableType[] = [...VARIABLE_TYPES, "image"];
 
 /**
- * A variable's runtime value: a typed primitive. Structured data travels as a string the
- * composition parses itself.
+ * Values keyed by variable id, as `window.__vid.getVariables()` returns them. The SDK's
+ * entries spell it out (`Record<string, unknown>`) rather than export this name.
  */
-export type VariableValue = string | number | boolean;
-
-/** Values keyed by variable id, as `window.__vid.getVariables()` returns them. */
 export type Variables = Record<string, unknown>;
-
-/**
- * One `enum` option. In the attribute an option may be written as a plain string
- * (`"wide"`, which is both value and label) or as `{ "value": "wide", "label": "Wide" }`.
- */
-export interface EnumOption {
-  /** The value the composition receives. */
-  value: string;
-  /** Label for editors; equals `value` when not given. */
-  label: string;
-}
 
 /** A declaration that passed every check. */
 export interface VariableDeclaration {
@@ -55,10 +41,22 @@ export interface VariableDeclaration {
   type: VariableType;
   /** Human label for editors; the id when not given. */
   label: string;
-  /** Declared default, already checked against the type. Absent when not declared. */
-  default?: VariableValue;
-  /** Options of an `enum`, normalised. */
-  options?: EnumOption[];
+  /**
+   * Declared default, already checked against the type: a typed primitive (structured data
+   * travels as a string the composition parses itself). Absent when not declared.
+   */
+  default?: string | number | boolean;
+  /**
+   * Options of an `enum`, normalised. In the attribute an option may be written as a plain
+   * string (`"wide"`, which is both value and label) or as
+   * `{ "value": "wide", "label": "Wide" }`.
+   */
+  options?: {
+    /** The value the composition receives. */
+    value: string;
+    /** Label for editors; equals `value` when not given. */
+    label: string;
+  }[];
   /** Smallest value of a `number` (inclusive). */
   min?: number;
   /** Largest value of a `number` (inclusive). */
@@ -70,6 +68,15 @@ export interface VariableDeclaration {
   /** Name of the group editors show the variable in (e.g. "Colours"). */
   group?: string;
 }
+
+/**
+ * A variable's runtime value, {@linkcode VariableDeclaration.default}'s type. An internal
+ * name: the SDK's entries export the declaration, not its parts (issue #35).
+ */
+export type VariableValue = NonNullable<VariableDeclaration["default"]>;
+
+/** One `enum` option of {@linkcode VariableDeclaration.options}; an internal name, as above. */
+export type EnumOption = NonNullable<VariableDeclaration["options"]>[number];
 
 /** A declaration that was dropped, with why. */
 export interface DroppedDeclaration {

@@ -15,7 +15,11 @@ import type { SFNClient } from "@aws-sdk/client-sfn";
 import { BatchInputError, type BatchManifestRow, type BatchRowStatus } from "../batch/manifest.ts";
 
 import { readableExecutionError } from "./execution_error.ts";
-import { type ChunkRetry, getRenderProgress, type LambdaRenderStatus } from "./progress.ts";
+import {
+  getRenderProgress,
+  type LambdaRenderProgress,
+  type LambdaRenderStatus,
+} from "./progress.ts";
 import type { S3Options, SfnOptions } from "../aws/clients.ts";
 import { explainStackError, isRenderNotFound, isStackFatal, isUnreachable } from "./stack_error.ts";
 import { VidError } from "../errors.ts";
@@ -80,7 +84,7 @@ export interface BatchRowProgress {
    * Chunks the workflow retried (or whose attempt failed), as `vid lambda progress <id>`
    * shows them: attempts so far and each failed attempt's error; empty without an execution.
    */
-  retries: ChunkRetry[];
+  retries: LambdaRenderProgress["retries"];
   /** `s3://<bucket>/<key>` once the render succeeded. */
   outputLocation?: string;
   /** Which attempt of the row the execution is (see {@linkcode BatchManifestRow}). */

@@ -40,7 +40,7 @@ import { configFrameRate, type ExecutionInput } from "../request/execution_input
 
 // The distributed request's shapes belong to the render request (src/request/), where the
 // local batch reads them too; re-exported here for the SDK's lambda entry.
-export type { ExecutionInput, RenderConfig, WebhookConfig } from "../request/execution_input.ts";
+export type { ExecutionInput, RenderConfig } from "../request/execution_input.ts";
 
 /** Workflow execution input limit: the whole serialised payload, UTF-8 bytes (256 KiB). */
 export const MAX_EXECUTION_INPUT_BYTES = 262144;
@@ -275,13 +275,14 @@ function checkRenderConfig(config: Record<string, unknown>): void {
  * Checks a distributed render's execution input before any cloud call. Pure: no network,
  * no clock.
  *
- * Throws {@linkcode ExecutionInputTooLargeError} when the serialised input exceeds
- * {@linkcode MAX_EXECUTION_INPUT_BYTES} (checked first, whatever else is wrong),
- * {@linkcode HdrNotSupportedError} for `config.hdr: true` and {@linkcode ConfigError} for
- * any other bad field (the render options, chunk options included, in the words of their
- * declarations: `config.chunkSize: must be a positive integer, got 0`). Warns through
- * `onWarning` when the function's reserved concurrency is below `maxParallelChunks`: chunks then wait for a
- * free function instance and the render is throttled.
+ * Throws a {@linkcode ConfigError} for any bad field (the render options, chunk options
+ * included, in the words of their declarations: `config.chunkSize: must be a positive
+ * integer, got 0`), its `field` naming it: `config` when the serialised input exceeds
+ * {@linkcode MAX_EXECUTION_INPUT_BYTES} (checked first, whatever else is wrong; the error's
+ * `name` is then `ExecutionInputTooLargeError`), `config.hdr` for `hdr: true`
+ * (`HdrNotSupportedError`). Warns through `onWarning` when the function's reserved
+ * concurrency is below `maxParallelChunks`: chunks then wait for a free function instance
+ * and the render is throttled.
  *
  * @example
  * ```ts

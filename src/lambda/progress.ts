@@ -99,7 +99,14 @@ export interface LambdaRenderProgress {
    * Chunks that needed more than one attempt, or whose attempt failed (the workflow retries
    * a failed chunk): attempts so far and each failed attempt's error.
    */
-  retries: ChunkRetry[];
+  retries: {
+    /** The chunk's index; absent when the history does not say which chunk failed. */
+    index?: number;
+    /** Attempts started so far (1: the first try). */
+    attempts: number;
+    /** Errors of the failed attempts, oldest first: `<error>: <cause>`. */
+    errors: string[];
+  }[];
   /** Bucket of the output. */
   bucketName: string;
   /** Object key of the output. */
@@ -114,15 +121,12 @@ export interface LambdaRenderProgress {
   stoppedAt?: Date;
 }
 
-/** A chunk's attempts, from the execution history. */
-export interface ChunkRetry {
-  /** The chunk's index; absent when the history does not say which chunk failed. */
-  index?: number;
-  /** Attempts started so far (1: the first try). */
-  attempts: number;
-  /** Errors of the failed attempts, oldest first: `<error>: <cause>`. */
-  errors: string[];
-}
+/**
+ * A chunk's attempts, from the execution history: one of
+ * {@linkcode LambdaRenderProgress.retries}. An internal name: `@vid/cli/lambda` exports the
+ * progress, not its parts (issue #35).
+ */
+export type ChunkRetry = LambdaRenderProgress["retries"][number];
 
 const STATUS: Record<string, LambdaRenderStatus> = {
   RUNNING: "running",

@@ -8,7 +8,6 @@
 
 import { mkdir, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { basename, dirname, join, resolve } from "node:path";
-import type { Variables } from "../composition/declarations.ts";
 import type { VariableProblem } from "../composition/errors.ts";
 import {
   ffmpegRate,
@@ -441,7 +440,7 @@ function frameRange(options: RenderOptions, total: number): { from: number; to: 
  * console.log(result.frames, result.renderFps);
  * ```
  */
-export async function renderComposition<V extends object = Variables>(
+export async function renderComposition<V extends object = Record<string, unknown>>(
   typedOptions: Omit<RenderOptions, "values"> & { values?: V } = {},
 ): Promise<RenderResult> {
   const options = typedOptions as RenderOptions;

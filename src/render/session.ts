@@ -56,8 +56,8 @@ export interface CompositionSource {
   variables?: string;
   /** JSON/JSONC overrides file (`--variables-file`). */
   variablesFile?: string;
-  /** Overrides as an object (SDK); merged over the file and inline ones. */
-  values?: Variables;
+  /** Overrides as an object (SDK), keyed by variable id; merged over the file and inline ones. */
+  values?: Record<string, unknown>;
   /** Fail on undeclared keys or wrong types. */
   strictVariables?: boolean;
   /** Called once per variable problem in warn mode and per dropped declaration. */

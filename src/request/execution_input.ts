@@ -11,14 +11,6 @@
 import { type FrameRate, parseFrameRate } from "../composition/frame_rate.ts";
 import { DEFAULT_FPS, type OutputFormat, type Quality } from "./formats.ts";
 
-/** Signed notification sent when the render terminates. */
-export interface WebhookConfig {
-  /** `https://` URL (plain `http://` only for a loopback receiver during development). */
-  url: string;
-  /** Shared secret the payload is signed with. */
-  secret: string;
-}
-
 /**
  * The SDK's `config` of a distributed render. `V` types
  * `variables`, e.g. with the type `vid types` generates, so a wrong variable is a
@@ -76,8 +68,13 @@ export interface RenderConfig<
    * frame. @default 30000
    */
   frameTimeoutMs?: number;
-  /** Called when the render terminates. */
-  webhook?: WebhookConfig;
+  /** A signed notification, sent when the render terminates. */
+  webhook?: {
+    /** `https://` URL (plain `http://` only for a loopback receiver during development). */
+    url: string;
+    /** Shared secret the payload is signed with. */
+    secret: string;
+  };
 }
 
 /**

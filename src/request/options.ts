@@ -49,10 +49,10 @@ export const MIN_LOUDNESS = -70;
 export const MAX_LOUDNESS = -5;
 /** Largest `--scale`: device pixels per CSS pixel. */
 export const MAX_SCALE = 4;
-/** Accepted resolutions of a hosted render. */
-export const RESOLUTIONS = ["1080p", "4k"] as const;
 /** A resolution of a hosted render. */
-export type Resolution = (typeof RESOLUTIONS)[number];
+export type Resolution = "1080p" | "4k";
+/** Accepted resolutions of a hosted render, each once. */
+export const RESOLUTIONS: readonly Resolution[] = ["1080p", "4k"];
 /** Accepted aspect ratios of a hosted render. */
 export const ASPECT_RATIOS: readonly AspectRatio[] = ["16:9", "9:16", "1:1"];
 /** Characters and length of an idempotency key. */

@@ -23,7 +23,7 @@ import { startQueue } from "./queue/queue.ts";
 import { startWebhookSender } from "./queue/webhook_outbox.ts";
 import { lambdaBackend } from "./queue/lambda_backend.ts";
 import { localBackend } from "./queue/local_backend.ts";
-import type { RenderBackendConfig, RenderBackendKind } from "./queue/render_backend.ts";
+import type { RenderBackendConfig } from "./queue/render_backend.ts";
 import { randomId } from "./auth/secrets.ts";
 import { releaseKeysOfDeadRuns } from "./http/idempotency.ts";
 import { reapPredecessors } from "./queue/reaper.ts";
@@ -174,7 +174,7 @@ export interface RunningServer {
   /** What a previous run killed with SIGKILL left and this start cleaned up. */
   reaped: { browsers: number; folders: number };
   /** The render backend in use and how many renders it runs at once. */
-  backend: { kind: RenderBackendKind; slots: number };
+  backend: { kind: RenderBackendConfig["kind"]; slots: number };
   /**
    * Stops taking requests (new ones are answered 503 with `Retry-After`), lets those in
    * flight finish for up to {@linkcode ServerOptions.drainSeconds} (then cuts them off, one log
