@@ -95,9 +95,10 @@ const SOUND = `<!doctype html>
 
 /**
  * A static file server of `dir` on loopback, as a static host is: no vid in it, CORS open to
- * any origin, byte ranges (what lets a browser seek in a sound).
+ * any origin, byte ranges (what lets a browser seek in a sound). `plain`: files and their
+ * types alone, as `python3 -m http.server` answers (no CORS, no ranges).
  */
-function staticServer(dir: string): Deno.HttpServer<Deno.NetAddr> {
+function staticServer(dir: string, plain = false): Deno.HttpServer<Deno.NetAddr> {
   return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, async (request) => {
     const path = decodeURIComponent(new URL(request.url).pathname);
     let body: Uint8Array<ArrayBuffer>;
@@ -107,6 +108,7 @@ function staticServer(dir: string): Deno.HttpServer<Deno.NetAddr> {
     } catch {
       return new Response("not found", { status: 404 });
     }
+    if (plain) return new Response(body, { headers: { "content-type": contentTypeOf(path) } });
     const headers = {
       "content-type": contentTypeOf(path),
       "access-control-allow-origin": "*",
@@ -583,6 +585,62 @@ describe("<vid-player>", () => {
         // already gone
       }
       await example.done;
+    }
+  });
+
+  it("examples/player works from a plain static server: ready, and the form changes the frame", async () => {
+    // The folder as it is checked in (player.js beside index.html), served with no vid in it.
+    const plain = staticServer(`${ROOT}examples/player`, true);
+    const demo = await browser!.newPage();
+    /** The player paused at 2 s, as RGB (640x360), and the band's colour at (10, 180). */
+    const band = async (name: string) => {
+      await demo.$eval("#player", async (el) => {
+        const p = el as unknown as { pause(): void; seek(s: number): Promise<void> };
+        p.pause();
+        await p.seek(2);
+      });
+      await Deno.mkdir(SHOTS, { recursive: true });
+      const png = await (await demo.$("#player"))!.screenshot({ type: "png" });
+      await Deno.writeFile(`${SHOTS}/${name}.png`, png);
+      const rgb = await toRgb(png);
+      assert.equal(rgb.length, 640 * 360 * 3, "the player's box is 640x360");
+      const i = (180 * 640 + 10) * 3;
+      return [rgb[i], rgb[i + 1], rgb[i + 2]];
+    };
+    try {
+      await demo.setViewport({ width: 1000, height: 480, deviceScaleFactor: 1 });
+      await demo.goto(`http://127.0.0.1:${plain.addr.port}/index.html`);
+      await demo.waitForFunction(
+        () => document.getElementById("player")?.dataset.state === "ready",
+        { timeout: 30000 },
+      );
+      const state = await demo.$eval("#player", (el) => ({
+        duration: (el as unknown as { duration: number }).duration,
+        srcdoc: el.shadowRoot!.querySelector("iframe")!.hasAttribute("srcdoc"),
+      }));
+      assert.deepEqual(state, { duration: 3, srcdoc: true }, "drawn from the fetched card.html");
+      const pink = await band("example-static-default");
+      // The form's default accent, #ff3d7f.
+      assert.ok(pink[0] > 230 && pink[1] < 90 && pink[2] > 100 && pink[2] < 160, `got ${pink}`);
+      await demo.$eval("input[name=accent]", (el) => {
+        (el as HTMLInputElement).value = "#00ff00";
+        el.dispatchEvent(new Event("input", { bubbles: true }));
+      });
+      await demo.waitForFunction(
+        () => {
+          const el = document.getElementById("player")!;
+          const p = el as unknown as { variables: { accent?: string }; readyState: string };
+          return p.variables.accent === "#00ff00" && p.readyState === "ready" &&
+            el.shadowRoot!.querySelectorAll("iframe").length === 1;
+        },
+        { timeout: 30000 },
+      );
+      const green = await band("example-static-green");
+      assert.ok(green[1] > 230 && green[0] < 40 && green[2] < 40, `green band, got ${green}`);
+      assert.equal(await demo.$eval("#status", (el) => el.textContent), "", "no error shown");
+    } finally {
+      await demo.close();
+      await plain.shutdown();
     }
   });
 
