@@ -32,6 +32,7 @@ import {
 } from "@aws-sdk/client-s3";
 import { deploySite, type SiteHandle } from "../../src/lambda/sites.ts";
 import { contentTypeOf } from "../../src/util/mime.ts";
+import { PAGE_RUNTIME_BUNDLE } from "../../src/runtime/page_bundle.ts";
 
 const SHOTS = `${ROOT}.test-results/player`;
 
@@ -687,6 +688,13 @@ describe("<vid-player>", () => {
       assert.equal(state.duration, 3);
       assert.equal(state.sandbox, "allow-scripts", "an opaque origin: scripts alone");
       assert.ok(state.srcdoc, "the player loaded the HTML it fetched");
+      // The runtime it put there is the render's, byte for byte (the player's own code is
+      // minified; the runtime is a string in it).
+      const loader = await tab.$eval("#p", (el) => {
+        const srcdoc = el.shadowRoot!.querySelector("iframe")!.getAttribute("srcdoc")!;
+        return /<script src="data:text\/javascript;charset=utf-8,([^"]*)"/.exec(srcdoc)?.[1];
+      });
+      assert.ok(decodeURIComponent(loader ?? "").includes(PAGE_RUNTIME_BUNDLE), "the runtime");
       assert.notEqual(state.origins[0], state.origins[1]);
       await tab.$eval("#p", (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(2));
       const db = psnr(await elementRgb(tab, "static-seek-2"), await stillRgb(2));
