@@ -11,7 +11,12 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { buildPageBundle, bundleModule, PAGE_BUNDLES } from "../../scripts/build_page_code.ts";
+import {
+  buildPageBundle,
+  bundleFile,
+  bundleModule,
+  PAGE_BUNDLES,
+} from "../../scripts/build_page_code.ts";
 import { ROOT } from "../helpers.ts";
 
 /** One module `entry` loads and what it imports (`deno info --json`, as `deno run` resolves). */
@@ -46,6 +51,12 @@ describe("page bundles", () => {
       // An inline <script> ends at the first "</script" (and "<!--" can hide it): never in a
       // bundle that is inlined (the player's is served only as /player.js).
       if (bundle.inline !== false) assert.doesNotMatch(built, /<\/script|<!--/i);
+      for (const file of bundle.files ?? []) {
+        assert.ok(
+          await Deno.readTextFile(`${ROOT}${file}`) === bundleFile(bundle, built),
+          `${file} is stale: run deno task build:page and commit it`,
+        );
+      }
     });
   }
 
