@@ -109,9 +109,9 @@ export interface CompositionPage {
  *
  * @example
  * ```ts no_run
- * import { seekFrame } from "./capture.ts";
+ * import { type FrameVideos, seekFrame } from "./capture.ts";
  *
- * async function seekSafely(composition: CompositionPage): Promise<number> {
+ * async function seekSafely(composition: CompositionPage): Promise<FrameVideos> {
  *   return await frameUnderDeadline(composition, 10, () => seekFrame(composition.page, 10));
  * }
  * ```
