@@ -14,7 +14,13 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { frameCountOf, type FrameRate, frameRateValue } from "../composition/frame_rate.ts";
-import { createCapturer, evaluate, PageError, seekFrame } from "../render/capture.ts";
+import {
+  createCapturer,
+  evaluate,
+  type FrameVideos,
+  PageError,
+  seekFrame,
+} from "../render/capture.ts";
 import { failedFonts, fontFailureMessage } from "../render/fonts.ts";
 import { MediaError } from "../render/media.ts";
 import { AudioAttributeError } from "../render/audio_automation.ts";
@@ -211,7 +217,7 @@ export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]>
     const seen = new Set<string>();
     let pageErrors = 0;
     let capturer:
-      | { page: CompositionPage; capture(pending: number): Promise<Uint8Array> }
+      | { page: CompositionPage; capture(videos: FrameVideos): Promise<Uint8Array> }
       | undefined;
     for (const frame of frames) {
       if (!page) {
@@ -224,9 +230,9 @@ export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]>
           break;
         }
       }
-      let pending: number;
+      let videos: FrameVideos;
       try {
-        pending = await seekFrame(page.page, frame);
+        videos = await seekFrame(page.page, frame);
       } catch (error) {
         if (!(error instanceof PageError)) throw error;
         const problem = pageProblem(error);
@@ -270,9 +276,9 @@ export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]>
             format: "png",
             fps,
           });
-          capturer = { page, capture: (n) => made.capture(n) };
+          capturer = { page, capture: (v) => made.capture(v) };
         }
-        const image = await capturer.capture(pending);
+        const image = await capturer.capture(videos);
         await writeFile(
           join(input.snapshots, `frame-${String(frame).padStart(6, "0")}.png`),
           image,

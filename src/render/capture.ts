@@ -37,19 +37,32 @@ export async function evaluate(page: CdpSession, expression: string): Promise<un
   return response.result?.value;
 }
 
+/** What the capture of a frame waits for, as {@linkcode seekFrame} found it. */
+export interface FrameVideos {
+  /** Seeked `<video>` elements whose new frame is not presented yet. */
+  pending: number;
+  /** `<video>` elements that came into the picture at this frame (see capture). */
+  entering: number;
+}
+
 /**
  * Moves the page to `frame` (t = frame / fps) and waits for the readiness gate; returns how
- * many seeked `<video>` elements still wait for their new frame to be presented (pass it to
- * {@linkcode Capturer.capture}). When the
+ * many seeked `<video>` elements still wait for their new frame to be presented, and how many
+ * came into the picture (pass it to {@linkcode Capturer.capture}). When the
  * page threw, the {@linkcode PageError} says where, from the runtime's record.
  */
-export async function seekFrame(page: CdpSession, frame: number): Promise<number> {
+export async function seekFrame(page: CdpSession, frame: number): Promise<FrameVideos> {
   try {
-    const pending = await evaluate(
+    const counts = await evaluate(
       page,
-      `window.__vid.seek(${frame}).then(() => window.__vid.videoFramesPending())`,
+      `window.__vid.seek(${frame}).then(() => ` +
+        `[window.__vid.videoFramesPending(), window.__vid.videosEntering()])`,
     );
-    return typeof pending === "number" ? pending : 0;
+    const [pending, entering] = Array.isArray(counts) ? counts : [];
+    return {
+      pending: typeof pending === "number" ? pending : 0,
+      entering: typeof entering === "number" ? entering : 0,
+    };
   } catch (error) {
     if (error instanceof CdpClosedError) throw error;
     const thrown = await evaluate(
@@ -67,11 +80,12 @@ export async function seekFrame(page: CdpSession, frame: number): Promise<number
 /** Returns the image of the current frame. */
 export interface Capturer {
   /**
-   * The image of the current frame. `pendingVideos` (from {@linkcode seekFrame}): when
-   * above 0, the image is taken only once the compositor has presented every seeked
-   * video's new frame. @default 0
+   * The image of the current frame. `videos` (from {@linkcode seekFrame}): when some are
+   * pending, the image is taken only once the compositor has presented every seeked
+   * video's new frame; when some entered the picture, only once the picture has changed.
+   * @default { pending: 0, entering: 0 }
    */
-  capture(pendingVideos?: number): Promise<Uint8Array>;
+  capture(videos?: FrameVideos): Promise<Uint8Array>;
 }
 
 /** Options of {@linkcode createCapturer}. */
@@ -96,6 +110,15 @@ const FIRST_FRAME_TRIES = 40;
 const VIDEO_FRAME_TRIES = 60;
 
 /**
+ * Draws spent, at most, for a video that came into the picture (see createCapturer): it
+ * showed on the third BeginFrame after the seek in every run measured (1080p, HyperFrames'
+ * play-mode example); a little apart after the first few, about 1 s in all. A video that
+ * changes nothing in the picture (covered by what is drawn above it) costs them all, on the
+ * frame it comes in only.
+ */
+const ENTERING_TRIES = 30;
+
+/**
  * Whether the seeked videos' new frames have been presented (see seekFrame). Videos still
  * waiting whose re-seek is due are seeked again first (`__vid.reseekVideos`, on the page
  * runtime's schedule: a paused video's seeked frame may show only after another seek, seen
@@ -111,6 +134,18 @@ async function videosPresented(page: CdpSession): Promise<boolean> {
 /**
  * A capturer for one page. BeginFrame may report no damage (nothing changed): the
  * previous image is then reused, which is exactly what the frame shows.
+ *
+ * But not on the frame a `<video>` comes into the picture (it was off the viewport, hidden
+ * or out of its clip's window at the previous frame): Chromium embeds a video's own
+ * compositor surface, which it stops drawing while the video is not seen, and the page's
+ * next compositor frame waits for that surface's first frame. The BeginFrames in between
+ * draw nothing (no damage) or the picture before the seek: measured on HyperFrames'
+ * play-mode example (its video drops in from above the frame), the first BeginFrame after
+ * the seek gave no image, the second the previous frame's, the third the new picture,
+ * while the video had already reported its frame presented (so the wait for presentation
+ * ended after the second, and 2 renders in 3 from frame 0 had a white frame 1). So on such a
+ * frame the capturer draws on until a draw has reported damage and the image differs from
+ * the previous frame's.
  */
 export function createCapturer(page: CdpSession, options: CapturerOptions): Capturer {
   // PNG is lossless, so the fastest compression gives the same pixels: at 1080p Chromium's
@@ -121,7 +156,7 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
     : { format: "png", optimizeForSpeed: true };
   if (options.mode === "screenshot") {
     return {
-      async capture(pendingVideos = 0): Promise<Uint8Array> {
+      async capture({ pending: pendingVideos } = NO_VIDEOS): Promise<Uint8Array> {
         // The page draws on its own here: wait until the videos' frames are on screen.
         for (let tries = 0; pendingVideos > 0 && tries < VIDEO_FRAME_TRIES; tries++) {
           if (await videosPresented(page)) break;
@@ -142,6 +177,8 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
   const interval = 1000 / options.fps;
   const clock = compositorClock(page);
   let previous: Uint8Array | undefined;
+  /** Whether a draw reported damage since the capture began. */
+  let damaged = false;
   /** One BeginFrame; its image, else (no damage: nothing changed) the previous one. */
   const draw = async (): Promise<Uint8Array | undefined> => {
     const result = await clock.exclusive(() =>
@@ -150,11 +187,14 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
         { frameTimeTicks: clock.tick(interval), interval, screenshot },
       )
     );
+    damaged ||= result.hasDamage;
     if (result.screenshotData) previous = Buffer.from(result.screenshotData, "base64");
     return previous;
   };
   return {
-    async capture(pendingVideos = 0): Promise<Uint8Array> {
+    async capture({ pending: pendingVideos, entering } = NO_VIDEOS): Promise<Uint8Array> {
+      const before = previous;
+      damaged = false;
       // A new window's first frames may have no surface to read back yet, for longer on a
       // busy machine (5 tries failed renders under load): the first image gets up to
       // FIRST_FRAME_TRIES, a little apart; later frames reuse the previous image.
@@ -179,9 +219,23 @@ export function createCapturer(page: CdpSession, options: CapturerOptions): Capt
         }
         image = await draw() ?? image;
       }
+      // A video that came into the picture shows a few BeginFrames late (see above).
+      for (let tries = 0; entering > 0 && tries < ENTERING_TRIES; tries++) {
+        if (damaged && (before === undefined || !sameBytes(image, before))) break;
+        if (tries >= 3) await sleep(30);
+        image = await draw() ?? image;
+      }
       return image;
     },
   };
+}
+
+/** What a frame with no videos waits for. */
+const NO_VIDEOS: FrameVideos = { pending: 0, entering: 0 };
+
+/** Whether two images are the same bytes. */
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && Buffer.compare(a, b) === 0;
 }
 
 /**

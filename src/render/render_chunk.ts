@@ -109,9 +109,9 @@ export interface CompositionPage {
  *
  * @example
  * ```ts no_run
- * import { seekFrame } from "./capture.ts";
+ * import { type FrameVideos, seekFrame } from "./capture.ts";
  *
- * async function seekSafely(composition: CompositionPage): Promise<number> {
+ * async function seekSafely(composition: CompositionPage): Promise<FrameVideos> {
  *   return await frameUnderDeadline(composition, 10, () => seekFrame(composition.page, 10));
  * }
  * ```
@@ -330,7 +330,7 @@ export async function renderRange(
       // The seek and the capture are one frame's work under the host's deadline: a page
       // that stops answering either one fails the frame, whatever the page's own timers.
       const image = await frameUnderDeadline(composition, frame, async () => {
-        const pendingVideos = await seekFrame(composition.page, frame);
+        const videos = await seekFrame(composition.page, frame);
         composition.frame = frame;
         // Frame 0 is in every video: bad text there is in every frame that follows too.
         if (frame === 0) {
@@ -341,7 +341,7 @@ export async function renderRange(
             frame,
           );
         }
-        return await composition.capturer.capture(pendingVideos);
+        return await composition.capturer.capture(videos);
       }, signal);
       await writing;
       writing = encoder.write(image).then(() => onFrame(frame));

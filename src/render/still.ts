@@ -193,14 +193,14 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     try {
       image = await frameUnderDeadline(page, frame, async () => {
         if (background !== undefined) await paintBehindPage(page.page, background);
-        const pendingVideos = await seekFrame(page.page, frame);
+        const videos = await seekFrame(page.page, frame);
         await assertTextShown(page.page, session.spec.width, session.spec.height, frame);
         return await createCapturer(page.page, {
           mode: session.browser.mode,
           format: imageFormat,
           quality,
           fps,
-        }).capture(pendingVideos);
+        }).capture(videos);
       });
     } finally {
       await page.close();

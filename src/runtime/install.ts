@@ -160,6 +160,7 @@ function pageApi(runtime: PageRuntime, getVariables: VidPageApi["getVariables"])
     media: () => media.elements().map(media.describe).filter((d) => d.src !== ""),
     errors: () => structuredClone(errors.records),
     videoFramesPending: media.pending,
+    videosEntering: media.entering,
     reseekVideos: media.reseekVideos,
     untilVideosPresented: media.untilVideosPresented,
     paintVideoFrames() {

@@ -7,7 +7,11 @@
  * Under BeginFrame control a video's frame reaches the compositor on its own thread, so
  * `seeked` alone does not mean the next BeginFrame shows it: the renderer draws again until
  * `requestVideoFrameCallback` has confirmed every seeked video, and seeks a video again when
- * its frame is slow to show ({@linkcode MediaSeeker.reseekVideos}).
+ * its frame is slow to show ({@linkcode MediaSeeker.reseekVideos}). A video that comes into
+ * the picture (it was not drawn at the previous seek: off the viewport, `display: none`,
+ * hidden, transparent or outside its clip's window) is counted too
+ * ({@linkcode MediaSeeker.entering}): the compositor shows its surface a few BeginFrames
+ * late, so the renderer draws on until the picture has changed.
  *
  * Runs in the page (bundled into the runtime by `scripts/build_page_code.ts`).
  *
@@ -113,6 +117,11 @@ export interface MediaSeeker {
   reseekVideos(): number;
   /** Resolves once no seeked video waits, or after `maxMs`; resolves to how many still wait. */
   untilVideosPresented(maxMs?: number): Promise<number>;
+  /**
+   * How many videos came into the picture at the current frame: drawn now, not drawn at the
+   * page's previous seek (never at its first).
+   */
+  entering(): number;
 }
 
 /** A seeked video waiting for its frame to be presented. */
@@ -148,6 +157,10 @@ interface SeekerState {
   seekGeneration: number;
   /** The target each video was last re-seeked for (a tenth of a frame past it, maybe). */
   nudged: WeakMap<HTMLVideoElement, number>;
+  /** Whether each video was in the picture at the previous seek (see {@linkcode inPicture}). */
+  drawn: WeakMap<HTMLVideoElement, boolean>;
+  /** How many videos came into the picture at the current frame. */
+  entering: number;
 }
 
 /**
@@ -314,9 +327,32 @@ async function untilVideosPresented(state: SeekerState, maxMs = 2000): Promise<n
   return unpresented.size;
 }
 
+/**
+ * Whether `el` is in the picture: it has a box, is visible and not fully transparent (nor is
+ * any ancestor), and its box meets the viewport. What the compositor draws of it is not
+ * asked: only whether it could be on screen at all.
+ */
+function inPicture(el: HTMLVideoElement): boolean {
+  if (el.getClientRects().length === 0) return false;
+  if (getComputedStyle(el).visibility !== "visible") return false;
+  for (let node: Element | null = el; node; node = node.parentElement) {
+    if (Number(getComputedStyle(node).opacity) === 0) return false;
+  }
+  const box = el.getBoundingClientRect();
+  return box.right > 0 && box.bottom > 0 && box.left < innerWidth && box.top < innerHeight &&
+    box.width > 0 && box.height > 0;
+}
+
+/** Records whether `el` is in the picture now (`shown`); counts it when it was not before. */
+function noteDrawn(state: SeekerState, el: HTMLVideoElement, shown: boolean): void {
+  if (shown && state.drawn.get(el) === false) state.entering++;
+  state.drawn.set(el, shown);
+}
+
 async function seekVideos(state: SeekerState, t: number): Promise<void> {
   const { config, hyperframes, unpresented, nudged } = state;
   state.seekGeneration++;
+  state.entering = 0;
   for (const el of unpresented.keys()) state.neverPresented.add(el);
   unpresented.clear();
   for (const el of mediaElements()) {
@@ -326,9 +362,13 @@ async function seekVideos(state: SeekerState, t: number): Promise<void> {
     if (!(el instanceof HTMLVideoElement)) continue;
     // A clip outside its window is not drawn, so its frame would never be presented: it is
     // seeked (and waited for) once it shows.
-    if (hyperframes?.hiddenByClip(el)) continue;
+    if (hyperframes?.hiddenByClip(el)) {
+      noteDrawn(state, el, false);
+      continue;
+    }
     const d = describeMedia(state, el);
     if (!d.src) continue;
+    noteDrawn(state, el, inPicture(el));
     const proxy = config.videoProxies?.[d.src];
     if (proxy && el.src !== proxy.url) {
       const loaded = untilEvent(state, el, "loadeddata", `video ${d.src}`);
@@ -377,6 +417,8 @@ export function createMediaSeeker(
     neverPresented: new WeakSet(),
     seekGeneration: 0,
     nudged: new WeakMap(),
+    drawn: new WeakMap(),
+    entering: 0,
   };
   return {
     elements: mediaElements,
@@ -385,5 +427,6 @@ export function createMediaSeeker(
     pending: () => state.unpresented.size,
     reseekVideos: () => reseekVideos(state),
     untilVideosPresented: (maxMs) => untilVideosPresented(state, maxMs),
+    entering: () => state.entering,
   };
 }

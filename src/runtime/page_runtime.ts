@@ -171,6 +171,13 @@ export interface VidPageApi {
    */
   videoFramesPending(): number;
   /**
+   * Renderer entry point: how many `<video>` elements came into the picture at the current
+   * frame (drawn now, not at the previous seek: off the viewport, hidden or out of their
+   * clip's window then). The compositor shows such a video a few BeginFrames late, with the
+   * picture before it until then, so the renderer draws on until the picture has changed.
+   */
+  videosEntering(): number;
+  /**
    * Renderer entry point, called while waiting for presentation: seeks again each video still
    * waiting whose re-seek is due (0.2, 0.7, 1.3 and 1.9 s after its seek: a paused video's
    * seeked frame can stay off screen until it is seeked once more); returns how many were.

@@ -76,9 +76,10 @@ async function seekAndCapture(
       const left: number[] = [];
       const ms: number[] = [];
       for (let frame = 0; frame < 6; frame++) {
-        pending.push(await seekFrame(page.page, frame));
+        const videos = await seekFrame(page.page, frame);
+        pending.push(videos.pending);
         const start = performance.now();
-        await page.capturer.capture(pending[frame]);
+        await page.capturer.capture(videos);
         ms.push(performance.now() - start);
         left.push(Number(await evaluate(page.page, "window.__vid.videoFramesPending()")));
       }
