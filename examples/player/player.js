@@ -1078,9 +1078,23 @@ async function untilVideosPresented(state, maxMs = 2e3) {
   }
   return unpresented.size;
 }
+function inPicture(el) {
+  if (el.getClientRects().length === 0) return false;
+  if (getComputedStyle(el).visibility !== "visible") return false;
+  for (let node = el; node; node = node.parentElement) {
+    if (Number(getComputedStyle(node).opacity) === 0) return false;
+  }
+  const box = el.getBoundingClientRect();
+  return box.right > 0 && box.bottom > 0 && box.left < innerWidth && box.top < innerHeight && box.width > 0 && box.height > 0;
+}
+function noteDrawn(state, el, shown) {
+  if (shown && state.drawn.get(el) === false) state.entering++;
+  state.drawn.set(el, shown);
+}
 async function seekVideos(state, t) {
   const { config, hyperframes, unpresented, nudged } = state;
   state.seekGeneration++;
+  state.entering = 0;
   for (const el of unpresented.keys()) state.neverPresented.add(el);
   unpresented.clear();
   for (const el of mediaElements()) {
@@ -1088,9 +1102,13 @@ async function seekVideos(state, t) {
     if (!el.paused) el.pause();
     el.muted = true;
     if (!(el instanceof HTMLVideoElement)) continue;
-    if (hyperframes?.hiddenByClip(el)) continue;
+    if (hyperframes?.hiddenByClip(el)) {
+      noteDrawn(state, el, false);
+      continue;
+    }
     const d = describeMedia(state, el);
     if (!d.src) continue;
+    noteDrawn(state, el, inPicture(el));
     const proxy = config.videoProxies?.[d.src];
     if (proxy && el.src !== proxy.url) {
       const loaded = untilEvent(state, el, "loadeddata", \`video \${d.src}\`);
@@ -1120,7 +1138,9 @@ function createMediaSeeker(config, real, hyperframes) {
     unpresented: /* @__PURE__ */ new Map(),
     neverPresented: /* @__PURE__ */ new WeakSet(),
     seekGeneration: 0,
-    nudged: /* @__PURE__ */ new WeakMap()
+    nudged: /* @__PURE__ */ new WeakMap(),
+    drawn: /* @__PURE__ */ new WeakMap(),
+    entering: 0
   };
   return {
     elements: mediaElements,
@@ -1128,7 +1148,8 @@ function createMediaSeeker(config, real, hyperframes) {
     seekVideos: (t) => seekVideos(state, t),
     pending: () => state.unpresented.size,
     reseekVideos: () => reseekVideos(state),
-    untilVideosPresented: (maxMs) => untilVideosPresented(state, maxMs)
+    untilVideosPresented: (maxMs) => untilVideosPresented(state, maxMs),
+    entering: () => state.entering
   };
 }
 
@@ -1677,6 +1698,7 @@ function pageApi(runtime, getVariables) {
     media: () => media.elements().map(media.describe).filter((d) => d.src !== ""),
     errors: () => structuredClone(errors.records),
     videoFramesPending: media.pending,
+    videosEntering: media.entering,
     reseekVideos: media.reseekVideos,
     untilVideosPresented: media.untilVideosPresented,
     paintVideoFrames() {
