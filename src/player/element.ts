@@ -31,6 +31,8 @@ import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import type { PlayerComposition } from "../runtime/player_bridge.ts";
 import { linkPage, PAGE_ANSWER_MS, type PageLink, PlayerPageError } from "./page_link.ts";
 import { type FetchedPage, fetchPage, SRCDOC_SANDBOX, srcdocPage } from "./remote_page.ts";
+import { missingFontMessage, packagedFonts } from "./packaged_fonts.ts";
+import type { RuntimeFontFace } from "../composition/font_face.ts";
 import { PLAYER_SHADOW_HTML } from "./shadow.ts";
 
 /** The player's state: loading its first frame, showing frames, or failed. */
@@ -201,7 +203,7 @@ export class VidPlayer extends PlayerElementBase {
   #resize: ResizeObserver | undefined;
   #connected = false;
   /** The composition's HTML as fetched, for the URL it came from (fresh on a new `src`). */
-  #source: { url: string; page: FetchedPage } | undefined;
+  #source: { url: string; page: FetchedPage; fonts: RuntimeFontFace[] } | undefined;
   /** What `Date.now()` returns at time 0 in the pages this element loads. */
   #epochMs = Math.floor(Date.now() / 1000) * 1000;
 
@@ -448,16 +450,30 @@ export class VidPlayer extends PlayerElementBase {
     return projectFile(url, page.href, page.pathname.slice(1));
   }
 
-  /** The composition's HTML, fetched once per `src`: served with vid's runtime, or plain. */
-  async #fetched(): Promise<FetchedPage> {
+  /**
+   * The composition's HTML, fetched once per `src`: served with vid's runtime, or plain;
+   * with a plain page, the faces vid embeds for its HyperFrames fonts, from the project
+   * folder (`src`'s) where vid's packager put them.
+   */
+  async #fetched(): Promise<{ page: FetchedPage; fonts: RuntimeFontFace[] }> {
     const src = this.getAttribute("src")!;
     const url = compositionUrl(src, this.getAttribute("composition") ?? "");
-    if (this.#source?.url !== url) this.#source = { url, page: await fetchPage(url) };
-    return this.#source.page;
+    if (this.#source?.url !== url) {
+      const page = await fetchPage(url);
+      let fonts: RuntimeFontFace[] = [];
+      if (page.kind === "plain") {
+        const root = new URL(".", new URL(src, globalThis.location?.href)).href;
+        const found = await packagedFonts(page.html, page.url, root);
+        for (const family of found.missing) console.warn(missingFontMessage(family, root));
+        fonts = found.faces;
+      }
+      this.#source = { url, page, fonts };
+    }
+    return this.#source;
   }
 
   async #load(key: string): Promise<PlayerPage> {
-    const source = await this.#fetched();
+    const { page: source, fonts } = await this.#fetched();
     const url = playerPageUrl(
       this.getAttribute("src")!,
       this.getAttribute("composition") ?? "",
@@ -471,6 +487,7 @@ export class VidPlayer extends PlayerElementBase {
         values: this.#values,
         fps: this.getAttribute("fps") ?? "",
         epochMs: this.#epochMs,
+        fonts,
       })
       : undefined;
     const iframe = document.createElement("iframe");

@@ -31,6 +31,7 @@ import {
   runtimeScriptElement,
 } from "../preview/inject.ts";
 import type { PlayerComposition } from "../runtime/player_bridge.ts";
+import type { RuntimeFontFace } from "../composition/font_face.ts";
 import { PlayerPageError } from "./page_link.ts";
 
 /** What an iframe loading a fetched composition may do: run its scripts, in an opaque origin. */
@@ -87,6 +88,11 @@ export interface SrcdocOptions {
   fps: string;
   /** What `Date.now()` returns at time 0 in the page. */
   epochMs: number;
+  /**
+   * Faces the runtime adds to `document.fonts` before the page's scripts: the ones vid
+   * embeds for HyperFrames' fonts (`packaged_fonts.ts`), as a render adds them.
+   */
+  fonts?: RuntimeFontFace[];
 }
 
 /** The rate of a composition without `data-fps`, as a render's (`DEFAULT_FRAME_RATE`). */
@@ -195,6 +201,7 @@ export function srcdocPage(html: string, options: SrcdocOptions): SrcdocPage {
       fps: frameRateValue(rate),
       frameRate: rate,
       readyTimeoutMs: 30000,
+      ...(options.fonts?.length ? { fonts: options.fonts } : {}),
     },
     marks,
     `data:text/javascript;charset=utf-8,${encodeURIComponent(runtimeLoaderScript())}`,

@@ -62,7 +62,8 @@ describe("entry points", () => {
 
   it("@vid/cli/player reaches only browser code: parse5, no host-side vid", async () => {
     // The player reads a composition from any host with vid's own parser (parse5, pure
-    // JavaScript, and its `entities`) and checks its variables with vid's own checks.
+    // JavaScript, and its `entities`), checks its variables with vid's own checks and finds
+    // the fonts HyperFrames embeds with the renderer's reading (embedded_fonts.ts).
     const npm = await npmModulesOf("player.ts");
     assert.deepEqual(npm.filter((m) => !/^(parse5|entities)@/.test(m)), [], npm.join(", "));
     const modules = await localModulesOf("player.ts");
@@ -71,7 +72,7 @@ describe("entry points", () => {
       modules.filter((m) =>
         !/^(player\.ts|src\/errors\.ts|src\/(player|runtime|preview\/studio)\/)/.test(m) &&
         // The file-system-free part of the composition model, and the runtime's injection.
-        !/^src\/(composition\/(color|declarations|errors|font_face|frame_rate|markup|names|values)\.ts|preview\/inject\.ts)$/
+        !/^src\/(composition\/(color|declarations|embedded_fonts|errors|font_aliases|font_face|frame_rate|markup|names|values)\.ts|preview\/inject\.ts)$/
           .test(m)
       ),
       [],

@@ -10,7 +10,8 @@
  * `Access-Control-Allow-Origin: *`) and a Lambda site's `serveUrl` on the S3 stand-in
  * (s3rver, honouring the bucket CORS `deploySite` sets): the player fetches the HTML, puts
  * vid's runtime in it and draws it in an opaque-origin sandbox, frame-exact with `vid still`;
- * and the sound plays at a playback rate of 2.
+ * a HyperFrames page's embedded fonts load from the site's `.vid/fonts/` (fallback fonts and
+ * a console warning from a host without them); and the sound plays at a playback rate of 2.
  *
  * @module
  */
@@ -88,6 +89,27 @@ html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; backgroun
 <div class="clip" data-start="0" data-duration="1" data-track-index="0" style="background:#f00"></div>
 <div class="clip" data-start="1" data-duration="1" data-track-index="0" style="background:#00f"></div>
 </div></body></html>
+`;
+
+/**
+ * A HyperFrames page naming fonts HyperFrames embeds, with no @font-face: Outfit, and in its
+ * sub-composition Helvetica (which HyperFrames draws with Inter's files). vid embeds them as HyperFrames does.
+ */
+const EMBEDDED_FONTS = `<!doctype html>
+<html><head><meta charset="utf-8"><style>
+html, body { margin: 0; width: 320px; height: 180px; overflow: hidden; background: #fff; }
+.clip { position: absolute; inset: 0; color: #000; }
+h1 { margin: 16px 0 0 16px; font: 700 72px "Outfit", serif; }
+</style></head>
+<body><div id="root" data-composition-id="player-fonts" data-width="320" data-height="180"
+  data-duration="1">
+<div class="clip" data-start="0" data-duration="1" data-track-index="0"><h1>Wg Qy</h1>
+<div data-composition-src="caption.html" data-start="0" data-duration="1"></div></div>
+</div></body></html>
+`;
+/** The sub-composition of {@linkcode EMBEDDED_FONTS}: the family is named in its file alone. */
+const CAPTION = `<template><div data-composition-id="caption">
+<p style="margin: 0 0 0 16px; font: 400 32px Helvetica, sans-serif">Rag &amp; 1234</p></div></template>
 `;
 
 /** 3 s of a 440 Hz tone, for the sound test (written by ffmpeg in `before`). */
@@ -205,6 +227,7 @@ describe("<vid-player>", () => {
   let s3Server: S3Server | undefined;
   let s3: S3Client | undefined;
   let site: SiteHandle;
+  let fontSite: SiteHandle;
   let assetSite = "";
   const stills = new Map<number, Uint8Array>();
 
@@ -219,9 +242,13 @@ describe("<vid-player>", () => {
     return stills.get(t)!;
   }
 
-  /** Opens `path` of the host server in a new tab and waits for `#p` to reach `state`. */
-  async function openHost(path: string, state = "ready"): Promise<Page> {
+  /**
+   * Opens `path` of the host server in a new tab and waits for `#p` to reach `state`; the
+   * tab's console messages go to `consoled`.
+   */
+  async function openHost(path: string, state = "ready", consoled?: string[]): Promise<Page> {
     const tab = await browser!.newPage();
+    if (consoled) tab.on("console", (message) => consoled.push(message.text()));
     await tab.setViewport({ width: 400, height: 240, deviceScaleFactor: 1 });
     await tab.goto(`${hostUrl}${path}`);
     await tab.waitForFunction(
@@ -245,6 +272,11 @@ describe("<vid-player>", () => {
     );
     await Deno.mkdir(`${work}/site`);
     await Deno.writeTextFile(`${work}/site/index.html`, MAIN);
+    await Deno.mkdir(`${work}/fonts`);
+    await Deno.writeTextFile(`${work}/fonts/index.html`, EMBEDDED_FONTS);
+    await Deno.writeTextFile(`${work}/fonts/caption.html`, CAPTION);
+    await Deno.writeTextFile(`${work}/fonts.html`, EMBEDDED_FONTS);
+    await Deno.writeTextFile(`${work}/caption.html`, CAPTION);
     serverData = await Deno.makeTempDir({ prefix: "vid-player-server-" });
     const executablePath = await findChromium();
     assert.ok(executablePath, "chromium is installed");
@@ -270,6 +302,7 @@ describe("<vid-player>", () => {
     });
     await s3.send(new CreateBucketCommand({ Bucket: "player-sites" }));
     site = await deploySite({ projectDir: `${work}/site`, bucketName: "player-sites", s3 });
+    fontSite = await deploySite({ projectDir: `${work}/fonts`, bucketName: "player-sites", s3 });
     assetSite = await uploadAsset(
       server.url,
       await createAccount(serverData, "player@example.com"),
@@ -287,6 +320,9 @@ describe("<vid-player>", () => {
       ),
       "/site.html": hostPage(`${server.url}/`, `${site.serveUrl}index.html`),
       "/asset.html": hostPage(`${server.url}/`, assetSite),
+      "/fonts-site.html": hostPage(`${server.url}/`, `${fontSite.serveUrl}index.html`),
+      "/fonts-static.html": hostPage(`${server.url}/`, `${filesUrl}fonts/index.html`),
+      "/fonts-preview.html": hostPage(preview.url, `${preview.url}fonts.html`),
     };
     host = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen: () => {} }, (request) => {
       const body = pages[new URL(request.url).pathname];
@@ -780,6 +816,58 @@ describe("<vid-player>", () => {
     } finally {
       await tab.close();
     }
+  });
+
+  it("draws the fonts HyperFrames embeds from a Lambda site's .vid/fonts, as vid preview does", async () => {
+    // The packager put the faces vid embeds into the site, as for a render on Lambda.
+    const packaged = fontSite.files.map((f) => f.path).filter((p) => p.startsWith(".vid/fonts/"));
+    assert.ok(packaged.includes(".vid/fonts/outfit-latin-700-normal.woff2"), packaged.join(", "));
+    assert.ok(packaged.includes(".vid/fonts/inter-latin-400-normal.woff2"), packaged.join(", "));
+    const file = `${work}/fonts-still.png`;
+    const still = await runVid(["still", `${work}/fonts`, "--time", "0.5", "--output", file]);
+    assert.equal(still.code, 0, still.stderr);
+    assert.doesNotMatch(still.stderr, /font "/, "the render embeds Outfit and Inter");
+    const rendered = await toRgb(await Deno.readFile(file));
+    const seek = async (path: string, name: string, consoled: string[]) => {
+      const tab = await openHost(path, "ready", consoled);
+      try {
+        await tab.$eval(
+          "#p",
+          (el) => (el as unknown as { seek(s: number): Promise<void> }).seek(0.5),
+        );
+        return await elementRgb(tab, name);
+      } finally {
+        await tab.close();
+      }
+    };
+
+    // vid preview embeds the fonts itself: the player's frame of it is the reference drawn by
+    // this browser. Against vid still, text is compared by how near it is: this headless
+    // Chromium antialiases glyph edges unlike the render's (the page opened directly, with
+    // @font-faces of the same files, is 29.6 dB from the still), so no text frame reaches
+    // 40 dB there; a fallback face is much further.
+    const reference = await seek("/fonts-preview.html", "fonts-preview-seek-0.5", []);
+    const siteConsole: string[] = [];
+    const site = await seek("/fonts-site.html", "fonts-site-seek-0.5", siteConsole);
+    const db = psnr(site, reference);
+    assert.ok(db >= 40, `PSNR ${db.toFixed(1)} dB against vid preview's (want >= 40)`);
+    assert.deepEqual(siteConsole.filter((m) => /fallback font/.test(m)), []);
+    const near = psnr(site, rendered);
+    assert.ok(near >= 25, `the glyphs of the render: ${near.toFixed(1)} dB from vid still`);
+
+    // The same folder from a static host, unpackaged (no .vid/fonts): the player still draws,
+    // in fallback fonts as it did for every host before it read .vid/fonts, and says so.
+    const staticConsole: string[] = [];
+    const fallback = await seek("/fonts-static.html", "fonts-static-seek-0.5", staticConsole);
+    const far = psnr(fallback, rendered);
+    assert.ok(
+      far < 20,
+      `fallback glyphs, unlike the render's: ${far.toFixed(1)} dB from vid still`,
+    );
+    const warnings = staticConsole.filter((m) => /fallback font/.test(m));
+    assert.equal(warnings.length, 2, warnings.join("\n"));
+    assert.match(warnings[0], /"Outfit", a font HyperFrames embeds.*\/fonts\/\.vid\/fonts\//);
+    assert.match(warnings[1], /"Helvetica"/);
   });
 
   it("plays a vid server asset's site_url, frame-exact with vid still", async () => {
