@@ -18,6 +18,7 @@ import { parse } from "parse5";
 import type { DefaultTreeAdapterMap } from "parse5";
 import { parseCompositionMarkup } from "../composition/markup.ts";
 import { checkValues, mergeVariables } from "../composition/values.ts";
+import { looksLikeHyperframes } from "../composition/font_aliases.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
 import {
   frameCountOf,
@@ -195,6 +196,9 @@ export function srcdocPage(html: string, options: SrcdocOptions): SrcdocPage {
       fps: frameRateValue(rate),
       frameRate: rate,
       readyTimeoutMs: 30000,
+      // HyperFrames' text rule, as a render of the project gets it
+      // (src/composition/text_rendering.ts decides from the same entry HTML).
+      ...(looksLikeHyperframes([html]) && { hyperframesTextRendering: true }),
     },
     marks,
     `data:text/javascript;charset=utf-8,${encodeURIComponent(runtimeLoaderScript())}`,

@@ -71,7 +71,7 @@ describe("entry points", () => {
       modules.filter((m) =>
         !/^(player\.ts|src\/errors\.ts|src\/(player|runtime|preview\/studio)\/)/.test(m) &&
         // The file-system-free part of the composition model, and the runtime's injection.
-        !/^src\/(composition\/(color|declarations|errors|font_face|frame_rate|markup|names|values)\.ts|preview\/inject\.ts)$/
+        !/^src\/(composition\/(color|declarations|errors|font_aliases|font_face|frame_rate|markup|names|values)\.ts|preview\/inject\.ts)$/
           .test(m)
       ),
       [],
