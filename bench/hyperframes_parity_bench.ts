@@ -17,11 +17,10 @@
  * `--seconds` (2 by default: vid's `--frames`, and the root's `data-duration` in HyperFrames'
  * copy, which lasts longer where a sub-composition of the root ends later) at `--fps` (10 by
  * default), and
- * `--only a,b` picks cases; `--keep <dir>` leaves the projects and both renders there;
- * `--text-rule` adds to vid's copy of each project the rule HyperFrames' compiler adds to every
- * composition (`html,body,*{text-rendering:geometricPrecision}`; vid does not: see
- * docs/hyperframes.md), to measure what it changes. Not a test: HyperFrames is installed from
- * npm on first use.
+ * `--only a,b` picks cases; `--keep <dir>` leaves the projects and both renders there. vid
+ * renders with the environment of the bench: `VID_HYPERFRAMES_TEXT_RENDERING=0` measures vid
+ * without HyperFrames' text rule (docs/hyperframes.md). Not a test: HyperFrames is installed
+ * from npm on first use.
  *
  * ```sh
  * HYPERFRAMES_REPO=/path/to/hyperframes deno run -A bench/hyperframes_parity_bench.ts --only warm-grain
@@ -213,15 +212,6 @@ function exampleCase(repo: string, name: string): ParityCase {
   };
 }
 
-/** The rule HyperFrames' compiler adds to every composition (its `injectTextRenderingRule`). */
-const TEXT_RULE = "<style>html,body,*{text-rendering:geometricPrecision}</style>";
-
-/** Adds {@linkcode TEXT_RULE} first in the entry's `<head>`. */
-async function addTextRule(entry: string): Promise<void> {
-  const html = await readFile(entry, "utf8");
-  await writeFile(entry, html.replace(/<head\b[^>]*>/i, (head) => head + TEXT_RULE));
-}
-
 /** Cuts the entry's root composition (its first `data-duration`) to `seconds` at most. */
 async function cutDuration(entry: string, seconds: number): Promise<void> {
   const html = await readFile(entry, "utf8");
@@ -257,7 +247,7 @@ function firstError(stderr: string): string {
 async function compare(
   item: ParityCase,
   work: string,
-  options: { fps: number; seconds: number; cli: string; node: string; textRule: boolean },
+  options: { fps: number; seconds: number; cli: string; node: string },
 ): Promise<ParityRow> {
   // File names without the spaces and colons of a case's name (ffmpeg's filter options).
   const slug = item.name.replace(/[^\w-]+/g, "-");
@@ -268,7 +258,6 @@ async function compare(
   // start after the cut end, which the whole project is not.)
   const vidDir = `${dir}-vid`;
   await copyTree(dir, vidDir);
-  if (options.textRule) await addTextRule(join(vidDir, "index.html"));
   // Never past the project's own end (its root's first `data-duration`, when shorter).
   const own = Number(
     /data-duration="([\d.]+)"/.exec(await readFile(join(dir, "index.html"), "utf8"))?.[1],
@@ -357,7 +346,6 @@ async function main(): Promise<void> {
       seconds: { type: "string", default: "2" },
       only: { type: "string" },
       keep: { type: "string" },
-      "text-rule": { type: "boolean", default: false },
     },
   });
   const cases: ParityCase[] = [
@@ -396,7 +384,6 @@ async function main(): Promise<void> {
         seconds: Number(values.seconds),
         cli,
         node,
-        textRule: values["text-rule"],
       });
       console.error(JSON.stringify(row));
       rows.push(row);
@@ -410,7 +397,9 @@ async function main(): Promise<void> {
       cpus()[0]?.model ?? "unknown CPU"
     } (${cpus().length} cores), ${await chromiumVersion()}, ` +
       `${values.fps} fps, first ${values.seconds} s, compared at ${COMPARE.width}x${COMPARE.height}` +
-      (values["text-rule"] ? ", vid's copies with HyperFrames' text rule" : ""),
+      (/^(0|off|false|no)$/i.test(Deno.env.get("VID_HYPERFRAMES_TEXT_RENDERING") ?? "")
+        ? ", vid without HyperFrames' text rule"
+        : ""),
   );
   if (rows.some((r) => r.meanPsnr !== null && r.meanPsnr < 30)) Deno.exitCode = 1;
 }

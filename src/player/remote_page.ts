@@ -18,6 +18,7 @@ import { parse } from "parse5";
 import type { DefaultTreeAdapterMap } from "parse5";
 import { parseCompositionMarkup } from "../composition/markup.ts";
 import { checkValues, mergeVariables } from "../composition/values.ts";
+import { looksLikeHyperframes } from "../composition/font_aliases.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
 import {
   frameCountOf,
@@ -202,6 +203,9 @@ export function srcdocPage(html: string, options: SrcdocOptions): SrcdocPage {
       frameRate: rate,
       readyTimeoutMs: 30000,
       ...(options.fonts?.length ? { fonts: options.fonts } : {}),
+      // HyperFrames' text rule, as a render of the project gets it
+      // (src/composition/text_rendering.ts decides from the same entry HTML).
+      ...(looksLikeHyperframes([html]) && { hyperframesTextRendering: true }),
     },
     marks,
     `data:text/javascript;charset=utf-8,${encodeURIComponent(runtimeLoaderScript())}`,

@@ -9,6 +9,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { hyperframesFonts, runtimeFontFaces } from "../composition/fonts.ts";
+import { looksLikeHyperframes } from "../composition/font_aliases.ts";
+import { applyingTextRule } from "../composition/text_rendering.ts";
 import type { Variables } from "../composition/declarations.ts";
 import { StrictVariablesError } from "../composition/errors.ts";
 import { checkOverrides, mergeVariables } from "../composition/variables.ts";
@@ -93,6 +95,9 @@ export async function stageHtml(
           faces: [],
         }))).faces,
       ),
+      // HyperFrames' text rule, as a render of the project decides it
+      // (src/composition/text_rendering.ts).
+      ...(applyingTextRule() && looksLikeHyperframes([html]) && { hyperframesTextRendering: true }),
     },
     marks,
     RUNTIME_LOADER_PATH,

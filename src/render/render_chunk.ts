@@ -63,6 +63,8 @@ export interface PageSpec {
   skipMissingSubCompositions?: boolean;
   /** Faces HyperFrames would embed for undeclared families (see `hyperframesFonts`). */
   fonts?: RuntimeFontFace[];
+  /** HyperFrames' text rule first in the page's head (see `hyperframesTextRendering`). */
+  hyperframesTextRendering?: boolean;
   /** Remote URLs from variables, answered from local copies (see `fetchRemoteMedia`). */
   remote?: RemoteAssets;
   /** Device pixels per CSS pixel: frames are captured at width x scale. @default 1 */
@@ -235,6 +237,7 @@ export async function openComposition(
         videoProxies: spec.videoProxies,
         ...(spec.skipMissingSubCompositions && { skipMissingSubCompositions: true }),
         ...(spec.fonts?.length && { fonts: spec.fonts }),
+        ...(spec.hyperframesTextRendering && { hyperframesTextRendering: true }),
       }),
     });
     const opened = page;

@@ -21,6 +21,7 @@ import {
   unresolvedFontMessage,
 } from "../composition/fonts.ts";
 import { StrictVariablesError, type VariableProblem } from "../composition/errors.ts";
+import { hyperframesTextRendering } from "../composition/text_rendering.ts";
 import { checkOverrides, mergeVariables, resolveVariables } from "../composition/variables.ts";
 import type { MediaDescriptor } from "../runtime/page_runtime.ts";
 import { type Browser, launchBrowser } from "./browser.ts";
@@ -72,6 +73,11 @@ export interface PreparedComposition {
   problems: VariableProblem[];
   /** Faces vid embeds for fonts HyperFrames embeds that the project does not declare. */
   fonts?: EmbeddedFontFace[];
+  /**
+   * A HyperFrames project's pages get HyperFrames' text rule, as its compiler gives them
+   * (`src/composition/text_rendering.ts`).
+   */
+  hyperframesTextRendering?: boolean;
 }
 
 /**
@@ -103,7 +109,14 @@ export async function prepareComposition(source: CompositionSource): Promise<Pre
   }
   for (const d of composition.dropped) source.onWarning?.(droppedMessage(d, values));
   for (const problem of problems) source.onWarning?.(problem.message);
-  return { composition, values, problems, fonts: fonts.faces };
+  const textRendering = await hyperframesTextRendering(composition.file);
+  return {
+    composition,
+    values,
+    problems,
+    fonts: fonts.faces,
+    ...(textRendering && { hyperframesTextRendering: true }),
+  };
 }
 
 /**
@@ -403,6 +416,7 @@ function pageSpec(
     frameTimeoutMs,
     ...(size ? { outputSize: size, scale } : {}),
     ...(options.checking && { skipMissingSubCompositions: true }),
+    ...(options.prepared.hyperframesTextRendering && { hyperframesTextRendering: true }),
   };
 }
 

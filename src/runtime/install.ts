@@ -29,6 +29,7 @@ import { listenForPageErrors, type PageErrorLog } from "./page_errors.ts";
 import { listenForPlayer } from "./player_bridge.ts";
 import type { RuntimeConfig, VidPageApi } from "./page_runtime.ts";
 import { installSeededRandom } from "./random.ts";
+import { insertTextRenderingRule } from "./text_rendering.ts";
 import { createReadinessGate, type ReadinessGate } from "./readiness.ts";
 import { trackedVariables } from "./variable_reads.ts";
 import { createVideoFramePainter, type VideoFramePainter } from "./video_paint.ts";
@@ -203,6 +204,7 @@ export function installVidRuntime(config: RuntimeConfig): void {
 
   const real = captureRealTime();
 
+  if (config.hyperframesTextRendering) insertTextRenderingRule();
   installSeededRandom(config.seed);
   const clock = installVirtualClock(config.epochMs, real, {
     report: (error) => errors.record(error),

@@ -1341,6 +1341,29 @@ function installSeededRandom(seed) {
   });
 }
 
+// src/runtime/text_rendering.ts
+var HYPERFRAMES_TEXT_RULE = "html,body,*{text-rendering:geometricPrecision}";
+var MARK = "data-hyperframes-text-rendering";
+function insertInto(head) {
+  if (head.querySelector(\`style[\${MARK}]\`)) return;
+  const style = document.createElement("style");
+  style.setAttribute(MARK, "true");
+  style.textContent = HYPERFRAMES_TEXT_RULE;
+  head.insertBefore(style, head.firstChild);
+}
+function insertTextRenderingRule() {
+  if (document.head) {
+    insertInto(document.head);
+    return;
+  }
+  const observer = new MutationObserver(() => {
+    if (!document.head) return;
+    observer.disconnect();
+    insertInto(document.head);
+  });
+  observer.observe(document, { childList: true, subtree: true });
+}
+
 // src/runtime/readiness.ts
 function createReadinessGate(timeoutMs, real) {
   const delays = /* @__PURE__ */ new Map();
@@ -1726,6 +1749,7 @@ function installVidRuntime(config) {
   const w = globalThis;
   if (w.__vid) return;
   const real = captureRealTime();
+  if (config.hyperframesTextRendering) insertTextRenderingRule();
   installSeededRandom(config.seed);
   const clock = installVirtualClock(config.epochMs, real, {
     report: (error) => errors.record(error),

@@ -56,6 +56,12 @@ export interface RuntimeConfig {
    * (`src/composition/fonts.ts`), added to `document.fonts` before any page script.
    */
   fonts?: RuntimeFontFace[];
+  /**
+   * A HyperFrames project's page: the runtime puts HyperFrames' text rule
+   * (`html,body,*{text-rendering:geometricPrecision}`, `text_rendering.ts`) first in its
+   * `<head>` before any page script or paint, as HyperFrames' compiler does. @default false
+   */
+  hyperframesTextRendering?: boolean;
 }
 
 export type { RuntimeFontFace };
