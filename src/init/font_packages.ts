@@ -28,13 +28,9 @@ import process from "node:process";
 import { EXIT_FAILED, VidError } from "../errors.ts";
 import { cacheDir } from "../util/cache_dir.ts";
 import { libraryFolder } from "./vendor.ts";
-import {
-  embeddedFaceFile,
-  FONT_PACKAGES,
-  HYPERFRAMES_FONT_WEIGHTS,
-} from "../composition/embedded_fonts.ts";
+import { embeddedFaceFile, FONT_PACKAGES, HYPERFRAMES_FONT_WEIGHTS } from "./font_catalog.ts";
 
-export type { FontPackage } from "../composition/embedded_fonts.ts";
+export type { FontPackage } from "./font_catalog.ts";
 export { embeddedFaceFile, FONT_PACKAGES, HYPERFRAMES_FONT_WEIGHTS };
 
 /** The npm registry `vid add` asks when `NPM_CONFIG_REGISTRY` names none. */

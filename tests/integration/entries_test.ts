@@ -72,7 +72,7 @@ describe("entry points", () => {
       modules.filter((m) =>
         !/^(player\.ts|src\/errors\.ts|src\/(player|runtime|preview\/studio)\/)/.test(m) &&
         // The file-system-free part of the composition model, and the runtime's injection.
-        !/^src\/(composition\/(color|declarations|embedded_fonts|errors|font_aliases|font_face|frame_rate|markup|names|values)\.ts|preview\/inject\.ts)$/
+        !/^src\/(composition\/(color|declarations|embedded_fonts|errors|font_aliases|font_face|frame_rate|markup|names|values)\.ts|init\/font_catalog\.ts|preview\/inject\.ts)$/
           .test(m)
       ),
       [],
