@@ -6,7 +6,8 @@
  * HyperFrames' runtime takes the first composition element as the root and, as it has no
  * timeline of its own, the page's sole registered timeline for its length; vid renders it
  * the same length (docs/hyperframes.md, "The root composition and its length"), through
- * `vid render`, `vid still` and `vid info`.
+ * `vid render`, `vid still` and `vid info`. An inline module whose import of another host does
+ * not load (airbnb-deck's Three.js from jsDelivr) fails the render by that URL and the fix.
  *
  * @module
  */
@@ -87,5 +88,31 @@ describe("a first composition element with no length, the page's sole timeline a
     const info = await runVid(["info", dir, "--json"]);
     assert.equal(info.code, 0, info.stderr);
     assert.equal(JSON.parse(info.stdout).duration, 1);
+  });
+
+  // airbnb-deck imports Three.js from jsDelivr in an inline module; a host that cannot reach it
+  // ran the page without the module (its element fires only "error", no URL), silently.
+  it("an inline module whose import does not load fails the render, naming the URL and vid add three", async () => {
+    const cdn = "http://127.0.0.1:9/npm/three@0.160.0/build/three.module.js";
+    const broken = await makeProject(PAGE.replace(
+      "</body>",
+      `<script type="module">import * as THREE from "${cdn}";\nwindow.three = THREE;</script></body>`,
+    ));
+    try {
+      await copyFile(GSAP, join(broken, "gsap.min.js"));
+      const output = join(broken, "out.mp4");
+      const result = await runVid(["render", broken, "-o", output]);
+      assert.equal(result.code, 1, result.stderr);
+      const line = result.stderr.split("\n").find((l) => l.startsWith("error: ")) ?? "";
+      assert.equal(
+        line,
+        `error: <script type="module"> import "${cdn}" did not load (unreachable, or it answered ` +
+          "an error); run `vid add three` in the project and import ./lib/three.module.js, so " +
+          "the project carries its own copy",
+      );
+      assert.equal(await Deno.stat(output).then(() => true, () => false), false, "no output");
+    } finally {
+      await Deno.remove(broken, { recursive: true });
+    }
   });
 });
