@@ -10,12 +10,14 @@
  * public repository (a bare git folder is enough: the examples are read with `git archive`),
  * its `registry/examples/*`. Each project is used as a HyperFrames user would bring it, with GSAP
  * served from the project instead of its CDN (vid's npm copy of GSAP, as `vid add gsap` would
- * give); an example made for a video (`__VIDEO_SRC__`) gets a 10-second test clip. Nothing of
- * HyperFrames' repository is copied into this one.
+ * give) and Three.js too (the version its jsDelivr URL names, from npm, installed once into
+ * vid's cache); an example made for a video (`__VIDEO_SRC__`) gets a 10-second test clip.
+ * Nothing of HyperFrames' repository is copied into this one.
  *
  * CPU-heavy (two renders of every case, HyperFrames' at 1920x1080): so each case is cut to
- * `--seconds` (2 by default: vid's `--frames`, and the root's `data-duration` in HyperFrames'
- * copy, which lasts longer where a sub-composition of the root ends later) at `--fps` (10 by
+ * `--seconds` (2 by default: vid's `--frames`, and the root's `data-duration` and an empty
+ * padding tween in HyperFrames' copy, which lasts longer where a sub-composition of the root
+ * ends later) at `--fps` (10 by
  * default), and
  * `--only a,b` picks cases; `--keep <dir>` leaves the projects and both renders there. vid
  * renders with the environment of the bench: `VID_HYPERFRAMES_TEXT_RENDERING=0` measures vid
@@ -35,6 +37,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { node22 } from "../src/lambda/local/local_stack.ts";
+import { cacheDir } from "../src/util/cache_dir.ts";
 import { HEADLESS_SHELL, hyperframesCli } from "./peer_bench.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -153,6 +156,31 @@ async function testClip(file: string): Promise<void> {
   if (result.code !== 0) throw new Error(`ffmpeg test clip failed:\n${result.stderr}`);
 }
 
+/** Three.js's module build as a page imports it from jsDelivr: `three@<version>/build/…`. */
+const THREE_CDN = /https:\/\/cdn\.jsdelivr\.net\/npm\/three@([\w.-]+)\/build\/three\.module\.js/g;
+
+/**
+ * The `build/` folder of npm's `three@<version>`, installed once into vid's cache (the
+ * version a page pins: vid's own dependency is another).
+ */
+async function threeBuild(version: string): Promise<string> {
+  const prefix = join(cacheDir(), `three-${version}`);
+  const build = join(prefix, "node_modules", "three", "build");
+  if (await readdir(build).then(() => true, () => false)) return build;
+  await mkdir(prefix, { recursive: true });
+  const install = await run("npm", [
+    "install",
+    "--no-save",
+    "--no-audit",
+    "--no-fund",
+    "--prefix",
+    prefix,
+    `three@${version}`,
+  ]);
+  if (install.code !== 0) throw new Error(`npm install three@${version}:\n${install.stderr}`);
+  return build;
+}
+
 /** Every `.html` file under `dir`. */
 async function htmlFiles(dir: string): Promise<string[]> {
   const found: string[] = [];
@@ -196,11 +224,17 @@ function exampleCase(repo: string, name: string): ParityCase {
         const html = await readFile(file, "utf8");
         const depth = file.slice(dir.length + 1).split("/").length - 1;
         const up = "../".repeat(depth);
+        // Three.js's module imports its siblings (three.core.js since r171): the whole build
+        // folder goes to three/, once per version (one version per project here).
+        for (const [, version] of html.matchAll(THREE_CDN)) {
+          await copyTree(await threeBuild(version), join(dir, "three"));
+        }
         const vendored = html
           .replace(
             /https:\/\/cdn\.jsdelivr\.net\/npm\/gsap@[^"']*\/gsap\.min\.js/g,
             `${up}gsap.min.js`,
           )
+          .replace(THREE_CDN, `./${up}three/three.module.js`)
           .replaceAll("__VIDEO_DURATION__", "10")
           .replaceAll("__VIDEO_SRC__", `${up}clip.mp4`)
           .replaceAll("__AUDIO_SRC__", `${up}clip.mp4`);
@@ -212,15 +246,26 @@ function exampleCase(repo: string, name: string): ParityCase {
   };
 }
 
-/** Cuts the entry's root composition (its first `data-duration`) to `seconds` at most. */
+/**
+ * Cuts the entry's root composition (its first `data-duration`) to `seconds` at most, and an
+ * empty tween that pads a timeline to the video's length (`tl.to({}, { duration: 108 })`,
+ * airbnb-deck's, whose sole registered timeline is HyperFrames' length of it) likewise.
+ */
 async function cutDuration(entry: string, seconds: number): Promise<void> {
   const html = await readFile(entry, "utf8");
+  const cut = (all: string, value: string, text: string): string =>
+    Number(value) > seconds ? text : all;
   await writeFile(
     entry,
-    html.replace(
-      /data-duration="([\d.]+)"/,
-      (all, value: string) => Number(value) > seconds ? `data-duration="${seconds}"` : all,
-    ),
+    html
+      .replace(
+        /data-duration="([\d.]+)"/,
+        (all, value: string) => cut(all, value, `data-duration="${seconds}"`),
+      )
+      .replace(
+        /\.to\(\s*\{\s*\}\s*,\s*\{\s*duration:\s*([\d.]+)\s*\}\s*\)/g,
+        (all, value: string) => cut(all, value, `.to({}, { duration: ${seconds} })`),
+      ),
   );
 }
 

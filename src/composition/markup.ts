@@ -151,11 +151,79 @@ function childCompositionsEnd(root: Element): number | null {
   return end > 0 ? end : null;
 }
 
-function positiveSeconds(file: string, root: Element, name: string): number {
+/** Every element of the document that carries `data-composition-id`, in document order. */
+function compositionElements(node: Node, found: Element[] = []): Element[] {
+  if (isElement(node) && attribute(node, "data-composition-id") !== undefined) found.push(node);
+  for (const child of "childNodes" in node ? node.childNodes : []) {
+    compositionElements(child, found);
+  }
+  return found;
+}
+
+/** The text of every inline `<script>` of the document. */
+function inlineScripts(node: Node, found: string[] = []): string[] {
+  if (isElement(node) && node.tagName === "script" && attribute(node, "src") === undefined) {
+    found.push(node.childNodes.map((c) => ("value" in c ? String(c.value) : "")).join(""));
+  }
+  for (const child of "childNodes" in node ? node.childNodes : []) inlineScripts(child, found);
+  return found;
+}
+
+/**
+ * The ids the page registers a GSAP timeline under, read from its markup: the string keys of
+ * `window.__timelines["id"] = …` and `__timelines.id = …` in its inline scripts, and each host
+ * of a sub-composition file (`data-composition-src`, registered under the host's id). Null when
+ * a registration's key cannot be read without running the page (a computed key, or the list
+ * form `window.__timelines = [tl]`, which HyperFrames gives the root's id).
+ */
+function registeredTimelineIds(document: Node, compositions: Element[]): Set<string> | null {
+  const ids = new Set<string>();
+  for (const script of inlineScripts(document)) {
+    const keyed = /__timelines\s*(?:\[\s*(["'`])([^"'`\n]+)\1\s*\]|\.([A-Za-z_$][\w$]*))\s*=(?!=)/g;
+    for (const match of script.matchAll(keyed)) ids.add((match[2] ?? match[3]).trim());
+    if (/__timelines\s*\[\s*[^\s"'`]/.test(script) || /__timelines\s*=\s*\[/.test(script)) {
+      return null;
+    }
+  }
+  for (const host of compositions) {
+    if (attribute(host, "data-composition-src") === undefined) continue;
+    const id = attribute(host, "data-composition-id")?.trim();
+    if (!id) return null;
+    ids.add(id);
+  }
+  return ids;
+}
+
+/**
+ * The length HyperFrames' runtime gives a root that declares none and has no sub-composition
+ * with one: with no timeline under the root's own id, it plays the page's sole registered
+ * timeline (HyperFrames' `airbnb-deck`: a `<canvas>` first, then the composition of the
+ * scenes, whose timeline is the only one). vid reads lengths from the markup, so that timeline
+ * lasts what its composition element declares (`data-duration`, else until its last
+ * sub-composition ends). Null when the markup does not tell (no registration, more than one,
+ * one under the root's id, a key read only by running the page, or no such element).
+ */
+function soleTimelineLength(document: Node, root: Element): number | null {
+  const compositions = compositionElements(document);
+  const ids = registeredTimelineIds(document, compositions);
+  const rootId = attribute(root, "data-composition-id")?.trim();
+  if (ids === null || ids.size !== 1 || (rootId !== undefined && ids.has(rootId))) return null;
+  const [id] = ids;
+  const owner = compositions.find((el) =>
+    el !== root && attribute(el, "data-composition-id")?.trim() === id
+  );
+  if (!owner) return null;
+  const declared = decimalSeconds(attribute(owner, "data-duration") ?? "");
+  if (Number.isFinite(declared) && declared > 0) return declared;
+  return childCompositionsEnd(owner);
+}
+
+function positiveSeconds(file: string, root: Element, name: string, document: Node): number {
   const raw = attribute(root, name);
   if (raw === undefined) {
-    // As HyperFrames: a root without a length lasts until its last sub-composition ends.
-    const end = childCompositionsEnd(root);
+    // As HyperFrames: a root without a length lasts until its last sub-composition ends, and
+    // one without those too plays the page's sole registered timeline.
+    const end = childCompositionsEnd(root) ?? soleTimelineLength(document, root);
     if (end !== null) return end;
     throw new CompositionError(
       `${file}: the composition root has no ${name} attribute (positive seconds, e.g. "5")`,
@@ -212,7 +280,7 @@ export function parseCompositionMarkup(html: string, file: string): CompositionM
   }
   const width = positiveInteger(file, root, "data-width");
   const height = positiveInteger(file, root, "data-height");
-  const duration = positiveSeconds(file, root, "data-duration");
+  const duration = positiveSeconds(file, root, "data-duration", document);
   const rawFps = attribute(root, "data-fps");
   let fps: FrameRate | undefined;
   if (rawFps !== undefined) {

@@ -1166,6 +1166,15 @@ var VENDORED_LIBRARIES = [
 function ownFile(url) {
   return new URL(url, location.href).origin === location.origin;
 }
+function remoteImports(source) {
+  const urls = [];
+  for (const match of source.matchAll(
+    /\\bimport\\s*(?:[\\w*\${}\\s,]+?\\s*from\\s*)?(["'])(https?:\\/\\/[^"']+)\\1/g
+  )) {
+    if (!ownFile(match[2]) && !urls.includes(match[2])) urls.push(match[2]);
+  }
+  return urls;
+}
 var FONT_SERVICES = /^fonts\\.(googleapis|gstatic)\\.com$/i;
 function resourceFailure(target) {
   if (target instanceof HTMLScriptElement && target.src && !ownFile(target.src)) {
@@ -1174,6 +1183,18 @@ function resourceFailure(target) {
     return {
       url: target.src,
       message: \`<script src="\${target.src}"> did not load (unreachable, or it answered an error); \${fix}, so the project carries its own copy\`
+    };
+  }
+  if (target instanceof HTMLScriptElement && !target.src && target.type === "module") {
+    const urls = remoteImports(target.text);
+    if (urls.length === 0) return null;
+    const library = VENDORED_LIBRARIES.find(
+      (l) => urls.some((url) => l.pattern.test(new URL(url).pathname))
+    );
+    const fix = library ? \`run \\\`vid add \${library.name}\\\` in the project and import ./\${library.file}\` : \`copy the file into the project folder and import it from there\`;
+    return {
+      url: urls[0],
+      message: \`<script type="module"> import \${urls.map((url) => \`"\${url}"\`).join(", ")} did not load (unreachable, or it answered an error); \${fix}, so the project carries its own copy\`
     };
   }
   if (target instanceof HTMLLinkElement && /(^|\\s)stylesheet(\\s|$)/i.test(target.rel) && target.href && !ownFile(target.href) && !FONT_SERVICES.test(new URL(target.href).hostname)) {

@@ -57,6 +57,22 @@ function ownFile(url: string): boolean {
   return new URL(url, location.href).origin === location.origin;
 }
 
+/**
+ * The absolute URLs of other hosts an inline module imports (`import … from "https://…"`,
+ * `import "https://…"`), in order.
+ */
+function remoteImports(source: string): string[] {
+  const urls: string[] = [];
+  for (
+    const match of source.matchAll(
+      /\bimport\s*(?:[\w*${}\s,]+?\s*from\s*)?(["'])(https?:\/\/[^"']+)\1/g,
+    )
+  ) {
+    if (!ownFile(match[2]) && !urls.includes(match[2])) urls.push(match[2]);
+  }
+  return urls;
+}
+
 /** Hosts whose stylesheets only declare web fonts: their absence is not an error. */
 const FONT_SERVICES = /^fonts\.(googleapis|gstatic)\.com$/i;
 
@@ -82,6 +98,25 @@ export function resourceFailure(target: EventTarget | null): ResourceFailure | n
       url: target.src,
       message: `<script src="${target.src}"> did not load (unreachable, or it answered an ` +
         `error); ${fix}, so the project carries its own copy`,
+    };
+  }
+  if (target instanceof HTMLScriptElement && !target.src && target.type === "module") {
+    // An inline module whose import did not load: its element says only "error", so the
+    // failure is named by the imports of other hosts it asks for.
+    const urls = remoteImports(target.text);
+    if (urls.length === 0) return null;
+    const library = VENDORED_LIBRARIES.find((l) =>
+      urls.some((url) => l.pattern.test(new URL(url).pathname))
+    );
+    const fix = library
+      ? `run \`vid add ${library.name}\` in the project and import ./${library.file}`
+      : `copy the file into the project folder and import it from there`;
+    return {
+      url: urls[0],
+      message: `<script type="module"> import ${
+        urls.map((url) => `"${url}"`).join(", ")
+      } did not load (unreachable, or it answered an error); ${fix}, so the project carries ` +
+        `its own copy`,
     };
   }
   if (

@@ -270,6 +270,52 @@ describe("parseComposition: attribute values", () => {
     );
   });
 
+  describe("a first composition element with no length (HyperFrames' airbnb-deck)", () => {
+    const canvas = `<canvas data-composition-id="bg" data-start="0" data-width="1920" ` +
+      `data-height="1080"></canvas>`;
+    const deck = (attrs: Record<string, string | undefined> = {}, script = ""): string =>
+      page(
+        canvas + rootTag(
+          { "data-composition-id": "root", "data-duration": "108", ...attrs },
+          `<div data-composition-id="cover" data-start="0" data-duration="9"></div>` +
+            `<div data-composition-id="ask" data-start="90" data-duration="18"></div>`,
+        ) + script,
+      );
+    const registers = (...ids: string[]): string =>
+      `<script>window.__timelines = window.__timelines || {};\n${
+        ids.map((id) => `window.__timelines["${id}"] = tl;`).join("\n")
+      }\nconst again = window.__timelines["root"];</script>`;
+
+    it("is the root, lasting what the composition of the page's sole timeline declares", () => {
+      const c = parseComposition(deck({}, registers("root")), FILE);
+      assert.deepEqual([c.id, c.width, c.height, c.duration], ["bg", 1920, 1080, 108]);
+      // Registered as a property, and that composition's length from its sub-compositions.
+      const dotted = `<script type="module">window.__timelines.root = tl;</script>`;
+      assert.equal(
+        parseComposition(deck({ "data-duration": undefined }, dotted), FILE).duration,
+        108,
+      );
+    });
+
+    it("is refused as before when the markup does not tell which timeline plays", () => {
+      for (
+        const script of [
+          "",
+          registers("root", "cover"),
+          registers("bg"),
+          registers("nowhere"),
+          `<script>window.__timelines[id] = tl;</script>${registers("root")}`,
+          `<script>window.__timelines = [tl];</script>`,
+        ]
+      ) {
+        assertCompositionError(() => parseComposition(deck({}, script), FILE), {
+          file: FILE,
+          field: "data-duration",
+        });
+      }
+    });
+  });
+
   it("rejects a non-positive or non-numeric data-duration, naming file, attribute and value", () => {
     for (const bad of ["0", "-1", "-0.5", "NaN", "abc", "", "Infinity", "5s", "0x5"]) {
       assertCompositionError(() => parseComposition(rootTag({ "data-duration": bad }), FILE), {
