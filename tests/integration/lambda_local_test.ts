@@ -773,7 +773,8 @@ describe("a worker SIGKILLed mid-chunk (real worker)", () => {
   before(async () => {
     [stack, project] = await Promise.all([
       startLocalStack({ onLog: (text) => logs.push(text) }),
-      // 100 frames at 10 fps in one chunk: long enough to be caught rendering.
+      // 50 frames at 5 fps in one chunk: long enough to be caught rendering (its browser is
+      // up from the session's start), and drawn twice (the attempt killed, then the retry).
       makeProject(compositionHtml(`<div id="box"></div>`, { id: "lambda-killed", duration: 10 })),
     ]);
   });
@@ -795,9 +796,9 @@ describe("a worker SIGKILLed mid-chunk (real worker)", () => {
       "--site-id",
       JSON.parse(site.stdout).siteId,
       "--fps",
-      "10",
+      "5",
       "--chunk-size",
-      "100",
+      "50",
       "--poll-interval",
       "200",
       "--wait",
