@@ -134,9 +134,9 @@ export const LONGEST_FIRST: readonly string[] = [
   "mistakes_test.ts", // 86 on a machine shared by five (the idle figure is lower)
   "server_postgres_test.ts", // 47
   "server_cluster_test.ts", // 39
-  "chunk_identity_test.ts", // 37
+  "chunk_identity_test.ts", // 26
   "npm_package_test.ts", // 34
-  "server_lambda_test.ts", // 34
+  "server_lambda_test.ts", // 31
   "media_test.ts", // 32
   "readme_test.ts", // 31
   "preview_test.ts", // 30
@@ -148,7 +148,7 @@ export const LONGEST_FIRST: readonly string[] = [
   "security_ffmpeg_test.ts", // 20 (76 with the machine shared)
   "server_queue_test.ts", // 19
   "studio_test.ts", // 19
-  "lambda_runtime_test.ts", // 18
+  "lambda_runtime_test.ts", // 16
   "examples_recipes_test.ts", // 17
   "security_network_test.ts", // 17
   "server_chunks_test.ts", // 16

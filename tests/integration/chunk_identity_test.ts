@@ -8,14 +8,16 @@
  * renderChunk per chunk, assemble) in a child process whose environment holds the S3
  * endpoint and keys, as a function's does (this process's environment is shared with the
  * test files running alongside), against a real S3 server (s3rver) holding the site, with
- * chunk plans of 1, 2, 3 and 5 chunks; the local render is `renderComposition` (what
- * `vid render` runs). Fixture: 320x180 at 5 fps for 4.6 s, 23 frames = four 5-frame
- * grid cells (1 s) and a 3-frame one, a box sliding and changing colour (so every frame differs)
- * and a tone. Compared: `ffmpeg -f framemd5` of the decoded frames, and of the video and
- * audio packets as stored (`-c copy`: bytes and timestamps in the stream's own time base,
- * so a drift of a fraction of a frame at a join shows). webm (VP9) and mov (ProRes) joins
- * are checked with local renders of 1 and 5 chunks against the default plan, and a rational
- * rate (29.97: cells of 30 frames, 1.001 s) with 1 and 2 chunks.
+ * chunk plans of 1, 2, 3 and 5 chunks (all of them, and the target-frames plans, in one child
+ * process); the local render is `renderComposition` (what `vid render` runs). Fixture: 320x180
+ * at 5 fps for 4.6 s, 23 frames = four 5-frame grid cells (1 s) and a 3-frame one, a box
+ * sliding and changing colour (so every frame differs) and a tone. Compared: `ffmpeg -f
+ * framemd5` of the decoded frames, and of the video and audio packets as stored (`-c copy`:
+ * bytes and timestamps in the stream's own time base, so a drift of a fraction of a frame at a
+ * join shows). webm (VP9) and mov (ProRes) joins are checked with local renders of 1 and 5
+ * chunks against the default plan, and a rational rate (29.97: cells of 30 frames, 1.001 s)
+ * with 1 and 2 chunks. The local renders share one browser (as a local batch's renders do)
+ * with one worker: neither changes a frame, and it spares a browser launch per render.
  *
  * @module
  */
@@ -30,6 +32,8 @@ import {
   S3Client,
 } from "@aws-sdk/client-s3";
 import { renderComposition } from "../../src/render/render.ts";
+import type { Browser } from "../../src/render/browser.ts";
+import { launchForCapture } from "../../src/render/capture_mode.ts";
 import type { OutputFormat } from "../../src/render/encode.ts";
 import type { ExecutionInput, RenderConfig } from "../../src/lambda/config.ts";
 import type { PlanResult } from "../../src/lambda/state_machine.ts";
@@ -39,22 +43,30 @@ import { S3_CREDENTIALS, type S3Server, startS3Server, workerEnv } from "../s3_s
 const BUCKET = "vid-identity-test";
 /** The worker keeps downloaded sites by id in `<tmpdir>/vid-sites`: its TMPDIR is fresh per run. */
 const SITE_ID = "site-identity-0123";
+/**
+ * The same page, 8 frames long (the animation's own 4.6 s does not change, so its frames are
+ * the first 8 of the long one's): for the plan of 3-frame cells, which needs no 23 frames.
+ */
+const SHORT_SITE_ID = "site-identity-short";
+const SHORT_FRAMES = 8;
 const EPOCH_MS = 1_700_000_000_000;
 const FPS = 5;
 const FRAMES = 23;
 
-const HTML = compositionHtml(
-  `<div id="box"></div><audio src="tone.wav" data-start="0" data-volume="0.5"></audio>`,
-  {
-    id: "identity",
-    duration: FRAMES / FPS,
-    head: `<style>
+const page = (frames: number): string =>
+  compositionHtml(
+    `<div id="box"></div><audio src="tone.wav" data-start="0" data-volume="0.5"></audio>`,
+    {
+      id: "identity",
+      duration: frames / FPS,
+      head: `<style>
 #box { position: absolute; left: 0; top: 40px; width: 60px; height: 60px; background: #f00;
   animation: slide 4.6s linear forwards; }
 @keyframes slide { 50% { background: #0f0; } to { left: 260px; background: #00f; } }
 </style>`,
-  },
-);
+    },
+  );
+const HTML = page(FRAMES);
 
 async function run(cmd: string, args: string[]): Promise<string> {
   const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
@@ -108,11 +120,12 @@ interface Fingerprint {
 }
 
 async function fingerprint(file: string): Promise<Fingerprint> {
-  return {
-    frames: await framemd5(file, ["-map", "0:v:0"]),
-    videoPackets: await framemd5(file, ["-map", "0:v:0", "-c", "copy"]),
-    audioPackets: await framemd5(file, ["-map", "0:a?", "-c", "copy"]),
-  };
+  const [frames, videoPackets, audioPackets] = await Promise.all([
+    framemd5(file, ["-map", "0:v:0"]),
+    framemd5(file, ["-map", "0:v:0", "-c", "copy"]),
+    framemd5(file, ["-map", "0:a?", "-c", "copy"]),
+  ]);
+  return { frames, videoPackets, audioPackets };
 }
 
 /** How many of `a`'s lines differ from `b`'s, position by position. */
@@ -146,10 +159,15 @@ describe("distributed render = local render, for any chunk plan", () => {
   let client: S3Client;
   let project: string;
   let scratch: string;
+  /** The one capture browser of the local renders (each opens its own windows in it). */
+  let browser: Browser;
   /** The local mp4 render of the default plan, made once for the tests that compare with it. */
   let localMp4: Promise<string> | undefined;
+  /** The distributed renders of the mp4 tests, made once in one child process. */
+  let distributedMp4: Promise<{ plan: PlanResult; file: string }[]> | undefined;
 
   before(async () => {
+    browser = await launchForCapture("auto");
     s3 = await startS3Server();
     client = new S3Client({
       region: "us-east-1",
@@ -169,18 +187,23 @@ describe("distributed render = local render, for any chunk plan", () => {
       "sine=frequency=440:duration=5",
       join(project, "tone.wav"),
     ]);
-    for (const name of ["index.html", "tone.wav"]) {
-      await client.send(
-        new PutObjectCommand({
-          Bucket: BUCKET,
-          Key: `sites/${SITE_ID}/${name}`,
-          Body: await Deno.readFile(join(project, name)),
-        }),
-      );
-    }
+    const tone = await Deno.readFile(join(project, "tone.wav"));
+    const encoder = new TextEncoder();
+    const sites: [string, string, Uint8Array][] = [
+      [SITE_ID, "index.html", encoder.encode(HTML)],
+      [SITE_ID, "tone.wav", tone],
+      [SHORT_SITE_ID, "index.html", encoder.encode(page(SHORT_FRAMES))],
+      [SHORT_SITE_ID, "tone.wav", tone],
+    ];
+    await Promise.all(sites.map(([site, name, body]) =>
+      client.send(
+        new PutObjectCommand({ Bucket: BUCKET, Key: `sites/${site}/${name}`, Body: body }),
+      )
+    ));
   });
 
   after(async () => {
+    await browser?.close();
     client?.destroy();
     await s3?.close();
     if (project) await Deno.remove(project, { recursive: true });
@@ -194,13 +217,13 @@ describe("distributed render = local render, for any chunk plan", () => {
    * `<tmpdir>/vid-sites`) is in the scratch folder.
    */
   async function distributed(
-    renders: { chunking: number | RenderConfig; renderId: string }[],
+    renders: { chunking: number | RenderConfig; renderId: string; siteId?: string }[],
   ): Promise<{ plan: PlanResult; file: string }[]> {
-    const inputs: ExecutionInput[] = renders.map(({ chunking, renderId }) => ({
+    const inputs: ExecutionInput[] = renders.map(({ chunking, renderId, siteId = SITE_ID }) => ({
       renderId,
       bucketName: BUCKET,
-      siteId: SITE_ID,
-      serveUrl: `${s3.endpoint}/${BUCKET}/sites/${SITE_ID}/`,
+      siteId,
+      serveUrl: `${s3.endpoint}/${BUCKET}/sites/${siteId}/`,
       composition: "index.html",
       outputKey: `renders/${renderId}/out.mp4`,
       config: {
@@ -252,25 +275,42 @@ describe("distributed render = local render, for any chunk plan", () => {
       format,
       chunkSize,
       epochMs: EPOCH_MS,
+      browser,
+      workers: 1,
     });
     assert.equal(result.frames, FRAMES);
     return result.output;
+  }
+
+  /**
+   * Chunk sizes of 23, 12 and 8 frames (1, 2 and 3 chunks), a target of 7 frames (5 chunks:
+   * the mp4 test's 5-chunk plan and the ceiling test's plan above a cell are the same one) and
+   * a target of 3 on the short site: one child process for all.
+   */
+  function mp4Renders(): Promise<{ plan: PlanResult; file: string }[]> {
+    return distributedMp4 ??= distributed([
+      ...[23, 12, 8].map((chunkSize) => ({
+        chunking: chunkSize,
+        renderId: `r-identity-${chunkSize}`,
+      })),
+      { chunking: { targetChunkFrames: 7 }, renderId: "r-identity-t7" },
+      { chunking: { targetChunkFrames: 3 }, renderId: "r-identity-t3", siteId: SHORT_SITE_ID },
+    ]);
   }
 
   it("mp4: chunk plans of 1, 2, 3 and 5 chunks give the local render's frames and audio", async () => {
     const reference = await fingerprint(await (localMp4 ??= local("mp4")));
     assert.ok(reference.audioPackets.length > 0, "the fixture has audio");
     // Grid cells of 1 s = 5 frames; chunk sizes are whole cells, the last chunk ends at 22.
-    const plans: [number, number[][]][] = [
-      [23, [[0, 22]]],
-      [12, [[0, 14], [15, 22]]],
-      [8, [[0, 9], [10, 19], [20, 22]]],
-      [5, [[0, 4], [5, 9], [10, 14], [15, 19], [20, 22]]],
+    // Chunk sizes 23, 12 and 8, then a target of 7 frames: one cell per chunk.
+    const plans: number[][][] = [
+      [[0, 22]],
+      [[0, 14], [15, 22]],
+      [[0, 9], [10, 19], [20, 22]],
+      [[0, 4], [5, 9], [10, 14], [15, 19], [20, 22]],
     ];
-    const renders = await distributed(
-      plans.map(([chunkSize]) => ({ chunking: chunkSize, renderId: `r-identity-${chunkSize}` })),
-    );
-    for (const [i, [, ranges]] of plans.entries()) {
+    const renders = await mp4Renders();
+    for (const [i, ranges] of plans.entries()) {
       const { plan, file } = renders[i];
       assert.deepEqual(plan.chunks.map((c) => [c.from, c.to]), ranges);
       assertSame(await fingerprint(file), reference, `${ranges.length} chunk(s)`);
@@ -280,10 +320,7 @@ describe("distributed render = local render, for any chunk plan", () => {
   it("--target-chunk-frames is a ceiling: above a cell, whole cells and the same bytes; below a second, cells of the target (its frames, a keyframe every target frames)", async () => {
     const localFile = await (localMp4 ??= local("mp4"));
     const reference = await fingerprint(localFile);
-    const [over, under] = await distributed([
-      { chunking: { targetChunkFrames: 7 }, renderId: "r-identity-t7" },
-      { chunking: { targetChunkFrames: 3 }, renderId: "r-identity-t3" },
-    ]);
+    const [over, under] = (await mp4Renders()).slice(3);
     // 23 frames, target 7 over 5-frame cells: one cell per chunk (the count alone, 4, would
     // have made the first chunk 10 frames).
     assert.deepEqual(over.plan.chunks.map((c) => [c.from, c.to]), [
@@ -295,9 +332,13 @@ describe("distributed render = local render, for any chunk plan", () => {
     ]);
     assertSame(await fingerprint(over.file), reference, "target 7");
 
-    // Target 3, below the 1-second cell: cells of 3 frames, each its own encoder run.
-    assert.ok(under.plan.chunks.every((c) => c.frames <= 3 && c.cellFrames === 3));
-    assert.equal(under.plan.chunks.length, 8);
+    // Target 3, below the 1-second cell: cells of 3 frames, each its own encoder run (on the
+    // 8-frame site: 3, 3 and 2 frames).
+    assert.deepEqual(under.plan.chunks.map((c) => [c.from, c.to, c.cellFrames]), [
+      [0, 2, 3],
+      [3, 5, 3],
+      [6, 7, 3],
+    ]);
     const keyframes = (await run("ffprobe", [
       "-v",
       "error",
@@ -309,12 +350,12 @@ describe("distributed render = local render, for any chunk plan", () => {
       "csv=p=0",
       under.file,
     ])).split("\n").filter((line) => line.startsWith("K")).length;
-    assert.equal(keyframes, 8, "a keyframe every 3 frames");
+    assert.equal(keyframes, 3, "a keyframe every 3 frames");
     const [mine, theirs] = await Promise.all([
       rgbFrames(under.file, 320, 180),
       rgbFrames(localFile, 320, 180),
     ]);
-    assert.equal(mine.length, FRAMES);
+    assert.equal(mine.length, SHORT_FRAMES);
     for (const [i, frame] of mine.entries()) {
       const { mean } = imageDifference(frame, theirs[i]);
       assert.ok(mean < 4, `frame ${i}: mean difference ${mean.toFixed(2)} from the local render`);
@@ -322,6 +363,7 @@ describe("distributed render = local render, for any chunk plan", () => {
   });
 
   it("29.97 fps (30000/1001): 1 and 2 chunks of 30-frame cells give the same mp4 and webm", async () => {
+    // 40 frames: a whole 30-frame cell, then the join at 1.001 s and a part of the next.
     for (const format of ["mp4", "webm"] as const) {
       const render = async (chunkSize: number) =>
         await fingerprint(
@@ -329,13 +371,15 @@ describe("distributed render = local render, for any chunk plan", () => {
             target: project,
             output: join(scratch, `ntsc-${chunkSize}.${format}`),
             fps: "30000/1001",
-            frames: { from: 0, to: 59 },
+            frames: { from: 0, to: 39 },
             format,
             chunkSize,
             epochMs: EPOCH_MS,
+            browser,
+            workers: 1,
           })).output,
         );
-      assertSame(await render(30), await render(60), `29.97 ${format}`, 60);
+      assertSame(await render(30), await render(40), `29.97 ${format}`, 40);
     }
   });
 

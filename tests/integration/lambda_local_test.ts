@@ -123,6 +123,8 @@ describe("vid lambda on the local stack", () => {
         output: join(scratch, "local.mp4"),
         fps: 10,
         format: "mp4",
+        // One browser: the workers do not change a frame (the GOP grid), and it is one launch.
+        workers: 1,
       }),
     ]);
     assert.equal(distributed.code, 0, distributed.stdout + distributed.stderr);
@@ -270,6 +272,7 @@ describe("vid lambda on the local stack", () => {
         output: join(scratch, "hyperframes-local.mp4"),
         fps: 10,
         format: "mp4",
+        workers: 1,
       }),
     ]);
     assert.equal(out.code, 0, out.stdout + out.stderr);
@@ -363,9 +366,10 @@ describe("vid lambda on the local stack", () => {
   it("render --frame-timeout puts the frame deadline in the workflow's config (issue 22)", async () => {
     assert.ok(siteId);
     // Commander stores --frame-timeout as `frameTimeout`, not the declaration's key
-    // `frameTimeoutMs`: the flag used to be missing, then silently dropped.
+    // `frameTimeoutMs`: the flag used to be missing, then silently dropped. At 1 fps: the
+    // execution is stopped at once, whatever its chunk manages to draw before is waste.
     const out = await runVid(
-      ["lambda", "render", "--site-id", siteId, "--fps", "10", "--frame-timeout", "3", "--json"],
+      ["lambda", "render", "--site-id", siteId, "--fps", "1", "--frame-timeout", "3", "--json"],
       { env: stack.env },
     );
     assert.equal(out.code, 0, out.stdout + out.stderr);
@@ -769,7 +773,8 @@ describe("a worker SIGKILLed mid-chunk (real worker)", () => {
   before(async () => {
     [stack, project] = await Promise.all([
       startLocalStack({ onLog: (text) => logs.push(text) }),
-      // 100 frames at 10 fps in one chunk: long enough to be caught rendering.
+      // 50 frames at 5 fps in one chunk: long enough to be caught rendering (its browser is
+      // up from the session's start), and drawn twice (the attempt killed, then the retry).
       makeProject(compositionHtml(`<div id="box"></div>`, { id: "lambda-killed", duration: 10 })),
     ]);
   });
@@ -791,9 +796,9 @@ describe("a worker SIGKILLed mid-chunk (real worker)", () => {
       "--site-id",
       JSON.parse(site.stdout).siteId,
       "--fps",
-      "10",
+      "5",
       "--chunk-size",
-      "100",
+      "50",
       "--poll-interval",
       "200",
       "--wait",

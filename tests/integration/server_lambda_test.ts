@@ -63,23 +63,22 @@ const FADE = compositionHtml(
 );
 
 /**
- * Throws at frame 15 (0.5 s). Chunks hold whole 1-second GOP grid cells, so this 1 s
- * composition is one chunk (frames 0-29) even at 10 frames a chunk.
+ * Throws at frame 3 (0.1 s: few frames are drawn before it). Chunks hold whole 1-second GOP
+ * grid cells, so this 1 s composition is one chunk (frames 0-29) even at 10 frames a chunk.
  */
 const BROKEN = compositionHtml("<div></div>", {
   id: "lambda-broken",
   after: `<script>window.__vid.onSeek((t) => {
-  if (t >= 0.5 && t < 0.52) throw new Error("logo service down");
+  if (t >= 0.1 && t < 0.12) throw new Error("logo service down");
 });</script>`,
 });
 
 /**
- * 4 s at 30 fps whose every frame holds capture for 150 ms of real time (a worker's timer
- * is not on the frame clock): still running when it is deleted.
+ * 1 s at 30 fps (one chunk) whose every frame holds capture for 150 ms of real time (a
+ * worker's timer is not on the frame clock): still running when it is deleted.
  */
 const SLOW = compositionHtml("<div></div>", {
   id: "lambda-slow",
-  duration: 4,
   after: `<script>
 const source = "onmessage = () => setTimeout(() => postMessage(0), 150);";
 const clock = new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })));
@@ -385,7 +384,7 @@ describe("vid server with the distributed backend (local stack)", () => {
         const done = await waitFor(server.url, key, id, finished);
         assert.equal(done.status, "failed");
         // The page's file, line and column travel from the Lambda chunk to the API.
-        const message = "distributed render failed: chunk 0 (frames 0-29) failed: frame 15: " +
+        const message = "distributed render failed: chunk 0 (frames 0-29) failed: frame 3: " +
           "the page threw Error: logo service down at index.html:7:35";
         assert.equal(done.error, message);
         assert.equal(done.video_url, null);
@@ -490,9 +489,16 @@ describe("vid server with the distributed backend (local stack)", () => {
     let second: ServerProcess | undefined;
     try {
       const first = await startServerProcess(dataDir, flags, env);
-      const id = await submit(first.url, key, FADE, { variables: { label: "from lambda" } });
+      // 10 fps: this test is about the executions, 10 frames of 1080p do as well as 30.
+      const id = await submit(first.url, key, FADE, {
+        variables: { label: "from lambda" },
+        fps: 10,
+      });
       // A second render stands for a server killed between StartExecution and writing the ARN.
-      const lost = await submit(first.url, key, FADE, { variables: { label: "lost arn" } });
+      const lost = await submit(first.url, key, FADE, {
+        variables: { label: "lost arn" },
+        fps: 10,
+      });
       await eventually(
         () =>
           Boolean(renderRow(dataDir, id)?.execution_arn && renderRow(dataDir, lost)?.execution_arn),
@@ -524,7 +530,7 @@ describe("vid server with the distributed backend (local stack)", () => {
       assert.equal(JSON.parse(execution.input!).outputKey, `renders/${id}/video.mp4`);
       const video = await download(String(done.video_url), ".mp4");
       cleanup.push(video);
-      assert.equal((await probeVideo(video)).frames, 30);
+      assert.equal((await probeVideo(video)).frames, 10);
 
       // The same project as the first render: one site, uploaded once.
       const listed = await s3.send(
