@@ -1247,9 +1247,12 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
   });
 
   it("Ctrl-C: no new rows start, calls in flight finish, the manifest is still written; a rerun resumes", async () => {
+    const ROWS = 16;
     const file = await batchFile(
       "interrupt.jsonl",
-      Array.from({ length: 40 }, (_, i) => JSON.stringify({ outputKey: `i/${i}.mp4` })),
+      // 2 at a time, each start answered after 400 ms: 16 rows take 3 s or more, and the
+      // interrupt comes after the third start.
+      Array.from({ length: ROWS }, (_, i) => JSON.stringify({ outputKey: `i/${i}.mp4` })),
     );
     const manifest = join(scratch, "interrupt.manifest.json");
     const before = state.starts;
@@ -1293,20 +1296,20 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     } finally {
       state.startDelayMs = 100;
     }
-    assert.equal(rows.length, 40);
+    assert.equal(rows.length, ROWS);
     const started = rows.filter((r) => r.status === "started").length;
     const notStarted = rows.filter((r) => r.status === "not-started");
-    assert.equal(started + notStarted.length, 40);
+    assert.equal(started + notStarted.length, ROWS);
     assert.equal(started, state.starts - before); // every call in flight was waited for
-    assert.ok(started < 40 && started >= 3, `${started} started`);
+    assert.ok(started < ROWS && started >= 3, `${started} started`);
     assert.match(notStarted[0].error!, /interrupted before this row was started/);
 
     const resumed = await vid(["render-batch", project, "--batch", file, "--json"]);
     assert.equal(resumed.code, 0, resumed.stderr);
     const after: BatchManifestRow[] = JSON.parse(resumed.stdout);
     assert.equal(after.filter((r) => r.status === "already-started").length, started);
-    assert.equal(after.filter((r) => r.status === "started").length, 40 - started);
-    assert.equal(state.starts - before, 40);
+    assert.equal(after.filter((r) => r.status === "started").length, ROWS - started);
+    assert.equal(state.starts - before, ROWS);
   });
 
   it("Ctrl-C while the site uploads, before the first row: exit 130, every row not-started in the manifest and on stdout", async () => {
