@@ -834,20 +834,23 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
             .status === "succeeded",
       { timeoutMs: 20_000, intervalMs: 50 },
     );
-    const running = await vid(["progress", "--manifest", manifest, "--json"]);
-    assert.equal(running.code, 3, running.stderr);
-    assert.equal(JSON.parse(running.stdout).outcome, "running");
-    // A running render has no output yet: download says so and writes nothing.
+    // A running render has no output yet: download says so and writes nothing. These
+    // commands only read, while the row is held: they run at once.
     const heldRow: BatchManifestRow = JSON.parse(await Deno.readTextFile(manifest))[1];
     const target = join(scratch, "held.json");
-    const early = await vid(["download", heldRow.renderId!, "-o", target]);
+    const [running, early, nowhere, neither] = await Promise.all([
+      vid(["progress", "--manifest", manifest, "--json"]),
+      vid(["download", heldRow.renderId!, "-o", target]),
+      vid(["download", heldRow.renderId!, "-o", join(scratch, "no", "x.json")]),
+      vid(["download", heldRow.renderId!]),
+    ]);
+    assert.equal(running.code, 3, running.stderr);
+    assert.equal(JSON.parse(running.stdout).outcome, "running");
     assert.equal(early.code, 1);
     assert.match(early.stderr, /render b-[0-9a-f]{40} is still running; wait for it/);
     await assert.rejects(Deno.stat(target));
-    const nowhere = await vid(["download", heldRow.renderId!, "-o", join(scratch, "no", "x.json")]);
     assert.equal(nowhere.code, 1);
     assert.match(nowhere.stderr, /the folder .*\/no does not exist; create it or pass another -o/);
-    const neither = await vid(["download", heldRow.renderId!]);
     assert.equal(neither.code, 2);
 
     const cancel = await vid(["cancel", "--manifest", manifest, "--json"]);
@@ -883,12 +886,14 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     } finally {
       clearInterval(holdReleased);
     }
-    const done = await vid(["progress", "--manifest", manifest]);
-    assert.equal(done.code, 0, done.stdout);
-    assert.match(done.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
     // The first run's manifest names the aborted attempt: progress follows the row to its
     // later attempt.
-    const old = await vid(["progress", "--manifest", firstManifest]);
+    const [done, old] = await Promise.all([
+      vid(["progress", "--manifest", manifest]),
+      vid(["progress", "--manifest", firstManifest]),
+    ]);
+    assert.equal(done.code, 0, done.stdout);
+    assert.match(done.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
     assert.equal(old.code, 0, old.stdout);
     assert.match(old.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
   });
@@ -989,15 +994,21 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     );
     assert.equal(state.starts - before, 1);
 
-    const strict = await vid([
-      "render",
-      "--site-id",
-      siteId,
-      "--variables",
-      '{"title": 5}',
-      "--strict-variables",
-      "--json",
+    // These two start nothing, whatever they do: they run at once.
+    const [strict, neither] = await Promise.all([
+      vid([
+        "render",
+        "--site-id",
+        siteId,
+        "--variables",
+        '{"title": 5}',
+        "--strict-variables",
+        "--json",
+      ]),
+      vid(["render"]),
     ]);
+    assert.equal(neither.code, 2);
+    assert.match(neither.stderr, /pass the project directory, or --site-id/);
     assert.equal(strict.code, 1);
     const error = JSON.parse(strict.stdout).error;
     assert.equal(error.name, "StrictVariablesError");
@@ -1016,9 +1027,6 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     } finally {
       await Deno.remove(changed, { recursive: true });
     }
-    const neither = await vid(["render"]);
-    assert.equal(neither.code, 2);
-    assert.match(neither.stderr, /pass the project directory, or --site-id/);
   });
 
   it("render-batch --site-id --dry-run checks the rows against the site's declarations (read from the bucket); without a bucket it says they are not checked", async () => {
