@@ -10,9 +10,9 @@
  * many are in flight at once, and can answer them with AWS's `ThrottlingException`.
  *
  * Part 2, real worker: the local stack (`startLocalStack`, the worker bundle under Node
- * 22 with Chromium and ffmpeg, at most twice the CPU count of tasks at once) renders a
- * 12-line personalised batch from one command: 3 lines broken, one row that fails for real
- * (its page asks for a missing file), and 8 outputs in the bucket, each a video of its
+ * 22 with Chromium and ffmpeg, at most twice the CPU count of tasks at once) renders an
+ * 8-line personalised batch from one command: 3 lines broken, one row that fails for real
+ * (its page asks for a missing file), and 4 outputs in the bucket, each a video of its
  * row's colour. Run again with nothing fixed, only the failed row starts, as attempt 2.
  * The batch file and manifest live inside the project and are never uploaded; one output
  * is downloaded to a file and through a presigned URL; the site is listed and removed.
@@ -395,18 +395,17 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
 
   it("--dry-run needs no stack: without bucket or state machine it lints the rows", async () => {
     const file = await batchFile("mixed.jsonl", mixed());
-    const out = await runVid(["lambda", "render-batch", project, "--batch", file, "--dry-run"], {
-      env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" },
-    });
+    const bare = { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" };
+    const [out, started] = await Promise.all([
+      runVid(["lambda", "render-batch", project, "--batch", file, "--dry-run"], { env: bare }),
+      runVid(["lambda", "render-batch", project, "--batch", file], { env: bare }),
+    ]);
     assert.equal(out.code, 1, out.stderr); // rows 2, 3, 6, 7 fail to start; no usage error
     assert.match(
       out.stdout,
       /^3 would invoke, 4 failed to start, 1 skipped, 1 with warnings \(see the manifest\'s "warnings"\)\n/,
     );
     assert.doesNotMatch(out.stderr, /no render bucket|no state machine/);
-    const started = await runVid(["lambda", "render-batch", project, "--batch", file], {
-      env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" },
-    });
     assert.equal(started.code, 2); // a real run still needs them
     assert.match(started.stderr, /no render bucket: pass --bucket or set VID_LAMBDA_BUCKET/);
   });
@@ -558,17 +557,18 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     assert.match(at(1001, 10)!, /pass --reserved-concurrency/); // unknown: the rule itself
   });
 
-  it("200 lines, 3 broken: 197 renders whose outputs are in the bucket; a rerun starts nothing", async () => {
+  // 60 lines: three times --max-concurrent 20, so the start calls overlap and queue.
+  it("60 lines, 3 broken: 57 renders whose outputs are in the bucket; a rerun starts nothing", async () => {
     const lines = Array.from(
-      { length: 200 },
+      { length: 60 },
       (_, i) =>
         JSON.stringify({ outputKey: `p/${i + 1}.json`, variables: { title: `Hi #${i + 1}` } }),
     );
-    lines[49] = "{broken"; // line 50
-    lines[99] = JSON.stringify({ outputKey: 7 }); // line 100
-    lines[149] = JSON.stringify({ outputKey: "p/1.json" }); // line 150: duplicate of line 1
-    const file = await batchFile("two-hundred.jsonl", lines);
-    const manifest = join(scratch, "two-hundred.manifest.json");
+    lines[14] = "{broken"; // line 15
+    lines[29] = JSON.stringify({ outputKey: 7 }); // line 30
+    lines[44] = JSON.stringify({ outputKey: "p/1.json" }); // line 45: duplicate of line 1
+    const file = await batchFile("sixty.jsonl", lines);
+    const manifest = join(scratch, "sixty.manifest.json");
     const before = state.starts;
     state.max = 0;
     const out = await vid([
@@ -582,29 +582,30 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
       manifest,
     ]);
     assert.equal(out.code, 1, out.stderr);
-    assert.match(out.stdout, /^197 started, 0 already started, 3 failed to start, 0 skipped\n/);
-    assert.equal(out.stdout.trim().split("\n").length, 201); // summary + one row per line
-    assert.equal(state.starts - before, 197);
+    assert.match(out.stdout, /^57 started, 0 already started, 3 failed to start, 0 skipped\n/);
+    assert.equal(out.stdout.trim().split("\n").length, 61); // summary + one row per line
+    assert.equal(state.starts - before, 57);
     assert.ok(state.max <= 20, `${state.max} start calls in flight at once`);
     assert.ok(state.max >= 2, `the starts ran one at a time (${state.max})`);
 
     const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
-    assert.deepEqual(rows.map((r) => r.line), Array.from({ length: 200 }, (_, i) => i + 1));
+    assert.deepEqual(rows.map((r) => r.line), Array.from({ length: 60 }, (_, i) => i + 1));
     assert.deepEqual(
       rows.filter((r) => r.status === "failed-to-start").map((r) => r.line),
-      [50, 100, 150],
+      [15, 30, 45],
     );
 
     const sfnOptions = { endpoint: sfn.endpoint, region: REGION, credentials: S3_CREDENTIALS };
     let progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
-    for (let i = 0; i < 100 && !progress.done; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 200));
+    for (let i = 0; i < 60 && !progress.done; i++) {
+      // Each poll reads every row's execution: not more often than once a second.
+      await new Promise((resolve) => setTimeout(resolve, 1000));
       progress = await getBatchProgress({ rows, sfn: sfnOptions, s3: false });
     }
-    assert.equal(progress.succeeded, 197, JSON.stringify(progress.rows.find((r) => r.errors[0])));
+    assert.equal(progress.succeeded, 57, JSON.stringify(progress.rows.find((r) => r.errors[0])));
     const outputs = await keys("p/");
-    assert.equal(outputs.length, 197);
-    for (const line of [1, 2, 99, 151, 200]) {
+    assert.equal(outputs.length, 57);
+    for (const line of [1, 2, 29, 46, 60]) {
       assert.deepEqual(JSON.parse(await readObject(`p/${line}.json`)), {
         variables: { title: `Hi #${line}` },
       });
@@ -615,25 +616,25 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     const report = JSON.parse(cli.stdout);
     assert.equal(report.outcome, "failed");
     assert.equal(report.ok, false);
-    assert.equal(report.total, 200);
-    assert.equal(report.executions, 197);
-    assert.equal(report.succeeded, 197);
+    assert.equal(report.total, 60);
+    assert.equal(report.executions, 57);
+    assert.equal(report.succeeded, 57);
     assert.equal(report.notStarted, 3);
     assert.equal(report.done, true);
-    assert.equal(report.rows[49].status, "failed-to-start");
-    assert.match(report.rows[49].errors[0], /^line 50: not valid JSON/);
+    assert.equal(report.rows[14].status, "failed-to-start");
+    assert.match(report.rows[14].errors[0], /^line 15: not valid JSON/);
     assert.equal(report.rows[0].outputLocation, `s3://${LOCAL_BUCKET}/p/1.json`);
     const human = await vid(["progress", "--manifest", manifest]);
     assert.match(
       human.stdout,
-      /^batch: 200 rows, 197 executions: 197 succeeded, 0 running, 0 failed; 3 rows not started;/,
+      /^batch: 60 rows, 57 executions: 57 succeeded, 0 running, 0 failed; 3 rows not started;/,
     );
 
     const again = await vid(["render-batch", project, "--batch", file, "--json"]);
     assert.equal(again.code, 1, again.stderr);
     const rerun: BatchManifestRow[] = JSON.parse(again.stdout);
-    assert.equal(state.starts - before, 197); // no StartExecution at all
-    assert.equal(rerun.filter((r) => r.status === "already-started").length, 197);
+    assert.equal(state.starts - before, 57); // no StartExecution at all
+    assert.equal(rerun.filter((r) => r.status === "already-started").length, 57);
     for (const [i, row] of rerun.entries()) {
       assert.equal(row.executionArn, rows[i].executionArn, `line ${row.line}`);
     }
@@ -833,20 +834,23 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
             .status === "succeeded",
       { timeoutMs: 20_000, intervalMs: 50 },
     );
-    const running = await vid(["progress", "--manifest", manifest, "--json"]);
-    assert.equal(running.code, 3, running.stderr);
-    assert.equal(JSON.parse(running.stdout).outcome, "running");
-    // A running render has no output yet: download says so and writes nothing.
+    // A running render has no output yet: download says so and writes nothing. These
+    // commands only read, while the row is held: they run at once.
     const heldRow: BatchManifestRow = JSON.parse(await Deno.readTextFile(manifest))[1];
     const target = join(scratch, "held.json");
-    const early = await vid(["download", heldRow.renderId!, "-o", target]);
+    const [running, early, nowhere, neither] = await Promise.all([
+      vid(["progress", "--manifest", manifest, "--json"]),
+      vid(["download", heldRow.renderId!, "-o", target]),
+      vid(["download", heldRow.renderId!, "-o", join(scratch, "no", "x.json")]),
+      vid(["download", heldRow.renderId!]),
+    ]);
+    assert.equal(running.code, 3, running.stderr);
+    assert.equal(JSON.parse(running.stdout).outcome, "running");
     assert.equal(early.code, 1);
     assert.match(early.stderr, /render b-[0-9a-f]{40} is still running; wait for it/);
     await assert.rejects(Deno.stat(target));
-    const nowhere = await vid(["download", heldRow.renderId!, "-o", join(scratch, "no", "x.json")]);
     assert.equal(nowhere.code, 1);
     assert.match(nowhere.stderr, /the folder .*\/no does not exist; create it or pass another -o/);
-    const neither = await vid(["download", heldRow.renderId!]);
     assert.equal(neither.code, 2);
 
     const cancel = await vid(["cancel", "--manifest", manifest, "--json"]);
@@ -882,12 +886,14 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     } finally {
       clearInterval(holdReleased);
     }
-    const done = await vid(["progress", "--manifest", manifest]);
-    assert.equal(done.code, 0, done.stdout);
-    assert.match(done.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
     // The first run's manifest names the aborted attempt: progress follows the row to its
     // later attempt.
-    const old = await vid(["progress", "--manifest", firstManifest]);
+    const [done, old] = await Promise.all([
+      vid(["progress", "--manifest", manifest]),
+      vid(["progress", "--manifest", firstManifest]),
+    ]);
+    assert.equal(done.code, 0, done.stdout);
+    assert.match(done.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
     assert.equal(old.code, 0, old.stdout);
     assert.match(old.stdout, /\n2 h\/held\.json succeeded \(attempt 2\) /);
   });
@@ -900,39 +906,10 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     ]);
     const manifest = join(scratch, "retry.manifest.json"); // from an earlier test
     const down = { ...env, VID_SFN_ENDPOINT: "http://127.0.0.1:9" };
-    const progress = await runVid(["lambda", "progress", "--manifest", manifest], { env: down });
-    assert.equal(progress.code, 4, progress.stdout + progress.stderr);
-    assert.match(
-      progress.stderr,
-      /cannot reach the stack \(.*VID_SFN_ENDPOINT=http:\/\/127\.0\.0\.1:9\)/,
-    );
-    assert.doesNotMatch(progress.stdout, /unknown|done/);
-    const json = await runVid(["lambda", "progress", "--manifest", manifest, "--json"], {
-      env: down,
-    });
-    assert.equal(json.code, 4);
-    assert.equal(JSON.parse(json.stdout).ok, false);
-    // One render: the same code and hint as the manifest form.
-    const one = await runVid(["lambda", "progress", "r-any"], { env: down });
-    assert.equal(one.code, 4, one.stdout + one.stderr);
-    assert.match(
-      one.stderr,
-      /cannot reach the stack \(.*VID_SFN_ENDPOINT=http:\/\/127\.0\.0\.1:9\)/,
-    );
-
     // An id the workflow does not know: download's words, in all three forms, and 4 as a
     // manifest row that cannot be read.
     const unknownArn = stateMachineArn.replace(":stateMachine:", ":execution:") + ":r-nosuch";
     const noSuch = /^error: no render r-nosuch in this workflow \(.*\): check the render id/m;
-    const progressOne = await vid(["progress", "r-nosuch"]);
-    assert.equal(progressOne.code, 4, progressOne.stdout + progressOne.stderr);
-    assert.match(progressOne.stderr, noSuch);
-    assert.doesNotMatch(progressOne.stderr, /Execution Does Not Exist/);
-    const progressJsonOut = await vid(["progress", unknownArn, "--json"]);
-    assert.equal(progressJsonOut.code, 4);
-    assert.match(JSON.parse(progressJsonOut.stdout).error.message, /^no render r-nosuch /);
-    const download = await vid(["download", "r-nosuch", "--url"]);
-    assert.match(download.stderr, noSuch);
     const rowManifest = join(scratch, "nosuch.manifest.json");
     await Deno.writeTextFile(
       rowManifest,
@@ -944,15 +921,44 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
         error: null,
       }]),
     );
-    const rows = await vid(["progress", "--manifest", rowManifest]);
+    const before = state.starts;
+    // Independent commands: they run at once.
+    const [progress, json, one, progressOne, progressJsonOut, download, rows, batch] = await Promise
+      .all([
+        runVid(["lambda", "progress", "--manifest", manifest], { env: down }),
+        runVid(["lambda", "progress", "--manifest", manifest, "--json"], { env: down }),
+        runVid(["lambda", "progress", "r-any"], { env: down }),
+        vid(["progress", "r-nosuch"]),
+        vid(["progress", unknownArn, "--json"]),
+        vid(["download", "r-nosuch", "--url"]),
+        vid(["progress", "--manifest", rowManifest]),
+        runVid(["lambda", "render-batch", project, "--batch", file], { env: down }),
+      ]);
+    assert.equal(progress.code, 4, progress.stdout + progress.stderr);
+    assert.match(
+      progress.stderr,
+      /cannot reach the stack \(.*VID_SFN_ENDPOINT=http:\/\/127\.0\.0\.1:9\)/,
+    );
+    assert.doesNotMatch(progress.stdout, /unknown|done/);
+    assert.equal(json.code, 4);
+    assert.equal(JSON.parse(json.stdout).ok, false);
+    // One render: the same code and hint as the manifest form.
+    assert.equal(one.code, 4, one.stdout + one.stderr);
+    assert.match(
+      one.stderr,
+      /cannot reach the stack \(.*VID_SFN_ENDPOINT=http:\/\/127\.0\.0\.1:9\)/,
+    );
+
+    assert.equal(progressOne.code, 4, progressOne.stdout + progressOne.stderr);
+    assert.match(progressOne.stderr, noSuch);
+    assert.doesNotMatch(progressOne.stderr, /Execution Does Not Exist/);
+    assert.equal(progressJsonOut.code, 4);
+    assert.match(JSON.parse(progressJsonOut.stdout).error.message, /^no render r-nosuch /);
+    assert.match(download.stderr, noSuch);
     assert.equal(rows.code, 4, rows.stdout + rows.stderr);
     assert.match(rows.stdout, /^ {2}no render r-nosuch in this workflow/m);
     assert.doesNotMatch(rows.stdout, /Execution Does Not Exist/);
 
-    const before = state.starts;
-    const batch = await runVid(["lambda", "render-batch", project, "--batch", file], {
-      env: down,
-    });
     assert.equal(batch.code, 1);
     assert.equal(batch.stdout, "");
     assert.equal(batch.stderr.match(/ECONNREFUSED/g)?.length, 1, batch.stderr);
@@ -988,15 +994,21 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     );
     assert.equal(state.starts - before, 1);
 
-    const strict = await vid([
-      "render",
-      "--site-id",
-      siteId,
-      "--variables",
-      '{"title": 5}',
-      "--strict-variables",
-      "--json",
+    // These two start nothing, whatever they do: they run at once.
+    const [strict, neither] = await Promise.all([
+      vid([
+        "render",
+        "--site-id",
+        siteId,
+        "--variables",
+        '{"title": 5}',
+        "--strict-variables",
+        "--json",
+      ]),
+      vid(["render"]),
     ]);
+    assert.equal(neither.code, 2);
+    assert.match(neither.stderr, /pass the project directory, or --site-id/);
     assert.equal(strict.code, 1);
     const error = JSON.parse(strict.stdout).error;
     assert.equal(error.name, "StrictVariablesError");
@@ -1015,9 +1027,6 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     } finally {
       await Deno.remove(changed, { recursive: true });
     }
-    const neither = await vid(["render"]);
-    assert.equal(neither.code, 2);
-    assert.match(neither.stderr, /pass the project directory, or --site-id/);
   });
 
   it("render-batch --site-id --dry-run checks the rows against the site's declarations (read from the bucket); without a bucket it says they are not checked", async () => {
@@ -1030,22 +1039,24 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     ]);
     const before = state.starts;
     const args = ["render-batch", "--site-id", siteId, "--batch", file, "--dry-run"];
-    const strict = await vid([...args, "--strict-variables", "--json"]);
+    const [strict, warned, unknown] = await Promise.all([
+      vid([...args, "--strict-variables", "--json"]),
+      vid(args),
+      // No bucket to read the site from: the variables are not checked, and that is said.
+      runVid(["lambda", ...args, "--strict-variables"], {
+        env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" },
+      }),
+    ]);
     assert.equal(strict.code, 1, strict.stderr); // row 2 only
     assert.deepEqual(statuses(JSON.parse(strict.stdout)), [[1, "would-invoke"], [
       2,
       "failed-to-start",
     ]]);
     assert.doesNotMatch(strict.stdout + strict.stderr, /not declared/);
-    const warned = await vid(args);
     assert.equal(warned.code, 0, warned.stderr);
     assert.match(warned.stdout, /^2 would invoke, 0 failed to start, 0 skipped, 1 with warnings /m);
     assert.match(warned.stderr, /^warning: line 2: "title" \(string\) expects a string, got 5$/m);
     assert.doesNotMatch(warned.stderr, /not declared/);
-    // No bucket to read the site from: the variables are not checked, and that is said.
-    const unknown = await runVid(["lambda", ...args, "--strict-variables"], {
-      env: { PATH: Deno.env.get("PATH") ?? "", HOME: Deno.env.get("HOME") ?? "" },
-    });
     assert.equal(unknown.code, 0, unknown.stderr);
     assert.match(unknown.stdout, /^2 would invoke/m);
     assert.match(unknown.stderr, /^warning: variables are not checked: .*pass --bucket/m);
@@ -1054,7 +1065,37 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
 
   it("errors say what to do, before any execution starts: unknown site id, missing bucket, no credentials, missing state machine", async () => {
     const before = state.starts;
-    const site = await vid(["render", "--site-id", "site-00000000deadbeef", "--json"]);
+    const [bucketFile, machineFile] = await Promise.all([
+      batchFile("b.jsonl", ['{"outputKey":"b.json"}']),
+      batchFile("m.jsonl", ['{"outputKey":"m.json"}']),
+    ]);
+    // Independent commands: they run at once.
+    const [site, badId, bucket, bucketBatch, listNone, noCredentials, machine] = await Promise.all([
+      vid(["render", "--site-id", "site-00000000deadbeef", "--json"]),
+      vid(["render", "--site-id", "../etc"]),
+      vid(["render", project, "--bucket", "no-such-bucket"]),
+      vid(["render-batch", project, "--batch", bucketFile, "--bucket", "no-such-bucket"]),
+      vid(["sites", "list", "--bucket", "no-such-bucket"]),
+      runVid(["lambda", "render", project], {
+        env: {
+          ...env,
+          AWS_ACCESS_KEY_ID: "",
+          AWS_SECRET_ACCESS_KEY: "",
+          HOME: scratch,
+          AWS_CONFIG_FILE: join(scratch, "none"),
+          AWS_SHARED_CREDENTIALS_FILE: join(scratch, "none"),
+          AWS_EC2_METADATA_DISABLED: "true", // no instance-metadata probe to wait for
+        },
+      }),
+      vid([
+        "render-batch",
+        project,
+        "--batch",
+        machineFile,
+        "--state-machine-arn",
+        stateMachineArn.replace(/vid-render$/, "nope"),
+      ]),
+    ]);
     assert.equal(site.code, 1);
     const siteError = JSON.parse(site.stdout).error;
     assert.equal(siteError.field, "siteId");
@@ -1062,52 +1103,22 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
       siteError.message,
       /site site-00000000deadbeef is not in the bucket vid-renders.*vid lambda sites create/,
     );
-    const badId = await vid(["render", "--site-id", "../etc"]);
     assert.equal(badId.code, 1);
     assert.match(badId.stderr, /siteId: must be a site id such as site-0123456789abcdef/);
 
-    const bucket = await vid(["render", project, "--bucket", "no-such-bucket"]);
     assert.equal(bucket.code, 1);
     assert.match(
       bucket.stderr,
       /^error: the bucket no-such-bucket does not exist in region us-east-1: pass --bucket \(env VID_LAMBDA_BUCKET\) the RenderBucketName/m,
     );
-    const bucketBatch = await vid([
-      "render-batch",
-      project,
-      "--batch",
-      await batchFile("b.jsonl", ['{"outputKey":"b.json"}']),
-      "--bucket",
-      "no-such-bucket",
-    ]);
     assert.equal(bucketBatch.code, 1);
     assert.match(bucketBatch.stderr, /the bucket no-such-bucket does not exist/);
-    const listNone = await vid(["sites", "list", "--bucket", "no-such-bucket"]);
     assert.match(listNone.stderr, /the bucket no-such-bucket does not exist/);
 
-    const noCredentials = await runVid(["lambda", "render", project], {
-      env: {
-        ...env,
-        AWS_ACCESS_KEY_ID: "",
-        AWS_SECRET_ACCESS_KEY: "",
-        HOME: scratch,
-        AWS_CONFIG_FILE: join(scratch, "none"),
-        AWS_SHARED_CREDENTIALS_FILE: join(scratch, "none"),
-        AWS_EC2_METADATA_DISABLED: "true", // no instance-metadata probe to wait for
-      },
-    });
     assert.equal(noCredentials.code, 1);
     assert.match(noCredentials.stderr, /^error: no AWS credentials found: set AWS_ACCESS_KEY_ID/m);
     assert.doesNotMatch(noCredentials.stderr, /Could not load credentials from any providers/);
 
-    const machine = await vid([
-      "render-batch",
-      project,
-      "--batch",
-      await batchFile("m.jsonl", ['{"outputKey":"m.json"}']),
-      "--state-machine-arn",
-      stateMachineArn.replace(/vid-render$/, "nope"),
-    ]);
     assert.equal(machine.code, 1);
     assert.match(machine.stderr, /stateMachine:nope does not exist: pass --state-machine-arn/);
     assert.equal(state.starts, before, "no execution started");
@@ -1244,9 +1255,12 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
   });
 
   it("Ctrl-C: no new rows start, calls in flight finish, the manifest is still written; a rerun resumes", async () => {
+    const ROWS = 16;
     const file = await batchFile(
       "interrupt.jsonl",
-      Array.from({ length: 40 }, (_, i) => JSON.stringify({ outputKey: `i/${i}.mp4` })),
+      // 2 at a time, each start answered after 400 ms: 16 rows take 3 s or more, and the
+      // interrupt comes after the third start.
+      Array.from({ length: ROWS }, (_, i) => JSON.stringify({ outputKey: `i/${i}.mp4` })),
     );
     const manifest = join(scratch, "interrupt.manifest.json");
     const before = state.starts;
@@ -1290,20 +1304,20 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
     } finally {
       state.startDelayMs = 100;
     }
-    assert.equal(rows.length, 40);
+    assert.equal(rows.length, ROWS);
     const started = rows.filter((r) => r.status === "started").length;
     const notStarted = rows.filter((r) => r.status === "not-started");
-    assert.equal(started + notStarted.length, 40);
+    assert.equal(started + notStarted.length, ROWS);
     assert.equal(started, state.starts - before); // every call in flight was waited for
-    assert.ok(started < 40 && started >= 3, `${started} started`);
+    assert.ok(started < ROWS && started >= 3, `${started} started`);
     assert.match(notStarted[0].error!, /interrupted before this row was started/);
 
     const resumed = await vid(["render-batch", project, "--batch", file, "--json"]);
     assert.equal(resumed.code, 0, resumed.stderr);
     const after: BatchManifestRow[] = JSON.parse(resumed.stdout);
     assert.equal(after.filter((r) => r.status === "already-started").length, started);
-    assert.equal(after.filter((r) => r.status === "started").length, 40 - started);
-    assert.equal(state.starts - before, 40);
+    assert.equal(after.filter((r) => r.status === "started").length, ROWS - started);
+    assert.equal(state.starts - before, ROWS);
   });
 
   it("Ctrl-C while the site uploads, before the first row: exit 130, every row not-started in the manifest and on stdout", async () => {
@@ -1379,7 +1393,7 @@ describe("vid lambda render-batch (worker stubbed: real state machine, stand-in 
 
 describe("vid lambda render-batch with the real worker (local stack)", () => {
   /** Row colours: each row's video is filled with its own. */
-  const COLOURS = Array.from({ length: 8 }, (_, i) => {
+  const COLOURS = Array.from({ length: 4 }, (_, i) => {
     const r = (i * 53) % 256;
     const g = (i * 97 + 60) % 256;
     const b = (i * 151 + 120) % 256;
@@ -1436,15 +1450,15 @@ if (v.pic) {
     if (scratch) await Deno.remove(scratch, { recursive: true });
   });
 
-  it("12 lines, 3 broken, 1 failing for real: 8 videos in their row's colour; the rerun starts only the failed row, as attempt 2; the batch file and manifest inside the project are not uploaded; download, sites list / rm", async () => {
+  it("8 lines, 3 broken, 1 failing for real: 4 videos in their row's colour; the rerun starts only the failed row, as attempt 2; the batch file and manifest inside the project are not uploaded; download, sites list / rm", async () => {
     const lines = COLOURS.map((c, i) =>
       JSON.stringify({ outputKey: `people/${i + 1}.mp4`, variables: { fill: hex(c) } })
     );
-    // Three broken lines (4, 8 and the last, 12) and one that renders and fails (10).
+    // Three broken lines (4, 6 and the last, 8) and one that renders and fails (7).
     lines.splice(3, 0, "{ not json");
-    lines.splice(7, 0, JSON.stringify({ variables: { fill: "#ffffff" } }));
+    lines.splice(5, 0, JSON.stringify({ variables: { fill: "#ffffff" } }));
     lines.splice(
-      9,
+      6,
       0,
       JSON.stringify({
         outputKey: "people/pic.mp4",
@@ -1452,7 +1466,7 @@ if (v.pic) {
       }),
     );
     lines.push(JSON.stringify({ outputKey: "people/last.mp4", variables: "not an object" }));
-    assert.equal(lines.length, 12);
+    assert.equal(lines.length, 8);
     // Kept inside the project: neither may change the site (or every row would start again).
     const file = join(project, "people.jsonl");
     await Deno.writeTextFile(file, lines.join("\n") + "\n");
@@ -1487,24 +1501,24 @@ if (v.pic) {
     const t0 = performance.now();
     const out = await batch();
     assert.equal(out.code, 1, out.stderr); // some lines failed to start
-    assert.match(out.stdout, /^9 started, 0 already started, 3 failed to start, 0 skipped\n/);
+    assert.match(out.stdout, /^5 started, 0 already started, 3 failed to start, 0 skipped\n/);
     const rows: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
-    assert.equal(rows.length, 12); // one row per line
+    assert.equal(rows.length, 8); // one row per line
     assert.deepEqual(
       rows.filter((r) => r.status === "failed-to-start").map((r) => r.line),
-      [4, 8, 12],
+      [4, 6, 8],
     );
     const progress = await settle(rows);
     console.log(
-      `9 real renders through the local stack: ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+      `5 real renders through the local stack: ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
-    assert.equal(progress.succeeded, 8, JSON.stringify(progress.rows.filter((r) => r.errors[0])));
+    assert.equal(progress.succeeded, 4, JSON.stringify(progress.rows.filter((r) => r.errors[0])));
     assert.equal(progress.failed, 1);
-    assert.equal(progress.rows[9].status, "failed");
+    assert.equal(progress.rows[6].status, "failed");
 
     // The cost counts run time only: at most `concurrency` functions run at once, so the
     // renders' run time cannot exceed concurrency x the wall time. Counting the time tasks
-    // waited for a free worker (most of it, with 9 renders on a few workers) would.
+    // waited for a free worker (with 5 renders on fewer workers) would.
     const wall = (performance.now() - t0) / 1000;
     let runSeconds = 0;
     for (const row of rows.filter((r) => r.executionArn)) {
@@ -1527,7 +1541,7 @@ if (v.pic) {
       env: stack.env,
     });
     assert.equal(report.code, 1, report.stderr);
-    const failedRow = JSON.parse(report.stdout).rows[9];
+    const failedRow = JSON.parse(report.stdout).rows[6];
     const message = failedRow.errors.join("\n");
     assert.match(message, /missing\.png/);
     assert.doesNotMatch(message, /vid-sites|\/tmp\/|errorType/);
@@ -1541,8 +1555,8 @@ if (v.pic) {
       new HeadObjectCommand({ Bucket: stack.RenderBucketName, Key: byLine.get(1)!.outputKey! }),
     );
     assert.equal(head.Metadata?.[RENDER_ID_METADATA], byLine.get(1)!.renderId);
-    const colourLines = rows.filter((r) => r.status === "started" && r.line !== 10);
-    assert.equal(colourLines.length, 8);
+    const colourLines = rows.filter((r) => r.status === "started" && r.line !== 7);
+    assert.equal(colourLines.length, 4);
     for (const [i, row] of colourLines.entries()) {
       const object = await s3Client.send(
         new GetObjectCommand({ Bucket: stack.RenderBucketName, Key: row.outputKey! }),
@@ -1565,21 +1579,21 @@ if (v.pic) {
     assert.equal(again.code, 1, again.stderr);
     assert.match(
       again.stdout,
-      /^1 started \(1 as a new attempt after a failure\), 8 already started, 3 failed to start, 0 skipped\n/,
+      /^1 started \(1 as a new attempt after a failure\), 4 already started, 3 failed to start, 0 skipped\n/,
     );
     const rerun: BatchManifestRow[] = JSON.parse(await Deno.readTextFile(manifest));
-    assert.equal(rerun[9].status, "started");
-    assert.equal(rerun[9].attempt, 2);
-    assert.equal(rerun[9].renderId, `${byLine.get(10)!.renderId}-a2`);
-    assert.match(rerun[9].executionArn!, /-a2$/);
-    for (const line of [1, 2, 11]) {
+    assert.equal(rerun[6].status, "started");
+    assert.equal(rerun[6].attempt, 2);
+    assert.equal(rerun[6].renderId, `${byLine.get(7)!.renderId}-a2`);
+    assert.match(rerun[6].executionArn!, /-a2$/);
+    for (const line of [1, 2, 5]) {
       assert.equal(rerun[line - 1].executionArn, byLine.get(line)!.executionArn);
     }
     const second = await settle(rerun);
-    assert.equal(second.rows[9].status, "failed");
+    assert.equal(second.rows[6].status, "failed");
     const human = await runVid(["lambda", "progress", "--manifest", manifest], { env: stack.env });
     assert.equal(human.code, 1);
-    assert.match(human.stdout, /\n10 people\/pic\.mp4 failed \(attempt 2\) /);
+    assert.match(human.stdout, /\n7 people\/pic\.mp4 failed \(attempt 2\) /);
 
     // Downloading an output: to a file (temp file, then rename), or as a presigned URL.
     const first = byLine.get(1)!;
@@ -1604,7 +1618,7 @@ if (v.pic) {
     const fetched = new Uint8Array(await (await fetch(signed.url)).arrayBuffer());
     assert.deepEqual(fetched, await Deno.readFile(saved));
     const failedDownload = await runVid(
-      ["lambda", "download", rerun[9].renderId!, "-o", join(scratch, "pic.mp4")],
+      ["lambda", "download", rerun[6].renderId!, "-o", join(scratch, "pic.mp4")],
       { env: stack.env },
     );
     assert.equal(failedDownload.code, 1);

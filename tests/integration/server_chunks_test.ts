@@ -8,8 +8,8 @@
  * counts the helping worker busy and each chunk's duration.
  *
  * Real Chromium, ffmpeg and file storage, no HTTP server: the render job is built as the
- * queue builds it. Fixture: 320x180 at 10 fps, 23 frames (two 10-frame GOP grid cells and a
- * 3-frame one), a box sliding and changing colour so every frame differs, a tone, and the
+ * queue builds it. Fixture: 320x180 at 5 fps, 12 frames (two 5-frame GOP grid cells and a
+ * 2-frame one), a box sliding and changing colour so every frame differs, a tone, and the
  * page's clock printed at load, which would differ between chunks rendered a second apart
  * if each worker started its own clock.
  *
@@ -45,8 +45,10 @@ import {
   startServerProcess,
 } from "../server_process.ts";
 
-const FPS = 10;
-const FRAMES = 23;
+const FPS = 5;
+const FRAMES = 12;
+/** Frames per chunk: one GOP grid cell, so the plan is [0-4], [5-9], [10-11]. */
+const CHUNK = 5;
 /** The render's creation, as the queue reads it from its row. */
 const EPOCH_MS = 1_700_000_000_000;
 
@@ -59,7 +61,7 @@ const HTML = compositionHtml(
     duration: FRAMES / FPS,
     head: `<style>
 #box { position: absolute; left: 0; top: 40px; width: 60px; height: 60px; background: #f00;
-  animation: slide 2.3s linear forwards; }
+  animation: slide 2.4s linear forwards; }
 @keyframes slide { 50% { background: #0f0; } to { left: 260px; background: #00f; } }
 #clock { position: absolute; left: 10px; top: 130px; color: #fff; font: 20px monospace; }
 </style>`,
@@ -160,7 +162,7 @@ describe("a hosted render in chunks = the single-process server render", () => {
     return { plan, ...(await stored(id, format)) };
   }
 
-  for (const [format, chunkSize] of [["mp4", 10], ["webm", 20]] as const) {
+  for (const [format, chunkSize] of [["mp4", CHUNK], ["webm", 2 * CHUNK]] as const) {
     it(`${format}: chunks rendered apart and joined from storage give the single-process render's bytes and thumbnail`, async () => {
       await backend.render(ctx, job(`rnd_single_${format}`, format), new AbortController().signal);
       const single = await stored(`rnd_single_${format}`, format);
@@ -171,7 +173,7 @@ describe("a hosted render in chunks = the single-process server render", () => {
       const split = await chunked(`rnd_chunked_${format}`, format, chunkSize);
       assert.deepEqual(
         split.plan.map((c) => [c.from, c.to]),
-        chunkSize === 10 ? [[0, 9], [10, 19], [20, 22]] : [[0, 19], [20, 22]],
+        chunkSize === CHUNK ? [[0, 4], [5, 9], [10, 11]] : [[0, 9], [10, 11]],
       );
       if (format === "mp4") {
         assert.equal(await sha256(split.video), await sha256(single.video), "video bytes");
@@ -190,19 +192,26 @@ describe("a hosted render in chunks = the single-process server render", () => {
 
   it("the assembler names a chunk that is not stored; a file missing from the project fails the chunk", async () => {
     const render = job("rnd_gap", "mp4");
-    const plan = serverChunkPlan(render, { chunkSize: 10 });
-    await renderStoredChunk(ctx, render, plan[0]);
+    const plan = serverChunkPlan(render, { chunkSize: CHUNK });
+    // Chunks 0 and 2 of the mp4 step's render (same plan; the assembler leaves chunks
+    // stored), not chunk 1: a gap in the middle, and no chunk rendered again for it.
+    for (const name of ["0.json", "0.mp4", "2.json", "2.mp4"]) {
+      const object = await ctx.storage.get(`renders/rnd_chunked_mp4/chunks/${name}`);
+      assert.ok(object, `the mp4 step stored chunks/${name}`);
+      const bytes = new Uint8Array(await new Response(object.body).arrayBuffer());
+      await ctx.storage.putBytes(`renders/rnd_gap/chunks/${name}`, bytes);
+    }
     await assert.rejects(
       assembleStoredRender(ctx, render, plan),
       (error) =>
         error instanceof ChunkMissingError && error.index === 1 &&
-        /chunk 1 \(frames 10-19\) is not stored/.test(error.message),
+        /chunk 1 \(frames 5-9\) is not stored/.test(error.message),
     );
     assert.equal(await ctx.storage.exists("renders/rnd_gap/video.mp4"), false);
 
     const broken = job("rnd_missing", "mp4", "ast_missing");
     await assert.rejects(
-      renderStoredChunk(ctx, broken, serverChunkPlan(broken, { chunkSize: 10 })[1]),
+      renderStoredChunk(ctx, broken, serverChunkPlan(broken, { chunkSize: CHUNK })[1]),
       (error) => error instanceof MissingAssetError && /gone\.wav/.test(error.message),
     );
     assert.equal(await ctx.storage.exists("renders/rnd_missing/chunks/1.json"), false);
@@ -224,7 +233,7 @@ describe("vid server --chunk-size: one render's chunks across the workers", () =
   before(async () => {
     dataDir = await serverDataDir("vid-chunks-server-");
     key = await createAccount(dataDir, "ana@example.com", { credits: 1000 });
-    server = await startServerProcess(dataDir, ["--workers", "2", "--chunk-size", "10"]);
+    server = await startServerProcess(dataDir, ["--workers", "2", "--chunk-size", String(CHUNK)]);
     const file = join(dataDir, "tone.wav");
     await lavfi("sine=frequency=440:duration=3", file);
     tone = await Deno.readFile(file);
@@ -330,9 +339,9 @@ describe("vid server --chunk-size: one render's chunks across the workers", () =
     const log = server.output();
     assert.match(
       log,
-      new RegExp(`render ${id}: chunk 0 \\(frames 0-9\\) rendered by \\S+/[12] in`),
+      new RegExp(`render ${id}: chunk 0 \\(frames 0-4\\) rendered by \\S+/[12] in`),
     );
-    assert.match(log, new RegExp(`render ${id}: chunk 2 \\(frames 20-22\\) rendered by`));
+    assert.match(log, new RegExp(`render ${id}: chunk 2 \\(frames 10-11\\) rendered by`));
     const storage = new FsStorage(join(dataDir, "storage"));
     assert.equal(await storage.exists(`renders/${id}/chunks/0.mp4`), false, "chunks removed");
 
