@@ -137,13 +137,13 @@ export const LONGEST_FIRST: readonly string[] = [
   "chunk_identity_test.ts", // 26
   "npm_package_test.ts", // 34
   "server_lambda_test.ts", // 31
-  "media_test.ts", // 32
+  "media_test.ts", // ~28 (32 before issue 35 cut its CPU 12 %; not re-timed idle)
   "readme_test.ts", // 31
   "preview_test.ts", // 30
   "lambda_local_test.ts", // 29
   "player_test.ts", // 29
   "cloud_test.ts", // 24 (28 before issue 35's cuts; scaled)
-  "runtime_test.ts", // 28
+  "runtime_test.ts", // ~16 (28 before issue 35 cut its CPU 45 %; not re-timed idle)
   "security_server_deadlines_test.ts", // 21
   "security_ffmpeg_test.ts", // 20 (76 with the machine shared)
   "server_queue_test.ts", // 19

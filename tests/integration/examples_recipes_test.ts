@@ -10,7 +10,16 @@
 
 import { after, before, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { frameHashes, near, pixelSeries, probeVideo, rgb, ROOT, runVid } from "../helpers.ts";
+import {
+  frameHashes,
+  near,
+  pixelSeries,
+  probeVideo,
+  rgb,
+  rgbFrames,
+  ROOT,
+  runVid,
+} from "../helpers.ts";
 import { rmsDb } from "../audio_levels.ts";
 
 let scratch: string;
@@ -82,9 +91,11 @@ describe("recipes: every example renders and the library drew", () => {
     assertNear(at[2], [230, 57, 70], "frame 2 (t = 1 s): the square layer");
   });
 
+  /** One copy of examples/threejs with Three.js added, rendered by both capture paths. */
+  let threejs: Promise<string> | undefined;
   for (const capture of ["beginframe", "screenshot"]) {
     it(`Three.js: WebGL draws the cube (${capture} capture)`, async () => {
-      const dir = await example("threejs", ["three"], `threejs-${capture}`);
+      const dir = await (threejs ??= example("threejs", ["three"]));
       const file = await render(dir, `three-${capture}.mp4`, [
         "--fps",
         "2",
@@ -146,7 +157,15 @@ describe("recipes: every example renders and the library drew", () => {
     const dir = await example("voiceover");
     await ffmpegOk(["-f", "lavfi", "-i", "sine=frequency=220:duration=4", `${dir}/music.wav`]);
     await ffmpegOk(["-f", "lavfi", "-i", "sine=frequency=2000:duration=1.5", `${dir}/voice.wav`]);
-    const file = await render(dir, "voiceover.mp4", ["--fps", "2", "--loudness", "-20"]);
+    // One worker: the soundtrack is mixed once, whatever the workers (one browser, not two).
+    const file = await render(dir, "voiceover.mp4", [
+      "--fps",
+      "2",
+      "--loudness",
+      "-20",
+      "--workers",
+      "1",
+    ]);
     // The music alone, through low-passes that leave the 2 kHz voice out.
     const music = (from: number, to: number) =>
       rmsDb(file, from, to, "lowpass=f=500,lowpass=f=500,");
@@ -175,8 +194,10 @@ describe("recipes: every example renders and the library drew", () => {
     ]);
     // Frame 0 (t = 0): no cue; frame 2 (0.5 s): cue 1 in white; frames 5, 6, 7 (1.25, 1.5,
     // 1.75 s): cue 2 with its first, second and third word in yellow.
-    const band = async (n: number) => await yellowAndWhite(file, n);
-    const [empty, first, w1, w2, w3] = await Promise.all([0, 2, 5, 6, 7].map(band));
+    // The video is decoded once; the five frames are read from it.
+    const frames = await rgbFrames(file, 640, 360);
+    assert.equal(frames.length, 8, "2 s at 4 fps");
+    const [empty, first, w1, w2, w3] = [0, 2, 5, 6, 7].map((n) => yellowAndWhite(frames[n]));
     assert.deepEqual([empty.white, empty.yellow], [0, 0], "frame 0: no caption");
     assert.ok(first.white > 200 && first.yellow === 0, `frame 2: ${JSON.stringify(first)}`);
     for (const [n, counts] of [[5, w1], [6, w2], [7, w3]] as const) {
@@ -217,35 +238,11 @@ async function ffmpegOk(args: string[]): Promise<string> {
   return log;
 }
 
-/** RGB of frame `n` of a 640x360 video, as bytes. */
-async function frameRgb(file: string, n: number): Promise<Uint8Array> {
-  const out = await new Deno.Command("ffmpeg", {
-    args: [
-      "-v",
-      "error",
-      "-i",
-      file,
-      "-vf",
-      `select=eq(n\\,${n})`,
-      "-frames:v",
-      "1",
-      "-f",
-      "rawvideo",
-      "-pix_fmt",
-      "rgb24",
-      "-",
-    ],
-    stdout: "piped",
-  }).output();
-  return out.stdout;
-}
-
-/** Yellow and white pixels of the caption band (rows 250-340) of frame `n`, and the yellow's mean x. */
-async function yellowAndWhite(
-  file: string,
-  n: number,
-): Promise<{ yellow: number; white: number; yellowX: number }> {
-  const rgbBytes = await frameRgb(file, n);
+/**
+ * Yellow and white pixels of the caption band (rows 250-340) of one 640x360 RGB frame, and
+ * the yellow's mean x.
+ */
+function yellowAndWhite(rgbBytes: Uint8Array): { yellow: number; white: number; yellowX: number } {
   let yellow = 0;
   let white = 0;
   let xs = 0;

@@ -334,10 +334,14 @@ describe("the npm package in a fresh Node project", () => {
   it("Node 20 and Node 22 import the SDK; validateConfig rejects a too-large input", async () => {
     const version = (await ok("node", ["--version"], consumer)).trim();
     assert.match(version, /^v(2\d|[3-9]\d)\./, `Node 20+ expected, got ${version}`);
-    for (const node of ["node", await node22()]) {
-      const out = await run(node, ["render.mjs", "validate-only"], consumer, {
-        VID_LAMBDA_BUCKET: "vid-renders",
-      });
+    const nodes = ["node", await node22()];
+    const outs = await Promise.all(
+      nodes.map((node) =>
+        run(node, ["render.mjs", "validate-only"], consumer, { VID_LAMBDA_BUCKET: "vid-renders" })
+      ),
+    );
+    for (const [i, node] of nodes.entries()) {
+      const out = outs[i];
       assert.equal(out.code, 0, `${node}: ${out.stderr}`);
       const result = JSON.parse(out.stdout);
       assert.match(
@@ -389,15 +393,16 @@ describe("the npm package in a fresh Node project", () => {
   });
 
   it("Node 20 and Node 22 render locally with renderComposition (Chromium over CDP)", async () => {
-    project ??= await makeProject(HTML);
-    for (const node of ["node", await node22()]) {
+    const dir = project ??= await makeProject(HTML);
+    // The two renders are independent (their own browser, their own file): at once.
+    await Promise.all(["node", await node22()].map(async (node) => {
       const major = (await ok(node, ["--version"], consumer)).trim().split(".")[0];
       const video = join(scratch, `local-${major}.mp4`);
-      const out = await run(node, ["local.mjs", video], consumer, { VID_TEST_PROJECT: project });
+      const out = await run(node, ["local.mjs", video], consumer, { VID_TEST_PROJECT: dir });
       assert.equal(out.code, 0, `${node}: ${out.stdout}${out.stderr}`);
       assert.equal(JSON.parse(out.stdout.trim().split("\n").at(-1)!).frames, 20, node);
       await assertRedToBlue(video);
-    }
+    }));
   });
 
   it("tsc type-checks a TypeScript consumer against the .d.ts and rejects a wrong call", async () => {
