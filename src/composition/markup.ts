@@ -83,17 +83,29 @@ function attribute(element: Element, name: string): string | undefined {
   return element.attrs.find((a) => a.name === name)?.value;
 }
 
-/** Depth-first search for the first element carrying `data-composition-id`. */
-function findRoot(node: Node): Element | undefined {
-  if (isElement(node) && attribute(node, "data-composition-id") !== undefined) return node;
+/**
+ * The composition root, chosen as HyperFrames' runtime chooses it: the element marked
+ * `data-root="true"` (with a `data-composition-id`) if there is one, else the first element
+ * carrying `data-composition-id` in document order (the topmost one).
+ */
+function findRoot(document: Node): Element | undefined {
+  return findFirst(document, (el) => attribute(el, "data-root") === "true") ??
+    findFirst(document, () => true);
+}
+
+/** Depth-first search for the first element carrying `data-composition-id` that `accept`s. */
+function findFirst(node: Node, accept: (element: Element) => boolean): Element | undefined {
+  if (isElement(node) && attribute(node, "data-composition-id") !== undefined && accept(node)) {
+    return node;
+  }
   const children = "childNodes" in node ? node.childNodes : [];
   for (const child of children) {
-    const found = findRoot(child);
+    const found = findFirst(child, accept);
     if (found) return found;
   }
   // <template> content lives in a separate fragment.
   if (isElement(node) && node.tagName === "template" && "content" in node) {
-    return findRoot((node as DefaultTreeAdapterMap["template"]).content);
+    return findFirst((node as DefaultTreeAdapterMap["template"]).content, accept);
   }
   return undefined;
 }

@@ -19,6 +19,7 @@ import {
   scopedScriptCode,
   scopedWindow,
 } from "./hyperframes_scope.ts";
+import { compositionRoot } from "./composition_root.ts";
 
 /** How deep sub-compositions may nest. */
 const MAX_DEPTH = 16;
@@ -289,7 +290,7 @@ function mountHost(state: HyperframesState, hostEl: Element, depth: number): voi
  * `load`.
  */
 export function mountAll(state: HyperframesState): void {
-  const top = document.querySelector("[data-composition-id]");
+  const top = compositionRoot(document);
   if (top && !top.closest(`[${MOUNT}]`)) bind(top, state.host.getVariables());
   for (const hostEl of Array.from(document.querySelectorAll("[data-composition-src]"))) {
     if (hostEl.closest(`[${MOUNT}]`)) continue;

@@ -524,6 +524,11 @@ function scopedWindow(w, scope) {
   });
 }
 
+// src/runtime/composition_root.ts
+function compositionRoot(document2) {
+  return document2.querySelector('[data-composition-id][data-root="true"]') ?? document2.querySelector("[data-composition-id]");
+}
+
 // src/runtime/hyperframes_mount.ts
 var MAX_DEPTH = 16;
 function readFileSync(url) {
@@ -724,7 +729,7 @@ function mountHost(state, hostEl, depth) {
   }
 }
 function mountAll(state) {
-  const top = document.querySelector("[data-composition-id]");
+  const top = compositionRoot(document);
   if (top && !top.closest(\`[\${MOUNT}]\`)) bind(top, state.host.getVariables());
   for (const hostEl of Array.from(document.querySelectorAll("[data-composition-src]"))) {
     if (hostEl.closest(\`[\${MOUNT}]\`)) continue;

@@ -16,6 +16,7 @@ import {
   type TextFinding,
   textSuspects,
 } from "./text_checks.ts";
+import { compositionRoot } from "./composition_root.ts";
 
 /** What a declared type's value is in JavaScript. */
 const JS_TYPE: Record<string, string> = {
@@ -38,8 +39,7 @@ function pageVariables(): {
 } {
   const vid = (globalThis as { __vid?: { getVariables(): Record<string, unknown> } }).__vid;
   const values = { ...(vid?.getVariables() ?? {}) };
-  const raw = document.querySelector("[data-composition-id]")
-    ?.getAttribute("data-composition-variables");
+  const raw = compositionRoot(document)?.getAttribute("data-composition-variables");
   let declared: unknown = [];
   try {
     declared = raw ? JSON.parse(raw) : [];

@@ -35,6 +35,11 @@ function overflowEdges(r, width, height) {
   ].filter((s) => s !== "");
 }
 
+// src/runtime/composition_root.ts
+function compositionRoot(document2) {
+  return document2.querySelector('[data-composition-id][data-root="true"]') ?? document2.querySelector("[data-composition-id]");
+}
+
 // src/runtime/text_probe.ts
 var JS_TYPE = {
   string: "string",
@@ -47,7 +52,7 @@ var JS_TYPE = {
 function pageVariables() {
   const vid = globalThis.__vid;
   const values = { ...vid?.getVariables() ?? {} };
-  const raw = document.querySelector("[data-composition-id]")?.getAttribute("data-composition-variables");
+  const raw = compositionRoot(document)?.getAttribute("data-composition-variables");
   let declared = [];
   try {
     declared = raw ? JSON.parse(raw) : [];

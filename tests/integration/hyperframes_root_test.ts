@@ -90,6 +90,43 @@ describe("a first composition element with no length, the page's sole timeline a
     assert.equal(JSON.parse(info.stdout).duration, 1);
   });
 
+  // HyperFrames' explicit root marker: the marked element is the root wherever it stands, its
+  // length and its variables (bound as CSS custom properties on it) are the video's.
+  it('data-root="true" makes a later composition element the root: its length and its variables', async () => {
+    const marked = await makeProject(
+      PAGE.replace(/<script>\s*window\.__timelines[\s\S]*?<\/script>/, "")
+        .replace(
+          'id="root" data-composition-id="root"',
+          'id="root" data-composition-id="root" data-root="true" ' +
+            `data-composition-variables='[{"id": "accent", "type": "color", "default": "#ff0000"}]'`,
+        )
+        .replace('style="background: #0000ff"', 'style="background: var(--accent)"'),
+    );
+    try {
+      await copyFile(GSAP, join(marked, "gsap.min.js"));
+      const info = await runVid(["info", marked, "--json"]);
+      assert.equal(info.code, 0, info.stderr);
+      assert.equal(JSON.parse(info.stdout).id, "root");
+      assert.equal(JSON.parse(info.stdout).duration, 1);
+      const out = join(marked, "still.png");
+      const args = ["still", marked, "-o", out, "--time", "0.8"];
+      const still = await runVid([...args, "--variables", '{"accent": "#00ff00"}']);
+      assert.equal(still.code, 0, still.stderr);
+      const frame = (await rgbFrames(out, 320, 180))[0];
+      assert.ok(near(centre(frame), [0, 255, 0], 24), `${centre(frame)}`);
+      // Unmarked, the canvas is the root: no length of its own and no timeline to take one from.
+      await Deno.writeTextFile(
+        join(marked, "index.html"),
+        (await Deno.readTextFile(join(marked, "index.html"))).replace(' data-root="true"', ""),
+      );
+      const unmarked = await runVid(["info", marked, "--json"]);
+      assert.equal(unmarked.code, 1, unmarked.stdout);
+      assert.equal(JSON.parse(unmarked.stdout).error.field, "data-duration");
+    } finally {
+      await Deno.remove(marked, { recursive: true });
+    }
+  });
+
   // airbnb-deck imports Three.js from jsDelivr in an inline module; a host that cannot reach it
   // ran the page without the module (its element fires only "error", no URL), silently.
   it("an inline module whose import does not load fails the render, naming the URL and vid add three", async () => {

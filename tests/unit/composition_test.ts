@@ -104,6 +104,23 @@ describe("parseComposition: finding the root", () => {
         `<script>window.x = 1;</script>${rootTag({ "data-composition-id": "after" })}`,
     );
     assert.equal(parseComposition(html, FILE).id, "after");
+
+    it('takes the element marked data-root="true" over an earlier composition, as HyperFrames', () => {
+      const html = page(
+        `<canvas data-composition-id="bg" data-width="10" data-height="10"></canvas>` +
+          rootTag({ "data-composition-id": "main", "data-root": "true" }),
+      );
+      const c = parseComposition(html, FILE);
+      assert.equal(c.id, "main");
+      assert.equal(c.width, 1920);
+      assert.equal(c.duration, 5);
+      // Any other value of data-root leaves the first composition the root.
+      const unmarked = html.replace('data-root="true"', 'data-root="false"');
+      assertCompositionError(() => parseComposition(unmarked, FILE), {
+        file: FILE,
+        field: "data-duration",
+      });
+    });
   });
 
   it("accepts the attribute on <body> or <html>", () => {
