@@ -38,6 +38,11 @@ export interface CheckOptions {
   snapshots?: string;
   /** Run the browser parts (fonts, runtime). @default true */
   browser?: boolean;
+  /**
+   * The host's deadline of one sampled frame's seek, milliseconds (`--frame-timeout`): a page
+   * busy past it is reported and not seeked further. @default 30000
+   */
+  frameTimeoutMs?: number;
   /** Told when capture falls back to screenshots. */
   onWarning?: (message: string) => void;
 }
@@ -94,6 +99,7 @@ export async function checkProject(options: CheckOptions = {}): Promise<CheckRep
       rate,
       snapshots: options.snapshots,
       onWarning: options.onWarning,
+      frameTimeoutMs: options.frameTimeoutMs,
     });
     // An undecodable video stops the session too: the media part said so already; a read
     // the static part named, the page's read tracking sees again.

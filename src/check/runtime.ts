@@ -25,7 +25,13 @@ import { failedFonts, fontFailureMessage } from "../render/fonts.ts";
 import { MediaError } from "../render/media.ts";
 import { AudioAttributeError } from "../render/audio_automation.ts";
 import { CaptionError } from "../render/captions.ts";
-import { type CompositionPage, openComposition } from "../render/render_chunk.ts";
+import {
+  type CompositionPage,
+  fastForward,
+  frameUnderDeadline,
+  openComposition,
+} from "../render/render_chunk.ts";
+import { FrameTimeoutError } from "../render/watchdog.ts";
 import {
   MissingAssetError,
   openRenderSession,
@@ -46,6 +52,8 @@ export interface RuntimeInput {
   snapshots?: string;
   /** Told when the session falls back to screenshots. */
   onWarning?: (message: string) => void;
+  /** The host's deadline of one sampled frame's seek, milliseconds. @default 30000 */
+  frameTimeoutMs?: number;
 }
 
 /** How many page errors the runtime part reports before it stops seeking. */
@@ -177,6 +185,7 @@ export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]>
       frameRate: input.rate,
       format: "mp4",
       onWarning: input.onWarning,
+      frameTimeoutMs: input.frameTimeoutMs,
       // The static part named the missing files; the frames are still worth a look.
       checking: true,
     });
@@ -232,8 +241,23 @@ export async function runtimeCheck(input: RuntimeInput): Promise<CheckProblem[]>
       }
       let videos: FrameVideos;
       try {
-        videos = await seekFrame(page.page, frame);
+        const open = page;
+        await fastForward(open, frame);
+        videos = await frameUnderDeadline(open, frame, () => seekFrame(open.page, frame));
       } catch (error) {
+        if (error instanceof FrameTimeoutError) {
+          // The page is busy without end: its browser is stopped, so nothing more is seeked.
+          problems.push({
+            severity: SEVERITY["page-error"],
+            part: "runtime",
+            kind: "page-error",
+            message: error.message,
+            frame,
+            field: "--frame-timeout",
+          });
+          page = undefined;
+          break;
+        }
         if (!(error instanceof PageError)) throw error;
         const problem = pageProblem(error);
         const key = `error|${problem.file}:${problem.line}|${

@@ -36,6 +36,7 @@ export function registerCheck(program: Command): void {
     .addOption(cliOption(OPTIONS.variables))
     .addOption(cliOption(OPTIONS.variablesFile))
     .addOption(cliOption(OPTIONS.fps, { help: "frame rate the sampled frames are counted in" }))
+    .addOption(cliOption(OPTIONS.frameTimeoutMs))
     .option("--strict", "fail (exit 1) on warnings too")
     .option(
       "--no-browser",
@@ -62,6 +63,7 @@ export function registerCheck(program: Command): void {
           fps: options.fps,
           snapshots: options.snapshots,
           browser: options.browser,
+          frameTimeoutMs: options.frameTimeout,
           onWarning: options.json ? undefined : warn,
         });
         const strict = options.strict === true;

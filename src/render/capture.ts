@@ -64,17 +64,47 @@ export async function seekFrame(page: CdpSession, frame: number): Promise<FrameV
       entering: typeof entering === "number" ? entering : 0,
     };
   } catch (error) {
-    if (error instanceof CdpClosedError) throw error;
-    const thrown = await evaluate(
-      page,
-      `({ errors: window.__vid.errors(), href: location.href })`,
-    ).catch(() => undefined) as { errors: PageErrorRecord[]; href: string } | undefined;
-    if (thrown && thrown.errors.length > 0) {
-      throw pageErrorFrom(thrown.errors[0], thrown.href, frame);
-    }
-    const message = (error as Error).message.replace(/^Error: /, "");
-    throw new PageError(frame, message);
+    throw await seekFailure(page, frame, error);
   }
+}
+
+/**
+ * Steps the page's clock towards the frame before `frame` for about `budgetMs` of wall-clock
+ * time (the page runtime's `__vid.fastForward`); resolves with the frame reached. Call it in
+ * a loop, each call under its own deadline, until it reaches `frame - 1`, then
+ * {@linkcode seekFrame}: a page animated by `requestAnimationFrame` redraws once per frame
+ * stepped through, so a late frame of a fresh page can take longer than one frame's deadline.
+ */
+export async function fastForwardSlice(
+  page: CdpSession,
+  frame: number,
+  budgetMs: number,
+): Promise<number> {
+  try {
+    const reached = await evaluate(page, `window.__vid.fastForward(${frame}, ${budgetMs})`);
+    if (typeof reached !== "number") throw new Error(`fast-forward returned ${String(reached)}`);
+    return reached;
+  } catch (error) {
+    throw await seekFailure(page, frame, error);
+  }
+}
+
+/**
+ * The error of a seek that failed: the page's first recorded error where it threw (a
+ * {@linkcode PageError} saying where), else a PageError with the failure's message; a closed
+ * connection as it is.
+ */
+async function seekFailure(page: CdpSession, frame: number, error: unknown): Promise<Error> {
+  if (error instanceof CdpClosedError) return error;
+  const thrown = await evaluate(
+    page,
+    `({ errors: window.__vid.errors(), href: location.href })`,
+  ).catch(() => undefined) as { errors: PageErrorRecord[]; href: string } | undefined;
+  if (thrown && thrown.errors.length > 0) {
+    return pageErrorFrom(thrown.errors[0], thrown.href, frame);
+  }
+  const message = (error as Error).message.replace(/^Error: /, "");
+  return new PageError(frame, message);
 }
 
 /** Returns the image of the current frame. */

@@ -17,7 +17,7 @@ import {
 } from "../runtime/page_runtime.ts";
 import { type Browser, closePage, navigate, openPage } from "./browser.ts";
 import type { CdpSession } from "./cdp.ts";
-import { type Capturer, createCapturer, evaluate, seekFrame } from "./capture.ts";
+import { type Capturer, createCapturer, evaluate, fastForwardSlice, seekFrame } from "./capture.ts";
 import { assertTextShown } from "./text_check.ts";
 import { pageErrorFrom } from "./page_error.ts";
 import { type Chunk, gopFrames } from "./chunk_plan.ts";
@@ -131,6 +131,46 @@ export function frameUnderDeadline<T>(
     expired: () => new FrameTimeoutError(frame, timeoutMs),
     stop: () => composition.stop(),
   });
+}
+
+/** Wall-clock time of one fast-forward slice, at most (a quarter of the frame deadline, if less). */
+const FAST_FORWARD_SLICE_MS = 2000;
+
+/**
+ * Moves a page's clock to just before `frame` (see {@linkcode fastForwardSlice}) in slices,
+ * each under the host's deadline of one frame: the seek to a chunk's first frame or a late
+ * still then costs one frame's work, however many frames the page's own animation loop
+ * (`requestAnimationFrame`) must be stepped through first. A slice that passes the deadline
+ * fails the frame as a seek would ({@linkcode FrameTimeoutError}).
+ *
+ * @example
+ * ```ts no_run
+ * async function seekLate(composition: CompositionPage): Promise<void> {
+ *   await fastForward(composition, 3000);
+ *   await frameUnderDeadline(composition, 3000, () => seekFrame(composition.page, 3000));
+ * }
+ * ```
+ */
+export async function fastForward(
+  composition: CompositionPage,
+  frame: number,
+  signal?: AbortSignal,
+): Promise<void> {
+  const timeoutMs = composition.spec.frameTimeoutMs ?? DEFAULT_FRAME_TIMEOUT_MS;
+  const budgetMs = Math.max(1, Math.min(FAST_FORWARD_SLICE_MS, Math.floor(timeoutMs / 4)));
+  let reached = -Infinity;
+  while (reached < frame - 1) {
+    signal?.throwIfAborted();
+    const before = reached;
+    reached = await frameUnderDeadline(
+      composition,
+      frame,
+      () => fastForwardSlice(composition.page, frame, budgetMs),
+      signal,
+    );
+    // The page stepped nothing (it is past frame - 1 already): the seek says why, if wrong.
+    if (reached <= before) break;
+  }
 }
 
 /** CDP's `Runtime.exceptionThrown` details (lines and columns from 0). */
@@ -328,6 +368,7 @@ export async function renderRange(
   const abort = (): void => void encoder.abort();
   signal?.addEventListener("abort", abort);
   try {
+    await fastForward(composition, out.chunk.from, signal);
     for (let frame = out.chunk.from; frame <= out.chunk.to; frame++) {
       signal?.throwIfAborted();
       // The seek and the capture are one frame's work under the host's deadline: a page

@@ -27,7 +27,7 @@ import { renderFrameRate } from "./render.ts";
 import { RenderOptionError } from "../request/errors.ts";
 import { checkOption, flagOf, OPTIONS } from "../request/options.ts";
 import { checkFrameOrTime, scaledSize } from "../request/rules.ts";
-import { frameUnderDeadline, openComposition } from "./render_chunk.ts";
+import { fastForward, frameUnderDeadline, openComposition } from "./render_chunk.ts";
 import { type CompositionSource, openRenderSession, prepareComposition } from "./session.ts";
 
 /** Options of {@linkcode renderStill}. */
@@ -191,6 +191,7 @@ export async function renderStill(options: StillOptions = {}): Promise<StillResu
     const page = session.takePage() ?? await openComposition(session.browser, session.spec);
     let image: Uint8Array;
     try {
+      await fastForward(page, frame);
       image = await frameUnderDeadline(page, frame, async () => {
         if (background !== undefined) await paintBehindPage(page.page, background);
         const videos = await seekFrame(page.page, frame);

@@ -54,6 +54,53 @@ interface PageRuntime {
   painter: VideoFramePainter | undefined;
   /** The frame of the last seek; -1 before the first. */
   currentFrame: number;
+  /** The last frame the clock stepped through (a seek's, or a fast-forward's); -1 before. */
+  steppedFrame: number;
+}
+
+/**
+ * Steps the virtual clock through each frame after the current one up to `to`: its timers,
+ * then one animation frame round. With `budgetMs`, stops after the first step that ends past
+ * that much wall-clock time; resolves with the last frame stepped through.
+ */
+async function stepFrames(runtime: PageRuntime, to: number, budgetMs?: number): Promise<number> {
+  const { config, clock, errors, real } = runtime;
+  const started = real.Date.now();
+  let step = runtime.steppedFrame + 1;
+  for (; step <= to; step++) {
+    errors.seekingFrame = step;
+    await clock.runTimersUntil(frameTimeMs(step, config.fps, config.frameRate));
+    clock.runFrameCallbacks();
+    runtime.steppedFrame = step;
+    if (budgetMs !== undefined && real.Date.now() - started >= budgetMs) break;
+  }
+  return runtime.steppedFrame;
+}
+
+/**
+ * `__vid.fastForward(frame, budgetMs)`: steps the clock towards the frame before `frame`
+ * (see {@linkcode stepFrames}) for about `budgetMs` of wall-clock time, so the host can move a
+ * page far ahead (a chunk's first frame, a late still) in slices, each under its own
+ * deadline, instead of one seek no deadline fits; resolves with the frame reached.
+ */
+async function fastForward(runtime: PageRuntime, frame: number, budgetMs: number): Promise<number> {
+  checkSeekable(runtime, frame);
+  // As a seek does first: CSS/WAAPI animations are the clock's, not the page's wall clock.
+  runtime.animations.scan();
+  return await stepFrames(runtime, frame - 1, budgetMs);
+}
+
+/** Throws when the page cannot be seeked to `frame`: it is past it, or threw while loading. */
+function checkSeekable(runtime: PageRuntime, frame: number): void {
+  if (frame < runtime.steppedFrame) {
+    throw new Error(
+      `frame ${frame}: the page is already at frame ${runtime.steppedFrame}; seeks only move forward`,
+    );
+  }
+  const pageErrors = runtime.errors.records;
+  if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
+    throw new Error(`the page threw while loading: ${pageErrors[0].message}`);
+  }
 }
 
 /**
@@ -63,21 +110,9 @@ interface PageRuntime {
  */
 async function seekFrame(runtime: PageRuntime, frame: number): Promise<void> {
   const { config, real, clock, errors, animations, hyperframes } = runtime;
-  const pageErrors = errors.records;
-  if (frame < runtime.currentFrame) {
-    throw new Error(
-      `frame ${frame}: the page is already at frame ${runtime.currentFrame}; seeks only move forward`,
-    );
-  }
-  if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
-    throw new Error(`the page threw while loading: ${pageErrors[0].message}`);
-  }
+  checkSeekable(runtime, frame);
   animations.scan();
-  for (let step = runtime.currentFrame + 1; step <= frame; step++) {
-    errors.seekingFrame = step;
-    await clock.runTimersUntil(frameTimeMs(step, config.fps, config.frameRate));
-    clock.runFrameCallbacks();
-  }
+  await stepFrames(runtime, frame);
   errors.seekingFrame = frame;
   runtime.currentFrame = frame;
   const t = frameTimeSeconds(frame, config.fps, config.frameRate);
@@ -135,8 +170,8 @@ async function seekFrame(runtime: PageRuntime, frame: number): Promise<void> {
   } catch (error) {
     errors.record(error);
   }
-  if (pageErrors.length > 0) {
-    const first = pageErrors[0];
+  if (errors.records.length > 0) {
+    const first = errors.records[0];
     throw new Error(`frame ${first.frame ?? frame}: the page threw ${first.message}`);
   }
   await runtime.gate.wait(frame);
@@ -185,6 +220,8 @@ function pageApi(runtime: PageRuntime, getVariables: VidPageApi["getVariables"])
       };
     },
     seek: (frame: number): Promise<void> => seekFrame(runtime, frame),
+    fastForward: (frame: number, budgetMs: number): Promise<number> =>
+      fastForward(runtime, frame, budgetMs),
   };
 }
 
@@ -244,6 +281,7 @@ export function installVidRuntime(config: RuntimeConfig): void {
     captions: createCaptionDisplay(),
     painter: undefined,
     currentFrame: -1,
+    steppedFrame: -1,
   };
   const api = pageApi(runtime, getVariables);
   Object.defineProperty(w, "__vid", { value: Object.freeze(api), enumerable: false });

@@ -1656,23 +1656,40 @@ function createVideoFramePainter(sleep) {
 }
 
 // src/runtime/install.ts
-async function seekFrame(runtime, frame) {
-  const { config, real, clock, errors, animations, hyperframes } = runtime;
-  const pageErrors = errors.records;
-  if (frame < runtime.currentFrame) {
-    throw new Error(
-      \`frame \${frame}: the page is already at frame \${runtime.currentFrame}; seeks only move forward\`
-    );
-  }
-  if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
-    throw new Error(\`the page threw while loading: \${pageErrors[0].message}\`);
-  }
-  animations.scan();
-  for (let step = runtime.currentFrame + 1; step <= frame; step++) {
+async function stepFrames(runtime, to, budgetMs) {
+  const { config, clock, errors, real } = runtime;
+  const started = real.Date.now();
+  let step = runtime.steppedFrame + 1;
+  for (; step <= to; step++) {
     errors.seekingFrame = step;
     await clock.runTimersUntil(frameTimeMs(step, config.fps, config.frameRate));
     clock.runFrameCallbacks();
+    runtime.steppedFrame = step;
+    if (budgetMs !== void 0 && real.Date.now() - started >= budgetMs) break;
   }
+  return runtime.steppedFrame;
+}
+async function fastForward(runtime, frame, budgetMs) {
+  checkSeekable(runtime, frame);
+  runtime.animations.scan();
+  return await stepFrames(runtime, frame - 1, budgetMs);
+}
+function checkSeekable(runtime, frame) {
+  if (frame < runtime.steppedFrame) {
+    throw new Error(
+      \`frame \${frame}: the page is already at frame \${runtime.steppedFrame}; seeks only move forward\`
+    );
+  }
+  const pageErrors = runtime.errors.records;
+  if (pageErrors.length > 0 && pageErrors[0].phase === "load") {
+    throw new Error(\`the page threw while loading: \${pageErrors[0].message}\`);
+  }
+}
+async function seekFrame(runtime, frame) {
+  const { config, real, clock, errors, animations, hyperframes } = runtime;
+  checkSeekable(runtime, frame);
+  animations.scan();
+  await stepFrames(runtime, frame);
   errors.seekingFrame = frame;
   runtime.currentFrame = frame;
   const t = frameTimeSeconds(frame, config.fps, config.frameRate);
@@ -1723,8 +1740,8 @@ async function seekFrame(runtime, frame) {
   } catch (error) {
     errors.record(error);
   }
-  if (pageErrors.length > 0) {
-    const first = pageErrors[0];
+  if (errors.records.length > 0) {
+    const first = errors.records[0];
     throw new Error(\`frame \${first.frame ?? frame}: the page threw \${first.message}\`);
   }
   await runtime.gate.wait(frame);
@@ -1768,7 +1785,8 @@ function pageApi(runtime, getVariables) {
         )
       };
     },
-    seek: (frame) => seekFrame(runtime, frame)
+    seek: (frame) => seekFrame(runtime, frame),
+    fastForward: (frame, budgetMs) => fastForward(runtime, frame, budgetMs)
   };
 }
 function installVidRuntime(config) {
@@ -1808,7 +1826,8 @@ function installVidRuntime(config) {
     media: createMediaSeeker(config, real, hyperframes),
     captions: createCaptionDisplay(),
     painter: void 0,
-    currentFrame: -1
+    currentFrame: -1,
+    steppedFrame: -1
   };
   const api = pageApi(runtime, getVariables);
   Object.defineProperty(w, "__vid", { value: Object.freeze(api), enumerable: false });

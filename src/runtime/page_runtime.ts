@@ -162,6 +162,14 @@ export interface VidPageApi {
   readonly time: number;
   /** Renderer entry point: moves the page to `frame` and resolves when it is ready to capture. */
   seek(frame: number): Promise<void>;
+  /**
+   * Renderer entry point: steps the virtual clock (timers, then one animation frame round per
+   * frame) towards the frame before `frame` for about `budgetMs` of wall-clock time, and
+   * resolves with the frame reached. The host calls it in slices, each under its own
+   * deadline, before the seek to a frame far ahead (a chunk's first, a late still): a page
+   * animated by `requestAnimationFrame` redraws once per frame stepped through.
+   */
+  fastForward(frame: number, budgetMs: number): Promise<number>;
   /** Renderer entry point: the page's `<video>` and `<audio>` elements. */
   media(): MediaDescriptor[];
   /**
