@@ -92,14 +92,25 @@ export function storedEntry(name: string, text: string): RawEntry {
   return { name, method: 0, data, crc: crc32(data), uncompressedSize: data.length };
 }
 
-/** Whether any process of group `pgid` is alive. */
+/**
+ * Whether any process of group `pgid` is alive. A zombie does not count: a killed browser's
+ * helpers are re-parented to init, which reaps them when it gets to it (late on a loaded
+ * host), and `kill(-pgid, 0)` still finds the group until then.
+ */
 export function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    let stat: string;
+    try {
+      stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+    } catch {
+      continue; // gone meanwhile
+    }
+    // pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (Number(pgrp) === pgid && state !== "Z") return true;
   }
+  return false;
 }
 
 /** Waits until `check` holds, for `ms` at most (both security files' polling). */
