@@ -112,15 +112,19 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
 };
 
 /**
- * Files of {@linkcode SERIAL_INTEGRATION} that run one at a time (`deno test` without
- * `--parallel`), after the others: they measure the machine (or, should one ever need to,
- * change or inspect state the whole test process shares), so no other file may run beside them.
+ * Integration files that run one at a time (`deno test` without `--parallel`), after the
+ * others: they measure the machine, or change state the whole test process shares (its
+ * environment), so no other file may run beside them.
  */
 export const ALONE_INTEGRATION: ReadonlySet<string> = new Set([
   "startup_test.ts",
   "floor_bench_test.ts",
   "video_presentation_test.ts",
   "lambda_timecap_test.ts",
+  // They set the test process's environment (AWS_*, VID_S3_ENDPOINT; VID_CHROMIUM_FLAGS),
+  // which every file running beside them in that process would see.
+  "lambda_sdk_test.ts",
+  "browser_launch_test.ts",
 ]);
 
 /**

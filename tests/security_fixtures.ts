@@ -9,7 +9,6 @@
  * @module
  */
 
-import process from "node:process";
 import { crc32 } from "node:zlib";
 import { zipSync } from "fflate";
 import { compositionHtml, waitFor } from "./helpers.ts";

@@ -145,6 +145,8 @@ const FAST_FORWARD_SLICE_MS = 2000;
  *
  * @example
  * ```ts no_run
+ * import { seekFrame } from "./capture.ts";
+ *
  * async function seekLate(composition: CompositionPage): Promise<void> {
  *   await fastForward(composition, 3000);
  *   await frameUnderDeadline(composition, 3000, () => seekFrame(composition.page, 3000));

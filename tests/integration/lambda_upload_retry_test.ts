@@ -73,55 +73,66 @@ function resettingProxy(target: number, cutAfter: number) {
   };
 }
 
+/**
+ * Runs the worker's `uploadFile` in a process of its own whose environment is the Lambda
+ * worker's (its S3 connection and TMPDIR, which the worker reads from it): set in this
+ * process, they would reach every other test file the parallel run shares it with (a render
+ * of another file once got this file's TMPDIR after it was removed).
+ */
+async function uploadInWorkerEnv(env: Record<string, string>, file: string): Promise<void> {
+  const code = `import { uploadFile } from ${
+    JSON.stringify(import.meta.resolve("../../worker/s3.ts"))
+  };
+await uploadFile(${JSON.stringify(BUCKET)}, "chunks/r-1/chunk-0.mp4", ${
+    JSON.stringify(file)
+  }, "video/mp4");`;
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["eval", "--ext=ts", code],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(output.code, 0, new TextDecoder().decode(output.stderr));
+}
+
 describe("the Lambda worker's chunk upload", () => {
   let s3: S3Server;
   let proxy: ReturnType<typeof resettingProxy>;
   let tmp: string;
-  const saved = new Map<string, string | undefined>();
+  let direct: S3Client;
 
   before(async () => {
     s3 = await startS3Server();
     tmp = await Deno.makeTempDir({ prefix: "vid-upload-retry-" });
-    const direct = new S3Client({
+    direct = new S3Client({
       endpoint: s3.endpoint,
       region: "us-east-1",
       forcePathStyle: true,
       credentials: S3_CREDENTIALS,
     });
     await direct.send(new CreateBucketCommand({ Bucket: BUCKET }));
-    direct.destroy();
     proxy = resettingProxy(Number(new URL(s3.endpoint).port), 256 * 1024);
-    // The worker reads its S3 connection from the environment, as inside Lambda.
-    for (const [name, value] of Object.entries(workerEnv(`http://127.0.0.1:${proxy.port}`, tmp))) {
-      saved.set(name, Deno.env.get(name));
-      Deno.env.set(name, value);
-    }
   });
 
   after(async () => {
-    for (const [name, value] of saved) {
-      if (value === undefined) Deno.env.delete(name);
-      else Deno.env.set(name, value);
-    }
+    direct?.destroy();
     await proxy?.close();
     await s3?.close();
     if (tmp) await Deno.remove(tmp, { recursive: true });
   });
 
   it("is sent again whole after a reset in the middle of its body", async () => {
-    const { s3Client, uploadFile } = await import("../../worker/s3.ts");
     const file = `${tmp}/chunk-0.mp4`;
     const bytes = new Uint8Array(2 * 1024 * 1024);
     for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + (i >> 12)) & 0xff;
     await Deno.writeFile(file, bytes);
-    await uploadFile(BUCKET, "chunks/r-1/chunk-0.mp4", file, "video/mp4");
+    await uploadInWorkerEnv(workerEnv(`http://127.0.0.1:${proxy.port}`, tmp), file);
     assert.equal(proxy.resets(), 1, "the proxy reset the first upload");
-    const stored = await s3Client().send(
+    const stored = await direct.send(
       new GetObjectCommand({ Bucket: BUCKET, Key: "chunks/r-1/chunk-0.mp4" }),
     );
     const body = await stored.Body!.transformToByteArray();
     assert.equal(body.length, bytes.length);
     assert.deepEqual(body, bytes);
-    s3Client().destroy();
   });
 });
