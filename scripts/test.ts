@@ -103,12 +103,13 @@ export const SERIAL_INTEGRATION: Readonly<Record<string, string>> = {
   "startup_test.ts": "compares start-up times",
   "floor_bench_test.ts": "samples the CPU time of a process tree",
   "lambda_timecap_test.ts": "a 1 s task time cap",
-  "lambda_sdk_test.ts": "bounds a run time between two figures",
+  "lambda_sdk_test.ts": "bounds a run time between two figures; sets AWS_* in the test process",
   "video_presentation_test.ts": "the first capture within 1 s",
   "server_cluster_test.ts": "3 s leases renewed every second; kill -9 of workers mid-render",
   "security_ffmpeg_test.ts": "a deleted render's proxy conversion ends within 10 s",
   "player_test.ts": "a second of play moves the player's currentTime about a second",
   "aws_deadline_test.ts": "a 2 s AWS call deadline; a Ctrl-C ends a hung call within seconds",
+  "browser_launch_test.ts": "sets VID_CHROMIUM_FLAGS in the test process for one launch",
 };
 
 /**

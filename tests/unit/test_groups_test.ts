@@ -8,7 +8,7 @@
 
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { ALONE_INTEGRATION } from "../../scripts/test.ts";
+import { ALONE_INTEGRATION, SERIAL_INTEGRATION } from "../../scripts/test.ts";
 
 const INTEGRATION = new URL("../integration/", import.meta.url);
 
@@ -28,5 +28,9 @@ describe("test groups", () => {
     }
     assert.ok(setting.length > 0, "the scan finds the files known to set it");
     assert.deepEqual(setting.filter((name) => !ALONE_INTEGRATION.has(name)).sort(), []);
+  });
+
+  it("every file that runs alone says why in SERIAL_INTEGRATION", () => {
+    assert.deepEqual([...ALONE_INTEGRATION].filter((name) => !(name in SERIAL_INTEGRATION)), []);
   });
 });
