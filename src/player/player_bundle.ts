@@ -1666,8 +1666,7 @@ function createVideoFramePainter(sleep) {
 async function stepFrames(runtime, to, budgetMs) {
   const { config, clock, errors, real } = runtime;
   const started = real.Date.now();
-  let step = runtime.steppedFrame + 1;
-  for (; step <= to; step++) {
+  for (let step = runtime.steppedFrame + 1; step <= to; step++) {
     errors.seekingFrame = step;
     await clock.runTimersUntil(frameTimeMs(step, config.fps, config.frameRate));
     clock.runFrameCallbacks();

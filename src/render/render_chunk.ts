@@ -158,6 +158,7 @@ export async function fastForward(
   frame: number,
   signal?: AbortSignal,
 ): Promise<void> {
+  if (frame <= 0) return; // nothing before it to step through
   const timeoutMs = composition.spec.frameTimeoutMs ?? DEFAULT_FRAME_TIMEOUT_MS;
   const budgetMs = Math.max(1, Math.min(FAST_FORWARD_SLICE_MS, Math.floor(timeoutMs / 4)));
   let reached = -Infinity;

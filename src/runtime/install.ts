@@ -66,8 +66,7 @@ interface PageRuntime {
 async function stepFrames(runtime: PageRuntime, to: number, budgetMs?: number): Promise<number> {
   const { config, clock, errors, real } = runtime;
   const started = real.Date.now();
-  let step = runtime.steppedFrame + 1;
-  for (; step <= to; step++) {
+  for (let step = runtime.steppedFrame + 1; step <= to; step++) {
     errors.seekingFrame = step;
     await clock.runTimersUntil(frameTimeMs(step, config.fps, config.frameRate));
     clock.runFrameCallbacks();
