@@ -196,6 +196,22 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
     };
   }
 
+  // src/util/async.ts
+  function sleep(ms, signal) {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      };
+      const timer = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      }, Math.max(0, ms));
+      signal?.addEventListener("abort", onAbort, { once: true });
+    });
+  }
+
   // src/preview/studio/render_dialog.ts
   var OPTION_LABELS = {
     png: "PNG sequence",
@@ -272,6 +288,16 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       return option;
     }));
     select.value = options.includes(keep) ? keep : chosen;
+  }
+  var INFO_WAIT_MS = 15e3;
+  async function readInfo(host, ms) {
+    const until = Date.now() + ms;
+    let info = host.info();
+    while (!info && Date.now() < until) {
+      await sleep(50);
+      info = host.info();
+    }
+    return info;
   }
   function openDialog(elements, host, info) {
     const { renderDialog, renderFormat, renderQuality, renderScale } = elements;
@@ -359,9 +385,9 @@ export const STUDIO_CLIENT_BUNDLE: string = `(() => {
       }
       renderTo.disabled = renderFormat.value === "still";
     });
-    renderButton.addEventListener("click", () => {
-      const info = host.info();
-      if (info) held = openDialog(elements, host, info);
+    renderButton.addEventListener("click", async () => {
+      const info = await readInfo(host, INFO_WAIT_MS);
+      if (info && !elements.renderDialog.open) held = openDialog(elements, host, info);
     });
     renderDialog.addEventListener("close", async () => {
       const start = renderDialog.returnValue === "start";

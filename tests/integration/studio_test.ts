@@ -892,8 +892,11 @@ describe("the vid preview studio for template authors", () => {
   });
 
   it("shows progress with an ETA, and cancel stops Chromium and ffmpeg and leaves no file", async () => {
+    const before = Number((await stageData(studio)).generation);
     await studio.select("#composition-select", "long.html");
-    await waitForStage(studio, 0);
+    // The stage of long.html, not index.html's still showing frame 0 (ci run of 2026-12-05:
+    // the click came before long.html was read, and the dialog never opened).
+    await waitForStage(studio, 0, before);
     await studio.click("#render");
     await studio.waitForSelector("#render-dialog[open]");
     await studio.select("#render-format", "mp4");

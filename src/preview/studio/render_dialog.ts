@@ -8,6 +8,7 @@
  * @module
  */
 
+import { sleep } from "../../util/async.ts";
 import type { StudioElements } from "./dom.ts";
 import type { Info, RenderStatus } from "./types.ts";
 
@@ -252,6 +253,20 @@ function fillOptions(select: HTMLSelectElement, options: readonly string[], chos
   select.value = options.includes(keep) ? keep : chosen;
 }
 
+/** How long a click on Render waits for the composition on stage to be read. */
+const INFO_WAIT_MS = 15_000;
+
+/** The composition on stage, waiting up to `ms` while it is being read; undefined after that. */
+async function readInfo(host: RenderDialogHost, ms: number): Promise<Info | undefined> {
+  const until = Date.now() + ms;
+  let info = host.info();
+  while (!info && Date.now() < until) {
+    await sleep(50);
+    info = host.info();
+  }
+  return info;
+}
+
 /** Opens the dialog filled from the composition; resolves whether the check holds a render. */
 function openDialog(
   elements: RenderDialogElements,
@@ -384,9 +399,11 @@ export function wireRenderDialog(
     }
     renderTo.disabled = renderFormat.value === "still";
   });
-  renderButton.addEventListener("click", () => {
-    const info = host.info();
-    if (info) held = openDialog(elements, host, info);
+  // Clicked while another composition is being read: the dialog opens once it is read
+  // (within INFO_WAIT_MS), not never.
+  renderButton.addEventListener("click", async () => {
+    const info = await readInfo(host, INFO_WAIT_MS);
+    if (info && !elements.renderDialog.open) held = openDialog(elements, host, info);
   });
   renderDialog.addEventListener("close", async () => {
     const start = renderDialog.returnValue === "start";
