@@ -119,13 +119,17 @@ async function copyTree(from: string, to: string): Promise<void> {
   }
 }
 
-/** A fixture of the tests, with gsap.min.js beside its entry. */
-function fixtureCase(name: string, folder: string): ParityCase {
+/**
+ * A fixture of the tests, with gsap.min.js beside its entry and, for one made around the
+ * user's video (the `from-file` starter), the test clip as its `clip.mp4`.
+ */
+function fixtureCase(name: string, folder: string, clip = false): ParityCase {
   return {
     name,
     async write(dir) {
       await copyTree(join(FIXTURES, folder), dir);
       await copyFile(GSAP, join(dir, "gsap.min.js"));
+      if (clip) await testClip(join(dir, "clip.mp4"));
     },
   };
 }
@@ -396,6 +400,7 @@ async function main(): Promise<void> {
   const cases: ParityCase[] = [
     fixtureCase("tests: project", "project"),
     fixtureCase("tests: blank starter", "blank"),
+    fixtureCase("tests: from-file starter", "from-file", true),
     fixtureCase("tests: first frame", "first-frame"),
   ];
   const repo = Deno.env.get("HYPERFRAMES_REPO");
