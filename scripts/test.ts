@@ -122,6 +122,10 @@ export const ALONE_INTEGRATION: ReadonlySet<string> = new Set([
   "floor_bench_test.ts",
   "video_presentation_test.ts",
   "lambda_timecap_test.ts",
+  // Its "DELETE of a hung render … within 5 s" failed twice in 2026-12 clean-clone runs
+  // (ci6, ci2), both times paired with server_cluster_test's kill -9 scenarios, and passed
+  // in every run where it was not: its deadlines are measured with the machine to itself.
+  "security_server_deadlines_test.ts",
   // They set the test process's environment (AWS_*, VID_S3_ENDPOINT; VID_CHROMIUM_FLAGS),
   // which every file running beside them in that process would see.
   "lambda_sdk_test.ts",

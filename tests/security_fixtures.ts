@@ -120,3 +120,24 @@ export async function until(
 ): Promise<void> {
   await waitFor(what, check, { timeoutMs: ms });
 }
+
+/**
+ * The live processes of the groups `pgids` as `pid state comm (ppid)`: what a failed wait
+ * for them to die names, so a failure says which process outlived the kill.
+ */
+export function groupMembers(pgids: readonly number[]): string[] {
+  const members: string[] = [];
+  for (const entry of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(entry.name)) continue;
+    let stat: string;
+    try {
+      stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
+    } catch {
+      continue; // gone meanwhile
+    }
+    const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+    const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (pgids.includes(Number(pgrp))) members.push(`${entry.name} ${state} ${comm} (${ppid})`);
+  }
+  return members;
+}

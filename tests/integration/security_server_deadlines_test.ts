@@ -22,6 +22,7 @@ import { compositionHtml } from "../helpers.ts";
 import { createAccount, type ServerProcess, startServerProcess } from "../server_process.ts";
 import {
   groupAlive,
+  groupMembers,
   page,
   projectZip,
   type RawEntry,
@@ -359,7 +360,10 @@ describe("vid server's deadlines against hostile tenants", () => {
       const next = await submit(ana, page(1, "after-delete"));
       const deleted = await ana(`/v3/vid/renders/${hung}`, { method: "DELETE" });
       assert.equal(deleted.body.refunded_credits, 1);
-      await until("the hung render's browsers to die", () => !browsers.some(groupAlive), 5000);
+      await until("the hung render's browsers to die", () => !browsers.some(groupAlive), 5000)
+        .catch((error) => {
+          throw new Error(`${error.message}; alive: ${groupMembers(browsers).join(", ")}`);
+        });
       await until(
         "the next render to start",
         async () => (await ana(`/v3/vid/renders/${next}`)).body.status !== "queued",
