@@ -97,19 +97,7 @@ export function storedEntry(name: string, text: string): RawEntry {
  * host), and `kill(-pgid, 0)` still finds the group until then.
  */
 export function groupAlive(pgid: number): boolean {
-  for (const entry of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(entry.name)) continue;
-    let stat: string;
-    try {
-      stat = Deno.readTextFileSync(`/proc/${entry.name}/stat`);
-    } catch {
-      continue; // gone meanwhile
-    }
-    // pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(pgrp) === pgid && state !== "Z") return true;
-  }
-  return false;
+  return groupMembers([pgid]).some((member) => member.state !== "Z");
 }
 
 /** Waits until `check` holds, for `ms` at most (both security files' polling). */
@@ -121,12 +109,20 @@ export async function until(
   await waitFor(what, check, { timeoutMs: ms });
 }
 
+/** One process of a group, as `/proc/<pid>/stat` gives it. */
+export interface GroupMember {
+  pid: number;
+  state: string;
+  comm: string;
+  ppid: number;
+}
+
 /**
- * The live processes of the groups `pgids` as `pid state comm (ppid)`: what a failed wait
- * for them to die names, so a failure says which process outlived the kill.
+ * The processes of the groups `pgids`, zombies included (each with its state): what
+ * {@linkcode groupAlive} reads, and what a failed wait for them to die names.
  */
-export function groupMembers(pgids: readonly number[]): string[] {
-  const members: string[] = [];
+export function groupMembers(pgids: readonly number[]): GroupMember[] {
+  const members: GroupMember[] = [];
   for (const entry of Deno.readDirSync("/proc")) {
     if (!/^\d+$/.test(entry.name)) continue;
     let stat: string;
@@ -135,9 +131,12 @@ export function groupMembers(pgids: readonly number[]): string[] {
     } catch {
       continue; // gone meanwhile
     }
+    // pid (comm) state ppid pgrp …; comm may hold spaces and parentheses.
     const comm = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
     const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (pgids.includes(Number(pgrp))) members.push(`${entry.name} ${state} ${comm} (${ppid})`);
+    if (pgids.includes(Number(pgrp))) {
+      members.push({ pid: Number(entry.name), state, comm, ppid: Number(ppid) });
+    }
   }
   return members;
 }

@@ -362,7 +362,12 @@ describe("vid server's deadlines against hostile tenants", () => {
       assert.equal(deleted.body.refunded_credits, 1);
       await until("the hung render's browsers to die", () => !browsers.some(groupAlive), 5000)
         .catch((error) => {
-          throw new Error(`${error.message}; alive: ${groupMembers(browsers).join(", ")}`);
+          throw new Error(
+            `${error.message}; alive: ${
+              groupMembers(browsers).filter((m) => m.state !== "Z")
+                .map((m) => `${m.pid} ${m.state} ${m.comm} (${m.ppid})`).join(", ")
+            }`,
+          );
         });
       await until(
         "the next render to start",
