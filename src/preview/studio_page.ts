@@ -179,6 +179,15 @@ const BODY = `
     <div id="timeline" aria-label="Timeline of media and animations"></div>
   </section>
   <aside>
+    <h2>Render</h2>
+    <button id="render" type="button">Render…</button>
+    <button id="render-cancel" type="button" hidden>Cancel render</button>
+    <progress id="render-progress" value="0" max="1" hidden></progress>
+    <div id="render-status" data-state="idle" aria-live="polite"></div>
+    <div id="render-message" aria-live="polite"></div>
+    <p class="hint">Renders go to the project's <code>renders/</code> folder.
+      Keys: <kbd>space</kbd> play/pause, <kbd>←</kbd> <kbd>→</kbd> one frame,
+      <kbd>shift</kbd>+arrows ten, <kbd>Home</kbd> <kbd>End</kbd>, <kbd>m</kbd> mute.</p>
     <h2>Variables</h2>
     <form id="variables" autocomplete="off" onsubmit="return false"></form>
     <ul id="dropped"></ul>
@@ -191,15 +200,6 @@ const BODY = `
     <h2>Check</h2>
     <div id="check-status" aria-live="polite">checking…</div>
     <ul id="check-problems"></ul>
-    <h2>Render</h2>
-    <button id="render" type="button">Render…</button>
-    <button id="render-cancel" type="button" hidden>Cancel render</button>
-    <progress id="render-progress" value="0" max="1" hidden></progress>
-    <div id="render-status" data-state="idle" aria-live="polite"></div>
-    <div id="render-message" aria-live="polite"></div>
-    <p class="hint">Renders go to the project's <code>renders/</code> folder.
-      Keys: <kbd>space</kbd> play/pause, <kbd>←</kbd> <kbd>→</kbd> one frame,
-      <kbd>shift</kbd>+arrows ten, <kbd>Home</kbd> <kbd>End</kbd>, <kbd>m</kbd> mute.</p>
   </aside>
 </main>
 <dialog id="render-dialog" aria-label="Render">

@@ -146,6 +146,53 @@ function near(a: number[], b: number[], tolerance = 16): boolean {
   return a.every((v, i) => Math.abs(v - b[i]) <= tolerance);
 }
 
+/** The studio page's console, for a failure's message. */
+const consoleLines: string[] = [];
+
+/**
+ * Clicks Render and waits for its dialog. On a timeout the error says what the page looked
+ * like: what is under the button's centre, the stage, the title and banner, and the page's
+ * console (a clean-clone run failed here twice with only "waiting for selector" to go on).
+ */
+async function openRenderDialog(p: Page): Promise<void> {
+  await p.click("#render");
+  try {
+    await p.waitForSelector("#render-dialog[open]");
+  } catch (error) {
+    const state = await p.evaluate(() => {
+      const button = document.getElementById("render")!;
+      const box = button.getBoundingClientRect();
+      const hit = document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2);
+      const describe = (el: Element | null) =>
+        el ? `${el.tagName.toLowerCase()}#${el.id}.${el.className}` : "nothing";
+      const banner = document.getElementById("banner");
+      return {
+        button: {
+          box: [box.x, box.y, box.width, box.height],
+          disabled: (button as HTMLButtonElement).disabled,
+        },
+        underButton: describe(hit),
+        dialogOpen: (document.getElementById("render-dialog") as HTMLDialogElement).open,
+        stage: { ...document.getElementById("stage")!.dataset },
+        iframes: [...document.querySelectorAll("#stage iframe")].map((f) =>
+          `${(f as HTMLIFrameElement).src} ${f.className} ${
+            JSON.stringify(f.getBoundingClientRect())
+          }`
+        ),
+        title: document.title,
+        banner: banner && !banner.hidden ? banner.textContent : "",
+        active: describe(document.activeElement),
+      };
+    });
+    throw new Error(
+      `the render dialog did not open: ${JSON.stringify(state)}\nconsole:\n${
+        consoleLines.join("\n")
+      }`,
+      { cause: error },
+    );
+  }
+}
+
 async function waitForStage(p: Page, frame: number, afterGeneration = 0): Promise<void> {
   await p.waitForFunction(
     (f: number, g: number) => {
@@ -263,6 +310,8 @@ describe("the vid preview studio for template authors", () => {
       }),
     ]);
     studio = await browser.newPage();
+    studio.on("console", (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
+    studio.on("pageerror", (e) => consoleLines.push(`pageerror: ${(e as Error).message}`));
     await studio.setViewport({ width: 1200, height: 760, deviceScaleFactor: 1 });
     await studio.goto(preview.url);
     await waitForStage(studio, 0);
@@ -712,8 +761,7 @@ describe("the vid preview studio for template authors", () => {
   });
 
   it("the render dialog renders a frame range as webm at scale 2 under its own name", async () => {
-    await studio.click("#render");
-    await studio.waitForSelector("#render-dialog[open]");
+    await openRenderDialog(studio);
     assert.deepEqual(
       await studio.$$eval(
         "#render-format option",
@@ -748,8 +796,7 @@ describe("the vid preview studio for template authors", () => {
   });
 
   it("the render dialog renders a GIF at another frame rate, the whole range at that rate", async () => {
-    await studio.click("#render");
-    await studio.waitForSelector("#render-dialog[open]");
+    await openRenderDialog(studio);
     assert.equal(await studio.$eval("#render-fps", (el) => (el as HTMLInputElement).value), "30");
     await studio.select("#render-format", "gif");
     await studio.select("#render-scale", "1");
@@ -779,8 +826,7 @@ describe("the vid preview studio for template authors", () => {
   });
 
   it("the render dialog renders a PNG sequence into a folder and links its first frame", async () => {
-    await studio.click("#render");
-    await studio.waitForSelector("#render-dialog[open]");
+    await openRenderDialog(studio);
     const labels = await studio.$$eval(
       "#render-format option",
       (options) => options.map((o) => `${(o as HTMLOptionElement).value}=${o.textContent}`),
@@ -823,8 +869,7 @@ describe("the vid preview studio for template authors", () => {
 
   it("the render dialog renders the playhead's frame as a still, as vid still does", async () => {
     await typeInto(studio, "#frame-input", "15");
-    await studio.click("#render");
-    await studio.waitForSelector("#render-dialog[open]");
+    await openRenderDialog(studio);
     await studio.select("#render-format", "still");
     assert.equal(await studio.$eval("#render-from", (el) => (el as HTMLInputElement).value), "15");
     assert.ok(await studio.$eval("#render-to", (el) => (el as HTMLInputElement).disabled));
@@ -897,8 +942,13 @@ describe("the vid preview studio for template authors", () => {
     // The stage of long.html, not index.html's still showing frame 0 (ci run of 2026-12-05:
     // the click came before long.html was read, and the dialog never opened).
     await waitForStage(studio, 0, before);
-    await studio.click("#render");
-    await studio.waitForSelector("#render-dialog[open]");
+    // And long.html's check read: its one error adds a line to the Check panel, and a page
+    // that moves under the pointer between puppeteer's measuring and its click loses the click.
+    await studio.waitForFunction(
+      () => /^1 error/.test(document.getElementById("check-status")!.textContent!),
+      { timeout: 20000 },
+    );
+    await openRenderDialog(studio);
     await studio.select("#render-format", "mp4");
     await studio.$eval("#render-name", (el) => (el as HTMLInputElement).value = "long-one");
     // long.html has a misspelt attribute: the check holds the render until "render anyway".
