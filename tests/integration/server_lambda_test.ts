@@ -519,7 +519,9 @@ describe("vid server with the distributed backend (local stack)", () => {
       second = await startServerProcess(dataDir, flags, env);
       await eventually(() => /re-queued 2 render/.test(second!.output()), "re-queued line");
       const done = await waitFor(second.url, key, id, finished);
-      assert.equal(done.status, "completed", String(done.error));
+      // With the server's log: ci4 (2026-12-06) failed here with "<endpoint> is unreachable:
+      // no answer within 31 s", and the message alone did not say which call it was.
+      assert.equal(done.status, "completed", `${done.error}\nserver log:\n${second.output()}`);
       const lostDone = await waitFor(second.url, key, lost, finished);
       assert.equal(lostDone.status, "completed", String(lostDone.error));
       assert.equal(renderRow(dataDir, id)?.execution_arn, arn, "the same execution");
