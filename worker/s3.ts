@@ -16,8 +16,8 @@
  * @module
  */
 
-import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, stat } from "node:fs/promises";
+import { createWriteStream } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -28,7 +28,7 @@ import {
   type S3Client,
 } from "@aws-sdk/client-s3";
 import { defaultRegion, objectUrlFor, s3ClientFor, s3OptionsFromEnv } from "../src/aws/clients.ts";
-import { retry } from "../src/util/async.ts";
+import { uploadFile as uploadFileWithRetry } from "../src/aws/upload_file.ts";
 
 let client: S3Client | undefined;
 
@@ -61,41 +61,10 @@ export async function downloadFile(bucket: string, key: string, file: string): P
   await pipeline(response.Body as Readable, createWriteStream(file));
 }
 
-/** Attempts of one upload, the first included (see {@linkcode uploadFile}). */
-export const UPLOAD_ATTEMPTS = 4;
-
 /**
- * Whether a failed upload is worth another attempt: the connection dropped or timed out
- * (the SDK says so as "an error was encountered in a non-retryable streaming request", the
- * network error its cause), or S3 answered with a throttle or a server error. A refusal
- * (403, 404) is not.
- */
-function retryableUpload(error: unknown): boolean {
-  for (let at = error, depth = 0; at && depth < 4; depth++) {
-    const e = at as {
-      name?: string;
-      code?: string;
-      message?: string;
-      cause?: unknown;
-      $metadata?: { httpStatusCode?: number };
-    };
-    const status = e.$metadata?.httpStatusCode;
-    if (status !== undefined && (status >= 500 || status === 429)) return true;
-    const text = `${e.name ?? ""} ${e.code ?? ""} ${e.message ?? ""}`;
-    if (
-      /ECONNRESET|EPIPE|ETIMEDOUT|ECONNREFUSED|socket hang up|TimeoutError|timed out|non-retryable streaming request/i
-        .test(text)
-    ) return true;
-    at = e.cause;
-  }
-  return false;
-}
-
-/**
- * Streams a local file to an object. The SDK cannot retry a stream body (it is spent by the
- * failed attempt), so one reset connection failed the chunk and Step Functions rendered the
- * whole chunk again: each attempt here opens the file afresh, up to
- * {@linkcode UPLOAD_ATTEMPTS}, with a jittered backoff.
+ * Streams a local file to an object, retrying a dropped connection with a fresh stream
+ * (the shared uploader, src/aws/upload_file.ts): one reset connection used to fail the
+ * chunk, and Step Functions rendered the whole chunk again.
  */
 export async function uploadFile(
   bucket: string,
@@ -104,25 +73,16 @@ export async function uploadFile(
   contentType: string,
   metadata?: Record<string, string>,
 ): Promise<void> {
-  const { size } = await stat(file);
-  await retry(async () => {
-    await s3Client().send(
-      new PutObjectCommand({
-        Bucket: bucket,
-        Key: key,
-        Body: createReadStream(file),
-        ContentLength: size,
-        ContentType: contentType,
-        ...(metadata ? { Metadata: metadata } : {}),
-      }),
-    );
-  }, {
-    attempts: UPLOAD_ATTEMPTS,
-    baseMs: 200,
-    maxMs: 2000,
-    jitter: "full",
-    retryable: retryableUpload,
-  });
+  await uploadFileWithRetry(
+    s3Client(),
+    {
+      Bucket: bucket,
+      Key: key,
+      ContentType: contentType,
+      ...(metadata ? { Metadata: metadata } : {}),
+    },
+    file,
+  );
 }
 
 /** Writes a small JSON object. */

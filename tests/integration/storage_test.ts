@@ -466,3 +466,107 @@ describe("storageFromUrl", () => {
     );
   });
 });
+
+/** How the flaky endpoint treats its nth connection (from 1). */
+type Answer = "drop" | "ok" | "forbidden";
+
+/**
+ * A real HTTP/1.1 endpoint on loopback that answers each connection as `answer(n)` says:
+ * "drop" closes it once the request's headers are in (a connection reset mid-upload, as a
+ * stale keep-alive socket gives), "ok" reads the whole body and answers 200, "forbidden"
+ * answers 403 with S3's error body. It records the bodies it received in full.
+ */
+function flakyS3Endpoint(answer: (n: number) => Answer): {
+  endpoint: string;
+  connections(): number;
+  bodies: Uint8Array[];
+  close(): void;
+} {
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const bodies: Uint8Array[] = [];
+  let connections = 0;
+  const serve = async (conn: Deno.Conn, n: number): Promise<void> => {
+    let data = new Uint8Array(0);
+    const chunk = new Uint8Array(65536);
+    try {
+      while (true) {
+        const read = await conn.read(chunk);
+        if (read === null) return;
+        data = new Uint8Array([...data, ...chunk.subarray(0, read)]);
+        const text = new TextDecoder().decode(data);
+        const end = text.indexOf("\r\n\r\n");
+        if (end < 0) continue;
+        const mode = answer(n);
+        if (mode === "drop") return;
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end))?.[1] ?? 0);
+        if (data.length - end - 4 < length) continue;
+        bodies.push(data.slice(end + 4, end + 4 + length));
+        const body = mode === "ok" ? "" : '<?xml version="1.0"?><Error><Code>AccessDenied</Code>' +
+          "<Message>Access Denied</Message></Error>";
+        const status = mode === "ok" ? "200 OK" : "403 Forbidden";
+        await conn.write(new TextEncoder().encode(
+          `HTTP/1.1 ${status}\r\nETag: "e"\r\nContent-Type: application/xml\r\n` +
+            `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+        ));
+        return;
+      }
+    } finally {
+      conn.close();
+    }
+  };
+  (async () => {
+    for await (const conn of listener) serve(conn, ++connections).catch(() => {});
+  })().catch(() => {});
+  return {
+    endpoint: `http://127.0.0.1:${(listener.addr as Deno.NetAddr).port}`,
+    connections: () => connections,
+    bodies,
+    close: () => listener.close(),
+  };
+}
+
+describe("S3Storage uploads on a connection that drops (a flaky endpoint on loopback)", () => {
+  const storageOn = (endpoint: string): S3Storage =>
+    new S3Storage({ bucket: BUCKET, endpoint, forcePathStyle: true, credentials: S3_CREDENTIALS });
+
+  it("putFile sends the whole file again on a new connection when the first one drops", async () => {
+    const flaky = flakyS3Endpoint((n) => n === 1 ? "drop" : "ok");
+    const dir = await Deno.makeTempDir({ prefix: "vid-storage-flaky-" });
+    const storage = storageOn(flaky.endpoint);
+    try {
+      const bytes = patternBytes(200_000);
+      await Deno.writeFile(join(dir, "thumbnail.jpg"), bytes);
+      // Before the shared uploader: "socket hang up … non-retryable streaming request" at
+      // once, and the server marked a finished render failed (clean-clone run ci4).
+      await storage.putFile("renders/r1/thumbnail.jpg", join(dir, "thumbnail.jpg"));
+      assert.equal(flaky.connections(), 2, "one dropped connection, one that answered");
+      assert.equal(flaky.bodies.length, 1);
+      assert.equal(await sha256(flaky.bodies[0].slice()), await sha256(bytes));
+    } finally {
+      storage.close();
+      flaky.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+
+  it("putFile does not retry a refusal: one request, and S3's error", async () => {
+    const flaky = flakyS3Endpoint(() => "forbidden");
+    const dir = await Deno.makeTempDir({ prefix: "vid-storage-flaky-" });
+    const storage = storageOn(flaky.endpoint);
+    try {
+      await Deno.writeFile(join(dir, "a.bin"), patternBytes(1000));
+      await assert.rejects(
+        storage.putFile("renders/r1/a.bin", join(dir, "a.bin")),
+        (error: Error) => {
+          assert.equal(error.name, "AccessDenied");
+          return true;
+        },
+      );
+      assert.equal(flaky.connections(), 1);
+    } finally {
+      storage.close();
+      flaky.close();
+      await Deno.remove(dir, { recursive: true });
+    }
+  });
+});

@@ -6,9 +6,8 @@
  * @module
  */
 
-import { stat } from "node:fs/promises";
-import { createReadStream } from "node:fs";
 import { s3ClientFor } from "../../aws/clients.ts";
+import { uploadFile } from "../../aws/upload_file.ts";
 import { contentTypeOf } from "../../util/mime.ts";
 import {
   DeleteObjectsCommand,
@@ -130,22 +129,13 @@ export class S3Storage implements Storage {
    * ```
    */
   async putFile(key: string, file: string, contentType?: string): Promise<void> {
-    const objectKey = this.#objectKey(key);
-    const { size } = await stat(file);
-    const body = createReadStream(file);
-    try {
-      await this.client.send(
-        new PutObjectCommand({
-          Bucket: this.bucket,
-          Key: objectKey,
-          Body: body,
-          ContentLength: size,
-          ContentType: contentType ?? contentTypeOf(key),
-        }),
-      );
-    } finally {
-      body.destroy();
-    }
+    // A dropped connection or a call past its deadline is tried again from a fresh stream
+    // (the SDK cannot retry a stream): one such failure marked a finished render failed.
+    await uploadFile(this.client, {
+      Bucket: this.bucket,
+      Key: this.#objectKey(key),
+      ContentType: contentType ?? contentTypeOf(key),
+    }, file);
   }
 
   /**
