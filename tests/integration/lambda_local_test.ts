@@ -64,17 +64,22 @@ const HTML = compositionHtml(`<div id="box"></div>`, {
 </style>`,
 });
 
-/**
- * The execution's Lambda attempts that failed or timed out, as "<error>: <cause>", from its
- * history (the events `vid lambda progress` reads).
- */
-async function failedAttempts(stack: LocalStack, executionArn: string): Promise<string[]> {
-  const sfn = new SFNClient({
+/** A Step Functions client of the local stack, one attempt per call (the caller destroys it). */
+function sfnClientOf(stack: LocalStack): SFNClient {
+  return new SFNClient({
     endpoint: stack.sfnEndpoint,
     region: stack.region,
     credentials: S3_CREDENTIALS,
     maxAttempts: 1,
   });
+}
+
+/**
+ * The execution's Lambda attempts that failed or timed out, as "<error>: <cause>", from its
+ * history (the events `vid lambda progress` reads).
+ */
+async function failedAttempts(stack: LocalStack, executionArn: string): Promise<string[]> {
+  const sfn = sfnClientOf(stack);
   try {
     const { events } = await sfn.send(
       new GetExecutionHistoryCommand({ executionArn, maxResults: 1000 }),
@@ -410,12 +415,7 @@ describe("vid lambda on the local stack", () => {
     );
     assert.equal(out.code, 0, out.stdout + out.stderr);
     const { executionArn } = JSON.parse(out.stdout);
-    const sfn = new SFNClient({
-      endpoint: stack.sfnEndpoint,
-      region: stack.region,
-      credentials: S3_CREDENTIALS,
-      maxAttempts: 1,
-    });
+    const sfn = sfnClientOf(stack);
     try {
       const execution = await sfn.send(new DescribeExecutionCommand({ executionArn }));
       // The execution input is what every chunk worker is handed its config from.
