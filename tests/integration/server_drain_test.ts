@@ -91,6 +91,17 @@ async function uploadUrl(base: string, key: string, size: number): Promise<strin
   return (await response.json()).upload_url;
 }
 
+/**
+ * Waits until the server holds the upload of `url` in flight: a second PUT is refused as
+ * "being uploaded by another request" once the first one's head was read and the URL claimed.
+ */
+async function untilClaimed(url: string): Promise<void> {
+  await waitFor("the upload to be claimed", async () => {
+    const again = await fetch(url, { method: "PUT", body: "x" });
+    return (await again.text()).includes("being uploaded by another request");
+  });
+}
+
 /** What a log must never show: a stack trace, a `BadResource`, a bare 500's cause. */
 function assertNoStackTraces(log: string): void {
   assert.doesNotMatch(log, /BadResource/);
@@ -119,9 +130,14 @@ describe("vid server drains its requests on SIGTERM", () => {
   it("finishes an upload begun before SIGTERM (200), refuses new requests 503, exits 0", async () => {
     const { base, key } = await start(["--shutdown-timeout", "60"]);
     const zip = projectZip();
-    const upload = await holdRequest("PUT", await uploadUrl(base, key, zip.length), zip.length);
+    const url = await uploadUrl(base, key, zip.length);
+    const upload = await holdRequest("PUT", url, zip.length);
     const half = Math.floor(zip.length / 2);
     await upload.send(zip.subarray(0, half));
+    // Without this wait a loaded host could read the upload's head only after the signal: a
+    // drain with nothing in flight closes the listener at once (a clean-clone run, 2026-12-06,
+    // saw the late request refused at the TCP level).
+    await untilClaimed(url);
 
     const running = server!;
     running.child.kill("SIGTERM");
@@ -158,11 +174,7 @@ describe("vid server drains its requests on SIGTERM", () => {
     const url = await uploadUrl(base, key, zip.length);
     const upload = await holdRequest("PUT", url, zip.length);
     await upload.send(zip.subarray(0, 1000));
-    // The server has the request (it claimed the upload URL) before the signal.
-    await waitFor("the upload to be claimed", async () => {
-      const again = await fetch(url, { method: "PUT", body: "x" });
-      return (await again.text()).includes("being uploaded by another request");
-    });
+    await untilClaimed(url);
 
     const running = server!;
     const status = await running.stop("SIGTERM");
