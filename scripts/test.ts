@@ -683,7 +683,9 @@ async function runIntegration(args: string[], flags: string[] = []): Promise<Tal
  * Workers for the parallel integration group: `DENO_JOBS` when set, else one more than the
  * cores. Each integration file spends part of its time waiting (on a server it started, a
  * browser, ffmpeg's last frames), and a worker per core left a core idle then: measured on the
- * 2-core machine, 3 workers took the group from 392 s to 339 s, all green.
+ * 2-core machine, 3 workers took the group from 392 s to 339 s, all green; 4 workers gave
+ * nothing more (2026-12-06, two clean-clone `.ci/run`s of one commit: 573 s at 4 against 541 s
+ * at 3, both all green).
  */
 function parallelJobs(): string {
   return Deno.env.get("DENO_JOBS") ?? String(navigator.hardwareConcurrency + 1);
